@@ -1,0 +1,75 @@
+# shardnode — the front door. `make run` and `make test` install missing
+# Debian packages first (scripts/install-deps.sh), then build.
+
+ERL_ROOT := $(shell erl -noshell -eval 'io:format("~s",[code:root_dir()]),halt().' 2>/dev/null || echo /usr/lib/erlang)
+EI_INC   := $(ERL_ROOT)/usr/include
+EI_LIB   := $(ERL_ROOT)/usr/lib
+
+CC      ?= cc
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Werror
+CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -Ic_src
+OPT     := -O2
+LDLIBS  := -L$(EI_LIB) -lei -lcrypto -lbsd -lpthread
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+SRC      := $(wildcard c_src/*.c)
+LIB_SRC  := $(filter-out c_src/main.c,$(SRC))
+OBJ      := $(SRC:c_src/%.c=build/rel/%.o)
+UNIT_SRC := $(wildcard test/unit/*.c)
+
+NODE_COOKIE ?= shardnode
+
+.PHONY: all deps run test unit ct bench clean erl
+
+all: priv/shardnode erl
+
+deps:
+	@scripts/install-deps.sh
+
+build/rel/%.o: c_src/%.c $(wildcard c_src/*.h) | build/rel
+	$(CC) $(CFLAGS) $(OPT) -c $< -o $@
+
+priv/shardnode: $(OBJ) | priv
+	$(CC) $(OPT) -o $@ $(OBJ) $(LDLIBS)
+
+build/rel build/asan priv:
+	mkdir -p $@
+
+erl:
+	rebar3 compile
+
+# Unit tests: Criterion, with AddressSanitizer and UndefinedBehaviorSanitizer.
+build/asan/unit: $(LIB_SRC) $(UNIT_SRC) $(wildcard c_src/*.h) $(wildcard test/unit/*.h) | build/asan
+	$(CC) $(CFLAGS) -O1 $(SAN) -Itest/unit -o $@ $(LIB_SRC) $(UNIT_SRC) $(LDLIBS) -lcriterion
+
+unit: build/asan/unit
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit --jobs 2
+
+# common_test suites against real OTP nodes.
+ct: all
+	rebar3 ct --dir test
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) ct
+
+run: deps
+	$(MAKE) all
+	@echo
+	@echo "Starting shardnode@127.0.0.1 (cookie: $(NODE_COOKIE)). Reach it from another terminal:"
+	@echo "  erl -name a@127.0.0.1 -setcookie $(NODE_COOKIE)"
+	@echo "    1> net_adm:ping('shardnode@127.0.0.1')."
+	@echo "    2> gen_server:call({shardnode, 'shardnode@127.0.0.1'}, shard_types)."
+	@echo "  iex --name a@127.0.0.1 --cookie $(NODE_COOKIE)"
+	@echo "    iex> Node.ping(:'shardnode@127.0.0.1')"
+	@echo "    iex> GenServer.call({:shardnode, :'shardnode@127.0.0.1'}, :shard_types)"
+	@echo "Stop with Ctrl-C."
+	@echo
+	exec priv/shardnode --name shardnode@127.0.0.1 --cookie $(NODE_COOKIE)
+
+bench:
+	@echo "make bench: the benchmarks are not written yet; see docs/architecture.md"
+
+clean:
+	rm -rf build priv/shardnode _build

@@ -1,0 +1,715 @@
+/* dist_node.c — see dist_node.h. */
+#include "dist_node.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bsd/string.h>
+
+#include "dist_conn.h"
+#include "epmd.h"
+#include "term.h"
+
+/* A message to one of our own pids, delivered from the loop, not re-entrantly. */
+struct local_msg {
+	erlang_pid to;
+	size_t len;
+	struct local_msg *next;
+	char term[]; /* without version byte */
+};
+
+struct dist_node {
+	struct dist_self self;
+	struct dist_conn_hooks hooks;
+	char name[HS_NODE_NAME_BUF];
+	char cookie[1024];
+	int listen_fd;
+	uint16_t port;
+	int epmd_fd;
+	uint32_t ticktime_ms;
+	uint32_t max_connections;
+	struct ev_timer tick_timer;
+	struct dist_conn *conns; /* live connections */
+	uint32_t nconns;
+	struct dist_conn *dead;  /* closed, freed before the loop sleeps */
+	struct proc_table procs;
+	struct local_msg *local_head, *local_tail;
+	struct dist_node_stats stats;
+};
+
+/* ---- connection table ---- */
+
+static struct dist_conn *find_conn(struct dist_node *n, const char *peer, const struct dist_conn *except)
+{
+	struct dist_conn *best = NULL;
+	for (struct dist_conn *c = n->conns; c; c = c->next) {
+		if (c == except || c->state == CONN_CLOSED || strcmp(c->peer, peer) != 0)
+			continue;
+		if (c->state == CONN_UP)
+			return c;
+		best = c;
+	}
+	return best;
+}
+
+static void link_conn(struct dist_node *n, struct dist_conn *c)
+{
+	c->next = n->conns;
+	n->conns = c;
+	n->nconns++;
+}
+
+static void unlink_conn(struct dist_node *n, struct dist_conn *c)
+{
+	for (struct dist_conn **pc = &n->conns; *pc; pc = &(*pc)->next) {
+		if (*pc == c) {
+			*pc = c->next;
+			n->nconns--;
+			return;
+		}
+	}
+}
+
+/* ---- hooks from connections ---- */
+
+static enum conn_arbitration hook_arbitrate(void *owner, struct dist_conn *in)
+{
+	struct dist_node *n = owner;
+	if (strcmp(in->peer, n->name) == 0)
+		return CONN_ARB_REFUSE;
+	struct dist_conn *other = find_conn(n, in->peer, in);
+	if (other == NULL)
+		return CONN_ARB_OK;
+	if (other->state == CONN_UP)
+		return CONN_ARB_ALIVE;
+	if (!other->initiator) {
+		/* Two half-open accepts from one peer: the older is stale. */
+		dist_conn_close(other, "replaced by a newer connection attempt");
+		return CONN_ARB_OK;
+	}
+	/* Simultaneous connect, decided as net_kernel does: the greater
+	 * node name keeps its own attempt. */
+	if (strcmp(n->name, in->peer) > 0)
+		return CONN_ARB_NOK;
+	dist_conn_adopt_pending(in, other);
+	dist_conn_close(other, "simultaneous connect: peer's attempt wins");
+	return CONN_ARB_OK_SIMULTANEOUS;
+}
+
+static void hook_replace(void *owner, struct dist_conn *in)
+{
+	struct dist_node *n = owner;
+	struct dist_conn *old = find_conn(n, in->peer, in);
+	if (old != NULL)
+		dist_conn_close(old, "peer reconnected");
+}
+
+static void hook_up(void *owner, struct dist_conn *c)
+{
+	struct dist_node *n = owner;
+	/* Packets that waited on a connection that lost a race go out now. */
+	for (struct dist_conn *o = n->conns; o; o = o->next) {
+		if (o != c && o->state == CONN_NOK_WAIT && strcmp(o->peer, c->peer) == 0) {
+			dist_conn_adopt_pending(c, o);
+			dist_conn_close(o, "peer's connection is up");
+		}
+	}
+}
+
+static void hook_closed(void *owner, struct dist_conn *c, const char *why)
+{
+	(void)why;
+	struct dist_node *n = owner;
+	unlink_conn(n, c);
+	c->next = n->dead;
+	n->dead = c;
+	if (c->peer[0] != '\0' && find_conn(n, c->peer, c) == NULL) {
+		/* The peer's monitors and links on our procs die with the
+		 * connection; its side delivers noconnection by itself. */
+		proc_table_forget_node(&n->procs, c->peer);
+	}
+}
+
+static void free_dead(struct dist_node *n)
+{
+	while (n->dead) {
+		struct dist_conn *c = n->dead;
+		n->dead = c->next;
+		dist_conn_release(c);
+		free(c);
+	}
+}
+
+/* ---- encoding control messages ---- */
+
+/* Builds the control tuple in ctl (with version byte) and sends it with an
+ * optional message to `peer`, opening a connection if none exists. */
+static int send_to_node(struct dist_node *n, const char *peer, const ei_x_buff *ctl, const char *msg,
+			size_t msg_len)
+{
+	struct dist_conn *c = find_conn(n, peer, NULL);
+	if (c == NULL) {
+		if (strcmp(peer, n->name) == 0)
+			return -EINVAL;
+		c = malloc(sizeof *c);
+		if (c == NULL)
+			return -ENOMEM;
+		int rc = dist_conn_connect(c, &n->self, &n->hooks, peer);
+		if (rc) {
+			log_warn(n->self.log, "cannot connect to %s: %s", peer,
+				 rc == -EINVAL ? "bad node name or unknown host" : strerror(-rc));
+			dist_conn_release(c);
+			free(c);
+			return rc;
+		}
+		link_conn(n, c);
+	}
+	return dist_conn_send(c, ctl->buff, (size_t)ctl->index, msg, msg_len);
+}
+
+static int x_begin_ctl(ei_x_buff *x, int arity, long op)
+{
+	if (ei_x_new_with_version(x) < 0)
+		return -ENOMEM;
+	if (ei_x_encode_tuple_header(x, arity) < 0 || ei_x_encode_long(x, op) < 0) {
+		ei_x_free(x);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool is_local(const struct dist_node *n, const erlang_pid *pid)
+{
+	return strcmp(pid->node, n->name) == 0;
+}
+
+static int queue_local(struct dist_node *n, const erlang_pid *to, const char *term, size_t len)
+{
+	struct local_msg *m = malloc(sizeof *m + len);
+	if (m == NULL)
+		return -ENOMEM;
+	m->to = *to;
+	m->len = len;
+	m->next = NULL;
+	memcpy(m->term, term, len);
+	if (n->local_tail)
+		n->local_tail->next = m;
+	else
+		n->local_head = m;
+	n->local_tail = m;
+	return 0;
+}
+
+int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len)
+{
+	if (len < 1)
+		return -EINVAL;
+	if (is_local(n, to))
+		return queue_local(n, to, msg + 1, len - 1);
+	ei_x_buff ctl;
+	if (x_begin_ctl(&ctl, 3, DOP_SEND))
+		return -ENOMEM;
+	int rc = -ENOMEM;
+	if (ei_x_encode_atom(&ctl, "") == 0 && ei_x_encode_pid(&ctl, to) == 0)
+		rc = send_to_node(n, to->node, &ctl, msg, len);
+	ei_x_free(&ctl);
+	return rc;
+}
+
+int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,
+		       const char *to_node, const char *msg, size_t len)
+{
+	if (strcmp(to_node, n->name) == 0) {
+		struct proc *p = proc_by_name(&n->procs, to_name);
+		if (p == NULL || len < 1)
+			return -ESRCH;
+		return queue_local(n, &p->pid, msg + 1, len - 1);
+	}
+	ei_x_buff ctl;
+	if (x_begin_ctl(&ctl, 4, DOP_REG_SEND))
+		return -ENOMEM;
+	int rc = -ENOMEM;
+	if (ei_x_encode_pid(&ctl, from) == 0 && ei_x_encode_atom(&ctl, "") == 0 &&
+	    ei_x_encode_atom(&ctl, to_name) == 0)
+		rc = send_to_node(n, to_node, &ctl, msg, len);
+	ei_x_free(&ctl);
+	return rc;
+}
+
+int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return -ENOMEM;
+	int rc = gen_call_encode_reply(&x, call, reply, reply_len);
+	if (rc == 0)
+		rc = dist_node_send(n, &call->from, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+	return rc;
+}
+
+/* MONITOR_P_EXIT {21, Watched, WatcherPid, Ref, Reason}. */
+static void send_monitor_exit(struct dist_node *n, const char *watched, size_t watched_len,
+			      const erlang_pid *watcher, const char *ref, size_t ref_len, const char *reason)
+{
+	ei_x_buff ctl;
+	if (x_begin_ctl(&ctl, 5, DOP_MONITOR_P_EXIT))
+		return;
+	if (term_x_append_raw(&ctl, watched, watched_len) == 0 && ei_x_encode_pid(&ctl, watcher) == 0 &&
+	    term_x_append_raw(&ctl, ref, ref_len) == 0 && ei_x_encode_atom(&ctl, reason) == 0)
+		send_to_node(n, watcher->node, &ctl, NULL, 0);
+	ei_x_free(&ctl);
+}
+
+/* EXIT {3, FromPid, ToPid, Reason}. */
+static void send_exit(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *reason)
+{
+	ei_x_buff ctl;
+	if (x_begin_ctl(&ctl, 4, DOP_EXIT))
+		return;
+	if (ei_x_encode_pid(&ctl, from) == 0 && ei_x_encode_pid(&ctl, to) == 0 &&
+	    ei_x_encode_atom(&ctl, reason) == 0)
+		send_to_node(n, to->node, &ctl, NULL, 0);
+	ei_x_free(&ctl);
+}
+
+/* ---- procs ---- */
+
+struct proc *dist_node_spawn(struct dist_node *n, const char *name, proc_handler_fn handler, void *ctx,
+			     int *err)
+{
+	return proc_spawn(&n->procs, n->name, n->self.creation, name, handler, ctx, err);
+}
+
+void dist_node_exit(struct dist_node *n, struct proc *p, const char *reason)
+{
+	erlang_pid self = p->pid;
+	struct watcher *ws = proc_remove(&n->procs, p);
+	for (struct watcher *w = ws; w; w = w->next) {
+		if (w->kind == WATCH_MONITOR)
+			send_monitor_exit(n, w->watched, w->watched_len, &w->pid, w->ref, w->ref_len, reason);
+		else
+			send_exit(n, &self, &w->pid, reason);
+	}
+	watcher_list_free(ws);
+}
+
+/* ---- routing incoming control messages ---- */
+
+static void deliver(struct dist_node *n, struct proc *p, const erlang_pid *from, const char *term, size_t len)
+{
+	struct proc_msg m = {.from = from, .term = term, .len = len};
+	p->handler(p->ctx, p, &m);
+	(void)n;
+}
+
+/* Decodes a pid element of the control tuple; false if it is not one. */
+static bool elem_pid(const struct dist_msg *m, size_t k, erlang_pid *out)
+{
+	if (k >= m->nelems)
+		return false;
+	int i = (int)m->elem[k];
+	return ei_decode_pid(m->ctl, &i, out) == 0;
+}
+
+/* The raw bytes of control tuple element k. */
+static void elem_raw(const struct dist_msg *m, size_t k, const char **p, size_t *len)
+{
+	size_t i = m->elem[k];
+	*p = m->ctl + i;
+	term_skip(m->ctl, &i);
+	*len = (size_t)(m->ctl + i - *p);
+}
+
+/* The proc a ToProc element names: an atom (registered name) or our pid. */
+static struct proc *elem_target(struct dist_node *n, const struct dist_msg *m, size_t k)
+{
+	char name[TERM_ATOM_BUF];
+	size_t i = m->elem[k];
+	if (term_get_atom(m->ctl, &i, name) == 0)
+		return proc_by_name(&n->procs, name);
+	erlang_pid pid;
+	if (elem_pid(m, k, &pid))
+		return proc_by_pid(&n->procs, &pid);
+	return NULL;
+}
+
+static void log_unhandled_once(struct dist_node *n, struct dist_conn *c, long op, const char *what)
+{
+	n->stats.unknown_control_ops++;
+	uint64_t bit = op >= 0 && op < 64 ? 1ULL << op : 1ULL << 63;
+	if (c->logged_ops & bit)
+		return;
+	c->logged_ops |= bit;
+	log_info(n->self.log, "from %s: control message %ld %s (logged once)", c->peer, op, what);
+}
+
+static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
+{
+	erlang_pid from;
+	char name[TERM_ATOM_BUF];
+	size_t i = m->nelems >= 3 ? m->elem[2] : 0;
+	if (m->payload == NULL || !elem_pid(m, 0, &from) || m->nelems < 3 || term_get_atom(m->ctl, &i, name)) {
+		log_unhandled_once(n, c, m->op, "malformed, ignored");
+		return;
+	}
+	struct proc *p = proc_by_name(&n->procs, name);
+	if (p == NULL) {
+		n->stats.undeliverable++;
+		log_debug(n->self.log, "message from %s to unregistered name %s dropped", c->peer, name);
+		return;
+	}
+	deliver(n, p, &from, m->payload, m->payload_len);
+}
+
+/* SEND {2, Unused, ToPid} and SEND_SENDER {22, FromPid, ToPid}. */
+static void on_send(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
+{
+	erlang_pid to, from;
+	bool has_from = m->op == DOP_SEND_SENDER && elem_pid(m, 0, &from);
+	if (m->payload == NULL || !elem_pid(m, 1, &to)) {
+		log_unhandled_once(n, c, m->op, "malformed, ignored");
+		return;
+	}
+	struct proc *p = proc_by_pid(&n->procs, &to);
+	if (p == NULL) {
+		n->stats.undeliverable++;
+		return;
+	}
+	deliver(n, p, has_from ? &from : NULL, m->payload, m->payload_len);
+}
+
+/* MONITOR_P {19, FromPid, ToProc, Ref}. */
+static void on_monitor(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
+{
+	erlang_pid from;
+	if (m->nelems < 3 || !elem_pid(m, 0, &from)) {
+		log_unhandled_once(n, c, m->op, "malformed, ignored");
+		return;
+	}
+	const char *watched, *ref;
+	size_t watched_len, ref_len;
+	elem_raw(m, 1, &watched, &watched_len);
+	elem_raw(m, 2, &ref, &ref_len);
+	struct proc *p = elem_target(n, m, 1);
+	if (p == NULL || proc_watch(p, WATCH_MONITOR, &from, ref, ref_len, watched, watched_len) != 0)
+		send_monitor_exit(n, watched, watched_len, &from, ref, ref_len, "noproc");
+}
+
+/* DEMONITOR_P {20, FromPid, ToProc, Ref}. */
+static void on_demonitor(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
+{
+	if (m->nelems < 3) {
+		log_unhandled_once(n, c, m->op, "malformed, ignored");
+		return;
+	}
+	struct proc *p = elem_target(n, m, 1);
+	const char *ref;
+	size_t ref_len;
+	elem_raw(m, 2, &ref, &ref_len);
+	if (p != NULL)
+		proc_unwatch_monitor(p, ref, ref_len);
+}
+
+/* LINK {1, FromPid, ToPid}. */
+static void on_link(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
+{
+	erlang_pid from, to;
+	if (!elem_pid(m, 0, &from) || !elem_pid(m, 1, &to)) {
+		log_unhandled_once(n, c, m->op, "malformed, ignored");
+		return;
+	}
+	struct proc *p = proc_by_pid(&n->procs, &to);
+	if (p == NULL || proc_watch(p, WATCH_LINK, &from, NULL, 0, NULL, 0) != 0)
+		send_exit(n, &to, &from, "noproc");
+}
+
+/* UNLINK_ID {35, Id, FromPid, ToPid} -> UNLINK_ID_ACK {36, Id, ToPid, FromPid};
+ * the old UNLINK {4, FromPid, ToPid} has no acknowledgement. */
+static void on_unlink(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
+{
+	size_t base = m->op == DOP_UNLINK_ID ? 1 : 0;
+	erlang_pid from, to;
+	if (!elem_pid(m, base, &from) || !elem_pid(m, base + 1, &to)) {
+		log_unhandled_once(n, c, m->op, "malformed, ignored");
+		return;
+	}
+	struct proc *p = proc_by_pid(&n->procs, &to);
+	if (p != NULL)
+		proc_unwatch_link(p, &from);
+	if (m->op != DOP_UNLINK_ID)
+		return;
+	const char *id;
+	size_t id_len;
+	elem_raw(m, 0, &id, &id_len);
+	ei_x_buff ctl;
+	if (x_begin_ctl(&ctl, 4, DOP_UNLINK_ID_ACK))
+		return;
+	if (term_x_append_raw(&ctl, id, id_len) == 0 && ei_x_encode_pid(&ctl, &to) == 0 &&
+	    ei_x_encode_pid(&ctl, &from) == 0)
+		dist_conn_send(c, ctl.buff, (size_t)ctl.index, NULL, 0);
+	ei_x_free(&ctl);
+}
+
+/* EXIT and EXIT2 (plain and trace-token forms): our procs are system
+ * processes that trap exits; a link is removed, nothing dies. */
+static void on_exit_signal(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
+{
+	erlang_pid from, to;
+	if (!elem_pid(m, 0, &from) || !elem_pid(m, 1, &to)) {
+		log_unhandled_once(n, c, m->op, "malformed, ignored");
+		return;
+	}
+	struct proc *p = proc_by_pid(&n->procs, &to);
+	if (p != NULL && (m->op == DOP_EXIT || m->op == DOP_EXIT_TT))
+		proc_unwatch_link(p, &from);
+	log_debug(n->self.log, "exit signal (op %ld) from %s ignored", m->op, c->peer);
+}
+
+static void hook_packet(void *owner, struct dist_conn *c, const struct dist_msg *m)
+{
+	struct dist_node *n = owner;
+	switch (m->op) {
+	case DOP_REG_SEND:
+	case DOP_REG_SEND_TT:
+		on_reg_send(n, c, m);
+		break;
+	case DOP_SEND:
+	case DOP_SEND_TT:
+	case DOP_SEND_SENDER:
+	case DOP_SEND_SENDER_TT:
+		on_send(n, c, m);
+		break;
+	case DOP_MONITOR_P:
+		on_monitor(n, c, m);
+		break;
+	case DOP_DEMONITOR_P:
+		on_demonitor(n, c, m);
+		break;
+	case DOP_LINK:
+		on_link(n, c, m);
+		break;
+	case DOP_UNLINK:
+	case DOP_UNLINK_ID:
+		on_unlink(n, c, m);
+		break;
+	case DOP_EXIT:
+	case DOP_EXIT_TT:
+	case DOP_EXIT2:
+	case DOP_EXIT2_TT:
+		on_exit_signal(n, c, m);
+		break;
+	case DOP_UNLINK_ID_ACK:
+		break; /* we never unlink first; nothing to wait for */
+	default:
+		log_unhandled_once(n, c, m->op, "not supported, ignored");
+		break;
+	}
+}
+
+/* ---- listening, ticks, idle work ---- */
+
+static void on_accept(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)loop;
+	(void)events;
+	struct dist_node *n = arg;
+	/* Bounded per event, so a connection flood cannot starve the loop. */
+	for (int k = 0; k < 64; k++) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn(n->self.log, "accept: %s", strerror(errno));
+			return;
+		}
+		if (n->nconns >= n->max_connections) {
+			if (n->stats.connections_refused++ % 1000 == 0)
+				log_warn(n->self.log, "connection refused: %u connections open (max_connections)",
+					 n->nconns);
+			close(cfd);
+			continue;
+		}
+		struct dist_conn *c = malloc(sizeof *c);
+		if (c == NULL) {
+			close(cfd);
+			continue;
+		}
+		if (dist_conn_accept(c, &n->self, &n->hooks, cfd)) {
+			dist_conn_release(c);
+			free(c);
+			continue;
+		}
+		n->stats.connections_accepted++;
+		link_conn(n, c);
+	}
+}
+
+static void on_tick(struct evloop *loop, void *arg)
+{
+	struct dist_node *n = arg;
+	uint64_t interval = n->ticktime_ms / 4;
+	for (struct dist_conn *c = n->conns, *next; c; c = next) {
+		next = c->next;
+		dist_conn_tick(c, interval);
+	}
+	evloop_timer_start(loop, &n->tick_timer, interval);
+}
+
+static void on_epmd_io(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	struct dist_node *n = arg;
+	char buf[64];
+	ssize_t r = recv(fd, buf, sizeof buf, 0);
+	if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR)))
+		return;
+	(void)events;
+	log_warn(n->self.log, "epmd closed our registration; peers can no longer find this node by name");
+	evloop_unwatch(loop, fd);
+	close(fd);
+	n->epmd_fd = -1;
+}
+
+/* Before the loop sleeps: deliver local messages, flush output in one write
+ * per connection, free closed connections. */
+static void on_idle(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	struct dist_node *n = arg;
+	/* Only the messages queued so far: handlers may queue more, which run
+	 * on the next turn, so one chatty proc cannot hold the loop. */
+	struct local_msg *batch = n->local_head;
+	n->local_head = n->local_tail = NULL;
+	while (batch) {
+		struct local_msg *m = batch;
+		batch = m->next;
+		struct proc *p = proc_by_pid(&n->procs, &m->to);
+		if (p != NULL)
+			deliver(n, p, NULL, m->term, m->len);
+		else
+			n->stats.undeliverable++;
+		free(m);
+	}
+	for (struct dist_conn *c = n->conns, *next; c; c = next) {
+		next = c->next;
+		dist_conn_flush_pending_output(c);
+	}
+	free_dead(n);
+}
+
+static int listen_on(uint16_t port, uint16_t *bound)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_ANY)};
+	socklen_t sl = sizeof sa;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 512) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	*bound = ntohs(sa.sin_port);
+	return fd;
+}
+
+struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
+{
+	struct dist_node *n = calloc(1, sizeof *n);
+	if (n == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	strlcpy(n->name, cfg->name, sizeof n->name);
+	strlcpy(n->cookie, cfg->cookie, sizeof n->cookie);
+	n->listen_fd = n->epmd_fd = -1;
+	n->ticktime_ms = cfg->ticktime_ms < 400 ? 400 : cfg->ticktime_ms;
+	n->max_connections = cfg->max_connections;
+	n->self = (struct dist_self){
+		.loop = cfg->loop, .log = cfg->log, .name = n->name, .cookie = n->cookie,
+		.max_packet = cfg->max_packet, .outq_pause = cfg->outq_pause, .outq_max = cfg->outq_max,
+		.setup_ms = cfg->setup_ms,
+	};
+	n->hooks = (struct dist_conn_hooks){
+		.owner = n, .arbitrate = hook_arbitrate, .replace = hook_replace, .up = hook_up,
+		.packet = hook_packet, .closed = hook_closed,
+	};
+	ev_timer_init(&n->tick_timer, on_tick, n);
+
+	int rc = listen_on(cfg->port, &n->port);
+	if (rc < 0)
+		goto fail;
+	n->listen_fd = rc;
+	char alive[HS_NODE_NAME_BUF];
+	strlcpy(alive, n->name, sizeof alive);
+	*strchr(alive, '@') = '\0';
+	uint32_t creation = 0;
+	rc = epmd_register(cfg->log, alive, n->port, 10000, &creation);
+	if (rc < 0)
+		goto fail;
+	n->epmd_fd = rc;
+	n->self.creation = creation;
+	if ((rc = evloop_watch(cfg->loop, n->listen_fd, EPOLLIN, on_accept, n)) != 0 ||
+	    (rc = evloop_watch(cfg->loop, n->epmd_fd, EPOLLIN, on_epmd_io, n)) != 0 ||
+	    (rc = evloop_timer_start(cfg->loop, &n->tick_timer, n->ticktime_ms / 4)) != 0)
+		goto fail;
+	evloop_set_idle(cfg->loop, on_idle, n);
+	*err = 0;
+	return n;
+fail:
+	*err = rc;
+	dist_node_free(n);
+	return NULL;
+}
+
+void dist_node_free(struct dist_node *n)
+{
+	if (n == NULL)
+		return;
+	struct evloop *loop = n->self.loop;
+	/* Best effort: replies already queued (the answer to `leave`, say)
+	 * leave before the sockets close. */
+	for (struct dist_conn *c = n->conns, *next; c; c = next) {
+		next = c->next;
+		dist_conn_flush_pending_output(c);
+	}
+	while (n->conns)
+		dist_conn_close(n->conns, "node stopping");
+	free_dead(n);
+	evloop_timer_stop(loop, &n->tick_timer);
+	if (n->listen_fd >= 0) {
+		evloop_unwatch(loop, n->listen_fd);
+		close(n->listen_fd);
+	}
+	if (n->epmd_fd >= 0) {
+		evloop_unwatch(loop, n->epmd_fd);
+		close(n->epmd_fd); /* epmd unregisters the name */
+	}
+	while (n->local_head) {
+		struct local_msg *m = n->local_head;
+		n->local_head = m->next;
+		free(m);
+	}
+	proc_table_free(&n->procs);
+	evloop_set_idle(loop, NULL, NULL);
+	free(n);
+}
+
+const char *dist_node_name(const struct dist_node *n) { return n->name; }
+uint16_t dist_node_port(const struct dist_node *n) { return n->port; }
+uint32_t dist_node_creation(const struct dist_node *n) { return n->self.creation; }
+
+void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out)
+{
+	*out = n->stats;
+	out->connections_up = 0;
+	for (const struct dist_conn *c = n->conns; c; c = c->next)
+		out->connections_up += c->state == CONN_UP;
+}

@@ -1,0 +1,64 @@
+/*
+ * evloop.h — the node's single-threaded event loop: epoll readiness plus
+ * one-shot timers, in the manner of Redis's ae.c.
+ *
+ * Everything the node does runs in a callback from evloop_run(). Callbacks
+ * must not block. Timers are caller-owned `struct ev_timer` objects kept in a
+ * binary heap, so arming and cancelling never allocate after the heap has
+ * grown. Timers fire in deadline order; a timer may be re-armed from its own
+ * callback.
+ */
+#ifndef SN_EVLOOP_H
+#define SN_EVLOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct evloop;
+
+/* Readiness callback: `events` is a mask of EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP. */
+typedef void (*ev_io_fn)(struct evloop *loop, int fd, uint32_t events, void *arg);
+typedef void (*ev_timer_fn)(struct evloop *loop, void *arg);
+/* Runs once per loop iteration before waiting for events. */
+typedef void (*ev_idle_fn)(struct evloop *loop, void *arg);
+
+struct ev_timer {
+	uint64_t deadline_ms;
+	size_t heap_index; /* SIZE_MAX when not armed */
+	ev_timer_fn fn;
+	void *arg;
+};
+
+/* Returns a new loop, or NULL with errno set. */
+struct evloop *evloop_new(void);
+/* Closes the epoll descriptor and frees the loop; registered fds are not closed. */
+void evloop_free(struct evloop *loop);
+
+/* Monotonic milliseconds, refreshed once per iteration (cheap to call). */
+uint64_t evloop_now_ms(const struct evloop *loop);
+
+/* Watches fd for `events` (EPOLLIN and/or EPOLLOUT). Returns 0 or -errno. */
+int evloop_watch(struct evloop *loop, int fd, uint32_t events, ev_io_fn fn, void *arg);
+/* Changes the event mask of a watched fd. Returns 0 or -errno. */
+int evloop_rewatch(struct evloop *loop, int fd, uint32_t events);
+/* Stops watching fd. Safe to call for an fd that is not watched. Pending
+ * events for fd in the current iteration are discarded. */
+void evloop_unwatch(struct evloop *loop, int fd);
+
+/* Initialises a timer (not armed). */
+void ev_timer_init(struct ev_timer *t, ev_timer_fn fn, void *arg);
+/* Arms (or re-arms) t to fire after `after_ms`. Returns 0 or -ENOMEM. */
+int evloop_timer_start(struct evloop *loop, struct ev_timer *t, uint64_t after_ms);
+/* Disarms t if armed. */
+void evloop_timer_stop(struct evloop *loop, struct ev_timer *t);
+static inline bool ev_timer_armed(const struct ev_timer *t) { return t->heap_index != SIZE_MAX; }
+
+/* Sets the hook that runs before every wait (NULL to clear). */
+void evloop_set_idle(struct evloop *loop, ev_idle_fn fn, void *arg);
+
+/* Runs until evloop_stop(). Returns 0, or -errno if epoll_wait fails. */
+int evloop_run(struct evloop *loop);
+void evloop_stop(struct evloop *loop);
+
+#endif

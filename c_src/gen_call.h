@@ -1,0 +1,35 @@
+/*
+ * gen_call.h — the gen_server call protocol as seen from the server side.
+ *
+ * gen_server:call/3 sends {'$gen_call', {Pid, Tag}, Request}. From OTP 24 the
+ * Tag is [alias | Ref], an improper list; older nodes send a plain reference.
+ * The reply is {Tag, Reply} sent to Pid, with Tag echoed byte for byte: we
+ * never decode or re-encode it, so whatever the caller chose matches.
+ */
+#ifndef SN_GEN_CALL_H
+#define SN_GEN_CALL_H
+
+#include <stddef.h>
+
+#include <ei.h>
+
+struct gen_call {
+	erlang_pid from;
+	const char *tag;     /* raw encoded Tag, inside the message buffer */
+	size_t tag_len;
+	const char *request; /* raw encoded Request, inside the message buffer */
+	size_t request_len;
+};
+
+/* Recognises a '$gen_call' in a validated message term (no version byte).
+ * Returns 1 and fills *out (pointers into msg, valid as long as msg is);
+ * 0 if the message is not a '$gen_call' at all; -EPROTO if it is a
+ * '$gen_call' whose From is not {Pid, Tag}, so no reply can be sent. */
+int gen_call_parse(const char *msg, size_t len, struct gen_call *out);
+
+/* Encodes the reply message {Tag, Reply} with the version byte into x (an
+ * initialised ei_x_buff). `reply` is an encoded term without version byte.
+ * Returns 0 or -ENOMEM. */
+int gen_call_encode_reply(ei_x_buff *x, const struct gen_call *call, const char *reply, size_t reply_len);
+
+#endif

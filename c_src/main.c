@@ -1,0 +1,138 @@
+/*
+ * main.c — the shardnode executable: reads the configuration, becomes an
+ * Erlang node, serves until SIGTERM/SIGINT or an admin `leave`, then
+ * unregisters and exits 0. A bad flag or config value exits 2.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <ei.h>
+
+#include "admin.h"
+#include "config.h"
+#include "dist_node.h"
+#include "evloop.h"
+#include "log.h"
+
+/* The entity types this build can host (SPEC §5). */
+static const char *const builtin_types[] = {"counter", "kv", "echo", NULL};
+
+struct app {
+	struct evloop *loop;
+	struct logger log;
+	struct ev_timer leave_timer;
+	const char *stop_reason;
+};
+
+static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)events;
+	struct app *app = arg;
+	struct signalfd_siginfo si;
+	if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
+		return;
+	app->stop_reason = si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+	evloop_stop(loop);
+}
+
+static void on_leave_timer(struct evloop *loop, void *arg)
+{
+	struct app *app = arg;
+	app->stop_reason = "leave requested";
+	evloop_stop(loop);
+}
+
+/* The admin answered `leave`; stop on the next turn so the answer is sent. */
+static void request_leave(void *arg)
+{
+	struct app *app = arg;
+	evloop_timer_start(app->loop, &app->leave_timer, 0);
+}
+
+int main(int argc, char **argv)
+{
+	static struct sn_config cfg; /* large (paths, lists); not on the stack */
+	char err[CONFIG_ERR_BUF];
+	config_defaults(&cfg);
+	int rc = config_parse_args(&cfg, argc - 1, argv + 1, builtin_types, err);
+	if (rc == 1)
+		return 0;
+	if (rc) {
+		fprintf(stderr, "shardnode: %s\n", err);
+		return 2;
+	}
+
+	struct app app = {.log = {.min_level = cfg.log_level, .out = stderr, .node = cfg.name}};
+	ei_init();
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+
+	app.loop = evloop_new();
+	if (app.loop == NULL || sigfd < 0) {
+		log_error(&app.log, "cannot start the event loop: %s", strerror(errno));
+		return 1;
+	}
+	ev_timer_init(&app.leave_timer, on_leave_timer, &app);
+	evloop_watch(app.loop, sigfd, EPOLLIN, on_signal, &app);
+
+	struct dist_node_config ncfg = {
+		.loop = app.loop,
+		.log = &app.log,
+		.name = cfg.name,
+		.cookie = cfg.cookie,
+		.port = cfg.port,
+		.max_packet = cfg.max_message_bytes,
+		.outq_max = cfg.outq_max_bytes,
+		.outq_pause = cfg.outq_max_bytes / 8,
+		.setup_ms = 7000,
+		.ticktime_ms = cfg.net_ticktime * 1000u,
+		.max_connections = cfg.max_connections,
+	};
+	struct dist_node *node = dist_node_start(&ncfg, &rc);
+	if (node == NULL) {
+		log_error(&app.log, "cannot start node %s: %s", cfg.name,
+			  rc == -EADDRINUSE ? "the name is taken in epmd, or the port is in use" : strerror(-rc));
+		return 1;
+	}
+
+	const char *types[CONFIG_MAX_LIST];
+	for (size_t k = 0; k < cfg.ntypes; k++)
+		types[k] = cfg.types[k];
+	struct admin_config acfg = {
+		.node = node, .log = &app.log, .types = types, .ntypes = cfg.ntypes,
+		.proxy_only = cfg.proxy_only, .request_leave = request_leave, .leave_arg = &app,
+	};
+	struct admin *admin = admin_start(&acfg, &rc);
+	if (admin == NULL) {
+		log_error(&app.log, "cannot register the admin: %s", strerror(-rc));
+		dist_node_free(node);
+		return 1;
+	}
+
+	log_info(&app.log, "node %s up: port %u, creation %u, types %zu%s", cfg.name, dist_node_port(node),
+		 dist_node_creation(node), cfg.ntypes, cfg.proxy_only ? " (proxy only)" : "");
+	rc = evloop_run(app.loop);
+	if (rc)
+		log_error(&app.log, "event loop failed: %s", strerror(-rc));
+
+	log_info(&app.log, "stopping (%s)", app.stop_reason ? app.stop_reason : "loop ended");
+	admin_stop(admin);
+	dist_node_free(node);
+	evloop_timer_stop(app.loop, &app.leave_timer);
+	evloop_unwatch(app.loop, sigfd);
+	close(sigfd);
+	evloop_free(app.loop);
+	log_info(&app.log, "stopped");
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,185 @@
+/* proc.c — see proc.h. */
+#include "proc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bsd/string.h>
+
+struct proc *proc_spawn(struct proc_table *t, const char *node, uint32_t creation, const char *name,
+			proc_handler_fn handler, void *ctx, int *err)
+{
+	if (name != NULL && proc_by_name(t, name) != NULL) {
+		*err = -EEXIST;
+		return NULL;
+	}
+	size_t slot = 0;
+	while (slot < t->nslots && t->slots[slot] != NULL)
+		slot++;
+	if (slot == t->nslots) {
+		size_t n = t->nslots ? t->nslots * 2 : 16;
+		struct proc **s = realloc(t->slots, n * sizeof *s);
+		if (s == NULL) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		memset(s + t->nslots, 0, (n - t->nslots) * sizeof *s);
+		t->slots = s;
+		t->nslots = n;
+	}
+	struct proc *p = calloc(1, sizeof *p);
+	if (p == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	strlcpy(p->pid.node, node, sizeof p->pid.node);
+	p->pid.num = (unsigned)(slot + 1);
+	/* A reused slot gets a new serial, so a stale pid held by a peer does
+	 * not reach the new proc. */
+	p->pid.serial = t->next_serial++;
+	p->pid.creation = creation;
+	if (name)
+		strlcpy(p->name, name, sizeof p->name);
+	p->handler = handler;
+	p->ctx = ctx;
+	t->slots[slot] = p;
+	*err = 0;
+	return p;
+}
+
+struct proc *proc_by_name(const struct proc_table *t, const char *name)
+{
+	for (size_t i = 0; i < t->nslots; i++) {
+		struct proc *p = t->slots[i];
+		if (p != NULL && p->name[0] != '\0' && strcmp(p->name, name) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+struct proc *proc_by_pid(const struct proc_table *t, const erlang_pid *pid)
+{
+	if (pid->num == 0 || pid->num > t->nslots)
+		return NULL;
+	struct proc *p = t->slots[pid->num - 1];
+	if (p == NULL || p->pid.serial != pid->serial || p->pid.creation != pid->creation ||
+	    strcmp(p->pid.node, pid->node) != 0)
+		return NULL;
+	return p;
+}
+
+static char *dup_bytes(const char *src, size_t n)
+{
+	char *d = malloc(n ? n : 1);
+	if (d != NULL && n)
+		memcpy(d, src, n);
+	return d;
+}
+
+int proc_watch(struct proc *p, enum watcher_kind kind, const erlang_pid *pid, const char *ref,
+	       size_t ref_len, const char *watched, size_t watched_len)
+{
+	struct watcher *w = calloc(1, sizeof *w);
+	if (w == NULL)
+		return -ENOMEM;
+	w->kind = kind;
+	w->pid = *pid;
+	if (ref != NULL) {
+		w->ref = dup_bytes(ref, ref_len);
+		w->ref_len = ref_len;
+		w->watched = dup_bytes(watched, watched_len);
+		w->watched_len = watched_len;
+		if (w->ref == NULL || w->watched == NULL) {
+			watcher_list_free(w);
+			return -ENOMEM;
+		}
+	}
+	w->next = p->watchers;
+	p->watchers = w;
+	return 0;
+}
+
+static bool same_pid(const erlang_pid *a, const erlang_pid *b)
+{
+	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
+	       strcmp(a->node, b->node) == 0;
+}
+
+bool proc_unwatch_monitor(struct proc *p, const char *ref, size_t ref_len)
+{
+	for (struct watcher **pw = &p->watchers; *pw; pw = &(*pw)->next) {
+		struct watcher *w = *pw;
+		if (w->kind == WATCH_MONITOR && w->ref_len == ref_len && memcmp(w->ref, ref, ref_len) == 0) {
+			*pw = w->next;
+			w->next = NULL;
+			watcher_list_free(w);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool proc_unwatch_link(struct proc *p, const erlang_pid *pid)
+{
+	for (struct watcher **pw = &p->watchers; *pw; pw = &(*pw)->next) {
+		struct watcher *w = *pw;
+		if (w->kind == WATCH_LINK && same_pid(&w->pid, pid)) {
+			*pw = w->next;
+			w->next = NULL;
+			watcher_list_free(w);
+			return true;
+		}
+	}
+	return false;
+}
+
+void proc_table_forget_node(struct proc_table *t, const char *node)
+{
+	for (size_t i = 0; i < t->nslots; i++) {
+		struct proc *p = t->slots[i];
+		if (p == NULL)
+			continue;
+		struct watcher **pw = &p->watchers;
+		while (*pw) {
+			struct watcher *w = *pw;
+			if (strcmp(w->pid.node, node) == 0) {
+				*pw = w->next;
+				w->next = NULL;
+				watcher_list_free(w);
+			} else {
+				pw = &w->next;
+			}
+		}
+	}
+}
+
+struct watcher *proc_remove(struct proc_table *t, struct proc *p)
+{
+	struct watcher *w = p->watchers;
+	t->slots[p->pid.num - 1] = NULL;
+	free(p);
+	return w;
+}
+
+void watcher_list_free(struct watcher *w)
+{
+	while (w) {
+		struct watcher *next = w->next;
+		free(w->ref);
+		free(w->watched);
+		free(w);
+		w = next;
+	}
+}
+
+void proc_table_free(struct proc_table *t)
+{
+	for (size_t i = 0; i < t->nslots; i++) {
+		if (t->slots[i])
+			watcher_list_free(proc_remove(t, t->slots[i]));
+	}
+	free(t->slots);
+	t->slots = NULL;
+	t->nslots = 0;
+}

@@ -1,0 +1,257 @@
+/* term.c — see term.h. */
+#include "term.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Reads big-endian unsigned integers; callers check bounds first. */
+static uint32_t be16(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Atom lengths larger than this cannot come from a BEAM (255 characters). */
+#define ATOM_MAX_BYTES (255u * 4u)
+
+/* Validates an atom term in place (used inside pids, refs, ports). */
+static int skip_atom(const unsigned char *b, size_t len, size_t *i)
+{
+	if (*i >= len)
+		return -EPROTO;
+	unsigned char tag = b[*i];
+	size_t n;
+	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
+		if (len - *i < 3)
+			return -EPROTO;
+		n = be16(b + *i + 1);
+		*i += 3;
+	} else if (tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
+		if (len - *i < 2)
+			return -EPROTO;
+		n = b[*i + 1];
+		*i += 2;
+	} else {
+		return -EPROTO;
+	}
+	if (n > ATOM_MAX_BYTES || len - *i < n)
+		return -EPROTO;
+	*i += n;
+	return 0;
+}
+
+/* Advances *i by n fixed bytes if they are there. */
+static int need(size_t len, size_t *i, size_t n)
+{
+	if (len - *i < n)
+		return -EPROTO;
+	*i += n;
+	return 0;
+}
+
+int term_validate(const char *buf, size_t len, size_t *idx)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t i = *idx;
+	/* Terms still to read. Every term takes at least one byte, so a count
+	 * larger than the bytes left is a lie, caught before any work. */
+	uint64_t pending = 1;
+	if (i > len)
+		return -EPROTO;
+	while (pending > 0) {
+		if (pending > len - i)
+			return -EPROTO;
+		pending--;
+		unsigned char tag = b[i++];
+		uint64_t n;
+		switch (tag) {
+		case ERL_SMALL_INTEGER_EXT:
+			if (need(len, &i, 1)) return -EPROTO;
+			break;
+		case ERL_INTEGER_EXT:
+			if (need(len, &i, 4)) return -EPROTO;
+			break;
+		case ERL_FLOAT_EXT:
+			if (need(len, &i, 31)) return -EPROTO;
+			break;
+		case NEW_FLOAT_EXT:
+			if (need(len, &i, 8)) return -EPROTO;
+			break;
+		case ERL_ATOM_EXT:
+		case ERL_ATOM_UTF8_EXT:
+		case ERL_SMALL_ATOM_EXT:
+		case ERL_SMALL_ATOM_UTF8_EXT:
+			i--;
+			if (skip_atom(b, len, &i)) return -EPROTO;
+			break;
+		case ERL_REFERENCE_EXT: /* Node, ID:4, Creation:1 */
+			if (skip_atom(b, len, &i) || need(len, &i, 5)) return -EPROTO;
+			break;
+		case ERL_NEW_REFERENCE_EXT: /* Len:2, Node, Creation:1, ID:4*Len */
+		case ERL_NEWER_REFERENCE_EXT: /* Len:2, Node, Creation:4, ID:4*Len */
+			if (len - i < 2) return -EPROTO;
+			n = be16(b + i);
+			i += 2;
+			if (n > 5 || skip_atom(b, len, &i) ||
+			    need(len, &i, (tag == ERL_NEW_REFERENCE_EXT ? 1 : 4) + 4 * n))
+				return -EPROTO;
+			break;
+		case ERL_PORT_EXT: /* Node, ID:4, Creation:1 */
+			if (skip_atom(b, len, &i) || need(len, &i, 5)) return -EPROTO;
+			break;
+		case ERL_NEW_PORT_EXT: /* Node, ID:4, Creation:4 */
+			if (skip_atom(b, len, &i) || need(len, &i, 8)) return -EPROTO;
+			break;
+		case ERL_V4_PORT_EXT: /* Node, ID:8, Creation:4 */
+			if (skip_atom(b, len, &i) || need(len, &i, 12)) return -EPROTO;
+			break;
+		case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 */
+			if (skip_atom(b, len, &i) || need(len, &i, 9)) return -EPROTO;
+			break;
+		case ERL_NEW_PID_EXT: /* Node, ID:4, Serial:4, Creation:4 */
+			if (skip_atom(b, len, &i) || need(len, &i, 12)) return -EPROTO;
+			break;
+		case ERL_SMALL_TUPLE_EXT:
+			if (len - i < 1) return -EPROTO;
+			pending += b[i++];
+			break;
+		case ERL_LARGE_TUPLE_EXT:
+			if (len - i < 4) return -EPROTO;
+			pending += be32(b + i);
+			i += 4;
+			break;
+		case ERL_MAP_EXT:
+			if (len - i < 4) return -EPROTO;
+			pending += 2 * (uint64_t)be32(b + i);
+			i += 4;
+			break;
+		case ERL_NIL_EXT:
+			break;
+		case ERL_STRING_EXT:
+			if (len - i < 2) return -EPROTO;
+			n = be16(b + i);
+			i += 2;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_LIST_EXT: /* Len:4, Elements, Tail */
+			if (len - i < 4) return -EPROTO;
+			pending += (uint64_t)be32(b + i) + 1;
+			i += 4;
+			break;
+		case ERL_BINARY_EXT:
+			if (len - i < 4) return -EPROTO;
+			n = be32(b + i);
+			i += 4;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_BIT_BINARY_EXT: /* Len:4, Bits:1, Data */
+			if (len - i < 5) return -EPROTO;
+			n = be32(b + i);
+			if (b[i + 4] < 1 || b[i + 4] > 8 || n == 0) return -EPROTO;
+			i += 5;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_SMALL_BIG_EXT:
+			if (len - i < 2) return -EPROTO;
+			n = b[i];
+			if (b[i + 1] > 1) return -EPROTO;
+			i += 2;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_LARGE_BIG_EXT:
+			if (len - i < 5) return -EPROTO;
+			n = be32(b + i);
+			if (b[i + 4] > 1) return -EPROTO;
+			i += 5;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_NEW_FUN_EXT: { /* Size:4 counts itself and all that follows */
+			if (len - i < 4) return -EPROTO;
+			n = be32(b + i);
+			if (n < 4) return -EPROTO;
+			/* The fun's inner terms are skipped, not walked: the node
+			 * never decodes a fun, it only refuses or echoes one. */
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		}
+		case ERL_EXPORT_EXT: /* Module, Function, Arity (three terms) */
+			pending += 3;
+			break;
+		default:
+			/* ERL_FUN_EXT (obsolete), atom cache refs, unknown tags. */
+			return -EPROTO;
+		}
+	}
+	*idx = i;
+	return 0;
+}
+
+bool term_is_atom(const char *buf, size_t idx, const char *name)
+{
+	char atom[TERM_ATOM_BUF];
+	int i = (int)idx;
+	erlang_char_encoding enc;
+	if (ei_decode_atom_as(buf, &i, atom, sizeof atom, ERLANG_UTF8, &enc, NULL) < 0)
+		return false;
+	return strcmp(atom, name) == 0;
+}
+
+int term_get_atom(const char *buf, size_t *idx, char *out)
+{
+	int i = (int)*idx;
+	erlang_char_encoding enc;
+	if (ei_decode_atom_as(buf, &i, out, TERM_ATOM_BUF, ERLANG_UTF8, &enc, NULL) < 0)
+		return -EPROTO;
+	*idx = (size_t)i;
+	return 0;
+}
+
+long term_get_tuple(const char *buf, size_t *idx)
+{
+	int i = (int)*idx, arity;
+	if (ei_decode_tuple_header(buf, &i, &arity) < 0)
+		return -1;
+	*idx = (size_t)i;
+	return arity;
+}
+
+void term_skip(const char *buf, size_t *idx)
+{
+	int i = (int)*idx;
+	ei_skip_term(buf, &i);
+	*idx = (size_t)i;
+}
+
+int term_get_long(const char *buf, size_t *idx, long *out)
+{
+	int i = (int)*idx;
+	long v;
+	if (ei_decode_long(buf, &i, &v) < 0)
+		return -EPROTO;
+	*out = v;
+	*idx = (size_t)i;
+	return 0;
+}
+
+int term_x_append_raw(ei_x_buff *x, const char *bytes, size_t n)
+{
+	if (n > INT32_MAX)
+		return -ENOMEM;
+	return ei_x_append_buf(x, bytes, (int)n) < 0 ? -ENOMEM : 0;
+}
+
+int term_x_error_atom(ei_x_buff *x, const char *reason)
+{
+	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "error") < 0 ||
+	    ei_x_encode_atom(x, reason) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int term_x_error_tagged_raw(ei_x_buff *x, const char *tag, const char *raw, size_t raw_len)
+{
+	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "error") < 0 ||
+	    ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, tag) < 0)
+		return -ENOMEM;
+	return term_x_append_raw(x, raw, raw_len);
+}

@@ -1,0 +1,60 @@
+/*
+ * term.h — bounds-checked walking of the external term format, and small
+ * helpers over ei for the terms the node reads and writes.
+ *
+ * ei's decoders trust their input: ei_skip_term() or ei_decode_*() on a
+ * truncated or lying term read past the buffer. So every term that arrives
+ * from a peer is first checked whole by term_validate(), which never reads
+ * outside [buf, buf+len). After that, ei's decoders are safe on it.
+ *
+ * Offsets are byte indexes into a buffer that does NOT start with the version
+ * byte 131 (callers strip it), matching ei's `index` convention.
+ */
+#ifndef SN_TERM_H
+#define SN_TERM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+/* Largest atom text in bytes (255 characters of up to 4 UTF-8 bytes), plus NUL. */
+#define TERM_ATOM_BUF (MAXATOMLEN_UTF8)
+
+/* The first byte of every encoded term on the wire. */
+#define TERM_VERSION_MAGIC 131
+
+/* Checks that buf[*idx ..] holds one complete, well-formed term within len
+ * bytes, and advances *idx past it. Atom cache references, which need
+ * negotiated state we never advertise, are rejected. Iterative: nesting depth
+ * costs no stack. Returns 0, or -EPROTO (*idx unchanged). */
+int term_validate(const char *buf, size_t len, size_t *idx);
+
+/* True if the (validated) term at buf[idx] is the atom `name`. */
+bool term_is_atom(const char *buf, size_t idx, const char *name);
+
+/* Decodes a (validated) atom at buf[*idx] into out (TERM_ATOM_BUF bytes) as
+ * UTF-8 and advances *idx. Returns 0, or -EPROTO if it is not an atom. */
+int term_get_atom(const char *buf, size_t *idx, char *out);
+
+/* Reads a tuple header at buf[*idx]; returns its arity, or -1 if not a tuple. */
+long term_get_tuple(const char *buf, size_t *idx);
+
+/* Skips one validated term. */
+void term_skip(const char *buf, size_t *idx);
+
+/* Reads a small non-negative integer (< 2^31) into *out. Returns 0 or -EPROTO. */
+int term_get_long(const char *buf, size_t *idx, long *out);
+
+/* Appends raw, already-encoded term bytes to x. Returns 0 or -ENOMEM. */
+int term_x_append_raw(ei_x_buff *x, const char *bytes, size_t n);
+
+/* Encodes {ok, [Atom, ...]} etc. are built with ei_x_* directly; these wrap
+ * the two error replies every request handler needs:
+ *   {error, Reason}  where Reason is an atom
+ *   {error, {Tag, RawTerm}} where RawTerm is echoed byte for byte. */
+int term_x_error_atom(ei_x_buff *x, const char *reason);
+int term_x_error_tagged_raw(ei_x_buff *x, const char *tag, const char *raw, size_t raw_len);
+
+#endif

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages shardnode needs to build, run and test, if any
+# is missing. Runs apt-get as root (directly, or through sudo).
+set -euo pipefail
+
+packages=(
+	build-essential   # gcc, make
+	erlang-dev        # ei: the external term format codec, and its headers
+	erlang-nox        # erl, epmd: the BEAM the tests talk to
+	erlang-src        # OTP sources, for reading (gen.erl, dist_util.erl)
+	erlang-common-test
+	erlang-tools
+	rebar3            # builds erl_wrapper/ and runs common_test
+	libssl-dev        # OpenSSL: MD5 for the handshake digest
+	libbsd-dev        # strlcpy
+	libcriterion-dev  # unit tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+	sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
