@@ -1,0 +1,355 @@
+%% @doc Start shardnode C nodes from Erlang or Elixir, and talk to them.
+%%
+%% A shardnode node is an operating-system process that speaks the Erlang
+%% distribution protocol. Nothing in this module is needed to talk to one:
+%% `gen_server:call({counter, Node}, {Id, incr})' works from any BEAM node
+%% with the right cookie. This module makes the common things short:
+%% starting a node as a supervised OS process and waiting until it answers,
+%% stopping it and making sure it is gone, and sending to entities.
+%%
+%% == Erlang ==
+%%
+%% ```
+%% {ok, Node} = shardnode:start_node(#{name => "c1@127.0.0.1"}),
+%% 1 = shardnode:call(Node, counter, <<"user-42">>, incr),
+%% ok = shardnode:tell(Node, counter, <<"user-42">>, {incr, 10}),
+%% 11 = shardnode:call(Node, counter, <<"user-42">>, get),
+%% {ok, [#{node := Node, status := up}]} = shardnode:members(Node),
+%% ok = shardnode:stop_node(Node).
+%% '''
+%%
+%% == Elixir ==
+%%
+%% ```
+%% {:ok, node} = :shardnode.start_node(%{name: 'c1@127.0.0.1'})
+%% 1 = :shardnode.call(node, :counter, "user-42", :incr)
+%% :ok = :shardnode.tell(node, :counter, "user-42", {:incr, 10})
+%% {:ok, _} = :shardnode.start_node(%{name: 'c2@127.0.0.1', join: [node],
+%%                                   config: %{number_of_shards: 50}})
+%% :ok = :shardnode.stop_node(node)
+%% '''
+%%
+%% The calling node must be distributed (`erl -name ...', `iex --name ...')
+%% to talk to C nodes; the C nodes get its cookie unless told otherwise.
+%%
+%% A tell's reply, if the entity sends one, comes back to the sender as
+%% `{Type, EntityId, Reply}'.
+-module(shardnode).
+
+%% Running C nodes
+-export([start_node/1,
+         stop_node/1,
+         stop_node/2,
+         kill_node/1,
+         os_pid/1,
+         output/1,
+         which_nodes/0]).
+
+%% Talking to them
+-export([call/4,
+         call/5,
+         tell/4,
+         members/1,
+         shard_types/1,
+         coordinator/2,
+         shard_region_state/2,
+         cluster_sharding_stats/2,
+         shard_id/2]).
+
+-export_type([start_opts/0, entity_id/0, member/0]).
+
+-define(DEFAULT_STOP_GRACE, 10000).
+%% how long to wait, after the OS process has exited, for the node to
+%% disappear from epmd and stop answering pings
+-define(GONE_TIMEOUT, 10000).
+-define(CALL_TIMEOUT, 5000).
+
+-type start_opts() ::
+        #{name => node() | string() | binary(),
+          sname => atom() | string() | binary(),
+          cookie => atom() | string() | binary(),
+          cookie_file => file:filename(),
+          port => 0..65535,
+          join => [node()],
+          types => [atom()],
+          proxy_only => boolean(),
+          config => #{atom() | string() => term()},
+          config_file => file:filename(),
+          extra_args => [string()],
+          executable => file:filename(),
+          ready_timeout => non_neg_integer()}.
+%% Options of {@link start_node/1}. Exactly one of `name' (a long name with
+%% its host, `"c1@127.0.0.1"') and `sname' (`"c1"', or `"c1@host"') is
+%% required.
+%% <dl>
+%% <dt>`cookie'</dt><dd>default: this node's cookie (`erlang:get_cookie()');
+%%   `cookie_file' instead passes `--cookie-file'.</dd>
+%% <dt>`port'</dt><dd>listen port; default ephemeral.</dd>
+%% <dt>`join'</dt><dd>seed nodes; without them the node starts a new
+%%   cluster.</dd>
+%% <dt>`types'</dt><dd>entity types hosted; default `[counter, kv, echo]'.</dd>
+%% <dt>`proxy_only'</dt><dd>route but host no shards.</dd>
+%% <dt>`config'</dt><dd>settings, each passed as `--set Key=Value'; strings,
+%%   binaries, atoms and integers as they are, other terms in Erlang
+%%   syntax. Example: `#{number_of_shards => 10, data_dir => "/tmp/sn"}'.</dd>
+%% <dt>`config_file'</dt><dd>passed as `--config'.</dd>
+%% <dt>`extra_args'</dt><dd>appended to the command line as they are.</dd>
+%% <dt>`executable'</dt><dd>default: `$SHARDNODE_EXECUTABLE' when set,
+%%   else `priv/shardnode' of this application, else `priv/shardnode' in a
+%%   directory above this module's beam file (a source checkout built with
+%%   `make').</dd>
+%% <dt>`ready_timeout'</dt><dd>milliseconds to wait for the node to answer;
+%%   default 10000.</dd>
+%% </dl>
+
+-type entity_id() :: term().
+%% Any term but a pid, port, reference or fun.
+
+-type member() :: #{node := node(),
+                    status := joining | up | leaving | exiting | unreachable | down,
+                    atom() => term()}.
+
+%%====================================================================
+%% Running C nodes
+%%====================================================================
+
+%% @doc Starts a C node as an OS process supervised by this application
+%% (started if needed), and returns once the node answers: `pong' to a
+%% `net_adm:ping/1', and a reply from its admin (`{shardnode, Node}') to a
+%% `shard_types' call.
+%%
+%% Errors:
+%% <ul>
+%% <li>`{exited, ExitStatus, LastLines}': the process exited before it
+%%     answered (status 2: a bad flag or config value, named in the
+%%     output);</li>
+%% <li>`{not_ready, LastLines}': it did not answer within
+%%     `ready_timeout' and was killed;</li>
+%% <li>`{name_in_use, Node}': a node of that name is already registered in
+%%     epmd;</li>
+%% <li>`{bad_option, What}', `{unknown_option, Key}', `missing_name',
+%%     `{executable_not_found, Tried}';</li>
+%% <li>`node_server_died': the server owning the port died while starting
+%%     (a bug; see the logs).</li>
+%% </ul>
+%%
+%% A C node with a short name started from a node with long names (or the
+%% other way round) cannot be pinged from here; it is ready, then, when its
+%% name is registered in epmd.
+%%
+%% ```
+%% {ok, 'c1@127.0.0.1'} = shardnode:start_node(#{name => "c1@127.0.0.1"}),
+%% {ok, 'c2@127.0.0.1'} =
+%%     shardnode:start_node(#{name => "c2@127.0.0.1",
+%%                            join => ['c1@127.0.0.1'],
+%%                            types => [counter],
+%%                            config => #{number_of_shards => 10}}).
+%% '''
+-spec start_node(start_opts()) -> {ok, node()} | {error, term()}.
+start_node(Opts) ->
+    case shardnode_node:command(Opts) of
+        {ok, #{node := Node} = Command} ->
+            case shardnode_node:registered(Node) of
+                true ->
+                    {error, {name_in_use, Node}};
+                false ->
+                    start_command(Command)
+            end;
+        {error, _} = Error ->
+            Error
+    end.
+
+start_command(Command) ->
+    case application:ensure_all_started(shardnode) of
+        {ok, _} ->
+            case shardnode_sup:start_child(Command) of
+                {ok, Pid} ->
+                    case shardnode_node:await_ready(Pid) of
+                        {error, not_found} -> {error, node_server_died};
+                        Result -> Result
+                    end;
+                {error, _} = Error ->
+                    Error
+            end;
+        {error, _} = Error ->
+            Error
+    end.
+
+%% @equiv stop_node(Node, 10000)
+-spec stop_node(node()) -> ok | {error, term()}.
+stop_node(Node) ->
+    stop_node(Node, ?DEFAULT_STOP_GRACE).
+
+%% @doc Stops a node started by {@link start_node/1} and returns `ok' once it
+%% is gone: its OS process has exited with status 0 after a SIGTERM (a
+%% graceful leave), its name is no longer registered in epmd, and a ping
+%% gets `pang'.
+%%
+%% A node still running `GraceMs' milliseconds after the SIGTERM is killed
+%% with SIGKILL. Errors:
+%% <ul>
+%% <li>`not_found': no node of that name was started here (or it has
+%%     already exited);</li>
+%% <li>`{sigterm_timeout, GraceMs}': the node had to be killed;</li>
+%% <li>`{exit_status, Status}': it exited, but not with status 0;</li>
+%% <li>`{still_registered, Node}', `{still_answering, Node}': the OS
+%%     process has exited, yet ten seconds later the name is still in epmd
+%%     or still answers pings (another process of the same name?).</li>
+%% </ul>
+%% After every error but `not_found' and the last two, the node is gone.
+-spec stop_node(node(), non_neg_integer()) -> ok | {error, term()}.
+stop_node(Node, GraceMs) ->
+    with_server(Node, fun(Pid, Info) ->
+                              Result = shardnode_node:stop(Pid, GraceMs),
+                              gone(Info, Result, GraceMs)
+                      end).
+
+%% @doc Kills a node with SIGKILL, as a crash would, and returns `ok' once it
+%% is gone (exited, not in epmd, not answering pings). For failure tests.
+-spec kill_node(node()) -> ok | {error, term()}.
+kill_node(Node) ->
+    with_server(Node, fun(Pid, Info) ->
+                              case shardnode_node:kill(Pid) of
+                                  {ok, _Status, _} -> wait_gone(Info);
+                                  {error, _} = Error -> Error
+                              end
+                      end).
+
+%% @doc The operating-system pid of a node started by {@link start_node/1}.
+-spec os_pid(node()) -> {ok, non_neg_integer()} | {error, not_found}.
+os_pid(Node) ->
+    case server(Node) of
+        {ok, _Pid, #{os_pid := OsPid}} -> {ok, OsPid};
+        error -> {error, not_found}
+    end.
+
+%% @doc The last 200 lines a node started by {@link start_node/1} wrote
+%% (its log goes to stderr, one line per event), oldest first.
+-spec output(node()) -> {ok, [binary()]} | {error, not_found}.
+output(Node) ->
+    with_server(Node, fun(Pid, _Info) -> {ok, shardnode_node:output(Pid)} end).
+
+%% @doc The nodes started by {@link start_node/1} whose OS processes are
+%% running, ready or not.
+-spec which_nodes() -> [node()].
+which_nodes() ->
+    [Node || {_Pid, #{node := Node}} <- servers()].
+
+%%====================================================================
+%% Talking to nodes (any shardnode node, however it was started)
+%%====================================================================
+
+%% @equiv call(Node, Type, EntityId, Msg, 5000)
+-spec call(node(), atom(), entity_id(), term()) -> term().
+call(Node, Type, EntityId, Msg) ->
+    call(Node, Type, EntityId, Msg, ?CALL_TIMEOUT).
+
+%% @doc Asks an entity: `gen_server:call({Type, Node}, {EntityId, Msg},
+%% Timeout)'. The message reaches the entity wherever its shard lives in
+%% the cluster; the result is the entity's reply. Exits like
+%% `gen_server:call/3' (`noproc' at once when `Node' hosts no region of
+%% that type).
+%%
+%% ```
+%% 1 = shardnode:call(Node, counter, <<"a">>, incr, 1000),
+%% ok = shardnode:call(Node, kv, "cart-7", {put, apples, 3}, 1000).
+%% '''
+-spec call(node(), atom(), entity_id(), term(), timeout()) -> term().
+call(Node, Type, EntityId, Msg, Timeout) ->
+    gen_server:call({Type, Node}, {EntityId, Msg}, Timeout).
+
+%% @doc Tells an entity: `{Type, Node} ! {EntityId, Msg}'. If the entity
+%% replies, the reply arrives at the caller as `{Type, EntityId, Reply}'.
+%% Delivery is at most once.
+-spec tell(node(), atom(), entity_id(), term()) -> ok.
+tell(Node, Type, EntityId, Msg) ->
+    {Type, Node} ! {EntityId, Msg},
+    ok.
+
+%% @doc The cluster's members as `Node' sees them, oldest first.
+-spec members(node()) -> {ok, [member()]} | {error, term()}.
+members(Node) ->
+    admin(Node, members).
+
+%% @doc The entity types hosted by `Node'.
+-spec shard_types(node()) -> {ok, [atom()]} | {error, term()}.
+shard_types(Node) ->
+    admin(Node, shard_types).
+
+%% @doc The node where the coordinator of `Type' runs, as `Node' sees it.
+-spec coordinator(node(), atom()) -> {ok, node()} | {error, no_coordinator | term()}.
+coordinator(Node, Type) ->
+    admin(Node, {coordinator, Type}).
+
+%% @doc The shards the `Type' region on `Node' hosts, each with its live
+%% entities.
+-spec shard_region_state(node(), atom()) ->
+          {ok, #{non_neg_integer() => [entity_id()]}} | {error, term()}.
+shard_region_state(Node, Type) ->
+    gen_server:call({Type, Node}, get_shard_region_state, ?CALL_TIMEOUT).
+
+%% @doc For every region of `Type' in the cluster, its shards and the
+%% number of entities in each.
+-spec cluster_sharding_stats(node(), atom()) ->
+          {ok, #{node() => #{non_neg_integer() => non_neg_integer()}}} | {error, term()}.
+cluster_sharding_stats(Node, Type) ->
+    gen_server:call({Type, Node}, get_cluster_sharding_stats, ?CALL_TIMEOUT).
+
+%% @doc The shard an entity belongs to: `erlang:phash2(EntityId,
+%% NumberOfShards)', exactly what the C node computes.
+-spec shard_id(entity_id(), pos_integer()) -> non_neg_integer().
+shard_id(EntityId, NumberOfShards) ->
+    erlang:phash2(EntityId, NumberOfShards).
+
+%%====================================================================
+%% Internal functions
+%%====================================================================
+
+admin(Node, Request) ->
+    gen_server:call({shardnode, Node}, Request, ?CALL_TIMEOUT).
+
+servers() ->
+    case whereis(shardnode_sup) of
+        undefined ->
+            [];
+        _ ->
+            [{Pid, Info} || Pid <- shardnode_sup:children(),
+                            {ok, Info} <- [shardnode_node:info(Pid)]]
+    end.
+
+server(Node) ->
+    case [{Pid, Info} || {Pid, #{node := N} = Info} <- servers(), N =:= Node] of
+        [{Pid, Info} | _] -> {ok, Pid, Info};
+        [] -> error
+    end.
+
+with_server(Node, Fun) ->
+    case server(Node) of
+        {ok, Pid, Info} -> Fun(Pid, Info);
+        error -> {error, not_found}
+    end.
+
+gone(_Info, {error, not_found} = Error, _GraceMs) ->
+    Error;
+gone(Info, {ok, Status, SigKilled}, GraceMs) ->
+    case wait_gone(Info) of
+        ok when SigKilled -> {error, {sigterm_timeout, GraceMs}};
+        ok when Status =/= 0 -> {error, {exit_status, Status}};
+        Result -> Result
+    end.
+
+%% The OS process has exited. Its epmd registration ends when epmd sees the
+%% registering socket close, and this node's connection to it when the
+%% distribution socket closes: both happen soon, neither at once.
+wait_gone(#{node := Node, pingable := Pingable}) ->
+    Unregistered = fun() -> not shardnode_node:registered(Node) end,
+    case shardnode_poll:until(Unregistered, ?GONE_TIMEOUT) of
+        ok ->
+            Silent = fun() -> not (Pingable andalso net_adm:ping(Node) =:= pong) end,
+            case shardnode_poll:until(Silent, ?GONE_TIMEOUT) of
+                ok -> ok;
+                timeout -> {error, {still_answering, Node}}
+            end;
+        timeout ->
+            {error, {still_registered, Node}}
+    end.

@@ -1,0 +1,234 @@
+%% @doc common_test helpers: boot C nodes (and BEAM peers) for a suite, and
+%% prove they are gone afterwards.
+%%
+%% ```
+%% init_per_suite(Config0) ->
+%%     {[C1, C2], Config} =
+%%         shardnode_ct:start_nodes(Config0, [#{}, #{types => [counter]}]),
+%%     [{c1, C1}, {c2, C2} | Config].
+%%
+%% end_per_suite(Config) ->
+%%     shardnode_ct:stop_nodes(Config).
+%% '''
+%%
+%% {@link start_nodes/2} starts the nodes one after the other, each waiting
+%% until it answers, and names each one unless its options do
+%% (`"c<os pid>_<n>@127.0.0.1"', unique across runs on one host). It fails
+%% the test (`ct:fail/1') when a node does not start, with the node's
+%% output in the log. {@link stop_nodes/1} stops every node started into
+%% the Config, last started first, and fails the test unless each one left
+%% gracefully (exit status 0 after SIGTERM) and is provably gone: not in
+%% epmd, and `pang' to a ping.
+%%
+%% The test node itself must be distributed; `rebar3 ct' does that with
+%% `{dist_node, [{name, ...}, {setcookie, ...}]}' in rebar.config.
+-module(shardnode_ct).
+
+-export([start_nodes/2,
+         stop_nodes/1,
+         stop_nodes/2,
+         started_nodes/1,
+         gone/1,
+         unique_name/1,
+         log_output/1,
+         start_peer/2,
+         start_peer/3,
+         stop_peer/1]).
+
+-define(KEY, shardnode_nodes).
+-define(STOP_GRACE_KEY, shardnode_stop_grace_ms).
+-define(DEFAULT_STOP_GRACE, 10000).
+-define(GONE_TIMEOUT, 10000).
+
+-type config() :: [{atom(), term()}].
+
+%% @doc Starts one C node per element of `OptsList' (options of
+%% {@link shardnode:start_node/1}; `#{}' for all defaults), in order, so
+%% that later nodes can `join' earlier ones. Returns the node names in the
+%% same order and the Config with them recorded for {@link stop_nodes/1}.
+%% A node without `name' or `sname' gets a unique long name on 127.0.0.1.
+-spec start_nodes(config(), [shardnode:start_opts()]) -> {[node()], config()}.
+start_nodes(Config, OptsList) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Nodes = start_all(OptsList, []),
+    Config1 = lists:keystore(?KEY, 1, Config, {?KEY, started_nodes(Config) ++ Nodes}),
+    {Nodes, Config1}.
+
+%% @doc Stops every node recorded in `Config' by {@link start_nodes/2} (see
+%% {@link stop_nodes/2}).
+-spec stop_nodes(config()) -> ok.
+stop_nodes(Config) ->
+    stop_nodes(Config, started_nodes(Config)).
+
+%% @doc Stops the given nodes, last first, logging each one's output, and
+%% proves each one gone. Fails the test unless every node exited with
+%% status 0 after SIGTERM (or had already been killed by the test, see
+%% {@link shardnode:kill_node/1}) and is gone. The SIGTERM grace period is
+%% `?config(shardnode_stop_grace_ms, Config)', default 10000.
+-spec stop_nodes(config(), [node()]) -> ok.
+stop_nodes(Config, Nodes) ->
+    Grace = proplists:get_value(?STOP_GRACE_KEY, Config, ?DEFAULT_STOP_GRACE),
+    Results = [{Node, stop_one(Node, Grace)} || Node <- lists:reverse(Nodes)],
+    case [R || {_, Result} = R <- Results, Result =/= ok] of
+        [] -> ok;
+        Failed -> ct:fail({nodes_not_stopped_cleanly, Failed})
+    end.
+
+%% @doc The nodes recorded in `Config' by {@link start_nodes/2}.
+-spec started_nodes(config()) -> [node()].
+started_nodes(Config) ->
+    proplists:get_value(?KEY, Config, []).
+
+%% @doc Whether `Node' is gone: not registered in this host's epmd and, when
+%% this node can talk to it (both long names or both short names), `pang'
+%% to a ping.
+-spec gone(node()) -> boolean().
+gone(Node) ->
+    not shardnode_node:registered(Node)
+        andalso not (pingable(Node) andalso net_adm:ping(Node) =:= pong).
+
+%% @doc A node name (the part before the `@') unique on this host across
+%% test runs: `Prefix', the OS pid of this node, and a counter.
+-spec unique_name(string()) -> string().
+unique_name(Prefix) ->
+    lists:concat([Prefix, os:getpid(), "_", erlang:unique_integer([positive])]).
+
+%% @doc Writes the last 200 lines of a node's output into the test log.
+-spec log_output(node()) -> ok.
+log_output(Node) ->
+    case shardnode:output(Node) of
+        {ok, Lines} ->
+            ct:log("~ts: last ~b lines of output:~n~ts",
+                   [Node, length(Lines), [[L, $\n] || L <- Lines]]);
+        {error, not_found} ->
+            ct:log("~ts: not running (no output to show)", [Node])
+    end.
+
+%% @doc Starts a BEAM peer node `Name@127.0.0.1' (long names) with this
+%% node's cookie, connected to this node by Erlang distribution, with
+%% `Args' added to its command line. The peer is linked to the caller.
+%%
+%% ```
+%% {ok, Peer, PeerNode} = shardnode_ct:start_peer(Config, "p1", []),
+%% pong = erpc:call(PeerNode, net_adm, ping, [CNode]),
+%% ok = shardnode_ct:stop_peer(Peer).
+%% '''
+-spec start_peer(config(), atom() | string(), [string()]) ->
+          {ok, pid(), node()} | {error, term()}.
+start_peer(Config, Name, Args) ->
+    start_peer(Config, #{name => Name, args => Args}).
+
+%% @doc Starts a BEAM peer node with `peer:start_link/1' options, with these
+%% defaults: a unique `name', `host => "127.0.0.1"', `longnames => true',
+%% this node's cookie (or `cookie => Cookie'), and the default connection
+%% (Erlang distribution) unless `connection' is given. With
+%% `longnames => false' the host defaults to this host's short name. The
+%% shardnode application's code is in the peer's code path.
+%%
+%% Use `connection => standard_io' for a peer this node must not be
+%% connected to by distribution (another cookie, short names), and drive it
+%% with `peer:call/4':
+%%
+%% ```
+%% {ok, Peer, _} = shardnode_ct:start_peer(Config, #{cookie => wrong,
+%%                                                  connection => standard_io}),
+%% pang = peer:call(Peer, net_adm, ping, [CNode]).
+%% '''
+-spec start_peer(config(), map()) -> {ok, pid(), node()} | {error, term()}.
+start_peer(_Config, Opts) ->
+    Longnames = maps:get(longnames, Opts, true),
+    Defaults = #{name => unique_name("peer"),
+                 host => default_host(Longnames),
+                 longnames => Longnames,
+                 args => []},
+    Merged = maps:merge(Defaults, Opts),
+    Cookie = case maps:get(cookie, Merged, erlang:get_cookie()) of
+                 C when is_atom(C) -> atom_to_list(C);
+                 C when is_binary(C) -> binary_to_list(C);
+                 C -> C
+             end,
+    Ebin = filename:dirname(code:which(?MODULE)),
+    PeerOpts = maps:remove(cookie, Merged#{args => ["-setcookie", Cookie, "-pa", Ebin
+                                                    | maps:get(args, Merged)]}),
+    case peer:start_link(PeerOpts) of
+        {ok, Pid, Node} ->
+            ct:log("started peer ~ts (~p)", [Node, Pid]),
+            {ok, Pid, Node};
+        {ok, Pid} ->
+            {ok, Pid, undefined};
+        {error, _} = Error ->
+            Error
+    end.
+
+%% @doc Stops a peer started by {@link start_peer/2}; a peer already gone is
+%% fine.
+-spec stop_peer(pid()) -> ok.
+stop_peer(Pid) ->
+    try
+        peer:stop(Pid)
+    catch
+        exit:_ -> ok
+    end.
+
+%%====================================================================
+%% Internal functions
+%%====================================================================
+
+start_all([], Acc) ->
+    lists:reverse(Acc);
+start_all([Opts | Rest], Acc) ->
+    Named = case Opts of
+                #{name := _} -> Opts;
+                #{sname := _} -> Opts;
+                _ -> Opts#{name => unique_name("c") ++ "@127.0.0.1"}
+            end,
+    case shardnode:start_node(Named) of
+        {ok, Node} ->
+            ct:log("started C node ~ts", [Node]),
+            start_all(Rest, [Node | Acc]);
+        {error, Reason} ->
+            log_failure(Named, Reason),
+            _ = [shardnode:stop_node(Node) || Node <- Acc],
+            ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
+    end.
+
+log_failure(Opts, {exited, Status, Lines}) ->
+    ct:pal("C node ~0tp exited with status ~p before it answered; output:~n~ts",
+           [node_opt(Opts), Status, [[L, $\n] || L <- Lines]]);
+log_failure(Opts, {not_ready, Lines}) ->
+    ct:pal("C node ~0tp did not answer in time; output:~n~ts",
+           [node_opt(Opts), [[L, $\n] || L <- Lines]]);
+log_failure(Opts, Reason) ->
+    ct:pal("C node ~0tp did not start: ~0tp", [node_opt(Opts), Reason]).
+
+summary({exited, Status, _Lines}) -> {exited, Status};
+summary({not_ready, _Lines}) -> not_ready;
+summary(Reason) -> Reason.
+
+node_opt(#{name := Name}) -> Name;
+node_opt(#{sname := Name}) -> Name.
+
+stop_one(Node, Grace) ->
+    log_output(Node),
+    Stop = shardnode:stop_node(Node, Grace),
+    Gone = shardnode_poll:until(fun() -> gone(Node) end, ?GONE_TIMEOUT),
+    case {Stop, Gone} of
+        {ok, ok} -> ok;
+        %% killed by the test itself, or died: gone is what matters here
+        {{error, not_found}, ok} -> ok;
+        {_, timeout} -> {not_gone, Stop};
+        {Error, ok} -> Error
+    end.
+
+%% A long-named node cannot talk to a short-named one (the other way round
+%% neither); pinging one would only log an error about host names.
+pingable(Node) ->
+    [_, Host] = string:split(atom_to_list(Node), "@"),
+    LongName = lists:member($., Host) orelse lists:member($:, Host),
+    erlang:is_alive() andalso net_kernel:longnames() =:= LongName.
+
+default_host(true) ->
+    "127.0.0.1";
+default_host(false) ->
+    {ok, Host} = inet:gethostname(),
+    hd(string:split(Host, ".")).

@@ -1,0 +1,635 @@
+%% @doc The server that owns one C node: an Erlang port running
+%% `priv/shardnode'.
+%%
+%% Use {@link shardnode} rather than this module: `shardnode:start_node/1'
+%% validates the options ({@link command/1}), starts one of these servers
+%% under {@link shardnode_sup} and waits for the node to answer.
+%%
+%% What the server does:
+%% <ul>
+%% <li>runs the executable with `{spawn_executable, Path}', stderr merged
+%%     into stdout, and reads its output line by line; every line is logged
+%%     at `debug' level (logger domain `[shardnode, node]') and the last 200
+%%     are kept for diagnostics ({@link output/1});</li>
+%% <li>while starting, polls the node every 50 ms until it answers (a
+%%     `net_adm:ping/1' that returns `pong', then a `shard_types' call to
+%%     its admin, so that a ready node has its names registered; or, when
+%%     this node cannot talk
+%%     to the C node because one uses long names and the other short names,
+%%     until the name is registered in epmd) and gives up at the deadline,
+%%     killing the OS process;</li>
+%% <li>stops the node with SIGTERM (a graceful leave, exit status 0), and
+%%     with SIGKILL when the grace period runs out;</li>
+%% <li>stops when the OS process exits, whatever the cause. It is a
+%%     `temporary' child: a C node that dies is reported, never restarted
+%%     behind its user's back.</li>
+%% </ul>
+%%
+%% When the server itself is stopped (the application stops, the supervisor
+%% shuts down), the C node gets a SIGTERM and, if it lingers, a SIGKILL: no
+%% OS process outlives its server.
+-module(shardnode_node).
+-behaviour(gen_server).
+
+%% API
+-export([command/1,
+         start_link/1,
+         await_ready/1,
+         stop/2,
+         kill/1,
+         info/1,
+         output/1]).
+
+%% gen_server callbacks
+-export([registered/1]).
+
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+
+-export_type([command/0, info/0, stop_result/0]).
+
+-include_lib("kernel/include/file.hrl").
+
+-define(MAX_LINES, 200).
+-define(LINE_LENGTH, 4096).
+-define(POLL_INTERVAL, 50).
+-define(DEFAULT_READY_TIMEOUT, 10000).
+%% How long terminate/2 waits for a graceful exit before SIGKILL; the
+%% supervisor's shutdown time (shardnode_sup) is longer than this.
+-define(TERMINATE_GRACE, 15000).
+%% The port delivers output still in the pipe after exit_status, then
+%% closes; how long to wait for that close.
+-define(DRAIN_TIMEOUT, 1000).
+
+-type check() :: ping | {epmd, Alive :: string()}.
+
+-type command() ::
+        #{node := node(),
+          executable := file:filename(),
+          args := [string()],
+          check := check(),
+          ready_timeout := non_neg_integer()}.
+
+-type info() :: #{node := node(),
+                  os_pid := non_neg_integer(),
+                  phase := phase(),
+                  %% false when this node cannot ping the C node (long
+                  %% names here, short names there, or the other way round)
+                  pingable := boolean()}.
+
+-type stop_result() :: {ok, ExitStatus :: non_neg_integer(), SigKilled :: boolean()}.
+
+-type phase() :: starting | ready | stopping | killing | failing.
+
+-record(state,
+        {node :: node(),
+         command :: command(),
+         port :: port() | undefined,
+         os_pid :: non_neg_integer(),
+         phase = starting :: phase(),
+         %% callers of await_ready/1 while starting
+         waiters = [] :: [gen_server:from()],
+         %% callers of stop/2 and kill/1
+         stoppers = [] :: [gen_server:from()],
+         poller :: {pid(), reference()} | undefined,
+         ready_timer :: reference() | undefined,
+         stop_timer :: reference() | undefined,
+         sigkilled = false :: boolean(),
+         %% set once the OS process has exited; the port then drains
+         exit_status :: non_neg_integer() | undefined,
+         lines = queue:new() :: queue:queue(binary()),
+         nlines = 0 :: non_neg_integer(),
+         partial = [] :: iodata()}).
+
+%%====================================================================
+%% API
+%%====================================================================
+
+%% @doc Validates start options (see {@link shardnode:start_opts()}) and
+%% turns them into the command line of the C node.
+%%
+%% Errors: `{unknown_option, Key}', `{bad_option, {Key, Value}}',
+%% `missing_name' (neither `name' nor `sname'), `{executable_not_found,
+%% Tried}'.
+-spec command(shardnode:start_opts()) -> {ok, command()} | {error, term()}.
+command(Opts) when is_map(Opts) ->
+    Known = [name, sname, cookie, cookie_file, port, join, types, proxy_only,
+             config, config_file, extra_args, executable, ready_timeout],
+    case [K || K <- maps:keys(Opts), not lists:member(K, Known)] of
+        [] ->
+            try
+                {ok, build_command(Opts)}
+            catch
+                throw:{command_error, Reason} -> {error, Reason}
+            end;
+        [Unknown | _] ->
+            {error, {unknown_option, Unknown}}
+    end;
+command(Opts) ->
+    {error, {bad_option, Opts}}.
+
+%% @private
+-spec start_link(command()) -> {ok, pid()} | {error, term()}.
+start_link(Command) ->
+    gen_server:start_link(?MODULE, Command, []).
+
+%% @doc Waits until the node answers: `{ok, Node}'. When the OS process exits
+%% first: `{error, {exited, ExitStatus, LastLines}}'; when the ready timeout
+%% passes first (the process is then killed): `{error, {not_ready,
+%% LastLines}}'. The server enforces the deadline, so this call never hangs.
+-spec await_ready(pid()) ->
+          {ok, node()}
+              | {error, {exited, non_neg_integer(), [binary()]}
+                 | {not_ready, [binary()]}
+                 | not_found}.
+await_ready(Pid) ->
+    safe_call(Pid, await_ready).
+
+%% @doc Sends SIGTERM, waits up to `GraceMs' for the process to exit, then
+%% sends SIGKILL. Returns once the OS process has exited, with its exit
+%% status (128 + signal number when a signal killed it) and whether the
+%% SIGKILL was needed.
+-spec stop(pid(), non_neg_integer()) -> stop_result() | {error, not_found}.
+stop(Pid, GraceMs) when is_integer(GraceMs), GraceMs >= 0 ->
+    safe_call(Pid, {stop, GraceMs}).
+
+%% @doc Sends SIGKILL and returns once the OS process has exited.
+-spec kill(pid()) -> stop_result() | {error, not_found}.
+kill(Pid) ->
+    safe_call(Pid, kill).
+
+%% @doc The node's name, OS pid, phase, and whether this node can ping it.
+-spec info(pid()) -> {ok, info()} | {error, not_found}.
+info(Pid) ->
+    case safe_call(Pid, info) of
+        {error, not_found} = Error -> Error;
+        Info -> {ok, Info}
+    end.
+
+%% @doc Whether a node name (the part before the `@', or the whole node
+%% name) is registered in the epmd of this host.
+-spec registered(node() | string()) -> boolean().
+registered(Node) when is_atom(Node) ->
+    registered(alive(Node));
+registered(Alive) when is_list(Alive) ->
+    case erl_epmd:names({127, 0, 0, 1}) of
+        {ok, Names} -> lists:keymember(Alive, 1, Names);
+        {error, _} -> false
+    end.
+
+%% @doc The last 200 lines the node wrote to stdout or stderr, oldest first,
+%% without their line ends. A line longer than 4096 bytes is kept whole.
+-spec output(pid()) -> [binary()].
+output(Pid) ->
+    case safe_call(Pid, output) of
+        {error, not_found} -> [];
+        Lines -> Lines
+    end.
+
+%%====================================================================
+%% gen_server callbacks
+%%====================================================================
+
+%% @private
+-spec init(command()) -> {ok, #state{}} | {stop, term()}.
+init(#{node := Node, executable := Exe, args := Args,
+       ready_timeout := ReadyTimeout} = Command) ->
+    process_flag(trap_exit, true),
+    logger:update_process_metadata(#{domain => [shardnode, node], shardnode => Node}),
+    PortOpts = [{args, Args}, exit_status, stderr_to_stdout, use_stdio, binary,
+                {line, ?LINE_LENGTH}],
+    try open_port({spawn_executable, Exe}, PortOpts) of
+        Port ->
+            {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+            logger:info("shardnode ~ts: started as OS process ~b: ~ts ~ts",
+                        [Node, OsPid, Exe, lists:join(" ", redact(Args))]),
+            State = #state{node = Node, command = Command, port = Port, os_pid = OsPid},
+            Timer = erlang:start_timer(ReadyTimeout, self(), ready_timeout),
+            {ok, start_poller(State#state{ready_timer = Timer})}
+    catch
+        error:Reason ->
+            {stop, {open_port, Exe, Reason}}
+    end.
+
+%% @private
+-spec handle_call(term(), gen_server:from(), #state{}) ->
+          {reply, term(), #state{}} | {noreply, #state{}}.
+handle_call(await_ready, _From, #state{phase = ready, node = Node} = S) ->
+    {reply, {ok, Node}, S};
+handle_call(await_ready, From, #state{waiters = Waiters} = S) ->
+    {noreply, S#state{waiters = [From | Waiters]}};
+handle_call(Req, From, #state{exit_status = Status} = S)
+  when Status =/= undefined, (Req =:= kill orelse element(1, Req) =:= stop) ->
+    %% exited already; the port is draining: answer when it is done
+    {noreply, S#state{stoppers = [From | S#state.stoppers]}};
+handle_call({stop, GraceMs}, From, #state{phase = Phase} = S)
+  when Phase =:= starting; Phase =:= ready ->
+    logger:info("shardnode ~ts: stopping (SIGTERM)", [S#state.node]),
+    signal(S, "TERM"),
+    Timer = erlang:start_timer(GraceMs, self(), stop_timeout),
+    {noreply, stop_poller(S#state{phase = stopping, stop_timer = Timer,
+                                  stoppers = [From | S#state.stoppers]})};
+handle_call(kill, From, #state{phase = Phase} = S) when Phase =/= killing ->
+    logger:info("shardnode ~ts: killing (SIGKILL)", [S#state.node]),
+    signal(S, "KILL"),
+    {noreply, stop_poller(S#state{phase = killing, sigkilled = true,
+                                  stoppers = [From | S#state.stoppers]})};
+handle_call({stop, _}, From, S) ->
+    %% already on its way out: answer when the process has exited
+    {noreply, S#state{stoppers = [From | S#state.stoppers]}};
+handle_call(kill, From, S) ->
+    {noreply, S#state{stoppers = [From | S#state.stoppers]}};
+handle_call(info, _From, #state{node = Node, os_pid = OsPid, phase = Phase,
+                                command = #{check := Check}} = S) ->
+    {reply, #{node => Node, os_pid => OsPid, phase => Phase,
+              pingable => Check =:= ping}, S};
+handle_call(output, _From, S) ->
+    {reply, lines(S), S};
+handle_call(Req, _From, S) ->
+    {reply, {error, {bad_request, Req}}, S}.
+
+%% @private
+-spec handle_cast(term(), #state{}) -> {noreply, #state{}}.
+handle_cast(_Msg, S) ->
+    {noreply, S}.
+
+%% @private
+-spec handle_info(term(), #state{}) -> {noreply, #state{}} | {stop, normal, #state{}}.
+handle_info({Port, {data, {eol, Line}}}, #state{port = Port, partial = Partial} = S) ->
+    {noreply, add_line(iolist_to_binary([Partial, Line]), S#state{partial = []})};
+handle_info({Port, {data, {noeol, Part}}}, #state{port = Port, partial = Partial} = S) ->
+    {noreply, S#state{partial = [Partial, Part]}};
+handle_info({Port, {exit_status, Status}}, #state{port = Port} = S) ->
+    %% Output written just before the exit may still be on its way, after
+    %% this message: wait for the port to close.
+    _ = erlang:start_timer(?DRAIN_TIMEOUT, self(), drained),
+    {noreply, cancel_timers(stop_poller(S#state{exit_status = Status}))};
+handle_info({'EXIT', Port, _Reason}, #state{port = Port, exit_status = Status} = S)
+  when Status =/= undefined ->
+    exited(Status, flush_partial(S#state{port = undefined}));
+handle_info({timeout, _, drained}, #state{port = Port, exit_status = Status} = S)
+  when Status =/= undefined ->
+    catch port_close(Port),
+    exited(Status, flush_partial(S#state{port = undefined}));
+handle_info({ready, Pid}, #state{phase = starting, poller = {Pid, _}} = S0) ->
+    S = stop_poller(S0),
+    logger:info("shardnode ~ts: ready", [S#state.node]),
+    _ = [gen_server:reply(From, {ok, S#state.node}) || From <- S#state.waiters],
+    {noreply, cancel_timers(S#state{phase = ready, waiters = []})};
+handle_info({timeout, Timer, ready_timeout}, #state{ready_timer = Timer, phase = starting} = S) ->
+    logger:warning("shardnode ~ts: not answering after ~b ms; killing it",
+                   [S#state.node, maps:get(ready_timeout, S#state.command)]),
+    signal(S, "KILL"),
+    {noreply, stop_poller(S#state{phase = failing, ready_timer = undefined, sigkilled = true})};
+handle_info({timeout, Timer, stop_timeout}, #state{stop_timer = Timer, phase = stopping} = S) ->
+    logger:warning("shardnode ~ts: still running after SIGTERM; sending SIGKILL; "
+                   "last output:~n~ts",
+                   [S#state.node, [[L, $\n] || L <- last(10, lines(S))]]),
+    signal(S, "KILL"),
+    {noreply, S#state{phase = killing, stop_timer = undefined, sigkilled = true}};
+handle_info({'DOWN', Ref, process, Pid, Reason}, #state{poller = {Pid, Ref}} = S) ->
+    %% The poller only ever ends by sending `ready' or being killed by us.
+    logger:warning("shardnode ~ts: readiness poller died: ~0tp; restarting it",
+                   [S#state.node, Reason]),
+    {noreply, start_poller(S#state{poller = undefined})};
+handle_info(_Other, S) ->
+    {noreply, S}.
+
+%% @private
+-spec terminate(term(), #state{}) -> ok.
+terminate(_Reason, #state{port = undefined}) ->
+    ok;
+terminate(_Reason, #state{port = Port, exit_status = Status}) when Status =/= undefined ->
+    catch port_close(Port),
+    ok;
+terminate(Reason, #state{port = Port, node = Node} = S) ->
+    %% The server is going away with its C node still running: shut it
+    %% down rather than leave an orphan behind.
+    logger:info("shardnode ~ts: server terminating (~0tp); stopping the node",
+                [Node, Reason]),
+    _ = stop_poller(S),
+    signal(S, "TERM"),
+    case wait_exit(Port, ?TERMINATE_GRACE) of
+        ok ->
+            ok;
+        timeout ->
+            signal(S, "KILL"),
+            _ = wait_exit(Port, 2000),
+            ok
+    end,
+    catch port_close(Port),
+    ok.
+
+%%====================================================================
+%% Internal functions
+%%====================================================================
+
+safe_call(Pid, Request) ->
+    try
+        gen_server:call(Pid, Request, infinity)
+    catch
+        exit:{Reason, _} when Reason =:= noproc; Reason =:= normal;
+                              Reason =:= shutdown; element(1, Reason) =:= shutdown ->
+            {error, not_found}
+    end.
+
+exited(Status, #state{phase = Phase, node = Node} = S) ->
+    Lines = lines(S),
+    WaiterReply = case Phase of
+                      failing -> {error, {not_ready, Lines}};
+                      _ -> {error, {exited, Status, Lines}}
+                  end,
+    _ = [gen_server:reply(From, WaiterReply) || From <- S#state.waiters],
+    _ = [gen_server:reply(From, {ok, Status, S#state.sigkilled}) || From <- S#state.stoppers],
+    case Phase of
+        ready ->
+            logger:warning("shardnode ~ts: exited unexpectedly with status ~b; "
+                           "last output:~n~ts",
+                           [Node, Status, [[L, $\n] || L <- last(10, Lines)]]);
+        starting ->
+            logger:warning("shardnode ~ts: exited with status ~b before it was ready; "
+                           "last output:~n~ts",
+                           [Node, Status, [[L, $\n] || L <- last(10, Lines)]]);
+        stopping when Status =/= 0 ->
+            logger:warning("shardnode ~ts: exited with status ~b after SIGTERM; "
+                           "last output:~n~ts",
+                           [Node, Status, [[L, $\n] || L <- last(10, Lines)]]);
+        _ ->
+            logger:info("shardnode ~ts: exited with status ~b", [Node, Status])
+    end,
+    {stop, normal, S#state{waiters = [], stoppers = []}}.
+
+start_poller(#state{node = Node, command = #{check := Check}} = S) ->
+    Server = self(),
+    Poller = spawn_monitor(fun() -> poll(Server, Node, Check) end),
+    S#state{poller = Poller}.
+
+stop_poller(#state{poller = undefined} = S) ->
+    S;
+stop_poller(#state{poller = {Pid, Ref}} = S) ->
+    erlang:demonitor(Ref, [flush]),
+    exit(Pid, kill),
+    S#state{poller = undefined}.
+
+%% Runs in its own process: net_adm:ping/1 waits forever on a node that
+%% accepts the connection but never answers, and the server must stay free
+%% to read the port and enforce the deadline meanwhile.
+poll(Server, Node, Check) ->
+    case answers(Node, Check) of
+        true ->
+            Server ! {ready, self()};
+        false ->
+            receive after ?POLL_INTERVAL -> ok end,
+            poll(Server, Node, Check)
+    end.
+
+answers(Node, ping) ->
+    net_adm:ping(Node) =:= pong andalso
+        case catch gen_server:call({shardnode, Node}, shard_types, 2000) of
+            {ok, _} -> true;
+            _ -> false
+        end;
+answers(_Node, {epmd, Alive}) ->
+    registered(Alive).
+
+%% The cookie is a password: keep it out of the logs.
+redact(["--cookie", _ | Rest]) -> ["--cookie", "********" | redact(Rest)];
+redact([Arg | Rest]) -> [Arg | redact(Rest)];
+redact([]) -> [].
+
+cancel_timers(#state{ready_timer = R, stop_timer = T} = S) ->
+    _ = [erlang:cancel_timer(Timer) || Timer <- [R, T], Timer =/= undefined],
+    S#state{ready_timer = undefined, stop_timer = undefined}.
+
+signal(#state{os_pid = OsPid}, Signal) ->
+    _ = os:cmd("kill -" ++ Signal ++ " " ++ integer_to_list(OsPid)),
+    ok.
+
+wait_exit(Port, Timeout) ->
+    receive
+        {Port, {exit_status, _}} -> ok
+    after Timeout ->
+            timeout
+    end.
+
+add_line(Line, #state{node = Node, lines = Q, nlines = N} = S) ->
+    logger:debug("shardnode ~ts: ~ts", [Node, Line]),
+    Q1 = queue:in(Line, Q),
+    case N < ?MAX_LINES of
+        true -> S#state{lines = Q1, nlines = N + 1};
+        false -> S#state{lines = queue:drop(Q1)}
+    end.
+
+flush_partial(#state{partial = []} = S) ->
+    S;
+flush_partial(#state{partial = Partial} = S) ->
+    add_line(iolist_to_binary(Partial), S#state{partial = []}).
+
+lines(#state{lines = Q}) ->
+    queue:to_list(Q).
+
+last(N, List) ->
+    lists:nthtail(max(0, length(List) - N), List).
+
+%%--------------------------------------------------------------------
+%% The command line
+
+build_command(Opts) ->
+    {NameArgs, Node, Mode} = name(Opts),
+    Args = lists:append([NameArgs,
+                         cookie_args(Opts),
+                         port_args(Opts),
+                         list_args("--join", join, Opts),
+                         list_args("--types", types, Opts),
+                         proxy_args(Opts),
+                         config_file_args(Opts),
+                         set_args(Opts),
+                         extra_args(Opts)]),
+    #{node => Node,
+      executable => executable(Opts),
+      args => Args,
+      check => check(Node, Mode),
+      ready_timeout => ready_timeout(Opts)}.
+
+name(#{name := _, sname := _}) ->
+    bad(name_and_sname);
+name(#{name := Name0}) ->
+    Name = to_string(name, Name0),
+    case string:split(Name, "@") of
+        [Alive, Host] when Alive =/= "", Host =/= "" ->
+            {["--name", Name], list_to_atom(Name), longnames};
+        _ ->
+            %% erl would guess the host; the C node is told exactly
+            bad({name, Name0})
+    end;
+name(#{sname := SName0}) ->
+    SName = to_string(sname, SName0),
+    case string:split(SName, "@") of
+        [Alive] when Alive =/= "" ->
+            {ok, Host} = inet:gethostname(),
+            Short = hd(string:split(Host, ".")),
+            {["--sname", SName], list_to_atom(Alive ++ "@" ++ Short), shortnames};
+        [Alive, Host] when Alive =/= "", Host =/= "" ->
+            {["--sname", SName], list_to_atom(SName), shortnames};
+        _ ->
+            bad({sname, SName0})
+    end;
+name(_) ->
+    throw({command_error, missing_name}).
+
+%% Ask with ping when this node can reach the C node; a long-named node
+%% cannot connect to a short-named one or the other way round, so then the
+%% epmd registration is the sign of life.
+check(Node, Mode) ->
+    Ours = case erlang:is_alive() of
+               true ->
+                   case net_kernel:longnames() of
+                       true -> longnames;
+                       false -> shortnames;
+                       _ -> none
+                   end;
+               false ->
+                   none
+           end,
+    case Ours =:= Mode of
+        true -> ping;
+        false -> {epmd, alive(Node)}
+    end.
+
+alive(Node) ->
+    hd(string:split(atom_to_list(Node), "@")).
+
+cookie_args(#{cookie := _, cookie_file := _}) ->
+    bad(cookie_and_cookie_file);
+cookie_args(#{cookie := Cookie}) ->
+    ["--cookie", to_string(cookie, Cookie)];
+cookie_args(#{cookie_file := File}) ->
+    ["--cookie-file", to_string(cookie_file, File)];
+cookie_args(_) ->
+    case erlang:get_cookie() of
+        nocookie -> [];
+        Cookie -> ["--cookie", atom_to_list(Cookie)]
+    end.
+
+port_args(#{port := Port}) when is_integer(Port), Port >= 0, Port =< 65535 ->
+    ["--port", integer_to_list(Port)];
+port_args(#{port := Port}) ->
+    bad({port, Port});
+port_args(_) ->
+    [].
+
+list_args(Flag, Key, Opts) ->
+    case maps:get(Key, Opts, []) of
+        [] ->
+            [];
+        List when is_list(List) ->
+            [Flag, lists:join(",", [to_string(Key, X) || X <- List])];
+        Other ->
+            bad({Key, Other})
+    end.
+
+proxy_args(#{proxy_only := true}) -> ["--proxy-only"];
+proxy_args(#{proxy_only := false}) -> [];
+proxy_args(#{proxy_only := Other}) -> bad({proxy_only, Other});
+proxy_args(_) -> [].
+
+config_file_args(#{config_file := File}) ->
+    ["--config", to_string(config_file, File)];
+config_file_args(_) ->
+    [].
+
+set_args(#{config := Config}) when is_map(Config) ->
+    lists:append([["--set", to_string(config, K) ++ "=" ++ config_value(V)]
+                  || {K, V} <- lists:sort(maps:to_list(Config))]);
+set_args(#{config := Other}) ->
+    bad({config, Other});
+set_args(_) ->
+    [].
+
+%% Strings and paths go as their characters; every other term as Erlang
+%% source text, which is what file:consult/1 would read in a config file.
+config_value(V) when is_atom(V) -> atom_to_list(V);
+config_value(V) when is_integer(V) -> integer_to_list(V);
+config_value(V) when is_binary(V) -> unicode:characters_to_list(V);
+config_value(V) when is_list(V) ->
+    case io_lib:printable_unicode_list(V) of
+        true -> V;
+        false -> lists:flatten(io_lib:format("~0tp", [V]))
+    end;
+config_value(V) ->
+    lists:flatten(io_lib:format("~0tp", [V])).
+
+extra_args(#{extra_args := Args}) when is_list(Args) ->
+    [to_string(extra_args, A) || A <- Args];
+extra_args(#{extra_args := Other}) ->
+    bad({extra_args, Other});
+extra_args(_) ->
+    [].
+
+ready_timeout(#{ready_timeout := T}) when is_integer(T), T >= 0 -> T;
+ready_timeout(#{ready_timeout := T}) -> bad({ready_timeout, T});
+ready_timeout(_) -> ?DEFAULT_READY_TIMEOUT.
+
+executable(#{executable := Exe0}) ->
+    Exe = filename:absname(to_string(executable, Exe0)),
+    case is_executable(Exe) of
+        true -> Exe;
+        false -> throw({command_error, {executable_not_found, [Exe]}})
+    end;
+executable(_) ->
+    Candidates = default_executables(),
+    case lists:filter(fun is_executable/1, Candidates) of
+        [Exe | _] -> Exe;
+        [] -> throw({command_error, {executable_not_found, Candidates}})
+    end.
+
+%% $SHARDNODE_EXECUTABLE when set (to test another build); else
+%% priv/shardnode of the application; then, for a checkout where the
+%% application was built by rebar3 into _build/ while `make' put the
+%% executable into the project's priv/, priv/shardnode in each directory
+%% above this module's beam file.
+default_executables() ->
+    case os:getenv("SHARDNODE_EXECUTABLE") of
+        Exe when is_list(Exe), Exe =/= "" -> [filename:absname(Exe)];
+        _ -> default_executables_in_tree()
+    end.
+
+default_executables_in_tree() ->
+    PrivDir = case code:priv_dir(shardnode) of
+                  {error, _} -> [];
+                  Dir -> [filename:join(Dir, "shardnode")]
+              end,
+    Above = case code:which(?MODULE) of
+                Beam when is_list(Beam) ->
+                    [filename:join([D, "priv", "shardnode"])
+                     || D <- ancestors(filename:dirname(filename:absname(Beam)))];
+                _ ->
+                    []
+            end,
+    lists:usort(PrivDir) ++ [C || C <- Above, not lists:member(C, PrivDir)].
+
+ancestors(Dir) ->
+    case filename:dirname(Dir) of
+        Dir -> [];
+        Parent -> [Parent | ancestors(Parent)]
+    end.
+
+is_executable(Path) ->
+    case file:read_file_info(Path) of
+        {ok, #file_info{type = regular, mode = Mode}} ->
+            Mode band 8#111 =/= 0;
+        _ ->
+            false
+    end.
+
+to_string(_Key, A) when is_atom(A) -> atom_to_list(A);
+to_string(_Key, B) when is_binary(B) -> unicode:characters_to_list(B);
+to_string(Key, L) when is_list(L) ->
+    case io_lib:printable_unicode_list(L) of
+        true -> L;
+        false -> bad({Key, L})
+    end;
+to_string(_Key, I) when is_integer(I) -> integer_to_list(I);
+to_string(Key, Other) -> bad({Key, Other}).
+
+bad(What) ->
+    throw({command_error, {bad_option, What}}).
