@@ -210,6 +210,8 @@ static int read_value(struct reader *r, struct value *v)
 		binary = true;
 		s += 2;
 	}
+	if (s >= r->end) /* the text ends right after "<<" */
+		return -EINVAL;
 	if (*s == '\'' || *s == '"') {
 		char quote = *s++;
 		size_t n = 0;

@@ -49,6 +49,30 @@ static int need(size_t len, size_t *i, size_t n)
 	return 0;
 }
 
+/* Validates a SMALL_INTEGER_EXT or INTEGER_EXT in place (inside funs). */
+static int skip_int(const unsigned char *b, size_t len, size_t *i)
+{
+	if (*i >= len)
+		return -EPROTO;
+	if (b[*i] == ERL_SMALL_INTEGER_EXT)
+		return need(len, i, 2);
+	if (b[*i] == ERL_INTEGER_EXT)
+		return need(len, i, 5);
+	return -EPROTO;
+}
+
+/* Validates a PID_EXT or NEW_PID_EXT in place (inside funs). */
+static int skip_pid(const unsigned char *b, size_t len, size_t *i)
+{
+	if (*i >= len || (b[*i] != ERL_PID_EXT && b[*i] != ERL_NEW_PID_EXT))
+		return -EPROTO;
+	size_t tail = b[*i] == ERL_PID_EXT ? 9 : 12; /* ID:4 Serial:4 Creation:1|4 */
+	(*i)++;
+	if (skip_atom(b, len, i))
+		return -EPROTO;
+	return need(len, i, tail);
+}
+
 int term_validate(const char *buf, size_t len, size_t *idx)
 {
 	const unsigned char *b = (const unsigned char *)buf;
@@ -168,10 +192,17 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 		case ERL_NEW_FUN_EXT: { /* Size:4 counts itself and all that follows */
 			if (len - i < 4) return -EPROTO;
 			n = be32(b + i);
-			if (n < 4) return -EPROTO;
-			/* The fun's inner terms are skipped, not walked: the node
-			 * never decodes a fun, it only refuses or echoes one. */
-			if (need(len, &i, n)) return -EPROTO;
+			if (n < 4 || len - i < n) return -EPROTO;
+			/* The free variables are skipped, not walked: the node never
+			 * decodes a fun, it only refuses or echoes one. But the
+			 * header (Arity:1 Uniq:16 Index:4 NumFree:4 Module OldIndex
+			 * OldUniq Pid) is read by ei_decode_fun without bounds, so it
+			 * must fit inside Size. */
+			size_t end = i + (size_t)n, j = i + 4 + 1 + 16 + 4 + 4;
+			if (j > end || skip_atom(b, end, &j) || skip_int(b, end, &j) || skip_int(b, end, &j) ||
+			    skip_pid(b, end, &j))
+				return -EPROTO;
+			i = end;
 			break;
 		}
 		case ERL_EXPORT_EXT: /* Module, Function, Arity (three terms) */
@@ -217,16 +248,20 @@ long term_get_tuple(const char *buf, size_t *idx)
 
 void term_skip(const char *buf, size_t *idx)
 {
-	int i = (int)*idx;
-	ei_skip_term(buf, &i);
-	*idx = (size_t)i;
+	/* Not ei_skip_term(): it recurses once per nesting level, and a peer
+	 * may send a term nested a million deep, which term_validate accepts.
+	 * The term is already validated, so the validator's iterative walk
+	 * finds its end; SIZE_MAX stands for "no bound left to check". */
+	(void)term_validate(buf, SIZE_MAX, idx);
 }
 
 int term_get_long(const char *buf, size_t *idx, long *out)
 {
 	int i = (int)*idx;
 	long v;
-	if (ei_decode_long(buf, &i, &v) < 0)
+	/* ei accepts any integer that fits a long; the callers want the
+	 * non-negative 32-bit range promised in term.h (ops, counts). */
+	if (ei_decode_long(buf, &i, &v) < 0 || v < 0 || v > INT32_MAX)
 		return -EPROTO;
 	*out = v;
 	*idx = (size_t)i;

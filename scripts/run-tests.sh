@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every test — the Criterion unit tests (under ASan and UBSan) and the
+# common_test suites — even when one part fails, then prints one closing
+# line, "tests: N passed, M failed", and exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p build
+status=0
+
+make --no-print-directory unit 2>&1 | tee build/unit.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+make --no-print-directory ct 2>&1 | tee build/ct.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# Criterion: "Synthesis: Tested: 10 | Passing: 9 | Failing: 1 | Crashing: 0"
+unit_pass=$(sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\).*/\1/p' build/unit.log | tail -1)
+unit_fail=$(sed -n 's/.*| Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2/p' build/unit.log | tail -1)
+# common_test: "All 15 tests passed." or "Failed 2 tests. Passed 13 tests."
+ct_all=$(sed -n 's/.*All \([0-9]*\) tests passed.*/\1/p' build/ct.log | tail -1)
+ct_pass=$(sed -n 's/.*Passed \([0-9]*\) tests.*/\1/p' build/ct.log | tail -1)
+ct_fail=$(sed -n 's/.*Failed \([0-9]*\) tests.*/\1/p' build/ct.log | tail -1)
+
+passed=$(( ${unit_pass:-0} + ${ct_all:-${ct_pass:-0}} ))
+failed=$(( ${ct_fail:-0} ))
+for n in ${unit_fail:-}; do failed=$(( failed + n )); done
+# A part that failed without reporting counts (a build error, a crash) is a failure too.
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+
+echo
+echo "tests: $passed passed, $failed failed"
+exit "$status"

@@ -1,0 +1,800 @@
+/*
+ * test_term.c — term_validate and the term helpers.
+ *
+ * Every valid term is checked whole, at an offset with bytes after it, and
+ * cut at every byte: the external format is self-delimiting, so no strict
+ * prefix of a term is a term, and each one must be refused without moving
+ * the index. Inputs live in exact-size heap blocks so an over-read is an
+ * AddressSanitizer report, not a silent pass.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <ei.h>
+
+#include "term.h"
+#include "unit_helpers.h"
+
+/* ---- the checks every valid term goes through ---- */
+
+static void check_valid(const char *what, const void *term, size_t len)
+{
+	char *b = sn_dup_exact(term, len);
+	size_t idx = 0;
+	cr_assert_eq(term_validate(b, len, &idx), 0, "%s: whole term (%zu bytes) refused", what, len);
+	cr_assert_eq(idx, len, "%s: idx %zu after validate, expected %zu", what, idx, len);
+
+	/* term_skip must agree with the validator on where the term ends. */
+	size_t skipped = 0;
+	term_skip(b, &skipped);
+	cr_assert_eq(skipped, len, "%s: term_skip ended at %zu, expected %zu", what, skipped, len);
+	free(b);
+
+	/* Not at the start of the buffer, and followed by unrelated bytes: the
+	 * index lands at the end of the term, not of the buffer. */
+	size_t pre = 3, post = 4;
+	char *c = malloc(pre + len + post);
+	cr_assert_not_null(c);
+	memset(c, 0x61, pre + len + post);
+	memcpy(c + pre, term, len);
+	idx = pre;
+	cr_assert_eq(term_validate(c, pre + len + post, &idx), 0, "%s: refused at an offset", what);
+	cr_assert_eq(idx, pre + len, "%s: idx %zu at an offset, expected %zu", what, idx, pre + len);
+	free(c);
+
+	for (size_t k = 0; k < len; k++) {
+		char *p = sn_dup_exact(term, k);
+		idx = 0;
+		int rc = term_validate(p, k, &idx);
+		cr_assert_eq(rc, -EPROTO, "%s: prefix of %zu/%zu bytes gave %d", what, k, len, rc);
+		cr_assert_eq(idx, 0, "%s: prefix of %zu bytes moved idx to %zu", what, k, idx);
+		free(p);
+	}
+}
+
+static void check_x(const char *what, ei_x_buff *x)
+{
+	check_valid(what, x->buff, (size_t)x->index);
+	ei_x_free(x);
+}
+
+static void check_invalid(const char *what, const void *bytes, size_t len)
+{
+	char *b = sn_dup_exact(bytes, len);
+	size_t idx = 0;
+	int rc = term_validate(b, len, &idx);
+	cr_assert_eq(rc, -EPROTO, "%s: accepted (rc %d)", what, rc);
+	cr_assert_eq(idx, 0, "%s: idx moved to %zu", what, idx);
+	free(b);
+}
+
+#define CHECK_LIT(what, arr) check_valid(what, arr, sizeof arr)
+#define CHECK_BAD(what, arr) check_invalid(what, arr, sizeof arr)
+
+/* ---- numbers ---- */
+
+Test(term, small_and_32bit_integers)
+{
+	const long values[] = {0, 1, 255, 256, -1, -256, 65536, 2147483647L, -2147483647L - 1};
+	for (size_t i = 0; i < SN_ARRAY_LEN(values); i++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(ei_x_encode_long(&x, values[i]), 0);
+		char what[64];
+		snprintf(what, sizeof what, "integer %ld", values[i]);
+		check_x(what, &x);
+	}
+}
+
+Test(term, integers_beyond_32_bits)
+{
+	const long long values[] = {1LL << 40, -(1LL << 40), INT64_MAX, INT64_MIN};
+	for (size_t i = 0; i < SN_ARRAY_LEN(values); i++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(ei_x_encode_longlong(&x, values[i]), 0);
+		cr_assert_eq((unsigned char)x.buff[0], ERL_SMALL_BIG_EXT);
+		check_x("64-bit integer", &x);
+	}
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_ulonglong(&x, UINT64_MAX), 0);
+	check_x("UINT64_MAX", &x);
+}
+
+Test(term, bignums)
+{
+	/* term_to_binary(1 bsl 100): SMALL_BIG_EXT, 13 little-endian digits. */
+	static const uint8_t small_big[] = {110, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16};
+	CHECK_LIT("1 bsl 100", small_big);
+	/* A negative one. */
+	static const uint8_t neg_big[] = {110, 9, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+	CHECK_LIT("negative bignum", neg_big);
+
+	/* 256 digits need LARGE_BIG_EXT (-(1 bsl 2047) and friends). */
+	uint8_t large[1 + 4 + 1 + 256];
+	large[0] = ERL_LARGE_BIG_EXT;
+	sn_put32(large + 1, 256);
+	large[5] = 1;
+	for (size_t i = 0; i < 256; i++)
+		large[6 + i] = (uint8_t)(i * 7 + 1);
+	CHECK_LIT("large bignum", large);
+}
+
+Test(term, floats)
+{
+	const double values[] = {0.0, 1.5, -3.25e300, 1e-300};
+	for (size_t i = 0; i < SN_ARRAY_LEN(values); i++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(ei_x_encode_double(&x, values[i]), 0);
+		cr_assert_eq((unsigned char)x.buff[0], NEW_FLOAT_EXT);
+		check_x("new float", &x);
+	}
+	/* The old text float: 31 bytes of "%.20e" padded with NULs. */
+	uint8_t old[32] = {ERL_FLOAT_EXT};
+	snprintf((char *)old + 1, 31, "%.20e", 1.5);
+	CHECK_LIT("old float", old);
+}
+
+/* ---- atoms ---- */
+
+Test(term, atoms_latin1_and_utf8)
+{
+	static const uint8_t atom_ext[] = {100, 0, 5, 'h', 'e', 'l', 'l', 'o'};
+	static const uint8_t small_atom[] = {115, 3, 'a', 'b', 'c'};
+	static const uint8_t latin1_e_acute[] = {100, 0, 4, 'c', 'a', 'f', 0xE9};
+	static const uint8_t atom_utf8[] = {118, 0, 2, 0xC3, 0xB6};
+	static const uint8_t small_utf8[] = {119, 7, 's', 'm', 0xC3, 0xB6, 'r', 'g', 0xC3};
+	static const uint8_t empty_atom[] = {119, 0};
+	CHECK_LIT("ATOM_EXT", atom_ext);
+	CHECK_LIT("SMALL_ATOM_EXT", small_atom);
+	CHECK_LIT("latin1 atom", latin1_e_acute);
+	CHECK_LIT("ATOM_UTF8_EXT", atom_utf8);
+	CHECK_LIT("SMALL_ATOM_UTF8_EXT", small_utf8);
+	CHECK_LIT("empty atom", empty_atom);
+
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_atom(&x, "sm\xC3\xB6rg\xC3\xA5s"), 0);
+	check_x("ei utf8 atom", &x);
+
+	/* 255 two-byte characters: 510 bytes, the long form. */
+	uint8_t long_atom[3 + 510];
+	long_atom[0] = ERL_ATOM_UTF8_EXT;
+	sn_put16(long_atom + 1, 510);
+	for (size_t i = 0; i < 255; i++) {
+		long_atom[3 + 2 * i] = 0xC3;
+		long_atom[4 + 2 * i] = 0xB6;
+	}
+	CHECK_LIT("510-byte utf8 atom", long_atom);
+}
+
+Test(term, atom_of_1020_bytes_is_the_limit)
+{
+	uint8_t b[3 + 1021];
+	memset(b, 'a', sizeof b);
+	b[0] = ERL_ATOM_UTF8_EXT;
+	sn_put16(b + 1, 1020);
+	check_valid("1020-byte atom", b, 3 + 1020);
+	sn_put16(b + 1, 1021);
+	check_invalid("1021-byte atom", b, sizeof b);
+	b[0] = ERL_ATOM_EXT;
+	check_invalid("1021-byte latin1 atom", b, sizeof b);
+}
+
+/* ---- strings, lists, tuples, maps ---- */
+
+Test(term, strings)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_string(&x, "hello, world"), 0);
+	cr_assert_eq((unsigned char)x.buff[0], ERL_STRING_EXT);
+	check_x("string", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_string(&x, ""), 0);
+	check_x("empty string", &x);
+
+	char bytes[300];
+	memset(bytes, 'z', sizeof bytes);
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_string_len(&x, bytes, (int)sizeof bytes), 0);
+	check_x("300-byte string", &x);
+}
+
+Test(term, proper_lists)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_list_header(&x, 3), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "two"), 0);
+	cr_assert_eq(ei_x_encode_list_header(&x, 1), 0); /* [[]] as the third */
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	check_x("[1, two, [[]]]", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	check_x("[]", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_list_header(&x, 200), 0);
+	for (long i = 0; i < 200; i++)
+		cr_assert_eq(ei_x_encode_long(&x, i * 1000), 0);
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	check_x("200-element list", &x);
+}
+
+Test(term, improper_lists)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_list_header(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 2), 0); /* the tail */
+	check_x("[1 | 2]", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_list_header(&x, 2), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "a"), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "b"), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 1), 0); /* tail {c} */
+	cr_assert_eq(ei_x_encode_atom(&x, "c"), 0);
+	check_x("[a, b | {c}]", &x);
+}
+
+Test(term, tuples)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 0), 0);
+	check_x("{}", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "a"), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "b"), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 3), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "c"), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 0), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 7), 0);
+	check_x("{a, {b, {c, {}, 7}}}", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 300), 0);
+	cr_assert_eq((unsigned char)x.buff[0], ERL_LARGE_TUPLE_EXT);
+	for (int i = 0; i < 300; i++)
+		cr_assert_eq(ei_x_encode_atom(&x, i % 2 ? "odd" : "even"), 0);
+	check_x("300-tuple", &x);
+}
+
+Test(term, maps)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_map_header(&x, 0), 0);
+	check_x("#{}", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_map_header(&x, 2), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "a"), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_binary(&x, "key", 3), 0);
+	cr_assert_eq(ei_x_encode_map_header(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 0), 0);
+	cr_assert_eq(ei_x_encode_list_header(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "x"), 0);
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	check_x("#{a => 1, <<\"key\">> => #{{} => [x]}}", &x);
+}
+
+/* ---- binaries ---- */
+
+Test(term, binaries)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_binary(&x, "", 0), 0);
+	check_x("<<>>", &x);
+
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_binary(&x, "abc", 3), 0);
+	check_x("<<\"abc\">>", &x);
+
+	char big[1000];
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = (char)i;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_binary(&x, big, (int)sizeof big), 0);
+	check_x("1000-byte binary", &x);
+}
+
+Test(term, bitstrings)
+{
+	/* term_to_binary(<<1:3>>) without the version byte. */
+	static const uint8_t one_in_3_bits[] = {77, 0, 0, 0, 1, 3, 32};
+	CHECK_LIT("<<1:3>>", one_in_3_bits);
+
+	ei_x_buff x;
+	sn_x_new(&x);
+	const char bits[2] = {(char)0xFF, (char)0xF8};
+	cr_assert_eq(ei_x_encode_bitstring(&x, bits, 0, 13), 0);
+	cr_assert_eq((unsigned char)x.buff[0], ERL_BIT_BINARY_EXT);
+	check_x("13-bit bitstring", &x);
+}
+
+/* ---- pids, references, ports ---- */
+
+Test(term, pids)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	erlang_pid p = sn_pid("peer@127.0.0.1", 0x12345, 0x7fff);
+	cr_assert_eq(ei_x_encode_pid(&x, &p), 0);
+	cr_assert_eq((unsigned char)x.buff[0], ERL_NEW_PID_EXT);
+	check_x("NEW_PID_EXT", &x);
+
+	/* PID_EXT: Node, ID:4, Serial:4, Creation:1. */
+	static const uint8_t old_pid[] = {103, 100, 0, 3, 'a', '@', 'b', 0, 0, 0, 1, 0, 0, 0, 2, 3};
+	CHECK_LIT("PID_EXT", old_pid);
+}
+
+Test(term, references)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	erlang_ref r = sn_ref("peer@127.0.0.1", 42);
+	cr_assert_eq(ei_x_encode_ref(&x, &r), 0);
+	cr_assert_eq((unsigned char)x.buff[0], ERL_NEWER_REFERENCE_EXT);
+	check_x("NEWER_REFERENCE_EXT", &x);
+
+	/* Five words, the most a reference (with a pid inside) carries. */
+	r.len = 5;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_ref(&x, &r), 0);
+	check_x("five-word reference", &x);
+
+	static const uint8_t new_ref[] = {114, 0, 1, 100, 0, 3, 'a', '@', 'b', 1, 0, 0, 0, 7};
+	static const uint8_t old_ref[] = {101, 100, 0, 3, 'a', '@', 'b', 0, 0, 0, 7, 1};
+	CHECK_LIT("NEW_REFERENCE_EXT", new_ref);
+	CHECK_LIT("REFERENCE_EXT", old_ref);
+}
+
+Test(term, ports)
+{
+	erlang_port p;
+	memset(&p, 0, sizeof p);
+	strcpy(p.node, "peer@127.0.0.1");
+	p.id = 5;
+	p.creation = 3;
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_port(&x, &p), 0);
+	cr_assert_eq((unsigned char)x.buff[0], ERL_NEW_PORT_EXT);
+	check_x("NEW_PORT_EXT", &x);
+
+	p.id = 1ULL << 40; /* needs the 64-bit id of V4_PORT_EXT */
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_port(&x, &p), 0);
+	cr_assert_eq((unsigned char)x.buff[0], ERL_V4_PORT_EXT);
+	check_x("V4_PORT_EXT", &x);
+
+	static const uint8_t old_port[] = {102, 100, 0, 3, 'a', '@', 'b', 0, 0, 0, 7, 1};
+	CHECK_LIT("PORT_EXT", old_port);
+}
+
+/* ---- funs, as an OTP 25 node encodes them ---- */
+
+/* term_to_binary(fun erlang:abs/1), version byte dropped. */
+static const uint8_t fun_erlang_abs[] = {113, 100, 0, 6, 101, 114, 108, 97, 110, 103,
+					 100, 0, 3, 97, 98, 115, 97, 1};
+/* term_to_binary(fun lists:map/2). */
+static const uint8_t fun_lists_map[] = {113, 100, 0, 5, 108, 105, 115, 116, 115,
+					100, 0, 3, 109, 97, 112, 97, 2};
+/* term_to_binary(lf:f(7)) where `f(X) -> fun(Y) -> Y + X end.`: a local fun
+ * with one free variable (7). */
+static const uint8_t fun_local[] = {
+	112, 0, 0, 0, 72, 1, 56, 56, 90, 154, 146, 233, 193, 30, 112, 244, 224, 29, 31, 15, 120, 186,
+	0, 0, 0, 0, 0, 0, 0, 1, 100, 0, 2, 108, 102, 97, 0, 98, 1, 193, 194, 212, 88, 100, 0, 13,
+	110, 111, 110, 111, 100, 101, 64, 110, 111, 104, 111, 115, 116, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0,
+	0, 0, 97, 7};
+/* Offset of the module atom's 2-byte length inside fun_local. */
+#define FUN_LOCAL_MODULE_LEN_AT 31
+
+Test(term, funs)
+{
+	CHECK_LIT("fun erlang:abs/1", fun_erlang_abs);
+	CHECK_LIT("fun lists:map/2", fun_lists_map);
+	CHECK_LIT("local fun", fun_local);
+}
+
+Test(term, compound_term)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	erlang_pid p = sn_pid("peer@127.0.0.1", 7, 0);
+	erlang_ref r = sn_ref("peer@127.0.0.1", 9);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 6), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "ok"), 0);
+	cr_assert_eq(ei_x_encode_pid(&x, &p), 0);
+	cr_assert_eq(ei_x_encode_ref(&x, &r), 0);
+	cr_assert_eq(ei_x_encode_map_header(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_string(&x, "k"), 0);
+	cr_assert_eq(ei_x_encode_double(&x, 2.5), 0);
+	cr_assert_eq(ei_x_append_buf(&x, (const char *)fun_local, (int)sizeof fun_local), 0);
+	cr_assert_eq(ei_x_encode_list_header(&x, 2), 0);
+	cr_assert_eq(ei_x_encode_longlong(&x, 1LL << 50), 0);
+	cr_assert_eq(ei_x_encode_binary(&x, "x", 1), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "tail"), 0);
+	check_x("compound", &x);
+}
+
+/* ---- lies ---- */
+
+Test(term, lying_list_length)
+{
+	static const uint8_t huge[] = {108, 0xFF, 0xFF, 0xFF, 0xFF, 106};
+	static const uint8_t two_but_one[] = {108, 0, 0, 0, 2, 97, 1, 106};
+	CHECK_BAD("list of 2^32-1 elements", huge);
+	CHECK_BAD("list claiming 2 elements, holding 1", two_but_one);
+}
+
+Test(term, lying_tuple_and_map_arity)
+{
+	static const uint8_t large_tuple[] = {105, 0xFF, 0xFF, 0xFF, 0xFF, 97, 1};
+	static const uint8_t small_tuple[] = {104, 255, 97, 1, 97, 2};
+	static const uint8_t map[] = {116, 0xFF, 0xFF, 0xFF, 0xFF, 97, 1, 97, 2};
+	static const uint8_t map_half[] = {116, 0, 0, 0, 1, 97, 1}; /* key without value */
+	CHECK_BAD("tuple of 2^32-1 elements", large_tuple);
+	CHECK_BAD("255-tuple of 2 elements", small_tuple);
+	CHECK_BAD("map of 2^32-1 pairs", map);
+	CHECK_BAD("map pair without value", map_half);
+}
+
+Test(term, lying_byte_lengths)
+{
+	static const uint8_t binary[] = {109, 0, 0, 0, 10, 'a', 'b'};
+	static const uint8_t binary_max[] = {109, 0xFF, 0xFF, 0xFF, 0xFF, 'a'};
+	static const uint8_t string[] = {107, 0, 10, 'a'};
+	static const uint8_t atom[] = {119, 5, 'a'};
+	static const uint8_t big[] = {110, 20, 0, 1};
+	static const uint8_t large_big[] = {111, 0xFF, 0xFF, 0xFF, 0xFF, 0, 1};
+	static const uint8_t bits[] = {77, 0, 0, 0, 9, 3, 32};
+	static const uint8_t fun_size[] = {112, 0, 0, 0, 200, 1, 2, 3};
+	CHECK_BAD("binary past the end", binary);
+	CHECK_BAD("binary of 2^32-1 bytes", binary_max);
+	CHECK_BAD("string past the end", string);
+	CHECK_BAD("atom past the end", atom);
+	CHECK_BAD("small big past the end", big);
+	CHECK_BAD("large big past the end", large_big);
+	CHECK_BAD("bitstring past the end", bits);
+	CHECK_BAD("fun past the end", fun_size);
+}
+
+Test(term, malformed_fields)
+{
+	static const uint8_t bits_zero[] = {77, 0, 0, 0, 1, 0, 32};
+	static const uint8_t bits_nine[] = {77, 0, 0, 0, 1, 9, 32};
+	static const uint8_t bits_empty[] = {77, 0, 0, 0, 0, 3};
+	static const uint8_t big_sign[] = {110, 1, 2, 5};
+	static const uint8_t fun_tiny[] = {112, 0, 0, 0, 3, 0, 0, 0};
+	static const uint8_t ref_words[] = {90, 0, 6, 119, 1, 'a', 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2,
+					    0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 6};
+	static const uint8_t pid_node_int[] = {88, 97, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
+	CHECK_BAD("bitstring with 0 bits in the last byte", bits_zero);
+	CHECK_BAD("bitstring with 9 bits in the last byte", bits_nine);
+	CHECK_BAD("bitstring of no bytes", bits_empty);
+	CHECK_BAD("bignum sign 2", big_sign);
+	CHECK_BAD("fun size below 4", fun_tiny);
+	CHECK_BAD("reference of 6 words", ref_words);
+	CHECK_BAD("pid whose node is an integer", pid_node_int);
+}
+
+Test(term, fun_header_must_fit_its_size)
+{
+	/* The module atom of a local fun claims 200 bytes, more than the fun
+	 * (and the buffer) holds. ei_decode_fun and ei_skip_term read such a
+	 * header without bounds, so the validator must not pass it. */
+	uint8_t b[sizeof fun_local];
+	memcpy(b, fun_local, sizeof b);
+	sn_put16(b + FUN_LOCAL_MODULE_LEN_AT, 200);
+	CHECK_BAD("fun with a module atom longer than the fun", b);
+
+	/* The module is not an atom at all. */
+	memcpy(b, fun_local, sizeof b);
+	b[FUN_LOCAL_MODULE_LEN_AT - 1] = ERL_SMALL_INTEGER_EXT;
+	CHECK_BAD("fun whose module is an integer", b);
+
+	/* Size too small for the header it claims to contain. */
+	memcpy(b, fun_local, sizeof b);
+	sn_put32(b + 1, 40);
+	check_invalid("fun whose size cuts its header", b, 1 + 40);
+}
+
+Test(term, atom_cache_refs_and_unknown_tags)
+{
+	static const uint8_t cache_ref[] = {82, 0};
+	static const uint8_t old_fun[] = {117, 0, 0, 0, 0};
+	static const uint8_t cache_in_tuple[] = {104, 2, 97, 1, 82, 3};
+	CHECK_BAD("atom cache reference", cache_ref);
+	CHECK_BAD("ERL_FUN_EXT", old_fun);
+	CHECK_BAD("atom cache reference inside a tuple", cache_in_tuple);
+	const uint8_t unknown[] = {0, 1, 60, 200, 255};
+	for (size_t i = 0; i < sizeof unknown; i++)
+		check_invalid("unknown tag", &unknown[i], 1);
+}
+
+Test(term, empty_input_and_index_past_end)
+{
+	char b[1] = {97};
+	size_t idx = 0;
+	cr_assert_eq(term_validate(b, 0, &idx), -EPROTO);
+	cr_assert_eq(idx, 0);
+	idx = 2;
+	cr_assert_eq(term_validate(b, 1, &idx), -EPROTO);
+	cr_assert_eq(idx, 2);
+	idx = 1;
+	cr_assert_eq(term_validate(b, 1, &idx), -EPROTO);
+	cr_assert_eq(idx, 1);
+}
+
+/* ---- depth ---- */
+
+/* `depth` nested 1-tuples around []: {{{...[]...}}}. */
+static char *nested_tuples(size_t depth, size_t *len)
+{
+	*len = 2 * depth + 1;
+	char *b = malloc(*len);
+	cr_assert_not_null(b);
+	for (size_t i = 0; i < depth; i++) {
+		b[2 * i] = ERL_SMALL_TUPLE_EXT;
+		b[2 * i + 1] = 1;
+	}
+	b[2 * depth] = ERL_NIL_EXT;
+	return b;
+}
+
+Test(term, deep_tuple_nesting_validates)
+{
+	size_t len;
+	char *b = nested_tuples(100000, &len);
+	size_t idx = 0;
+	cr_assert_eq(term_validate(b, len, &idx), 0);
+	cr_assert_eq(idx, len);
+	idx = 0;
+	cr_assert_eq(term_validate(b, len - 1, &idx), -EPROTO);
+	cr_assert_eq(idx, 0);
+	free(b);
+}
+
+Test(term, deep_list_nesting_validates)
+{
+	/* [[[...]]]: each level is LIST_EXT of one element, then its tail. */
+	const size_t depth = 100000;
+	size_t len = 5 * depth + 1 + depth;
+	char *b = malloc(len);
+	cr_assert_not_null(b);
+	for (size_t i = 0; i < depth; i++) {
+		b[5 * i] = ERL_LIST_EXT;
+		sn_put32((uint8_t *)b + 5 * i + 1, 1);
+	}
+	memset(b + 5 * depth, ERL_NIL_EXT, depth + 1);
+	size_t idx = 0;
+	cr_assert_eq(term_validate(b, len, &idx), 0);
+	cr_assert_eq(idx, len);
+	idx = 0;
+	cr_assert_eq(term_validate(b, len - 1, &idx), -EPROTO);
+	free(b);
+}
+
+Test(term, skip_of_deep_nesting_uses_no_stack)
+{
+	/* A peer may send a 2 MB message of a million nested tuples; skipping
+	 * it (as gen_call and the router do) must not recurse per level. */
+	size_t len;
+	char *b = nested_tuples(1000000, &len);
+	size_t idx = 0;
+	cr_assert_eq(term_validate(b, len, &idx), 0);
+	idx = 0;
+	term_skip(b, &idx);
+	cr_assert_eq(idx, len);
+	free(b);
+}
+
+/* ---- helpers over validated terms ---- */
+
+Test(term, is_atom)
+{
+	static const uint8_t latin1[] = {100, 0, 4, 'c', 'a', 'f', 0xE9};
+	static const uint8_t small[] = {115, 2, 'o', 'k'};
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_atom(&x, "$gen_call"), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 5), 0);
+	cr_assert(term_is_atom(x.buff, 0, "$gen_call"));
+	cr_assert_not(term_is_atom(x.buff, 0, "$gen_cast"));
+	cr_assert_not(term_is_atom(x.buff, 0, "$gen_cal"));
+	cr_assert_not(term_is_atom(x.buff, 11, "5"), "an integer is no atom");
+	cr_assert(term_is_atom((const char *)latin1, 0, "caf\xC3\xA9"), "latin1 atoms compare as UTF-8");
+	cr_assert(term_is_atom((const char *)small, 0, "ok"));
+	ei_x_free(&x);
+}
+
+Test(term, get_atom)
+{
+	char out[TERM_ATOM_BUF];
+	static const uint8_t latin1[] = {100, 0, 4, 'c', 'a', 'f', 0xE9, 97, 1};
+	size_t idx = 0;
+	cr_assert_eq(term_get_atom((const char *)latin1, &idx, out), 0);
+	cr_assert_str_eq(out, "caf\xC3\xA9");
+	cr_assert_eq(idx, 7);
+	cr_assert_eq(term_get_atom((const char *)latin1, &idx, out), -EPROTO);
+	cr_assert_eq(idx, 7, "a failed read leaves idx alone");
+
+	/* The longest atom: 255 four-byte characters. */
+	uint8_t big[3 + 1020];
+	big[0] = ERL_ATOM_UTF8_EXT;
+	sn_put16(big + 1, 1020);
+	for (size_t i = 0; i < 255; i++)
+		memcpy(big + 3 + 4 * i, "\xF0\x9F\x98\x80", 4);
+	idx = 0;
+	cr_assert_eq(term_get_atom((const char *)big, &idx, out), 0);
+	cr_assert_eq(strlen(out), 1020);
+	cr_assert_eq(idx, sizeof big);
+}
+
+Test(term, get_tuple)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 3), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "a"), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 300), 0);
+	size_t idx = 0;
+	cr_assert_eq(term_get_tuple(x.buff, &idx), 3);
+	cr_assert_eq(idx, 2);
+	cr_assert_eq(term_get_tuple(x.buff, &idx), -1, "an atom is no tuple");
+	cr_assert_eq(idx, 2);
+	term_skip(x.buff, &idx);
+	cr_assert_eq(term_get_tuple(x.buff, &idx), 300);
+	cr_assert_eq(idx, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+Test(term, get_long_in_range)
+{
+	const long ok[] = {0, 1, 255, 256, 65536, 2147483647L};
+	for (size_t i = 0; i < SN_ARRAY_LEN(ok); i++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(ei_x_encode_long(&x, ok[i]), 0);
+		size_t idx = 0;
+		long v = -5;
+		cr_assert_eq(term_get_long(x.buff, &idx, &v), 0, "%ld refused", ok[i]);
+		cr_assert_eq(v, ok[i]);
+		cr_assert_eq(idx, (size_t)x.index);
+		ei_x_free(&x);
+	}
+}
+
+Test(term, get_long_out_of_range)
+{
+	/* The header promises a small non-negative integer (< 2^31): a
+	 * negative or huge op or serial must not pass as one. */
+	const long long bad[] = {-1, -2147483648LL, 2147483648LL, 1LL << 40};
+	for (size_t i = 0; i < SN_ARRAY_LEN(bad); i++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(ei_x_encode_longlong(&x, bad[i]), 0);
+		size_t idx = 0;
+		long v = 77;
+		cr_assert_eq(term_get_long(x.buff, &idx, &v), -EPROTO, "%lld accepted", bad[i]);
+		cr_assert_eq(idx, 0);
+		cr_assert_eq(v, 77);
+		ei_x_free(&x);
+	}
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_atom(&x, "one"), 0);
+	size_t idx = 0;
+	long v;
+	cr_assert_eq(term_get_long(x.buff, &idx, &v), -EPROTO);
+	cr_assert_eq(idx, 0);
+	ei_x_free(&x);
+}
+
+/* ---- building replies ---- */
+
+Test(term, append_raw)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(term_x_append_raw(&x, "\x61\x05", 2), 0);
+	cr_assert_eq(term_x_append_raw(&x, "", 0), 0);
+	cr_assert_eq(x.index, 2);
+	cr_assert_eq(memcmp(x.buff, "\x61\x05", 2), 0);
+	ei_x_free(&x);
+}
+
+Test(term, error_atom)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(term_x_error_atom(&x, "timeout"), 0);
+	char *s = NULL;
+	int idx = 0;
+	cr_assert_geq(ei_s_print_term(&s, x.buff, &idx), 0);
+	cr_assert_str_eq(s, "{error, timeout}");
+	cr_assert_eq(idx, x.index);
+	free(s);
+	ei_x_free(&x);
+}
+
+Test(term, error_tagged_raw_echoes_the_term)
+{
+	ei_x_buff raw;
+	sn_x_new(&raw);
+	cr_assert_eq(ei_x_encode_tuple_header(&raw, 3), 0);
+	cr_assert_eq(ei_x_encode_atom(&raw, "foo"), 0);
+	cr_assert_eq(ei_x_encode_list_header(&raw, 2), 0);
+	cr_assert_eq(ei_x_encode_long(&raw, 1), 0);
+	cr_assert_eq(ei_x_encode_long(&raw, 2), 0);
+	cr_assert_eq(ei_x_encode_empty_list(&raw), 0);
+	cr_assert_eq(ei_x_encode_binary(&raw, "ab", 2), 0);
+
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(term_x_error_tagged_raw(&x, "bad_request", raw.buff, (size_t)raw.index), 0);
+
+	size_t end = 0;
+	cr_assert_eq(term_validate(x.buff, (size_t)x.index, &end), 0);
+	cr_assert_eq(end, (size_t)x.index);
+
+	int i = 0, arity;
+	char atom[MAXATOMLEN_UTF8];
+	cr_assert_eq(ei_decode_tuple_header(x.buff, &i, &arity), 0);
+	cr_assert_eq(arity, 2);
+	cr_assert_eq(ei_decode_atom(x.buff, &i, atom), 0);
+	cr_assert_str_eq(atom, "error");
+	cr_assert_eq(ei_decode_tuple_header(x.buff, &i, &arity), 0);
+	cr_assert_eq(arity, 2);
+	cr_assert_eq(ei_decode_atom(x.buff, &i, atom), 0);
+	cr_assert_str_eq(atom, "bad_request");
+	cr_assert_eq(x.index - i, raw.index);
+	cr_assert_eq(memcmp(x.buff + i, raw.buff, (size_t)raw.index), 0, "Raw not echoed byte for byte");
+
+	char *s = NULL;
+	i = 0;
+	cr_assert_geq(ei_s_print_term(&s, x.buff, &i), 0);
+	cr_assert_str_eq(s, "{error, {bad_request, {foo, [1, 2], #Bin<97,98>}}}");
+	free(s);
+	ei_x_free(&x);
+	ei_x_free(&raw);
+}
+
+Test(term, get_atom_too_long_for_the_buffer)
+{
+	/* 1020 latin1 bytes pass the validator's byte limit but become 2040
+	 * UTF-8 bytes: reading the atom must fail, not overflow `out`. */
+	uint8_t b[3 + 1020];
+	b[0] = ERL_ATOM_EXT;
+	sn_put16(b + 1, 1020);
+	memset(b + 3, 0xE9, 1020);
+	char *copy = sn_dup_exact(b, sizeof b);
+	size_t idx = 0;
+	cr_assert_eq(term_validate(copy, sizeof b, &idx), 0);
+	char out[TERM_ATOM_BUF];
+	idx = 0;
+	cr_assert_eq(term_get_atom(copy, &idx, out), -EPROTO);
+	cr_assert_eq(idx, 0);
+	cr_assert_not(term_is_atom(copy, 0, "x"));
+	free(copy);
+}
