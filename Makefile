@@ -9,7 +9,10 @@ CC      ?= cc
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Werror
 CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -Ic_src
 OPT     := -O2
-LDLIBS  := -L$(EI_LIB) -lei -lcrypto -lbsd -lpthread
+LDLIBS  := -L$(EI_LIB) -lei -lcrypto -lbsd -lpthread -ldl
+# The node exports its symbols, and all of ei, so entity plugins loaded
+# from priv/*.so can call any ei function and entity_reply_unknown.
+NODE_LDFLAGS := -rdynamic -Wl,--whole-archive $(EI_LIB)/libei.a -Wl,--no-whole-archive
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRC      := $(wildcard c_src/*.c)
@@ -19,9 +22,11 @@ UNIT_SRC := $(wildcard test/unit/*.c)
 
 NODE_COOKIE ?= shardnode
 
+PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
+
 .PHONY: all deps run test unit ct bench clean erl
 
-all: priv/shardnode erl
+all: priv/shardnode $(PLUGINS) erl
 
 deps:
 	@scripts/install-deps.sh
@@ -30,7 +35,11 @@ build/rel/%.o: c_src/%.c $(wildcard c_src/*.h) | build/rel
 	$(CC) $(CFLAGS) $(OPT) -c $< -o $@
 
 priv/shardnode: $(OBJ) | priv
-	$(CC) $(OPT) -o $@ $(OBJ) $(LDLIBS)
+	$(CC) $(OPT) -o $@ $(OBJ) $(NODE_LDFLAGS) $(LDLIBS)
+
+# Example entity types, built as plugins the node loads from priv/.
+priv/%.so: examples/%.c c_src/entity.h | priv
+	$(CC) $(CFLAGS) $(OPT) -fPIC -shared -o $@ $<
 
 build/rel build/asan priv:
 	mkdir -p $@
@@ -51,8 +60,7 @@ ct: all
 
 test: deps
 	$(MAKE) all
-	$(MAKE) unit
-	$(MAKE) ct
+	scripts/run-tests.sh
 
 run: deps
 	$(MAKE) all
@@ -72,4 +80,4 @@ bench:
 	@echo "make bench: the benchmarks are not written yet; see docs/architecture.md"
 
 clean:
-	rm -rf build priv/shardnode _build
+	rm -rf build priv/shardnode priv/*.so _build

@@ -456,8 +456,8 @@ static int derive_name(struct sn_config *c, const char *arg, bool short_names, c
 	return 0;
 }
 
-int config_parse_args(struct sn_config *c, int argc, char *const argv[], const char *const *known_types,
-		      char err[CONFIG_ERR_BUF])
+int config_parse_args(struct sn_config *c, int argc, char *const argv[], const char *const *default_types,
+		      const char *const *known_types, char err[CONFIG_ERR_BUF])
 {
 	const char *config_file = NULL, *cookie_file = NULL;
 	const char *sets[256];
@@ -528,8 +528,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		return fail(err, "give --cookie or --cookie-file, not both");
 
 	if (!have_types) {
-		for (c->ntypes = 0; known_types[c->ntypes] && c->ntypes < CONFIG_MAX_LIST; c->ntypes++)
-			strlcpy(c->types[c->ntypes], known_types[c->ntypes], CONFIG_NAME_BUF);
+		for (c->ntypes = 0; default_types[c->ntypes] && c->ntypes < CONFIG_MAX_LIST; c->ntypes++)
+			strlcpy(c->types[c->ntypes], default_types[c->ntypes], CONFIG_NAME_BUF);
 	}
 	for (size_t k = 0; k < c->ntypes; k++) {
 		if (!valid_type_name(c->types[k]))

@@ -64,12 +64,12 @@ void config_defaults(struct sn_config *cfg);
 
 /* Parses argv (without argv[0]) into cfg, reading --config and
  * --cookie-file, and the default cookie file ~/.erlang.cookie (created with a
- * random cookie if missing, as erl does). `known_types` is a NULL-terminated
- * list of the entity types that may be named in --types.
- * Returns 0; 1 when --help was asked (usage printed to stdout); or -EINVAL
- * with a one-line message in err. */
-int config_parse_args(struct sn_config *cfg, int argc, char *const argv[], const char *const *known_types,
-		      char err[CONFIG_ERR_BUF]);
+ * random cookie if missing, as erl does). `known_types` (NULL-terminated) are
+ * the entity types that may be named in --types; `default_types` those hosted
+ * without --types. Returns 0; 1 when --help was asked (usage printed to
+ * stdout); or -EINVAL with a one-line message in err. */
+int config_parse_args(struct sn_config *cfg, int argc, char *const argv[], const char *const *default_types,
+		      const char *const *known_types, char err[CONFIG_ERR_BUF]);
 
 /* Applies one KEY=VALUE (as --set does). Returns 0 or -EINVAL with err set. */
 int config_set(struct sn_config *cfg, const char *key_eq_value, char err[CONFIG_ERR_BUF]);

@@ -576,7 +576,7 @@ static void on_epmd_io(struct evloop *loop, int fd, uint32_t events, void *arg)
 
 /* Before the loop sleeps: deliver local messages, flush output in one write
  * per connection, free closed connections. */
-static void on_idle(struct evloop *loop, void *arg)
+static bool on_idle(struct evloop *loop, void *arg)
 {
 	(void)loop;
 	struct dist_node *n = arg;
@@ -599,6 +599,7 @@ static void on_idle(struct evloop *loop, void *arg)
 		dist_conn_flush_pending_output(c);
 	}
 	free_dead(n);
+	return n->local_head != NULL;
 }
 
 static int listen_on(uint16_t port, uint16_t *bound)

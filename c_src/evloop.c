@@ -211,13 +211,14 @@ int evloop_run(struct evloop *loop)
 	struct epoll_event events[MAX_EVENTS];
 	loop->stopping = false;
 	while (!loop->stopping) {
-		if (loop->idle_fn)
-			loop->idle_fn(loop, loop->idle_arg);
+		bool more_work = loop->idle_fn ? loop->idle_fn(loop, loop->idle_arg) : false;
 		if (loop->stopping)
 			break;
 		loop->now_ms = monotonic_ms();
 		int timeout = -1;
-		if (loop->heap_len > 0) {
+		if (more_work) {
+			timeout = 0;
+		} else if (loop->heap_len > 0) {
 			uint64_t d = loop->heap[0]->deadline_ms;
 			timeout = d <= loop->now_ms ? 0 : (int)(d - loop->now_ms > 60000 ? 60000 : d - loop->now_ms);
 		}

@@ -20,8 +20,9 @@ struct evloop;
 /* Readiness callback: `events` is a mask of EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP. */
 typedef void (*ev_io_fn)(struct evloop *loop, int fd, uint32_t events, void *arg);
 typedef void (*ev_timer_fn)(struct evloop *loop, void *arg);
-/* Runs once per loop iteration before waiting for events. */
-typedef void (*ev_idle_fn)(struct evloop *loop, void *arg);
+/* Runs once per loop iteration before waiting for events. Returns true if it
+ * left work queued, so the loop polls without sleeping and calls it again. */
+typedef bool (*ev_idle_fn)(struct evloop *loop, void *arg);
 
 struct ev_timer {
 	uint64_t deadline_ms;

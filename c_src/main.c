@@ -4,6 +4,7 @@
  * unregisters and exits 0. A bad flag or config value exits 2.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +17,21 @@
 
 #include "admin.h"
 #include "config.h"
+#include "coordinator.h"
 #include "dist_node.h"
+#include "entity_builtin.h"
+#include "entity_plugin.h"
 #include "evloop.h"
 #include "log.h"
+#include "region.h"
 
-/* The entity types this build can host (SPEC §5). */
-static const char *const builtin_types[] = {"counter", "kv", "echo", NULL};
+/* One hosted entity type: its coordinator (this node is the only member,
+ * so the oldest) and its region. */
+struct hosted_type {
+	const struct entity_type *type;
+	struct coordinator *coordinator;
+	struct region *region;
+};
 
 struct app {
 	struct evloop *loop;
@@ -59,8 +69,28 @@ int main(int argc, char **argv)
 {
 	static struct sn_config cfg; /* large (paths, lists); not on the stack */
 	char err[CONFIG_ERR_BUF];
+	/* Built-in types, then the plugins in priv/ beside the executable. */
+	static struct entity_plugins plugins;
+	struct logger startup_log = {.min_level = LOG_INFO, .out = stderr};
+	char priv[PATH_MAX];
+	if (entity_plugins_exe_dir(priv, sizeof priv) == 0)
+		entity_plugins_load(&plugins, priv, entity_builtin_types(), &startup_log);
+	const struct entity_type *known[CONFIG_MAX_LIST + 1];
+	const char *known_names[CONFIG_MAX_LIST + 1];
+	const char *builtin_names[CONFIG_MAX_LIST + 1];
+	size_t nknown = 0;
+	for (const struct entity_type *const *t = entity_builtin_types(); *t && nknown < CONFIG_MAX_LIST; t++) {
+		builtin_names[nknown] = (*t)->name;
+		known[nknown++] = *t;
+	}
+	builtin_names[nknown] = NULL;
+	for (size_t k = 0; k < plugins.count && nknown < CONFIG_MAX_LIST; k++)
+		known[nknown++] = plugins.types[k];
+	for (size_t k = 0; k < nknown; k++)
+		known_names[k] = known[k]->name;
+	known_names[nknown] = NULL;
 	config_defaults(&cfg);
-	int rc = config_parse_args(&cfg, argc - 1, argv + 1, builtin_types, err);
+	int rc = config_parse_args(&cfg, argc - 1, argv + 1, builtin_names, known_names, err);
 	if (rc == 1)
 		return 0;
 	if (rc) {
@@ -120,6 +150,40 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	static struct hosted_type hosted[CONFIG_MAX_LIST];
+	size_t nhosted = 0;
+	for (size_t k = 0; k < cfg.ntypes && !cfg.proxy_only; k++) {
+		struct hosted_type *h = &hosted[nhosted];
+		for (size_t t = 0; t < nknown; t++)
+			if (strcmp(known[t]->name, cfg.types[k]) == 0)
+				h->type = known[t];
+		struct coordinator_config ccfg = {
+			.node = node, .log = &app.log, .type_name = h->type->name, .nshards = cfg.number_of_shards,
+		};
+		h->coordinator = coordinator_start(&ccfg, &rc);
+		struct region_config rcfg = {
+			.node = node, .loop = app.loop, .log = &app.log, .type = h->type,
+			.nshards = cfg.number_of_shards, .buffer_size = cfg.buffer_size,
+			.retry_interval_ms = cfg.retry_interval_ms, .passivate_idle_ms = cfg.passivate_idle_after_ms,
+		};
+		if (h->coordinator != NULL) {
+			rcfg.coordinator = *coordinator_pid(h->coordinator);
+			h->region = region_start(&rcfg, &rc);
+		}
+		if (h->region == NULL) {
+			log_error(&app.log, "cannot start the %s region: %s", cfg.types[k], strerror(-rc));
+			coordinator_stop(h->coordinator);
+			for (size_t j = 0; j < nhosted; j++) {
+				region_free(hosted[j].region);
+				coordinator_stop(hosted[j].coordinator);
+			}
+			admin_stop(admin);
+			dist_node_free(node);
+			return 1;
+		}
+		nhosted++;
+	}
+
 	log_info(&app.log, "node %s up: port %u, creation %u, types %zu%s", cfg.name, dist_node_port(node),
 		 dist_node_creation(node), cfg.ntypes, cfg.proxy_only ? " (proxy only)" : "");
 	rc = evloop_run(app.loop);
@@ -127,12 +191,18 @@ int main(int argc, char **argv)
 		log_error(&app.log, "event loop failed: %s", strerror(-rc));
 
 	log_info(&app.log, "stopping (%s)", app.stop_reason ? app.stop_reason : "loop ended");
+	/* Regions first: their entities stop and the coordinator hears of it. */
+	for (size_t j = 0; j < nhosted; j++)
+		region_free(hosted[j].region);
+	for (size_t j = 0; j < nhosted; j++)
+		coordinator_stop(hosted[j].coordinator);
 	admin_stop(admin);
 	dist_node_free(node);
 	evloop_timer_stop(app.loop, &app.leave_timer);
 	evloop_unwatch(app.loop, sigfd);
 	close(sigfd);
 	evloop_free(app.loop);
+	entity_plugins_unload(&plugins);
 	log_info(&app.log, "stopped");
 	return rc ? 1 : 0;
 }

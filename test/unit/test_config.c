@@ -63,7 +63,7 @@ static int parse(struct sn_config *c, char err[CONFIG_ERR_BUF], const char *cons
 		argc++;
 	config_defaults(c);
 	err[0] = '\0';
-	return config_parse_args(c, argc, (char *const *)args, known_types, err);
+	return config_parse_args(c, argc, (char *const *)args, known_types, known_types, err);
 }
 
 #define PARSE(c, err, ...) parse((c), (err), (const char *const[]){__VA_ARGS__, NULL})

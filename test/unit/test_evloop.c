@@ -342,7 +342,7 @@ struct idle_count {
 	struct ev_timer t;
 };
 
-static void on_idle(struct evloop *loop, void *arg)
+static bool on_idle(struct evloop *loop, void *arg)
 {
 	struct idle_count *c = arg;
 	cr_assert_eq(c->runs, c->timer_runs, "one hook run per iteration");
@@ -350,6 +350,28 @@ static void on_idle(struct evloop *loop, void *arg)
 		evloop_stop(loop);
 	else /* a timer due at once keeps the loop from blocking */
 		cr_assert_eq(evloop_timer_start(loop, &c->t, 0), 0);
+	return false;
+}
+
+/* A hook that reports queued work is called again without the loop
+ * sleeping, even with nothing watched and no timer armed. */
+static bool on_idle_with_work(struct evloop *loop, void *arg)
+{
+	int *runs = arg;
+	if (++*runs == 5)
+		evloop_stop(loop);
+	return true;
+}
+
+Test(evloop, idle_hook_with_work_left_runs_again_at_once)
+{
+	struct evloop *loop = new_loop();
+	int runs = 0;
+	evloop_set_idle(loop, on_idle_with_work, &runs);
+	cr_assert_eq(evloop_run(loop), 0);
+	cr_assert_eq(runs, 5);
+	evloop_set_idle(loop, NULL, NULL);
+	evloop_free(loop);
 }
 
 static void count_timer(struct evloop *loop, void *arg)

@@ -1,0 +1,170 @@
+/* entity_table.c — see entity_table.h. */
+#include "entity_table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t entity_table_hash(const char *id, size_t len)
+{
+	/* FNV-1a, then a final avalanche so the low bits used for the slot
+	 * index depend on every byte. */
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)id[i];
+		h *= 16777619u;
+	}
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static bool same_id(const struct entity *e, const char *id, size_t len, uint32_t hash)
+{
+	return e->hash == hash && e->id_len == len && memcmp(entity_id(e), id, len) == 0;
+}
+
+struct entity *entity_table_find(const struct entity_table *t, const char *id, size_t len, uint32_t hash)
+{
+	if (t->cap == 0)
+		return NULL;
+	size_t mask = t->cap - 1;
+	for (size_t i = hash & mask;; i = (i + 1) & mask) {
+		struct entity *e = t->slots[i];
+		if (e == NULL)
+			return NULL;
+		if (same_id(e, id, len, hash))
+			return e;
+	}
+}
+
+static void place(struct entity **slots, size_t cap, struct entity *e)
+{
+	size_t mask = cap - 1;
+	size_t i = e->hash & mask;
+	while (slots[i] != NULL)
+		i = (i + 1) & mask;
+	slots[i] = e;
+}
+
+static bool resize(struct entity_table *t, size_t cap)
+{
+	struct entity **slots = calloc(cap, sizeof *slots);
+	if (slots == NULL)
+		return false;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i] != NULL)
+			place(slots, cap, t->slots[i]);
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
+	return true;
+}
+
+struct entity *entity_table_insert(struct entity_table *t, const char *id, size_t len, uint32_t hash,
+				   size_t state_size)
+{
+	if (len > UINT32_MAX || state_size > UINT32_MAX)
+		return NULL;
+	if ((t->count + 1) * 4 > t->cap * 3 && !resize(t, t->cap ? t->cap * 2 : 8))
+		return NULL;
+	size_t state_padded = (state_size + 7u) & ~(size_t)7u;
+	struct entity *e = malloc(sizeof *e + state_padded + len);
+	if (e == NULL)
+		return NULL;
+	e->hash = hash;
+	e->last_active = 0;
+	e->id_len = (uint32_t)len;
+	e->state_size = (uint32_t)state_size;
+	memset(e->data, 0, state_padded);
+	memcpy(e->data + state_padded, id, len);
+	place(t->slots, t->cap, e);
+	t->count++;
+	return e;
+}
+
+void entity_table_remove(struct entity_table *t, struct entity *e)
+{
+	size_t mask = t->cap - 1;
+	size_t i = e->hash & mask;
+	while (t->slots[i] != e)
+		i = (i + 1) & mask;
+	/* Backward-shift: pull later members of the probe run into the hole
+	 * so lookups never stop early at it. */
+	size_t hole = i;
+	for (size_t j = (hole + 1) & mask; t->slots[j] != NULL; j = (j + 1) & mask) {
+		size_t home = t->slots[j]->hash & mask;
+		/* Move j into the hole unless its home lies cyclically in (hole, j]. */
+		bool home_after_hole = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+		if (!home_after_hole) {
+			t->slots[hole] = t->slots[j];
+			hole = j;
+		}
+	}
+	t->slots[hole] = NULL;
+	t->count--;
+	free(e);
+	if (t->cap > 8 && t->count * 8 < t->cap)
+		resize(t, t->cap / 2); /* failure just keeps the larger array */
+	if (t->count == 0) {
+		free(t->slots);
+		t->slots = NULL;
+		t->cap = 0;
+	}
+}
+
+void entity_table_each(const struct entity_table *t, void (*fn)(struct entity *e, void *arg), void *arg)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i] != NULL)
+			fn(t->slots[i], arg);
+}
+
+size_t entity_table_remove_if(struct entity_table *t, bool (*pred)(struct entity *e, void *arg),
+			      void (*on_remove)(struct entity *e, void *arg), void *arg)
+{
+	/* Collect first: removal shifts entries and may shrink the array. */
+	size_t n = 0, cap = 0;
+	struct entity **doomed = NULL;
+	for (size_t i = 0; i < t->cap; i++) {
+		struct entity *e = t->slots[i];
+		if (e == NULL || !pred(e, arg))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct entity **d = realloc(doomed, ncap * sizeof *d);
+			if (d == NULL)
+				break; /* the rest waits for the next sweep */
+			doomed = d;
+			cap = ncap;
+		}
+		doomed[n++] = e;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (on_remove)
+			on_remove(doomed[k], arg);
+		entity_table_remove(t, doomed[k]);
+	}
+	free(doomed);
+	return n;
+}
+
+void entity_table_free(struct entity_table *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+	t->cap = t->count = 0;
+}
+
+size_t entity_table_bytes(const struct entity_table *t)
+{
+	size_t bytes = t->cap * sizeof *t->slots;
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct entity *e = t->slots[i];
+		if (e != NULL)
+			bytes += sizeof *e + ((e->state_size + 7u) & ~7u) + e->id_len;
+	}
+	return bytes;
+}

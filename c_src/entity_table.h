@@ -1,0 +1,68 @@
+/*
+ * entity_table.h — a shard's live entities, keyed by the canonical encoding
+ * of their ids.
+ *
+ * Open addressing with linear probing over an array of pointers, deletion
+ * by backward shift (no tombstones), grown at 3/4 load and shrunk below 1/8.
+ * Each entity is one allocation holding its header, its state and its id
+ * bytes, so an idle counter entity costs one small block plus a slot or two.
+ */
+#ifndef SN_ENTITY_TABLE_H
+#define SN_ENTITY_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct entity {
+	uint32_t hash;        /* of the id bytes */
+	uint32_t last_active; /* loop clock in ms, wrapping; for idle passivation */
+	uint32_t id_len;
+	uint32_t state_size;
+	/* state (state_size bytes, 8-aligned), then the id bytes */
+	_Alignas(8) unsigned char data[];
+};
+
+static inline void *entity_state(struct entity *e) { return e->data; }
+static inline const char *entity_id(const struct entity *e)
+{
+	return (const char *)e->data + ((e->state_size + 7u) & ~7u);
+}
+
+struct entity_table {
+	struct entity **slots;
+	size_t cap;   /* a power of two, or 0 */
+	size_t count;
+};
+
+/* The hash the table uses for id bytes. */
+uint32_t entity_table_hash(const char *id, size_t len);
+
+/* Finds the entity with these id bytes, or NULL. */
+struct entity *entity_table_find(const struct entity_table *t, const char *id, size_t len, uint32_t hash);
+
+/* Allocates an entity with zeroed state and a copy of the id, and inserts it
+ * (the id must not be present). Returns it, or NULL (out of memory; the table
+ * is unchanged). */
+struct entity *entity_table_insert(struct entity_table *t, const char *id, size_t len, uint32_t hash,
+				   size_t state_size);
+
+/* Removes e from the table and frees it (its state must be released first). */
+void entity_table_remove(struct entity_table *t, struct entity *e);
+
+/* Calls fn for each entity. fn must not insert or remove. */
+void entity_table_each(const struct entity_table *t, void (*fn)(struct entity *e, void *arg), void *arg);
+
+/* Removes every entity for which `pred` returns true, calling `on_remove`
+ * (which releases state) before each is freed. Returns how many. */
+size_t entity_table_remove_if(struct entity_table *t, bool (*pred)(struct entity *e, void *arg),
+			      void (*on_remove)(struct entity *e, void *arg), void *arg);
+
+/* Frees the table's array (entities must have been removed). */
+void entity_table_free(struct entity_table *t);
+
+/* Bytes the table itself holds (slots plus entity blocks, not counting
+ * allocator overhead); for stats. */
+size_t entity_table_bytes(const struct entity_table *t);
+
+#endif

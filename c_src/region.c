@@ -1,0 +1,580 @@
+/* region.c — see region.h. */
+#include "region.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entity_id.h"
+#include "gen_call.h"
+#include "phash2.h"
+#include "shard.h"
+#include "shard_msg.h"
+#include "term.h"
+
+/* A message waiting for its shard's home. Owns copies of everything. */
+struct pending {
+	struct pending *next;
+	bool is_call;
+	bool has_from;
+	erlang_pid from;
+	uint32_t tag_len, id_len, msg_len;
+	char data[]; /* tag, canonical id, msg */
+};
+
+enum shard_home { HOME_UNKNOWN, HOME_REQUESTED, HOME_LOCAL, HOME_REMOTE };
+
+struct shard_slot {
+	enum shard_home home;
+	erlang_pid home_region; /* HOME_REMOTE */
+	struct shard *shard;    /* HOME_LOCAL */
+	struct pending *head, *tail;
+	uint32_t nbuffered;
+	uint64_t requested_at;
+};
+
+struct region {
+	struct region_config cfg;
+	struct proc *proc;
+	erlang_pid self;
+	bool registered;  /* the coordinator acknowledged us */
+	bool stopped;
+	struct shard_slot *slots;
+	uint32_t buffered;
+	uint32_t nlocal;
+	uint64_t delivered, dropped, forwarded;
+	struct ev_timer retry_timer;
+	struct ev_timer idle_timer;
+};
+
+/* The message being routed; pointers borrowed from the caller. */
+struct envelope {
+	bool is_call;
+	const erlang_pid *from; /* NULL: a tell with no known sender */
+	const char *tag;
+	size_t tag_len;
+	const char *id; /* canonical */
+	size_t id_len;
+	const char *msg;
+	size_t msg_len;
+};
+
+static uint32_t now32(const struct region *r) { return (uint32_t)evloop_now_ms(r->cfg.loop); }
+
+/* ---- replies ---- */
+
+static void send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
+			    const ei_x_buff *reply)
+{
+	struct gen_call call = {.from = *to, .tag = tag, .tag_len = tag_len};
+	dist_node_reply(r->cfg.node, &call, reply->buff, (size_t)reply->index);
+}
+
+/* {Type, EntityId, Reply} to the sender of a tell. */
+static void send_tell_reply(struct region *r, const erlang_pid *to, const char *id, size_t id_len,
+			    const ei_x_buff *reply)
+{
+	ei_x_buff x;
+	if (ei_x_new_with_version(&x) < 0)
+		return;
+	if (ei_x_encode_tuple_header(&x, 3) == 0 && ei_x_encode_atom(&x, r->cfg.type->name) == 0 &&
+	    term_x_append_raw(&x, id, id_len) == 0 && term_x_append_raw(&x, reply->buff, (size_t)reply->index) == 0)
+		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+static void answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
+{
+	if (e->is_call)
+		send_call_reply(r, e->from, e->tag, e->tag_len, reply);
+	else if (e->from != NULL)
+		send_tell_reply(r, e->from, e->id, e->id_len, reply);
+}
+
+static void answer_error_atom(struct region *r, const struct envelope *e, const char *reason)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	term_x_error_atom(&x, reason);
+	answer(r, e, &x);
+	ei_x_free(&x);
+}
+
+/* ---- delivery ---- */
+
+static void deliver_local(struct region *r, struct shard *s, const struct envelope *e)
+{
+	ei_x_buff reply;
+	if (ei_x_new(&reply) < 0)
+		return;
+	shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, now32(r), &reply);
+	r->delivered++;
+	answer(r, e, &reply);
+	ei_x_free(&reply);
+}
+
+/* Sends the message on to the region that hosts its shard. A call goes as
+ * the original '$gen_call', so the home answers the caller itself. */
+static void forward(struct region *r, const erlang_pid *home, const struct envelope *e)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	int rc;
+	if (e->is_call) {
+		rc = ei_x_encode_version(&x) | ei_x_encode_tuple_header(&x, 3) |
+		     ei_x_encode_atom(&x, "$gen_call") | ei_x_encode_tuple_header(&x, 2) |
+		     ei_x_encode_pid(&x, e->from);
+		rc = rc < 0 ? -ENOMEM : term_x_append_raw(&x, e->tag, e->tag_len);
+		if (rc == 0)
+			rc = ei_x_encode_tuple_header(&x, 2) < 0 ? -ENOMEM : 0;
+		if (rc == 0)
+			rc = term_x_append_raw(&x, e->id, e->id_len);
+		if (rc == 0)
+			rc = term_x_append_raw(&x, e->msg, e->msg_len);
+	} else {
+		rc = shard_msg_encode_tell(&x, e->from, e->id, e->id_len, e->msg, e->msg_len);
+	}
+	if (rc == 0 && dist_node_send(r->cfg.node, home, x.buff, (size_t)x.index) == 0)
+		r->forwarded++;
+	ei_x_free(&x);
+}
+
+static void envelope_of(const struct pending *p, struct envelope *e)
+{
+	*e = (struct envelope){
+		.is_call = p->is_call,
+		.from = p->has_from ? &p->from : NULL,
+		.tag = p->data,
+		.tag_len = p->tag_len,
+		.id = p->data + p->tag_len,
+		.id_len = p->id_len,
+		.msg = p->data + p->tag_len + p->id_len,
+		.msg_len = p->msg_len,
+	};
+}
+
+/* Delivers or forwards every buffered message of a shard whose home is now
+ * known, in arrival order. */
+static void flush_slot(struct region *r, struct shard_slot *slot)
+{
+	while (slot->head) {
+		struct pending *p = slot->head;
+		slot->head = p->next;
+		struct envelope e;
+		envelope_of(p, &e);
+		if (slot->home == HOME_LOCAL)
+			deliver_local(r, slot->shard, &e);
+		else
+			forward(r, &slot->home_region, &e);
+		free(p);
+		slot->nbuffered--;
+		r->buffered--;
+	}
+	slot->tail = NULL;
+}
+
+static void send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	int rc = kind == SMSG_GET_SHARD_HOME ? shard_msg_encode_shard(&x, kind, shard, &r->self)
+					     : shard_msg_encode_pid(&x, kind, &r->self);
+	if (rc == 0)
+		dist_node_send(r->cfg.node, &r->cfg.coordinator, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+static void request_home(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	slot->home = HOME_REQUESTED;
+	slot->requested_at = evloop_now_ms(r->cfg.loop);
+	if (r->registered)
+		send_to_coordinator(r, SMSG_GET_SHARD_HOME, shard);
+	/* else: asked for when the coordinator acknowledges registration */
+}
+
+static bool buffer(struct region *r, struct shard_slot *slot, const struct envelope *e)
+{
+	if (r->buffered >= r->cfg.buffer_size)
+		return false;
+	size_t n = e->tag_len + e->id_len + e->msg_len;
+	struct pending *p = malloc(sizeof *p + n);
+	if (p == NULL)
+		return false;
+	p->next = NULL;
+	p->is_call = e->is_call;
+	p->has_from = e->from != NULL;
+	if (e->from)
+		p->from = *e->from;
+	p->tag_len = (uint32_t)e->tag_len;
+	p->id_len = (uint32_t)e->id_len;
+	p->msg_len = (uint32_t)e->msg_len;
+	memcpy(p->data, e->tag, e->tag_len);
+	memcpy(p->data + e->tag_len, e->id, e->id_len);
+	memcpy(p->data + e->tag_len + e->id_len, e->msg, e->msg_len);
+	if (slot->tail)
+		slot->tail->next = p;
+	else
+		slot->head = p;
+	slot->tail = p;
+	slot->nbuffered++;
+	r->buffered++;
+	return true;
+}
+
+/* Routes one entity message. `raw_id` is the id as the sender encoded it. */
+static void route(struct region *r, struct envelope *e, const char *raw_id, size_t raw_id_len)
+{
+	ei_x_buff canon;
+	if (ei_x_new(&canon) < 0)
+		return;
+	int rc = entity_id_canonical(raw_id, raw_id_len, &canon);
+	uint32_t shard = 0;
+	if (rc == 0)
+		rc = phash2_range(canon.buff, (size_t)canon.index, r->cfg.nshards, &shard);
+	if (rc) {
+		e->id = raw_id;
+		e->id_len = raw_id_len;
+		ei_x_buff x;
+		if (ei_x_new(&x) == 0) {
+			term_x_error_tagged_raw(&x, "bad_entity_id", raw_id, raw_id_len);
+			answer(r, e, &x);
+			ei_x_free(&x);
+		}
+		ei_x_free(&canon);
+		return;
+	}
+	e->id = canon.buff;
+	e->id_len = (size_t)canon.index;
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->head == NULL && slot->home == HOME_LOCAL) {
+		deliver_local(r, slot->shard, e);
+	} else if (slot->head == NULL && slot->home == HOME_REMOTE) {
+		forward(r, &slot->home_region, e);
+	} else {
+		if (!buffer(r, slot, e)) {
+			if (e->is_call) {
+				answer_error_atom(r, e, "overloaded");
+			} else if (r->dropped++ % 10000 == 0) {
+				log_warn(r->cfg.log, "region %s: buffer full (%u messages): tell dropped (%llu so far)",
+					 r->cfg.type->name, r->buffered, (unsigned long long)r->dropped);
+			}
+		}
+		/* Even when this message could not wait, the home is asked for,
+		 * so the next one finds it. */
+		if (slot->home == HOME_UNKNOWN)
+			request_home(r, shard);
+	}
+	ei_x_free(&canon);
+}
+
+/* ---- coordinator protocol ---- */
+
+static bool is_self(const struct region *r, const erlang_pid *p)
+{
+	return p->num == r->self.num && p->serial == r->self.serial && p->creation == r->self.creation &&
+	       strcmp(p->node, r->self.node) == 0;
+}
+
+static void on_registered(struct region *r, const erlang_pid *coordinator)
+{
+	bool first = !r->registered;
+	r->registered = true;
+	r->cfg.coordinator = *coordinator;
+	if (first)
+		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.type->name,
+			  coordinator->node);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		if (r->slots[s].home == HOME_REQUESTED)
+			send_to_coordinator(r, SMSG_GET_SHARD_HOME, s);
+}
+
+static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *home)
+{
+	if (shard >= r->cfg.nshards)
+		return;
+	struct shard_slot *slot = &r->slots[shard];
+	if (is_self(r, home)) {
+		if (slot->shard == NULL) {
+			slot->shard = shard_new(shard, r->cfg.type);
+			if (slot->shard == NULL)
+				return; /* retried: the home request stays outstanding */
+			r->nlocal++;
+		}
+		slot->home = HOME_LOCAL;
+	} else {
+		slot->home = HOME_REMOTE;
+		slot->home_region = *home;
+	}
+	flush_slot(r, slot);
+}
+
+static void on_internal(struct region *r, const struct shard_msg *sm)
+{
+	switch (sm->kind) {
+	case SMSG_REGISTERED:
+		on_registered(r, &sm->pid);
+		break;
+	case SMSG_SHARD_HOME:
+		on_shard_home(r, sm->shard, &sm->pid);
+		break;
+	case SMSG_TELL: {
+		struct envelope e = {.from = sm->has_pid ? &sm->pid : NULL, .msg = sm->msg, .msg_len = sm->msg_len};
+		route(r, &e, sm->id, sm->id_len);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void on_retry(struct evloop *loop, void *arg)
+{
+	struct region *r = arg;
+	if (!r->registered) {
+		send_to_coordinator(r, SMSG_REGISTER, 0);
+	} else {
+		uint64_t now = evloop_now_ms(loop);
+		for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+			struct shard_slot *slot = &r->slots[s];
+			if (slot->home == HOME_REQUESTED && now - slot->requested_at >= r->cfg.retry_interval_ms)
+				request_home(r, s);
+		}
+	}
+	evloop_timer_start(loop, &r->retry_timer, r->cfg.retry_interval_ms);
+}
+
+static void on_idle_sweep(struct evloop *loop, void *arg)
+{
+	struct region *r = arg;
+	uint32_t now = now32(r);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		if (r->slots[s].shard != NULL)
+			shard_passivate_idle(r->slots[s].shard, now, r->cfg.passivate_idle_ms);
+	uint32_t every = r->cfg.passivate_idle_ms / 4;
+	evloop_timer_start(loop, &r->idle_timer, every < 10 ? 10 : every);
+}
+
+/* ---- inspection requests ---- */
+
+struct id_list_ctx {
+	ei_x_buff *x;
+};
+
+static void append_id(struct entity *e, void *arg)
+{
+	struct id_list_ctx *c = arg;
+	ei_x_encode_list_header(c->x, 1);
+	term_x_append_raw(c->x, entity_id(e), e->id_len);
+}
+
+/* {ok, #{ShardId => [EntityId]}} */
+static void encode_region_state(struct region *r, ei_x_buff *x)
+{
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	ei_x_encode_map_header(x, r->nlocal);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard *sh = r->slots[s].shard;
+		if (sh == NULL)
+			continue;
+		ei_x_encode_ulong(x, s);
+		/* One cons cell per id keeps the encoding a single pass. */
+		struct id_list_ctx c = {.x = x};
+		entity_table_each(&sh->entities, append_id, &c);
+		ei_x_encode_empty_list(x);
+	}
+}
+
+/* {ok, #{Node => #{ShardId => EntityCount}}}: this node's part. */
+static void encode_cluster_stats(struct region *r, ei_x_buff *x)
+{
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	ei_x_encode_map_header(x, 1);
+	ei_x_encode_atom(x, dist_node_name(r->cfg.node));
+	ei_x_encode_map_header(x, r->nlocal);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard *sh = r->slots[s].shard;
+		if (sh == NULL)
+			continue;
+		ei_x_encode_ulong(x, s);
+		ei_x_encode_ulong(x, sh->entities.count);
+	}
+}
+
+static void encode_region_stats(struct region *r, ei_x_buff *x)
+{
+	struct region_stats st;
+	region_get_stats(r, &st);
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	ei_x_encode_map_header(x, 6);
+	ei_x_encode_atom(x, "entities");
+	ei_x_encode_ulonglong(x, st.entities);
+	ei_x_encode_atom(x, "shards");
+	ei_x_encode_ulong(x, st.shards);
+	ei_x_encode_atom(x, "buffered");
+	ei_x_encode_ulong(x, st.buffered);
+	ei_x_encode_atom(x, "delivered");
+	ei_x_encode_ulonglong(x, st.delivered);
+	ei_x_encode_atom(x, "dropped");
+	ei_x_encode_ulonglong(x, st.dropped);
+	ei_x_encode_atom(x, "forwarded");
+	ei_x_encode_ulonglong(x, st.forwarded);
+}
+
+static void on_call(struct region *r, const struct gen_call *call)
+{
+	const char *req = call->request;
+	size_t i = 0;
+	struct envelope e = {.is_call = true, .from = &call->from, .tag = call->tag, .tag_len = call->tag_len};
+	if (term_get_tuple(req, &i) == 2) {
+		const char *raw_id = req + i;
+		term_skip(req, &i);
+		size_t raw_id_len = (size_t)(req + i - raw_id);
+		e.msg = req + i;
+		term_skip(req, &i);
+		e.msg_len = (size_t)(req + i - e.msg);
+		route(r, &e, raw_id, raw_id_len);
+		return;
+	}
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	bool shutdown = false;
+	if (term_is_atom(req, 0, "get_shard_region_state"))
+		encode_region_state(r, &x);
+	else if (term_is_atom(req, 0, "get_cluster_sharding_stats"))
+		encode_cluster_stats(r, &x);
+	else if (term_is_atom(req, 0, "get_region_stats"))
+		encode_region_stats(r, &x);
+	else if (term_is_atom(req, 0, "graceful_shutdown"))
+		shutdown = ei_x_encode_atom(&x, "ok") == 0;
+	else
+		term_x_error_tagged_raw(&x, "bad_request", call->request, call->request_len);
+	send_call_reply(r, &call->from, call->tag, call->tag_len, &x);
+	ei_x_free(&x);
+	if (shutdown) {
+		region_shutdown(r);
+		if (r->cfg.on_stopped)
+			r->cfg.on_stopped(r->cfg.on_stopped_arg, r);
+	}
+}
+
+static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m)
+{
+	(void)self;
+	struct region *r = ctx;
+	struct gen_call call;
+	int rc = gen_call_parse(m->term, m->len, &call);
+	if (rc == 1) {
+		on_call(r, &call);
+		return;
+	}
+	if (rc < 0) {
+		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.type->name);
+		return;
+	}
+	struct shard_msg sm;
+	rc = shard_msg_decode(m->term, m->len, &sm);
+	if (rc == 1) {
+		on_internal(r, &sm);
+		return;
+	}
+	size_t i = 0;
+	if (rc == 0 && term_get_tuple(m->term, &i) == 2) {
+		const char *raw_id = m->term + i;
+		term_skip(m->term, &i);
+		struct envelope e = {.from = m->from, .msg = m->term + i, .msg_len = m->len - i};
+		route(r, &e, raw_id, (size_t)(m->term + i - raw_id));
+		return;
+	}
+	r->dropped++;
+	log_debug(r->cfg.log, "region %s: message that is not {EntityId, Msg} dropped", r->cfg.type->name);
+}
+
+/* ---- life ---- */
+
+struct region *region_start(const struct region_config *cfg, int *err)
+{
+	struct region *r = calloc(1, sizeof *r);
+	if (r == NULL || (r->slots = calloc(cfg->nshards, sizeof *r->slots)) == NULL) {
+		free(r);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	r->cfg = *cfg;
+	ev_timer_init(&r->retry_timer, on_retry, r);
+	ev_timer_init(&r->idle_timer, on_idle_sweep, r);
+	r->proc = dist_node_spawn(cfg->node, cfg->type->name, region_handle, r, err);
+	if (r->proc == NULL) {
+		free(r->slots);
+		free(r);
+		return NULL;
+	}
+	r->self = r->proc->pid;
+	send_to_coordinator(r, SMSG_REGISTER, 0);
+	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
+	if (cfg->passivate_idle_ms > 0)
+		on_idle_sweep(cfg->loop, r);
+	return r;
+}
+
+void region_shutdown(struct region *r)
+{
+	if (r->stopped)
+		return;
+	r->stopped = true;
+	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
+	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		/* Buffered calls learn why they will get no entity reply. */
+		while (slot->head) {
+			struct pending *p = slot->head;
+			slot->head = p->next;
+			struct envelope e;
+			envelope_of(p, &e);
+			if (e.is_call)
+				answer_error_atom(r, &e, "shutting_down");
+			free(p);
+		}
+		slot->tail = NULL;
+		slot->nbuffered = 0;
+		shard_free(slot->shard);
+		slot->shard = NULL;
+	}
+	r->buffered = 0;
+	r->nlocal = 0;
+	send_to_coordinator(r, SMSG_REGION_STOPPED, 0);
+	dist_node_exit(r->cfg.node, r->proc, "normal");
+	r->proc = NULL;
+	log_info(r->cfg.log, "region %s stopped", r->cfg.type->name);
+}
+
+void region_free(struct region *r)
+{
+	if (r == NULL)
+		return;
+	region_shutdown(r);
+	free(r->slots);
+	free(r);
+}
+
+void region_get_stats(const struct region *r, struct region_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		if (r->slots[s].shard)
+			out->entities += r->slots[s].shard->entities.count;
+	out->shards = r->nlocal;
+	out->buffered = r->buffered;
+	out->delivered = r->delivered;
+	out->dropped = r->dropped;
+	out->forwarded = r->forwarded;
+}

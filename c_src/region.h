@@ -1,0 +1,73 @@
+/*
+ * region.h — the shard region of one entity type on this node, registered
+ * under the type's name.
+ *
+ * It accepts, from any BEAM process:
+ *   gen_server:call({Type, Node}, {EntityId, Msg})   -> the entity's reply
+ *   {Type, Node} ! {EntityId, Msg}                   -> reply sent to the sender
+ *                                                       as {Type, EntityId, Reply}
+ *   gen_server:call({Type, Node}, get_shard_region_state | get_cluster_sharding_stats
+ *                                 | get_region_stats | graceful_shutdown)
+ * and the shard_msg.h messages of its coordinator and peer regions.
+ *
+ * Routing: EntityId is made canonical (entity_id.h), its shard is
+ * erlang:phash2(EntityId, NumberOfShards); a local shard gets the message at
+ * once; for a shard whose home is unknown the message is buffered (up to
+ * buffer_size in all, per shard in arrival order) while the coordinator is
+ * asked; a shard homed elsewhere gets it forwarded. A message that finds its
+ * shard's buffer non-empty is buffered behind it, so per-sender order holds.
+ */
+#ifndef SN_REGION_H
+#define SN_REGION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "dist_node.h"
+#include "entity.h"
+#include "evloop.h"
+#include "log.h"
+
+struct region;
+
+struct region_config {
+	struct dist_node *node;          /* not owned */
+	struct evloop *loop;             /* not owned */
+	const struct logger *log;        /* not owned */
+	const struct entity_type *type;  /* not owned; static or plugin lifetime */
+	uint32_t nshards;
+	uint32_t buffer_size;
+	uint32_t retry_interval_ms;
+	uint32_t passivate_idle_ms;      /* 0: never */
+	erlang_pid coordinator;          /* where to register */
+	/* Called once the region has handed off its shards and unregistered
+	 * after graceful_shutdown; the owner then frees it with region_free. */
+	void (*on_stopped)(void *arg, struct region *r);
+	void *on_stopped_arg;
+};
+
+/* Registers the region under the type's name and sends `register` to the
+ * coordinator. Returns it, or NULL with *err (-EEXIST, -ENOMEM). */
+struct region *region_start(const struct region_config *cfg, int *err);
+
+/* Stops every local entity, tells the coordinator, unregisters the name
+ * (monitors get `normal`). Idempotent. */
+void region_shutdown(struct region *r);
+
+/* region_shutdown if needed, then frees. */
+void region_free(struct region *r);
+
+/* Counters, for tests and benchmarks. */
+struct region_stats {
+	uint64_t entities;   /* live */
+	uint32_t shards;     /* hosted here */
+	uint32_t buffered;   /* waiting for a shard home */
+	uint64_t delivered;  /* messages handled by local entities */
+	uint64_t dropped;    /* tells dropped: full buffer */
+	uint64_t forwarded;  /* messages sent on to another region */
+};
+void region_get_stats(const struct region *r, struct region_stats *out);
+
+#endif

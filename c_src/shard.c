@@ -1,0 +1,118 @@
+/* shard.c — see shard.h. */
+#include "shard.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "term.h"
+
+struct shard *shard_new(uint32_t id, const struct entity_type *type)
+{
+	struct shard *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return NULL;
+	s->id = id;
+	s->type = type;
+	return s;
+}
+
+static void stop_entity(struct entity *e, void *arg)
+{
+	struct shard *s = arg;
+	if (s->type->stop)
+		s->type->stop(entity_state(e));
+	s->passivated++;
+}
+
+int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
+		  uint32_t now_ms, ei_x_buff *reply)
+{
+	uint32_t hash = entity_table_hash(id, id_len);
+	struct entity *e = entity_table_find(&s->entities, id, id_len, hash);
+	if (term_is_atom(msg, 0, "passivate")) {
+		if (e != NULL) {
+			stop_entity(e, s);
+			entity_table_remove(&s->entities, e);
+		}
+		ei_x_encode_atom(reply, "ok");
+		return 0;
+	}
+	if (e == NULL) {
+		e = entity_table_insert(&s->entities, id, id_len, hash, s->type->state_size);
+		if (e == NULL) {
+			term_x_error_atom(reply, "enomem");
+			return -ENOMEM;
+		}
+		if (s->type->start) {
+			int rc = s->type->start(entity_state(e), id, id_len);
+			if (rc) {
+				entity_table_remove(&s->entities, e);
+				ei_x_encode_tuple_header(reply, 2);
+				ei_x_encode_atom(reply, "error");
+				ei_x_encode_tuple_header(reply, 2);
+				ei_x_encode_atom(reply, "entity_start_failed");
+				ei_x_encode_long(reply, rc);
+				return 0;
+			}
+		}
+		s->started++;
+	}
+	e->last_active = now_ms;
+	enum entity_after after = s->type->handle(entity_state(e), msg, msg_len, reply);
+	if (reply->index == 0)
+		entity_reply_unknown(reply, msg, msg_len); /* a type that forgot to reply */
+	if (after == ENTITY_STOP) {
+		stop_entity(e, s);
+		entity_table_remove(&s->entities, e);
+	}
+	return 0;
+}
+
+struct idle_sweep {
+	uint32_t now, idle;
+};
+
+static bool is_idle(struct entity *e, void *arg)
+{
+	const struct idle_sweep *w = arg;
+	/* Unsigned difference: correct across the 49-day wrap of the clock. */
+	return w->now - e->last_active >= w->idle;
+}
+
+struct sweep_ctx {
+	struct idle_sweep sweep;
+	struct shard *shard;
+};
+
+static bool sweep_pred(struct entity *e, void *arg)
+{
+	return is_idle(e, &((struct sweep_ctx *)arg)->sweep);
+}
+
+static void sweep_stop(struct entity *e, void *arg)
+{
+	stop_entity(e, ((struct sweep_ctx *)arg)->shard);
+}
+
+size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms)
+{
+	struct sweep_ctx ctx = {.sweep = {.now = now_ms, .idle = idle_ms}, .shard = s};
+	return entity_table_remove_if(&s->entities, sweep_pred, sweep_stop, &ctx);
+}
+
+static bool always(struct entity *e, void *arg)
+{
+	(void)e;
+	(void)arg;
+	return true;
+}
+
+void shard_free(struct shard *s)
+{
+	if (s == NULL)
+		return;
+	entity_table_remove_if(&s->entities, always, stop_entity, s);
+	entity_table_free(&s->entities);
+	free(s);
+}

@@ -1,0 +1,127 @@
+/* shard_msg.c — see shard_msg.h. */
+#include "shard_msg.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "term.h"
+
+#define TAG "$shardnode"
+
+static const char *const kind_names[] = {
+	[SMSG_REGISTER] = "register",
+	[SMSG_REGISTERED] = "registered",
+	[SMSG_GET_SHARD_HOME] = "get_shard_home",
+	[SMSG_SHARD_HOME] = "shard_home",
+	[SMSG_REGION_STOPPED] = "region_stopped",
+	[SMSG_TELL] = "tell",
+};
+
+static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
+{
+	int ii = (int)*i;
+	if (ei_decode_pid(t, &ii, pid) < 0)
+		return false;
+	*i = (size_t)ii;
+	return true;
+}
+
+static bool get_shard(const char *t, size_t *i, uint32_t *shard)
+{
+	long v;
+	if (term_get_long(t, i, &v) || v < 0 || v > (long)UINT32_MAX)
+		return false;
+	*shard = (uint32_t)v;
+	return true;
+}
+
+static void raw(const char *t, size_t *i, const char **p, size_t *n)
+{
+	*p = t + *i;
+	term_skip(t, i);
+	*n = (size_t)(t + *i - *p);
+}
+
+int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
+{
+	size_t i = 0;
+	long arity = term_get_tuple(t, &i);
+	if (arity < 2 || !term_is_atom(t, i, TAG))
+		return 0;
+	term_skip(t, &i);
+	char kind[TERM_ATOM_BUF];
+	if (term_get_atom(t, &i, kind))
+		return -EPROTO;
+	memset(out, 0, sizeof *out);
+	size_t k;
+	for (k = 0; k < sizeof kind_names / sizeof kind_names[0]; k++)
+		if (strcmp(kind, kind_names[k]) == 0)
+			break;
+	switch (k) {
+	case SMSG_REGISTER:
+	case SMSG_REGISTERED:
+	case SMSG_REGION_STOPPED:
+		if (arity != 3 || !get_pid(t, &i, &out->pid))
+			return -EPROTO;
+		out->has_pid = true;
+		break;
+	case SMSG_GET_SHARD_HOME:
+	case SMSG_SHARD_HOME:
+		if (arity != 4 || !get_shard(t, &i, &out->shard) || !get_pid(t, &i, &out->pid))
+			return -EPROTO;
+		out->has_pid = true;
+		break;
+	case SMSG_TELL:
+		if (arity != 5)
+			return -EPROTO;
+		if (term_is_atom(t, i, "undefined"))
+			term_skip(t, &i);
+		else if (get_pid(t, &i, &out->pid))
+			out->has_pid = true;
+		else
+			return -EPROTO;
+		raw(t, &i, &out->id, &out->id_len);
+		raw(t, &i, &out->msg, &out->msg_len);
+		break;
+	default:
+		return -EPROTO;
+	}
+	if (i != len)
+		return -EPROTO;
+	out->kind = (enum shard_msg_kind)k;
+	return 1;
+}
+
+static int begin(ei_x_buff *x, int arity, enum shard_msg_kind kind)
+{
+	if (ei_x_encode_version(x) < 0 || ei_x_encode_tuple_header(x, arity) < 0 ||
+	    ei_x_encode_atom(x, TAG) < 0 || ei_x_encode_atom(x, kind_names[kind]) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pid *pid)
+{
+	if (begin(x, 3, kind) || ei_x_encode_pid(x, pid) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shard, const erlang_pid *pid)
+{
+	if (begin(x, 4, kind) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, pid) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,
+			  const char *msg, size_t msg_len)
+{
+	if (begin(x, 5, SMSG_TELL))
+		return -ENOMEM;
+	if ((sender ? ei_x_encode_pid(x, sender) : ei_x_encode_atom(x, "undefined")) < 0)
+		return -ENOMEM;
+	if (term_x_append_raw(x, id, id_len) || term_x_append_raw(x, msg, msg_len))
+		return -ENOMEM;
+	return 0;
+}

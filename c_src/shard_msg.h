@@ -1,0 +1,60 @@
+/*
+ * shard_msg.h — the messages between regions and coordinators
+ * (docs/protocol.md). They are Erlang terms tagged '$shardnode', sent with
+ * the ordinary distribution, so the same code serves one node and many, and
+ * an Erlang shell can read them in a trace:
+ *
+ *   {'$shardnode', register, RegionPid}              region -> coordinator
+ *   {'$shardnode', registered, CoordinatorPid}       coordinator -> region
+ *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
+ *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
+ *   {'$shardnode', region_stopped, RegionPid}        region -> coordinator
+ *   {'$shardnode', tell, SenderPid | undefined, EntityId, Msg}
+ *                                                    region -> home region
+ *
+ * A call for an entity whose shard lives elsewhere is forwarded as the
+ * original '$gen_call', so the home region answers the caller directly.
+ */
+#ifndef SN_SHARD_MSG_H
+#define SN_SHARD_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+enum shard_msg_kind {
+	SMSG_REGISTER,
+	SMSG_REGISTERED,
+	SMSG_GET_SHARD_HOME,
+	SMSG_SHARD_HOME,
+	SMSG_REGION_STOPPED,
+	SMSG_TELL,
+};
+
+struct shard_msg {
+	enum shard_msg_kind kind;
+	erlang_pid pid;     /* the pid element (register, registered, get_shard_home,
+			     * shard_home, region_stopped, tell's sender) */
+	bool has_pid;       /* false for a tell without sender */
+	uint32_t shard;     /* get_shard_home, shard_home */
+	const char *id;     /* tell: raw EntityId and Msg, inside the decoded term */
+	size_t id_len;
+	const char *msg;
+	size_t msg_len;
+};
+
+/* Decodes a validated term (no version byte). Returns 1 and fills *out for a
+ * '$shardnode' message, 0 if the term is not one, -EPROTO if it is tagged
+ * '$shardnode' but malformed. */
+int shard_msg_decode(const char *term, size_t len, struct shard_msg *out);
+
+/* Encoders: each writes the version byte and the message into x (a fresh
+ * ei_x_buff from ei_x_new). Return 0 or -ENOMEM. */
+int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pid *pid);
+int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shard, const erlang_pid *pid);
+int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,
+			  const char *msg, size_t msg_len);
+
+#endif
