@@ -35,6 +35,8 @@
          garbage_input_survived/1,
          oversized_message/1,
          c_node_initiates/1,
+         simultaneous_connects_settle/1,
+         leave_exits_cleanly/1,
          bad_config_refused/1]).
 
 %% The flags of a hidden OTP 25 node that supports monitors by name: what
@@ -75,7 +77,9 @@ groups() ->
        monitor_noconnection,
        wrong_cookie_refused,
        garbage_input_survived,
-       oversized_message]}].
+       oversized_message,
+       simultaneous_connects_settle,
+       leave_exits_cleanly]}].
 
 init_per_suite(Config) ->
     case {erlang:is_alive(), shardnode_node:command(#{name => "probe@127.0.0.1"})} of
@@ -133,6 +137,8 @@ own_node(oversized_message) -> #{config => #{max_message_bytes => 1048576}};
 own_node(monitor_noconnection) -> #{};
 own_node(wrong_cookie_refused) -> #{};
 own_node(garbage_input_survived) -> #{};
+own_node(simultaneous_connects_settle) -> #{};
+own_node(leave_exits_cleanly) -> #{};
 own_node(_) -> none.
 
 %%====================================================================
@@ -375,6 +381,55 @@ c_node_initiates(Config) ->
                       end,
                       ?assertMatch([_], connections(Peer, CNode))
               end).
+
+%% The C node and a BEAM peer connect to each other at the same moment,
+%% again and again: whichever attempt wins (the greater node name keeps its
+%% own, as net_kernel decides), the peer's ping succeeds, the C node's reply
+%% queued meanwhile reaches the peer, and one connection remains.
+simultaneous_connects_settle(Config) ->
+    CNode = ?config(cnode, Config),
+    with_peer(Config, #{connection => standard_io},
+              fun(Peer) ->
+                      [race_once(Peer, CNode, Round) || Round <- lists:seq(1, 20)],
+                      ok
+              end).
+
+race_once(Peer, CNode, Round) ->
+    peer:call(Peer, erlang, disconnect_node, [CNode]),
+    wait_for(disconnected, fun() -> connections(Peer, CNode) =:= [] end, 5000),
+    Inbox = peer:call(Peer, erlang, spawn, [timer, sleep, [infinity]]),
+    Tag = {round, Round},
+    %% both directions at once: the peer pings, and the C node must open a
+    %% connection of its own to deliver a reply to the peer's process
+    Pinger = peer:call(Peer, erlang, spawn, [net_adm, ping, [CNode]]),
+    {shardnode, CNode} ! {'$gen_call', {Inbox, Tag}, shard_types},
+    Received = fun() ->
+                       case peer:call(Peer, erlang, process_info, [Inbox, messages]) of
+                           {messages, [_ | _] = Ms} -> {ok, Ms};
+                           _ -> false
+                       end
+               end,
+    case shardnode_poll:value(Received, 10000) of
+        {ok, Messages} -> ?assertMatch([{Tag, {ok, [_ | _]}}], Messages);
+        timeout -> ct:fail({no_reply_on_peer, Round})
+    end,
+    wait_for(pinger_done, fun() -> peer:call(Peer, erlang, is_process_alive, [Pinger]) =:= false end, 10000),
+    ?assertEqual(pong, peer:call(Peer, net_adm, ping, [CNode])),
+    ?assertMatch([_], connections(Peer, CNode)),
+    peer:call(Peer, erlang, exit, [Inbox, kill]).
+
+%% `leave' is answered `ok'; the admin's monitors get `normal'; the node
+%% then exits with status 0 and leaves epmd.
+leave_exits_cleanly(Config) ->
+    CNode = ?config(cnode, Config),
+    {ok, OsPid} = shardnode:os_pid(CNode),
+    Mon = erlang:monitor(process, {shardnode, CNode}),
+    ?assertEqual(ok, gen_server:call({shardnode, CNode}, leave)),
+    receive {'DOWN', Mon, process, _, Reason} -> ?assertEqual(normal, Reason)
+    after 5000 -> ct:fail(no_down)
+    end,
+    wait_for(gone, fun() -> shardnode_ct:gone(CNode) end, 10000),
+    wait_for(exited, fun() -> os:cmd("kill -0 " ++ integer_to_list(OsPid) ++ " 2>&1") =/= "" end, 10000).
 
 %% A bad config value: the node exits with status 2 and says which key.
 bad_config_refused(_Config) ->
