@@ -49,9 +49,9 @@ erl:
 
 # Unit tests: Criterion, with AddressSanitizer and UndefinedBehaviorSanitizer.
 build/asan/unit: $(LIB_SRC) $(UNIT_SRC) $(wildcard c_src/*.h) $(wildcard test/unit/*.h) | build/asan
-	$(CC) $(CFLAGS) -O1 $(SAN) -Itest/unit -o $@ $(LIB_SRC) $(UNIT_SRC) $(LDLIBS) -lcriterion
+	$(CC) $(CFLAGS) -O1 $(SAN) -Itest/unit -rdynamic -o $@ $(LIB_SRC) $(UNIT_SRC) $(LDLIBS) -lcriterion
 
-unit: build/asan/unit
+unit: build/asan/unit $(PLUGINS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit --jobs 2
 
 # common_test suites against real OTP nodes.
@@ -76,8 +76,9 @@ run: deps
 	@echo
 	exec priv/shardnode --name shardnode@127.0.0.1 --cookie $(NODE_COOKIE)
 
-bench:
-	@echo "make bench: the benchmarks are not written yet; see docs/architecture.md"
+# Benchmarks, side by side with a BEAM baseline (bench/README.md).
+bench: all
+	bench/run.sh
 
 clean:
 	rm -rf build priv/shardnode priv/*.so _build

@@ -77,9 +77,13 @@ void entity_plugins_load(struct entity_plugins *p, const char *dir, const struct
 
 int entity_plugins_exe_dir(char *out, size_t outsz)
 {
+	if (outsz < 2)
+		return -ENAMETOOLONG;
 	ssize_t n = readlink("/proc/self/exe", out, outsz - 1);
 	if (n <= 0)
 		return -errno;
+	if ((size_t)n >= outsz - 1)
+		return -ENAMETOOLONG; /* possibly cut off: the directory would be wrong */
 	out[n] = '\0';
 	char *slash = strrchr(out, '/');
 	if (slash == NULL)

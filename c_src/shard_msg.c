@@ -28,10 +28,14 @@ static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
 
 static bool get_shard(const char *t, size_t *i, uint32_t *shard)
 {
-	long v;
-	if (term_get_long(t, i, &v) || v < 0 || v > (long)UINT32_MAX)
+	/* Not term_get_long: it stops at INT32_MAX, and a shard id is any
+	 * uint32_t (shard_msg_encode_shard writes the whole range). */
+	int ii = (int)*i;
+	long long v;
+	if (ei_decode_longlong(t, &ii, &v) < 0 || v < 0 || v > (long long)UINT32_MAX)
 		return false;
 	*shard = (uint32_t)v;
+	*i = (size_t)ii;
 	return true;
 }
 
@@ -46,11 +50,11 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 {
 	size_t i = 0;
 	long arity = term_get_tuple(t, &i);
-	if (arity < 2 || !term_is_atom(t, i, TAG))
+	if (arity < 1 || !term_is_atom(t, i, TAG))
 		return 0;
 	term_skip(t, &i);
 	char kind[TERM_ATOM_BUF];
-	if (term_get_atom(t, &i, kind))
+	if (arity < 2 || term_get_atom(t, &i, kind))
 		return -EPROTO;
 	memset(out, 0, sizeof *out);
 	size_t k;
