@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "shard_msg.h"
+#include "term.h"
 
 struct region_ref {
 	erlang_pid pid;
@@ -30,16 +31,10 @@ int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
 	return best;
 }
 
-static bool same_pid(const erlang_pid *a, const erlang_pid *b)
-{
-	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
-	       strcmp(a->node, b->node) == 0;
-}
-
 static int find_region(const struct coordinator *c, const erlang_pid *pid)
 {
 	for (size_t k = 0; k < c->nregions; k++)
-		if (same_pid(&c->regions[k].pid, pid))
+		if (term_pid_equal(&c->regions[k].pid, pid))
 			return (int)k;
 	return -1;
 }
@@ -104,7 +99,7 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 			  c->regions[pick].pid.node);
 		/* The home hears first, so it hosts the shard before anyone
 		 * forwards messages to it. */
-		if (!same_pid(&c->regions[pick].pid, requester))
+		if (!term_pid_equal(&c->regions[pick].pid, requester))
 			send_home(c, &c->regions[pick].pid, shard, &c->regions[pick].pid);
 	}
 	send_home(c, requester, shard, &c->regions[h].pid);

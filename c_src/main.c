@@ -184,6 +184,9 @@ int main(int argc, char **argv)
 		nhosted++;
 	}
 
+	if (cfg.njoin > 0)
+		log_warn(&app.log, "--join %s...: joining other nodes is not supported yet; "
+			 "this node is a cluster of one", cfg.join[0]);
 	log_info(&app.log, "node %s up: port %u, creation %u, types %zu%s", cfg.name, dist_node_port(node),
 		 dist_node_creation(node), cfg.ntypes, cfg.proxy_only ? " (proxy only)" : "");
 	rc = evloop_run(app.loop);

@@ -100,12 +100,6 @@ int proc_watch(struct proc *p, enum watcher_kind kind, const erlang_pid *pid, co
 	return 0;
 }
 
-static bool same_pid(const erlang_pid *a, const erlang_pid *b)
-{
-	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
-	       strcmp(a->node, b->node) == 0;
-}
-
 bool proc_unwatch_monitor(struct proc *p, const char *ref, size_t ref_len)
 {
 	for (struct watcher **pw = &p->watchers; *pw; pw = &(*pw)->next) {
@@ -124,7 +118,7 @@ bool proc_unwatch_link(struct proc *p, const erlang_pid *pid)
 {
 	for (struct watcher **pw = &p->watchers; *pw; pw = &(*pw)->next) {
 		struct watcher *w = *pw;
-		if (w->kind == WATCH_LINK && same_pid(&w->pid, pid)) {
+		if (w->kind == WATCH_LINK && term_pid_equal(&w->pid, pid)) {
 			*pw = w->next;
 			w->next = NULL;
 			watcher_list_free(w);

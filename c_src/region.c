@@ -274,12 +274,6 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 
 /* ---- coordinator protocol ---- */
 
-static bool is_self(const struct region *r, const erlang_pid *p)
-{
-	return p->num == r->self.num && p->serial == r->self.serial && p->creation == r->self.creation &&
-	       strcmp(p->node, r->self.node) == 0;
-}
-
 static void on_registered(struct region *r, const erlang_pid *coordinator)
 {
 	bool first = !r->registered;
@@ -298,7 +292,7 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	if (shard >= r->cfg.nshards)
 		return;
 	struct shard_slot *slot = &r->slots[shard];
-	if (is_self(r, home)) {
+	if (term_pid_equal(home, &r->self)) {
 		if (slot->shard == NULL) {
 			slot->shard = shard_new(shard, r->cfg.type);
 			if (slot->shard == NULL)

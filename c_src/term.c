@@ -237,6 +237,12 @@ int term_get_atom(const char *buf, size_t *idx, char *out)
 	return 0;
 }
 
+bool term_pid_equal(const erlang_pid *a, const erlang_pid *b)
+{
+	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
+	       strcmp(a->node, b->node) == 0;
+}
+
 long term_get_tuple(const char *buf, size_t *idx)
 {
 	int i = (int)*idx, arity;

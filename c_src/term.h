@@ -38,6 +38,9 @@ bool term_is_atom(const char *buf, size_t idx, const char *name);
  * UTF-8 and advances *idx. Returns 0, or -EPROTO if it is not an atom. */
 int term_get_atom(const char *buf, size_t *idx, char *out);
 
+/* True if a and b are the same process (node, number, serial, creation). */
+bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
+
 /* Reads a tuple header at buf[*idx]; returns its arity, or -1 if not a tuple. */
 long term_get_tuple(const char *buf, size_t *idx);
 
