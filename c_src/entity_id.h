@@ -53,9 +53,9 @@
  *   refused   pids, ports, references, funs (NEW_FUN_EXT, EXPORT_EXT and the
  *             obsolete FUN_EXT): -EINVAL.
  *
- * Cost: time O(n log n) in the input size whatever the nesting (map pairs are
- * reordered by reference, not by moving bytes, and the bytes are laid out
- * once at the end), memory O(n) on the heap, constant C stack.
+ * Cost: about O(n log n) time in the input size however deep the nesting
+ * (map pairs are reordered by reference, not by moving bytes, and laid out
+ * once at the end), O(n) heap, constant C stack.
  */
 #ifndef SN_ENTITY_ID_H
 #define SN_ENTITY_ID_H
@@ -70,7 +70,9 @@
  * entity id); -EPROTO if malformed (including the semantic checks above:
  * bad atom text, non-finite floats, duplicate map keys, bytes after the
  * term); -ENOMEM. On error out->index is restored. Iterative (explicit heap
- * stack): 100000-deep nesting does not touch the C stack.
+ * stack): 100000-deep nesting does not touch the C stack. out must come
+ * from ei_x_new() or ei_x_new_with_version(): its buffer is grown with
+ * realloc().
  *
  * Input should have passed term_validate() first, as everything a peer sends
  * does; every read is nevertheless bounds-checked, so a truncated or lying
