@@ -610,9 +610,11 @@ int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const c
 		c->reading_paused = true;
 		log_info(c->self->log, "connection %s: output queue over %zu bytes, pausing reads",
 			 peer_label(c), c->self->outq_pause);
-	}
-	if (c->state == CONN_UP)
 		conn_update_watch(c);
+	}
+	/* No write here and no EPOLLOUT: the owner flushes every connection
+	 * before the loop sleeps (dist_conn_flush_pending_output), and only a
+	 * flush that meets a full socket asks for writability. */
 	return 0;
 }
 
@@ -621,11 +623,8 @@ void dist_conn_adopt_pending(struct dist_conn *c, struct dist_conn *from)
 	if (bytebuf_size(&from->pending) == 0)
 		return;
 	struct bytebuf *q = c->state == CONN_UP ? &c->out : &c->pending;
-	if (bytebuf_append(q, bytebuf_head(&from->pending), bytebuf_size(&from->pending)) == 0) {
+	if (bytebuf_append(q, bytebuf_head(&from->pending), bytebuf_size(&from->pending)) == 0)
 		bytebuf_free(&from->pending);
-		if (c->state == CONN_UP)
-			conn_update_watch(c);
-	}
 }
 
 void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms)
