@@ -36,72 +36,16 @@ all() ->
 %%====================================================================
 
 init_per_suite(Config) ->
-    case project_root() of
-        {error, Tried} ->
-            {fail, lists:flatten(io_lib:format("c_src/phash2.c not found above ~p", [Tried]))};
-        {ok, Root} ->
-            Exe = filename:join(?config(priv_dir, Config), "phash2_driver"),
-            case compile_driver(Root, Exe) of
-                ok -> [{driver, Exe} | Config];
-                {error, Out} -> {fail, "compiling the phash2 driver failed:\n" ++ Out}
-            end
-    end.
+    c_driver:build(Config, "phash2_driver", ["c_src/phash2.c", "c_src/term.c"]).
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(_Case, Config) ->
-    Port = open_port({spawn_executable, ?config(driver, Config)},
-                     [{packet, 4}, binary, exit_status, use_stdio]),
-    [{port, Port} | Config].
+    [{port, c_driver:open(Config)} | Config].
 
 end_per_testcase(_Case, Config) ->
-    Port = ?config(port, Config),
-    catch port_close(Port),
-    ok.
-
-%% The project root: the first directory above this suite's source, its beam
-%% or the current directory that holds c_src/phash2.c (rebar3 compiles the
-%% suite somewhere under _build/, which is inside the project).
-project_root() ->
-    Source = proplists:get_value(source, ?MODULE:module_info(compile), ""),
-    Starts = [filename:dirname(filename:absname(P))
-              || P <- [Source, code:which(?MODULE)], is_list(P), P =/= ""]
-             ++ [element(2, file:get_cwd())],
-    Candidates = lists:append([[S | ancestors(S)] || S <- Starts]),
-    case [D || D <- Candidates,
-               filelib:is_regular(filename:join([D, "c_src", "phash2.c"])),
-               filelib:is_regular(filename:join([D, "test", "phash2_driver.c"]))] of
-        [Root | _] -> {ok, Root};
-        [] -> {error, Starts}
-    end.
-
-ancestors(Dir) ->
-    case filename:dirname(Dir) of
-        Dir -> [];
-        Parent -> [Parent | ancestors(Parent)]
-    end.
-
-compile_driver(Root, Exe) ->
-    ErlRoot = code:root_dir(),
-    Args = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra",
-            "-I" ++ filename:join([ErlRoot, "usr", "include"]),
-            "-I" ++ filename:join(Root, "c_src"),
-            filename:join([Root, "test", "phash2_driver.c"]),
-            filename:join([Root, "c_src", "phash2.c"]),
-            filename:join([Root, "c_src", "term.c"]),
-            "-L" ++ filename:join([ErlRoot, "usr", "lib"]),
-            "-lei", "-lpthread", "-o", Exe],
-    Cmd = string:join(["cc" | [quote(A) || A <- Args]], " "),
-    ct:log("~ts", [Cmd]),
-    Out = os:cmd(Cmd ++ " 2>&1; echo \"exit=$?\""),
-    case string:find(Out, "exit=0\n") of
-        nomatch -> {error, Out};
-        _ -> ct:log("~ts", [Out]), ok
-    end.
-
-quote(S) ->
-    "'" ++ lists:append([case C of $' -> "'\\''"; _ -> [C] end || C <- S]) ++ "'".
+    c_driver:close(Config).
 
 %%====================================================================
 %% Cases
