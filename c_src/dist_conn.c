@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,23 +151,8 @@ int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
 	return rc;
 }
 
-/* Resolves the host part of a node name to IPv4. Numeric addresses never
- * block; a host name goes through the resolver (normally /etc/hosts for the
- * short host names of `-sname` nodes). */
-static int resolve_host(const char *host, struct in_addr *out)
-{
-	if (inet_pton(AF_INET, host, out) == 1)
-		return 0;
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL)
-		return -EINVAL;
-	*out = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
-	freeaddrinfo(res);
-	return 0;
-}
-
 static void conn_on_lookup(int err, uint16_t port, void *arg);
+static void conn_on_resolved(int err, struct in_addr addr, void *arg);
 
 int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
 		      const struct dist_conn_hooks *hooks, const char *peer)
@@ -182,22 +166,36 @@ int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
 	c->state = CONN_RESOLVING;
 
 	const char *at = strchr(c->peer, '@');
-	char alive[HS_NODE_NAME_BUF];
-	memcpy(alive, c->peer, (size_t)(at - c->peer));
-	alive[at - c->peer] = '\0';
-	struct in_addr host;
-	if (resolve_host(at + 1, &host))
-		return -EINVAL;
-	int rc = epmd_lookup_start(&c->lookup, self->loop, host, alive, (int)self->setup_ms,
-				   conn_on_lookup, c);
-	if (rc)
+	int rc = 0;
+	c->resolving = resolver_start(self->resolver, at + 1, conn_on_resolved, c, &rc);
+	if (c->resolving == NULL)
 		return rc;
 	rc = evloop_timer_start(self->loop, &c->setup_timer, self->setup_ms);
 	if (rc) {
-		epmd_lookup_cancel(&c->lookup);
+		resolver_cancel(c->resolving);
+		c->resolving = NULL;
 		return rc;
 	}
 	return 0;
+}
+
+static void conn_on_resolved(int err, struct in_addr addr, void *arg)
+{
+	struct dist_conn *c = arg;
+	c->resolving = NULL;
+	if (err) {
+		dist_conn_close(c, "cannot resolve the host name");
+		return;
+	}
+	c->peer_addr = addr;
+	const char *at = strchr(c->peer, '@');
+	char alive[HS_NODE_NAME_BUF];
+	memcpy(alive, c->peer, (size_t)(at - c->peer));
+	alive[at - c->peer] = '\0';
+	int rc = epmd_lookup_start(&c->lookup, c->self->loop, addr, alive, (int)c->self->setup_ms,
+				   conn_on_lookup, c);
+	if (rc)
+		dist_conn_close(c, strerror(-rc));
 }
 
 static void conn_on_lookup(int err, uint16_t port, void *arg)
@@ -210,19 +208,13 @@ static void conn_on_lookup(int err, uint16_t port, void *arg)
 		dist_conn_close(c, why);
 		return;
 	}
-	const char *at = strchr(c->peer, '@');
-	struct in_addr host;
-	if (resolve_host(at + 1, &host)) {
-		dist_conn_close(c, "cannot resolve host");
-		return;
-	}
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (c->fd < 0) {
 		dist_conn_close(c, strerror(errno));
 		return;
 	}
 	set_socket_options(c->fd);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = host};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = c->peer_addr};
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS) {
 		dist_conn_close(c, strerror(errno));
 		return;
@@ -659,6 +651,8 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 	else if (c->initiator || c->peer[0])
 		log_info(c->self->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
 	evloop_timer_stop(c->self->loop, &c->setup_timer);
+	resolver_cancel(c->resolving);
+	c->resolving = NULL;
 	epmd_lookup_cancel(&c->lookup);
 	if (c->fd >= 0) {
 		evloop_unwatch(c->self->loop, c->fd);

@@ -10,7 +10,7 @@
  *
  * States (every change goes through conn_set_state(), which logs it):
  *
- *   initiator: RESOLVING (epmd look-up) -> CONNECTING (TCP) -> STATUS_WAIT
+ *   initiator: RESOLVING (host name, then epmd) -> CONNECTING (TCP) -> STATUS_WAIT
  *              -> CHALLENGE_WAIT -> ACK_WAIT -> UP
  *              STATUS_WAIT -"nok"-> NOK_WAIT: no socket; the packets wait
  *              for the peer's own connection to us, which takes them over.
@@ -33,6 +33,7 @@
 #include "epmd.h"
 #include "evloop.h"
 #include "log.h"
+#include "resolver.h"
 
 enum conn_state {
 	CONN_RESOLVING,
@@ -70,6 +71,7 @@ struct dist_self {
 	size_t outq_pause;   /* stop reading from a peer whose output queue is above this */
 	size_t outq_max;     /* close a connection whose output queue is above this */
 	uint32_t setup_ms;   /* handshake deadline, as net_setuptime */
+	struct resolver *resolver; /* host names of peers we connect to */
 };
 
 struct dist_conn;
@@ -100,6 +102,8 @@ struct dist_conn {
 	struct bytebuf in, out;
 	struct bytebuf pending;     /* framed packets queued before UP */
 	struct ev_timer setup_timer;
+	struct resolve_req *resolving; /* host look-up in flight, or NULL */
+	struct in_addr peer_addr;
 	struct epmd_lookup lookup;
 	uint64_t last_rx_ms, last_tx_ms;
 	bool reading_paused;
@@ -114,9 +118,10 @@ struct dist_conn {
 int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
 		     const struct dist_conn_hooks *hooks, int fd);
 
-/* Initialises c as an initiator towards `peer` ("alive@host") and starts the
- * epmd look-up. Returns 0, or -EINVAL for a bad name / unresolvable host, or
- * -errno. On error c holds no resources. */
+/* Initialises c as an initiator towards `peer` ("alive@host") and starts
+ * resolving the host (then the epmd look-up). Returns 0, or -EINVAL for a bad
+ * name, or -errno. On error c holds no resources. A host that does not
+ * resolve closes the connection later, from the loop. */
 int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
 		      const struct dist_conn_hooks *hooks, const char *peer);
 

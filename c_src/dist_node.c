@@ -162,7 +162,7 @@ static int send_to_node(struct dist_node *n, const char *peer, const ei_x_buff *
 		int rc = dist_conn_connect(c, &n->self, &n->hooks, peer);
 		if (rc) {
 			log_warn(n->self.log, "cannot connect to %s: %s", peer,
-				 rc == -EINVAL ? "bad node name or unknown host" : strerror(-rc));
+				 rc == -EINVAL ? "bad node name" : strerror(-rc));
 			dist_conn_release(c);
 			free(c);
 			return rc;
@@ -643,6 +643,12 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 		.packet = hook_packet, .closed = hook_closed,
 	};
 	ev_timer_init(&n->tick_timer, on_tick, n);
+	n->self.resolver = resolver_new(cfg->loop);
+	if (n->self.resolver == NULL) {
+		*err = -errno;
+		free(n);
+		return NULL;
+	}
 
 	int rc = listen_on(cfg->port, &n->port);
 	if (rc < 0)
@@ -699,6 +705,7 @@ void dist_node_free(struct dist_node *n)
 		free(m);
 	}
 	proc_table_free(&n->procs);
+	resolver_free(n->self.resolver);
 	evloop_set_idle(loop, NULL, NULL);
 	free(n);
 }

@@ -1,0 +1,151 @@
+/* Unit tests for resolver.c: numeric and named hosts, failures, cancel. */
+#include <criterion/criterion.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+
+#include "evloop.h"
+#include "resolver.h"
+
+struct answer {
+	int calls, err;
+	struct in_addr addr;
+	int stop_after;
+	struct evloop *loop;
+};
+
+static void on_answer(int err, struct in_addr addr, void *arg)
+{
+	struct answer *a = arg;
+	a->calls++;
+	a->err = err;
+	a->addr = addr;
+	if (a->calls >= a->stop_after)
+		evloop_stop(a->loop);
+}
+
+static void on_deadline(struct evloop *loop, void *arg)
+{
+	(void)arg;
+	evloop_stop(loop);
+}
+
+/* Runs the loop until the answers came or 10 s passed (a safety net, not a
+ * wait for a state: the answers stop the loop). */
+static void run(struct evloop *loop)
+{
+	struct ev_timer deadline;
+	ev_timer_init(&deadline, on_deadline, NULL);
+	cr_assert_eq(evloop_timer_start(loop, &deadline, 10000), 0);
+	cr_assert_eq(evloop_run(loop), 0);
+	evloop_timer_stop(loop, &deadline);
+}
+
+static uint32_t ip(const char *text)
+{
+	struct in_addr a;
+	cr_assert_eq(inet_pton(AF_INET, text, &a), 1);
+	return a.s_addr;
+}
+
+Test(resolver, numeric_address_is_answered_through_the_loop)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct answer a = {.stop_after = 1, .loop = loop};
+	int err = 0;
+	cr_assert_not_null(resolver_start(r, "127.0.0.1", on_answer, &a, &err));
+	cr_assert_eq(a.calls, 0, "never called before the loop runs");
+	run(loop);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_eq(a.err, 0);
+	cr_assert_eq(a.addr.s_addr, ip("127.0.0.1"));
+	resolver_free(r);
+	evloop_free(loop);
+}
+
+Test(resolver, host_name_is_resolved_on_a_thread)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct answer a = {.stop_after = 1, .loop = loop};
+	int err = 0;
+	cr_assert_not_null(resolver_start(r, "localhost", on_answer, &a, &err));
+	run(loop);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_eq(a.err, 0);
+	cr_assert_eq(a.addr.s_addr, ip("127.0.0.1"));
+	resolver_free(r);
+	evloop_free(loop);
+}
+
+Test(resolver, unknown_host_is_enoent)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct answer a = {.stop_after = 1, .loop = loop};
+	int err = 0;
+	/* .invalid never resolves (RFC 6761), and needs no network to say so. */
+	cr_assert_not_null(resolver_start(r, "no-such-host.invalid", on_answer, &a, &err));
+	run(loop);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_eq(a.err, -ENOENT);
+	resolver_free(r);
+	evloop_free(loop);
+}
+
+Test(resolver, cancelled_lookup_is_not_answered)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct answer cancelled = {.stop_after = 1, .loop = loop};
+	struct answer kept = {.stop_after = 1, .loop = loop};
+	int err = 0;
+	struct resolve_req *req = resolver_start(r, "127.0.0.1", on_answer, &cancelled, &err);
+	cr_assert_not_null(req);
+	resolver_cancel(req);
+	/* Answers come back in order: once the second is heard, the first has
+	 * been delivered (and dropped). */
+	cr_assert_not_null(resolver_start(r, "127.0.0.2", on_answer, &kept, &err));
+	run(loop);
+	cr_assert_eq(cancelled.calls, 0);
+	cr_assert_eq(kept.calls, 1);
+	cr_assert_eq(kept.addr.s_addr, ip("127.0.0.2"));
+	resolver_free(r);
+	evloop_free(loop);
+}
+
+Test(resolver, bad_names_and_too_many_in_flight_are_refused)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct answer a = {.stop_after = 16, .loop = loop};
+	int err = 0;
+	cr_assert_null(resolver_start(r, "", on_answer, &a, &err));
+	cr_assert_eq(err, -EINVAL);
+	char long_name[300];
+	memset(long_name, 'a', sizeof long_name - 1);
+	long_name[sizeof long_name - 1] = '\0';
+	cr_assert_null(resolver_start(r, long_name, on_answer, &a, &err));
+	cr_assert_eq(err, -EINVAL);
+	for (int k = 0; k < 16; k++)
+		cr_assert_not_null(resolver_start(r, "127.0.0.1", on_answer, &a, &err));
+	cr_assert_null(resolver_start(r, "127.0.0.1", on_answer, &a, &err));
+	cr_assert_eq(err, -EAGAIN);
+	run(loop);
+	cr_assert_eq(a.calls, 16);
+	resolver_free(r);
+	evloop_free(loop);
+}
+
+Test(resolver, freed_with_answers_unread)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct answer a = {.stop_after = 1, .loop = loop};
+	int err = 0;
+	cr_assert_not_null(resolver_start(r, "127.0.0.1", on_answer, &a, &err));
+	resolver_free(r); /* LeakSanitizer checks the unread answer was freed */
+	cr_assert_eq(a.calls, 0);
+	evloop_free(loop);
+}
