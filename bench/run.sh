@@ -1,0 +1,57 @@
+#!/bin/sh
+# make bench: compiles the load generator into build/bench/ and runs it on a
+# distributed BEAM node. Settings: see bench/README.md.
+set -eu
+cd "$(dirname "$0")/.."
+
+OUT=build/bench
+EBIN=_build/default/lib/shardnode/ebin
+[ -f "$EBIN/shardnode.beam" ] || { echo "make bench: $EBIN missing; run make first" >&2; exit 1; }
+[ -x priv/shardnode ] || { echo "make bench: priv/shardnode missing; run make first" >&2; exit 1; }
+
+mkdir -p "$OUT"
+erlc -Werror -o "$OUT" bench/*.erl
+
+TAG=$$
+PIDS="$OUT/ospids.$TAG"
+DATA="$OUT/data.$TAG"
+: > "$PIDS"
+ERL_PID=
+
+# The controller stops every node it starts, also when a figure fails. This
+# is the fallback for when the controller itself is stopped or dies: the
+# OS processes it recorded that still run and still carry this run's tag
+# are ended.
+cleanup() {
+    status=$?
+    trap - EXIT INT TERM
+    if [ -n "$ERL_PID" ] && kill -0 "$ERL_PID" 2>/dev/null; then
+        kill -TERM "$ERL_PID" 2>/dev/null || true   # the BEAM stops its applications
+        wait "$ERL_PID" 2>/dev/null || true
+    fi
+    while read -r pid; do
+        if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q "bench_[a-z]*$TAG@"; then
+            echo "make bench: ending leftover process $pid" >&2
+            kill -TERM "$pid" 2>/dev/null || true
+            sleep 1
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done < "$PIDS"
+    rm -rf "$PIDS" "$DATA"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# In the background, so that a signal to this script is handled at once.
+BENCH_TAG=$TAG BENCH_PIDS_FILE=$PIDS BENCH_DATA_DIR=$DATA \
+    erl -noshell -noinput \
+        -name "bench$TAG@127.0.0.1" -setcookie shardnode_bench \
+        -pa "$EBIN" -pa "$OUT" \
+        -eval 'shardnode_bench:main()' &
+ERL_PID=$!
+status=0
+wait "$ERL_PID" || status=$?
+ERL_PID=
+exit "$status"

@@ -1,0 +1,604 @@
+%% The benchmark controller and load generator behind `make bench'.
+%%
+%% It runs on a distributed BEAM node (bench<tag>@127.0.0.1, cookie
+%% shardnode_bench) and drives two systems doing the same job:
+%%
+%%   shardnode  a C node started with shardnode:start_node/1, entity types
+%%              counter and echo;
+%%   beam       a BEAM node started with peer, running bench_region (one
+%%              gen_server per type, registered as the type) and one
+%%              bench_entity gen_server per entity.
+%%
+%% It talks to both with `!' and gen_server:call/3 only. Rounds alternate
+%% shardnode, beam, shardnode, beam, ...; every figure is the median over
+%% rounds of the per-round value. Every node started is stopped again, also
+%% when a measurement fails.
+%%
+%% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
+%% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_WINDOW, BENCH_TAG,
+%% BENCH_PIDS_FILE, BENCH_DATA_DIR.
+-module(shardnode_bench).
+
+-export([main/0]).
+
+-define(CALL_TIMEOUT, 15000).
+%% entities touched by the tell and ask figures
+-define(HOT_ENTITIES, 10000).
+%% echo payload
+-define(ECHO_BYTES, 100).
+%% shards of the node that measures the first message to a new shard
+-define(FIRST_NUM_SHARDS, 1000).
+-define(FIRST_SAMPLES, 50).
+
+%%====================================================================
+%% Entry point
+%%====================================================================
+
+-spec main() -> no_return().
+main() ->
+    Status =
+        try run(config()) of
+            ok -> 0
+        catch
+            Class:Reason:Stack ->
+                io:format(standard_error, "~nmake bench: failed: ~p:~p~n~p~n",
+                          [Class, Reason, Stack]),
+                1
+        after
+            cleanup()
+        end,
+    erlang:halt(Status).
+
+config() ->
+    #{rounds => env_int("BENCH_ROUNDS", 3, 1),
+      entities => env_int("BENCH_ENTITIES", 1000000, 1000),
+      seconds => env_int("BENCH_SECONDS", 2, 1),
+      clients => env_int("BENCH_CLIENTS", 16, 1),
+      window => env_int("BENCH_WINDOW", 100, 1),
+      tag => env_str("BENCH_TAG", os:getpid()),
+      pids_file => env_str("BENCH_PIDS_FILE", ""),
+      data_dir => env_str("BENCH_DATA_DIR", "build/bench/data")}.
+
+env_int(Var, Default, Min) ->
+    case os:getenv(Var) of
+        false -> Default;
+        "" -> Default;
+        S ->
+            case string:to_integer(string:trim(S)) of
+                {N, ""} when N >= Min -> N;
+                _ -> erlang:error({bad_env, Var, S, {expected_integer_at_least, Min}})
+            end
+    end.
+
+env_str(Var, Default) ->
+    case os:getenv(Var) of
+        false -> Default;
+        "" -> Default;
+        S -> S
+    end.
+
+%%====================================================================
+%% The run
+%%====================================================================
+
+run(#{rounds := Rounds} = Cfg0) ->
+    node() =/= nonode@nohost orelse erlang:error(not_distributed),
+    Cfg = Cfg0#{load_start => loadavg()},
+    {ok, _} = application:ensure_all_started(shardnode),
+    print_header(Cfg),
+    T0 = erlang:monotonic_time(millisecond),
+    PerRound =
+        [begin
+             S = measure(shardnode, R, Cfg),
+             B = measure(beam, R, Cfg),
+             {S, B}
+         end || R <- lists:seq(1, Rounds)],
+    Secs = (erlang:monotonic_time(millisecond) - T0) / 1000,
+    {Ss, Bs} = lists:unzip(PerRound),
+    io:format("~nMedians over ~b rounds (~.1f s in all). Ratios read so that "
+              ">1 means shardnode is better:~nthroughput rows are shardnode/BEAM, "
+              "cost rows (time, bytes) are BEAM/shardnode.~n~n",
+              [Rounds, Secs]),
+    print_table(medians(Ss), medians(Bs), Cfg),
+    io:format("~nload average (1, 5, 15 min) at the start: ~s, at the end: ~s~n",
+              [maps:get(load_start, Cfg), loadavg()]),
+    ok.
+
+%% Everything else running on the machine shares its cores with the three
+%% nodes measured here; the load average says how much there was.
+loadavg() ->
+    case file:read_file("/proc/loadavg") of
+        {ok, Bin} -> lists:join(" ", lists:sublist(string:lexemes(binary_to_list(Bin), " "), 3));
+        _ -> "unknown"
+    end.
+
+%% One system, one round: every figure, each on a fresh node where it
+%% matters.
+measure(System, Round, Cfg) ->
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    M1 = with_node(System, #{}, Cfg,
+                   fun(Sys) -> throughput_figures(Sys, Cfg) end),
+    M2 = with_node(System, #{number_of_shards => ?FIRST_NUM_SHARDS}, Cfg,
+                   fun(Sys) -> first_message_figures(Sys, Cfg) end),
+    M3 = with_node(System, #{}, Cfg,
+                   fun(Sys) -> memory_figures(Sys, Cfg) end),
+    maps:merge(M1, maps:merge(M2, M3)).
+
+label(shardnode) -> "shardnode";
+label(beam) -> "BEAM".
+
+%%====================================================================
+%% Figures
+%%====================================================================
+
+throughput_figures(#{ospid := OsPid} = Sys, #{clients := C, window := W, seconds := Secs}) ->
+    %% every hot entity exists before anything is timed
+    fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
+    Payload = binary:copy(<<"x">>, ?ECHO_BYTES),
+    fill(Sys, echo, Payload, 1, ?HOT_ENTITIES, C, W),
+    Cpu0 = cpu_us(OsPid),
+    {Tell, Tells} = tell_rate(Sys, counter, incr, ?HOT_ENTITIES, C, W, Secs),
+    Cpu1 = cpu_us(OsPid),
+    {AskRate, AskP50, AskP99, Asks} = ask(Sys, counter, get, ?HOT_ENTITIES, C, Secs),
+    Cpu2 = cpu_us(OsPid),
+    {EchoRate, EchoP50, EchoP99, _} = ask(Sys, echo, Payload, ?HOT_ENTITIES, C, Secs),
+    TellCpu = (Cpu1 - Cpu0) / Tells,
+    AskCpu = (Cpu2 - Cpu1) / Asks,
+    progress("tell", "~s msg/s, ~s us CPU per message", [fmt(Tell), fmt(TellCpu)]),
+    progress("ask counter", "~s calls/s, p50 ~s us, p99 ~s us, ~s us CPU per call",
+             [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt(AskCpu)]),
+    progress("ask echo", "~s calls/s, p50 ~s us, p99 ~s us",
+             [fmt(EchoRate), fmt(EchoP50), fmt(EchoP99)]),
+    #{tell_rate => Tell, tell_cpu => TellCpu,
+      ask_rate => AskRate, ask_p50 => AskP50, ask_p99 => AskP99, ask_cpu => AskCpu,
+      echo_rate => EchoRate, echo_p50 => EchoP50, echo_p99 => EchoP99}.
+
+%% On a fresh node with many shards: the first call to an entity whose shard
+%% no region hosts yet (shardnode asks its coordinator where the shard
+%% lives, then starts it), and the first call to a new entity in a shard
+%% already hosted. The BEAM baseline has no shards: both of its figures are
+%% the first call to a new entity.
+first_message_figures(Sys, _Cfg) ->
+    N = ?FIRST_NUM_SHARDS,
+    %% the region's first message of all (its registration with the
+    %% coordinator) is not timed
+    Warm = 0,
+    _ = ask_one(Sys, counter, Warm, get),
+    NewShardIds = pick_ids(1, ?FIRST_SAMPLES, N,
+                                fun(Shard, Used) -> not maps:is_key(Shard, Used) end,
+                                #{erlang:phash2(Warm, N) => true}),
+    NewShard = [timed_call(Sys, counter, Id, get) || Id <- NewShardIds],
+    Hosted = maps:from_list([{erlang:phash2(Id, N), true} || Id <- [Warm | NewShardIds]]),
+    HostedIds = pick_ids(lists:max(NewShardIds) + 1, ?FIRST_SAMPLES, N,
+                              fun(Shard, _) -> maps:is_key(Shard, Hosted) end, #{}),
+    NewEntity = [timed_call(Sys, counter, Id, get) || Id <- HostedIds],
+    First = median(NewShard),
+    Second = median(NewEntity),
+    progress("first message", "new ~s ~s us, new entity in hosted shard ~s us (medians of ~b)",
+             [case maps:get(system, Sys) of shardnode -> "shard"; beam -> "entity" end,
+              fmt(First), fmt(Second), ?FIRST_SAMPLES]),
+    #{first_new_shard => First, first_hosted_shard => Second}.
+
+%% Integer ids from From on: Count of them, each in a shard that Accept/2
+%% takes, no two in the same shard when Accept looks at Used.
+pick_ids(From, Count, N, Accept, Used) ->
+    pick_ids(From, Count, N, Accept, Used, []).
+
+pick_ids(_Next, 0, _N, _Accept, _Used, Acc) ->
+    lists:reverse(Acc);
+pick_ids(Id, Count, N, Accept, Used, Acc) ->
+    Shard = erlang:phash2(Id, N),
+    case Accept(Shard, Used) of
+        true -> pick_ids(Id + 1, Count - 1, N, Accept, Used#{Shard => true}, [Id | Acc]);
+        false -> pick_ids(Id + 1, Count, N, Accept, Used, Acc)
+    end.
+
+timed_call(Sys, Type, Id, Msg) ->
+    T0 = erlang:monotonic_time(),
+    _ = ask_one(Sys, Type, Id, Msg),
+    us(erlang:monotonic_time() - T0).
+
+%% RSS growth of the node's OS process while it goes from no entities to
+%% Entities idle counters (each created by one tell, then left alone).
+memory_figures(#{ospid := OsPid} = Sys, #{entities := N, clients := C, window := W}) ->
+    timer:sleep(200),
+    Rss0 = rss_kb(OsPid),
+    Elapsed = fill(Sys, counter, incr, 1, N, C, W),
+    N = entity_count(Sys, counter),
+    timer:sleep(500),
+    Rss1 = rss_kb(OsPid),
+    PerEntity = (Rss1 - Rss0) * 1024 / N,
+    Rate = N / Elapsed,
+    progress("memory", "~s bytes per idle entity (RSS ~s -> ~s MiB), created at ~s entities/s",
+             [fmt(PerEntity), fmt(Rss0 / 1024), fmt(Rss1 / 1024), fmt(Rate)]),
+    #{mem_per_entity => PerEntity, create_rate => Rate}.
+
+entity_count(#{system := shardnode, node := Node}, Type) ->
+    {ok, #{entities := Count}} = gen_server:call({Type, Node}, get_region_stats, ?CALL_TIMEOUT),
+    Count;
+entity_count(#{system := beam, node := Node}, Type) ->
+    erpc:call(Node, bench_region, entity_count, [Type], ?CALL_TIMEOUT).
+
+%% CPU time (user + system) the OS process has used so far, in microseconds.
+cpu_us(OsPid) ->
+    {ok, Bin} = file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/stat"),
+    %% the fields after the command name, which is in parentheses
+    [_, After] = string:split(Bin, <<")">>, trailing),
+    Fields = string:lexemes(After, " "),
+    %% utime and stime are fields 14 and 15 of the line, 12 and 13 here
+    Ticks = binary_to_integer(lists:nth(12, Fields)) + binary_to_integer(lists:nth(13, Fields)),
+    Ticks * 1.0e6 / clock_ticks().
+
+clock_ticks() ->
+    case persistent_term:get({?MODULE, clk_tck}, undefined) of
+        undefined ->
+            Hz = list_to_integer(string:trim(os:cmd("getconf CLK_TCK"))),
+            persistent_term:put({?MODULE, clk_tck}, Hz),
+            Hz;
+        Hz ->
+            Hz
+    end.
+
+rss_kb(OsPid) ->
+    {ok, Bin} = file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/status"),
+    [Line] = [L || <<"VmRSS:", L/binary>> <- binary:split(Bin, <<"\n">>, [global])],
+    [Kb, <<"kB">>] = binary:split(string:trim(Line), <<" ">>, [global, trim_all]),
+    binary_to_integer(Kb).
+
+%%====================================================================
+%% Load: tells
+%%====================================================================
+
+tell(#{system := shardnode, node := Node}, Type, Id, Msg) ->
+    {Type, Node} ! {Id, Msg};
+tell(#{system := beam, node := Node}, Type, Id, Msg) ->
+    {Type, Node} ! {Id, Msg, self()}.
+
+ask_one(#{node := Node}, Type, Id, Msg) ->
+    gen_server:call({Type, Node}, {Id, Msg}, ?CALL_TIMEOUT).
+
+%% Tells Msg once to each of the ids From..From+Count-1, the ids split
+%% into one contiguous range per client, each client keeping at most Window
+%% tells unanswered; returns once every reply is in, with the seconds it
+%% took.
+fill(Sys, Type, Msg, From, Count, Clients, Window) ->
+    Per = Count div Clients,
+    Ranges = [{From + I * Per,
+               case I of
+                   _ when I =:= Clients - 1 -> Count - I * Per;
+                   _ -> Per
+               end} || I <- lists:seq(0, Clients - 1)],
+    Start = erlang:monotonic_time(),
+    Results = run_clients([fun() -> fill_client(Sys, Type, Msg, First, N, Window) end
+                           || {First, N} <- Ranges, N > 0]),
+    Count = lists:sum(Results),
+    us(erlang:monotonic_time() - Start) / 1.0e6.
+
+fill_client(Sys, Type, Msg, First, N, Window) ->
+    Last = First + N - 1,
+    Initial = min(Window, N),
+    [tell(Sys, Type, Id, Msg) || Id <- lists:seq(First, First + Initial - 1)],
+    fill_loop(Sys, Type, Msg, First + Initial, Last, Initial, 0).
+
+fill_loop(_Sys, _Type, _Msg, _Next, _Last, 0, Got) ->
+    Got;
+fill_loop(Sys, Type, Msg, Next, Last, Out, Got) ->
+    receive
+        {Type, _Id, Reply} ->
+            check_reply(Type, Reply),
+            case Next =< Last of
+                true ->
+                    tell(Sys, Type, Next, Msg),
+                    fill_loop(Sys, Type, Msg, Next + 1, Last, Out, Got + 1);
+                false ->
+                    fill_loop(Sys, Type, Msg, Next, Last, Out - 1, Got + 1)
+            end
+    after ?CALL_TIMEOUT ->
+            erlang:error({tell_replies_missing, Out})
+    end.
+
+check_reply(counter, N) when is_integer(N) -> ok;
+check_reply(echo, B) when is_binary(B) -> ok;
+check_reply(_Type, Other) -> erlang:error({bad_reply, Other}).
+
+%% Clients tell Msg to the hot entities (each client starting at its own
+%% offset and cycling through all of them), each keeping Window tells
+%% unanswered, for Secs seconds; then they stop sending and wait for the
+%% replies still due. Messages per second = replies / time to the last one.
+tell_rate(Sys, Type, Msg, NEnt, Clients, Window, Secs) ->
+    Start = erlang:monotonic_time(),
+    Deadline = Start + erlang:convert_time_unit(Secs, second, native),
+    Results = run_clients([fun() ->
+                                   Offset = I * NEnt div Clients,
+                                   tell_client(Sys, Type, Msg, NEnt, Offset, Window, Deadline)
+                           end || I <- lists:seq(0, Clients - 1)]),
+    {Counts, Ends} = lists:unzip(Results),
+    Total = lists:sum(Counts),
+    {Total / (us(lists:max(Ends) - Start) / 1.0e6), Total}.
+
+tell_client(Sys, Type, Msg, NEnt, Offset, Window, Deadline) ->
+    [tell(Sys, Type, (Offset + K) rem NEnt + 1, Msg) || K <- lists:seq(0, Window - 1)],
+    tell_loop(Sys, Type, Msg, NEnt, Offset + Window, Window, Deadline, 0).
+
+tell_loop(_Sys, _Type, _Msg, _NEnt, _K, 0, _Deadline, Got) ->
+    {Got, erlang:monotonic_time()};
+tell_loop(Sys, Type, Msg, NEnt, K, Out, Deadline, Got) ->
+    receive
+        {Type, _Id, Reply} ->
+            check_reply(Type, Reply),
+            case erlang:monotonic_time() < Deadline of
+                true ->
+                    tell(Sys, Type, K rem NEnt + 1, Msg),
+                    tell_loop(Sys, Type, Msg, NEnt, K + 1, Out, Deadline, Got + 1);
+                false ->
+                    tell_loop(Sys, Type, Msg, NEnt, K, Out - 1, Deadline, Got + 1)
+            end
+    after ?CALL_TIMEOUT ->
+            erlang:error({tell_replies_missing, Out})
+    end.
+
+%%====================================================================
+%% Load: asks
+%%====================================================================
+
+%% Clients call Msg on the hot entities, one call at a time each, for Secs
+%% seconds. Returns calls per second, the p50 and p99 latency in
+%% microseconds over every call of every client, and the number of calls.
+ask(Sys, Type, Msg, NEnt, Clients, Secs) ->
+    Start = erlang:monotonic_time(),
+    Deadline = Start + erlang:convert_time_unit(Secs, second, native),
+    Results = run_clients([fun() ->
+                                   Offset = I * NEnt div Clients,
+                                   ask_loop(Sys, Type, Msg, NEnt, Offset, Deadline, [])
+                           end || I <- lists:seq(0, Clients - 1)]),
+    Elapsed = us(erlang:monotonic_time() - Start) / 1.0e6,
+    Lat = lists:sort(lists:append(Results)),
+    {length(Lat) / Elapsed, percentile(Lat, 0.50), percentile(Lat, 0.99), length(Lat)}.
+
+ask_loop(Sys, Type, Msg, NEnt, K, Deadline, Acc) ->
+    T0 = erlang:monotonic_time(),
+    case T0 < Deadline of
+        true ->
+            Reply = ask_one(Sys, Type, K rem NEnt + 1, Msg),
+            T1 = erlang:monotonic_time(),
+            check_ask(Type, Msg, Reply),
+            ask_loop(Sys, Type, Msg, NEnt, K + 1, Deadline, [us(T1 - T0) | Acc]);
+        false ->
+            Acc
+    end.
+
+check_ask(counter, _, N) when is_integer(N) -> ok;
+check_ask(echo, Msg, Msg) -> ok;
+check_ask(_Type, _Msg, Other) -> erlang:error({bad_reply, Other}).
+
+%%====================================================================
+%% Client processes
+%%====================================================================
+
+%% Runs each fun in its own process, all released at once; returns their
+%% results in order. A client that crashes fails the figure.
+run_clients(Funs) ->
+    Self = self(),
+    Go = make_ref(),
+    Clients = [spawn_monitor(fun() ->
+                                     receive Go -> ok end,
+                                     Self ! {self(), Go, F()}
+                             end) || F <- Funs],
+    [Pid ! Go || {Pid, _} <- Clients],
+    [receive
+         {Pid, Go, Result} ->
+             erlang:demonitor(Ref, [flush]),
+             Result;
+         {'DOWN', Ref, process, Pid, Reason} ->
+             [exit(P, kill) || {P, _} <- Clients],
+             erlang:error({client_failed, Reason})
+     end || {Pid, Ref} <- Clients].
+
+%%====================================================================
+%% Nodes
+%%====================================================================
+
+%% Starts a fresh node of System, runs Fun on it and stops it, also when Fun
+%% fails.
+with_node(System, Config, Cfg, Fun) ->
+    Sys = start(System, Config, Cfg),
+    Result = try
+                 Fun(Sys)
+             catch
+                 Class:Reason:Stack ->
+                     stop_quietly(Sys),
+                     erlang:raise(Class, Reason, Stack)
+             end,
+    stop(Sys),
+    Result.
+
+start(shardnode, Config, #{tag := Tag, data_dir := DataDir} = Cfg) ->
+    Name = "bench_c" ++ Tag ++ "@127.0.0.1",
+    Opts = #{name => Name,
+             types => [counter, echo],
+             config => Config#{data_dir => filename:join(DataDir, Name)},
+             ready_timeout => 20000},
+    case shardnode:start_node(Opts) of
+        {ok, Node} ->
+            Sys0 = #{system => shardnode, node => Node},
+            track(Sys0),
+            {ok, OsPid} = shardnode:os_pid(Node),
+            note_ospid(OsPid, Cfg),
+            Sys = Sys0#{ospid => OsPid},
+            track(Sys),
+            Sys;
+        {error, Reason} ->
+            erlang:error({start_shardnode, Reason})
+    end;
+start(beam, _Config, #{tag := Tag, entities := Entities} = Cfg) ->
+    %% the process limit must hold the memory figure's entities
+    MaxProcs = max(262144, Entities + 100000),
+    {ok, Peer, Node} =
+        peer:start(#{name => "bench_beam" ++ Tag,
+                          host => "127.0.0.1",
+                          longnames => true,
+                          args => ["-setcookie", atom_to_list(erlang:get_cookie()),
+                                   "+P", integer_to_list(MaxProcs),
+                                   "-pa", filename:absname(filename:dirname(code:which(bench_region)))]}),
+    Sys0 = #{system => beam, node => Node, peer => Peer},
+    track(Sys0),
+    OsPid = list_to_integer(erpc:call(Node, os, getpid, [])),
+    note_ospid(OsPid, Cfg),
+    Sys = Sys0#{ospid => OsPid},
+    track(Sys),
+    [{ok, _} = erpc:call(Node, bench_region, start, [Type]) || Type <- [counter, echo]],
+    Sys.
+
+stop(#{system := shardnode, node := Node} = Sys) ->
+    untrack(Sys),
+    case shardnode:stop_node(Node) of
+        ok -> ok;
+        {error, Reason} -> erlang:error({stop_shardnode, Node, Reason})
+    end;
+stop(#{system := beam, peer := Peer} = Sys) ->
+    untrack(Sys),
+    ok = peer:stop(Peer),
+    case Sys of
+        #{ospid := OsPid} -> await_os_exit(OsPid, 10000);
+        #{} -> ok
+    end.
+
+%% peer:stop/1 returns once the node is disconnected; its OS process may
+%% still be exiting.
+await_os_exit(OsPid, Ms) ->
+    case filelib:is_file("/proc/" ++ integer_to_list(OsPid)) of
+        false -> ok;
+        true when Ms =< 0 -> erlang:error({still_running, OsPid});
+        true -> timer:sleep(20), await_os_exit(OsPid, Ms - 20)
+    end.
+
+%% Whatever is still running (a figure failed): stop it, reporting but not
+%% raising errors.
+cleanup() ->
+    [stop_quietly(Sys) || Sys <- tracked()],
+    [shardnode:stop_node(N) || N <- shardnode:which_nodes()],
+    ok.
+
+stop_quietly(Sys) ->
+    try
+        stop(Sys)
+    catch
+        Class:Reason ->
+            io:format(standard_error, "stopping ~p: ~p:~p~n",
+                      [maps:get(node, Sys), Class, Reason])
+    end.
+
+track(#{node := Node} = Sys) ->
+    Others = [S || #{node := N} = S <- tracked(), N =/= Node],
+    put(bench_nodes, [Sys | Others]).
+
+untrack(#{node := Node}) ->
+    put(bench_nodes, [S || #{node := N} = S <- tracked(), N =/= Node]).
+
+tracked() ->
+    case get(bench_nodes) of undefined -> []; L -> L end.
+
+%% bench/run.sh kills what is listed here if the controller itself dies.
+note_ospid(_OsPid, #{pids_file := ""}) ->
+    ok;
+note_ospid(OsPid, #{pids_file := File}) ->
+    ok = file:write_file(File, [integer_to_list(OsPid), "\n"], [append]).
+
+%%====================================================================
+%% Statistics and output
+%%====================================================================
+
+us(Native) ->
+    erlang:convert_time_unit(Native, native, nanosecond) / 1000.
+
+percentile([], _Q) ->
+    erlang:error(no_samples);
+percentile(Sorted, Q) ->
+    N = length(Sorted),
+    lists:nth(max(1, min(N, ceil(Q * N))), Sorted).
+
+median(Values) ->
+    Sorted = lists:sort(Values),
+    N = length(Sorted),
+    case N rem 2 of
+        1 -> lists:nth(N div 2 + 1, Sorted);
+        0 -> (lists:nth(N div 2, Sorted) + lists:nth(N div 2 + 1, Sorted)) / 2
+    end.
+
+medians([M | _] = Maps) ->
+    maps:from_list([{K, median([maps:get(K, X) || X <- Maps])} || K <- maps:keys(M)]).
+
+progress(What, Fmt, Args) ->
+    io:format("  ~-14s " ++ Fmt ++ "~n", [What | Args]).
+
+fmt(X) when is_float(X), abs(X) >= 100 -> fmt(round(X));
+fmt(X) when is_float(X), abs(X) >= 10 -> float_to_list(X, [{decimals, 1}]);
+fmt(X) when is_float(X) -> float_to_list(X, [{decimals, 2}]);
+fmt(X) when is_integer(X), X < 0 -> [$- | fmt(-X)];
+fmt(X) when is_integer(X) -> thousands(integer_to_list(X)).
+
+thousands(Digits) when length(Digits) =< 3 ->
+    Digits;
+thousands(Digits) ->
+    Head = length(Digits) rem 3,
+    {H, T} = lists:split(case Head of 0 -> 3; _ -> Head end, Digits),
+    H ++ [[$\s | G] || G <- groups(T)].
+
+groups([]) -> [];
+groups([A, B, C | T]) -> [[A, B, C] | groups(T)].
+
+print_header(#{rounds := R, entities := E, seconds := S, clients := C, window := W}) ->
+    io:format("shardnode vs BEAM baseline~n"
+              "machine: ~s, ~b cores, ~s, OTP ~s (erts ~s)~n"
+              "settings: ~b rounds, ~b clients, window ~b tells per client, ~b s per "
+              "throughput figure, ~s hot entities, ~s entities for memory~n"
+              "load average (1, 5, 15 min): ~s~n",
+              [machine(), erlang:system_info(logical_processors_available), cpu_model(),
+               erlang:system_info(otp_release), erlang:system_info(version),
+               R, C, W, S, fmt(?HOT_ENTITIES), fmt(E), loadavg()]).
+
+machine() ->
+    string:trim(os:cmd("uname -m")).
+
+cpu_model() ->
+    case file:read_file("/proc/cpuinfo") of
+        {ok, Bin} ->
+            case re:run(Bin, "^model name\\s*:\\s*(.*)$", [multiline, {capture, [1], list}]) of
+                {match, [Model]} -> string:trim(Model);
+                nomatch -> "unknown CPU"
+            end;
+        _ ->
+            "unknown CPU"
+    end.
+
+print_table(S, B, #{entities := E, clients := C}) ->
+    Rows =
+        [{io_lib:format("tell throughput, msg/s (~b clients, ~s counters)", [C, fmt(?HOT_ENTITIES)]),
+          tell_rate, higher},
+         {"CPU of the system per tell, us (its OS process, user + sys)", tell_cpu, lower},
+         {io_lib:format("ask throughput, calls/s (~b clients, counter get)", [C]), ask_rate, higher},
+         {"ask latency p50, us", ask_p50, lower},
+         {"ask latency p99, us", ask_p99, lower},
+         {"CPU of the system per ask, us", ask_cpu, lower},
+         {io_lib:format("ask echo ~b B throughput, calls/s", [?ECHO_BYTES]), echo_rate, higher},
+         {io_lib:format("ask echo ~b B latency p50, us", [?ECHO_BYTES]), echo_p50, lower},
+         {io_lib:format("ask echo ~b B latency p99, us", [?ECHO_BYTES]), echo_p99, lower},
+         {io_lib:format("memory per idle entity, bytes (~s counters)", [fmt(E)]), mem_per_entity, lower},
+         {io_lib:format("entity creation by tell, entities/s (filling ~s)", [fmt(E)]), create_rate, higher},
+         {"first message, us median: shardnode new shard (coordinator) / BEAM new entity",
+          first_new_shard, lower},
+         {"first message to a new entity in a hosted shard, us median", first_hosted_shard, lower}],
+    io:format("| figure | shardnode | BEAM | ratio | ratio is |~n"
+              "|---|---:|---:|---:|---|~n"),
+    [begin
+         Sv = maps:get(Key, S),
+         Bv = maps:get(Key, B),
+         {Ratio, Reads} = case Better of
+                              higher -> {Sv / Bv, "shardnode/BEAM"};
+                              lower -> {Bv / Sv, "BEAM/shardnode"}
+                          end,
+         io:format("| ~s | ~s | ~s | ~.2f | ~s |~n", [Label, fmt(Sv), fmt(Bv), Ratio, Reads])
+     end || {Label, Key, Better} <- Rows],
+    io:format("| rebalance time | not measured yet | not measured yet | - | - |~n"
+              "| C load generator | not measured yet | not measured yet | - | - |~n"),
+    ok.
