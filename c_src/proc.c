@@ -69,31 +69,26 @@ struct proc *proc_by_pid(const struct proc_table *t, const erlang_pid *pid)
 	return p;
 }
 
-static char *dup_bytes(const char *src, size_t n)
-{
-	char *d = malloc(n ? n : 1);
-	if (d != NULL && n)
-		memcpy(d, src, n);
-	return d;
-}
-
 int proc_watch(struct proc *p, enum watcher_kind kind, const erlang_pid *pid, const char *ref,
 	       size_t ref_len, const char *watched, size_t watched_len)
 {
-	struct watcher *w = calloc(1, sizeof *w);
+	/* One block for the watcher and its bytes: a gen_server:call makes one
+	 * monitor and removes it again, so this is on every call's path. */
+	size_t extra = ref != NULL ? ref_len + watched_len : 0;
+	struct watcher *w = malloc(sizeof *w + extra);
 	if (w == NULL)
 		return -ENOMEM;
+	memset(w, 0, sizeof *w);
 	w->kind = kind;
 	w->pid = *pid;
 	if (ref != NULL) {
-		w->ref = dup_bytes(ref, ref_len);
+		char *bytes = (char *)(w + 1);
+		memcpy(bytes, ref, ref_len);
+		memcpy(bytes + ref_len, watched, watched_len);
+		w->ref = bytes;
 		w->ref_len = ref_len;
-		w->watched = dup_bytes(watched, watched_len);
+		w->watched = bytes + ref_len;
 		w->watched_len = watched_len;
-		if (w->ref == NULL || w->watched == NULL) {
-			watcher_list_free(w);
-			return -ENOMEM;
-		}
 	}
 	w->next = p->watchers;
 	p->watchers = w;
@@ -160,9 +155,7 @@ void watcher_list_free(struct watcher *w)
 {
 	while (w) {
 		struct watcher *next = w->next;
-		free(w->ref);
-		free(w->watched);
-		free(w);
+		free(w); /* ref and watched live in the same block */
 		w = next;
 	}
 }

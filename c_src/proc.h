@@ -37,9 +37,9 @@ enum watcher_kind { WATCH_MONITOR, WATCH_LINK };
 struct watcher {
 	enum watcher_kind kind;
 	erlang_pid pid;       /* the watching (remote) process */
-	char *ref;            /* monitor: the raw encoded reference; owned */
+	char *ref;            /* monitor: the raw encoded reference (in the watcher's block) */
 	size_t ref_len;
-	char *watched;        /* monitor: the raw ToProc term (name atom or pid); owned */
+	char *watched;        /* monitor: the raw ToProc term, name atom or pid (same block) */
 	size_t watched_len;
 	struct watcher *next;
 };
