@@ -92,12 +92,12 @@ fixed_terms(Config) ->
 %% Thousands of random terms from a seeded generator, each in the BEAM's
 %% encodings and two random hand-made ones.
 random_terms(Config) ->
-    Seed = env_int("ENTITY_ID_SEED", ?DEFAULT_SEED),
-    Count = env_int("ENTITY_ID_COUNT", ?DEFAULT_COUNT),
+    Seed = random_term:env_int("ENTITY_ID_SEED", ?DEFAULT_SEED),
+    Count = random_term:env_int("ENTITY_ID_COUNT", ?DEFAULT_COUNT),
     ct:log("seed ~p, ~p terms", [Seed, Count]),
     rand:seed(exsss, Seed),
     %% In batches, so the terms of one batch at a time are in memory.
-    Gen = fun() -> weighted([{99, fun() -> gen_term(4) end}, {1, fun gen_long_string/0}]) end,
+    Gen = fun() -> case rand:uniform(100) of 1 -> random_term:long_string(); _ -> random_term:term(4) end end,
     N = lists:sum([check_all(Config, [Gen() || _ <- lists:seq(1, min(500, Count - B))], 2)
                    || B <- lists:seq(0, Count - 1, 500)]),
     ct:comment("~p random terms canonical (seed ~p)", [N, Seed]),
@@ -163,7 +163,7 @@ refused_terms(Config) ->
     Refused = [Pid, Ref, P, Fun, fun lists:map/2,
                {ok, [1, #{k => Pid}]}, [a | Ref], [1, 2, P], #{Ref => 1},
                #{a => 1, b => {[Fun]}}, {{{{{{{{Pid}}}}}}}}, [[[[x, Ref]]]],
-               nest(10000, Pid)],
+               random_term:nest(10000, Pid)],
     lists:foreach(
       fun(T) ->
               ?assertEqual({?EINVAL, <<>>}, canon(Port, term_to_binary(T)), fmt("~P", [T, 10])),
@@ -191,7 +191,7 @@ malformed_terms(Config) ->
 
 %% 100000 levels of tuples, lists and maps.
 deep_nesting(Config) ->
-    Ts = [nest(100000, x),
+    Ts = [random_term:nest(100000, x),
           lists:foldl(fun(_, Acc) -> #{z => Acc, a => 1} end, [], lists:seq(1, 100000)),
           lists:foldl(fun(I, Acc) -> #{Acc => I, 0 => 1} end, [], lists:seq(1, 100000)),
           lists:foldl(fun(I, Acc) -> [I rem 300 | Acc] end, x, lists:seq(1, 100000))],
@@ -277,17 +277,6 @@ has_map([H | T]) -> has_map(H) orelse has_map(T);
 has_map(_) -> false.
 
 fmt(F, A) -> lists:flatten(io_lib:format(F, A)).
-
-env_int(Name, Default) ->
-    case os:getenv(Name) of
-        false -> Default;
-        "" -> Default;
-        S -> list_to_integer(S)
-    end.
-
-nest(0, Leaf) -> Leaf;
-nest(N, Leaf) when N rem 2 =:= 0 -> [nest(N - 1, Leaf)];
-nest(N, Leaf) -> {nest(N - 1, Leaf)}.
 
 %%====================================================================
 %% Hand-made encodings
@@ -394,138 +383,4 @@ enc_segment(Elems, Len, Tail) ->
 shuffle(L) ->
     [X || {_, X} <- lists:sort([{rand:uniform(), X} || X <- L])].
 
-%%====================================================================
-%% Random terms
-%%====================================================================
-
 pick(L) -> lists:nth(rand:uniform(length(L)), L).
-
-%% A weighted choice: [{Weight, Fun}].
-weighted(Choices) ->
-    Total = lists:sum([W || {W, _} <- Choices]),
-    weighted(rand:uniform(Total), Choices).
-
-weighted(R, [{W, F} | _]) when R =< W -> F();
-weighted(R, [{W, _} | Rest]) -> weighted(R - W, Rest).
-
-gen_term(D) when D =< 0 ->
-    gen_leaf();
-gen_term(D) ->
-    weighted([{10, fun gen_leaf/0},
-              {2, fun() -> gen_list(D) end},
-              {1, fun() -> gen_improper(D) end},
-              {2, fun() -> gen_tuple(D) end},
-              {2, fun() -> gen_map(D) end}]).
-
-gen_leaf() ->
-    weighted([{6, fun gen_int/0},
-              {2, fun gen_float/0},
-              {3, fun gen_atom/0},
-              {2, fun gen_binary/0},
-              {1, fun gen_bits/0},
-              {2, fun gen_string/0},
-              {1, fun() -> pick([[], {}, #{}, <<>>, '']) end}]).
-
-gen_int() ->
-    weighted([{3, fun() -> rand:uniform(2001) - 1001 end},
-              {2, fun() -> rand:uniform(256) - 1 end},
-              {4, fun gen_edge_int/0},
-              {2, fun() -> sign() * rand:uniform(1 bsl 64) end},
-              {2, fun() -> sign() * rand_bits(rand:uniform(2100)) end}]).
-
-%% Values around the widths where the encoding changes: 8 bits
-%% (SMALL_INTEGER_EXT), 31 bits (INTEGER_EXT), 255 bytes (LARGE_BIG_EXT).
-gen_edge_int() ->
-    Bits = pick([7, 8, 9, 15, 16, 23, 24, 30, 31, 32, 33, 63, 64, 65, 2031, 2032, 2040, 2041]),
-    sign() * ((1 bsl Bits) + rand:uniform(5) - 3).
-
-sign() -> pick([1, -1]).
-
-rand_bits(N) ->
-    Bytes = (N + 7) div 8,
-    binary:decode_unsigned(rand:bytes(Bytes)) bsr (Bytes * 8 - N).
-
-gen_float() ->
-    weighted([{1, fun() -> pick([0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 1.0e300, -1.0e-300, 5.0e-324]) end},
-              {3, fun() -> sign() * rand:uniform() * math:pow(10, rand:uniform(40) - 20) end},
-              {1, fun() -> float(rand:uniform(1 bsl 40) - (1 bsl 39)) end},
-              {2, fun random_float_bits/0}]).
-
-%% Any finite double, from random bits (NaN and infinities are not terms).
-random_float_bits() ->
-    case <<(rand:uniform(1 bsl 64) - 1):64>> of
-        <<F/float>> -> F;
-        _ -> random_float_bits()
-    end.
-
-gen_atom() ->
-    Len = weighted([{8, fun() -> rand:uniform(21) - 1 end},
-                    {1, fun() -> 250 + rand:uniform(6) - 1 end}]),
-    Chars = weighted(
-              [{3, fun() -> [pick(lists:seq($a, $z) ++ "_@AZ") || _ <- lists:seq(1, Len)] end},
-               {2, fun() -> [rand:uniform(256) - 1 || _ <- lists:seq(1, Len)] end},
-               {2, fun() -> [unicode_char() || _ <- lists:seq(1, Len)] end}]),
-    list_to_atom(Chars).
-
-unicode_char() ->
-    weighted([{2, fun() -> 16#80 + rand:uniform(16#780) - 1 end},      % 2-byte UTF-8
-              {2, fun() -> 16#800 + rand:uniform(16#D000) - 1 end},     % 3-byte, below surrogates
-              {1, fun() -> 16#E000 + rand:uniform(16#2000) - 1 end},    % 3-byte, above them
-              {1, fun() -> 16#10000 + rand:uniform(16#FFFFF) - 1 end},  % 4-byte
-              {1, fun() -> rand:uniform(128) - 1 end}]).
-
-gen_binary() ->
-    Len = weighted([{5, fun() -> rand:uniform(30) - 1 end},
-                    {2, fun() -> rand:uniform(200) end},
-                    {1, fun() -> rand:uniform(5000) end}]),
-    rand:bytes(Len).
-
-gen_bits() ->
-    Bin = rand:bytes(rand:uniform(40) - 1),
-    <<Bin/binary, (rand:uniform(128) - 1):(rand:uniform(7))>>.
-
-gen_string() ->
-    weighted([{2, fun() -> [rand:uniform(256) - 1 || _ <- lists:seq(1, rand:uniform(40) - 1)] end},
-              {1, fun() -> [pick(lists:seq($a, $z)) || _ <- lists:seq(1, rand:uniform(20))] end}]).
-
-%% Byte lists just below and above the 65535 elements of a STRING_EXT, at
-%% the top or one level down (a megabyte of heap each: kept rare).
-gen_long_string() ->
-    S = [rand:uniform(256) - 1 || _ <- lists:seq(1, 65530 + rand:uniform(10))],
-    pick([S, {S}, [S], [x | S], S ++ [256], #{S => S}]).
-
-gen_list(D) ->
-    weighted([{3, fun() -> [gen_term(D - 1) || _ <- lists:seq(1, rand:uniform(8) - 1)] end},
-              %% bytes mixed with other terms, and integers just out of byte range
-              {2, fun() -> [case rand:uniform(4) of
-                                1 -> gen_term(D - 1);
-                                2 -> pick([-1, 256, 1000, 1.0]);
-                                _ -> rand:uniform(256) - 1
-                            end || _ <- lists:seq(1, rand:uniform(12))] end}]).
-
-gen_improper(D) ->
-    Tail = weighted([{3, fun gen_leaf/0}, {1, fun() -> gen_tuple(D - 1) end}]),
-    case Tail of
-        L when is_list(L) -> gen_improper(D);
-        _ -> lists:foldl(fun(E, Acc) -> [E | Acc] end, Tail,
-                         [pick([gen_term(D - 1), rand:uniform(256) - 1])
-                          || _ <- lists:seq(1, rand:uniform(6))])
-    end.
-
-gen_tuple(D) ->
-    weighted([{16, fun() -> list_to_tuple([gen_term(D - 1) || _ <- lists:seq(1, rand:uniform(7) - 1)]) end},
-              {1, fun() -> list_to_tuple([gen_leaf() || _ <- lists:seq(1, 250 + rand:uniform(20))]) end}]).
-
-%% Small maps (flatmaps) and, above 32 keys, hash-array-mapped maps; the
-%% large ones only near the top, and with small keys and values, to keep
-%% the terms small.
-gen_map(D) ->
-    case weighted([{12, fun() -> rand:uniform(9) - 1 end},
-                   {1, fun() -> 28 + rand:uniform(8) end},
-                   {2, fun() -> 33 + rand:uniform(60) end}]) of
-        N when N =< 8 ->
-            maps:from_list([{gen_term(D - 1), gen_term(D - 1)} || _ <- lists:seq(1, N)]);
-        N ->
-            maps:from_list([{gen_term(min(D - 1, 1)), gen_term(min(D - 1, 1))}
-                            || _ <- lists:seq(1, N)])
-    end.
