@@ -6,13 +6,19 @@
 #include <string.h>
 
 #include "gen_call.h"
+#include "membership.h"
 #include "term.h"
 
 struct admin {
 	struct admin_config cfg;
 	struct proc *net_kernel;
 	struct proc *shardnode;
+	struct membership *membership;
 };
+
+void admin_set_membership(struct admin *a, struct membership *m) { a->membership = m; }
+
+const erlang_pid *admin_pid(const struct admin *a) { return &a->shardnode->pid; }
 
 /* Sends `reply` (encoded without version byte) and frees it. */
 static void reply_and_free(struct admin *a, const struct gen_call *call, ei_x_buff *reply)
@@ -62,9 +68,13 @@ static bool hosts_type(const struct admin *a, const char *type)
 	return false;
 }
 
-/* {ok, [#{node => Node, status => up}]}: a cluster of one, for now. */
+/* {ok, [#{node => Node, status => up}]} */
 static void encode_members(struct admin *a, ei_x_buff *x)
 {
+	if (a->membership != NULL) {
+		membership_encode_members(a->membership, x);
+		return;
+	}
 	ei_x_encode_tuple_header(x, 2);
 	ei_x_encode_atom(x, "ok");
 	ei_x_encode_list_header(x, 1);
@@ -92,6 +102,8 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 	(void)self;
 	struct admin *a = ctx;
 	struct gen_call call;
+	if (a->membership != NULL && membership_handle(a->membership, m->term, m->len) == 1)
+		return;
 	if (!as_call(a, m, &call, "shardnode"))
 		return;
 	ei_x_buff reply;
@@ -115,17 +127,21 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 		char arg[TERM_ATOM_BUF];
 		bool arg_is_atom = term_get_atom(req, &i, arg) == 0;
 		if (strcmp(atom, "coordinator") == 0 && arg_is_atom) {
-			/* One member: it is the oldest, so it coordinates every
-			 * type it hosts. */
-			if (hosts_type(a, arg)) {
+			/* The oldest up member hosting the type coordinates it. */
+			const char *oldest = a->membership ? membership_oldest_with(a->membership, arg)
+							   : hosts_type(a, arg) ? dist_node_name(a->cfg.node) : NULL;
+			if (oldest != NULL) {
 				ei_x_encode_tuple_header(&reply, 2);
 				ei_x_encode_atom(&reply, "ok");
-				ei_x_encode_atom(&reply, dist_node_name(a->cfg.node));
+				ei_x_encode_atom(&reply, oldest);
 			} else {
 				term_x_error_atom(&reply, "no_coordinator");
 			}
 		} else if (strcmp(atom, "down") == 0 && arg_is_atom) {
-			ei_x_encode_atom(&reply, "ok");
+			if (a->membership == NULL || membership_down(a->membership, arg) == 0)
+				ei_x_encode_atom(&reply, "ok");
+			else
+				term_x_error_atom(&reply, "not_a_member");
 		}
 	}
 	if (reply.index == 0)

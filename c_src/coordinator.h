@@ -3,13 +3,18 @@
  * regions of the type, decides where each shard lives (least-shard
  * allocation), and tells regions the homes of shards.
  *
- * It is a proc without a registered name; regions learn its pid. It speaks
- * only shard_msg.h messages. In a cluster it runs as a singleton on the
- * oldest member (docs/architecture.md); on one node it is simply local.
+ * Every node hosting the type runs one, registered as
+ * shardnode_coordinator_<type>, but only the one on the oldest up member
+ * hosting the type is active (a cluster singleton): the others ignore what
+ * they are sent. An active coordinator starts empty and rebuilds its
+ * allocation from what the regions report when they register (`hosting`);
+ * it allocates nothing until every expected region has reported.
  */
 #ifndef SN_COORDINATOR_H
 #define SN_COORDINATOR_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <ei.h>
@@ -32,6 +37,7 @@ struct coordinator_config {
 	struct dist_node *node;
 	const struct logger *log;
 	const char *type_name;
+	const char *name;       /* registered name */
 	uint32_t nshards;
 	allocation_strategy_fn allocate; /* NULL: least shards */
 	void *allocate_arg;
@@ -40,6 +46,15 @@ struct coordinator_config {
 /* Spawns the coordinator proc. Returns it, or NULL with *err. */
 struct coordinator *coordinator_start(const struct coordinator_config *cfg, int *err);
 const erlang_pid *coordinator_pid(const struct coordinator *c);
+
+/* Makes this coordinator the active one (true) or not. Either change
+ * forgets every region and allocation: an active coordinator rebuilds them
+ * from the regions' reports. */
+void coordinator_set_active(struct coordinator *c, bool active);
+
+/* The nodes whose regions must have reported before anything is allocated
+ * (the up members hosting the type). Copied. */
+void coordinator_set_expected(struct coordinator *c, const char *const *nodes, size_t n);
 void coordinator_stop(struct coordinator *c);
 
 #endif

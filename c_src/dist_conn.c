@@ -257,6 +257,7 @@ static void conn_go_up(struct dist_conn *c)
 {
 	evloop_timer_stop(c->self->loop, &c->setup_timer);
 	conn_set_state(c, CONN_UP, "handshake complete");
+	c->was_up = true;
 	log_info(c->self->log, "connected to %s (%s)", c->peer, c->initiator ? "we initiated" : "peer initiated");
 	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(c->self->loop);
 	if (bytebuf_size(&c->pending) > 0) {

@@ -107,6 +107,7 @@ struct dist_conn {
 	struct epmd_lookup lookup;
 	uint64_t last_rx_ms, last_tx_ms;
 	bool reading_paused;
+	bool was_up;                /* reached CONN_UP at some point */
 	uint64_t logged_ops;        /* unknown control ops already logged, by bit */
 	uint32_t malformed;         /* malformed packets dropped */
 	uint64_t packets_in, packets_out;

@@ -40,7 +40,31 @@ struct dist_node {
 	struct proc_table procs;
 	struct local_msg *local_head, *local_tail;
 	struct dist_node_stats stats;
+	struct {
+		nodedown_fn fn;
+		void *arg;
+	} nodedown[16];
+	size_t nnodedown;
 };
+
+int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg)
+{
+	if (n->nnodedown == sizeof n->nodedown / sizeof n->nodedown[0])
+		return -ENOSPC;
+	n->nodedown[n->nnodedown].fn = fn;
+	n->nodedown[n->nnodedown++].arg = arg;
+	return 0;
+}
+
+void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg)
+{
+	for (size_t k = 0; k < n->nnodedown; k++) {
+		if (n->nodedown[k].fn == fn && n->nodedown[k].arg == arg) {
+			n->nodedown[k] = n->nodedown[--n->nnodedown];
+			return;
+		}
+	}
+}
 
 /* ---- connection table ---- */
 
@@ -132,6 +156,9 @@ static void hook_closed(void *owner, struct dist_conn *c, const char *why)
 		/* The peer's monitors and links on our procs die with the
 		 * connection; its side delivers noconnection by itself. */
 		proc_table_forget_node(&n->procs, c->peer);
+		if (c->was_up)
+			for (size_t k = 0; k < n->nnodedown; k++)
+				n->nodedown[k].fn(n->nodedown[k].arg, c->peer);
 	}
 }
 

@@ -76,6 +76,14 @@ int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *
  * an encoded term WITHOUT version byte. Returns as dist_node_send. */
 int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len);
 
+/* Called when the last up connection to `peer` closes (as nodedown). */
+typedef void (*nodedown_fn)(void *arg, const char *peer);
+
+/* Adds a nodedown listener (at most 16). Returns 0 or -ENOSPC. */
+int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
+/* Removes a listener added with the same fn and arg (before arg is freed). */
+void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
+
 /* Counters for the admin and for tests. */
 struct dist_node_stats {
 	uint64_t connections_accepted;

@@ -23,10 +23,11 @@
 #include "entity_plugin.h"
 #include "evloop.h"
 #include "log.h"
+#include "membership.h"
 #include "region.h"
 
-/* One hosted entity type: its coordinator (this node is the only member,
- * so the oldest) and its region. */
+/* One hosted entity type: its coordinator (active only on the oldest
+ * member hosting the type) and its region. */
 struct hosted_type {
 	const struct entity_type *type;
 	struct coordinator *coordinator;
@@ -38,7 +39,39 @@ struct app {
 	struct logger log;
 	struct ev_timer leave_timer;
 	const char *stop_reason;
+	const char *self;
+	struct membership *membership;
+	struct hosted_type *hosted;
+	size_t nhosted;
 };
+
+/* After any membership change: the coordinator of each type is active only
+ * on the oldest up member hosting it, expects a report from every up member
+ * hosting it, and every region registers with it. */
+static void on_membership_change(void *arg)
+{
+	struct app *app = arg;
+	if (membership_self_down(app->membership)) {
+		log_error(&app->log, "this node was marked down by the cluster: stopping");
+		app->stop_reason = "downed";
+		evloop_stop(app->loop);
+	}
+	for (size_t k = 0; k < app->nhosted; k++) {
+		struct hosted_type *h = &app->hosted[k];
+		const char *oldest = membership_oldest_with(app->membership, h->type->name);
+		const char *nodes[256];
+		size_t n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
+		coordinator_set_expected(h->coordinator, nodes, n);
+		coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, app->self) == 0);
+		region_set_coordinator_node(h->region, oldest);
+	}
+}
+
+static void leave_cluster(struct app *app)
+{
+	if (app->membership != NULL)
+		membership_leave(app->membership);
+}
 
 static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
 {
@@ -48,6 +81,7 @@ static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
 	if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
 		return;
 	app->stop_reason = si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+	leave_cluster(app);
 	evloop_stop(loop);
 }
 
@@ -62,6 +96,7 @@ static void on_leave_timer(struct evloop *loop, void *arg)
 static void request_leave(void *arg)
 {
 	struct app *app = arg;
+	leave_cluster(app);
 	evloop_timer_start(app->loop, &app->leave_timer, 0);
 }
 
@@ -157,19 +192,21 @@ int main(int argc, char **argv)
 		for (size_t t = 0; t < nknown; t++)
 			if (strcmp(known[t]->name, cfg.types[k]) == 0)
 				h->type = known[t];
+		char coord_name[CONFIG_NAME_BUF + 32];
+		snprintf(coord_name, sizeof coord_name, "shardnode_coordinator_%s", h->type->name);
 		struct coordinator_config ccfg = {
-			.node = node, .log = &app.log, .type_name = h->type->name, .nshards = cfg.number_of_shards,
+			.node = node, .log = &app.log, .type_name = h->type->name, .name = coord_name,
+			.nshards = cfg.number_of_shards,
 		};
 		h->coordinator = coordinator_start(&ccfg, &rc);
 		struct region_config rcfg = {
 			.node = node, .loop = app.loop, .log = &app.log, .type = h->type,
 			.nshards = cfg.number_of_shards, .buffer_size = cfg.buffer_size,
 			.retry_interval_ms = cfg.retry_interval_ms, .passivate_idle_ms = cfg.passivate_idle_after_ms,
+			.coordinator_name = coord_name,
 		};
-		if (h->coordinator != NULL) {
-			rcfg.coordinator = *coordinator_pid(h->coordinator);
+		if (h->coordinator != NULL)
 			h->region = region_start(&rcfg, &rc);
-		}
 		if (h->region == NULL) {
 			log_error(&app.log, "cannot start the %s region: %s", cfg.types[k], strerror(-rc));
 			coordinator_stop(h->coordinator);
@@ -184,9 +221,29 @@ int main(int argc, char **argv)
 		nhosted++;
 	}
 
-	if (cfg.njoin > 0)
-		log_warn(&app.log, "--join %s...: joining other nodes is not supported yet; "
-			 "this node is a cluster of one", cfg.join[0]);
+	/* Membership last: its first change places the coordinators. */
+	const char *seeds[CONFIG_MAX_LIST];
+	for (size_t k = 0; k < cfg.njoin; k++)
+		seeds[k] = cfg.join[k];
+	const char *hosted_names[CONFIG_MAX_LIST];
+	for (size_t k = 0; k < nhosted; k++)
+		hosted_names[k] = hosted[k].type->name;
+	app.self = dist_node_name(node);
+	app.hosted = hosted;
+	app.nhosted = nhosted;
+	struct membership_config mcfg = {
+		.node = node, .from = *admin_pid(admin), .loop = app.loop, .log = &app.log,
+		.seeds = seeds, .nseeds = cfg.njoin, .types = hosted_names, .ntypes = nhosted,
+		.gossip_interval_ms = cfg.heartbeat_interval_ms,
+		.on_change = on_membership_change, .on_change_arg = &app,
+	};
+	app.membership = membership_start(&mcfg, &rc);
+	if (app.membership == NULL) {
+		log_error(&app.log, "cannot start membership: %s", strerror(-rc));
+		return 1;
+	}
+	admin_set_membership(admin, app.membership);
+	on_membership_change(&app);
 	log_info(&app.log, "node %s up: port %u, creation %u, types %zu%s", cfg.name, dist_node_port(node),
 		 dist_node_creation(node), cfg.ntypes, cfg.proxy_only ? " (proxy only)" : "");
 	rc = evloop_run(app.loop);
@@ -194,6 +251,9 @@ int main(int argc, char **argv)
 		log_error(&app.log, "event loop failed: %s", strerror(-rc));
 
 	log_info(&app.log, "stopping (%s)", app.stop_reason ? app.stop_reason : "loop ended");
+	admin_set_membership(admin, NULL);
+	membership_free(app.membership);
+	app.membership = NULL;
 	/* Regions first: their entities stop and the coordinator hears of it. */
 	for (size_t j = 0; j < nhosted; j++)
 		region_free(hosted[j].region);

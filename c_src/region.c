@@ -2,6 +2,7 @@
 #include "region.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,9 @@ struct region {
 	struct proc *proc;
 	erlang_pid self;
 	bool registered;  /* the coordinator acknowledged us */
+	char coordinator_node[256]; /* where the active coordinator runs; "" if none */
+	char coordinator_name[256]; /* its registered name */
+	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
 	struct shard_slot *slots;
 	uint32_t buffered;
@@ -177,14 +181,66 @@ static void flush_slot(struct region *r, struct shard_slot *slot)
 
 static void send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard)
 {
+	if (!r->registered)
+		return;
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
 	int rc = kind == SMSG_GET_SHARD_HOME ? shard_msg_encode_shard(&x, kind, shard, &r->self)
 					     : shard_msg_encode_pid(&x, kind, &r->self);
 	if (rc == 0)
-		dist_node_send(r->cfg.node, &r->cfg.coordinator, x.buff, (size_t)x.index);
+		dist_node_send(r->cfg.node, &r->coordinator, x.buff, (size_t)x.index);
 	ei_x_free(&x);
+}
+
+/* register, then hosting: what this region already hosts, so a coordinator
+ * that just took over learns the allocation instead of inventing one. */
+static void send_registration(struct region *r)
+{
+	if (r->coordinator_node[0] == '\0' || r->stopped)
+		return;
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_pid(&x, SMSG_REGISTER, &r->self) == 0)
+		dist_node_reg_send(r->cfg.node, &r->self, r->coordinator_name, r->coordinator_node, x.buff,
+				   (size_t)x.index);
+	uint32_t *hosted = malloc((r->nlocal ? r->nlocal : 1) * sizeof *hosted);
+	size_t n = 0;
+	for (uint32_t s = 0; hosted != NULL && s < r->cfg.nshards; s++)
+		if (r->slots[s].home == HOME_LOCAL)
+			hosted[n++] = s;
+	x.index = 0;
+	if (hosted != NULL && shard_msg_encode_hosting(&x, &r->self, hosted, n) == 0)
+		dist_node_reg_send(r->cfg.node, &r->self, r->coordinator_name, r->coordinator_node, x.buff,
+				   (size_t)x.index);
+	free(hosted);
+	ei_x_free(&x);
+}
+
+void region_set_coordinator_node(struct region *r, const char *node)
+{
+	const char *now = node ? node : "";
+	if (strcmp(now, r->coordinator_node) == 0)
+		return;
+	snprintf(r->coordinator_node, sizeof r->coordinator_node, "%s", now);
+	r->registered = false;
+	log_info(r->cfg.log, "region %s: coordinator now on %s", r->cfg.type->name, node ? node : "(none)");
+	send_registration(r);
+}
+
+/* A node is gone: shards homed there are unknown again, and if the
+ * coordinator was there, we are no longer registered. */
+static void region_nodedown(void *arg, const char *peer)
+{
+	struct region *r = arg;
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->home == HOME_REMOTE && strcmp(slot->home_region.node, peer) == 0)
+			slot->home = HOME_UNKNOWN;
+	}
+	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
+		r->registered = false;
 }
 
 static void request_home(struct region *r, uint32_t shard)
@@ -278,7 +334,7 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 {
 	bool first = !r->registered;
 	r->registered = true;
-	r->cfg.coordinator = *coordinator;
+	r->coordinator = *coordinator;
 	if (first)
 		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.type->name,
 			  coordinator->node);
@@ -330,7 +386,7 @@ static void on_retry(struct evloop *loop, void *arg)
 {
 	struct region *r = arg;
 	if (!r->registered) {
-		send_to_coordinator(r, SMSG_REGISTER, 0);
+		send_registration(r);
 	} else {
 		uint64_t now = evloop_now_ms(loop);
 		for (uint32_t s = 0; s < r->cfg.nshards; s++) {
@@ -503,6 +559,8 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->cfg = *cfg;
+	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);
+	r->cfg.coordinator_name = r->coordinator_name;
 	ev_timer_init(&r->retry_timer, on_retry, r);
 	ev_timer_init(&r->idle_timer, on_idle_sweep, r);
 	r->proc = dist_node_spawn(cfg->node, cfg->type->name, region_handle, r, err);
@@ -512,7 +570,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->self = r->proc->pid;
-	send_to_coordinator(r, SMSG_REGISTER, 0);
+	dist_node_on_nodedown(cfg->node, region_nodedown, r);
 	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
 	if (cfg->passivate_idle_ms > 0)
 		on_idle_sweep(cfg->loop, r);
@@ -556,6 +614,7 @@ void region_free(struct region *r)
 	if (r == NULL)
 		return;
 	region_shutdown(r);
+	dist_node_off_nodedown(r->cfg.node, region_nodedown, r);
 	free(r->slots);
 	free(r);
 }

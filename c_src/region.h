@@ -41,7 +41,7 @@ struct region_config {
 	uint32_t buffer_size;
 	uint32_t retry_interval_ms;
 	uint32_t passivate_idle_ms;      /* 0: never */
-	erlang_pid coordinator;          /* where to register */
+	const char *coordinator_name;    /* the coordinators' registered name; copied */
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner then frees it with region_free. */
 	void (*on_stopped)(void *arg, struct region *r);
@@ -51,6 +51,11 @@ struct region_config {
 /* Registers the region under the type's name and sends `register` to the
  * coordinator. Returns it, or NULL with *err (-EEXIST, -ENOMEM). */
 struct region *region_start(const struct region_config *cfg, int *err);
+
+/* Where the active coordinator runs (the oldest member hosting the type), or
+ * NULL while there is none. A change makes the region register there, with
+ * a report of the shards it hosts. */
+void region_set_coordinator_node(struct region *r, const char *node);
 
 /* Stops every local entity, tells the coordinator, unregisters the name
  * (monitors get `normal`). Idempotent. */

@@ -15,6 +15,7 @@ static const char *const kind_names[] = {
 	[SMSG_SHARD_HOME] = "shard_home",
 	[SMSG_REGION_STOPPED] = "region_stopped",
 	[SMSG_TELL] = "tell",
+	[SMSG_HOSTING] = "hosting",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -75,6 +76,29 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 			return -EPROTO;
 		out->has_pid = true;
 		break;
+	case SMSG_HOSTING: {
+		if (arity != 4 || !get_pid(t, &i, &out->pid))
+			return -EPROTO;
+		out->has_pid = true;
+		out->shards = t + i;
+		/* Check the list now, so its readers need not. */
+		int ii = (int)i, n;
+		if (ei_decode_list_header(t, &ii, &n) < 0)
+			return -EPROTO;
+		i = (size_t)ii;
+		for (int e = 0; e < n; e++) {
+			uint32_t shard;
+			if (!get_shard(t, &i, &shard))
+				return -EPROTO;
+		}
+		if (n > 0) {
+			ii = (int)i;
+			if (ei_decode_list_header(t, &ii, &n) < 0 || n != 0)
+				return -EPROTO;
+			i = (size_t)ii;
+		}
+		break;
+	}
 	case SMSG_TELL:
 		if (arity != 5)
 			return -EPROTO;
@@ -116,6 +140,18 @@ int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shar
 	if (begin(x, 4, kind) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, pid) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n)
+{
+	if (begin(x, 4, SMSG_HOSTING) || ei_x_encode_pid(x, region) < 0)
+		return -ENOMEM;
+	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		if (ei_x_encode_ulong(x, shards[k]) < 0)
+			return -ENOMEM;
+	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 
 int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,

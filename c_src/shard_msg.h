@@ -5,6 +5,8 @@
  * an Erlang shell can read them in a trace:
  *
  *   {'$shardnode', register, RegionPid}              region -> coordinator
+ *   {'$shardnode', hosting, RegionPid, [ShardId]}    region -> coordinator, right
+ *                                                    after register: what it hosts
  *   {'$shardnode', registered, CoordinatorPid}       coordinator -> region
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
@@ -31,6 +33,7 @@ enum shard_msg_kind {
 	SMSG_SHARD_HOME,
 	SMSG_REGION_STOPPED,
 	SMSG_TELL,
+	SMSG_HOSTING,
 };
 
 struct shard_msg {
@@ -43,6 +46,7 @@ struct shard_msg {
 	size_t id_len;
 	const char *msg;
 	size_t msg_len;
+	const char *shards; /* hosting: the raw [ShardId] list, inside the term */
 };
 
 /* Decodes a validated term (no version byte). Returns 1 and fills *out for a
@@ -54,6 +58,7 @@ int shard_msg_decode(const char *term, size_t len, struct shard_msg *out);
  * ei_x_buff from ei_x_new). Return 0 or -ENOMEM. */
 int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pid *pid);
 int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shard, const erlang_pid *pid);
+int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n);
 int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,
 			  const char *msg, size_t msg_len);
 

@@ -1,0 +1,436 @@
+/* membership.c — see membership.h. */
+#include "membership.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bsd/string.h>
+
+#include "term.h"
+
+static const char *const status_names[] = {
+	[MEMBER_JOINING] = "joining", [MEMBER_UP] = "up", [MEMBER_LEAVING] = "leaving",
+	[MEMBER_EXITING] = "exiting", [MEMBER_DOWN] = "down", [MEMBER_REMOVED] = "removed",
+};
+
+struct membership {
+	struct membership_config cfg;
+	char self[256];
+	struct member *members;
+	size_t n, cap;
+	struct ev_timer gossip_timer;
+};
+
+static struct member *find(struct membership *m, const char *node)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (strcmp(m->members[k].node, node) == 0)
+			return &m->members[k];
+	return NULL;
+}
+
+static struct member *add(struct membership *m, const char *node)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 8;
+		struct member *p = realloc(m->members, cap * sizeof *p);
+		if (p == NULL)
+			return NULL;
+		m->members = p;
+		m->cap = cap;
+	}
+	struct member *e = &m->members[m->n++];
+	memset(e, 0, sizeof *e);
+	strlcpy(e->node, node, sizeof e->node);
+	return e;
+}
+
+static void changed(struct membership *m)
+{
+	if (m->cfg.on_change)
+		m->cfg.on_change(m->cfg.on_change_arg);
+}
+
+/* ---- sending ---- */
+
+static void send_admin(struct membership *m, const char *to, const ei_x_buff *x)
+{
+	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);
+}
+
+static void encode_member(ei_x_buff *x, const struct member *e)
+{
+	ei_x_encode_tuple_header(x, 5);
+	ei_x_encode_atom(x, e->node);
+	ei_x_encode_ulong(x, e->up_number);
+	ei_x_encode_atom(x, status_names[e->status]);
+	ei_x_encode_ulong(x, e->version);
+	if (e->ntypes)
+		ei_x_encode_list_header(x, (long)e->ntypes);
+	for (size_t t = 0; t < e->ntypes; t++)
+		ei_x_encode_atom(x, e->types[t]);
+	ei_x_encode_empty_list(x);
+}
+
+static void gossip_to(struct membership *m, const char *to)
+{
+	ei_x_buff x;
+	if (ei_x_new_with_version(&x) < 0)
+		return;
+	ei_x_encode_tuple_header(&x, 4);
+	ei_x_encode_atom(&x, "$shardnode");
+	ei_x_encode_atom(&x, "gossip");
+	ei_x_encode_atom(&x, m->self);
+	if (m->n)
+		ei_x_encode_list_header(&x, (long)m->n);
+	for (size_t k = 0; k < m->n; k++)
+		encode_member(&x, &m->members[k]);
+	ei_x_encode_empty_list(&x);
+	send_admin(m, to, &x);
+	ei_x_free(&x);
+}
+
+static void gossip_all(struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (strcmp(e->node, m->self) != 0 && e->status < MEMBER_DOWN && !e->unreachable)
+			gossip_to(m, e->node);
+	}
+}
+
+static void send_join(struct membership *m, const char *seed)
+{
+	const struct member *me = find(m, m->self);
+	ei_x_buff x;
+	if (ei_x_new_with_version(&x) < 0)
+		return;
+	ei_x_encode_tuple_header(&x, 4);
+	ei_x_encode_atom(&x, "$shardnode");
+	ei_x_encode_atom(&x, "join");
+	ei_x_encode_atom(&x, m->self);
+	if (me->ntypes)
+		ei_x_encode_list_header(&x, (long)me->ntypes);
+	for (size_t t = 0; t < me->ntypes; t++)
+		ei_x_encode_atom(&x, me->types[t]);
+	ei_x_encode_empty_list(&x);
+	send_admin(m, seed, &x);
+	ei_x_free(&x);
+}
+
+static void on_gossip_timer(struct evloop *loop, void *arg)
+{
+	struct membership *m = arg;
+	const struct member *me = find(m, m->self);
+	if (me->status == MEMBER_JOINING)
+		for (size_t k = 0; k < m->cfg.nseeds; k++)
+			send_join(m, m->cfg.seeds[k]);
+	gossip_all(m);
+	evloop_timer_start(loop, &m->gossip_timer, m->cfg.gossip_interval_ms);
+}
+
+/* ---- receiving ---- */
+
+static int status_of(const char *name)
+{
+	for (int s = 0; s <= MEMBER_REMOVED; s++)
+		if (strcmp(status_names[s], name) == 0)
+			return s;
+	return -1;
+}
+
+/* Reads [Type] into e. Returns 0 or -EPROTO. */
+static int read_types(const char *t, size_t *i, struct member *e)
+{
+	int ii = (int)*i, arity;
+	if (ei_decode_list_header(t, &ii, &arity) < 0)
+		return -EPROTO;
+	*i = (size_t)ii;
+	e->ntypes = 0;
+	for (int k = 0; k < arity; k++) {
+		char atom[TERM_ATOM_BUF];
+		if (term_get_atom(t, i, atom))
+			return -EPROTO;
+		if (e->ntypes < MEMBER_MAX_TYPES)
+			strlcpy(e->types[e->ntypes++], atom, sizeof e->types[0]);
+	}
+	if (arity > 0) {
+		ii = (int)*i;
+		if (ei_decode_list_header(t, &ii, &arity) < 0 || arity != 0)
+			return -EPROTO;
+		*i = (size_t)ii;
+	}
+	return 0;
+}
+
+static uint32_t next_up_number(const struct membership *m)
+{
+	uint32_t top = 0;
+	for (size_t k = 0; k < m->n; k++)
+		if (m->members[k].up_number > top)
+			top = m->members[k].up_number;
+	return top + 1;
+}
+
+static void on_join(struct membership *m, const char *t, size_t i)
+{
+	struct member joiner = {0};
+	if (term_get_atom(t, &i, joiner.node) || read_types(t, &i, &joiner))
+		return;
+	struct member *e = find(m, joiner.node);
+	if (e != NULL && e->status == MEMBER_UP && !e->unreachable) {
+		gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
+		return;
+	}
+	if (e == NULL && (e = add(m, joiner.node)) == NULL)
+		return;
+	uint32_t version = e->version + 1;
+	*e = joiner;
+	e->up_number = next_up_number(m);
+	e->status = MEMBER_UP;
+	e->version = version;
+	log_info(m->cfg.log, "member %s joined (up-number %u)", e->node, e->up_number);
+	gossip_all(m);
+	changed(m);
+}
+
+static bool newer(const struct member *in, const struct member *have)
+{
+	if (in->version != have->version)
+		return in->version > have->version;
+	return in->status > have->status;
+}
+
+static void on_gossip(struct membership *m, const char *t, size_t i)
+{
+	char from[TERM_ATOM_BUF];
+	if (term_get_atom(t, &i, from))
+		return;
+	int ii = (int)i, count;
+	if (ei_decode_list_header(t, &ii, &count) < 0)
+		return;
+	i = (size_t)ii;
+	bool any = false;
+	for (int k = 0; k < count; k++) {
+		struct member in = {0};
+		char status[TERM_ATOM_BUF];
+		long up, version;
+		if (term_get_tuple(t, &i) != 5 || term_get_atom(t, &i, in.node) || term_get_long(t, &i, &up) ||
+		    term_get_atom(t, &i, status) || term_get_long(t, &i, &version) || read_types(t, &i, &in))
+			return;
+		int s = status_of(status);
+		if (s < 0)
+			return;
+		in.up_number = (uint32_t)up;
+		in.status = (enum member_status)s;
+		in.version = (uint32_t)version;
+		struct member *e = find(m, in.node);
+		if (strcmp(in.node, m->self) == 0 && e != NULL && e->status >= MEMBER_LEAVING &&
+		    in.status < e->status)
+			continue; /* nobody un-leaves us */
+		if (e == NULL) {
+			if ((e = add(m, in.node)) == NULL)
+				return;
+			*e = in;
+			any = true;
+		} else if (newer(&in, e)) {
+			bool unreachable = e->unreachable;
+			*e = in;
+			e->unreachable = unreachable && strcmp(in.node, from) != 0;
+			any = true;
+		}
+		if (strcmp(in.node, from) == 0)
+			e->unreachable = false;
+	}
+	if (any) {
+		log_debug(m->cfg.log, "member list changed by gossip from %s", from);
+		changed(m);
+	}
+}
+
+int membership_handle(struct membership *m, const char *t, size_t len)
+{
+	(void)len;
+	size_t i = 0;
+	long arity = term_get_tuple(t, &i);
+	if (arity != 4 || !term_is_atom(t, i, "$shardnode"))
+		return 0;
+	term_skip(t, &i);
+	if (term_is_atom(t, i, "join")) {
+		term_skip(t, &i);
+		on_join(m, t, i);
+		return 1;
+	}
+	if (term_is_atom(t, i, "gossip")) {
+		term_skip(t, &i);
+		on_gossip(m, t, i);
+		return 1;
+	}
+	return 0;
+}
+
+static void on_nodedown(void *arg, const char *peer)
+{
+	struct membership *m = arg;
+	struct member *e = find(m, peer);
+	if (e == NULL || e->status == MEMBER_REMOVED)
+		return;
+	if (e->status == MEMBER_EXITING || e->status == MEMBER_DOWN) {
+		e->status = MEMBER_REMOVED;
+		e->version++;
+		log_info(m->cfg.log, "member %s removed (it left)", peer);
+	} else {
+		e->unreachable = true;
+		log_warn(m->cfg.log, "member %s unreachable", peer);
+	}
+	changed(m);
+}
+
+/* ---- queries ---- */
+
+static int by_age(const void *a, const void *b)
+{
+	const struct member *x = *(const struct member *const *)a, *y = *(const struct member *const *)b;
+	/* Joining members (up-number 0) come last. */
+	uint32_t ux = x->up_number ? x->up_number : UINT32_MAX, uy = y->up_number ? y->up_number : UINT32_MAX;
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	return strcmp(x->node, y->node);
+}
+
+void membership_encode_members(const struct membership *m, ei_x_buff *x)
+{
+	const struct member **sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
+	size_t n = 0;
+	for (size_t k = 0; sorted != NULL && k < m->n; k++)
+		if (m->members[k].status != MEMBER_REMOVED)
+			sorted[n++] = &m->members[k];
+	qsort(sorted, n, sizeof *sorted, by_age);
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	if (n)
+		ei_x_encode_list_header(x, (long)n);
+	for (size_t k = 0; k < n; k++) {
+		ei_x_encode_map_header(x, 2);
+		ei_x_encode_atom(x, "node");
+		ei_x_encode_atom(x, sorted[k]->node);
+		ei_x_encode_atom(x, "status");
+		/* Unreachable says more than up or leaving, less than down. */
+		bool show_unreachable = sorted[k]->unreachable && sorted[k]->status < MEMBER_DOWN;
+		ei_x_encode_atom(x, show_unreachable ? "unreachable" : status_names[sorted[k]->status]);
+	}
+	ei_x_encode_empty_list(x);
+	free(sorted);
+}
+
+static bool hosts(const struct member *e, const char *type)
+{
+	for (size_t t = 0; t < e->ntypes; t++)
+		if (strcmp(e->types[t], type) == 0)
+			return true;
+	return false;
+}
+
+/* Unreachable members still serve: see the header. */
+static bool serving(const struct member *e) { return e->status == MEMBER_UP; }
+
+const char *membership_oldest_with(const struct membership *m, const char *type)
+{
+	const struct member *best = NULL;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!serving(e) || !hosts(e, type))
+			continue;
+		if (best == NULL || e->up_number < best->up_number ||
+		    (e->up_number == best->up_number && strcmp(e->node, best->node) < 0))
+			best = e;
+	}
+	return best ? best->node : NULL;
+}
+
+size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n && n < max; k++)
+		if (serving(&m->members[k]) && hosts(&m->members[k], type))
+			out[n++] = m->members[k].node;
+	return n;
+}
+
+void membership_leave(struct membership *m)
+{
+	struct member *me = find(m, m->self);
+	me->status = MEMBER_EXITING;
+	me->version++;
+	gossip_all(m);
+	changed(m);
+}
+
+int membership_down(struct membership *m, const char *node)
+{
+	struct member *e = find(m, node);
+	if (e == NULL || e->status >= MEMBER_DOWN)
+		return e == NULL ? -ENOENT : 0;
+	e->status = MEMBER_DOWN;
+	e->version++;
+	log_warn(m->cfg.log, "member %s marked down", node);
+	/* The downed node hears it too, if it can, and stops. */
+	if (strcmp(node, m->self) != 0)
+		gossip_to(m, node);
+	gossip_all(m);
+	changed(m);
+	return 0;
+}
+
+bool membership_self_down(const struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (strcmp(m->members[k].node, m->self) == 0)
+			return m->members[k].status == MEMBER_DOWN;
+	return false;
+}
+
+/* ---- life ---- */
+
+struct membership *membership_start(const struct membership_config *cfg, int *err)
+{
+	struct membership *m = calloc(1, sizeof *m);
+	if (m == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	m->cfg = *cfg;
+	strlcpy(m->self, dist_node_name(cfg->node), sizeof m->self);
+	struct member *me = add(m, m->self);
+	if (me == NULL || (*err = dist_node_on_nodedown(cfg->node, on_nodedown, m)) != 0) {
+		free(m->members);
+		free(m);
+		if (me == NULL)
+			*err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t t = 0; t < cfg->ntypes && t < MEMBER_MAX_TYPES; t++)
+		strlcpy(me->types[me->ntypes++], cfg->types[t], sizeof me->types[0]);
+	if (cfg->nseeds == 0) {
+		me->status = MEMBER_UP;
+		me->up_number = 1;
+		me->version = 1;
+	} else {
+		me->status = MEMBER_JOINING;
+	}
+	ev_timer_init(&m->gossip_timer, on_gossip_timer, m);
+	on_gossip_timer(cfg->loop, m);
+	*err = 0;
+	return m;
+}
+
+void membership_free(struct membership *m)
+{
+	if (m == NULL)
+		return;
+	evloop_timer_stop(m->cfg.loop, &m->gossip_timer);
+	dist_node_off_nodedown(m->cfg.node, on_nodedown, m);
+	free(m->members);
+	free(m);
+}

@@ -1,0 +1,96 @@
+/*
+ * membership.h — who is in the cluster: a versioned member list, joined via
+ * seed nodes and spread by gossip between the admin processes (`shardnode`)
+ * of the members.
+ *
+ *   {'$shardnode', join, Node, Types}         joiner -> seed, until it is up
+ *   {'$shardnode', gossip, From, [Member]}    member -> every other member,
+ *       Member = {Node, UpNumber, Status, Version, [Type]}
+ *
+ * A seed that hears `join` gives the joiner the next up-number (age: the
+ * lowest is the oldest) and marks it up. A member's entry changes only with
+ * a higher version (ties: the later status wins), so merges converge. A
+ * leaving member gossips `exiting` and is removed by the others when its
+ * connection goes.
+ *
+ * A member whose connection drops without leaving is shown `unreachable`
+ * but stays a member: it still counts as the oldest and still owns its
+ * shards, because from here a crash and a network partition look the same,
+ * and taking over on a timeout alone is how two coordinators are born. It
+ * leaves the cluster only when downed ({down, Node}, membership_down); a
+ * node that learns it was downed stops. Automatic downing (keep-majority)
+ * is not built yet.
+ */
+#ifndef SN_MEMBERSHIP_H
+#define SN_MEMBERSHIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "dist_node.h"
+#include "evloop.h"
+#include "log.h"
+
+/* In the order a member moves through them; a merge never moves backwards. */
+enum member_status { MEMBER_JOINING, MEMBER_UP, MEMBER_LEAVING, MEMBER_EXITING, MEMBER_DOWN, MEMBER_REMOVED };
+
+#define MEMBER_MAX_TYPES 16
+
+struct member {
+	char node[256];
+	uint32_t up_number; /* 0 while joining */
+	enum member_status status;
+	uint32_t version;
+	bool unreachable;   /* its connection went down without it leaving */
+	char types[MEMBER_MAX_TYPES][256];
+	size_t ntypes;
+};
+
+struct membership;
+
+struct membership_config {
+	struct dist_node *node;
+	erlang_pid from;          /* sender of our gossip: the admin's pid */
+	struct evloop *loop;
+	const struct logger *log;
+	const char *const *seeds; /* other nodes to join through; none: a new cluster */
+	size_t nseeds;
+	const char *const *types; /* entity types this node hosts */
+	size_t ntypes;
+	uint32_t gossip_interval_ms;
+	/* Called after any change of the member list. */
+	void (*on_change)(void *arg);
+	void *on_change_arg;
+};
+
+struct membership *membership_start(const struct membership_config *cfg, int *err);
+void membership_free(struct membership *m);
+
+/* Handles a '$shardnode' join or gossip message (decoded by the admin).
+ * Returns 1 if it was one, 0 if not. */
+int membership_handle(struct membership *m, const char *term, size_t len);
+
+/* Encodes {ok, [#{node := Node, status := Status}]}, oldest first. */
+void membership_encode_members(const struct membership *m, ei_x_buff *x);
+
+/* Up, reachable members hosting `type`, at most max of them, into out
+ * (pointers valid until the member list changes). Returns how many. */
+size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max);
+
+/* The oldest up member hosting `type`, or NULL. */
+const char *membership_oldest_with(const struct membership *m, const char *type);
+
+
+/* Marks this node exiting and gossips it at once (graceful leave). */
+void membership_leave(struct membership *m);
+
+/* Marks `node` down and gossips it. Returns 0, or -ENOENT (not a member). */
+int membership_down(struct membership *m, const char *node);
+
+/* True once this node has been downed by the others. */
+bool membership_self_down(const struct membership *m);
+
+#endif
