@@ -1,6 +1,7 @@
 #!/bin/sh
-# make bench: compiles the load generator into build/bench/ and runs it on a
-# distributed BEAM node. Settings: see bench/README.md.
+# make bench: compiles the load generators (the BEAM controller and the C
+# one) into build/bench/ and runs the controller on a distributed BEAM node.
+# Settings: see bench/README.md.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,23 @@ EBIN=_build/default/lib/shardnode/ebin
 
 mkdir -p "$OUT"
 erlc -Werror -o "$OUT" bench/*.erl
+
+# The C load generator links the node's own runtime: every c_src/*.c but
+# main.c. Rebuilt only when a source is newer than the binary, so a repeated
+# run does not pay the few seconds of compiling.
+ERL_ROOT=$(erl -noshell -eval 'io:format("~s",[code:root_dir()]),halt().' 2>/dev/null || echo /usr/lib/erlang)
+LOADGEN="$OUT/c_loadgen"
+LOADGEN_SRC=bench/c_loadgen.c
+for f in c_src/*.c; do
+    [ "$f" = c_src/main.c ] || LOADGEN_SRC="$LOADGEN_SRC $f"
+done
+if [ ! -x "$LOADGEN" ] || [ -n "$(find bench/c_loadgen.c c_src -newer "$LOADGEN" -name '*.[ch]' | head -n 1)" ]; then
+    # shellcheck disable=SC2086 # the list is file names without spaces
+    ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wformat=2 -Wvla -Werror \
+        -I"$ERL_ROOT/usr/include" -Ic_src $LOADGEN_SRC \
+        -L"$ERL_ROOT/usr/lib" -lei -lcrypto -lbsd -lpthread -ldl -o "$LOADGEN"
+fi
 
 TAG=$$
 PIDS="$OUT/ospids.$TAG"
@@ -45,7 +63,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # In the background, so that a signal to this script is handled at once.
-BENCH_TAG=$TAG BENCH_PIDS_FILE=$PIDS BENCH_DATA_DIR=$DATA \
+BENCH_TAG=$TAG BENCH_PIDS_FILE=$PIDS BENCH_DATA_DIR=$DATA BENCH_C_LOADGEN=$LOADGEN \
     erl -noshell -noinput \
         -name "bench$TAG@127.0.0.1" -setcookie shardnode_bench \
         -pa "$EBIN" -pa "$OUT" \

@@ -9,14 +9,17 @@
 %%              gen_server per type, registered as the type) and one
 %%              bench_entity gen_server per entity.
 %%
-%% It talks to both with `!' and gen_server:call/3 only. Rounds alternate
+%% It talks to both with `!' and gen_server:call/3 only; for the "C load
+%% generator" rows it runs build/bench/c_loadgen (bench/c_loadgen.c), a C
+%% node that speaks the distribution protocol itself, against the same
+%% node, so that the client is not the bottleneck. Rounds alternate
 %% shardnode, beam, shardnode, beam, ...; every figure is the median over
 %% rounds of the per-round value. Every node started is stopped again, also
 %% when a measurement fails.
 %%
 %% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
-%% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_WINDOW, BENCH_TAG,
-%% BENCH_PIDS_FILE, BENCH_DATA_DIR.
+%% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_WINDOW, BENCH_C_WINDOW,
+%% BENCH_C_LOADGEN, BENCH_TAG, BENCH_PIDS_FILE, BENCH_DATA_DIR.
 -module(shardnode_bench).
 
 -export([main/0]).
@@ -55,6 +58,8 @@ config() ->
       seconds => env_int("BENCH_SECONDS", 2, 1),
       clients => env_int("BENCH_CLIENTS", 16, 1),
       window => env_int("BENCH_WINDOW", 100, 1),
+      c_window => env_int("BENCH_C_WINDOW", 10, 1),
+      c_loadgen => filename:absname(env_str("BENCH_C_LOADGEN", "build/bench/c_loadgen")),
       tag => env_str("BENCH_TAG", os:getpid()),
       pids_file => env_str("BENCH_PIDS_FILE", ""),
       data_dir => env_str("BENCH_DATA_DIR", "build/bench/data")}.
@@ -131,7 +136,7 @@ label(beam) -> "BEAM".
 %% Figures
 %%====================================================================
 
-throughput_figures(#{ospid := OsPid} = Sys, #{clients := C, window := W, seconds := Secs}) ->
+throughput_figures(#{ospid := OsPid} = Sys, #{clients := C, window := W, seconds := Secs} = Cfg) ->
     %% every hot entity exists before anything is timed
     fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
     Payload = binary:copy(<<"x">>, ?ECHO_BYTES),
@@ -149,9 +154,85 @@ throughput_figures(#{ospid := OsPid} = Sys, #{clients := C, window := W, seconds
              [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt(AskCpu)]),
     progress("ask echo", "~s calls/s, p50 ~s us, p99 ~s us",
              [fmt(EchoRate), fmt(EchoP50), fmt(EchoP99)]),
-    #{tell_rate => Tell, tell_cpu => TellCpu,
-      ask_rate => AskRate, ask_p50 => AskP50, ask_p99 => AskP99, ask_cpu => AskCpu,
-      echo_rate => EchoRate, echo_p50 => EchoP50, echo_p99 => EchoP99}.
+    CFigures = c_loadgen_figures(Sys, Cfg),
+    CFigures#{tell_rate => Tell, tell_cpu => TellCpu,
+              ask_rate => AskRate, ask_p50 => AskP50, ask_p99 => AskP99, ask_cpu => AskCpu,
+              echo_rate => EchoRate, echo_p50 => EchoP50, echo_p99 => EchoP99}.
+
+%% The same counters driven by the C load generator: K clients each keeping
+%% BENCH_C_WINDOW calls in flight (asks, incr), then BENCH_WINDOW tells
+%% unanswered (tells, incr). It sends no monitors (see bench/c_loadgen.c), so
+%% its asks measure the message path of a call without the two monitor
+%% control messages that a BEAM gen_server:call adds.
+c_loadgen_figures(#{ospid := OsPid} = Sys, #{c_window := CW, window := W} = Cfg) ->
+    Cpu0 = cpu_us(OsPid),
+    Ask = c_loadgen(Sys, ask, CW, Cfg),
+    Cpu1 = cpu_us(OsPid),
+    Tell = c_loadgen(Sys, tell, W, Cfg),
+    Cpu2 = cpu_us(OsPid),
+    #{"calls" := Calls, "calls_per_s" := AskRate, "p50_us" := P50, "p99_us" := P99} = Ask,
+    #{"tells" := Tells, "tells_per_s" := TellRate} = Tell,
+    AskCpu = (Cpu1 - Cpu0) / Calls,
+    TellCpu = (Cpu2 - Cpu1) / Tells,
+    progress("C gen ask", "~s calls/s, p50 ~s us, p99 ~s us, ~s us CPU per call "
+             "(the generator used ~s% of a core)",
+             [fmt(AskRate), fmt(P50), fmt(P99), fmt(AskCpu), fmt(maps:get("loadgen_cpu_pct", Ask))]),
+    progress("C gen tell", "~s msg/s, ~s us CPU per message (the generator used ~s% of a core)",
+             [fmt(TellRate), fmt(TellCpu), fmt(maps:get("loadgen_cpu_pct", Tell))]),
+    #{c_ask_rate => AskRate, c_ask_p50 => P50, c_ask_p99 => P99, c_ask_cpu => AskCpu,
+      c_tell_rate => TellRate, c_tell_cpu => TellCpu}.
+
+%% Runs the C load generator once against the system's node and returns its
+%% result line as a map of numbers. The BEAM baseline's region needs the
+%% reply-to pid inside a tell.
+c_loadgen(#{system := System, node := Node}, Mode, Window,
+          #{c_loadgen := Exe, clients := C, seconds := Secs} = Cfg) ->
+    filelib:is_regular(Exe) orelse erlang:error({c_loadgen_missing, Exe}),
+    Args = ["--target", atom_to_list(Node), "--cookie", atom_to_list(erlang:get_cookie()),
+            "--mode", atom_to_list(Mode), "--seconds", integer_to_list(Secs),
+            "--clients", integer_to_list(C), "--window", integer_to_list(Window),
+            "--entities", integer_to_list(?HOT_ENTITIES)]
+        ++ case {System, Mode} of
+               {beam, tell} -> ["--reply-to-in-msg"];
+               _ -> []
+           end,
+    %% its stderr is ours: its complaints reach the terminal as they are
+    Port = open_port({spawn_executable, Exe}, [{args, Args}, {line, 4096}, exit_status, use_stdio]),
+    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+    note_ospid(OsPid, Cfg),
+    %% it gives up by itself 20 s (connecting) or 15 s (draining) late
+    Lines = c_loadgen_output(Port, OsPid, [], (Secs + 60) * 1000),
+    case [L || "mode=" ++ _ = L <- Lines] of
+        [Line] -> parse_kv(Line);
+        _ -> erlang:error({c_loadgen_output, Lines})
+    end.
+
+c_loadgen_output(Port, OsPid, Acc, Timeout) ->
+    receive
+        {Port, {data, {eol, Line}}} -> c_loadgen_output(Port, OsPid, [Line | Acc], Timeout);
+        {Port, {data, {noeol, Line}}} -> c_loadgen_output(Port, OsPid, [Line | Acc], Timeout);
+        {Port, {exit_status, 0}} -> lists:reverse(Acc);
+        {Port, {exit_status, Status}} -> erlang:error({c_loadgen_failed, Status, lists:reverse(Acc)})
+    after Timeout ->
+            _ = os:cmd("kill -KILL " ++ integer_to_list(OsPid)),
+            catch port_close(Port),
+            erlang:error({c_loadgen_timeout, lists:reverse(Acc)})
+    end.
+
+%% "k1=v1 k2=v2 ..." with numeric values, as c_loadgen prints its result.
+parse_kv(Line) ->
+    maps:from_list([begin
+                        [K, V] = string:split(Pair, "="),
+                        {K, to_number(V)}
+                    end || Pair <- string:lexemes(Line, " ")]).
+
+to_number("ask") -> ask;
+to_number("tell") -> tell;
+to_number(V) ->
+    case string:to_integer(V) of
+        {N, ""} -> N;
+        _ -> list_to_float(V)
+    end.
 
 %% On a fresh node with many shards: the first call to an entity whose shard
 %% no region hosts yet (shardnode asks its coordinator where the shard
@@ -547,15 +628,17 @@ thousands(Digits) ->
 groups([]) -> [];
 groups([A, B, C | T]) -> [[A, B, C] | groups(T)].
 
-print_header(#{rounds := R, entities := E, seconds := S, clients := C, window := W}) ->
+print_header(#{rounds := R, entities := E, seconds := S, clients := C, window := W,
+               c_window := CW}) ->
     io:format("shardnode vs BEAM baseline~n"
               "machine: ~s, ~b cores, ~s, OTP ~s (erts ~s)~n"
               "settings: ~b rounds, ~b clients, window ~b tells per client, ~b s per "
-              "throughput figure, ~s hot entities, ~s entities for memory~n"
+              "throughput figure, ~s hot entities, ~s entities for memory,~n"
+              "          C load generator window ~b calls per client~n"
               "load average (1, 5, 15 min): ~s~n",
               [machine(), erlang:system_info(logical_processors_available), cpu_model(),
                erlang:system_info(otp_release), erlang:system_info(version),
-               R, C, W, S, fmt(?HOT_ENTITIES), fmt(E), loadavg()]).
+               R, C, W, S, fmt(?HOT_ENTITIES), fmt(E), CW, loadavg()]).
 
 machine() ->
     string:trim(os:cmd("uname -m")).
@@ -571,7 +654,7 @@ cpu_model() ->
             "unknown CPU"
     end.
 
-print_table(S, B, #{entities := E, clients := C}) ->
+print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW}) ->
     Rows =
         [{io_lib:format("tell throughput, msg/s (~b clients, ~s counters)", [C, fmt(?HOT_ENTITIES)]),
           tell_rate, higher},
@@ -587,7 +670,15 @@ print_table(S, B, #{entities := E, clients := C}) ->
          {io_lib:format("entity creation by tell, entities/s (filling ~s)", [fmt(E)]), create_rate, higher},
          {"first message, us median: shardnode new shard (coordinator) / BEAM new entity",
           first_new_shard, lower},
-         {"first message to a new entity in a hosted shard, us median", first_hosted_shard, lower}],
+         {"first message to a new entity in a hosted shard, us median", first_hosted_shard, lower},
+         {io_lib:format("C load generator: ask calls/s (~b clients x ~b in flight, counter incr)",
+                        [C, CW]), c_ask_rate, higher},
+         {"C load generator: ask latency p50, us", c_ask_p50, lower},
+         {"C load generator: ask latency p99, us", c_ask_p99, lower},
+         {"C load generator: CPU of the system per ask, us", c_ask_cpu, lower},
+         {io_lib:format("C load generator: tells/s (~b clients x ~b unanswered)", [C, W]),
+          c_tell_rate, higher},
+         {"C load generator: CPU of the system per tell, us", c_tell_cpu, lower}],
     io:format("| figure | shardnode | BEAM | ratio | ratio is |~n"
               "|---|---:|---:|---:|---|~n"),
     [begin
@@ -599,6 +690,5 @@ print_table(S, B, #{entities := E, clients := C}) ->
                           end,
          io:format("| ~s | ~s | ~s | ~.2f | ~s |~n", [Label, fmt(Sv), fmt(Bv), Ratio, Reads])
      end || {Label, Key, Better} <- Rows],
-    io:format("| rebalance time | not measured yet | not measured yet | - | - |~n"
-              "| C load generator | not measured yet | not measured yet | - | - |~n"),
+    io:format("| rebalance time | not measured yet | not measured yet | - | - |~n"),
     ok.
