@@ -22,8 +22,12 @@ struct coordinator {
 	struct region_ref *regions;
 	size_t nregions, cap;
 	int32_t *home; /* per shard: index into regions, or -1 */
+	int32_t *moving_to; /* per shard: index of the region it moves to, or -1 */
+	uint64_t *moving_since;
+	uint32_t nmoving;
 	char (*expected)[256];
 	size_t nexpected;
+	struct ev_timer rebalance_timer;
 };
 
 static void on_region_stopped(struct coordinator *c, const erlang_pid *region);
@@ -31,8 +35,9 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region);
 static void forget_all(struct coordinator *c)
 {
 	c->nregions = 0;
+	c->nmoving = 0;
 	for (uint32_t s = 0; s < c->cfg.nshards; s++)
-		c->home[s] = -1;
+		c->home[s] = c->moving_to[s] = -1;
 }
 
 void coordinator_set_active(struct coordinator *c, bool active)
@@ -111,14 +116,147 @@ static void send_pid_msg(struct coordinator *c, const erlang_pid *to, enum shard
 	ei_x_free(&x);
 }
 
+/* Messages that change where a region sends a shard's messages go to the
+ * region's registered name with our pid as sender, so a region can tell
+ * the active coordinator from one that was active before. */
+static void send_to_region(struct coordinator *c, const erlang_pid *region, const ei_x_buff *x)
+{
+	dist_node_reg_send(c->cfg.node, &c->proc->pid, c->cfg.type_name, region->node, x->buff, (size_t)x->index);
+}
+
 static void send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard, const erlang_pid *home)
 {
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
 	if (shard_msg_encode_shard(&x, SMSG_SHARD_HOME, shard, home) == 0)
-		dist_node_send(c->cfg.node, to, x.buff, (size_t)x.index);
+		send_to_region(c, to, &x);
 	ei_x_free(&x);
+}
+
+/* Tells every region where the shard lives, its home first so it hosts the
+ * shard before anything is forwarded to it. */
+static void broadcast_home(struct coordinator *c, uint32_t shard)
+{
+	const erlang_pid *home = &c->regions[c->home[shard]].pid;
+	send_home(c, home, shard, home);
+	for (size_t k = 0; k < c->nregions; k++)
+		if ((int32_t)k != c->home[shard])
+			send_home(c, &c->regions[k].pid, shard, home);
+}
+
+/* Allocates a shard whose home is gone, and says so to every region. */
+static void reallocate(struct coordinator *c, uint32_t shard)
+{
+	if (c->nregions == 0)
+		return;
+	uint32_t *counts = malloc(c->nregions * sizeof *counts);
+	if (counts == NULL)
+		return;
+	for (size_t k = 0; k < c->nregions; k++)
+		counts[k] = c->regions[k].nshards;
+	int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
+	free(counts);
+	if (pick < 0 || (size_t)pick >= c->nregions)
+		return;
+	c->home[shard] = pick;
+	c->regions[pick].nshards++;
+	broadcast_home(c, shard);
+}
+
+static void send_shard_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
+			   uint32_t shard, const erlang_pid *pid)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_shard(&x, kind, shard, pid) == 0)
+		send_to_region(c, to, &x);
+	ei_x_free(&x);
+}
+
+static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
+{
+	const erlang_pid *from = &c->regions[c->home[shard]].pid;
+	c->moving_to[shard] = to;
+	c->moving_since[shard] = evloop_now_ms(c->cfg.loop);
+	c->nmoving++;
+	log_info(c->cfg.log, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
+		 from->node, c->regions[to].pid.node);
+	for (size_t k = 0; k < c->nregions; k++)
+		if ((int32_t)k != c->home[shard])
+			send_shard_msg(c, &c->regions[k].pid, SMSG_BEGIN_HANDOFF, shard, from);
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_handoff(&x, shard, (uint32_t)(c->nregions - 1)) == 0)
+		send_to_region(c, from, &x);
+	ei_x_free(&x);
+}
+
+/* The old home has stopped the shard: it now lives at its new home. */
+static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang_pid *from)
+{
+	if (shard >= c->cfg.nshards || c->moving_to[shard] < 0)
+		return;
+	int32_t old = c->home[shard];
+	if (old < 0 || !term_pid_equal(&c->regions[old].pid, from))
+		return;
+	c->regions[old].nshards--;
+	c->home[shard] = c->moving_to[shard];
+	c->regions[c->home[shard]].nshards++;
+	c->moving_to[shard] = -1;
+	c->nmoving--;
+	broadcast_home(c, shard);
+}
+
+/* Least-shard rebalancing: from the region with the most to the one with
+ * the fewest, counting moves under way as done. */
+static void on_rebalance_tick(struct evloop *loop, void *arg)
+{
+	struct coordinator *c = arg;
+	evloop_timer_start(loop, &c->rebalance_timer, c->cfg.rebalance_interval_ms);
+	uint64_t now = evloop_now_ms(loop);
+	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+		if (c->moving_to[s] >= 0 && now - c->moving_since[s] > c->cfg.handoff_timeout_ms) {
+			log_warn(c->cfg.log, "coordinator %s: move of shard %u abandoned after %u ms",
+				 c->cfg.type_name, s, c->cfg.handoff_timeout_ms);
+			c->moving_to[s] = -1;
+			c->nmoving--;
+			broadcast_home(c, s); /* back where it was */
+		}
+	}
+	if (!c->active || c->nregions < 2 || !all_reported(c))
+		return;
+	int32_t *counts = calloc(c->nregions, sizeof *counts);
+	if (counts == NULL)
+		return;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+		if (c->home[s] < 0)
+			continue;
+		counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
+	}
+	while (c->nmoving < c->cfg.max_simultaneous_rebalance) {
+		size_t most = 0, least = 0;
+		for (size_t k = 1; k < c->nregions; k++) {
+			if (counts[k] > counts[most])
+				most = k;
+			if (counts[k] < counts[least])
+				least = k;
+		}
+		if ((uint32_t)(counts[most] - counts[least]) <= c->cfg.rebalance_threshold)
+			break;
+		uint32_t pick = UINT32_MAX;
+		for (uint32_t s = 0; s < c->cfg.nshards && pick == UINT32_MAX; s++)
+			if (c->home[s] == (int32_t)most && c->moving_to[s] < 0)
+				pick = s;
+		if (pick == UINT32_MAX)
+			break;
+		start_move(c, pick, (int32_t)least);
+		counts[most]--;
+		counts[least]++;
+	}
+	free(counts);
 }
 
 static void on_register(struct coordinator *c, const erlang_pid *region)
@@ -202,16 +340,47 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 	int k = find_region(c, region);
 	if (k < 0)
 		return;
+	log_info(c->cfg.log, "coordinator %s: region %s stopped (%zu regions left)", c->cfg.type_name,
+		 region->node, c->nregions - 1);
+	uint32_t *orphans = malloc(c->cfg.nshards * sizeof *orphans);
+	size_t norphans = 0;
 	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
-		if (c->home[s] == k)
-			c->home[s] = -1;
-		else if (c->home[s] > k)
-			c->home[s]--;
+		if (c->moving_to[s] == k) {
+			/* Its new home is gone: the move is off, the shard stays. */
+			c->moving_to[s] = -1;
+			c->nmoving--;
+			if (orphans)
+				orphans[norphans++] = s; /* re-announced below, after the shift */
+		}
+		if (c->home[s] == k) {
+			if (c->moving_to[s] >= 0) {
+				/* It was leaving anyway: its new home takes it as it is. */
+				c->home[s] = c->moving_to[s];
+				c->moving_to[s] = -1;
+				c->nmoving--;
+			} else {
+				c->home[s] = -1;
+			}
+			if (orphans)
+				orphans[norphans++] = s;
+		}
 	}
+	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+		if (c->home[s] > k)
+			c->home[s]--;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+		if (c->moving_to[s] > k)
+			c->moving_to[s]--;
 	memmove(&c->regions[k], &c->regions[k + 1], (c->nregions - (size_t)k - 1) * sizeof *c->regions);
 	c->nregions--;
-	log_info(c->cfg.log, "coordinator %s: region %s stopped (%zu regions)", c->cfg.type_name, region->node,
-		 c->nregions);
+	for (size_t o = 0; o < norphans; o++) {
+		uint32_t s = orphans[o];
+		if (c->home[s] < 0)
+			reallocate(c, s);
+		else
+			broadcast_home(c, s);
+	}
+	free(orphans);
 }
 
 static void coordinator_handle(void *ctx, struct proc *self, const struct proc_msg *m)
@@ -228,6 +397,7 @@ static void coordinator_handle(void *ctx, struct proc *self, const struct proc_m
 	case SMSG_GET_SHARD_HOME: on_get_home(c, sm.shard, &sm.pid); break;
 	case SMSG_REGION_STOPPED: on_region_stopped(c, &sm.pid); break;
 	case SMSG_HOSTING: on_hosting(c, &sm.pid, sm.shards); break;
+	case SMSG_SHARD_STOPPED: on_shard_stopped(c, sm.shard, &sm.pid); break;
 	default: break;
 	}
 }
@@ -235,7 +405,13 @@ static void coordinator_handle(void *ctx, struct proc *self, const struct proc_m
 struct coordinator *coordinator_start(const struct coordinator_config *cfg, int *err)
 {
 	struct coordinator *c = calloc(1, sizeof *c);
-	if (c == NULL || (c->home = malloc(cfg->nshards * sizeof *c->home)) == NULL) {
+	if (c == NULL || (c->home = malloc(cfg->nshards * sizeof *c->home)) == NULL ||
+	    (c->moving_to = malloc(cfg->nshards * sizeof *c->moving_to)) == NULL ||
+	    (c->moving_since = calloc(cfg->nshards, sizeof *c->moving_since)) == NULL) {
+		if (c != NULL) {
+			free(c->home);
+			free(c->moving_to);
+		}
 		free(c);
 		*err = -ENOMEM;
 		return NULL;
@@ -244,13 +420,18 @@ struct coordinator *coordinator_start(const struct coordinator_config *cfg, int 
 	if (c->cfg.allocate == NULL)
 		c->cfg.allocate = coordinator_least_shards;
 	for (uint32_t s = 0; s < cfg->nshards; s++)
-		c->home[s] = -1;
+		c->home[s] = c->moving_to[s] = -1;
+	ev_timer_init(&c->rebalance_timer, on_rebalance_tick, c);
 	c->proc = dist_node_spawn(cfg->node, cfg->name, coordinator_handle, c, err);
 	if (c->proc == NULL) {
 		free(c->home);
+		free(c->moving_to);
+		free(c->moving_since);
 		free(c);
 		return NULL;
 	}
+	if (cfg->loop != NULL && cfg->rebalance_interval_ms > 0)
+		evloop_timer_start(cfg->loop, &c->rebalance_timer, cfg->rebalance_interval_ms);
 	return c;
 }
 
@@ -260,9 +441,13 @@ void coordinator_stop(struct coordinator *c)
 {
 	if (c == NULL)
 		return;
+	if (c->cfg.loop != NULL)
+		evloop_timer_stop(c->cfg.loop, &c->rebalance_timer);
 	dist_node_exit(c->cfg.node, c->proc, "shutdown");
 	free(c->regions);
 	free(c->home);
+	free(c->moving_to);
+	free(c->moving_since);
 	free(c->expected);
 	free(c);
 }

@@ -9,6 +9,15 @@
  * they are sent. An active coordinator starts empty and rebuilds its
  * allocation from what the regions report when they register (`hosting`);
  * it allocates nothing until every expected region has reported.
+ *
+ * Rebalancing: every rebalance_interval_ms the active coordinator moves
+ * shards from the region with the most to the one with the fewest while the
+ * difference exceeds rebalance_threshold, at most max_simultaneous_rebalance
+ * at once. A move is a handoff (docs/protocol.md): begin_handoff to every
+ * other region (they hold the shard's messages and acknowledge to its home),
+ * handoff to the home (it stops the entities once every region has
+ * acknowledged), shard_stopped back, then shard_home to all: the new home
+ * first, then the regions that held messages, which send them on in order.
  */
 #ifndef SN_COORDINATOR_H
 #define SN_COORDINATOR_H
@@ -20,6 +29,7 @@
 #include <ei.h>
 
 #include "dist_node.h"
+#include "evloop.h"
 #include "log.h"
 
 struct coordinator;
@@ -41,6 +51,11 @@ struct coordinator_config {
 	uint32_t nshards;
 	allocation_strategy_fn allocate; /* NULL: least shards */
 	void *allocate_arg;
+	struct evloop *loop;
+	uint32_t rebalance_interval_ms;
+	uint32_t rebalance_threshold;    /* move while most - least > this */
+	uint32_t max_simultaneous_rebalance;
+	uint32_t handoff_timeout_ms;     /* a move not finished by then is abandoned */
 };
 
 /* Spawns the coordinator proc. Returns it, or NULL with *err. */

@@ -18,6 +18,8 @@
 /* A message to one of our own pids, delivered from the loop, not re-entrantly. */
 struct local_msg {
 	erlang_pid to;
+	erlang_pid from; /* as REG_SEND carries it; valid if has_from */
+	bool has_from;
 	size_t len;
 	struct local_msg *next;
 	char term[]; /* without version byte */
@@ -215,12 +217,16 @@ static bool is_local(const struct dist_node *n, const erlang_pid *pid)
 	return strcmp(pid->node, n->name) == 0;
 }
 
-static int queue_local(struct dist_node *n, const erlang_pid *to, const char *term, size_t len)
+static int queue_local(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *term,
+		       size_t len)
 {
 	struct local_msg *m = malloc(sizeof *m + len);
 	if (m == NULL)
 		return -ENOMEM;
 	m->to = *to;
+	m->has_from = from != NULL;
+	if (from != NULL)
+		m->from = *from;
 	m->len = len;
 	m->next = NULL;
 	memcpy(m->term, term, len);
@@ -237,7 +243,7 @@ int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, s
 	if (len < 1)
 		return -EINVAL;
 	if (is_local(n, to))
-		return queue_local(n, to, msg + 1, len - 1);
+		return queue_local(n, NULL, to, msg + 1, len - 1);
 	ei_x_buff ctl;
 	if (x_begin_ctl(&ctl, 3, DOP_SEND))
 		return -ENOMEM;
@@ -255,7 +261,7 @@ int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *
 		struct proc *p = proc_by_name(&n->procs, to_name);
 		if (p == NULL || len < 1)
 			return -ESRCH;
-		return queue_local(n, &p->pid, msg + 1, len - 1);
+		return queue_local(n, from, &p->pid, msg + 1, len - 1);
 	}
 	ei_x_buff ctl;
 	if (x_begin_ctl(&ctl, 4, DOP_REG_SEND))
@@ -616,7 +622,7 @@ static bool on_idle(struct evloop *loop, void *arg)
 		batch = m->next;
 		struct proc *p = proc_by_pid(&n->procs, &m->to);
 		if (p != NULL)
-			deliver(n, p, NULL, m->term, m->len);
+			deliver(n, p, m->has_from ? &m->from : NULL, m->term, m->len);
 		else
 			n->stats.undeliverable++;
 		free(m);

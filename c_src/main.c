@@ -196,14 +196,18 @@ int main(int argc, char **argv)
 		snprintf(coord_name, sizeof coord_name, "shardnode_coordinator_%s", h->type->name);
 		struct coordinator_config ccfg = {
 			.node = node, .log = &app.log, .type_name = h->type->name, .name = coord_name,
-			.nshards = cfg.number_of_shards,
+			.nshards = cfg.number_of_shards, .loop = app.loop,
+			.rebalance_interval_ms = cfg.rebalance_interval_ms,
+			.rebalance_threshold = cfg.rebalance_threshold,
+			.max_simultaneous_rebalance = cfg.max_simultaneous_rebalance,
+			.handoff_timeout_ms = cfg.handoff_timeout_ms,
 		};
 		h->coordinator = coordinator_start(&ccfg, &rc);
 		struct region_config rcfg = {
 			.node = node, .loop = app.loop, .log = &app.log, .type = h->type,
 			.nshards = cfg.number_of_shards, .buffer_size = cfg.buffer_size,
 			.retry_interval_ms = cfg.retry_interval_ms, .passivate_idle_ms = cfg.passivate_idle_after_ms,
-			.coordinator_name = coord_name,
+			.coordinator_name = coord_name, .handoff_timeout_ms = cfg.handoff_timeout_ms,
 		};
 		if (h->coordinator != NULL)
 			h->region = region_start(&rcfg, &rc);

@@ -23,7 +23,9 @@ struct pending {
 	char data[]; /* tag, canonical id, msg */
 };
 
-enum shard_home { HOME_UNKNOWN, HOME_REQUESTED, HOME_LOCAL, HOME_REMOTE };
+/* HOME_HANDOFF: the shard is moving; its messages wait here, in order, until
+ * the coordinator names the new home. */
+enum shard_home { HOME_UNKNOWN, HOME_REQUESTED, HOME_LOCAL, HOME_REMOTE, HOME_HANDOFF };
 
 struct shard_slot {
 	enum shard_home home;
@@ -31,7 +33,11 @@ struct shard_slot {
 	struct shard *shard;    /* HOME_LOCAL */
 	struct pending *head, *tail;
 	uint32_t nbuffered;
-	uint64_t requested_at;
+	uint64_t requested_at;   /* also: when a handoff began */
+	/* On the shard's home while it hands the shard off: */
+	bool handing_off;
+	uint32_t acks_needed, acks;
+	uint64_t handoff_deadline;
 };
 
 struct region {
@@ -186,8 +192,8 @@ static void send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	int rc = kind == SMSG_GET_SHARD_HOME ? shard_msg_encode_shard(&x, kind, shard, &r->self)
-					     : shard_msg_encode_pid(&x, kind, &r->self);
+	bool with_shard = kind == SMSG_GET_SHARD_HOME || kind == SMSG_SHARD_STOPPED;
+	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->self) : shard_msg_encode_pid(&x, kind, &r->self);
 	if (rc == 0)
 		dist_node_send(r->cfg.node, &r->coordinator, x.buff, (size_t)x.index);
 	ei_x_free(&x);
@@ -332,6 +338,10 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 
 static void on_registered(struct region *r, const erlang_pid *coordinator)
 {
+	/* A late answer from the coordinator that was active before the last
+	 * membership change is not a registration with the current one. */
+	if (strcmp(coordinator->node, r->coordinator_node) != 0)
+		return;
 	bool first = !r->registered;
 	r->registered = true;
 	r->coordinator = *coordinator;
@@ -348,6 +358,8 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	if (shard >= r->cfg.nshards)
 		return;
 	struct shard_slot *slot = &r->slots[shard];
+	slot->acks = 0;
+	slot->handing_off = false;
 	if (term_pid_equal(home, &r->self)) {
 		if (slot->shard == NULL) {
 			slot->shard = shard_new(shard, r->cfg.type);
@@ -363,14 +375,104 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	flush_slot(r, slot);
 }
 
-static void on_internal(struct region *r, const struct shard_msg *sm)
+/* The home has heard from every region (or waited long enough): whatever
+ * they forwarded before acknowledging has been delivered. Stop the entities;
+ * what arrives from now on waits for the new home. */
+static void finish_handoff(struct region *r, uint32_t shard)
 {
+	struct shard_slot *slot = &r->slots[shard];
+	slot->handing_off = false;
+	if (slot->shard != NULL) {
+		shard_free(slot->shard);
+		slot->shard = NULL;
+		r->nlocal--;
+	}
+	slot->home = HOME_HANDOFF;
+	slot->requested_at = evloop_now_ms(r->cfg.loop);
+	send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
+	log_debug(r->cfg.log, "region %s: shard %u handed off", r->cfg.type->name, shard);
+}
+
+static void send_shard_msg(struct region *r, const erlang_pid *to, enum shard_msg_kind kind, uint32_t shard)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_shard(&x, kind, shard, &r->self) == 0)
+		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* Another region is handing this shard off: stop sending it anything, and
+ * say so to that region, on the same path as what was sent before, so the
+ * acknowledgement arrives after every message forwarded to it. */
+static void on_begin_handoff(struct region *r, uint32_t shard, const erlang_pid *from)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->home != HOME_LOCAL) {
+		slot->home = HOME_HANDOFF;
+		slot->requested_at = evloop_now_ms(r->cfg.loop);
+	}
+	send_shard_msg(r, from, SMSG_HANDOFF_ACK, shard);
+}
+
+static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->home != HOME_LOCAL) {
+		send_to_coordinator(r, SMSG_SHARD_STOPPED, shard); /* nothing here to stop */
+		return;
+	}
+	slot->handing_off = true;
+	slot->acks_needed = acks_needed;
+	slot->handoff_deadline = evloop_now_ms(r->cfg.loop) + r->cfg.handoff_timeout_ms;
+	if (slot->acks >= slot->acks_needed)
+		finish_handoff(r, shard);
+}
+
+static void on_handoff_ack(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	/* Acks may come before the coordinator's handoff message: count them. */
+	slot->acks++;
+	if (slot->handing_off && slot->acks >= slot->acks_needed)
+		finish_handoff(r, shard);
+}
+
+/* True if `from` is the coordinator this region is registered with: orders
+ * from one that was active before (a hand-over in progress) are ignored,
+ * or two regions could come to host one shard. */
+static bool from_coordinator(const struct region *r, const erlang_pid *from)
+{
+	return from != NULL && r->registered && term_pid_equal(from, &r->coordinator);
+}
+
+static void on_internal(struct region *r, const struct shard_msg *sm, const erlang_pid *from)
+{
+	if (sm->shard >= r->cfg.nshards)
+		return;
+	bool coordinator_order = sm->kind == SMSG_SHARD_HOME || sm->kind == SMSG_BEGIN_HANDOFF ||
+				 sm->kind == SMSG_HANDOFF;
+	if (coordinator_order && !from_coordinator(r, from)) {
+		log_debug(r->cfg.log, "region %s: order from a coordinator we are not registered with ignored",
+			  r->cfg.type->name);
+		return;
+	}
 	switch (sm->kind) {
 	case SMSG_REGISTERED:
 		on_registered(r, &sm->pid);
 		break;
 	case SMSG_SHARD_HOME:
 		on_shard_home(r, sm->shard, &sm->pid);
+		break;
+	case SMSG_BEGIN_HANDOFF:
+		on_begin_handoff(r, sm->shard, &sm->pid);
+		break;
+	case SMSG_HANDOFF:
+		on_handoff(r, sm->shard, sm->count);
+		break;
+	case SMSG_HANDOFF_ACK:
+		on_handoff_ack(r, sm->shard);
 		break;
 	case SMSG_TELL: {
 		struct envelope e = {.from = sm->has_pid ? &sm->pid : NULL, .msg = sm->msg, .msg_len = sm->msg_len};
@@ -393,6 +495,10 @@ static void on_retry(struct evloop *loop, void *arg)
 			struct shard_slot *slot = &r->slots[s];
 			if (slot->home == HOME_REQUESTED && now - slot->requested_at >= r->cfg.retry_interval_ms)
 				request_home(r, s);
+			else if (slot->handing_off && now >= slot->handoff_deadline)
+				finish_handoff(r, s); /* a region never answered: go on without it */
+			else if (slot->home == HOME_HANDOFF && now - slot->requested_at >= r->cfg.handoff_timeout_ms)
+				request_home(r, s); /* the move was abandoned: ask where it lives */
 		}
 	}
 	evloop_timer_start(loop, &r->retry_timer, r->cfg.retry_interval_ms);
@@ -533,7 +639,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 	struct shard_msg sm;
 	rc = shard_msg_decode(m->term, m->len, &sm);
 	if (rc == 1) {
-		on_internal(r, &sm);
+		on_internal(r, &sm, m->from);
 		return;
 	}
 	size_t i = 0;

@@ -16,6 +16,10 @@ static const char *const kind_names[] = {
 	[SMSG_REGION_STOPPED] = "region_stopped",
 	[SMSG_TELL] = "tell",
 	[SMSG_HOSTING] = "hosting",
+	[SMSG_BEGIN_HANDOFF] = "begin_handoff",
+	[SMSG_HANDOFF_ACK] = "handoff_ack",
+	[SMSG_HANDOFF] = "handoff",
+	[SMSG_SHARD_STOPPED] = "shard_stopped",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -70,8 +74,15 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 			return -EPROTO;
 		out->has_pid = true;
 		break;
+	case SMSG_HANDOFF:
+		if (arity != 4 || !get_shard(t, &i, &out->shard) || !get_shard(t, &i, &out->count))
+			return -EPROTO;
+		break;
 	case SMSG_GET_SHARD_HOME:
 	case SMSG_SHARD_HOME:
+	case SMSG_BEGIN_HANDOFF:
+	case SMSG_HANDOFF_ACK:
+	case SMSG_SHARD_STOPPED:
 		if (arity != 4 || !get_shard(t, &i, &out->shard) || !get_pid(t, &i, &out->pid))
 			return -EPROTO;
 		out->has_pid = true;
@@ -138,6 +149,13 @@ int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pi
 int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shard, const erlang_pid *pid)
 {
 	if (begin(x, 4, kind) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, pid) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks)
+{
+	if (begin(x, 4, SMSG_HANDOFF) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, acks) < 0)
 		return -ENOMEM;
 	return 0;
 }

@@ -11,6 +11,11 @@
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
  *   {'$shardnode', region_stopped, RegionPid}        region -> coordinator
+ *   {'$shardnode', begin_handoff, ShardId, FromRegionPid} coordinator -> every
+ *                                                    region but the shard's home
+ *   {'$shardnode', handoff_ack, ShardId, RegionPid}  region -> the shard's home
+ *   {'$shardnode', handoff, ShardId, AcksToWaitFor}  coordinator -> the home
+ *   {'$shardnode', shard_stopped, ShardId, RegionPid} the home -> coordinator
  *   {'$shardnode', tell, SenderPid | undefined, EntityId, Msg}
  *                                                    region -> home region
  *
@@ -34,6 +39,10 @@ enum shard_msg_kind {
 	SMSG_REGION_STOPPED,
 	SMSG_TELL,
 	SMSG_HOSTING,
+	SMSG_BEGIN_HANDOFF,
+	SMSG_HANDOFF_ACK,
+	SMSG_HANDOFF,
+	SMSG_SHARD_STOPPED,
 };
 
 struct shard_msg {
@@ -47,6 +56,7 @@ struct shard_msg {
 	const char *msg;
 	size_t msg_len;
 	const char *shards; /* hosting: the raw [ShardId] list, inside the term */
+	uint32_t count;     /* handoff: acks to wait for */
 };
 
 /* Decodes a validated term (no version byte). Returns 1 and fills *out for a
@@ -58,6 +68,7 @@ int shard_msg_decode(const char *term, size_t len, struct shard_msg *out);
  * ei_x_buff from ei_x_new). Return 0 or -ENOMEM. */
 int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pid *pid);
 int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shard, const erlang_pid *pid);
+int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks);
 int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n);
 int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,
 			  const char *msg, size_t msg_len);
