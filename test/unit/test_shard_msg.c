@@ -109,7 +109,8 @@ Test(shard_msg, shard_messages_round_trip)
 {
 	static const uint32_t shards[] = {0, 1, 255, 256, 65535, 65536, 999999, INT32_MAX, (uint32_t)INT32_MAX + 1,
 					  UINT32_MAX - 1, UINT32_MAX};
-	static const enum shard_msg_kind kinds[] = {SMSG_GET_SHARD_HOME, SMSG_SHARD_HOME};
+	static const enum shard_msg_kind kinds[] = {SMSG_GET_SHARD_HOME, SMSG_SHARD_HOME, SMSG_BEGIN_HANDOFF,
+						    SMSG_HANDOFF_ACK, SMSG_SHARD_STOPPED};
 	for (size_t k = 0; k < SN_ARRAY_LEN(kinds); k++) {
 		for (size_t s = 0; s < SN_ARRAY_LEN(shards); s++) {
 			erlang_pid pid = sn_pid(NODE, 7, (unsigned)s);
@@ -127,6 +128,76 @@ Test(shard_msg, shard_messages_round_trip)
 			ei_x_free(&x);
 		}
 	}
+}
+
+Test(shard_msg, handoff_round_trip)
+{
+	static const uint32_t counts[] = {0, 1, 2, 1000, UINT32_MAX};
+	for (size_t k = 0; k < SN_ARRAY_LEN(counts); k++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(shard_msg_encode_handoff(&x, 17, counts[k]), 0);
+		struct shard_msg m;
+		char *p;
+		cr_assert_eq(decode_copy(&x, &m, &p), 1);
+		cr_assert_eq(m.kind, SMSG_HANDOFF);
+		cr_assert_eq(m.shard, 17);
+		cr_assert_eq(m.count, counts[k]);
+		free(p);
+		ei_x_free(&x);
+	}
+	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, -1}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, x}"), -EPROTO);
+}
+
+Test(shard_msg, hosting_round_trip)
+{
+	static const uint32_t shards[] = {0, 5, 99, 65536, UINT32_MAX};
+	erlang_pid pid = sn_pid(NODE, 3, 1);
+	for (size_t n = 0; n <= SN_ARRAY_LEN(shards); n++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(shard_msg_encode_hosting(&x, &pid, shards, n), 0);
+		struct shard_msg m;
+		char *p;
+		cr_assert_eq(decode_copy(&x, &m, &p), 1);
+		cr_assert_eq(m.kind, SMSG_HOSTING);
+		assert_same_pid(&m.pid, &pid);
+		/* The list the decoder checked reads back as what was sent. */
+		int i = 0, count;
+		cr_assert_eq(ei_decode_list_header(m.shards, &i, &count), 0);
+		cr_assert_eq((size_t)count, n);
+		for (size_t e = 0; e < n; e++) {
+			unsigned long long v;
+			cr_assert_eq(ei_decode_ulonglong(m.shards, &i, &v), 0);
+			cr_assert_eq(v, shards[e]);
+		}
+		free(p);
+		ei_x_free(&x);
+	}
+}
+
+Test(shard_msg, hosting_with_bad_lists)
+{
+	erlang_pid pid = sn_pid(NODE, 3, 1);
+	ei_x_buff x;
+	sn_x_new(&x);
+	begin_msg(&x, 4, "hosting");
+	ei_x_encode_pid(&x, &pid);
+	ei_x_encode_list_header(&x, 2);
+	ei_x_encode_long(&x, 1);
+	ei_x_encode_atom(&x, "two"); /* not a shard id */
+	ei_x_encode_empty_list(&x);
+	cr_assert_eq(decode_x(&x), -EPROTO);
+	ei_x_free(&x);
+
+	sn_x_new(&x);
+	begin_msg(&x, 4, "hosting");
+	ei_x_encode_pid(&x, &pid);
+	ei_x_encode_long(&x, 7); /* not a list */
+	cr_assert_eq(decode_x(&x), -EPROTO);
+	ei_x_free(&x);
 }
 
 static void check_tell(const erlang_pid *sender)
