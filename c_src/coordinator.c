@@ -27,8 +27,20 @@ struct coordinator {
 	uint32_t nmoving;
 	char (*expected)[256];
 	size_t nexpected;
+	char (*draining)[256];
+	size_t ndraining;
 	struct ev_timer rebalance_timer;
 };
+
+static bool is_draining(const struct coordinator *c, size_t region)
+{
+	for (size_t d = 0; d < c->ndraining; d++)
+		if (strcmp(c->regions[region].pid.node, c->draining[d]) == 0)
+			return true;
+	return false;
+}
+
+static void drain(struct coordinator *c);
 
 static void on_region_stopped(struct coordinator *c, const erlang_pid *region);
 
@@ -48,6 +60,19 @@ void coordinator_set_active(struct coordinator *c, bool active)
 	forget_all(c);
 	log_info(c->cfg.log, "coordinator %s: %s", c->cfg.type_name,
 		 active ? "active here (oldest member hosting the type)" : "no longer active here");
+}
+
+void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n)
+{
+	char (*copy)[256] = calloc(n ? n : 1, sizeof *copy);
+	if (copy == NULL)
+		return;
+	for (size_t k = 0; k < n; k++)
+		snprintf(copy[k], sizeof copy[k], "%s", nodes[k]);
+	free(c->draining);
+	c->draining = copy;
+	c->ndraining = n;
+	drain(c);
 }
 
 void coordinator_set_expected(struct coordinator *c, const char *const *nodes, size_t n)
@@ -154,10 +179,10 @@ static void reallocate(struct coordinator *c, uint32_t shard)
 	if (counts == NULL)
 		return;
 	for (size_t k = 0; k < c->nregions; k++)
-		counts[k] = c->regions[k].nshards;
+		counts[k] = is_draining(c, k) ? UINT32_MAX : c->regions[k].nshards;
 	int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
 	free(counts);
-	if (pick < 0 || (size_t)pick >= c->nregions)
+	if (pick < 0 || (size_t)pick >= c->nregions || is_draining(c, (size_t)pick))
 		return;
 	c->home[shard] = pick;
 	c->regions[pick].nshards++;
@@ -210,6 +235,34 @@ static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang
 	broadcast_home(c, shard);
 }
 
+/* Moves every shard of a leaving region to the region with the fewest, all
+ * at once: a leaving node waits for this, not for the rebalance ticks. */
+static void drain(struct coordinator *c)
+{
+	if (!c->active || c->ndraining == 0 || !all_reported(c))
+		return;
+	int32_t *counts = calloc(c->nregions ? c->nregions : 1, sizeof *counts);
+	if (counts == NULL)
+		return;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+		if (c->home[s] >= 0)
+			counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+		if (c->home[s] < 0 || c->moving_to[s] >= 0 || !is_draining(c, (size_t)c->home[s]))
+			continue;
+		int32_t least = -1;
+		for (size_t k = 0; k < c->nregions; k++)
+			if (!is_draining(c, k) && (least < 0 || counts[k] < counts[least]))
+				least = (int32_t)k;
+		if (least < 0)
+			break; /* nowhere to go */
+		start_move(c, s, least);
+		counts[c->home[s]]--;
+		counts[least]++;
+	}
+	free(counts);
+}
+
 /* Least-shard rebalancing: from the region with the most to the one with
  * the fewest, counting moves under way as done. */
 static void on_rebalance_tick(struct evloop *loop, void *arg)
@@ -228,6 +281,7 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	}
 	if (!c->active || c->nregions < 2 || !all_reported(c))
 		return;
+	drain(c);
 	int32_t *counts = calloc(c->nregions, sizeof *counts);
 	if (counts == NULL)
 		return;
@@ -237,13 +291,17 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 		counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
 	}
 	while (c->nmoving < c->cfg.max_simultaneous_rebalance) {
-		size_t most = 0, least = 0;
-		for (size_t k = 1; k < c->nregions; k++) {
-			if (counts[k] > counts[most])
+		size_t most = SIZE_MAX, least = SIZE_MAX;
+		for (size_t k = 0; k < c->nregions; k++) {
+			if (is_draining(c, k))
+				continue; /* drain() empties those */
+			if (most == SIZE_MAX || counts[k] > counts[most])
 				most = k;
-			if (counts[k] < counts[least])
+			if (least == SIZE_MAX || counts[k] < counts[least])
 				least = k;
 		}
+		if (most == SIZE_MAX)
+			break;
 		if ((uint32_t)(counts[most] - counts[least]) <= c->cfg.rebalance_threshold)
 			break;
 		uint32_t pick = UINT32_MAX;
@@ -304,6 +362,7 @@ static void on_hosting(struct coordinator *c, const erlang_pid *region, const ch
 				 c->cfg.type_name, shard, c->regions[c->home[shard]].pid.node, region->node);
 		}
 	}
+	drain(c); /* the last report may be what a leaving region's shards waited for */
 }
 
 static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid *requester)
@@ -318,10 +377,10 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 		if (counts == NULL)
 			return;
 		for (size_t k = 0; k < c->nregions; k++)
-			counts[k] = c->regions[k].nshards;
+			counts[k] = is_draining(c, k) ? UINT32_MAX : c->regions[k].nshards;
 		int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
 		free(counts);
-		if (pick < 0 || (size_t)pick >= c->nregions)
+		if (pick < 0 || (size_t)pick >= c->nregions || is_draining(c, (size_t)pick))
 			return;
 		h = c->home[shard] = pick;
 		c->regions[pick].nshards++;

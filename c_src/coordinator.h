@@ -70,6 +70,10 @@ void coordinator_set_active(struct coordinator *c, bool active);
 /* The nodes whose regions must have reported before anything is allocated
  * (the up members hosting the type). Copied. */
 void coordinator_set_expected(struct coordinator *c, const char *const *nodes, size_t n);
+
+/* The nodes that are leaving: their regions get no new shards, and their
+ * shards are handed off to the others at once. Copied. */
+void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n);
 void coordinator_stop(struct coordinator *c);
 
 #endif

@@ -38,6 +38,9 @@ struct app {
 	struct evloop *loop;
 	struct logger log;
 	struct ev_timer leave_timer;
+	bool leaving;
+	uint64_t leave_deadline;
+	uint32_t handoff_timeout_ms;
 	const char *stop_reason;
 	const char *self;
 	struct membership *membership;
@@ -61,16 +64,52 @@ static void on_membership_change(void *arg)
 		const char *oldest = membership_oldest_with(app->membership, h->type->name);
 		const char *nodes[256];
 		size_t n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
-		coordinator_set_expected(h->coordinator, nodes, n);
+		/* Active first: a coordinator that is about to stand down must not
+		 * start handoffs it will not see through. */
 		coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, app->self) == 0);
+		coordinator_set_expected(h->coordinator, nodes, n);
+		n = membership_leaving_with(app->membership, h->type->name, nodes, 256);
+		coordinator_set_draining(h->coordinator, nodes, n);
 		region_set_coordinator_node(h->region, oldest);
 	}
 }
 
-static void leave_cluster(struct app *app)
+/* A graceful leave: the node is marked leaving, the coordinators move its
+ * shards off with handoffs, and when it hosts none (or handoff_timeout_ms
+ * has passed, or there is nobody to take them) it is marked exiting and
+ * stops. Checked every 50 ms by leave_timer. */
+static void on_leave_timer(struct evloop *loop, void *arg)
 {
+	struct app *app = arg;
+	bool empty = true;
+	for (size_t k = 0; k < app->nhosted; k++) {
+		struct region_stats st;
+		region_get_stats(app->hosted[k].region, &st);
+		empty = empty && st.shards == 0;
+	}
+	bool alone = app->membership == NULL || membership_others(app->membership) == 0;
+	if (empty || alone || evloop_now_ms(loop) >= app->leave_deadline) {
+		if (!empty && !alone)
+			log_warn(&app->log, "leaving with shards still here: handoff did not finish in time");
+		if (app->membership != NULL)
+			membership_exit(app->membership);
+		evloop_stop(loop);
+		return;
+	}
+	evloop_timer_start(loop, &app->leave_timer, 50);
+}
+
+static void leave_cluster(struct app *app, const char *why)
+{
+	if (app->leaving)
+		return;
+	app->leaving = true;
+	app->stop_reason = why;
+	app->leave_deadline = evloop_now_ms(app->loop) + app->handoff_timeout_ms;
 	if (app->membership != NULL)
 		membership_leave(app->membership);
+	/* On the next turn, so a reply already queued (to `leave`) goes out. */
+	evloop_timer_start(app->loop, &app->leave_timer, 0);
 }
 
 static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
@@ -80,24 +119,18 @@ static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
 	struct signalfd_siginfo si;
 	if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
 		return;
-	app->stop_reason = si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
-	leave_cluster(app);
-	evloop_stop(loop);
+	if (app->leaving) {
+		/* A second signal: stop now. */
+		evloop_stop(loop);
+		return;
+	}
+	leave_cluster(app, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-static void on_leave_timer(struct evloop *loop, void *arg)
-{
-	struct app *app = arg;
-	app->stop_reason = "leave requested";
-	evloop_stop(loop);
-}
-
-/* The admin answered `leave`; stop on the next turn so the answer is sent. */
+/* The admin answered `leave`. */
 static void request_leave(void *arg)
 {
-	struct app *app = arg;
-	leave_cluster(app);
-	evloop_timer_start(app->loop, &app->leave_timer, 0);
+	leave_cluster(arg, "leave requested");
 }
 
 int main(int argc, char **argv)
@@ -233,6 +266,7 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < nhosted; k++)
 		hosted_names[k] = hosted[k].type->name;
 	app.self = dist_node_name(node);
+	app.handoff_timeout_ms = cfg.handoff_timeout_ms;
 	app.hosted = hosted;
 	app.nhosted = nhosted;
 	struct membership_config mcfg = {

@@ -352,20 +352,47 @@ const char *membership_oldest_with(const struct membership *m, const char *type)
 size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max)
 {
 	size_t n = 0;
+	for (size_t k = 0; k < m->n && n < max; k++) {
+		const struct member *e = &m->members[k];
+		if ((e->status == MEMBER_UP || e->status == MEMBER_LEAVING) && hosts(e, type))
+			out[n++] = e->node;
+	}
+	return n;
+}
+
+size_t membership_leaving_with(const struct membership *m, const char *type, const char **out, size_t max)
+{
+	size_t n = 0;
 	for (size_t k = 0; k < m->n && n < max; k++)
-		if (serving(&m->members[k]) && hosts(&m->members[k], type))
+		if (m->members[k].status == MEMBER_LEAVING && hosts(&m->members[k], type))
 			out[n++] = m->members[k].node;
 	return n;
 }
 
-void membership_leave(struct membership *m)
+size_t membership_others(const struct membership *m)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		n += strcmp(e->node, m->self) != 0 && (e->status == MEMBER_UP || e->status == MEMBER_LEAVING);
+	}
+	return n;
+}
+
+static void set_own_status(struct membership *m, enum member_status status)
 {
 	struct member *me = find(m, m->self);
-	me->status = MEMBER_EXITING;
+	if (me->status >= status)
+		return;
+	me->status = status;
 	me->version++;
 	gossip_all(m);
 	changed(m);
 }
+
+void membership_leave(struct membership *m) { set_own_status(m, MEMBER_LEAVING); }
+
+void membership_exit(struct membership *m) { set_own_status(m, MEMBER_EXITING); }
 
 int membership_down(struct membership *m, const char *node)
 {

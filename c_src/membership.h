@@ -76,16 +76,29 @@ int membership_handle(struct membership *m, const char *term, size_t len);
 /* Encodes {ok, [#{node := Node, status := Status}]}, oldest first. */
 void membership_encode_members(const struct membership *m, ei_x_buff *x);
 
-/* Up, reachable members hosting `type`, at most max of them, into out
- * (pointers valid until the member list changes). Returns how many. */
+/* Members hosting `type` that are up or leaving (they still own shards until
+ * they are handed off), at most max of them, into out (pointers valid until
+ * the member list changes). Returns how many. */
 size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max);
+
+/* Members hosting `type` that are leaving: their shards are to be moved off. */
+size_t membership_leaving_with(const struct membership *m, const char *type, const char **out, size_t max);
 
 /* The oldest up member hosting `type`, or NULL. */
 const char *membership_oldest_with(const struct membership *m, const char *type);
 
 
-/* Marks this node exiting and gossips it at once (graceful leave). */
+/* Graceful leave, first step: marks this node leaving and gossips it; the
+ * coordinators move its shards off. */
 void membership_leave(struct membership *m);
+
+/* Graceful leave, last step: marks this node exiting and gossips it; the
+ * others remove it when its connection closes. */
+void membership_exit(struct membership *m);
+
+/* Other members that are up or leaving (for a leaving node: is anyone there
+ * to take its shards?). */
+size_t membership_others(const struct membership *m);
 
 /* Marks `node` down and gossips it. Returns 0, or -ENOENT (not a member). */
 int membership_down(struct membership *m, const char *node);

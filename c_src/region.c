@@ -13,6 +13,9 @@
 #include "shard_msg.h"
 #include "term.h"
 
+/* How soon an unregistered region tries again. */
+#define REGISTER_RETRY_MS 100
+
 /* A message waiting for its shard's home. Owns copies of everything. */
 struct pending {
 	struct pending *next;
@@ -233,6 +236,8 @@ void region_set_coordinator_node(struct region *r, const char *node)
 	r->registered = false;
 	log_info(r->cfg.log, "region %s: coordinator now on %s", r->cfg.type->name, node ? node : "(none)");
 	send_registration(r);
+	if (!r->stopped)
+		evloop_timer_start(r->cfg.loop, &r->retry_timer, REGISTER_RETRY_MS);
 }
 
 /* A node is gone: shards homed there are unknown again, and if the
@@ -501,7 +506,12 @@ static void on_retry(struct evloop *loop, void *arg)
 				request_home(r, s); /* the move was abandoned: ask where it lives */
 		}
 	}
-	evloop_timer_start(loop, &r->retry_timer, r->cfg.retry_interval_ms);
+	/* Unregistered, retry soon: a coordinator that has just taken over may
+	 * have ignored our first try, sent while it was not active yet. */
+	uint32_t next = r->cfg.retry_interval_ms;
+	if (!r->registered && next > REGISTER_RETRY_MS)
+		next = REGISTER_RETRY_MS;
+	evloop_timer_start(loop, &r->retry_timer, next);
 }
 
 static void on_idle_sweep(struct evloop *loop, void *arg)

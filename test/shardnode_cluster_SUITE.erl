@@ -20,6 +20,7 @@
          shards_spread_and_any_node_reaches_any_entity/1,
          graceful_leave_of_a_member/1,
          coordinator_node_leaves/1,
+         coordinator_node_leaves_under_load/1,
          unreachable_member_is_downed_by_hand/1]).
 
 -define(SHARDS, 30).
@@ -32,6 +33,7 @@ all() ->
      shards_spread_and_any_node_reaches_any_entity,
      graceful_leave_of_a_member,
      coordinator_node_leaves,
+     coordinator_node_leaves_under_load,
      unreachable_member_is_downed_by_hand].
 
 init_per_suite(Config) ->
@@ -112,6 +114,30 @@ coordinator_node_leaves(Config) ->
     [?assertEqual(1, call(C, I, get)) || Live <- maps:values(OnB), I <- Live],
     [?assert(is_integer(call(C, I, get))) || I <- Ids],
     ?assertEqual(?SHARDS, shard_count(B) + shard_count(C)),
+    ok.
+
+%% The coordinator's node leaves (SIGTERM) while a client streams numbered
+%% tells through another node: its shards are handed off first, so every
+%% reply arrives, once, in order per entity; then it is gone from the
+%% member list and the others hold all the shards.
+coordinator_node_leaves_under_load(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    Ids = ids_covering_all_shards(),
+    [hi = gen_server:call({echo, B}, {I, hi}) || I <- Ids],
+    await(fun() -> [shard_count(N, echo) || N <- [A, B, C]] =:= [10, 10, 10] end),
+    Count = 4000,
+    Self = self(),
+    Streamer = spawn_link(fun() -> stream(Self, B, Ids, Count) end),
+    ok = shardnode:stop_node(A),
+    Got = [receive {echo, _, {seq, Id, S}} -> {Id, S} after 10000 -> ct:fail({missing_after, K}) end
+           || K <- lists:seq(1, Count)],
+    unlink(Streamer),
+    exit(Streamer, kill),
+    ?assertEqual(Count, length(lists:usort(Got))),
+    PerId = maps:groups_from_list(fun({Id, _}) -> Id end, fun({_, S}) -> S end, Got),
+    [?assertEqual(lists:sort(Seqs), Seqs) || Seqs <- maps:values(PerId)],
+    await_members([B, C], [B, C]),
+    ?assertEqual(?SHARDS, shard_count(B, echo) + shard_count(C, echo)),
     ok.
 
 %% A killed member is only `unreachable': it keeps its shards (from here a
