@@ -29,6 +29,8 @@ struct coordinator {
 	size_t nexpected;
 	char (*draining)[256];
 	size_t ndraining;
+	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
+	size_t nproxies, proxies_cap;
 	struct ev_timer rebalance_timer;
 };
 
@@ -47,6 +49,7 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region);
 static void forget_all(struct coordinator *c)
 {
 	c->nregions = 0;
+	c->nproxies = 0;
 	c->nmoving = 0;
 	for (uint32_t s = 0; s < c->cfg.nshards; s++)
 		c->home[s] = c->moving_to[s] = -1;
@@ -168,6 +171,35 @@ static void broadcast_home(struct coordinator *c, uint32_t shard)
 	for (size_t k = 0; k < c->nregions; k++)
 		if ((int32_t)k != c->home[shard])
 			send_home(c, &c->regions[k].pid, shard, home);
+	for (size_t k = 0; k < c->nproxies; k++)
+		send_home(c, &c->proxies[k], shard, home);
+}
+
+static int find_proxy(const struct coordinator *c, const erlang_pid *pid)
+{
+	for (size_t k = 0; k < c->nproxies; k++)
+		if (term_pid_equal(&c->proxies[k], pid))
+			return (int)k;
+	return -1;
+}
+
+static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
+{
+	if (!c->active)
+		return;
+	if (find_proxy(c, proxy) < 0) {
+		if (c->nproxies == c->proxies_cap) {
+			size_t cap = c->proxies_cap ? c->proxies_cap * 2 : 4;
+			erlang_pid *p = realloc(c->proxies, cap * sizeof *p);
+			if (p == NULL)
+				return; /* it retries */
+			c->proxies = p;
+			c->proxies_cap = cap;
+		}
+		c->proxies[c->nproxies++] = *proxy;
+		log_info(c->cfg.log, "coordinator %s: proxy region %s registered", c->cfg.type_name, proxy->node);
+	}
+	send_pid_msg(c, proxy, SMSG_REGISTERED, &c->proc->pid);
 }
 
 /* Allocates a shard whose home is gone, and says so to every region. */
@@ -211,10 +243,12 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 	for (size_t k = 0; k < c->nregions; k++)
 		if ((int32_t)k != c->home[shard])
 			send_shard_msg(c, &c->regions[k].pid, SMSG_BEGIN_HANDOFF, shard, from);
+	for (size_t k = 0; k < c->nproxies; k++)
+		send_shard_msg(c, &c->proxies[k], SMSG_BEGIN_HANDOFF, shard, from);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	if (shard_msg_encode_handoff(&x, shard, (uint32_t)(c->nregions - 1)) == 0)
+	if (shard_msg_encode_handoff(&x, shard, (uint32_t)(c->nregions - 1 + c->nproxies)) == 0)
 		send_to_region(c, from, &x);
 	ei_x_free(&x);
 }
@@ -367,10 +401,13 @@ static void on_hosting(struct coordinator *c, const erlang_pid *region, const ch
 
 static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid *requester)
 {
-	if (!c->active || shard >= c->cfg.nshards || find_region(c, requester) < 0)
+	if (!c->active || shard >= c->cfg.nshards ||
+	    (find_region(c, requester) < 0 && find_proxy(c, requester) < 0))
 		return; /* unknown region: it registers first, then asks again */
 	if (c->home[shard] < 0 && !all_reported(c))
 		return; /* allocating now could give away a shard a region still hosts */
+	if (c->home[shard] < 0 && c->nexpected < c->cfg.min_members)
+		return; /* min_nr_of_members: the region asks again */
 	int32_t h = c->home[shard];
 	if (h < 0) {
 		uint32_t *counts = malloc(c->nregions * sizeof *counts);
@@ -396,6 +433,11 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 
 static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 {
+	int proxy = find_proxy(c, region);
+	if (proxy >= 0) {
+		c->proxies[proxy] = c->proxies[--c->nproxies];
+		return;
+	}
 	int k = find_region(c, region);
 	if (k < 0)
 		return;
@@ -453,6 +495,7 @@ static void coordinator_handle(void *ctx, struct proc *self, const struct proc_m
 	}
 	switch (sm.kind) {
 	case SMSG_REGISTER: on_register(c, &sm.pid); break;
+	case SMSG_REGISTER_PROXY: on_register_proxy(c, &sm.pid); break;
 	case SMSG_GET_SHARD_HOME: on_get_home(c, sm.shard, &sm.pid); break;
 	case SMSG_REGION_STOPPED: on_region_stopped(c, &sm.pid); break;
 	case SMSG_HOSTING: on_hosting(c, &sm.pid, sm.shards); break;

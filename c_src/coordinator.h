@@ -56,6 +56,7 @@ struct coordinator_config {
 	uint32_t rebalance_threshold;    /* move while most - least > this */
 	uint32_t max_simultaneous_rebalance;
 	uint32_t handoff_timeout_ms;     /* a move not finished by then is abandoned */
+	uint32_t min_members;            /* allocate nothing before this many members host the type */
 };
 
 /* Spawns the coordinator proc. Returns it, or NULL with *err. */

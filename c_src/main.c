@@ -64,12 +64,14 @@ static void on_membership_change(void *arg)
 		const char *oldest = membership_oldest_with(app->membership, h->type->name);
 		const char *nodes[256];
 		size_t n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
-		/* Active first: a coordinator that is about to stand down must not
-		 * start handoffs it will not see through. */
-		coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, app->self) == 0);
-		coordinator_set_expected(h->coordinator, nodes, n);
-		n = membership_leaving_with(app->membership, h->type->name, nodes, 256);
-		coordinator_set_draining(h->coordinator, nodes, n);
+		if (h->coordinator != NULL) {
+			/* Active first: a coordinator that is about to stand down must
+			 * not start handoffs it will not see through. */
+			coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, app->self) == 0);
+			coordinator_set_expected(h->coordinator, nodes, n);
+			n = membership_leaving_with(app->membership, h->type->name, nodes, 256);
+			coordinator_set_draining(h->coordinator, nodes, n);
+		}
 		region_set_coordinator_node(h->region, oldest);
 	}
 }
@@ -220,7 +222,7 @@ int main(int argc, char **argv)
 
 	static struct hosted_type hosted[CONFIG_MAX_LIST];
 	size_t nhosted = 0;
-	for (size_t k = 0; k < cfg.ntypes && !cfg.proxy_only; k++) {
+	for (size_t k = 0; k < cfg.ntypes; k++) {
 		struct hosted_type *h = &hosted[nhosted];
 		for (size_t t = 0; t < nknown; t++)
 			if (strcmp(known[t]->name, cfg.types[k]) == 0)
@@ -234,15 +236,19 @@ int main(int argc, char **argv)
 			.rebalance_threshold = cfg.rebalance_threshold,
 			.max_simultaneous_rebalance = cfg.max_simultaneous_rebalance,
 			.handoff_timeout_ms = cfg.handoff_timeout_ms,
+			.min_members = cfg.min_nr_of_members,
 		};
-		h->coordinator = coordinator_start(&ccfg, &rc);
+		/* A proxy-only node never coordinates: the oldest member hosting
+		 * the type does, and a proxy hosts nothing. */
+		h->coordinator = cfg.proxy_only ? NULL : coordinator_start(&ccfg, &rc);
 		struct region_config rcfg = {
 			.node = node, .loop = app.loop, .log = &app.log, .type = h->type,
 			.nshards = cfg.number_of_shards, .buffer_size = cfg.buffer_size,
 			.retry_interval_ms = cfg.retry_interval_ms, .passivate_idle_ms = cfg.passivate_idle_after_ms,
 			.coordinator_name = coord_name, .handoff_timeout_ms = cfg.handoff_timeout_ms,
+			.proxy_only = cfg.proxy_only,
 		};
-		if (h->coordinator != NULL)
+		if (h->coordinator != NULL || cfg.proxy_only)
 			h->region = region_start(&rcfg, &rc);
 		if (h->region == NULL) {
 			log_error(&app.log, "cannot start the %s region: %s", cfg.types[k], strerror(-rc));
@@ -262,16 +268,18 @@ int main(int argc, char **argv)
 	const char *seeds[CONFIG_MAX_LIST];
 	for (size_t k = 0; k < cfg.njoin; k++)
 		seeds[k] = cfg.join[k];
+	/* Members know a proxy-only node as hosting nothing. */
 	const char *hosted_names[CONFIG_MAX_LIST];
-	for (size_t k = 0; k < nhosted; k++)
-		hosted_names[k] = hosted[k].type->name;
+	size_t nhosted_names = 0;
+	for (size_t k = 0; k < nhosted && !cfg.proxy_only; k++)
+		hosted_names[nhosted_names++] = hosted[k].type->name;
 	app.self = dist_node_name(node);
 	app.handoff_timeout_ms = cfg.handoff_timeout_ms;
 	app.hosted = hosted;
 	app.nhosted = nhosted;
 	struct membership_config mcfg = {
 		.node = node, .from = *admin_pid(admin), .loop = app.loop, .log = &app.log,
-		.seeds = seeds, .nseeds = cfg.njoin, .types = hosted_names, .ntypes = nhosted,
+		.seeds = seeds, .nseeds = cfg.njoin, .types = hosted_names, .ntypes = nhosted_names,
 		.gossip_interval_ms = cfg.heartbeat_interval_ms,
 		.on_change = on_membership_change, .on_change_arg = &app,
 	};

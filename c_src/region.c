@@ -211,9 +211,14 @@ static void send_registration(struct region *r)
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	if (shard_msg_encode_pid(&x, SMSG_REGISTER, &r->self) == 0)
+	enum shard_msg_kind kind = r->cfg.proxy_only ? SMSG_REGISTER_PROXY : SMSG_REGISTER;
+	if (shard_msg_encode_pid(&x, kind, &r->self) == 0)
 		dist_node_reg_send(r->cfg.node, &r->self, r->coordinator_name, r->coordinator_node, x.buff,
 				   (size_t)x.index);
+	if (r->cfg.proxy_only) {
+		ei_x_free(&x);
+		return; /* hosts nothing: no report */
+	}
 	uint32_t *hosted = malloc((r->nlocal ? r->nlocal : 1) * sizeof *hosted);
 	size_t n = 0;
 	for (uint32_t s = 0; hosted != NULL && s < r->cfg.nshards; s++)
@@ -365,7 +370,9 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	struct shard_slot *slot = &r->slots[shard];
 	slot->acks = 0;
 	slot->handing_off = false;
-	if (term_pid_equal(home, &r->self)) {
+	if (term_pid_equal(home, &r->self) && r->cfg.proxy_only) {
+		return; /* never happens with a correct coordinator: a proxy hosts nothing */
+	} else if (term_pid_equal(home, &r->self)) {
 		if (slot->shard == NULL) {
 			slot->shard = shard_new(shard, r->cfg.type);
 			if (slot->shard == NULL)

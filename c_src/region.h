@@ -42,6 +42,7 @@ struct region_config {
 	uint32_t retry_interval_ms;
 	uint32_t passivate_idle_ms;      /* 0: never */
 	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
+	bool proxy_only;                 /* route, never host a shard */
 	const char *coordinator_name;    /* the coordinators' registered name; copied */
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner then frees it with region_free. */

@@ -20,6 +20,7 @@ static const char *const kind_names[] = {
 	[SMSG_HANDOFF_ACK] = "handoff_ack",
 	[SMSG_HANDOFF] = "handoff",
 	[SMSG_SHARD_STOPPED] = "shard_stopped",
+	[SMSG_REGISTER_PROXY] = "register_proxy",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -68,6 +69,7 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 			break;
 	switch (k) {
 	case SMSG_REGISTER:
+	case SMSG_REGISTER_PROXY:
 	case SMSG_REGISTERED:
 	case SMSG_REGION_STOPPED:
 		if (arity != 3 || !get_pid(t, &i, &out->pid))

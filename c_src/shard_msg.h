@@ -7,6 +7,8 @@
  *   {'$shardnode', register, RegionPid}              region -> coordinator
  *   {'$shardnode', hosting, RegionPid, [ShardId]}    region -> coordinator, right
  *                                                    after register: what it hosts
+ *   {'$shardnode', register_proxy, RegionPid}        proxy-only region -> coordinator:
+ *                                                    it routes but never hosts
  *   {'$shardnode', registered, CoordinatorPid}       coordinator -> region
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
@@ -43,6 +45,7 @@ enum shard_msg_kind {
 	SMSG_HANDOFF_ACK,
 	SMSG_HANDOFF,
 	SMSG_SHARD_STOPPED,
+	SMSG_REGISTER_PROXY,
 };
 
 struct shard_msg {

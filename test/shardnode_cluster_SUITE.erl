@@ -21,7 +21,9 @@
          graceful_leave_of_a_member/1,
          coordinator_node_leaves/1,
          coordinator_node_leaves_under_load/1,
-         unreachable_member_is_downed_by_hand/1]).
+         unreachable_member_is_downed_by_hand/1,
+         min_members_hold_allocation_back/1,
+         proxy_only_node_routes_and_hosts_nothing/1]).
 
 -define(SHARDS, 30).
 
@@ -34,7 +36,9 @@ all() ->
      graceful_leave_of_a_member,
      coordinator_node_leaves,
      coordinator_node_leaves_under_load,
-     unreachable_member_is_downed_by_hand].
+     unreachable_member_is_downed_by_hand,
+     min_members_hold_allocation_back,
+     proxy_only_node_routes_and_hosts_nothing].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -44,6 +48,12 @@ end_per_suite(_Config) ->
     ?assertEqual([], shardnode:which_nodes()),
     ok.
 
+%% min_nr_of_members 2: one node alone starts the cluster, and no more.
+init_per_testcase(min_members_hold_allocation_back, Config) ->
+    Opts = #{config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
+                         min_nr_of_members => 2, retry_interval_ms => 200}},
+    {[A], Config1} = shardnode_ct:start_nodes(Config, [Opts]),
+    [{nodes, [A]}, {opts, Opts} | Config1];
 %% Three nodes: the first starts the cluster, the others join through it.
 init_per_testcase(_Case, Config) ->
     Opts = opts(),
@@ -192,6 +202,37 @@ stream(Client, Node, Ids, Count) ->
 
 forward(Client) ->
     receive Reply -> Client ! Reply, forward(Client) end.
+
+%% With min_nr_of_members 2, a lone node allocates no shard: a call waits
+%% (buffered) until a second member is up, then it is answered.
+min_members_hold_allocation_back(Config) ->
+    [A] = ?config(nodes, Config),
+    ?assertExit({timeout, _}, gen_server:call({counter, A}, {early, incr}, 1000)),
+    Self = self(),
+    spawn_link(fun() -> Self ! {answer, catch gen_server:call({counter, A}, {waiting, incr}, 20000)} end),
+    {[B], _} = shardnode_ct:start_nodes(Config, [(?config(opts, Config))#{join => [A]}]),
+    receive {answer, Answer} -> ?assertEqual(1, Answer)
+    after 20000 -> ct:fail(no_answer_after_second_member)
+    end,
+    %% the call that timed out was buffered, not lost: it ran too
+    ?assertEqual(2, call(B, early, incr)),
+    ok = shardnode:stop_node(B).
+
+%% A --proxy-only member routes every message to the shard's home but
+%% hosts no shard and never coordinates.
+proxy_only_node_routes_and_hosts_nothing(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    {[P], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A], proxy_only => true}]),
+    await_members([A, B, C, P], [A, B, C, P]),
+    Ids = ids_covering_all_shards(),
+    [?assertEqual(1, call(P, I, incr)) || I <- Ids],
+    [?assertEqual(1, call(N, I, get)) || I <- Ids, N <- [A, B, C]],
+    ?assertEqual(0, shard_count(P)),
+    ?assertEqual(?SHARDS, lists:sum([shard_count(N) || N <- [A, B, C]])),
+    {counter, P} ! {hd(Ids), incr},
+    receive {counter, _, V} -> ?assertEqual(2, V) after 5000 -> ct:fail(no_tell_reply) end,
+    ?assertEqual({ok, A}, gen_server:call({shardnode, P}, {coordinator, counter})),
+    ok = shardnode:stop_node(P).
 
 %%====================================================================
 %% Helpers
