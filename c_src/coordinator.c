@@ -65,29 +65,32 @@ void coordinator_set_active(struct coordinator *c, bool active)
 		 active ? "active here (oldest member hosting the type)" : "no longer active here");
 }
 
-void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n)
+/* Replaces *set (of *count node names) with a copy of nodes. Returns false,
+ * leaving the set as it was, when out of memory. */
+static bool replace_node_set(char (**set)[256], size_t *count, const char *const *nodes, size_t n)
 {
 	char (*copy)[256] = calloc(n ? n : 1, sizeof *copy);
 	if (copy == NULL)
-		return;
+		return false;
 	for (size_t k = 0; k < n; k++)
 		snprintf(copy[k], sizeof copy[k], "%s", nodes[k]);
-	free(c->draining);
-	c->draining = copy;
-	c->ndraining = n;
-	drain(c);
+	free(*set);
+	*set = copy;
+	*count = n;
+	return true;
+}
+
+void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n)
+{
+	if (replace_node_set(&c->draining, &c->ndraining, nodes, n))
+		drain(c);
 }
 
 void coordinator_set_expected(struct coordinator *c, const char *const *nodes, size_t n)
 {
-	char (*copy)[256] = calloc(n ? n : 1, sizeof *copy);
-	if (copy == NULL)
+	if (!replace_node_set(&c->expected, &c->nexpected, nodes, n))
 		return;
-	for (size_t k = 0; k < n; k++)
-		snprintf(copy[k], sizeof copy[k], "%s", nodes[k]);
-	free(c->expected);
-	c->expected = copy;
-	c->nexpected = n;
+	char (*copy)[256] = c->expected;
 	/* A region whose node is no longer a serving member (it left or was
 	 * downed) gives its shards back. Not on a mere lost connection: the
 	 * node may still be running them on the other side of a partition. */
