@@ -351,6 +351,19 @@ static void on_reply(struct dist_conn *c, const uint8_t *msg, size_t len)
 	conn_go_up(c);
 }
 
+/* Our attempt lost to the peer's own: drop the socket, keep our packets for
+ * the peer's connection, which takes them over when it comes up (or they are
+ * dropped at the setup deadline). */
+static void go_nok_wait(struct dist_conn *c, const char *why)
+{
+	evloop_unwatch(c->self->loop, c->fd);
+	close(c->fd);
+	c->fd = -1;
+	bytebuf_free(&c->in);
+	bytebuf_free(&c->out);
+	conn_set_state(c, CONN_NOK_WAIT, why);
+}
+
 static void on_status(struct dist_conn *c, const uint8_t *msg, size_t len)
 {
 	char status[32];
@@ -367,14 +380,7 @@ static void on_status(struct dist_conn *c, const uint8_t *msg, size_t len)
 		conn_set_state(c, CONN_CHALLENGE_WAIT, "answered alive with true");
 		conn_flush_or_close(c);
 	} else if (strcmp(status, "nok") == 0) {
-		/* Simultaneous connect and the peer's attempt wins: drop the
-		 * socket, keep our packets for the peer's connection. */
-		evloop_unwatch(c->self->loop, c->fd);
-		close(c->fd);
-		c->fd = -1;
-		bytebuf_free(&c->in);
-		bytebuf_free(&c->out);
-		conn_set_state(c, CONN_NOK_WAIT, "simultaneous connect: peer's wins");
+		go_nok_wait(c, "simultaneous connect: peer's wins");
 	} else {
 		char why[64];
 		snprintf(why, sizeof why, "peer refused with status \"%s\"", status);
@@ -526,15 +532,21 @@ static void conn_on_readable(struct dist_conn *c)
 		return;
 	}
 	ssize_t r = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
-	if (r == 0) {
-		dist_conn_close(c, "peer closed the connection");
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+		const char *why = r == 0 ? "peer closed the connection" : strerror(errno);
+		if (c->state == CONN_STATUS_WAIT && bytebuf_size(&c->pending) > 0) {
+			/* A BEAM that is itself connecting to us may drop our attempt
+			 * without a status (net_kernel's already_pending). Its own
+			 * connection is on the way: keep our packets for it, as
+			 * after "nok", until the setup deadline. */
+			go_nok_wait(c, why);
+			return;
+		}
+		dist_conn_close(c, why);
 		return;
 	}
-	if (r < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			dist_conn_close(c, strerror(errno));
+	if (r < 0)
 		return;
-	}
 	c->in.len += (size_t)r;
 	c->last_rx_ms = evloop_now_ms(c->self->loop);
 	conn_process_input(c);

@@ -48,6 +48,13 @@ struct app {
 	size_t nhosted;
 };
 
+/* For regions: the members hosting a type. */
+static size_t members_hosting(void *arg, const char *type, const char **out, size_t max)
+{
+	struct app *app = arg;
+	return app->membership ? membership_nodes_with(app->membership, type, out, max) : 0;
+}
+
 /* After any membership change: the coordinator of each type is active only
  * on the oldest up member hosting it, expects a report from every up member
  * hosting it, and every region registers with it. */
@@ -247,6 +254,7 @@ int main(int argc, char **argv)
 			.retry_interval_ms = cfg.retry_interval_ms, .passivate_idle_ms = cfg.passivate_idle_after_ms,
 			.coordinator_name = coord_name, .handoff_timeout_ms = cfg.handoff_timeout_ms,
 			.proxy_only = cfg.proxy_only,
+			.members_hosting = members_hosting, .members_arg = &app,
 		};
 		if (h->coordinator != NULL || cfg.proxy_only)
 			h->region = region_start(&rcfg, &rc);

@@ -58,7 +58,30 @@ struct region {
 	uint64_t delivered, dropped, forwarded;
 	struct ev_timer retry_timer;
 	struct ev_timer idle_timer;
+	struct stats_request *stats_requests;
+	uint32_t next_stats_id;
 };
+
+/* A get_cluster_sharding_stats call waiting for the other members' regions. */
+struct stats_request {
+	struct stats_request *next;
+	struct region *region;
+	uint32_t id;
+	erlang_pid caller;
+	char *tag;
+	size_t tag_len;
+	uint32_t waiting;  /* answers still to come */
+	uint32_t entries;  /* Node => Map pairs in `pairs` */
+	ei_x_buff pairs;   /* raw Node atom, raw map, ... */
+	struct ev_timer timer;
+};
+
+/* How long a cluster-wide stats call waits for the other members. */
+#define STATS_TIMEOUT_MS 2000
+
+struct shard_msg;
+static void on_get_stats(struct region *r, uint32_t id, const erlang_pid *asker);
+static void on_stats(struct region *r, const struct shard_msg *sm);
 
 /* The message being routed; pointers borrowed from the caller. */
 struct envelope {
@@ -461,6 +484,15 @@ static bool from_coordinator(const struct region *r, const erlang_pid *from)
 
 static void on_internal(struct region *r, const struct shard_msg *sm, const erlang_pid *from)
 {
+	/* Stats messages carry a request id where the others carry a shard. */
+	if (sm->kind == SMSG_GET_STATS) {
+		on_get_stats(r, sm->shard, &sm->pid);
+		return;
+	}
+	if (sm->kind == SMSG_STATS) {
+		on_stats(r, sm);
+		return;
+	}
 	if (sm->shard >= r->cfg.nshards)
 		return;
 	bool coordinator_order = sm->kind == SMSG_SHARD_HOME || sm->kind == SMSG_BEGIN_HANDOFF ||
@@ -563,13 +595,9 @@ static void encode_region_state(struct region *r, ei_x_buff *x)
 	}
 }
 
-/* {ok, #{Node => #{ShardId => EntityCount}}}: this node's part. */
-static void encode_cluster_stats(struct region *r, ei_x_buff *x)
+/* #{ShardId => EntityCount} for this region. */
+static void encode_local_counts(struct region *r, ei_x_buff *x)
 {
-	ei_x_encode_tuple_header(x, 2);
-	ei_x_encode_atom(x, "ok");
-	ei_x_encode_map_header(x, 1);
-	ei_x_encode_atom(x, dist_node_name(r->cfg.node));
 	ei_x_encode_map_header(x, r->nlocal);
 	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
 		struct shard *sh = r->slots[s].shard;
@@ -577,6 +605,110 @@ static void encode_cluster_stats(struct region *r, ei_x_buff *x)
 			continue;
 		ei_x_encode_ulong(x, s);
 		ei_x_encode_ulong(x, sh->entities.count);
+	}
+}
+
+/* Answers a stats call with {ok, #{Node => Map}} from what has arrived,
+ * and forgets it. */
+static void finish_stats(struct stats_request *q)
+{
+	struct region *r = q->region;
+	ei_x_buff x;
+	if (ei_x_new(&x) == 0) {
+		ei_x_encode_tuple_header(&x, 2);
+		ei_x_encode_atom(&x, "ok");
+		ei_x_encode_map_header(&x, q->entries);
+		term_x_append_raw(&x, q->pairs.buff, (size_t)q->pairs.index);
+		send_call_reply(r, &q->caller, q->tag, q->tag_len, &x);
+		ei_x_free(&x);
+	}
+	for (struct stats_request **pq = &r->stats_requests; *pq; pq = &(*pq)->next) {
+		if (*pq == q) {
+			*pq = q->next;
+			break;
+		}
+	}
+	evloop_timer_stop(r->cfg.loop, &q->timer);
+	ei_x_free(&q->pairs);
+	free(q->tag);
+	free(q);
+}
+
+static void on_stats_timeout(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	finish_stats(arg); /* a member that did not answer in time is left out */
+}
+
+/* get_cluster_sharding_stats: this region's counts, and those of the
+ * regions of every other member hosting the type, asked for now. */
+static void start_cluster_stats(struct region *r, const struct gen_call *call)
+{
+	const char *nodes[256];
+	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, 256)
+					  : 0;
+	struct stats_request *q = calloc(1, sizeof *q);
+	if (q == NULL || ei_x_new(&q->pairs) < 0 || (q->tag = malloc(call->tag_len)) == NULL) {
+		if (q != NULL) {
+			ei_x_free(&q->pairs);
+			free(q);
+		}
+		return;
+	}
+	q->region = r;
+	q->id = r->next_stats_id++;
+	q->caller = call->from;
+	memcpy(q->tag, call->tag, call->tag_len);
+	q->tag_len = call->tag_len;
+	ev_timer_init(&q->timer, on_stats_timeout, q);
+	ei_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node));
+	encode_local_counts(r, &q->pairs);
+	q->entries = 1;
+	q->next = r->stats_requests;
+	r->stats_requests = q;
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(nodes[k], dist_node_name(r->cfg.node)) == 0)
+			continue;
+		ei_x_buff x;
+		if (ei_x_new(&x) < 0)
+			continue;
+		if (shard_msg_encode_shard(&x, SMSG_GET_STATS, q->id, &r->self) == 0 &&
+		    dist_node_reg_send(r->cfg.node, &r->self, r->cfg.type->name, nodes[k], x.buff, (size_t)x.index) == 0)
+			q->waiting++;
+		ei_x_free(&x);
+	}
+	if (q->waiting == 0)
+		finish_stats(q);
+	else
+		evloop_timer_start(r->cfg.loop, &q->timer, STATS_TIMEOUT_MS);
+}
+
+/* Another member's region asks for this region's counts. */
+static void on_get_stats(struct region *r, uint32_t id, const erlang_pid *asker)
+{
+	ei_x_buff counts, x;
+	if (ei_x_new(&counts) < 0)
+		return;
+	encode_local_counts(r, &counts);
+	if (ei_x_new(&x) == 0) {
+		if (shard_msg_encode_stats(&x, id, dist_node_name(r->cfg.node), counts.buff, (size_t)counts.index) == 0)
+			dist_node_send(r->cfg.node, asker, x.buff, (size_t)x.index);
+		ei_x_free(&x);
+	}
+	ei_x_free(&counts);
+}
+
+static void on_stats(struct region *r, const struct shard_msg *sm)
+{
+	for (struct stats_request *q = r->stats_requests; q; q = q->next) {
+		if (q->id != sm->shard)
+			continue;
+		term_x_append_raw(&q->pairs, sm->id, sm->id_len);
+		term_x_append_raw(&q->pairs, sm->msg, sm->msg_len);
+		q->entries++;
+		if (--q->waiting == 0)
+			finish_stats(q);
+		return;
 	}
 }
 
@@ -622,8 +754,11 @@ static void on_call(struct region *r, const struct gen_call *call)
 	bool shutdown = false;
 	if (term_is_atom(req, 0, "get_shard_region_state"))
 		encode_region_state(r, &x);
-	else if (term_is_atom(req, 0, "get_cluster_sharding_stats"))
-		encode_cluster_stats(r, &x);
+	else if (term_is_atom(req, 0, "get_cluster_sharding_stats")) {
+		ei_x_free(&x);
+		start_cluster_stats(r, call); /* answers when the members have */
+		return;
+	}
 	else if (term_is_atom(req, 0, "get_region_stats"))
 		encode_region_stats(r, &x);
 	else if (term_is_atom(req, 0, "graceful_shutdown"))
@@ -737,6 +872,14 @@ void region_free(struct region *r)
 	if (r == NULL)
 		return;
 	region_shutdown(r);
+	while (r->stats_requests) {
+		struct stats_request *q = r->stats_requests;
+		r->stats_requests = q->next;
+		evloop_timer_stop(r->cfg.loop, &q->timer);
+		ei_x_free(&q->pairs);
+		free(q->tag);
+		free(q);
+	}
 	dist_node_off_nodedown(r->cfg.node, region_nodedown, r);
 	free(r->slots);
 	free(r);

@@ -43,6 +43,10 @@ struct region_config {
 	uint32_t passivate_idle_ms;      /* 0: never */
 	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
 	bool proxy_only;                 /* route, never host a shard */
+	/* The members hosting the type (for get_cluster_sharding_stats): up to
+	 * max node names into out; returns how many. NULL: this node only. */
+	size_t (*members_hosting)(void *arg, const char *type, const char **out, size_t max);
+	void *members_arg;
 	const char *coordinator_name;    /* the coordinators' registered name; copied */
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner then frees it with region_free. */

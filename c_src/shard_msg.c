@@ -21,6 +21,8 @@ static const char *const kind_names[] = {
 	[SMSG_HANDOFF] = "handoff",
 	[SMSG_SHARD_STOPPED] = "shard_stopped",
 	[SMSG_REGISTER_PROXY] = "register_proxy",
+	[SMSG_GET_STATS] = "get_stats",
+	[SMSG_STATS] = "stats",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -80,6 +82,22 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 		if (arity != 4 || !get_shard(t, &i, &out->shard) || !get_shard(t, &i, &out->count))
 			return -EPROTO;
 		break;
+	case SMSG_STATS: {
+		char node[TERM_ATOM_BUF];
+		if (arity != 5 || !get_shard(t, &i, &out->shard))
+			return -EPROTO;
+		size_t at = i;
+		if (term_get_atom(t, &i, node))
+			return -EPROTO;
+		out->id = t + at;
+		out->id_len = i - at;
+		int ii = (int)i, pairs;
+		if (ei_decode_map_header(t, &ii, &pairs) < 0)
+			return -EPROTO;
+		raw(t, &i, &out->msg, &out->msg_len);
+		break;
+	}
+	case SMSG_GET_STATS:
 	case SMSG_GET_SHARD_HOME:
 	case SMSG_SHARD_HOME:
 	case SMSG_BEGIN_HANDOFF:
@@ -153,6 +171,13 @@ int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shar
 	if (begin(x, 4, kind) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, pid) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+int shard_msg_encode_stats(ei_x_buff *x, uint32_t request, const char *node, const char *map, size_t map_len)
+{
+	if (begin(x, 5, SMSG_STATS) || ei_x_encode_ulong(x, request) < 0 || ei_x_encode_atom(x, node) < 0)
+		return -ENOMEM;
+	return term_x_append_raw(x, map, map_len);
 }
 
 int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks)

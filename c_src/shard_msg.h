@@ -18,6 +18,8 @@
  *   {'$shardnode', handoff_ack, ShardId, RegionPid}  region -> the shard's home
  *   {'$shardnode', handoff, ShardId, AcksToWaitFor}  coordinator -> the home
  *   {'$shardnode', shard_stopped, ShardId, RegionPid} the home -> coordinator
+ *   {'$shardnode', get_stats, RequestId, RegionPid}  region -> region of another member
+ *   {'$shardnode', stats, RequestId, Node, #{ShardId => EntityCount}}  the answer
  *   {'$shardnode', tell, SenderPid | undefined, EntityId, Msg}
  *                                                    region -> home region
  *
@@ -46,6 +48,8 @@ enum shard_msg_kind {
 	SMSG_HANDOFF,
 	SMSG_SHARD_STOPPED,
 	SMSG_REGISTER_PROXY,
+	SMSG_GET_STATS,
+	SMSG_STATS,
 };
 
 struct shard_msg {
@@ -54,7 +58,8 @@ struct shard_msg {
 			     * shard_home, region_stopped, tell's sender) */
 	bool has_pid;       /* false for a tell without sender */
 	uint32_t shard;     /* get_shard_home, shard_home */
-	const char *id;     /* tell: raw EntityId and Msg, inside the decoded term */
+	const char *id;     /* tell: raw EntityId and Msg, inside the decoded term;
+			     * stats: raw Node atom and #{ShardId => Count} map */
 	size_t id_len;
 	const char *msg;
 	size_t msg_len;
@@ -71,6 +76,9 @@ int shard_msg_decode(const char *term, size_t len, struct shard_msg *out);
  * ei_x_buff from ei_x_new). Return 0 or -ENOMEM. */
 int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pid *pid);
 int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shard, const erlang_pid *pid);
+/* {'$shardnode', stats, RequestId, Node, Map}: `map` is an encoded map (no
+ * version byte). */
+int shard_msg_encode_stats(ei_x_buff *x, uint32_t request, const char *node, const char *map, size_t map_len);
 int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks);
 int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n);
 int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,

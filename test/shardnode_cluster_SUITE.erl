@@ -23,7 +23,8 @@
          coordinator_node_leaves_under_load/1,
          unreachable_member_is_downed_by_hand/1,
          min_members_hold_allocation_back/1,
-         proxy_only_node_routes_and_hosts_nothing/1]).
+         proxy_only_node_routes_and_hosts_nothing/1,
+         cluster_stats_cover_every_region/1]).
 
 -define(SHARDS, 30).
 
@@ -38,7 +39,8 @@ all() ->
      coordinator_node_leaves_under_load,
      unreachable_member_is_downed_by_hand,
      min_members_hold_allocation_back,
-     proxy_only_node_routes_and_hosts_nothing].
+     proxy_only_node_routes_and_hosts_nothing,
+     cluster_stats_cover_every_region].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -217,6 +219,23 @@ min_members_hold_allocation_back(Config) ->
     %% the call that timed out was buffered, not lost: it ran too
     ?assertEqual(2, call(B, early, incr)),
     ok = shardnode:stop_node(B).
+
+%% get_cluster_sharding_stats, asked of any member, reports every member's
+%% region: each one's shards and entity counts, as its own
+%% get_shard_region_state has them.
+cluster_stats_cover_every_region(Config) ->
+    Nodes = ?config(nodes, Config),
+    Ids = [{stat, K} || K <- lists:seq(1, 200)] ++ ids_covering_all_shards(),
+    [1 = call(lists:nth(1 + erlang:phash2(I, 3), Nodes), I, incr) || I <- Ids],
+    Expected = maps:from_list(
+                 [begin
+                      {ok, State} = gen_server:call({counter, N}, get_shard_region_state),
+                      {N, maps:map(fun(_, L) -> length(L) end, State)}
+                  end || N <- Nodes]),
+    [?assertEqual({ok, Expected}, gen_server:call({counter, N}, get_cluster_sharding_stats)) || N <- Nodes],
+    Total = lists:sum([C || PerShard <- maps:values(Expected), C <- maps:values(PerShard)]),
+    ?assertEqual(length(Ids), Total),
+    ok.
 
 %% A --proxy-only member routes every message to the shard's home but
 %% hosts no shard and never coordinates.

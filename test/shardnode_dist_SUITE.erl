@@ -363,7 +363,7 @@ c_node_initiates(Config) ->
               fun(Peer) ->
                       ?assertEqual([], connections(Peer, CNode)),
                       %% a process on the peer that keeps whatever it receives
-                      Inbox = peer:call(Peer, erlang, spawn, [timer, sleep, [infinity]]),
+                      Inbox = spawn_inbox(Peer),
                       Tag = make_ref(),
                       {shardnode, CNode} ! {'$gen_call', {Inbox, Tag}, shard_types},
                       Received = fun() ->
@@ -397,7 +397,7 @@ simultaneous_connects_settle(Config) ->
 race_once(Peer, CNode, Round) ->
     peer:call(Peer, erlang, disconnect_node, [CNode]),
     wait_for(disconnected, fun() -> connections(Peer, CNode) =:= [] end, 5000),
-    Inbox = peer:call(Peer, erlang, spawn, [timer, sleep, [infinity]]),
+    Inbox = spawn_inbox(Peer),
     Tag = {round, Round},
     %% both directions at once: the peer pings, and the C node must open a
     %% connection of its own to deliver a reply to the peer's process
@@ -450,6 +450,13 @@ bad_config_refused(_Config) ->
 %%====================================================================
 %% Helpers
 %%====================================================================
+
+%% A process on the peer that keeps whatever it receives. The module it runs
+%% is loaded first: loading it from the new process would put the code
+%% server's answer in its mailbox.
+spawn_inbox(Peer) ->
+    {module, timer} = peer:call(Peer, code, ensure_loaded, [timer]),
+    peer:call(Peer, erlang, spawn, [timer, sleep, [infinity]]).
 
 with_peer(Config, Opts, Fun) ->
     {ok, Peer, _PeerNode} = shardnode_ct:start_peer(Config, Opts),

@@ -111,7 +111,7 @@ Test(shard_msg, shard_messages_round_trip)
 	static const uint32_t shards[] = {0, 1, 255, 256, 65535, 65536, 999999, INT32_MAX, (uint32_t)INT32_MAX + 1,
 					  UINT32_MAX - 1, UINT32_MAX};
 	static const enum shard_msg_kind kinds[] = {SMSG_GET_SHARD_HOME, SMSG_SHARD_HOME, SMSG_BEGIN_HANDOFF,
-						    SMSG_HANDOFF_ACK, SMSG_SHARD_STOPPED};
+						    SMSG_HANDOFF_ACK, SMSG_SHARD_STOPPED, SMSG_GET_STATS};
 	for (size_t k = 0; k < SN_ARRAY_LEN(kinds); k++) {
 		for (size_t s = 0; s < SN_ARRAY_LEN(shards); s++) {
 			erlang_pid pid = sn_pid(NODE, 7, (unsigned)s);
@@ -150,6 +150,37 @@ Test(shard_msg, handoff_round_trip)
 	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, -1}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, x}"), -EPROTO);
+}
+
+Test(shard_msg, stats_round_trip)
+{
+	ei_x_buff map;
+	sn_x_new(&map);
+	ei_x_encode_map_header(&map, 2);
+	ei_x_encode_long(&map, 3);
+	ei_x_encode_long(&map, 10);
+	ei_x_encode_long(&map, 7);
+	ei_x_encode_long(&map, 1);
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(shard_msg_encode_stats(&x, 42, "a@host", map.buff, (size_t)map.index), 0);
+	struct shard_msg m;
+	char *p;
+	cr_assert_eq(decode_copy(&x, &m, &p), 1);
+	cr_assert_eq(m.kind, SMSG_STATS);
+	cr_assert_eq(m.shard, 42, "the request id travels where a shard id does");
+	cr_assert_eq(m.msg_len, (size_t)map.index);
+	cr_assert_eq(memcmp(m.msg, map.buff, m.msg_len), 0, "the map comes back byte for byte");
+	char node[MAXATOMLEN_UTF8];
+	int i = 0;
+	cr_assert_eq(ei_decode_atom(m.id, &i, node), 0);
+	cr_assert_str_eq(node, "a@host");
+	free(p);
+	ei_x_free(&x);
+	ei_x_free(&map);
+	cr_assert_eq(decode_fmt("{'$shardnode', stats, 1, 'a@h', notamap}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', stats, 1, \"a@h\", notamap}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', stats, 1, 'a@h'}"), -EPROTO);
 }
 
 Test(shard_msg, hosting_round_trip)
