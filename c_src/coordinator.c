@@ -29,6 +29,8 @@ struct coordinator {
 	size_t nexpected;
 	char (*draining)[256];
 	size_t ndraining;
+	erlang_pid *leaving; /* regions shutting down on nodes that stay */
+	size_t nleaving, leaving_cap;
 	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
 	size_t nproxies, proxies_cap;
 	struct ev_timer rebalance_timer;
@@ -38,6 +40,9 @@ static bool is_draining(const struct coordinator *c, size_t region)
 {
 	for (size_t d = 0; d < c->ndraining; d++)
 		if (strcmp(c->regions[region].pid.node, c->draining[d]) == 0)
+			return true;
+	for (size_t d = 0; d < c->nleaving; d++)
+		if (term_pid_equal(&c->regions[region].pid, &c->leaving[d]))
 			return true;
 	return false;
 }
@@ -50,6 +55,7 @@ static void forget_all(struct coordinator *c)
 {
 	c->nregions = 0;
 	c->nproxies = 0;
+	c->nleaving = 0;
 	c->nmoving = 0;
 	for (uint32_t s = 0; s < c->cfg.nshards; s++)
 		c->home[s] = c->moving_to[s] = -1;
@@ -186,6 +192,23 @@ static int find_proxy(const struct coordinator *c, const erlang_pid *pid)
 	return -1;
 }
 
+/* A region's graceful_shutdown on a node that stays: hand its shards off. */
+static void on_region_leaving(struct coordinator *c, const erlang_pid *region)
+{
+	if (!c->active || find_region(c, region) < 0)
+		return;
+	if (c->nleaving == c->leaving_cap) {
+		size_t cap = c->leaving_cap ? c->leaving_cap * 2 : 4;
+		erlang_pid *p = realloc(c->leaving, cap * sizeof *p);
+		if (p == NULL)
+			return; /* its handoff deadline lets it stop anyway */
+		c->leaving = p;
+		c->leaving_cap = cap;
+	}
+	c->leaving[c->nleaving++] = *region;
+	drain(c);
+}
+
 static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
 {
 	if (!c->active)
@@ -276,7 +299,7 @@ static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang
  * at once: a leaving node waits for this, not for the rebalance ticks. */
 static void drain(struct coordinator *c)
 {
-	if (!c->active || c->ndraining == 0 || !all_reported(c))
+	if (!c->active || (c->ndraining == 0 && c->nleaving == 0) || !all_reported(c))
 		return;
 	int32_t *counts = calloc(c->nregions ? c->nregions : 1, sizeof *counts);
 	if (counts == NULL)
@@ -441,6 +464,12 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 		c->proxies[proxy] = c->proxies[--c->nproxies];
 		return;
 	}
+	for (size_t d = 0; d < c->nleaving; d++) {
+		if (term_pid_equal(&c->leaving[d], region)) {
+			c->leaving[d] = c->leaving[--c->nleaving];
+			break;
+		}
+	}
 	int k = find_region(c, region);
 	if (k < 0)
 		return;
@@ -499,6 +528,7 @@ static void coordinator_handle(void *ctx, struct proc *self, const struct proc_m
 	switch (sm.kind) {
 	case SMSG_REGISTER: on_register(c, &sm.pid); break;
 	case SMSG_REGISTER_PROXY: on_register_proxy(c, &sm.pid); break;
+	case SMSG_REGION_LEAVING: on_region_leaving(c, &sm.pid); break;
 	case SMSG_GET_SHARD_HOME: on_get_home(c, sm.shard, &sm.pid); break;
 	case SMSG_REGION_STOPPED: on_region_stopped(c, &sm.pid); break;
 	case SMSG_HOSTING: on_hosting(c, &sm.pid, sm.shards); break;

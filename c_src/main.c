@@ -39,6 +39,7 @@ struct app {
 	struct logger log;
 	struct ev_timer leave_timer;
 	bool leaving;
+	bool proxy_only;
 	uint64_t leave_deadline;
 	uint32_t handoff_timeout_ms;
 	const char *stop_reason;
@@ -47,6 +48,22 @@ struct app {
 	struct hosted_type *hosted;
 	size_t nhosted;
 };
+
+/* A region stopped by graceful_shutdown: this node no longer hosts its
+ * type, so the coordinators stop waiting for that region's reports. */
+static void on_region_stopped(void *arg, struct region *r)
+{
+	(void)r;
+	struct app *app = arg;
+	if (app->membership == NULL || app->proxy_only)
+		return;
+	const char *types[CONFIG_MAX_LIST];
+	size_t n = 0;
+	for (size_t k = 0; k < app->nhosted; k++)
+		if (!region_stopped(app->hosted[k].region))
+			types[n++] = app->hosted[k].type->name;
+	membership_set_types(app->membership, types, n);
+}
 
 /* For regions: the members hosting a type. */
 static size_t members_hosting(void *arg, const char *type, const char **out, size_t max)
@@ -255,6 +272,7 @@ int main(int argc, char **argv)
 			.coordinator_name = coord_name, .handoff_timeout_ms = cfg.handoff_timeout_ms,
 			.proxy_only = cfg.proxy_only,
 			.members_hosting = members_hosting, .members_arg = &app,
+			.on_stopped = on_region_stopped, .on_stopped_arg = &app,
 		};
 		if (h->coordinator != NULL || cfg.proxy_only)
 			h->region = region_start(&rcfg, &rc);
@@ -283,6 +301,7 @@ int main(int argc, char **argv)
 		hosted_names[nhosted_names++] = hosted[k].type->name;
 	app.self = dist_node_name(node);
 	app.handoff_timeout_ms = cfg.handoff_timeout_ms;
+	app.proxy_only = cfg.proxy_only;
 	app.hosted = hosted;
 	app.nhosted = nhosted;
 	struct membership_config mcfg = {

@@ -410,6 +410,17 @@ int membership_down(struct membership *m, const char *node)
 	return 0;
 }
 
+void membership_set_types(struct membership *m, const char *const *types, size_t n)
+{
+	struct member *me = find(m, m->self);
+	me->ntypes = 0;
+	for (size_t t = 0; t < n && t < MEMBER_MAX_TYPES; t++)
+		strlcpy(me->types[me->ntypes++], types[t], sizeof me->types[0]);
+	me->version++;
+	gossip_all(m);
+	changed(m);
+}
+
 bool membership_self_down(const struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++)

@@ -103,6 +103,10 @@ size_t membership_others(const struct membership *m);
 /* Marks `node` down and gossips it. Returns 0, or -ENOENT (not a member). */
 int membership_down(struct membership *m, const char *node);
 
+/* Replaces the entity types this node says it hosts (a region stopped by
+ * graceful_shutdown is no longer one) and gossips the change. */
+void membership_set_types(struct membership *m, const char *const *types, size_t n);
+
 /* True once this node has been downed by the others. */
 bool membership_self_down(const struct membership *m);
 

@@ -60,6 +60,10 @@ struct region {
 	struct ev_timer idle_timer;
 	struct stats_request *stats_requests;
 	uint32_t next_stats_id;
+	/* graceful_shutdown under way: shards are being handed off */
+	bool leaving;
+	uint64_t leave_deadline;
+	struct ev_timer leave_timer;
 };
 
 /* A get_cluster_sharding_stats call waiting for the other members' regions. */
@@ -733,6 +737,49 @@ static void encode_region_stats(struct region *r, ei_x_buff *x)
 	ei_x_encode_ulonglong(x, st.forwarded);
 }
 
+static void finish_leaving(struct region *r)
+{
+	evloop_timer_stop(r->cfg.loop, &r->leave_timer);
+	region_shutdown(r);
+	if (r->cfg.on_stopped)
+		r->cfg.on_stopped(r->cfg.on_stopped_arg, r);
+}
+
+/* Until every shard has been handed off (or handoff_timeout_ms passed), the
+ * region goes on routing and serving what it still hosts. */
+static void on_leave_check(struct evloop *loop, void *arg)
+{
+	struct region *r = arg;
+	if (r->nlocal == 0 || evloop_now_ms(loop) >= r->leave_deadline) {
+		finish_leaving(r);
+		return;
+	}
+	evloop_timer_start(loop, &r->leave_timer, 50);
+}
+
+/* graceful_shutdown: ask the coordinator to move this region's shards to
+ * the others, then stop. Alone in the cluster, there is nowhere to move
+ * them: stop at once. */
+static void begin_leaving(struct region *r)
+{
+	if (r->leaving || r->stopped)
+		return;
+	const char *nodes[256];
+	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, 256)
+					  : 0;
+	bool others = false;
+	for (size_t k = 0; k < n; k++)
+		others = others || strcmp(nodes[k], dist_node_name(r->cfg.node)) != 0;
+	if (!others || r->nlocal == 0 || !r->registered) {
+		finish_leaving(r);
+		return;
+	}
+	r->leaving = true;
+	r->leave_deadline = evloop_now_ms(r->cfg.loop) + r->cfg.handoff_timeout_ms;
+	send_to_coordinator(r, SMSG_REGION_LEAVING, 0);
+	evloop_timer_start(r->cfg.loop, &r->leave_timer, 50);
+}
+
 static void on_call(struct region *r, const struct gen_call *call)
 {
 	const char *req = call->request;
@@ -767,11 +814,8 @@ static void on_call(struct region *r, const struct gen_call *call)
 		term_x_error_tagged_raw(&x, "bad_request", call->request, call->request_len);
 	send_call_reply(r, &call->from, call->tag, call->tag_len, &x);
 	ei_x_free(&x);
-	if (shutdown) {
-		region_shutdown(r);
-		if (r->cfg.on_stopped)
-			r->cfg.on_stopped(r->cfg.on_stopped_arg, r);
-	}
+	if (shutdown)
+		begin_leaving(r);
 }
 
 static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m)
@@ -821,6 +865,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	r->cfg.coordinator_name = r->coordinator_name;
 	ev_timer_init(&r->retry_timer, on_retry, r);
 	ev_timer_init(&r->idle_timer, on_idle_sweep, r);
+	ev_timer_init(&r->leave_timer, on_leave_check, r);
 	r->proc = dist_node_spawn(cfg->node, cfg->type->name, region_handle, r, err);
 	if (r->proc == NULL) {
 		free(r->slots);
@@ -840,6 +885,7 @@ void region_shutdown(struct region *r)
 	if (r->stopped)
 		return;
 	r->stopped = true;
+	evloop_timer_stop(r->cfg.loop, &r->leave_timer);
 	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
 	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
 	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
@@ -866,6 +912,8 @@ void region_shutdown(struct region *r)
 	r->proc = NULL;
 	log_info(r->cfg.log, "region %s stopped", r->cfg.type->name);
 }
+
+bool region_stopped(const struct region *r) { return r->stopped; }
 
 void region_free(struct region *r)
 {

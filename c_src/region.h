@@ -49,7 +49,7 @@ struct region_config {
 	void *members_arg;
 	const char *coordinator_name;    /* the coordinators' registered name; copied */
 	/* Called once the region has handed off its shards and unregistered
-	 * after graceful_shutdown; the owner then frees it with region_free. */
+	 * after graceful_shutdown; the owner frees it later with region_free. */
 	void (*on_stopped)(void *arg, struct region *r);
 	void *on_stopped_arg;
 };
@@ -66,6 +66,9 @@ void region_set_coordinator_node(struct region *r, const char *node);
 /* Stops every local entity, tells the coordinator, unregisters the name
  * (monitors get `normal`). Idempotent. */
 void region_shutdown(struct region *r);
+
+/* True once the region has stopped (graceful_shutdown or region_shutdown). */
+bool region_stopped(const struct region *r);
 
 /* region_shutdown if needed, then frees. */
 void region_free(struct region *r);

@@ -23,6 +23,7 @@ static const char *const kind_names[] = {
 	[SMSG_REGISTER_PROXY] = "register_proxy",
 	[SMSG_GET_STATS] = "get_stats",
 	[SMSG_STATS] = "stats",
+	[SMSG_REGION_LEAVING] = "region_leaving",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -71,6 +72,7 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 			break;
 	switch (k) {
 	case SMSG_REGISTER:
+	case SMSG_REGION_LEAVING:
 	case SMSG_REGISTER_PROXY:
 	case SMSG_REGISTERED:
 	case SMSG_REGION_STOPPED:

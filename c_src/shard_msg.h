@@ -12,6 +12,8 @@
  *   {'$shardnode', registered, CoordinatorPid}       coordinator -> region
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
+ *   {'$shardnode', region_leaving, RegionPid}        region -> coordinator: hand my
+ *                                                    shards off (graceful_shutdown)
  *   {'$shardnode', region_stopped, RegionPid}        region -> coordinator
  *   {'$shardnode', begin_handoff, ShardId, FromRegionPid} coordinator -> every
  *                                                    region but the shard's home
@@ -50,6 +52,7 @@ enum shard_msg_kind {
 	SMSG_REGISTER_PROXY,
 	SMSG_GET_STATS,
 	SMSG_STATS,
+	SMSG_REGION_LEAVING,
 };
 
 struct shard_msg {

@@ -24,7 +24,8 @@
          unreachable_member_is_downed_by_hand/1,
          min_members_hold_allocation_back/1,
          proxy_only_node_routes_and_hosts_nothing/1,
-         cluster_stats_cover_every_region/1]).
+         cluster_stats_cover_every_region/1,
+         graceful_shutdown_of_a_region_hands_off/1]).
 
 -define(SHARDS, 30).
 
@@ -40,7 +41,8 @@ all() ->
      unreachable_member_is_downed_by_hand,
      min_members_hold_allocation_back,
      proxy_only_node_routes_and_hosts_nothing,
-     cluster_stats_cover_every_region].
+     cluster_stats_cover_every_region,
+     graceful_shutdown_of_a_region_hands_off].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -235,6 +237,25 @@ cluster_stats_cover_every_region(Config) ->
     [?assertEqual({ok, Expected}, gen_server:call({counter, N}, get_cluster_sharding_stats)) || N <- Nodes],
     Total = lists:sum([C || PerShard <- maps:values(Expected), C <- maps:values(PerShard)]),
     ?assertEqual(length(Ids), Total),
+    ok.
+
+%% graceful_shutdown of one region on a node that stays: `ok', its shards
+%% are handed off to the other regions, then its name goes (monitors get
+%% `normal'); the node's other types go on, and every entity answers
+%% through any node.
+graceful_shutdown_of_a_region_hands_off(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    Ids = ids_covering_all_shards(),
+    [1 = call(A, I, incr) || I <- Ids],
+    ?assertEqual(10, shard_count(B)),
+    Mon = erlang:monitor(process, {counter, B}),
+    ?assertEqual(ok, gen_server:call({counter, B}, graceful_shutdown)),
+    receive {'DOWN', Mon, process, _, Reason} -> ?assertEqual(normal, Reason)
+    after 10000 -> ct:fail(region_did_not_stop)
+    end,
+    ?assertEqual(?SHARDS, shard_count(A) + shard_count(C)),
+    [?assert(is_integer(call(N, I, get))) || I <- Ids, N <- [A, C]],
+    ?assertEqual(hi, gen_server:call({echo, B}, {x, hi})),
     ok.
 
 %% A --proxy-only member routes every message to the shard's home but
