@@ -69,8 +69,10 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	return 0;
 }
 
+/* One idle sweep: entities quiet since before now - idle stop. */
 struct idle_sweep {
 	uint32_t now, idle;
+	struct shard *shard;
 };
 
 static bool is_idle(struct entity *e, void *arg)
@@ -80,25 +82,15 @@ static bool is_idle(struct entity *e, void *arg)
 	return w->now - e->last_active >= w->idle;
 }
 
-struct sweep_ctx {
-	struct idle_sweep sweep;
-	struct shard *shard;
-};
-
-static bool sweep_pred(struct entity *e, void *arg)
+static void stop_idle(struct entity *e, void *arg)
 {
-	return is_idle(e, &((struct sweep_ctx *)arg)->sweep);
-}
-
-static void sweep_stop(struct entity *e, void *arg)
-{
-	stop_entity(e, ((struct sweep_ctx *)arg)->shard);
+	stop_entity(e, ((struct idle_sweep *)arg)->shard);
 }
 
 size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms)
 {
-	struct sweep_ctx ctx = {.sweep = {.now = now_ms, .idle = idle_ms}, .shard = s};
-	return entity_table_remove_if(&s->entities, sweep_pred, sweep_stop, &ctx);
+	struct idle_sweep w = {.now = now_ms, .idle = idle_ms, .shard = s};
+	return entity_table_remove_if(&s->entities, is_idle, stop_idle, &w);
 }
 
 static bool always(struct entity *e, void *arg)
