@@ -51,8 +51,13 @@ erl:
 build/asan/unit: $(LIB_SRC) $(UNIT_SRC) $(wildcard c_src/*.h) $(wildcard test/unit/*.h) | build/asan
 	$(CC) $(CFLAGS) -O1 $(SAN) -Itest/unit -rdynamic -o $@ $(LIB_SRC) $(UNIT_SRC) $(LDLIBS) -lcriterion
 
+# Criterion runs each test in a child whose sanitizer report at exit does not
+# change the test's verdict, so a report anywhere in the output fails the run.
 unit: build/asan/unit $(PLUGINS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit --jobs 2
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/asan/unit --jobs 2 \
+		>build/asan/unit.out 2>&1; rc=$$?; cat build/asan/unit.out; \
+	if grep -q 'ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:' build/asan/unit.out; then \
+		echo 'unit: a sanitizer reported an error (above)' >&2; exit 1; fi; exit $$rc
 
 # common_test suites against real OTP nodes.
 ct: all

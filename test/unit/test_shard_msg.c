@@ -215,7 +215,6 @@ Test(shard_msg, hosting_with_bad_lists)
 {
 	erlang_pid pid = sn_pid(NODE, 3, 1);
 	ei_x_buff x;
-	sn_x_new(&x);
 	begin_msg(&x, 4, "hosting");
 	ei_x_encode_pid(&x, &pid);
 	ei_x_encode_list_header(&x, 2);
@@ -225,7 +224,6 @@ Test(shard_msg, hosting_with_bad_lists)
 	cr_assert_eq(decode_x(&x), -EPROTO);
 	ei_x_free(&x);
 
-	sn_x_new(&x);
 	begin_msg(&x, 4, "hosting");
 	ei_x_encode_pid(&x, &pid);
 	ei_x_encode_long(&x, 7); /* not a list */
