@@ -14,8 +14,10 @@
 %% node that speaks the distribution protocol itself, against the same
 %% node, so that the client is not the bottleneck. Rounds alternate
 %% shardnode, beam, shardnode, beam, ...; every figure is the median over
-%% rounds of the per-round value. Every node started is stopped again, also
-%% when a measurement fails.
+%% rounds of the per-round value. The rebalance figure (a second node joins
+%% a node hosting 100 shards) has no BEAM baseline and is measured on
+%% shardnode only. Every node started is stopped again, also when a
+%% measurement fails, and is checked to be gone.
 %%
 %% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
 %% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_WINDOW, BENCH_C_WINDOW,
@@ -32,6 +34,15 @@
 %% shards of the node that measures the first message to a new shard
 -define(FIRST_NUM_SHARDS, 1000).
 -define(FIRST_SAMPLES, 50).
+%% the rebalance figure: shards of the two nodes, and their settings
+-define(REBALANCE_SHARDS, 100).
+-define(REBALANCE_CONFIG, #{number_of_shards => ?REBALANCE_SHARDS,
+                            rebalance_interval_ms => 100,
+                            max_simultaneous_rebalance => 100,
+                            rebalance_threshold => 1}).
+%% how often the rebalance figure asks the first node, and for how long
+-define(REBALANCE_POLL_MS, 2).
+-define(REBALANCE_DEADLINE_MS, 30000).
 
 %%====================================================================
 %% Entry point
@@ -105,6 +116,7 @@ run(#{rounds := Rounds} = Cfg0) ->
               "cost rows (time, bytes) are BEAM/shardnode.~n~n",
               [Rounds, Secs]),
     print_table(medians(Ss), medians(Bs), Cfg),
+    all_gone(),
     io:format("~nload average (1, 5, 15 min) at the start: ~s, at the end: ~s~n",
               [maps:get(load_start, Cfg), loadavg()]),
     ok.
@@ -127,7 +139,11 @@ measure(System, Round, Cfg) ->
                    fun(Sys) -> first_message_figures(Sys, Cfg) end),
     M3 = with_node(System, #{}, Cfg,
                    fun(Sys) -> memory_figures(Sys, Cfg) end),
-    maps:merge(M1, maps:merge(M2, M3)).
+    M4 = case System of
+             shardnode -> rebalance_figures(Cfg);
+             beam -> #{}
+         end,
+    maps:merge(M1, maps:merge(M2, maps:merge(M3, M4))).
 
 label(shardnode) -> "shardnode";
 label(beam) -> "BEAM".
@@ -299,6 +315,104 @@ entity_count(#{system := shardnode, node := Node}, Type) ->
     Count;
 entity_count(#{system := beam, node := Node}, Type) ->
     erpc:call(Node, bench_region, entity_count, [Type], ?CALL_TIMEOUT).
+
+%% Two shardnode nodes, no baseline: the first, alone, hosts all 100 shards
+%% of counter (one entity in each); a second joins it, and the coordinator
+%% on the first moves shards until each node has 50. The time is taken
+%% from the second node being `up' in the first node's member list (and
+%% from the start of its OS process) to the first get_cluster_sharding_stats
+%% on the first node that shows 50 shards on each. A process polls the
+%% first node every REBALANCE_POLL_MS from before the second node is
+%% started, so both moments are seen as they happen, not after
+%% shardnode:start_node/1 returns.
+rebalance_figures(#{tag := Tag} = Cfg) ->
+    N = ?REBALANCE_SHARDS,
+    Opts = #{types => [counter], config => ?REBALANCE_CONFIG},
+    with_c_node("bench_c", Opts, Cfg,
+                fun(#{node := A} = SysA) ->
+                        Ids = pick_ids(1, N, N, fun(Shard, Used) -> not maps:is_key(Shard, Used) end,
+                                       #{}),
+                        [1 = ask_one(SysA, counter, Id, incr) || Id <- Ids],
+                        {ok, #{A := Before} = Stats0} =
+                            gen_server:call({counter, A}, get_cluster_sharding_stats, ?CALL_TIMEOUT),
+                        {1, N} =:= {map_size(Stats0), map_size(Before)}
+                            orelse erlang:error({not_all_shards_on_first_node, Stats0}),
+                        B = list_to_atom("bench_cb" ++ Tag ++ "@127.0.0.1"),
+                        Poller = start_rebalance_poller(A, B, N div 2),
+                        try
+                            with_c_node("bench_cb", Opts#{join => [A]}, Cfg,
+                                        fun(#{started_at := T0}) ->
+                                                rebalance_result(Poller, T0)
+                                        end)
+                        after
+                            stop_poller(Poller)
+                        end
+                end).
+
+start_rebalance_poller(A, B, Half) ->
+    Self = self(),
+    Ref = make_ref(),
+    Up = fun() ->
+                 case catch gen_server:call({shardnode, A}, members, ?CALL_TIMEOUT) of
+                     {ok, Ms} -> lists:any(fun(#{node := M, status := S}) -> {M, S} =:= {B, up} end, Ms);
+                     _ -> false
+                 end
+         end,
+    Balanced = fun() ->
+                       case catch gen_server:call({counter, A}, get_cluster_sharding_stats, ?CALL_TIMEOUT) of
+                           {ok, #{A := OnA, B := OnB} = Stats} when map_size(Stats) =:= 2 ->
+                               {map_size(OnA), map_size(OnB)} =:= {Half, Half};
+                           _ -> false
+                       end
+               end,
+    Deadline = erlang:monotonic_time(millisecond) + ?REBALANCE_DEADLINE_MS,
+    {Pid, Mon} = spawn_monitor(fun() ->
+                                       Result = try
+                                                    TUp = poll_until(Up, Deadline, {B, not_up}),
+                                                    TDone = poll_until(Balanced, Deadline,
+                                                                       {not_balanced, A, B}),
+                                                    {ok, TUp, TDone}
+                                                catch
+                                                    error:Reason -> {error, Reason}
+                                                end,
+                                       Self ! {Ref, Result}
+                               end),
+    {Pid, Mon, Ref}.
+
+%% The time of the first call to Fun that returns true; polls every
+%% REBALANCE_POLL_MS until Deadline (milliseconds), then fails.
+poll_until(Fun, Deadline, What) ->
+    case Fun() of
+        true ->
+            erlang:monotonic_time();
+        false ->
+            case erlang:monotonic_time(millisecond) >= Deadline of
+                true -> erlang:error({rebalance_timeout, What});
+                false -> timer:sleep(?REBALANCE_POLL_MS), poll_until(Fun, Deadline, What)
+            end
+    end.
+
+rebalance_result({_Pid, Mon, Ref}, T0) ->
+    receive
+        {Ref, {ok, TUp, TDone}} ->
+            FromUp = us(TDone - TUp) / 1000,
+            FromStart = us(TDone - T0) / 1000,
+            progress("rebalance", "50 + 50 shards ~s ms after the second node was up, "
+                     "~s ms after it was started (up after ~s ms)",
+                     [fmt(FromUp), fmt(FromStart), fmt(us(TUp - T0) / 1000)]),
+            #{rebalance_from_up => FromUp, rebalance_from_start => FromStart};
+        {Ref, {error, Reason}} ->
+            erlang:error(Reason);
+        {'DOWN', Mon, process, _, Reason} ->
+            erlang:error({rebalance_poller_died, Reason})
+    after ?REBALANCE_DEADLINE_MS + 5000 ->
+            erlang:error(rebalance_poller_silent)
+    end.
+
+stop_poller({Pid, Mon, Ref}) ->
+    exit(Pid, kill),
+    erlang:demonitor(Mon, [flush]),
+    receive {Ref, _} -> ok after 0 -> ok end.
 
 %% CPU time (user + system) the OS process has used so far, in microseconds.
 cpu_us(OsPid) ->
@@ -482,7 +596,14 @@ run_clients(Funs) ->
 %% Starts a fresh node of System, runs Fun on it and stops it, also when Fun
 %% fails.
 with_node(System, Config, Cfg, Fun) ->
-    Sys = start(System, Config, Cfg),
+    with_started(start(System, Config, Cfg), Fun).
+
+%% The same for a shardnode node named Prefix<tag>@127.0.0.1, started with
+%% the options of shardnode:start_node/1 in Opts.
+with_c_node(Prefix, Opts, Cfg, Fun) ->
+    with_started(start_c(Prefix, Opts, Cfg), Fun).
+
+with_started(Sys, Fun) ->
     Result = try
                  Fun(Sys)
              catch
@@ -493,24 +614,8 @@ with_node(System, Config, Cfg, Fun) ->
     stop(Sys),
     Result.
 
-start(shardnode, Config, #{tag := Tag, data_dir := DataDir} = Cfg) ->
-    Name = "bench_c" ++ Tag ++ "@127.0.0.1",
-    Opts = #{name => Name,
-             types => [counter, echo],
-             config => Config#{data_dir => filename:join(DataDir, Name)},
-             ready_timeout => 20000},
-    case shardnode:start_node(Opts) of
-        {ok, Node} ->
-            Sys0 = #{system => shardnode, node => Node},
-            track(Sys0),
-            {ok, OsPid} = shardnode:os_pid(Node),
-            note_ospid(OsPid, Cfg),
-            Sys = Sys0#{ospid => OsPid},
-            track(Sys),
-            Sys;
-        {error, Reason} ->
-            erlang:error({start_shardnode, Reason})
-    end;
+start(shardnode, Config, Cfg) ->
+    start_c("bench_c", #{types => [counter, echo], config => Config}, Cfg);
 start(beam, _Config, #{tag := Tag, entities := Entities} = Cfg) ->
     %% the process limit must hold the memory figure's entities
     MaxProcs = max(262144, Entities + 100000),
@@ -525,24 +630,71 @@ start(beam, _Config, #{tag := Tag, entities := Entities} = Cfg) ->
     track(Sys0),
     OsPid = list_to_integer(erpc:call(Node, os, getpid, [])),
     note_ospid(OsPid, Cfg),
+    note_started(Node, OsPid),
     Sys = Sys0#{ospid => OsPid},
     track(Sys),
     [{ok, _} = erpc:call(Node, bench_region, start, [Type]) || Type <- [counter, echo]],
     Sys.
 
+%% started_at: the time just before shardnode:start_node/1, which spawns
+%% the OS process.
+start_c(Prefix, #{config := Config} = Opts, #{tag := Tag, data_dir := DataDir} = Cfg) ->
+    Name = Prefix ++ Tag ++ "@127.0.0.1",
+    StartOpts = Opts#{name => Name,
+                      config => Config#{data_dir => filename:join(DataDir, Name)},
+                      ready_timeout => 20000},
+    T0 = erlang:monotonic_time(),
+    case shardnode:start_node(StartOpts) of
+        {ok, Node} ->
+            Sys0 = #{system => shardnode, node => Node, started_at => T0},
+            track(Sys0),
+            {ok, OsPid} = shardnode:os_pid(Node),
+            note_ospid(OsPid, Cfg),
+            note_started(Node, OsPid),
+            Sys = Sys0#{ospid => OsPid},
+            track(Sys),
+            Sys;
+        {error, Reason} ->
+            erlang:error({start_shardnode, Name, Reason})
+    end.
+
+%% shardnode:stop_node/1 returns ok once the OS process has exited with
+%% status 0 (a graceful leave after SIGTERM), the name has left epmd and a
+%% ping gets pang; gone/2 checks all of it once more.
 stop(#{system := shardnode, node := Node} = Sys) ->
     untrack(Sys),
     case shardnode:stop_node(Node) of
-        ok -> ok;
+        ok -> gone(Node, maps:get(ospid, Sys, undefined));
         {error, Reason} -> erlang:error({stop_shardnode, Node, Reason})
     end;
-stop(#{system := beam, peer := Peer} = Sys) ->
+stop(#{system := beam, node := Node, peer := Peer} = Sys) ->
     untrack(Sys),
     ok = peer:stop(Peer),
-    case Sys of
-        #{ospid := OsPid} -> await_os_exit(OsPid, 10000);
-        #{} -> ok
+    gone(Node, maps:get(ospid, Sys, undefined)).
+
+%% Node is gone: its name is not in epmd, a ping gets pang (the check of
+%% shardnode_ct:gone/1), and its OS process has exited.
+gone(Node, OsPid) ->
+    case shardnode_poll:until(fun() -> shardnode_ct:gone(Node) end, 10000) of
+        ok -> ok;
+        timeout -> erlang:error({not_gone, Node})
+    end,
+    case OsPid of
+        undefined -> ok;
+        _ -> await_os_exit(OsPid, 10000)
     end.
+
+%% At the end of a run: every node the run started is gone, and the
+%% shardnode application runs no C node any more.
+all_gone() ->
+    Started = started(),
+    [] = shardnode:which_nodes(),
+    Left = [{Node, OsPid} || {Node, OsPid} <- Started,
+                             not shardnode_ct:gone(Node)
+                                 orelse filelib:is_file("/proc/" ++ integer_to_list(OsPid))],
+    Left =:= [] orelse erlang:error({nodes_left, Left}),
+    io:format("~nAll ~b nodes started by the run are gone: none in epmd, none answers a ping, "
+              "no OS process left.~n", [length(Started)]).
 
 %% peer:stop/1 returns once the node is disconnected; its OS process may
 %% still be exiting.
@@ -578,6 +730,12 @@ untrack(#{node := Node}) ->
 
 tracked() ->
     case get(bench_nodes) of undefined -> []; L -> L end.
+
+note_started(Node, OsPid) ->
+    put(bench_started, [{Node, OsPid} | started()]).
+
+started() ->
+    case get(bench_started) of undefined -> []; L -> L end.
 
 %% bench/run.sh kills what is listed here if the controller itself dies.
 note_ospid(_OsPid, #{pids_file := ""}) ->
@@ -690,5 +848,11 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW}) -
                           end,
          io:format("| ~s | ~s | ~s | ~.2f | ~s |~n", [Label, fmt(Sv), fmt(Bv), Ratio, Reads])
      end || {Label, Key, Better} <- Rows],
-    io:format("| rebalance time | not measured yet | not measured yet | - | - |~n"),
+    %% no BEAM baseline does this job
+    [io:format("| ~s | ~s | n/a | n/a | - |~n", [Label, fmt(maps:get(Key, S))])
+     || {Label, Key} <-
+            [{io_lib:format("rebalance time for ~b shards, ms (second node up -> ~b on each node)",
+                            [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_up},
+             {io_lib:format("rebalance time for ~b shards, ms (second node started -> ~b on each node)",
+                            [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_start}]],
     ok.
