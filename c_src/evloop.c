@@ -60,6 +60,8 @@ void evloop_free(struct evloop *loop)
 
 uint64_t evloop_now_ms(const struct evloop *loop) { return loop->now_ms; }
 
+uint64_t evloop_clock_ms(void) { return monotonic_ms(); }
+
 int evloop_watch(struct evloop *loop, int fd, uint32_t events, ev_io_fn fn, void *arg)
 {
 	if (fd < 0)

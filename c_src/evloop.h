@@ -39,6 +39,11 @@ void evloop_free(struct evloop *loop);
 /* Monotonic milliseconds, refreshed once per iteration (cheap to call). */
 uint64_t evloop_now_ms(const struct evloop *loop);
 
+/* Monotonic milliseconds read from the clock at this call, in the same clock
+ * as evloop_now_ms: for checks that must not trust a time taken before the
+ * process may have been paused. */
+uint64_t evloop_clock_ms(void);
+
 /* Watches fd for `events` (EPOLLIN and/or EPOLLOUT). Returns 0 or -errno. */
 int evloop_watch(struct evloop *loop, int fd, uint32_t events, ev_io_fn fn, void *arg);
 /* Changes the event mask of a watched fd. Returns 0 or -errno. */

@@ -72,6 +72,13 @@ static size_t members_hosting(void *arg, const char *type, const char **out, siz
 	return app->membership ? membership_nodes_with(app->membership, type, out, max) : 0;
 }
 
+/* For regions: entities run only while this node holds a quorum lease. */
+static bool may_deliver(void *arg)
+{
+	struct app *app = arg;
+	return app->membership == NULL || membership_may_deliver(app->membership);
+}
+
 /* After any membership change: the coordinator of each type is active only
  * on the oldest up member hosting it, expects a report from every up member
  * hosting it, and every region registers with it. */
@@ -87,7 +94,10 @@ static void on_membership_change(void *arg)
 		struct hosted_type *h = &app->hosted[k];
 		const char *oldest = membership_oldest_with(app->membership, h->type->name);
 		const char *nodes[256];
-		size_t n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
+		size_t n = membership_downed(app->membership, nodes, 256);
+		if (region_set_downed(h->region, nodes, n) != 0)
+			log_warn(&app->log, "out of memory: region %s keeps an old list of downed members", h->type->name);
+		n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
 		if (h->coordinator != NULL) {
 			/* Active first: a coordinator that is about to stand down must
 			 * not start handoffs it will not see through. */
@@ -97,6 +107,7 @@ static void on_membership_change(void *arg)
 			coordinator_set_draining(h->coordinator, nodes, n);
 		}
 		region_set_coordinator_node(h->region, oldest);
+		region_resume(h->region);
 	}
 }
 
@@ -272,6 +283,7 @@ int main(int argc, char **argv)
 			.coordinator_name = coord_name, .handoff_timeout_ms = cfg.handoff_timeout_ms,
 			.proxy_only = cfg.proxy_only,
 			.members_hosting = members_hosting, .members_arg = &app,
+			.may_deliver = may_deliver, .may_deliver_arg = &app,
 			.on_stopped = on_region_stopped, .on_stopped_arg = &app,
 		};
 		if (h->coordinator != NULL || cfg.proxy_only)
@@ -308,6 +320,8 @@ int main(int argc, char **argv)
 		.node = node, .from = *admin_pid(admin), .loop = app.loop, .log = &app.log,
 		.seeds = seeds, .nseeds = cfg.njoin, .types = hosted_names, .ntypes = nhosted_names,
 		.gossip_interval_ms = cfg.heartbeat_interval_ms,
+		.failure_timeout_ms = cfg.failure_timeout_ms, .stable_after_ms = cfg.stable_after_ms,
+		.keep_majority = cfg.downing == DOWNING_KEEP_MAJORITY,
 		.on_change = on_membership_change, .on_change_arg = &app,
 	};
 	app.membership = membership_start(&mcfg, &rc);

@@ -7,6 +7,7 @@
 
 #include <bsd/string.h>
 
+#include "quorum.h"
 #include "term.h"
 
 static const char *const status_names[] = {
@@ -20,7 +21,14 @@ struct membership {
 	struct member *members;
 	size_t n, cap;
 	struct ev_timer gossip_timer;
+	uint64_t stable_since;  /* last change of members or reachability */
+	uint64_t quorum_until;  /* quorum_until() of the leases we hold */
+	bool holding;           /* may deliver, as of the last refresh_quorum */
+	bool loss_logged;       /* a lost lease is logged by the timer only: a
+				 * member that just joined has not acked yet */
 };
+
+static uint64_t now_ms(const struct membership *m) { return evloop_now_ms(m->cfg.loop); }
 
 static struct member *find(struct membership *m, const char *node)
 {
@@ -43,13 +51,30 @@ static struct member *add(struct membership *m, const char *node)
 	struct member *e = &m->members[m->n++];
 	memset(e, 0, sizeof *e);
 	strlcpy(e->node, node, sizeof e->node);
+	e->last_heard = now_ms(m);
 	return e;
 }
 
+static bool refresh_quorum(struct membership *m);
+
+/* After any change of the member list or of a member's reachability. */
 static void changed(struct membership *m)
 {
+	m->stable_since = now_ms(m);
+	refresh_quorum(m);
 	if (m->cfg.on_change)
 		m->cfg.on_change(m->cfg.on_change_arg);
+}
+
+static bool is_self(const struct membership *m, const struct member *e) { return strcmp(e->node, m->self) == 0; }
+
+/* Members that vote in keep-majority and give quorum leases. */
+static bool votes(const struct member *e) { return e->status == MEMBER_UP || e->status == MEMBER_LEAVING; }
+
+static void mark_down_locally(struct membership *m, struct member *e)
+{
+	if (e->down_at == 0)
+		e->down_at = now_ms(m) ? now_ms(m) : 1;
 }
 
 /* ---- sending ---- */
@@ -119,6 +144,161 @@ static void send_join(struct membership *m, const char *seed)
 	ei_x_free(&x);
 }
 
+static void send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)
+{
+	ei_x_buff x;
+	if (ei_x_new_with_version(&x) < 0)
+		return;
+	ei_x_encode_tuple_header(&x, 4);
+	ei_x_encode_atom(&x, "$shardnode");
+	ei_x_encode_atom(&x, kind);
+	ei_x_encode_atom(&x, m->self);
+	ei_x_encode_ulonglong(&x, sent_at);
+	send_admin(m, to, &x);
+	ei_x_free(&x);
+}
+
+/* Every member but us that is not down gets a heartbeat, unreachable ones
+ * too: that is how we notice they are back. */
+static void heartbeat_all(struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!is_self(m, e) && e->status < MEMBER_DOWN)
+			send_heartbeat(m, e->node, "heartbeat", now_ms(m));
+	}
+}
+
+/* ---- failure detection, downing and the quorum lease ---- */
+
+/* Recomputes until when we hold a quorum lease. Returns true if we just
+ * got it back (messages held for local entities can go now). Logs a loss
+ * only if `log_loss`. */
+static bool refresh_quorum_logged(struct membership *m, bool log_loss)
+{
+	const struct member *me = find(m, m->self);
+	uint64_t until;
+	if (me->status == MEMBER_DOWN || me->status == MEMBER_REMOVED) {
+		until = 0;
+	} else if (!votes(me)) {
+		until = UINT64_MAX; /* joining or exiting: hosts nothing */
+	} else {
+		struct quorum_member *q = malloc(2 * m->n * sizeof *q);
+		if (q == NULL)
+			return false; /* keep the last answer */
+		size_t n = 0;
+		for (size_t k = 0; k < m->n; k++) {
+			const struct member *e = &m->members[k];
+			if (votes(e))
+				q[n++] = (struct quorum_member){e->node, is_self(m, e) ? UINT64_MAX : e->lease_until};
+		}
+		until = quorum_until(q, n, q + m->n);
+		free(q);
+	}
+	m->quorum_until = until;
+	bool holds = membership_may_deliver(m);
+	bool regained = holds && !m->holding;
+	m->holding = holds;
+	if (!holds && log_loss && !m->loss_logged) {
+		log_warn(m->cfg.log, "no quorum lease: messages to local entities wait");
+		m->loss_logged = true;
+	} else if (holds && m->loss_logged) {
+		log_info(m->cfg.log, "quorum lease held again: delivering to local entities");
+		m->loss_logged = false;
+	}
+	return regained;
+}
+
+static bool refresh_quorum(struct membership *m) { return refresh_quorum_logged(m, false); }
+
+/* A member spoke to us directly. */
+static void heard(struct membership *m, struct member *e)
+{
+	e->last_heard = now_ms(m);
+	if (e->unreachable && e->status < MEMBER_DOWN) {
+		e->unreachable = false;
+		log_info(m->cfg.log, "member %s reachable again", e->node);
+		changed(m);
+	}
+}
+
+static void detect_unreachable(struct membership *m)
+{
+	bool any = false;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (is_self(m, e) || e->unreachable || e->status >= MEMBER_DOWN || e->status == MEMBER_JOINING)
+			continue;
+		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms) {
+			e->unreachable = true;
+			any = true;
+			log_warn(m->cfg.log, "member %s unreachable: silent for %u ms", e->node, m->cfg.failure_timeout_ms);
+		}
+	}
+	if (any)
+		changed(m);
+}
+
+/* A downed member's shards stay with it until its lease has run out. */
+static void release_downed(struct membership *m)
+{
+	bool any = false;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (e->down_at != 0 && !e->released && now_ms(m) - e->down_at >= m->cfg.failure_timeout_ms) {
+			e->released = true;
+			any = true;
+			log_info(m->cfg.log, "member %s: down long enough, its shards go elsewhere", e->node);
+		}
+	}
+	if (any)
+		changed(m);
+}
+
+/* Keep-majority: once the unreachable set has been stable for
+ * stable_after_ms, the winning side downs the unreachable, the losing side
+ * downs itself. */
+static void keep_majority(struct membership *m)
+{
+	const struct member *me = find(m, m->self);
+	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
+		return;
+	size_t total = 0, unreachable = 0;
+	const struct member *lowest = NULL;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!votes(e))
+			continue;
+		total++;
+		unreachable += e->unreachable;
+		if (lowest == NULL || strcmp(e->node, lowest->node) < 0)
+			lowest = e;
+	}
+	if (unreachable == 0)
+		return;
+	size_t reachable = total - unreachable;
+	if (!quorum_wins(reachable, total, !lowest->unreachable)) {
+		log_error(m->cfg.log, "keep-majority: %zu of %zu members reachable, the other side wins: downing this node",
+			  reachable, total);
+		membership_down(m, m->self);
+		return;
+	}
+	/* membership_down changes the list under us: collect the names first. */
+	char (*names)[256] = malloc(unreachable * sizeof *names);
+	if (names == NULL)
+		return;
+	size_t n = 0;
+	for (size_t k = 0; k < m->n; k++)
+		if (votes(&m->members[k]) && m->members[k].unreachable)
+			strlcpy(names[n++], m->members[k].node, sizeof names[0]);
+	for (size_t k = 0; k < n; k++) {
+		log_warn(m->cfg.log, "keep-majority: %zu of %zu members reachable: downing %s", reachable, total,
+			 names[k]);
+		membership_down(m, names[k]);
+	}
+	free(names);
+}
+
 static void on_gossip_timer(struct evloop *loop, void *arg)
 {
 	struct membership *m = arg;
@@ -127,6 +307,11 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 		for (size_t k = 0; k < m->cfg.nseeds; k++)
 			send_join(m, m->cfg.seeds[k]);
 	gossip_all(m);
+	heartbeat_all(m);
+	detect_unreachable(m);
+	release_downed(m);
+	keep_majority(m);
+	refresh_quorum_logged(m, true);
 	evloop_timer_start(loop, &m->gossip_timer, m->cfg.gossip_interval_ms);
 }
 
@@ -186,12 +371,14 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	if (e == NULL && (e = add(m, joiner.node)) == NULL)
 		return;
 	uint32_t version = e->version + 1;
-	*e = joiner;
+	*e = joiner; /* a new incarnation: nothing seen of an old one counts */
+	e->last_heard = now_ms(m);
 	e->up_number = next_up_number(m);
 	e->status = MEMBER_UP;
 	e->version = version;
 	log_info(m->cfg.log, "member %s joined (up-number %u)", e->node, e->up_number);
 	gossip_all(m);
+	send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
 	changed(m);
 }
 
@@ -229,23 +416,64 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		if (strcmp(in.node, m->self) == 0 && e != NULL && e->status >= MEMBER_LEAVING &&
 		    in.status < e->status)
 			continue; /* nobody un-leaves us */
+		bool added = false;
 		if (e == NULL) {
 			if ((e = add(m, in.node)) == NULL)
 				return;
-			*e = in;
-			any = true;
-		} else if (newer(&in, e)) {
-			bool unreachable = e->unreachable;
-			*e = in;
-			e->unreachable = unreachable && strcmp(in.node, from) != 0;
+			added = true;
+		}
+		if (added || newer(&in, e)) {
+			e->up_number = in.up_number;
+			e->status = in.status;
+			e->version = in.version;
+			memcpy(e->types, in.types, sizeof e->types);
+			e->ntypes = in.ntypes;
+			if (e->status >= MEMBER_DOWN)
+				mark_down_locally(m, e);
+			if (added && !is_self(m, e) && e->status < MEMBER_DOWN)
+				send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
 			any = true;
 		}
-		if (strcmp(in.node, from) == 0)
-			e->unreachable = false;
 	}
+	struct member *sender = find(m, from);
+	if (sender != NULL && sender->status >= MEMBER_DOWN)
+		gossip_to(m, from); /* it has not heard it was downed */
+	else if (sender != NULL)
+		heard(m, sender);
 	if (any) {
 		log_debug(m->cfg.log, "member list changed by gossip from %s", from);
 		changed(m);
+	}
+}
+
+/* A heartbeat from a member that is not down gets its ack. An ack renews
+ * the member's quorum lease from the time we sent the heartbeat. */
+static void on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
+{
+	char from[TERM_ATOM_BUF];
+	long sent_at;
+	if (term_get_atom(t, &i, from) || term_get_long(t, &i, &sent_at) || sent_at < 0)
+		return;
+	struct member *e = find(m, from);
+	if (e == NULL || is_self(m, e))
+		return;
+	if (e->status >= MEMBER_DOWN) {
+		if (!ack)
+			gossip_to(m, from); /* it has not heard it was downed */
+		return;
+	}
+	heard(m, e);
+	if (!ack) {
+		send_heartbeat(m, from, "heartbeat_ack", (uint64_t)sent_at);
+		return;
+	}
+	if ((uint64_t)sent_at > now_ms(m))
+		return; /* not a time we sent */
+	uint64_t until = (uint64_t)sent_at + m->cfg.failure_timeout_ms;
+	if (until > e->lease_until) {
+		e->lease_until = until;
+		if (refresh_quorum(m) && m->cfg.on_change)
+			m->cfg.on_change(m->cfg.on_change_arg); /* held messages may go */
 	}
 }
 
@@ -267,6 +495,12 @@ int membership_handle(struct membership *m, const char *t, size_t len)
 		on_gossip(m, t, i);
 		return 1;
 	}
+	bool ack = term_is_atom(t, i, "heartbeat_ack");
+	if (ack || term_is_atom(t, i, "heartbeat")) {
+		term_skip(t, &i);
+		on_heartbeat(m, t, i, ack);
+		return 1;
+	}
 	return 0;
 }
 
@@ -279,12 +513,12 @@ static void on_nodedown(void *arg, const char *peer)
 	if (e->status == MEMBER_EXITING || e->status == MEMBER_DOWN) {
 		e->status = MEMBER_REMOVED;
 		e->version++;
-		log_info(m->cfg.log, "member %s removed (it left)", peer);
+		log_info(m->cfg.log, "member %s removed (it %s)", peer, e->down_at ? "was downed" : "left");
+		changed(m);
 	} else {
-		e->unreachable = true;
-		log_warn(m->cfg.log, "member %s unreachable", peer);
+		/* The failure detector decides: the connection may come back. */
+		log_info(m->cfg.log, "connection to member %s lost", peer);
 	}
-	changed(m);
 }
 
 /* ---- queries ---- */
@@ -354,9 +588,19 @@ size_t membership_nodes_with(const struct membership *m, const char *type, const
 	size_t n = 0;
 	for (size_t k = 0; k < m->n && n < max; k++) {
 		const struct member *e = &m->members[k];
-		if ((e->status == MEMBER_UP || e->status == MEMBER_LEAVING) && hosts(e, type))
+		bool owns_shards = votes(e) || (e->down_at != 0 && !e->released);
+		if (owns_shards && hosts(e, type))
 			out[n++] = e->node;
 	}
+	return n;
+}
+
+size_t membership_downed(const struct membership *m, const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n && n < max; k++)
+		if (m->members[k].down_at != 0)
+			out[n++] = m->members[k].node;
 	return n;
 }
 
@@ -401,6 +645,7 @@ int membership_down(struct membership *m, const char *node)
 		return e == NULL ? -ENOENT : 0;
 	e->status = MEMBER_DOWN;
 	e->version++;
+	mark_down_locally(m, e);
 	log_warn(m->cfg.log, "member %s marked down", node);
 	/* The downed node hears it too, if it can, and stops. */
 	if (strcmp(node, m->self) != 0)
@@ -427,6 +672,11 @@ bool membership_self_down(const struct membership *m)
 		if (strcmp(m->members[k].node, m->self) == 0)
 			return m->members[k].status == MEMBER_DOWN;
 	return false;
+}
+
+bool membership_may_deliver(const struct membership *m)
+{
+	return m->quorum_until == UINT64_MAX || evloop_clock_ms() < m->quorum_until;
 }
 
 /* ---- life ---- */
@@ -457,6 +707,9 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 	} else {
 		me->status = MEMBER_JOINING;
 	}
+	m->quorum_until = UINT64_MAX;
+	m->holding = true;
+	m->stable_since = now_ms(m);
 	ev_timer_init(&m->gossip_timer, on_gossip_timer, m);
 	on_gossip_timer(cfg->loop, m);
 	*err = 0;

@@ -13,13 +13,23 @@
  * leaving member gossips `exiting` and is removed by the others when its
  * connection goes.
  *
- * A member whose connection drops without leaving is shown `unreachable`
- * but stays a member: it still counts as the oldest and still owns its
- * shards, because from here a crash and a network partition look the same,
- * and taking over on a timeout alone is how two coordinators are born. It
- * leaves the cluster only when downed ({down, Node}, membership_down); a
- * node that learns it was downed stops. Automatic downing (keep-majority)
- * is not built yet.
+ * Failure detection: every heartbeat_interval_ms each member sends
+ *   {'$shardnode', heartbeat, From, SentAt}       member -> every other member
+ *   {'$shardnode', heartbeat_ack, From, SentAt}   the answer, echoing SentAt
+ * A member not heard from (heartbeat, ack or gossip) for failure_timeout_ms
+ * is `unreachable`; hearing from it again makes it reachable. A lost
+ * connection alone changes nothing: it may come back.
+ *
+ * Downing: with keep_majority, once the set of unreachable members has not
+ * changed for stable_after_ms, the side that wins (quorum.h) downs the
+ * unreachable members and the side that loses downs itself. With manual
+ * downing only {down, Node} does it. A node that learns it was downed stops.
+ *
+ * At most one instance of an entity: this node delivers to its entities
+ * only while it holds a quorum lease (quorum.h), renewed by the acks of its
+ * heartbeats, and a downed member keeps its shards for failure_timeout_ms
+ * after this node learns of the down (membership_nodes_with), by which time
+ * its lease with every member that knows of the down has run out.
  */
 #ifndef SN_MEMBERSHIP_H
 #define SN_MEMBERSHIP_H
@@ -44,9 +54,14 @@ struct member {
 	uint32_t up_number; /* 0 while joining */
 	enum member_status status;
 	uint32_t version;
-	bool unreachable;   /* its connection went down without it leaving */
 	char types[MEMBER_MAX_TYPES][256];
 	size_t ntypes;
+	/* Not gossiped: what this node has seen of the member. */
+	bool unreachable;      /* silent for failure_timeout_ms */
+	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
+	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */
+	uint64_t down_at;      /* when we learned it was down; 0: not downed */
+	bool released;         /* downed, and its shards may go elsewhere now */
 };
 
 struct membership;
@@ -60,7 +75,10 @@ struct membership_config {
 	size_t nseeds;
 	const char *const *types; /* entity types this node hosts */
 	size_t ntypes;
-	uint32_t gossip_interval_ms;
+	uint32_t gossip_interval_ms;   /* also the heartbeat interval */
+	uint32_t failure_timeout_ms;
+	uint32_t stable_after_ms;
+	bool keep_majority;            /* false: manual downing */
 	/* Called after any change of the member list. */
 	void (*on_change)(void *arg);
 	void *on_change_arg;
@@ -69,17 +87,23 @@ struct membership_config {
 struct membership *membership_start(const struct membership_config *cfg, int *err);
 void membership_free(struct membership *m);
 
-/* Handles a '$shardnode' join or gossip message (decoded by the admin).
+/* Handles a '$shardnode' join, gossip, heartbeat or heartbeat_ack message.
  * Returns 1 if it was one, 0 if not. */
 int membership_handle(struct membership *m, const char *term, size_t len);
 
 /* Encodes {ok, [#{node := Node, status := Status}]}, oldest first. */
 void membership_encode_members(const struct membership *m, ei_x_buff *x);
 
-/* Members hosting `type` that are up or leaving (they still own shards until
- * they are handed off), at most max of them, into out (pointers valid until
+/* Members hosting `type` that own shards: up or leaving (until their shards
+ * are handed off), or downed less than failure_timeout_ms ago (until their
+ * lease has run out). At most max of them, into out (pointers valid until
  * the member list changes). Returns how many. */
 size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max);
+
+/* Members that were downed (down, or removed after a down), at most max of
+ * them, into out (pointers valid until the member list changes). Returns
+ * how many. */
+size_t membership_downed(const struct membership *m, const char **out, size_t max);
 
 /* Members hosting `type` that are leaving: their shards are to be moved off. */
 size_t membership_leaving_with(const struct membership *m, const char *type, const char **out, size_t max);
@@ -109,5 +133,10 @@ void membership_set_types(struct membership *m, const char *const *types, size_t
 
 /* True once this node has been downed by the others. */
 bool membership_self_down(const struct membership *m);
+
+/* True while this node may deliver to its entities: it holds a quorum lease
+ * (see the top of this file). Reads the clock, so a node that was paused
+ * does not trust an old reading. Cheap: one clock read at most. */
+bool membership_may_deliver(const struct membership *m);
 
 #endif

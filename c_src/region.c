@@ -49,6 +49,8 @@ struct region {
 	erlang_pid self;
 	bool registered;  /* the coordinator acknowledged us */
 	char coordinator_node[256]; /* where the active coordinator runs; "" if none */
+	char (*downed)[256];        /* region_set_downed */
+	size_t ndowned;
 	char coordinator_name[256]; /* its registered name */
 	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
@@ -195,10 +197,17 @@ static void envelope_of(const struct pending *p, struct envelope *e)
 	};
 }
 
+static bool may_deliver(const struct region *r)
+{
+	return r->cfg.may_deliver == NULL || r->cfg.may_deliver(r->cfg.may_deliver_arg);
+}
+
 /* Delivers or forwards every buffered message of a shard whose home is now
  * known, in arrival order. */
 static void flush_slot(struct region *r, struct shard_slot *slot)
 {
+	if (slot->home == HOME_LOCAL && !may_deliver(r))
+		return; /* region_resume comes back for them */
 	while (slot->head) {
 		struct pending *p = slot->head;
 		slot->head = p->next;
@@ -350,7 +359,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	e->id = canon.buff;
 	e->id_len = (size_t)canon.index;
 	struct shard_slot *slot = &r->slots[shard];
-	if (slot->head == NULL && slot->home == HOME_LOCAL) {
+	if (slot->head == NULL && slot->home == HOME_LOCAL && may_deliver(r)) {
 		deliver_local(r, slot->shard, e);
 	} else if (slot->head == NULL && slot->home == HOME_REMOTE) {
 		forward(r, &slot->home_region, e);
@@ -390,11 +399,22 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 			send_to_coordinator(r, SMSG_GET_SHARD_HOME, s);
 }
 
+/* See region_set_downed. */
+static bool is_downed(const struct region *r, const char *node)
+{
+	for (size_t k = 0; k < r->ndowned; k++)
+		if (strcmp(r->downed[k], node) == 0)
+			return true;
+	return false;
+}
+
 static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *home)
 {
 	if (shard >= r->cfg.nshards)
 		return;
 	struct shard_slot *slot = &r->slots[shard];
+	if (!term_pid_equal(home, &r->self) && is_downed(r, home->node))
+		return; /* its lease may not have run out: ask again later */
 	slot->acks = 0;
 	slot->handing_off = false;
 	if (term_pid_equal(home, &r->self) && r->cfg.proxy_only) {
@@ -915,6 +935,31 @@ void region_shutdown(struct region *r)
 
 bool region_stopped(const struct region *r) { return r->stopped; }
 
+int region_set_downed(struct region *r, const char *const *nodes, size_t n)
+{
+	char (*copy)[256] = NULL;
+	if (n > 0 && (copy = malloc(n * sizeof *copy)) == NULL)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		snprintf(copy[k], sizeof copy[k], "%s", nodes[k]);
+	free(r->downed);
+	r->downed = copy;
+	r->ndowned = n;
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->home == HOME_REMOTE && is_downed(r, slot->home_region.node))
+			slot->home = HOME_UNKNOWN;
+	}
+	return 0;
+}
+
+void region_resume(struct region *r)
+{
+	for (uint32_t s = 0; s < r->cfg.nshards && may_deliver(r); s++)
+		if (r->slots[s].home == HOME_LOCAL && r->slots[s].head != NULL)
+			flush_slot(r, &r->slots[s]);
+}
+
 void region_free(struct region *r)
 {
 	if (r == NULL)
@@ -929,6 +974,7 @@ void region_free(struct region *r)
 		free(q);
 	}
 	dist_node_off_nodedown(r->cfg.node, region_nodedown, r);
+	free(r->downed);
 	free(r->slots);
 	free(r);
 }

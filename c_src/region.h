@@ -47,6 +47,11 @@ struct region_config {
 	 * max node names into out; returns how many. NULL: this node only. */
 	size_t (*members_hosting)(void *arg, const char *type, const char **out, size_t max);
 	void *members_arg;
+	/* False while this node must not run entities (no quorum lease, see
+	 * membership.h): their messages wait in the shard's buffer until
+	 * region_resume. NULL: always true. */
+	bool (*may_deliver)(void *arg);
+	void *may_deliver_arg;
 	const char *coordinator_name;    /* the coordinators' registered name; copied */
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner frees it later with region_free. */
@@ -62,6 +67,17 @@ struct region *region_start(const struct region_config *cfg, int *err);
  * NULL while there is none. A change makes the region register there, with
  * a report of the shards it hosts. */
 void region_set_coordinator_node(struct region *r, const char *node);
+
+/* The members that were downed (membership_downed). A downed node may keep
+ * its connection open, so this is how the region stops sending there: a
+ * shard homed on one is unknown again, and a home on one that a
+ * coordinator still names (until the downed node's lease has run out) is
+ * not taken; the request is retried and the messages wait. `nodes` is
+ * copied. Returns 0 or -ENOMEM (the old list stays). */
+int region_set_downed(struct region *r, const char *const *nodes, size_t n);
+
+/* Delivers what waited for may_deliver, if it is true now. */
+void region_resume(struct region *r);
 
 /* Stops every local entity, tells the coordinator, unregisters the name
  * (monitors get `normal`). Idempotent. */

@@ -4,8 +4,10 @@
 %% member leaves (the coordinator's too) or is downed.
 %%
 %% A node that joins gets shards moved to it (rebalancing, with handoff that
-%% loses and reorders nothing). Not yet built: handoff when a node leaves
-%% (its entities restart fresh elsewhere), automatic downing.
+%% loses and reorders nothing). A member that stops answering (paused with
+%% SIGSTOP, which keeps its connections open, as a hung machine would) is
+%% found unreachable and downed by the majority; a node left in the minority
+%% downs itself, and neither runs an entity while it lacks a quorum.
 %%
 %%   rebar3 ct --dir test --suite shardnode_cluster_SUITE
 -module(shardnode_cluster_SUITE).
@@ -22,6 +24,8 @@
          coordinator_node_leaves/1,
          coordinator_node_leaves_under_load/1,
          unreachable_member_is_downed_by_hand/1,
+         paused_member_is_downed_and_stays_silent/1,
+         minority_downs_itself/1,
          min_members_hold_allocation_back/1,
          proxy_only_node_routes_and_hosts_nothing/1,
          cluster_stats_cover_every_region/1,
@@ -39,6 +43,8 @@ all() ->
      coordinator_node_leaves,
      coordinator_node_leaves_under_load,
      unreachable_member_is_downed_by_hand,
+     paused_member_is_downed_and_stays_silent,
+     minority_downs_itself,
      min_members_hold_allocation_back,
      proxy_only_node_routes_and_hosts_nothing,
      cluster_stats_cover_every_region,
@@ -59,14 +65,16 @@ init_per_testcase(min_members_hold_allocation_back, Config) ->
     {[A], Config1} = shardnode_ct:start_nodes(Config, [Opts]),
     [{nodes, [A]}, {opts, Opts} | Config1];
 %% Three nodes: the first starts the cluster, the others join through it.
-init_per_testcase(_Case, Config) ->
-    Opts = opts(),
+init_per_testcase(Case, Config) ->
+    Opts = case_opts(Case),
     {[A], Config1} = shardnode_ct:start_nodes(Config, [Opts]),
     {[B, C], Config2} = shardnode_ct:start_nodes(Config1, [Opts#{join => [A]}, Opts#{join => [A]}]),
     await_members([A, B, C], [A, B, C]),
     [{nodes, [A, B, C]} | Config2].
 
 end_per_testcase(_Case, Config) ->
+    %% A test that failed with a node paused must not leave it paused.
+    [resume(N) || N <- shardnode_ct:started_nodes(Config), lists:member(N, shardnode:which_nodes())],
     shardnode_ct:stop_nodes(Config).
 
 %%====================================================================
@@ -167,6 +175,68 @@ unreachable_member_is_downed_by_hand(Config) ->
     [?assert(is_integer(call(lists:nth(1 + I rem 2, [A, B]), I, get))) || I <- Ids],
     ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)),
     ok.
+
+%% keep_majority: C stops answering but keeps its connections. A and B find
+%% it unreachable, down it, and after its lease has run out host its shards.
+%% A call sent to C while it was paused is never answered when it wakes: it
+%% learns it was downed and stops, and its entities never run again.
+paused_member_is_downed_and_stays_silent(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    Ids = ids_covering_all_shards(),
+    [0 = call(A, I, get) || I <- Ids],
+    await(fun() -> [shard_count(N) || N <- [A, B, C]] =:= [10, 10, 10] end),
+    [OnC | _] = [I || I <- Ids, hosts(C, I)],
+    3 = call(A, OnC, {incr, 3}),
+    pause(C),
+    Self = self(),
+    Late = spawn(fun() -> Self ! {late, catch gen_server:call({counter, C}, {OnC, {incr, 100}}, 60000)} end),
+    await(fun() -> lists:member(status(A, C), [down, absent]) andalso
+                       lists:member(status(B, C), [down, absent]) end),
+    %% Once C's lease has run out its shards are allocated again, and its
+    %% entities start afresh on A or B (nothing remembers them).
+    await(fun() -> try_call(B, OnC, get) =:= {ok, 0} end),
+    ?assertEqual(1, call(A, OnC, incr)),
+    [_ = call(A, I, get) || I <- Ids],
+    ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)),
+    resume(C),
+    receive
+        {late, {'EXIT', {Reason, _}}} -> ct:log("the late call to C ended with ~p", [Reason]);
+        {late, {error, shutting_down}} -> ok;
+        {late, Reply} -> ct:fail({downed_node_ran_an_entity, Reply})
+    after 30000 -> ct:fail({late_call_never_ended, Late})
+    end,
+    await(fun() -> not lists:member(C, shardnode:which_nodes()) end),
+    ?assertEqual(1, call(B, OnC, get)),
+    await_members([A, B], [A, B]).
+
+%% Both other members pause: C, alone, holds no quorum lease, so a message
+%% to its entities waits instead of running, and it downs itself. When A and
+%% B wake they find C gone, down it and take its shards.
+minority_downs_itself(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    Ids = ids_covering_all_shards(),
+    [0 = call(C, I, get) || I <- Ids],
+    await(fun() -> [shard_count(N) || N <- [A, B, C]] =:= [10, 10, 10] end),
+    [OnC | _] = [I || I <- Ids, hosts(C, I)],
+    pause(A),
+    pause(B),
+    await(fun() -> lacks_quorum(C) end),
+    Self = self(),
+    spawn(fun() -> Self ! {held, catch gen_server:call({counter, C}, {OnC, incr}, 60000)} end),
+    receive
+        {held, {'EXIT', {Reason, _}}} -> ct:log("the call to C ended with ~p", [Reason]);
+        %% What waited in the region is answered so as it stops.
+        {held, {error, shutting_down}} -> ok;
+        {held, Reply} -> ct:fail({minority_ran_an_entity, Reply})
+    after 30000 -> ct:fail(minority_node_did_not_stop)
+    end,
+    await(fun() -> not lists:member(C, shardnode:which_nodes()) end),
+    resume(A),
+    resume(B),
+    await_members([A, B], [A, B]),
+    await(fun() -> try_call(A, OnC, get) =:= {ok, 0} end),
+    [_ = call(B, I, get) || I <- Ids],
+    ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)).
 
 %% A fourth node joins while a client streams numbered tells to echo
 %% entities: every reply arrives, none twice, in order per entity, and the
@@ -280,7 +350,44 @@ proxy_only_node_routes_and_hosts_nothing(Config) ->
 
 opts() ->
     #{config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
-                  rebalance_interval_ms => 300}}.
+                  rebalance_interval_ms => 300, retry_interval_ms => 500, failure_timeout_ms => 1000,
+                  stable_after_ms => 1000}}.
+
+case_opts(unreachable_member_is_downed_by_hand) ->
+    #{config := Config} = Opts = opts(),
+    Opts#{config := Config#{downing => manual}};
+case_opts(_) ->
+    opts().
+
+%% SIGSTOP: the process stops answering but its sockets stay open.
+pause(Node) -> signal(Node, "STOP").
+
+resume(Node) -> signal(Node, "CONT").
+
+signal(Node, Sig) ->
+    {ok, OsPid} = shardnode:os_pid(Node),
+    [] = os:cmd(io_lib:format("kill -~s ~b", [Sig, OsPid])),
+    ok.
+
+hosts(Node, Id) ->
+    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),
+    maps:is_key(erlang:phash2(Id, ?SHARDS), State).
+
+%% Whether the node's last word on its quorum lease is that it has none.
+lacks_quorum(Node) ->
+    {ok, Lines} = shardnode:output(Node),
+    case [L || L <- Lines, binary:match(L, <<"quorum lease">>) =/= nomatch] of
+        [] -> false;
+        Said -> binary:match(lists:last(Said), <<"no quorum lease">>) =/= nomatch
+    end.
+
+%% A call that may find its shard's home paused or gone: {ok, Reply} or error.
+try_call(Node, Id, Msg) ->
+    try gen_server:call({counter, Node}, {Id, Msg}, 1000) of
+        Reply -> {ok, Reply}
+    catch
+        exit:_ -> error
+    end.
 
 call(Node, Id, Msg) ->
     gen_server:call({counter, Node}, {Id, Msg}, 10000).
