@@ -18,11 +18,22 @@
 #include "entity.h"
 #include "entity_table.h"
 
+/* Told of each entity that starts, and of each one stopped for good
+ * (`passivate`, ENTITY_STOP, idle passivation) — not of those stopped
+ * with the shard, which live on where the shard goes next. Ids are
+ * canonical bytes, valid during the call. For remembered entities. */
+struct shard_observer {
+	void (*started)(void *arg, uint32_t shard, const char *id, size_t len);
+	void (*stopped)(void *arg, uint32_t shard, const char *id, size_t len);
+	void *arg;
+};
+
 struct shard {
 	uint32_t id;
 	const struct entity_type *type;
 	struct entity_table entities;
 	uint64_t started, passivated; /* entity incarnations, for stats */
+	struct shard_observer observer; /* all NULL: nobody watches */
 };
 
 /* Returns a new empty shard, or NULL (out of memory). */
@@ -35,6 +46,12 @@ struct shard *shard_new(uint32_t id, const struct entity_type *type);
  * -ENOMEM (reply holds {error, enomem}). */
 int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
 		  uint32_t now_ms, ei_x_buff *reply);
+
+/* Starts the entity with canonical id bytes `id` if it is not live, without
+ * a message (a remembered entity). Returns 0 (started or already live),
+ * -ENOMEM, or -ECANCELED (the type's start callback refused; nothing is
+ * left behind). */
+int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t now_ms);
 
 /* Stops entities idle for at least idle_ms. Returns how many. */
 size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms);

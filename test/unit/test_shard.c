@@ -776,3 +776,97 @@ Test(shard, optional_callbacks)
 	cr_assert_eq(s->passivated, 2);
 	shard_free(s);
 }
+
+/* ---- the observer (remembered entities) ---- */
+
+struct seen {
+	int started, stopped;
+	uint32_t shard;
+	char last[64];
+	size_t last_len;
+};
+
+static void saw_start(void *arg, uint32_t shard, const char *id, size_t len)
+{
+	struct seen *w = arg;
+	w->started++;
+	w->shard = shard;
+	cr_assert(len <= sizeof w->last);
+	memcpy(w->last, id, len);
+	w->last_len = len;
+}
+
+static void saw_stop(void *arg, uint32_t shard, const char *id, size_t len)
+{
+	struct seen *w = arg;
+	w->stopped++;
+	w->shard = shard;
+	cr_assert(len <= sizeof w->last);
+	memcpy(w->last, id, len);
+	w->last_len = len;
+}
+
+static void assert_last_id(const struct seen *w, const char *text)
+{
+	struct id id = mkid(text);
+	cr_assert_eq(w->last_len, (size_t)id.x.index);
+	cr_assert_eq(memcmp(w->last, id.x.buff, w->last_len), 0);
+	ei_x_free(&id.x);
+}
+
+Test(shard, the_observer_hears_starts_and_stops_for_good_only)
+{
+	struct seen w = {0};
+	struct shard *s = new_shard(builtin("counter"));
+	s->observer = (struct shard_observer){saw_start, saw_stop, &w};
+	cr_assert_eq(counter(s, "a", "incr"), 1);
+	cr_assert_eq(w.started, 1);
+	cr_assert_eq(w.shard, 7);
+	assert_last_id(&w, "a");
+	cr_assert_eq(counter(s, "a", "incr"), 2);
+	cr_assert_eq(w.started, 1, "a live entity does not start again");
+	expect(s, "a", "passivate", "ok");
+	cr_assert_eq(w.stopped, 1);
+	assert_last_id(&w, "a");
+	expect(s, "never", "passivate", "ok");
+	cr_assert_eq(w.stopped, 1, "passivating a dead entity stops nothing");
+
+	cr_assert_eq(counter_at(s, "idle", 100, "incr"), 1);
+	cr_assert_eq(shard_passivate_idle(s, 5000, 1000), 1);
+	cr_assert_eq(w.stopped, 2);
+	assert_last_id(&w, "idle");
+
+	cr_assert_eq(counter(s, "kept", "incr"), 1);
+	shard_free(s);
+	cr_assert_eq(w.stopped, 2, "entities stopped with their shard live on elsewhere");
+}
+
+Test(shard, start_entity_without_a_message)
+{
+	struct seen w = {0};
+	struct shard *s = new_shard(builtin("counter"));
+	s->observer = (struct shard_observer){saw_start, saw_stop, &w};
+	struct id id = mkid("r");
+	char *idc = sn_dup_exact(id.x.buff, (size_t)id.x.index);
+	cr_assert_eq(shard_start_entity(s, idc, (size_t)id.x.index, 0), 0);
+	cr_assert_eq(s->entities.count, 1);
+	cr_assert_eq(w.started, 1);
+	cr_assert_eq(shard_start_entity(s, idc, (size_t)id.x.index, 0), 0, "already live is fine");
+	cr_assert_eq(w.started, 1);
+	cr_assert_eq(counter(s, "r", "get"), 0, "a remembered entity starts with fresh state");
+	free(idc);
+	ei_x_free(&id.x);
+	shard_free(s);
+}
+
+Test(shard, start_entity_that_refuses)
+{
+	picky_stops = 0;
+	struct shard *s = new_shard(&picky_type);
+	struct id id = mkid("bad");
+	cr_assert_eq(shard_start_entity(s, id.x.buff, (size_t)id.x.index, 0), -ECANCELED);
+	cr_assert_eq(s->entities.count, 0, "nothing left behind");
+	ei_x_free(&id.x);
+	shard_free(s);
+	cr_assert_eq(picky_stops, 0);
+}
