@@ -1,0 +1,62 @@
+/*
+ * remember.h — the remembered entities of one entity type: for each shard,
+ * the canonical ids of the entities that were started and not stopped for
+ * good, kept in memory and, when a directory is given, in an append-only
+ * log file there, so they survive a restart of the node.
+ *
+ * Every region of the type keeps the sets of all shards (the home of a
+ * shard sends its changes to the others), so whichever region a shard
+ * lands on — after a rebalance, a leave or a crash — can start its
+ * entities again.
+ *
+ * The log, `<dir>/<type>.entities`, is a sequence of records:
+ *   op (1 byte: '+' add, '-' remove), shard (4 bytes, big-endian),
+ *   id length (4 bytes, big-endian), id bytes
+ * after an 8-byte header "SNREMEM1". Opening reads it (a truncated last
+ * record, as a crash mid-write leaves, is dropped with a warning) and
+ * rewrites it compacted. Writes are buffered and reach the kernel at
+ * remember_flush; they are not fsync'ed.
+ */
+#ifndef SN_REMEMBER_H
+#define SN_REMEMBER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+struct remember;
+
+/* Opens the store of `type` with `nshards` shards. dir NULL: memory only.
+ * The directory and its parents are created if missing. Returns the store, or
+ * NULL with *err: -ENOMEM, or -errno of a file operation (the message is
+ * logged). An unreadable record ends the load with a warning; what came
+ * before it is kept. */
+struct remember *remember_open(const char *dir, const char *type, uint32_t nshards, const struct logger *log,
+			       int *err);
+
+/* Flushes and closes the log, frees everything. NULL is fine. */
+void remember_close(struct remember *r);
+
+/* Adds `id` to the set of `shard`. Returns 1 if it was not there, 0 if it
+ * was, -ENOMEM, or -EINVAL (shard out of range). A write error of the log
+ * is logged once and the store carries on in memory. */
+int remember_add(struct remember *r, uint32_t shard, const char *id, size_t len);
+
+/* Removes `id` from the set of `shard`. Returns 1 if it was there, 0 if
+ * not, or -EINVAL (shard out of range). */
+int remember_remove(struct remember *r, uint32_t shard, const char *id, size_t len);
+
+/* Calls fn for each id of `shard`, in no particular order. fn must not
+ * change the store. */
+void remember_each(const struct remember *r, uint32_t shard,
+		   void (*fn)(void *arg, const char *id, size_t len), void *arg);
+
+/* How many ids `shard` has (0 for a shard out of range). */
+size_t remember_count(const struct remember *r, uint32_t shard);
+
+/* Hands buffered log writes to the kernel. */
+void remember_flush(struct remember *r);
+
+#endif
