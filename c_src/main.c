@@ -25,6 +25,7 @@
 #include "log.h"
 #include "membership.h"
 #include "region.h"
+#include "remember.h"
 
 /* One hosted entity type: its coordinator (active only on the oldest
  * member hosting the type) and its region. */
@@ -32,6 +33,7 @@ struct hosted_type {
 	const struct entity_type *type;
 	struct coordinator *coordinator;
 	struct region *region;
+	struct remember *remember; /* NULL: remember_entities is off */
 };
 
 struct app {
@@ -107,6 +109,7 @@ static void on_membership_change(void *arg)
 			coordinator_set_draining(h->coordinator, nodes, n);
 		}
 		region_set_coordinator_node(h->region, oldest);
+		region_members_changed(h->region);
 		region_resume(h->region);
 	}
 }
@@ -276,6 +279,22 @@ int main(int argc, char **argv)
 		/* A proxy-only node never coordinates: the oldest member hosting
 		 * the type does, and a proxy hosts nothing. */
 		h->coordinator = cfg.proxy_only ? NULL : coordinator_start(&ccfg, &rc);
+		if (cfg.remember_entities && !cfg.proxy_only) {
+			h->remember = remember_open(cfg.data_dir, h->type->name, cfg.number_of_shards, &app.log, &rc);
+			if (h->remember == NULL) {
+				log_error(&app.log, "cannot open the remembered %s entities in %s: %s", h->type->name,
+					  cfg.data_dir, strerror(-rc));
+				coordinator_stop(h->coordinator);
+				for (size_t j = 0; j < nhosted; j++) {
+					region_free(hosted[j].region);
+					coordinator_stop(hosted[j].coordinator);
+					remember_close(hosted[j].remember);
+				}
+				admin_stop(admin);
+				dist_node_free(node);
+				return 1;
+			}
+		}
 		struct region_config rcfg = {
 			.node = node, .loop = app.loop, .log = &app.log, .type = h->type,
 			.nshards = cfg.number_of_shards, .buffer_size = cfg.buffer_size,
@@ -284,6 +303,7 @@ int main(int argc, char **argv)
 			.proxy_only = cfg.proxy_only,
 			.members_hosting = members_hosting, .members_arg = &app,
 			.may_deliver = may_deliver, .may_deliver_arg = &app,
+			.remember = h->remember,
 			.on_stopped = on_region_stopped, .on_stopped_arg = &app,
 		};
 		if (h->coordinator != NULL || cfg.proxy_only)
@@ -291,9 +311,11 @@ int main(int argc, char **argv)
 		if (h->region == NULL) {
 			log_error(&app.log, "cannot start the %s region: %s", cfg.types[k], strerror(-rc));
 			coordinator_stop(h->coordinator);
+			remember_close(h->remember);
 			for (size_t j = 0; j < nhosted; j++) {
 				region_free(hosted[j].region);
 				coordinator_stop(hosted[j].coordinator);
+				remember_close(hosted[j].remember);
 			}
 			admin_stop(admin);
 			dist_node_free(node);
@@ -344,8 +366,10 @@ int main(int argc, char **argv)
 	/* Regions first: their entities stop and the coordinator hears of it. */
 	for (size_t j = 0; j < nhosted; j++)
 		region_free(hosted[j].region);
-	for (size_t j = 0; j < nhosted; j++)
+	for (size_t j = 0; j < nhosted; j++) {
 		coordinator_stop(hosted[j].coordinator);
+		remember_close(hosted[j].remember); /* after its region: the last changes are written */
+	}
 	admin_stop(admin);
 	dist_node_free(node);
 	evloop_timer_stop(app.loop, &app.leave_timer);

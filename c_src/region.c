@@ -9,6 +9,7 @@
 #include "entity_id.h"
 #include "gen_call.h"
 #include "phash2.h"
+#include "remember_replica.h"
 #include "shard.h"
 #include "shard_msg.h"
 #include "term.h"
@@ -51,6 +52,7 @@ struct region {
 	char coordinator_node[256]; /* where the active coordinator runs; "" if none */
 	char (*downed)[256];        /* region_set_downed */
 	size_t ndowned;
+	struct remember_replica *replica; /* NULL: remember_entities is off */
 	char coordinator_name[256]; /* its registered name */
 	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
@@ -394,9 +396,15 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 	if (first)
 		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.type->name,
 			  coordinator->node);
-	for (uint32_t s = 0; s < r->cfg.nshards; s++)
-		if (r->slots[s].home == HOME_REQUESTED)
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		/* Shards with remembered entities get a home without waiting for
+		 * a message, so their entities run again (after a restart). */
+		if (r->slots[s].home == HOME_UNKNOWN && r->cfg.remember != NULL && !r->cfg.proxy_only &&
+		    remember_count(r->cfg.remember, s) > 0)
+			request_home(r, s);
+		else if (r->slots[s].home == HOME_REQUESTED)
 			send_to_coordinator(r, SMSG_GET_SHARD_HOME, s);
+	}
 }
 
 /* See region_set_downed. */
@@ -406,6 +414,65 @@ static bool is_downed(const struct region *r, const char *node)
 		if (strcmp(r->downed[k], node) == 0)
 			return true;
 	return false;
+}
+
+/* ---- remembered entities ---- */
+
+struct start_ctx {
+	struct region *r;
+	struct shard *shard;
+	size_t failed;
+};
+
+static void start_one(void *arg, const char *id, size_t len)
+{
+	struct start_ctx *c = arg;
+	if (shard_start_entity(c->shard, id, len, now32(c->r)) != 0)
+		c->failed++;
+}
+
+/* A shard that just came here: watch its entities and start the ones
+ * remembered for it. Not while this node lacks a quorum lease: they would
+ * be running in two places; they start with their next message instead. */
+static void start_remembered(struct region *r, struct shard *s)
+{
+	if (r->replica == NULL)
+		return;
+	s->observer = (struct shard_observer){remember_replica_started, remember_replica_stopped, r->replica};
+	if (remember_count(r->cfg.remember, s->id) == 0 || !may_deliver(r))
+		return;
+	struct start_ctx c = {r, s, 0};
+	remember_each(r->cfg.remember, s->id, start_one, &c);
+	log_debug(r->cfg.log, "region %s: shard %u started %zu remembered entities", r->cfg.type->name, s->id,
+		  remember_count(r->cfg.remember, s->id) - c.failed);
+	if (c.failed)
+		log_warn(r->cfg.log, "region %s: shard %u: %zu remembered entities failed to start", r->cfg.type->name,
+			 s->id, c.failed);
+}
+
+/* Another member reports an entity started: if its shard is here now (the
+ * report crossed a handoff), start it here. */
+static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t len)
+{
+	struct region *r = arg;
+	if (shard >= r->cfg.nshards || r->slots[shard].home != HOME_LOCAL || !may_deliver(r))
+		return;
+	shard_start_entity(r->slots[shard].shard, id, len, now32(r));
+}
+
+void region_members_changed(struct region *r)
+{
+	if (r->replica == NULL || r->stopped)
+		return;
+	uint32_t *hosted = malloc((r->nlocal ? r->nlocal : 1) * sizeof *hosted);
+	if (hosted == NULL)
+		return;
+	size_t n = 0;
+	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		if (r->slots[s].home == HOME_LOCAL)
+			hosted[n++] = s;
+	remember_replica_sync(r->replica, hosted, n);
+	free(hosted);
 }
 
 static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *home)
@@ -425,6 +492,7 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 			if (slot->shard == NULL)
 				return; /* retried: the home request stays outstanding */
 			r->nlocal++;
+			start_remembered(r, slot->shard);
 		}
 		slot->home = HOME_LOCAL;
 	} else {
@@ -852,6 +920,8 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.type->name);
 		return;
 	}
+	if (r->replica != NULL && remember_replica_handle(r->replica, m->term, m->len, on_remembered_live, r) != 0)
+		return;
 	struct shard_msg sm;
 	rc = shard_msg_decode(m->term, m->len, &sm);
 	if (rc == 1) {
@@ -893,6 +963,20 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->self = r->proc->pid;
+	if (cfg->remember != NULL) {
+		struct remember_replica_config rcfg = {
+			.node = cfg->node, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
+			.type_name = cfg->type->name, .from = r->self,
+			.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
+		};
+		if (cfg->members_hosting == NULL || (r->replica = remember_replica_new(&rcfg, err)) == NULL) {
+			dist_node_exit(cfg->node, r->proc, "normal");
+			free(r->slots);
+			free(r);
+			*err = -ENOMEM;
+			return NULL;
+		}
+	}
 	dist_node_on_nodedown(cfg->node, region_nodedown, r);
 	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
 	if (cfg->passivate_idle_ms > 0)
@@ -974,6 +1058,7 @@ void region_free(struct region *r)
 		free(q);
 	}
 	dist_node_off_nodedown(r->cfg.node, region_nodedown, r);
+	remember_replica_free(r->replica);
 	free(r->downed);
 	free(r->slots);
 	free(r);

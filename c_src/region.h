@@ -16,6 +16,11 @@
  * buffer_size in all, per shard in arrival order) while the coordinator is
  * asked; a shard homed elsewhere gets it forwarded. A message that finds its
  * shard's buffer non-empty is buffered behind it, so per-sender order holds.
+ *
+ * With remembered entities, a shard that comes to this region starts the
+ * entities remembered for it at once (remember_replica.h keeps every
+ * member's copy of the sets up to date), and after a restart the region asks
+ * for the homes of the shards that have remembered entities.
  */
 #ifndef SN_REGION_H
 #define SN_REGION_H
@@ -52,6 +57,9 @@ struct region_config {
 	 * region_resume. NULL: always true. */
 	bool (*may_deliver)(void *arg);
 	void *may_deliver_arg;
+	/* Remembered entities (remember.h), or NULL when remember_entities is
+	 * off. Not owned; outlives the region. Needs members_hosting. */
+	struct remember *remember;
 	const char *coordinator_name;    /* the coordinators' registered name; copied */
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner frees it later with region_free. */
@@ -75,6 +83,10 @@ void region_set_coordinator_node(struct region *r, const char *node);
  * not taken; the request is retried and the messages wait. `nodes` is
  * copied. Returns 0 or -ENOMEM (the old list stays). */
 int region_set_downed(struct region *r, const char *const *nodes, size_t n);
+
+/* After a membership change: with remembered entities, members that joined
+ * are sent the sets of the shards this region hosts. */
+void region_members_changed(struct region *r);
 
 /* Delivers what waited for may_deliver, if it is true now. */
 void region_resume(struct region *r);

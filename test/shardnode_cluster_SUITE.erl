@@ -26,6 +26,7 @@
          unreachable_member_is_downed_by_hand/1,
          paused_member_is_downed_and_stays_silent/1,
          minority_downs_itself/1,
+         remembered_entities_restart_after_a_crash/1,
          min_members_hold_allocation_back/1,
          proxy_only_node_routes_and_hosts_nothing/1,
          cluster_stats_cover_every_region/1,
@@ -45,6 +46,7 @@ all() ->
      unreachable_member_is_downed_by_hand,
      paused_member_is_downed_and_stays_silent,
      minority_downs_itself,
+     remembered_entities_restart_after_a_crash,
      min_members_hold_allocation_back,
      proxy_only_node_routes_and_hosts_nothing,
      cluster_stats_cover_every_region,
@@ -238,6 +240,34 @@ minority_downs_itself(Config) ->
     [_ = call(B, I, get) || I <- Ids],
     ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)).
 
+%% remember_entities: C crashes; once it is downed, its shards go to A and B
+%% and the entities it ran there start again, with no message sent to them.
+%% A passivated entity is not among them. A node that joins later and takes
+%% shards over in a rebalance starts their entities too.
+remembered_entities_restart_after_a_crash(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    Ids = ids_covering_all_shards() ++ [{extra, I} || I <- lists:seq(1, 60)],
+    [1 = call(A, I, incr) || I <- Ids],
+    await(fun() -> [shard_count(N) || N <- [A, B, C]] =:= [10, 10, 10] end),
+    [Gone | _] = [I || I <- Ids, hosts(C, I)],
+    ok = gen_server:call({counter, B}, {Gone, passivate}),
+    Want = lists:sort(Ids -- [Gone]),
+    await(fun() -> lists:sort(live_ids([A, B, C])) =:= Want end),
+    ok = shardnode:kill_node(C),
+    await(fun() -> status(A, C) =:= down end),
+    await(fun() -> lists:sort(live_ids([A, B])) =:= Want end),
+    ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)),
+    Opts = case_opts(remembered_entities_restart_after_a_crash),
+    {[D], _} = shardnode_ct:start_nodes(Config, [Opts#{join => [A]}]),
+    await(fun() -> lists:sort([shard_count(N) || N <- [A, B, D]]) =:= [10, 10, 10] end),
+    await(fun() -> lists:sort(live_ids([A, B, D])) =:= Want end),
+    ?assertNotEqual([], live_ids([D])),
+    ok = shardnode:stop_node(D).
+
+live_ids(Nodes) ->
+    lists:append([lists:append(maps:values(State))
+                  || N <- Nodes, {ok, State} <- [gen_server:call({counter, N}, get_shard_region_state)]]).
+
 %% A fourth node joins while a client streams numbered tells to echo
 %% entities: every reply arrives, none twice, in order per entity, and the
 %% shards are then spread 7 or 8 per node.
@@ -356,6 +386,11 @@ opts() ->
 case_opts(unreachable_member_is_downed_by_hand) ->
     #{config := Config} = Opts = opts(),
     Opts#{config := Config#{downing => manual}};
+%% data_dir is left at its default, ./shardnode-data/NAME under the
+%% directory common_test runs the nodes in: one per node.
+case_opts(remembered_entities_restart_after_a_crash) ->
+    #{config := Config} = Opts = opts(),
+    Opts#{config := Config#{remember_entities => true}};
 case_opts(_) ->
     opts().
 

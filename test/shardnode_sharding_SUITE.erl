@@ -32,7 +32,8 @@
          overloaded_when_buffer_full/1,
          graceful_shutdown_unregisters/1,
          million_ids_flood_bounded/1,
-         plugin_entity_type/1]).
+         plugin_entity_type/1,
+         remembered_entities_survive_a_restart/1]).
 
 -define(N_SHARDS, 100).
 
@@ -62,7 +63,8 @@ groups() ->
        overloaded_when_buffer_full,
        graceful_shutdown_unregisters,
        million_ids_flood_bounded,
-       plugin_entity_type]}].
+       plugin_entity_type,
+       remembered_entities_survive_a_restart]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -103,6 +105,7 @@ own_node(overloaded_when_buffer_full) -> #{config => #{buffer_size => 0}};
 own_node(graceful_shutdown_unregisters) -> #{};
 own_node(million_ids_flood_bounded) -> #{config => #{passivate_idle_after_ms => 200}};
 own_node(plugin_entity_type) -> #{types => [counter, account]};
+own_node(remembered_entities_survive_a_restart) -> none; %% starts its own, twice
 own_node(_) -> none.
 
 %%====================================================================
@@ -306,6 +309,32 @@ graceful_shutdown_unregisters(Config) ->
     ?assertExit({noproc, _}, gen_server:call({counter, C}, {x, get}, 2000)),
     ?assertEqual(hi, call(C, echo, still_here, hi)),
     ok.
+
+%% remember_entities: the entities a node ran are started again when it
+%% restarts with the same data_dir, without a message — but not one that was
+%% passivated (stopped for good). State is not kept, only which entities ran.
+remembered_entities_survive_a_restart(Config) ->
+    Name = shardnode_ct:unique_name("remember") ++ "@127.0.0.1",
+    Dir = filename:join(?config(priv_dir, Config), Name),
+    Opts = #{name => Name, config => #{remember_entities => true, data_dir => Dir}},
+    {[C], Config1} = shardnode_ct:start_nodes(Config, [Opts]),
+    Ids = [{user, I} || I <- lists:seq(1, 200)],
+    [1 = call(C, counter, Id, incr) || Id <- Ids],
+    ?assertEqual(ok, call(C, counter, {user, 7}, passivate)),
+    [<<"k">> = call(C, echo, Id, <<"k">>) || Id <- [a, b]],
+    ok = shardnode_ct:stop_nodes(Config1),
+    {[C], Config2} = shardnode_ct:start_nodes(Config, [Opts]),
+    try
+        Want = lists:sort(Ids -- [{user, 7}]),
+        ?assertEqual(ok, shardnode_poll:until(fun() -> lists:sort(live_ids(C, counter)) =:= Want end, 10000),
+                     {live, lists:sort(live_ids(C, counter))}),
+        ?assertEqual(ok, shardnode_poll:until(fun() -> lists:sort(live_ids(C, echo)) =:= [a, b] end, 10000)),
+        ?assertEqual([], live_ids(C, kv)),
+        ?assertEqual(0, call(C, counter, {user, 1}, get)),
+        ?assertEqual(1, call(C, counter, {user, 7}, incr))
+    after
+        shardnode_ct:stop_nodes(Config2)
+    end.
 
 %% A flood of tells to a million distinct ids, with idle passivation on,
 %% neither crashes the node nor lets it grow without bound.
