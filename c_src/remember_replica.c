@@ -101,17 +101,18 @@ void remember_replica_stopped(void *arg, uint32_t shard, const char *id, size_t 
 		queue(rr, shard, false, id, len);
 }
 
-int remember_replica_handle(struct remember_replica *rr, const char *t, size_t len,
-			    void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg)
+int remember_msg_apply(struct remember *store, const char *t, size_t len,
+		       void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg,
+		       char *from)
 {
 	size_t i = 0;
+	from[0] = '\0';
 	if (term_get_tuple(t, &i) != 4 || !term_is_atom(t, i, "$shardnode"))
 		return 0;
 	term_skip(t, &i);
 	if (!term_is_atom(t, i, "remembered"))
 		return 0;
 	term_skip(t, &i);
-	char from[TERM_ATOM_BUF];
 	int ii, count;
 	if (term_get_atom(t, &i, from))
 		return -EPROTO;
@@ -144,14 +145,23 @@ int remember_replica_handle(struct remember_replica *rr, const char *t, size_t l
 		}
 		const char *id = canon.buff;
 		size_t id_len = (size_t)canon.index;
-		if (live && remember_add(rr->cfg.store, (uint32_t)shard, id, id_len) >= 0)
+		if (live && remember_add(store, (uint32_t)shard, id, id_len) >= 0 && on_live != NULL)
 			on_live(arg, (uint32_t)shard, id, id_len);
 		else if (!live)
-			remember_remove(rr->cfg.store, (uint32_t)shard, id, id_len);
+			remember_remove(store, (uint32_t)shard, id, id_len);
 	}
 	ei_x_free(&canon);
+	return rc;
+}
+
+int remember_replica_handle(struct remember_replica *rr, const char *t, size_t len,
+			    void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg)
+{
+	char from[TERM_ATOM_BUF];
+	int rc = remember_msg_apply(rr->cfg.store, t, len, on_live, arg, from);
 	if (rc < 0)
-		log_warn(rr->cfg.log, "remembered entities: malformed message from %s; the rest of it is ignored", from);
+		log_warn(rr->cfg.log, "remembered entities: malformed message from %s; the rest of it is ignored",
+			 from[0] ? from : "(unknown)");
 	return rc;
 }
 

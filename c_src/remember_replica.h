@@ -60,6 +60,14 @@ void remember_replica_stopped(void *arg, uint32_t shard, const char *id, size_t 
 int remember_replica_handle(struct remember_replica *rr, const char *term, size_t len,
 			    void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg);
 
+/* The core of remember_replica_handle, without a replica: applies a
+ * `remembered` message to `store`, calling on_live (if not NULL) for each
+ * entity reported started. `from` (TERM_ATOM_BUF bytes) gets the sender's
+ * node name, or "" if it could not be read. Same returns. */
+int remember_msg_apply(struct remember *store, const char *term, size_t len,
+		       void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg,
+		       char *from);
+
 /* After a membership change: members hosting the type that have not been
  * sent the sets of `shards` (those this region hosts) get them now. A member
  * that leaves is forgotten, so it gets them again if it comes back. */
