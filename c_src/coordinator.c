@@ -111,6 +111,20 @@ void coordinator_set_expected(struct coordinator *c, const char *const *nodes, s
 	}
 }
 
+void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n)
+{
+	for (size_t k = c->nproxies; k-- > 0;) {
+		bool downed = false;
+		for (size_t e = 0; e < n && !downed; e++)
+			downed = strcmp(c->proxies[k].node, nodes[e]) == 0;
+		if (downed) {
+			log_info(c->cfg.log, "coordinator %s: proxy region on %s forgotten: its node was downed",
+				 c->cfg.type_name, c->proxies[k].node);
+			c->proxies[k] = c->proxies[--c->nproxies];
+		}
+	}
+}
+
 /* True when every expected node's region has registered and reported. */
 static bool all_reported(const struct coordinator *c)
 {

@@ -75,6 +75,13 @@ void coordinator_set_expected(struct coordinator *c, const char *const *nodes, s
 /* The nodes that are leaving: their regions get no new shards, and their
  * shards are handed off to the others at once. Copied. */
 void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n);
+
+/* The members that were downed (membership_downed): a proxy region on one
+ * of them is forgotten, so handoffs stop waiting for its ack. (Regions that
+ * host shards are dropped through coordinator_set_expected.) Read during
+ * the call only. */
+void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n);
+
 void coordinator_stop(struct coordinator *c);
 
 #endif

@@ -107,6 +107,8 @@ static void on_membership_change(void *arg)
 			coordinator_set_expected(h->coordinator, nodes, n);
 			n = membership_leaving_with(app->membership, h->type->name, nodes, 256);
 			coordinator_set_draining(h->coordinator, nodes, n);
+			n = membership_downed(app->membership, nodes, 256);
+			coordinator_set_downed(h->coordinator, nodes, n);
 		}
 		region_set_coordinator_node(h->region, oldest);
 		region_members_changed(h->region);

@@ -29,6 +29,7 @@
          remembered_entities_restart_after_a_crash/1,
          min_members_hold_allocation_back/1,
          proxy_only_node_routes_and_hosts_nothing/1,
+         crashed_proxy_does_not_hold_up_handoffs/1,
          cluster_stats_cover_every_region/1,
          graceful_shutdown_of_a_region_hands_off/1]).
 
@@ -49,6 +50,7 @@ all() ->
      remembered_entities_restart_after_a_crash,
      min_members_hold_allocation_back,
      proxy_only_node_routes_and_hosts_nothing,
+     crashed_proxy_does_not_hold_up_handoffs,
      cluster_stats_cover_every_region,
      graceful_shutdown_of_a_region_hands_off].
 
@@ -373,6 +375,24 @@ proxy_only_node_routes_and_hosts_nothing(Config) ->
     receive {counter, _, V} -> ?assertEqual(2, V) after 5000 -> ct:fail(no_tell_reply) end,
     ?assertEqual({ok, A}, gen_server:call({shardnode, P}, {coordinator, counter})),
     ok = shardnode:stop_node(P).
+
+%% Every handoff waits for an ack from each proxy region. A proxy whose node
+%% crashed is forgotten once the node is downed, so a rebalance afterwards
+%% completes at once, not after handoff_timeout_ms (60 s here).
+crashed_proxy_does_not_hold_up_handoffs(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    {[P], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A], proxy_only => true}]),
+    await_members([A, B, C, P], [A, B, C, P]),
+    Ids = ids_covering_all_shards(),
+    [?assertEqual(1, call(P, I, incr)) || I <- Ids],
+    ok = shardnode:kill_node(P),
+    await(fun() -> status(A, P) =:= down end),
+    {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
+    await(fun() ->
+                  Counts = [shard_count(N) || N <- [A, B, C, D]],
+                  lists:sum(Counts) =:= ?SHARDS andalso lists:min(Counts) >= 7
+          end),
+    ok = shardnode:stop_node(D).
 
 %%====================================================================
 %% Helpers
