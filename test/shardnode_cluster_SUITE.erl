@@ -17,8 +17,10 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
+-export([stream_tagged/5]). %% runs on the BEAM peers
 -export([three_nodes_converge/1,
          fourth_node_joins_under_load/1,
+         beam_clients_on_every_node_during_a_join/1,
          shards_spread_and_any_node_reaches_any_entity/1,
          graceful_leave_of_a_member/1,
          coordinator_node_leaves/1,
@@ -40,6 +42,7 @@ suite() -> [{timetrap, {minutes, 3}}].
 all() ->
     [three_nodes_converge,
      fourth_node_joins_under_load,
+     beam_clients_on_every_node_during_a_join,
      shards_spread_and_any_node_reaches_any_entity,
      graceful_leave_of_a_member,
      coordinator_node_leaves,
@@ -294,6 +297,51 @@ fourth_node_joins_under_load(Config) ->
                   lists:sum(Counts) =:= ?SHARDS andalso lists:max(Counts) - lists:min(Counts) =< 1
           end),
     ok = shardnode:stop_node(D).
+
+%% Three BEAM peers, each sending through a different C node, stream
+%% numbered tells to the same echo entities while a fourth C node joins and
+%% shards move. Each peer gets every reply (from whichever node hosts the
+%% entity, most of which it never connected to), once, in order.
+beam_clients_on_every_node_during_a_join(Config) ->
+    [A | _] = Nodes = ?config(nodes, Config),
+    Ids = ids_covering_all_shards(),
+    [hi = gen_server:call({echo, A}, {I, hi}) || I <- Ids],
+    await(fun() -> [shard_count(N, echo) || N <- Nodes] =:= [10, 10, 10] end),
+    {Mod, Bin, File} = code:get_object_code(?MODULE),
+    Peers = [begin
+                 {ok, Peer, PeerNode} = shardnode_ct:start_peer(Config, #{}),
+                 {module, Mod} = erpc:call(PeerNode, code, load_binary, [Mod, File, Bin]),
+                 {Peer, PeerNode}
+             end || _ <- Nodes],
+    Count = 2000,
+    Self = self(),
+    [spawn(PeerNode, ?MODULE, stream_tagged, [Self, Tag, N, Ids, Count])
+     || {Tag, {{_, PeerNode}, N}} <- lists:enumerate(lists:zip(Peers, Nodes))],
+    {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
+    Total = Count * length(Nodes),
+    Got = [receive {echo, Id, {seq, Tag, Id, S}} -> {{Tag, Id}, S}
+           after 15000 -> ct:fail({missing_after, K})
+           end || K <- lists:seq(1, Total)],
+    [ok = shardnode_ct:stop_peer(Peer) || {Peer, _} <- Peers],
+    ?assertEqual(Total, length(lists:usort(Got))),
+    PerSender = maps:groups_from_list(fun({Key, _}) -> Key end, fun({_, S}) -> S end, Got),
+    [?assertEqual(lists:sort(Seqs), Seqs) || Seqs <- maps:values(PerSender)],
+    await(fun() ->
+                  Counts = [shard_count(N, echo) || N <- Nodes ++ [D]],
+                  lists:sum(Counts) =:= ?SHARDS andalso lists:max(Counts) - lists:min(Counts) =< 1
+          end),
+    ok = shardnode:stop_node(D).
+
+%% On a peer: numbered tells tagged with the peer's number, through Node;
+%% the replies (which come to this process) go on to Client.
+stream_tagged(Client, Tag, Node, Ids, Count) ->
+    N = length(Ids),
+    [begin
+         Id = lists:nth(1 + K rem N, Ids),
+         erlang:send({echo, Node}, {Id, {seq, Tag, Id, K}}),
+         K rem 40 =:= 0 andalso timer:sleep(1)
+     end || K <- lists:seq(1, Count)],
+    forward(Client).
 
 %% Sends the numbered tells, a few per millisecond, then passes the replies
 %% (which come to the sender) on to the test process.
