@@ -18,7 +18,7 @@ const char config_usage[] =
 	"usage: shardnode (--name NAME@HOST | --sname NAME)\n"
 	"                 [--cookie COOKIE | --cookie-file FILE]\n"
 	"                 [--port PORT] [--join NODE[,NODE...]] [--types TYPE[,TYPE...]]\n"
-	"                 [--proxy-only] [--config FILE] [--set KEY=VALUE]...\n";
+	"                 [--proxy-only] [--stop-on-stdin-eof] [--config FILE] [--set KEY=VALUE]...\n";
 
 static int fail(char err[CONFIG_ERR_BUF], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(char err[CONFIG_ERR_BUF], const char *fmt, ...)
@@ -472,6 +472,10 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		}
 		if (strcmp(flag, "--proxy-only") == 0) {
 			c->proxy_only = true;
+			continue;
+		}
+		if (strcmp(flag, "--stop-on-stdin-eof") == 0) {
+			c->stop_on_stdin_eof = true;
 			continue;
 		}
 		static const char *const with_arg[] = {"--name", "--sname", "--cookie", "--cookie-file", "--port",

@@ -33,6 +33,7 @@ struct sn_config {
 	char types[CONFIG_MAX_LIST][CONFIG_NAME_BUF];
 	size_t ntypes;
 	bool proxy_only;
+	bool stop_on_stdin_eof; /* leave when stdin closes: its parent is gone */
 
 	/* keys of the config file and --set (SPEC §2) */
 	uint32_t number_of_shards;

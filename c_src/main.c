@@ -4,6 +4,7 @@
  * unregisters and exits 0. A bad flag or config value exits 2.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -169,6 +170,21 @@ static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
 	leave_cluster(app, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+/* --stop-on-stdin-eof: whoever started us holds the other end of stdin (the
+ * Erlang wrapper's port); when it closes, that owner is gone, and a node
+ * nobody supervises any more leaves the cluster rather than lingering. */
+static void on_stdin(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)events;
+	struct app *app = arg;
+	char buf[512];
+	ssize_t n = read(fd, buf, sizeof buf);
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+		return; /* input is ignored */
+	evloop_unwatch(loop, fd);
+	leave_cluster(app, "stdin closed");
+}
+
 /* The admin answered `leave`. */
 static void request_leave(void *arg)
 {
@@ -225,6 +241,12 @@ int main(int argc, char **argv)
 	}
 	ev_timer_init(&app.leave_timer, on_leave_timer, &app);
 	evloop_watch(app.loop, sigfd, EPOLLIN, on_signal, &app);
+	if (cfg.stop_on_stdin_eof) {
+		int flags = fcntl(STDIN_FILENO, F_GETFL);
+		if (flags < 0 || fcntl(STDIN_FILENO, F_SETFL, flags | O_NONBLOCK) < 0 ||
+		    evloop_watch(app.loop, STDIN_FILENO, EPOLLIN, on_stdin, &app) != 0)
+			log_warn(&app.log, "--stop-on-stdin-eof: stdin cannot be watched (a file?); ignored");
+	}
 
 	struct dist_node_config ncfg = {
 		.loop = app.loop,

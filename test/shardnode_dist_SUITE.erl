@@ -22,6 +22,7 @@
          init_per_testcase/2, end_per_testcase/2]).
 
 -export([ping_long_name/1,
+         owner_crash_stops_the_node/1,
          ping_short_name/1,
          admin_shard_types/1,
          admin_members/1,
@@ -59,7 +60,8 @@ suite() ->
 all() ->
     [{group, shared_node},
      {group, own_node},
-     bad_config_refused].
+     bad_config_refused,
+     owner_crash_stops_the_node].
 
 groups() ->
     [{shared_node, [],
@@ -446,6 +448,21 @@ bad_config_refused(_Config) ->
             end,
     ?assert(lists:any(fun(L) -> mentions(L, "number_of_shards") end, Lines)),
     ?assert(shardnode_ct:gone(list_to_atom(Name))).
+
+%% A node started by the wrapper on a BEAM that then dies (SIGKILL) sees its
+%% stdin close, leaves, and exits: no C node outlives the BEAM that owns it.
+owner_crash_stops_the_node(Config) ->
+    {ok, Peer, PeerNode} = shardnode_ct:start_peer(Config, #{}),
+    {ok, _} = erpc:call(PeerNode, application, ensure_all_started, [shardnode]),
+    Name = shardnode_ct:unique_name("orphan") ++ "@127.0.0.1",
+    {ok, CNode} = erpc:call(PeerNode, shardnode, start_node, [#{name => Name}]),
+    {ok, OsPid} = erpc:call(PeerNode, shardnode, os_pid, [CNode]),
+    pong = net_adm:ping(CNode),
+    PeerOsPid = erpc:call(PeerNode, os, getpid, []),
+    unlink(Peer),
+    [] = os:cmd("kill -9 " ++ PeerOsPid),
+    wait_for(gone, fun() -> shardnode_ct:gone(CNode) end, 15000),
+    wait_for(exited, fun() -> os:cmd("kill -0 " ++ integer_to_list(OsPid) ++ " 2>&1") =/= "" end, 10000).
 
 %%====================================================================
 %% Helpers

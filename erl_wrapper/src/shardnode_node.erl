@@ -435,7 +435,10 @@ last(N, List) ->
 
 build_command(Opts) ->
     {NameArgs, Node, Mode} = name(Opts),
+    %% The port is the node's stdin: when this BEAM dies, the node sees EOF
+    %% and leaves, instead of running on unsupervised.
     Args = lists:append([NameArgs,
+                         ["--stop-on-stdin-eof"],
                          cookie_args(Opts),
                          port_args(Opts),
                          list_args("--join", join, Opts),

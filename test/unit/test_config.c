@@ -547,6 +547,16 @@ Test(config, proxy_only)
 	cr_assert(c.proxy_only);
 }
 
+Test(config, stop_on_stdin_eof)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c"), 0, "%s", err);
+	cr_assert_not(c.stop_on_stdin_eof, "off unless asked for");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--stop-on-stdin-eof", "--cookie", "c"), 0, "%s", err);
+	cr_assert(c.stop_on_stdin_eof);
+}
+
 Test(config, cookie_flag)
 {
 	struct sn_config c;
