@@ -564,6 +564,11 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		if (rc)
 			return rc;
 	}
+	/* A member is unreachable, and its quorum lease runs out, after this
+	 * long without a heartbeat: with no room for one, both would flap. */
+	if (c->failure_timeout_ms <= c->heartbeat_interval_ms)
+		return fail(err, "failure_timeout_ms (%u) must be greater than heartbeat_interval_ms (%u)",
+			    c->failure_timeout_ms, c->heartbeat_interval_ms);
 	if (c->data_dir[0] == '\0') {
 		char alive[CONFIG_NAME_BUF];
 		strlcpy(alive, c->name, sizeof alive);

@@ -697,3 +697,16 @@ Test(config, default_cookie_without_home)
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h"), -EINVAL);
 	assert_err_has(err, "HOME");
 }
+
+Test(config, failure_timeout_must_exceed_the_heartbeat)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--set", "heartbeat_interval_ms=500", "--set",
+			   "failure_timeout_ms=500"),
+		     -EINVAL);
+	cr_assert(strstr(err, "failure_timeout_ms") != NULL, "%s", err);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--set", "heartbeat_interval_ms=500", "--set",
+			   "failure_timeout_ms=501"),
+		     0, "%s", err);
+}
