@@ -40,6 +40,8 @@ struct shard_slot {
 	uint64_t requested_at;   /* also: when a handoff began */
 	/* On the shard's home while it hands the shard off: */
 	bool handing_off;
+	/* Its remembered entities wait for a quorum lease (start_remembered). */
+	bool remembered_pending;
 	uint32_t acks_needed, acks;
 	uint64_t handoff_deadline;
 };
@@ -53,6 +55,7 @@ struct region {
 	char (*downed)[256];        /* region_set_downed */
 	size_t ndowned;
 	struct remember_replica *replica; /* NULL: remember_entities is off */
+	bool remembered_pending;          /* some slot's remembered_pending is set */
 	char coordinator_name[256]; /* its registered name */
 	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
@@ -432,15 +435,21 @@ static void start_one(void *arg, const char *id, size_t len)
 }
 
 /* A shard that just came here: watch its entities and start the ones
- * remembered for it. Not while this node lacks a quorum lease: they would
- * be running in two places; they start with their next message instead. */
+ * remembered for it. Not while this node lacks a quorum lease (they could
+ * be running elsewhere): region_resume starts them when it has one. */
 static void start_remembered(struct region *r, struct shard *s)
 {
 	if (r->replica == NULL)
 		return;
 	s->observer = (struct shard_observer){remember_replica_started, remember_replica_stopped, r->replica};
-	if (remember_count(r->cfg.remember, s->id) == 0 || !may_deliver(r))
+	r->slots[s->id].remembered_pending = false;
+	if (remember_count(r->cfg.remember, s->id) == 0)
 		return;
+	if (!may_deliver(r)) {
+		r->slots[s->id].remembered_pending = true; /* region_resume */
+		r->remembered_pending = true;
+		return;
+	}
 	struct start_ctx c = {r, s, 0};
 	remember_each(r->cfg.remember, s->id, start_one, &c);
 	log_debug(r->cfg.log, "region %s: shard %u started %zu remembered entities", r->cfg.type->name, s->id,
@@ -1039,6 +1048,14 @@ int region_set_downed(struct region *r, const char *const *nodes, size_t n)
 
 void region_resume(struct region *r)
 {
+	if (!may_deliver(r))
+		return;
+	if (r->remembered_pending) {
+		r->remembered_pending = false;
+		for (uint32_t s = 0; s < r->cfg.nshards; s++)
+			if (r->slots[s].home == HOME_LOCAL && r->slots[s].remembered_pending)
+				start_remembered(r, r->slots[s].shard);
+	}
 	for (uint32_t s = 0; s < r->cfg.nshards && may_deliver(r); s++)
 		if (r->slots[s].home == HOME_LOCAL && r->slots[s].head != NULL)
 			flush_slot(r, &r->slots[s]);
