@@ -396,6 +396,17 @@ static void on_register(struct coordinator *c, const erlang_pid *region)
 	if (!c->active)
 		return; /* the region finds the active one through membership */
 	if (find_region(c, region) < 0) {
+		/* A region of the same node under another pid is one of an earlier
+		 * incarnation of the node (it crashed and came back faster than it
+		 * was found unreachable): its shards are gone with it. */
+		for (size_t k = c->nregions; k-- > 0;) {
+			if (strcmp(c->regions[k].pid.node, region->node) == 0) {
+				erlang_pid old = c->regions[k].pid;
+				log_info(c->cfg.log, "coordinator %s: region on %s restarted; its old shards are free",
+					 c->cfg.type_name, region->node);
+				on_region_stopped(c, &old);
+			}
+		}
 		if (c->nregions == c->cap) {
 			size_t cap = c->cap ? c->cap * 2 : 4;
 			struct region_ref *r = realloc(c->regions, cap * sizeof *r);

@@ -30,7 +30,10 @@ struct evloop {
 static uint64_t monotonic_ms(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* BOOTTIME, not MONOTONIC: it keeps counting while the machine is
+	 * suspended, so a quorum lease (membership.h) cannot outlive a
+	 * suspend. */
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 

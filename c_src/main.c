@@ -83,8 +83,10 @@ static bool may_deliver(void *arg)
 }
 
 /* After any membership change: the coordinator of each type is active only
- * on the oldest up member hosting it, expects a report from every up member
- * hosting it, and every region registers with it. */
+ * on the oldest up member hosting it, forgets proxies on downed members,
+ * expects a report from every member owning shards, and every region
+ * registers with it, stops sending to downed members, gives members that
+ * joined its remembered entities, and delivers what waited for a lease. */
 static void on_membership_change(void *arg)
 {
 	struct app *app = arg;
@@ -96,20 +98,21 @@ static void on_membership_change(void *arg)
 	for (size_t k = 0; k < app->nhosted; k++) {
 		struct hosted_type *h = &app->hosted[k];
 		const char *oldest = membership_oldest_with(app->membership, h->type->name);
-		const char *nodes[256];
-		size_t n = membership_downed(app->membership, nodes, 256);
-		if (region_set_downed(h->region, nodes, n) != 0)
+		const char *nodes[256], *downed[256];
+		size_t ndown = membership_downed(app->membership, downed, 256);
+		if (region_set_downed(h->region, downed, ndown) != 0)
 			log_warn(&app->log, "out of memory: region %s keeps an old list of downed members", h->type->name);
-		n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
+		size_t n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
 		if (h->coordinator != NULL) {
 			/* Active first: a coordinator that is about to stand down must
 			 * not start handoffs it will not see through. */
 			coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, app->self) == 0);
+			/* Downed proxies first: a handoff the next calls start must not
+			 * wait for their acks. */
+			coordinator_set_downed(h->coordinator, downed, ndown);
 			coordinator_set_expected(h->coordinator, nodes, n);
 			n = membership_leaving_with(app->membership, h->type->name, nodes, 256);
 			coordinator_set_draining(h->coordinator, nodes, n);
-			n = membership_downed(app->membership, nodes, 256);
-			coordinator_set_downed(h->coordinator, nodes, n);
 		}
 		region_set_coordinator_node(h->region, oldest);
 		region_members_changed(h->region);
@@ -179,7 +182,7 @@ static void on_stdin(struct evloop *loop, int fd, uint32_t events, void *arg)
 	struct app *app = arg;
 	char buf[512];
 	ssize_t n = read(fd, buf, sizeof buf);
-	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+	if (n > 0 || (n < 0 && errno == EINTR))
 		return; /* input is ignored */
 	evloop_unwatch(loop, fd);
 	leave_cluster(app, "stdin closed");
@@ -241,11 +244,13 @@ int main(int argc, char **argv)
 	}
 	ev_timer_init(&app.leave_timer, on_leave_timer, &app);
 	evloop_watch(app.loop, sigfd, EPOLLIN, on_signal, &app);
+	/* stdin stays blocking (it may be a terminal shared with the parent):
+	 * it is read only when epoll says it is readable. If stdin was closed
+	 * at start, fd 0 may now be something else, such as the signalfd. */
 	if (cfg.stop_on_stdin_eof) {
-		int flags = fcntl(STDIN_FILENO, F_GETFL);
-		if (flags < 0 || fcntl(STDIN_FILENO, F_SETFL, flags | O_NONBLOCK) < 0 ||
+		if (sigfd == STDIN_FILENO || fcntl(STDIN_FILENO, F_GETFD) < 0 ||
 		    evloop_watch(app.loop, STDIN_FILENO, EPOLLIN, on_stdin, &app) != 0)
-			log_warn(&app.log, "--stop-on-stdin-eof: stdin cannot be watched (a file?); ignored");
+			log_warn(&app.log, "--stop-on-stdin-eof: stdin cannot be watched (closed, or a file); ignored");
 	}
 
 	struct dist_node_config ncfg = {
@@ -384,12 +389,14 @@ int main(int argc, char **argv)
 		log_error(&app.log, "event loop failed: %s", strerror(-rc));
 
 	log_info(&app.log, "stopping (%s)", app.stop_reason ? app.stop_reason : "loop ended");
+	/* Regions first: their entities stop and the coordinator hears of it;
+	 * membership still answers them (who hosts the type, for the last
+	 * remembered-entity changes; whether a lease is held). */
+	for (size_t j = 0; j < nhosted; j++)
+		region_free(hosted[j].region);
 	admin_set_membership(admin, NULL);
 	membership_free(app.membership);
 	app.membership = NULL;
-	/* Regions first: their entities stop and the coordinator hears of it. */
-	for (size_t j = 0; j < nhosted; j++)
-		region_free(hosted[j].region);
 	for (size_t j = 0; j < nhosted; j++) {
 		coordinator_stop(hosted[j].coordinator);
 		remember_close(hosted[j].remember); /* after its region: the last changes are written */

@@ -184,8 +184,11 @@ static bool refresh_quorum_logged(struct membership *m, bool log_loss)
 		until = UINT64_MAX; /* joining or exiting: hosts nothing */
 	} else {
 		struct quorum_member *q = malloc(2 * m->n * sizeof *q);
-		if (q == NULL)
-			return false; /* keep the last answer */
+		if (q == NULL) {
+			m->quorum_until = 0; /* fail closed: the next refresh tries again */
+			m->holding = false;
+			return false;
+		}
 		size_t n = 0;
 		for (size_t k = 0; k < m->n; k++) {
 			const struct member *e = &m->members[k];
@@ -239,13 +242,22 @@ static void detect_unreachable(struct membership *m)
 		changed(m);
 }
 
+/* How long a downed member keeps its shards after this node learns of the
+ * down: its leases with the members that knew of the down no later than we
+ * did run out within failure_timeout_ms; the margin covers the members that
+ * learn of it a gossip round or two later and ack it meanwhile. */
+static uint64_t release_after_ms(const struct membership *m)
+{
+	return (uint64_t)m->cfg.failure_timeout_ms + 2u * (uint64_t)m->cfg.gossip_interval_ms;
+}
+
 /* A downed member's shards stay with it until its lease has run out. */
 static void release_downed(struct membership *m)
 {
 	bool any = false;
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
-		if (e->down_at != 0 && !e->released && now_ms(m) - e->down_at >= m->cfg.failure_timeout_ms) {
+		if (e->down_at != 0 && !e->released && now_ms(m) - e->down_at >= release_after_ms(m)) {
 			e->released = true;
 			any = true;
 			log_info(m->cfg.log, "member %s: down long enough, its shards go elsewhere", e->node);
@@ -382,11 +394,40 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	changed(m);
 }
 
-static bool newer(const struct member *in, const struct member *have)
+enum merge { MERGE_KEEP, MERGE_TAKE, MERGE_NEW_INCARNATION };
+
+/* What a gossiped entry does to ours. The up-number names an incarnation
+ * (a node that rejoins after a down gets a new, higher one). Within one,
+ * a down is final: no version the member bumps itself (types, leave) can
+ * undo it, or a node cut off and downed could come back still hosting
+ * shards that moved. Otherwise the higher version wins, on a tie the later
+ * status. `self_joining`: the entry is ours and we await admission, so
+ * downs of an earlier incarnation of ours are not about us. */
+static enum merge merge_of(const struct member *in, const struct member *have, bool self_joining)
 {
+	bool in_down = in->status >= MEMBER_DOWN, have_down = have->status >= MEMBER_DOWN;
+	if (have_down && !in_down)
+		return in->up_number > have->up_number ? MERGE_NEW_INCARNATION : MERGE_KEEP;
+	if (in_down && !have_down) {
+		if (self_joining || in->up_number < have->up_number)
+			return MERGE_KEEP; /* the down of an earlier incarnation */
+		return MERGE_TAKE;
+	}
+	if (in->up_number != have->up_number && in->up_number != 0 && have->up_number != 0)
+		return in->up_number > have->up_number ? MERGE_TAKE : MERGE_KEEP;
 	if (in->version != have->version)
-		return in->version > have->version;
-	return in->status > have->status;
+		return in->version > have->version ? MERGE_TAKE : MERGE_KEEP;
+	return in->status > have->status ? MERGE_TAKE : MERGE_KEEP;
+}
+
+/* Forgets what this node saw of an earlier incarnation of the member. */
+static void reset_local(struct membership *m, struct member *e)
+{
+	e->unreachable = false;
+	e->last_heard = now_ms(m);
+	e->lease_until = 0;
+	e->down_at = 0;
+	e->released = false;
 }
 
 static void on_gossip(struct membership *m, const char *t, size_t i)
@@ -422,7 +463,11 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 				return;
 			added = true;
 		}
-		if (added || newer(&in, e)) {
+		enum merge verdict = added ? MERGE_TAKE
+				   : merge_of(&in, e, is_self(m, e) && e->status == MEMBER_JOINING);
+		if (verdict == MERGE_NEW_INCARNATION)
+			reset_local(m, e);
+		if (verdict != MERGE_KEEP) {
 			e->up_number = in.up_number;
 			e->status = in.status;
 			e->version = in.version;
@@ -471,8 +516,12 @@ static void on_heartbeat(struct membership *m, const char *t, size_t i, bool ack
 		return; /* not a time we sent */
 	uint64_t until = (uint64_t)sent_at + m->cfg.failure_timeout_ms;
 	if (until > e->lease_until) {
+		/* Read the clock before: the lease may have run out since the
+		 * last refresh, unnoticed, and messages may be held. */
+		bool held_before = !membership_may_deliver(m);
 		e->lease_until = until;
-		if (refresh_quorum(m) && m->cfg.on_change)
+		bool regained = refresh_quorum(m);
+		if ((regained || (held_before && membership_may_deliver(m))) && m->cfg.on_change)
 			m->cfg.on_change(m->cfg.on_change_arg); /* held messages may go */
 	}
 }
@@ -670,7 +719,7 @@ bool membership_self_down(const struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++)
 		if (strcmp(m->members[k].node, m->self) == 0)
-			return m->members[k].status == MEMBER_DOWN;
+			return m->members[k].status >= MEMBER_DOWN;
 	return false;
 }
 

@@ -28,8 +28,13 @@
  * At most one instance of an entity: this node delivers to its entities
  * only while it holds a quorum lease (quorum.h), renewed by the acks of its
  * heartbeats, and a downed member keeps its shards for failure_timeout_ms
- * after this node learns of the down (membership_nodes_with), by which time
- * its lease with every member that knows of the down has run out.
+ * plus two heartbeat intervals after this node learns of the down
+ * (membership_nodes_with), by which time its lease with every member that
+ * learned of the down by then has run out.
+ *
+ * Incarnations: a member's up-number names its incarnation (a node that
+ * rejoins after a down is given a new, higher one). Within an incarnation a
+ * down is final, whatever version the member gossips.
  */
 #ifndef SN_MEMBERSHIP_H
 #define SN_MEMBERSHIP_H
@@ -95,8 +100,8 @@ int membership_handle(struct membership *m, const char *term, size_t len);
 void membership_encode_members(const struct membership *m, ei_x_buff *x);
 
 /* Members hosting `type` that own shards: up or leaving (until their shards
- * are handed off), or downed less than failure_timeout_ms ago (until their
- * lease has run out). At most max of them, into out (pointers valid until
+ * are handed off), or downed too recently for their lease to have run out
+ * (see above). At most max of them, into out (pointers valid until
  * the member list changes). Returns how many. */
 size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max);
 

@@ -211,9 +211,10 @@ static bool may_deliver(const struct region *r)
  * known, in arrival order. */
 static void flush_slot(struct region *r, struct shard_slot *slot)
 {
-	if (slot->home == HOME_LOCAL && !may_deliver(r))
-		return; /* region_resume comes back for them */
 	while (slot->head) {
+		/* Per message: a lease can run out in the middle of a long flush. */
+		if (slot->home == HOME_LOCAL && !may_deliver(r))
+			return; /* region_resume comes back for the rest */
 		struct pending *p = slot->head;
 		slot->head = p->next;
 		struct envelope e;
@@ -260,7 +261,7 @@ static void send_registration(struct region *r)
 		ei_x_free(&x);
 		return; /* hosts nothing: no report */
 	}
-	uint32_t *hosted = malloc((r->nlocal ? r->nlocal : 1) * sizeof *hosted);
+	uint32_t *hosted = malloc(r->cfg.nshards * sizeof *hosted);
 	size_t n = 0;
 	for (uint32_t s = 0; hosted != NULL && s < r->cfg.nshards; s++)
 		if (r->slots[s].home == HOME_LOCAL)
@@ -464,21 +465,39 @@ static void start_remembered(struct region *r, struct shard *s)
 static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t len)
 {
 	struct region *r = arg;
-	if (shard >= r->cfg.nshards || r->slots[shard].home != HOME_LOCAL || !may_deliver(r))
+	if (shard >= r->cfg.nshards || r->slots[shard].home != HOME_LOCAL)
 		return;
+	if (!may_deliver(r)) {
+		r->slots[shard].remembered_pending = true; /* region_resume starts it */
+		r->remembered_pending = true;
+		return;
+	}
 	shard_start_entity(r->slots[shard].shard, id, len, now32(r));
+}
+
+/* Whose sets a member that joins is sent by this region: the shards hosted
+ * here, and those with no live home in sight (unknown, moving, or on a
+ * downed node), whose sets would otherwise reach it from nobody. Every
+ * region holds every set, so duplicates are harmless. */
+static bool sends_snapshot_of(const struct region *r, const struct shard_slot *slot)
+{
+	if (slot->home == HOME_LOCAL)
+		return true;
+	if (slot->home == HOME_REMOTE)
+		return is_downed(r, slot->home_region.node);
+	return true;
 }
 
 void region_members_changed(struct region *r)
 {
 	if (r->replica == NULL || r->stopped)
 		return;
-	uint32_t *hosted = malloc((r->nlocal ? r->nlocal : 1) * sizeof *hosted);
+	uint32_t *hosted = malloc(r->cfg.nshards * sizeof *hosted);
 	if (hosted == NULL)
 		return;
 	size_t n = 0;
 	for (uint32_t s = 0; s < r->cfg.nshards; s++)
-		if (r->slots[s].home == HOME_LOCAL)
+		if (sends_snapshot_of(r, &r->slots[s]))
 			hosted[n++] = s;
 	remember_replica_sync(r->replica, hosted, n);
 	free(hosted);
@@ -646,6 +665,8 @@ static void on_retry(struct evloop *loop, void *arg)
 				request_home(r, s); /* the move was abandoned: ask where it lives */
 		}
 	}
+	/* Messages held for a lease that came back unnoticed go now. */
+	region_resume(r);
 	/* Unregistered, retry soon: a coordinator that has just taken over may
 	 * have ignored our first try, sent while it was not active yet. */
 	uint32_t next = r->cfg.retry_interval_ms;
@@ -658,7 +679,9 @@ static void on_idle_sweep(struct evloop *loop, void *arg)
 {
 	struct region *r = arg;
 	uint32_t now = now32(r);
-	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+	/* Without a lease, entity code must not run (their stop callbacks), and
+	 * held messages make entities look idle. */
+	for (uint32_t s = 0; s < r->cfg.nshards && may_deliver(r); s++)
 		if (r->slots[s].shard != NULL)
 			shard_passivate_idle(r->slots[s].shard, now, r->cfg.passivate_idle_ms);
 	uint32_t every = r->cfg.passivate_idle_ms / 4;

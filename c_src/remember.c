@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "entity_table.h"
+#include "phash2.h"
 
 static const char header[8] = {'S', 'N', 'R', 'E', 'M', 'E', 'M', '1'};
 
@@ -103,12 +104,19 @@ static int load_records(struct remember *r, const unsigned char *buf, size_t len
 			break;
 		}
 		const char *id = (const char *)buf + i + 9;
-		/* A shard beyond number_of_shards: the setting changed since. The
-		 * ids cannot be placed; they are dropped at compaction. */
-		if (shard < r->nshards) {
-			int rc = op == '+' ? set_add(r, shard, id, id_len) : set_remove(r, shard, id, id_len);
+		/* The shard is recomputed: if number_of_shards changed since, the id
+		 * now lives in another shard, and starting it in the recorded one
+		 * would give it a second instance. An id that is not a term is
+		 * damage: the record is dropped (at compaction). */
+		uint32_t now_in;
+		(void)shard;
+		if (phash2_range(id, id_len, r->nshards, &now_in) == 0) {
+			int rc = op == '+' ? set_add(r, now_in, id, id_len) : set_remove(r, now_in, id, id_len);
 			if (rc < 0)
 				return rc;
+		} else {
+			log_warn(r->log, "remembered entities: %s has a record at byte %zu that is no entity id; dropped",
+				 r->path, i);
 		}
 		i += 9 + id_len;
 	}
@@ -281,7 +289,8 @@ void remember_close(struct remember *r)
 
 int remember_add(struct remember *r, uint32_t shard, const char *id, size_t len)
 {
-	if (shard >= r->nshards)
+	uint32_t home;
+	if (shard >= r->nshards || phash2_range(id, len, r->nshards, &home) != 0 || home != shard)
 		return -EINVAL;
 	int rc = set_add(r, shard, id, len);
 	if (rc == 1)

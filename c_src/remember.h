@@ -13,8 +13,10 @@
  *   op (1 byte: '+' add, '-' remove), shard (4 bytes, big-endian),
  *   id length (4 bytes, big-endian), id bytes
  * after an 8-byte header "SNREMEM1". Opening reads it (a truncated last
- * record, as a crash mid-write leaves, is dropped with a warning) and
- * rewrites it compacted. Writes are buffered and reach the kernel at
+ * record, as a crash mid-write leaves, is dropped with a warning; each id is
+ * placed in the shard phash2 gives it now, whatever shard was recorded, so
+ * a changed number_of_shards moves it where its messages go) and rewrites
+ * it compacted. Writes are buffered and reach the kernel at
  * remember_flush; they are not fsync'ed.
  */
 #ifndef SN_REMEMBER_H
@@ -39,9 +41,11 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 /* Flushes and closes the log, frees everything. NULL is fine. */
 void remember_close(struct remember *r);
 
-/* Adds `id` to the set of `shard`. Returns 1 if it was not there, 0 if it
- * was, -ENOMEM, or -EINVAL (shard out of range). A write error of the log
- * is logged once and the store carries on in memory. */
+/* Adds `id` (canonical entity id bytes, entity_id.h) to the set of
+ * `shard`. Returns 1 if it was not there, 0 if it was, -ENOMEM, or -EINVAL
+ * (shard out of range, or not phash2(id, nshards): a peer configured with
+ * another number_of_shards). A write error of the log is logged once and
+ * the store carries on in memory. */
 int remember_add(struct remember *r, uint32_t shard, const char *id, size_t len);
 
 /* Removes `id` from the set of `shard`. Returns 1 if it was there, 0 if

@@ -3,6 +3,7 @@
  * that carries them across a restart, read back whole and cut at every byte.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,10 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <ei.h>
 
 #include "log.h"
+#include "phash2.h"
 #include "remember.h"
 #include "unit_helpers.h"
 
@@ -32,53 +35,96 @@ static void rm_dir(const char *dir)
 	cr_assert_eq(system(cmd), 0);
 }
 
-static int add(struct remember *r, uint32_t shard, const char *id)
+/* Entity ids in these tests are binaries <<Text>> (canonical as encoded),
+ * each in the shard phash2 gives it. */
+static size_t encode_id(const char *text, char *out, size_t cap)
 {
-	char *copy = sn_dup_exact(id, strlen(id));
-	int rc = remember_add(r, shard, copy, strlen(id));
+	size_t n = strlen(text);
+	cr_assert(n + 5 <= cap);
+	out[0] = (char)ERL_BINARY_EXT;
+	out[1] = 0;
+	out[2] = 0;
+	out[3] = 0;
+	out[4] = (char)n;
+	memcpy(out + 5, text, n);
+	return n + 5;
+}
+
+static uint32_t shard_of(const char *text, uint32_t nshards)
+{
+	char id[64];
+	size_t len = encode_id(text, id, sizeof id);
+	uint32_t s;
+	cr_assert_eq(phash2_range(id, len, nshards, &s), 0);
+	return s;
+}
+
+static int add_in(struct remember *r, uint32_t shard, const char *text)
+{
+	char id[64];
+	size_t len = encode_id(text, id, sizeof id);
+	char *copy = sn_dup_exact(id, len);
+	int rc = remember_add(r, shard, copy, len);
 	free(copy);
 	return rc;
 }
 
-static int del(struct remember *r, uint32_t shard, const char *id)
+static int add(struct remember *r, uint32_t nshards, const char *text)
 {
-	return remember_remove(r, shard, id, strlen(id));
+	return add_in(r, shard_of(text, nshards), text);
+}
+
+static int del(struct remember *r, uint32_t nshards, const char *text)
+{
+	char id[64];
+	size_t len = encode_id(text, id, sizeof id);
+	return remember_remove(r, shard_of(text, nshards), id, len);
 }
 
 struct collected {
-	char ids[16][32];
+	char ids[32][32];
 	size_t n;
+	uint32_t shard, nshards;
 };
 
 static void collect(void *arg, const char *id, size_t len)
 {
 	struct collected *c = arg;
-	cr_assert(c->n < 16 && len < 32);
-	memcpy(c->ids[c->n], id, len);
-	c->ids[c->n++][len] = '\0';
+	cr_assert(c->n < 32 && len >= 5 && len - 5 < 32);
+	cr_assert_eq((unsigned char)id[0], ERL_BINARY_EXT);
+	memcpy(c->ids[c->n], id + 5, len - 5);
+	c->ids[c->n][len - 5] = '\0';
+	cr_assert_eq(shard_of(c->ids[c->n], c->nshards), c->shard, "%s is in the shard phash2 gives it",
+		     c->ids[c->n]);
+	c->n++;
 }
 
 static int cmp(const void *a, const void *b) { return strcmp(a, b); }
 
-/* The ids of a shard, sorted and joined with spaces. */
-static void ids_of(const struct remember *r, uint32_t shard, char *out, size_t cap)
+/* Every id in the store, sorted and joined with spaces; checks that each
+ * is in its phash2 shard and that the counts agree. */
+static void all_ids(const struct remember *r, uint32_t nshards, char *out, size_t cap)
 {
-	struct collected c = {.n = 0};
-	remember_each(r, shard, collect, &c);
+	struct collected c = {.n = 0, .nshards = nshards};
+	for (uint32_t s = 0; s < nshards; s++) {
+		size_t before = c.n;
+		c.shard = s;
+		remember_each(r, s, collect, &c);
+		cr_assert_eq(remember_count(r, s), c.n - before);
+	}
 	qsort(c.ids, c.n, sizeof c.ids[0], cmp);
 	out[0] = '\0';
 	for (size_t k = 0; k < c.n; k++) {
 		strncat(out, k ? " " : "", cap - strlen(out) - 1);
 		strncat(out, c.ids[k], cap - strlen(out) - 1);
 	}
-	cr_assert_eq(remember_count(r, shard), c.n);
 }
 
-static void expect_ids(const struct remember *r, uint32_t shard, const char *want)
+static void expect_ids(const struct remember *r, uint32_t nshards, const char *want)
 {
-	char got[512];
-	ids_of(r, shard, got, sizeof got);
-	cr_assert_str_eq(got, want, "shard %u", shard);
+	char got[1024];
+	all_ids(r, nshards, got, sizeof got);
+	cr_assert_str_eq(got, want);
 }
 
 Test(remember, sets_per_shard_in_memory)
@@ -86,18 +132,21 @@ Test(remember, sets_per_shard_in_memory)
 	int err;
 	struct remember *r = remember_open(NULL, "counter", 4, &quiet, &err);
 	cr_assert_not_null(r);
-	cr_assert_eq(add(r, 0, "a"), 1);
-	cr_assert_eq(add(r, 0, "a"), 0, "already there");
-	cr_assert_eq(add(r, 0, "b"), 1);
-	cr_assert_eq(add(r, 3, "a"), 1, "the same id in another shard is another entry");
-	cr_assert_eq(del(r, 0, "a"), 1);
-	cr_assert_eq(del(r, 0, "a"), 0);
-	cr_assert_eq(del(r, 1, "zz"), 0);
-	cr_assert_eq(add(r, 4, "x"), -EINVAL);
-	cr_assert_eq(del(r, 4, "x"), -EINVAL);
-	expect_ids(r, 0, "b");
-	expect_ids(r, 1, "");
-	expect_ids(r, 3, "a");
+	cr_assert_eq(add(r, 4, "a"), 1);
+	cr_assert_eq(add(r, 4, "a"), 0, "already there");
+	cr_assert_eq(add(r, 4, "b"), 1);
+	cr_assert_eq(add(r, 4, "c"), 1);
+	cr_assert_eq(del(r, 4, "a"), 1);
+	cr_assert_eq(del(r, 4, "a"), 0);
+	cr_assert_eq(del(r, 4, "zz"), 0);
+	expect_ids(r, 4, "b c");
+	/* The wrong shard for the id, or none at all: refused. */
+	cr_assert_eq(add_in(r, (shard_of("d", 4) + 1) % 4, "d"), -EINVAL);
+	cr_assert_eq(add_in(r, 4, "d"), -EINVAL);
+	cr_assert_eq(remember_remove(r, 4, "x", 1), -EINVAL);
+	char junk[] = "not a term";
+	cr_assert_eq(remember_add(r, 0, junk, sizeof junk - 1), -EINVAL);
+	expect_ids(r, 4, "b c");
 	cr_assert_eq(remember_count(r, 99), 0);
 	remember_flush(r); /* nothing to write: fine */
 	remember_close(r);
@@ -115,24 +164,40 @@ Test(remember, the_log_carries_the_sets_over_a_restart_and_is_compacted)
 	for (int k = 0; k < 10; k++) {
 		char id[16];
 		snprintf(id, sizeof id, "e%d", k);
-		cr_assert_eq(add(r, (uint32_t)k % 3, id), 1);
+		cr_assert_eq(add(r, 8, id), 1);
 	}
-	cr_assert_eq(del(r, 0, "e3"), 1);
-	cr_assert_eq(del(r, 1, "e1"), 1);
+	cr_assert_eq(del(r, 8, "e3"), 1);
+	cr_assert_eq(del(r, 8, "e1"), 1);
 	remember_close(r);
 
 	r = remember_open(sub, "counter", 8, &quiet, &err);
 	cr_assert_not_null(r);
-	expect_ids(r, 0, "e0 e6 e9");
-	expect_ids(r, 1, "e4 e7");
-	expect_ids(r, 2, "e2 e5 e8");
+	expect_ids(r, 8, "e0 e2 e4 e5 e6 e7 e8 e9");
 	remember_close(r);
 
-	/* Compacted: a header and 8 add records of 2-byte ids, nothing else. */
+	/* Compacted: a header and 8 add records of 7-byte ids, nothing else. */
 	snprintf(path, sizeof path, "%s/counter.entities", sub);
 	struct stat st;
 	cr_assert_eq(stat(path, &st), 0);
-	cr_assert_eq(st.st_size, 8 + 8 * (9 + 2));
+	cr_assert_eq(st.st_size, 8 + 8 * (9 + 7));
+	rm_dir(dir);
+}
+
+Test(remember, a_changed_number_of_shards_moves_ids_where_their_messages_go)
+{
+	char dir[64];
+	make_dir(dir, sizeof dir);
+	int err;
+	struct remember *r = remember_open(dir, "counter", 4, &quiet, &err);
+	cr_assert_not_null(r);
+	const char *ids[] = {"a", "b", "c", "d", "e", "f", "g"};
+	for (size_t k = 0; k < SN_ARRAY_LEN(ids); k++)
+		cr_assert_eq(add(r, 4, ids[k]), 1);
+	remember_close(r);
+	r = remember_open(dir, "counter", 7, &quiet, &err);
+	cr_assert_not_null(r);
+	expect_ids(r, 7, "a b c d e f g"); /* each checked in phash2(Id, 7) */
+	remember_close(r);
 	rm_dir(dir);
 }
 
@@ -144,30 +209,30 @@ Test(remember, a_store_per_type)
 	struct remember *a = remember_open(dir, "counter", 2, &quiet, &err);
 	struct remember *b = remember_open(dir, "kv", 2, &quiet, &err);
 	cr_assert(a && b);
-	cr_assert_eq(add(a, 1, "x"), 1);
-	cr_assert_eq(add(b, 0, "y"), 1);
+	cr_assert_eq(add(a, 2, "x"), 1);
+	cr_assert_eq(add(b, 2, "y"), 1);
 	remember_close(a);
 	remember_close(b);
 	a = remember_open(dir, "counter", 2, &quiet, &err);
 	b = remember_open(dir, "kv", 2, &quiet, &err);
-	expect_ids(a, 1, "x");
-	expect_ids(a, 0, "");
-	expect_ids(b, 0, "y");
+	expect_ids(a, 2, "x");
+	expect_ids(b, 2, "y");
 	remember_close(a);
 	remember_close(b);
 	rm_dir(dir);
 }
 
-/* Writes the log of a store with a known history, then returns its bytes. */
-static unsigned char *reference_log(const char *dir, size_t *len)
+/* The log of a store with a known history: +alpha +beta -alpha +gamma.
+ * Returns its bytes; `ends` gets the offset where each record ends. */
+static unsigned char *reference_log(const char *dir, size_t *len, size_t ends[4])
 {
 	int err;
 	struct remember *r = remember_open(dir, "t", 4, &quiet, &err);
 	cr_assert_not_null(r);
-	cr_assert_eq(add(r, 0, "alpha"), 1);
-	cr_assert_eq(add(r, 1, "beta"), 1);
-	cr_assert_eq(del(r, 0, "alpha"), 1);
-	cr_assert_eq(add(r, 3, "gamma"), 1);
+	cr_assert_eq(add(r, 4, "alpha"), 1);
+	cr_assert_eq(add(r, 4, "beta"), 1);
+	cr_assert_eq(del(r, 4, "alpha"), 1);
+	cr_assert_eq(add(r, 4, "gamma"), 1);
 	remember_close(r); /* no reopen: the log keeps its history */
 	char path[128];
 	snprintf(path, sizeof path, "%s/t.entities", dir);
@@ -176,7 +241,12 @@ static unsigned char *reference_log(const char *dir, size_t *len)
 	unsigned char *buf = malloc(4096);
 	*len = fread(buf, 1, 4096, f);
 	fclose(f);
-	cr_assert_eq(*len, 8 + 4 * 9 + 5 + 4 + 5 + 5);
+	/* Each record: op, shard, length (9 bytes), then <<Text>> (5 + n). */
+	ends[0] = 8 + 9 + 10;
+	ends[1] = ends[0] + 9 + 9;
+	ends[2] = ends[1] + 9 + 10;
+	ends[3] = ends[2] + 9 + 10;
+	cr_assert_eq(*len, ends[3]);
 	return buf;
 }
 
@@ -190,25 +260,29 @@ static void write_file(const char *dir, const unsigned char *buf, size_t len)
 	fclose(f);
 }
 
+static struct remember *reopen(const char *dir)
+{
+	int err;
+	struct remember *r = remember_open(dir, "t", 4, &quiet, &err);
+	cr_assert_not_null(r);
+	return r;
+}
+
 Test(remember, a_log_cut_at_every_byte_loads_the_whole_records_before_the_cut)
 {
 	char dir[64];
 	make_dir(dir, sizeof dir);
-	size_t len;
-	unsigned char *log = reference_log(dir, &len);
-	/* Record ends: header 8, +alpha 22, +beta 35, -alpha 49, +gamma 63. */
+	size_t len, ends[4];
+	unsigned char *log = reference_log(dir, &len, ends);
 	for (size_t cut = 0; cut <= len; cut++) {
 		write_file(dir, log, cut);
-		int err;
-		struct remember *r = remember_open(dir, "t", 4, &quiet, &err);
-		cr_assert_not_null(r, "cut at %zu", cut);
-		char s0[64], s1[64], s3[64];
-		ids_of(r, 0, s0, sizeof s0);
-		ids_of(r, 1, s1, sizeof s1);
-		ids_of(r, 3, s3, sizeof s3);
-		cr_assert_str_eq(s0, cut >= 22 && cut < 49 ? "alpha" : "", "cut at %zu", cut);
-		cr_assert_str_eq(s1, cut >= 35 ? "beta" : "", "cut at %zu", cut);
-		cr_assert_str_eq(s3, cut >= 63 ? "gamma" : "", "cut at %zu", cut);
+		struct remember *r = reopen(dir);
+		char got[128], want[128] = "";
+		bool alpha = cut >= ends[0] && cut < ends[2], beta = cut >= ends[1], gamma = cut >= ends[3];
+		snprintf(want, sizeof want, "%s%s%s%s%s", alpha ? "alpha" : "", alpha && beta ? " " : "",
+			 beta ? "beta" : "", (alpha || beta) && gamma ? " " : "", gamma ? "gamma" : "");
+		all_ids(r, 4, got, sizeof got);
+		cr_assert_str_eq(got, want, "cut at %zu", cut);
 		remember_close(r);
 	}
 	free(log);
@@ -219,45 +293,45 @@ Test(remember, damaged_logs_keep_what_came_before_the_damage)
 {
 	char dir[64];
 	make_dir(dir, sizeof dir);
-	size_t len;
-	unsigned char *log = reference_log(dir, &len);
-	int err;
+	size_t len, ends[4];
+	unsigned char *log = reference_log(dir, &len, ends);
+	unsigned char *bad = (unsigned char *)sn_dup_exact(log, len);
 
 	/* A bad op byte in the second record: only the first is kept. */
-	unsigned char *bad = (unsigned char *)sn_dup_exact(log, len);
-	bad[22] = '?';
+	bad[ends[0]] = '?';
 	write_file(dir, bad, len);
-	struct remember *r = remember_open(dir, "t", 4, &quiet, &err);
-	cr_assert_not_null(r);
-	expect_ids(r, 0, "alpha");
-	expect_ids(r, 1, "");
+	struct remember *r = reopen(dir);
+	expect_ids(r, 4, "alpha");
 	remember_close(r);
 
 	/* An absurd id length. */
 	memcpy(bad, log, len);
-	bad[22 + 5] = 0x7f;
+	bad[ends[0] + 5] = 0x7f;
 	write_file(dir, bad, len);
-	r = remember_open(dir, "t", 4, &quiet, &err);
-	cr_assert_not_null(r);
-	expect_ids(r, 0, "alpha");
+	r = reopen(dir);
+	expect_ids(r, 4, "alpha");
 	remember_close(r);
 
-	/* A shard beyond number_of_shards (the setting changed): skipped. */
+	/* A wrong shard recorded: the id goes where phash2 puts it. */
 	memcpy(bad, log, len);
-	bad[22 + 4] = 9;
+	bad[ends[0] + 4] ^= 3;
 	write_file(dir, bad, len);
-	r = remember_open(dir, "t", 4, &quiet, &err);
-	cr_assert_not_null(r);
-	expect_ids(r, 1, "");
-	expect_ids(r, 3, "gamma");
+	r = reopen(dir);
+	expect_ids(r, 4, "beta gamma");
+	remember_close(r);
+
+	/* An id that is no term: that record is dropped, the rest is read. */
+	memcpy(bad, log, len);
+	bad[ends[0] + 9] = 0xff;
+	write_file(dir, bad, len);
+	r = reopen(dir);
+	expect_ids(r, 4, "gamma");
 	remember_close(r);
 
 	/* Not a log at all: the store starts empty and rewrites it. */
 	write_file(dir, (const unsigned char *)"hello, world", 12);
-	r = remember_open(dir, "t", 4, &quiet, &err);
-	cr_assert_not_null(r);
-	for (uint32_t s = 0; s < 4; s++)
-		cr_assert_eq(remember_count(r, s), 0);
+	r = reopen(dir);
+	expect_ids(r, 4, "");
 	remember_close(r);
 
 	free(bad);

@@ -5,13 +5,16 @@
  * of a message that still validates as a term read without harm.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 #include <ei.h>
 
+#include "entity_id.h"
 #include "log.h"
+#include "phash2.h"
 #include "remember.h"
 #include "remember_replica.h"
 #include "term.h"
@@ -55,24 +58,81 @@ static int apply_fmt(struct remember *r, const char *fmt, struct lives *l, char 
 	return rc;
 }
 
-static size_t count_of(struct remember *r, uint32_t shard) { return remember_count(r, shard); }
+/* One entry of a message: {Shard, Live, Id}, Id written by ei_x_format
+ * from `id_fmt`, Shard = phash2 of its canonical form (or `shard` if not
+ * negative: a sender that disagrees). */
+struct entry {
+	bool live;
+	const char *id_fmt;
+	long shard;
+};
+
+static uint32_t shard_of_fmt(const char *id_fmt)
+{
+	ei_x_buff id, canon;
+	sn_x_new(&id);
+	sn_x_new(&canon);
+	cr_assert_eq(ei_x_format_wo_ver(&id, id_fmt), 0);
+	cr_assert_eq(entity_id_canonical(id.buff, (size_t)id.index, &canon), 0);
+	uint32_t s;
+	cr_assert_eq(phash2_range(canon.buff, (size_t)canon.index, 8, &s), 0);
+	ei_x_free(&id);
+	ei_x_free(&canon);
+	return s;
+}
+
+static int apply_entries(struct remember *r, const struct entry *es, size_t n, struct lives *l, char *from)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	ei_x_encode_tuple_header(&x, 4);
+	ei_x_encode_atom(&x, "$shardnode");
+	ei_x_encode_atom(&x, "remembered");
+	ei_x_encode_atom(&x, "a@h");
+	if (n)
+		ei_x_encode_list_header(&x, (long)n);
+	for (size_t k = 0; k < n; k++) {
+		ei_x_encode_tuple_header(&x, 3);
+		ei_x_encode_long(&x, es[k].shard >= 0 ? es[k].shard : (long)shard_of_fmt(es[k].id_fmt));
+		ei_x_encode_atom(&x, es[k].live ? "true" : "false");
+		ei_x_buff id;
+		sn_x_new(&id);
+		cr_assert_eq(ei_x_format_wo_ver(&id, es[k].id_fmt), 0);
+		term_x_append_raw(&x, id.buff, (size_t)id.index);
+		ei_x_free(&id);
+	}
+	ei_x_encode_empty_list(&x);
+	char *t = sn_dup_exact(x.buff, (size_t)x.index);
+	int rc = remember_msg_apply(r, t, (size_t)x.index, count_live, l, from);
+	free(t);
+	ei_x_free(&x);
+	return rc;
+}
+
+static size_t total(struct remember *r)
+{
+	size_t n = 0;
+	for (uint32_t s = 0; s < 8; s++)
+		n += remember_count(r, s);
+	return n;
+}
 
 Test(remember_replica, changes_are_applied_and_started_ones_reported)
 {
 	struct remember *r = store();
 	struct lives l = {0};
 	char from[TERM_ATOM_BUF];
-	cr_assert_eq(apply_fmt(r, "{'$shardnode', remembered, 'a@h', [{3, true, 1}, {3, true, {x, \"y\"}}, {5, true, b}]}",
-			       &l, from), 1);
+	const struct entry add[] = {{true, "1", -1}, {true, "{x, \"y\"}", -1}, {true, "b", -1}};
+	cr_assert_eq(apply_entries(r, add, 3, &l, from), 1);
 	cr_assert_str_eq(from, "a@h");
 	cr_assert_eq(l.n, 3);
-	cr_assert_eq(count_of(r, 3), 2);
-	cr_assert_eq(count_of(r, 5), 1);
-	cr_assert_eq(apply_fmt(r, "{'$shardnode', remembered, 'a@h', [{3, false, 1}, {5, false, nope}]}", &l, from), 1);
+	cr_assert_eq(total(r), 3);
+	cr_assert_eq(remember_count(r, shard_of_fmt("b")), shard_of_fmt("b") == shard_of_fmt("1") ? 2u : 1u);
+	const struct entry del[] = {{false, "1", -1}, {false, "nope", -1}};
+	cr_assert_eq(apply_entries(r, del, 2, &l, from), 1);
 	cr_assert_eq(l.n, 3, "stops are not reported live");
-	cr_assert_eq(count_of(r, 3), 1);
-	cr_assert_eq(count_of(r, 5), 1);
-	cr_assert_eq(apply_fmt(r, "{'$shardnode', remembered, 'a@h', []}", &l, from), 1);
+	cr_assert_eq(total(r), 2);
+	cr_assert_eq(apply_entries(r, NULL, 0, &l, from), 1);
 	remember_close(r);
 }
 
@@ -82,9 +142,22 @@ Test(remember_replica, ids_are_made_canonical)
 	struct lives l = {0};
 	char from[TERM_ATOM_BUF];
 	/* "y" as a string (STRING_EXT) and as the list [121]: one entity. */
-	cr_assert_eq(apply_fmt(r, "{'$shardnode', remembered, n, [{1, true, {k, \"y\"}}, {1, true, {k, [121]}}]}", &l,
-			       from), 1);
-	cr_assert_eq(count_of(r, 1), 1);
+	const struct entry es[] = {{true, "{k, \"y\"}", -1}, {true, "{k, [121]}", -1}};
+	cr_assert_eq(apply_entries(r, es, 2, &l, from), 1);
+	cr_assert_eq(total(r), 1);
+	remember_close(r);
+}
+
+Test(remember_replica, entries_in_the_wrong_shard_are_skipped)
+{
+	struct remember *r = store();
+	struct lives l = {0};
+	char from[TERM_ATOM_BUF];
+	/* A peer with another number_of_shards: its shards are not ours. */
+	const struct entry es[] = {{true, "a", (shard_of_fmt("a") + 1) % 8}, {true, "a", 99}, {true, "c", -1}};
+	cr_assert_eq(apply_entries(r, es, 3, &l, from), 1);
+	cr_assert_eq(total(r), 1);
+	cr_assert_eq(l.n, 1, "only what was stored is started");
 	remember_close(r);
 }
 
@@ -126,7 +199,7 @@ Test(remember_replica, malformed_messages_stop_at_the_fault)
 	ei_x_encode_atom(&x, "n@h");
 	ei_x_encode_list_header(&x, 2);
 	ei_x_encode_tuple_header(&x, 3);
-	ei_x_encode_long(&x, 2);
+	ei_x_encode_long(&x, (long)shard_of_fmt("good"));
 	ei_x_encode_atom(&x, "true");
 	ei_x_encode_atom(&x, "good");
 	ei_x_encode_tuple_header(&x, 3);
@@ -136,12 +209,9 @@ Test(remember_replica, malformed_messages_stop_at_the_fault)
 	ei_x_encode_empty_list(&x);
 	char *t = sn_dup_exact(x.buff, (size_t)x.index);
 	cr_assert_eq(remember_msg_apply(r, t, (size_t)x.index, NULL, NULL, from), -EPROTO);
-	cr_assert_eq(count_of(r, 2), 1);
+	cr_assert_eq(remember_count(r, shard_of_fmt("good")), 1, "the entry before the fault is applied");
 	free(t);
 	ei_x_free(&x);
-	/* A shard beyond number_of_shards is skipped, not fatal. */
-	cr_assert_eq(apply_fmt(r, "{'$shardnode', remembered, n, [{99, true, a}, {4, true, a}]}", &l, from), 1);
-	cr_assert_eq(count_of(r, 4), 1);
 	remember_close(r);
 }
 
