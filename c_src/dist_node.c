@@ -12,6 +12,7 @@
 #include <bsd/string.h>
 
 #include "dist_conn.h"
+#include "dist_ctl.h"
 #include "epmd.h"
 #include "scratch.h"
 #include "term.h"
@@ -44,8 +45,9 @@ struct dist_node {
 	struct local_msg *local_head, *local_tail;
 	struct dist_node_stats stats;
 	/* Reused encode buffers, one per nesting level (scratch.h):
-	 * dist_node_reply encodes {Tag, Reply} into reply_buf, then
-	 * dist_node_send encodes the control tuple into ctl_buf. */
+	 * dist_node_reply encodes {Tag, Reply} into reply_buf; the control
+	 * tuples of exit signals and acknowledgements go into ctl_buf. SEND
+	 * and REG_SEND write theirs on the stack (dist_ctl.h). */
 	struct scratch reply_buf;
 	struct scratch ctl_buf;
 	struct {
@@ -182,9 +184,9 @@ static void free_dead(struct dist_node *n)
 
 /* ---- encoding control messages ---- */
 
-/* Builds the control tuple in ctl (with version byte) and sends it with an
- * optional message to `peer`, opening a connection if none exists. */
-static int send_to_node(struct dist_node *n, const char *peer, const ei_x_buff *ctl, const char *msg,
+/* Sends the control tuple ctl (with version byte) with an optional message
+ * to `peer`, opening a connection if none exists. */
+static int send_to_node(struct dist_node *n, const char *peer, const char *ctl, size_t ctl_len, const char *msg,
 			size_t msg_len)
 {
 	struct dist_conn *c = find_conn(n, peer, NULL);
@@ -204,7 +206,7 @@ static int send_to_node(struct dist_node *n, const char *peer, const ei_x_buff *
 		}
 		link_conn(n, c);
 	}
-	return dist_conn_send(c, ctl->buff, (size_t)ctl->index, msg, msg_len);
+	return dist_conn_send(c, ctl, ctl_len, msg, msg_len);
 }
 
 /* Starts a control tuple {Op, ...} (with version byte) in the node's
@@ -255,14 +257,11 @@ int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, s
 		return -EINVAL;
 	if (is_local(n, to))
 		return queue_local(n, NULL, to, msg + 1, len - 1);
-	ei_x_buff spare, *ctl = begin_ctl(n, &spare, 3, DOP_SEND);
-	if (ctl == NULL)
-		return -ENOMEM;
-	int rc = -ENOMEM;
-	if (ei_x_encode_atom(ctl, "") == 0 && ei_x_encode_pid(ctl, to) == 0)
-		rc = send_to_node(n, to->node, ctl, msg, len);
-	scratch_put(&n->ctl_buf, ctl);
-	return rc;
+	char ctl[DIST_CTL_MAX];
+	int ctl_len = dist_ctl_send(ctl, to);
+	if (ctl_len < 0)
+		return -EINVAL;
+	return send_to_node(n, to->node, ctl, (size_t)ctl_len, msg, len);
 }
 
 int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,
@@ -274,14 +273,11 @@ int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *
 			return -ESRCH;
 		return queue_local(n, from, &p->pid, msg + 1, len - 1);
 	}
-	ei_x_buff spare, *ctl = begin_ctl(n, &spare, 4, DOP_REG_SEND);
-	if (ctl == NULL)
-		return -ENOMEM;
-	int rc = -ENOMEM;
-	if (ei_x_encode_pid(ctl, from) == 0 && ei_x_encode_atom(ctl, "") == 0 && ei_x_encode_atom(ctl, to_name) == 0)
-		rc = send_to_node(n, to_node, ctl, msg, len);
-	scratch_put(&n->ctl_buf, ctl);
-	return rc;
+	char ctl[DIST_CTL_MAX];
+	int ctl_len = dist_ctl_reg_send(ctl, from, to_name);
+	if (ctl_len < 0)
+		return -EINVAL;
+	return send_to_node(n, to_node, ctl, (size_t)ctl_len, msg, len);
 }
 
 int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len)
@@ -305,7 +301,7 @@ static void send_monitor_exit(struct dist_node *n, const char *watched, size_t w
 		return;
 	if (term_x_append_raw(ctl, watched, watched_len) == 0 && ei_x_encode_pid(ctl, watcher) == 0 &&
 	    term_x_append_raw(ctl, ref, ref_len) == 0 && ei_x_encode_atom(ctl, reason) == 0)
-		send_to_node(n, watcher->node, ctl, NULL, 0);
+		send_to_node(n, watcher->node, ctl->buff, (size_t)ctl->index, NULL, 0);
 	scratch_put(&n->ctl_buf, ctl);
 }
 
@@ -316,7 +312,7 @@ static void send_exit(struct dist_node *n, const erlang_pid *from, const erlang_
 	if (ctl == NULL)
 		return;
 	if (ei_x_encode_pid(ctl, from) == 0 && ei_x_encode_pid(ctl, to) == 0 && ei_x_encode_atom(ctl, reason) == 0)
-		send_to_node(n, to->node, ctl, NULL, 0);
+		send_to_node(n, to->node, ctl->buff, (size_t)ctl->index, NULL, 0);
 	scratch_put(&n->ctl_buf, ctl);
 }
 
