@@ -41,6 +41,7 @@ struct proc *proc_spawn(struct proc_table *t, const char *node, uint32_t creatio
 	p->pid.creation = creation;
 	if (name)
 		strlcpy(p->name, name, sizeof p->name);
+	p->name_len = strlen(p->name);
 	p->handler = handler;
 	p->ctx = ctx;
 	t->slots[slot] = p;
@@ -50,9 +51,14 @@ struct proc *proc_spawn(struct proc_table *t, const char *node, uint32_t creatio
 
 struct proc *proc_by_name(const struct proc_table *t, const char *name)
 {
+	/* Every REG_SEND looks its target up here: the length, known once,
+	 * rules out most procs without touching their names. */
+	size_t n = strlen(name);
+	if (n == 0)
+		return NULL; /* "" is no registered name */
 	for (size_t i = 0; i < t->nslots; i++) {
 		struct proc *p = t->slots[i];
-		if (p != NULL && p->name[0] != '\0' && strcmp(p->name, name) == 0)
+		if (p != NULL && p->name_len == n && memcmp(p->name, name, n) == 0)
 			return p;
 	}
 	return NULL;
