@@ -293,11 +293,34 @@ bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name,
 
 int term_get_atom(const char *buf, size_t *idx, char *out)
 {
-	int i = (int)*idx;
-	erlang_char_encoding enc;
-	if (ei_decode_atom_as(buf, &i, out, TERM_ATOM_BUF, ERLANG_UTF8, &enc, NULL) < 0)
+	/* Not ei_decode_atom_as: for Latin-1 text of 1021 bytes as UTF-8 it
+	 * writes 1022 bytes (text and NUL) into a buffer it was told holds
+	 * 1021. Here the whole conversion is bounded first. */
+	const unsigned char *t;
+	size_t n, o = 0;
+	bool latin1;
+	if (!atom_text((const unsigned char *)buf, SIZE_MAX, *idx, &t, &n, &latin1))
 		return -EPROTO;
-	*idx = (size_t)i;
+	if (!latin1) {
+		if (n > TERM_ATOM_BUF - 1)
+			return -EPROTO;
+		memcpy(out, t, n);
+		o = n;
+	} else {
+		if (latin1_utf8_len(t, n) > TERM_ATOM_BUF - 1)
+			return -EPROTO;
+		for (size_t k = 0; k < n; k++) {
+			unsigned char c = t[k];
+			if (c < 0x80) {
+				out[o++] = (char)c;
+			} else {
+				out[o++] = (char)(0xC0 | c >> 6);
+				out[o++] = (char)(0x80 | (c & 0x3F));
+			}
+		}
+	}
+	out[o] = '\0';
+	*idx = (size_t)(t + n - (const unsigned char *)buf);
 	return 0;
 }
 

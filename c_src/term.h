@@ -51,7 +51,10 @@ static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
 }
 
 /* Decodes a (validated) atom at buf[*idx] into out (TERM_ATOM_BUF bytes) as
- * UTF-8 and advances *idx. Returns 0, or -EPROTO if it is not an atom. */
+ * UTF-8, NUL-terminated, and advances *idx. Returns 0, or -EPROTO (*idx
+ * unchanged) if it is not an atom or its UTF-8 text is longer than
+ * TERM_ATOM_BUF - 1 bytes (Latin-1 text can be: up to 1020 bytes, each
+ * of which may take two). */
 int term_get_atom(const char *buf, size_t *idx, char *out);
 
 /* True if a and b are the same process (node, number, serial, creation). */

@@ -697,6 +697,19 @@ static bool encode_atom(const struct atom_text *t, uint8_t tag, uint8_t *out, si
 	return true;
 }
 
+/* False for Latin-1 text of more than TERM_ATOM_BUF - 1 bytes as UTF-8. */
+static bool text_utf8_len_fits(const uint8_t *term)
+{
+	if (term[0] != ERL_ATOM_EXT && term[0] != ERL_SMALL_ATOM_EXT)
+		return true;
+	size_t n = term[0] == ERL_ATOM_EXT ? (size_t)term[1] << 8 | term[2] : term[1];
+	const uint8_t *t = term + (term[0] == ERL_ATOM_EXT ? 3 : 2);
+	size_t out = n;
+	for (size_t k = 0; k < n; k++)
+		out += t[k] >> 7;
+	return out <= TERM_ATOM_BUF - 1;
+}
+
 /* term_is_atom as it was: ei decodes to UTF-8 into TERM_ATOM_BUF bytes,
  * then strcmp. ei accepts Latin-1 text of 1021 UTF-8 bytes by writing one
  * byte past that buffer (the NUL); term_atom_equals refuses it instead, so
@@ -708,16 +721,7 @@ static bool is_atom_as_before(const uint8_t *term, const char *name)
 	erlang_char_encoding enc;
 	if (ei_decode_atom_as((const char *)term, &i, atom, TERM_ATOM_BUF, ERLANG_UTF8, &enc, NULL) < 0)
 		return false;
-	const uint8_t *t = term + (term[0] == ERL_ATOM_EXT || term[0] == ERL_ATOM_UTF8_EXT ? 3 : 2);
-	size_t n = (size_t)i - (size_t)(t - term);
-	if (term[0] == ERL_ATOM_EXT || term[0] == ERL_SMALL_ATOM_EXT) {
-		size_t out = n;
-		for (size_t k = 0; k < n; k++)
-			out += t[k] >> 7;
-		if (out > TERM_ATOM_BUF - 1)
-			return false;
-	}
-	return strcmp(atom, name) == 0;
+	return text_utf8_len_fits(term) && strcmp(atom, name) == 0;
 }
 
 static const uint8_t atom_tags[] = {ERL_ATOM_EXT, ERL_SMALL_ATOM_EXT, ERL_ATOM_UTF8_EXT, ERL_SMALL_ATOM_UTF8_EXT};
@@ -770,6 +774,28 @@ static void check_atom_text(const char *what, const struct atom_text *t)
 					     atom_tags[g]);
 		}
 		first = false;
+
+		/* term_get_atom reads the same text ei did, into exactly
+		 * TERM_ATOM_BUF bytes, and refuses what does not fit. */
+		char *got = malloc(TERM_ATOM_BUF);
+		char want[TERM_ATOM_BUF + 8];
+		int ei_i = 0;
+		erlang_char_encoding enc;
+		bool fits = ei_decode_atom_as((const char *)term, &ei_i, want, TERM_ATOM_BUF, ERLANG_UTF8, &enc, NULL) == 0 &&
+			    text_utf8_len_fits(term);
+		size_t idx = 0;
+		int rc = term_get_atom(whole, &idx, got);
+		if (fits) {
+			cr_assert_eq(rc, 0, "%s, tag %u: term_get_atom refused", what, atom_tags[g]);
+			cr_assert_eq(idx, len);
+			cr_assert_eq(memcmp(got, want, ulen + 1), 0, "%s, tag %u: term_get_atom text", what,
+				     atom_tags[g]);
+		} else {
+			cr_assert_eq(rc, -EPROTO, "%s, tag %u: term_get_atom took %zu UTF-8 bytes", what, atom_tags[g],
+				     ulen);
+			cr_assert_eq(idx, 0);
+		}
+		free(got);
 		free(whole);
 
 		/* At an offset, with bytes after it. */
@@ -1044,4 +1070,33 @@ Test(term, get_atom_too_long_for_the_buffer)
 	cr_assert_eq(idx, 0);
 	cr_assert_not(term_is_atom(copy, 0, "x"));
 	free(copy);
+}
+
+Test(term, get_atom_one_byte_too_long_for_the_buffer)
+{
+	/* 3 ASCII and 509 Latin-1 bytes of 0xE9: 1021 bytes as UTF-8, one more
+	 * than `out` holds with its NUL. ei_decode_atom_as accepted this and
+	 * wrote past the buffer; term_get_atom refuses it. 1020 bytes fit. */
+	uint8_t b[3 + 512];
+	b[0] = ERL_ATOM_EXT;
+	sn_put16(b + 1, 512);
+	memset(b + 3, 'a', 3);
+	memset(b + 6, 0xE9, 509);
+	char *copy = sn_dup_exact(b, sizeof b);
+	char *out = malloc(TERM_ATOM_BUF);
+	cr_assert_not_null(out);
+	size_t idx = 0;
+	cr_assert_eq(term_get_atom(copy, &idx, out), -EPROTO);
+	cr_assert_eq(idx, 0);
+	free(copy);
+
+	sn_put16(b + 1, 511); /* 2 ASCII, 509 Latin-1: 1020 bytes */
+	memset(b + 5, 0xE9, 509);
+	copy = sn_dup_exact(b, 3 + 511);
+	cr_assert_eq(term_get_atom(copy, &idx, out), 0);
+	cr_assert_eq(idx, 3 + 511);
+	cr_assert_eq(strlen(out), 1020);
+	cr_assert_eq(memcmp(out, "aa\xC3\xA9", 4), 0);
+	free(copy);
+	free(out);
 }
