@@ -282,12 +282,18 @@ int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *
 
 int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len)
 {
+	return dist_node_reply_to(n, &call->from, call->tag, call->tag_len, reply, reply_len);
+}
+
+int dist_node_reply_to(struct dist_node *n, const erlang_pid *to, const char *tag, size_t tag_len,
+		       const char *reply, size_t reply_len)
+{
 	ei_x_buff spare, *x = scratch_get(&n->reply_buf, &spare);
 	if (x == NULL)
 		return -ENOMEM;
-	int rc = gen_call_encode_reply(x, call, reply, reply_len);
+	int rc = gen_call_encode_reply_tag(x, tag, tag_len, reply, reply_len);
 	if (rc == 0)
-		rc = dist_node_send(n, &call->from, x->buff, (size_t)x->index);
+		rc = dist_node_send(n, to, x->buff, (size_t)x->index);
 	scratch_put(&n->reply_buf, x);
 	return rc;
 }

@@ -113,8 +113,7 @@ static uint32_t now32(const struct region *r) { return (uint32_t)evloop_now_ms(r
 static void send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
 			    const ei_x_buff *reply)
 {
-	struct gen_call call = {.from = *to, .tag = tag, .tag_len = tag_len};
-	dist_node_reply(r->cfg.node, &call, reply->buff, (size_t)reply->index);
+	dist_node_reply_to(r->cfg.node, to, tag, tag_len, reply->buff, (size_t)reply->index);
 }
 
 /* {Type, EntityId, Reply} to the sender of a tell. */

@@ -330,6 +330,16 @@ bool term_pid_equal(const erlang_pid *a, const erlang_pid *b)
 	       strcmp(a->node, b->node) == 0;
 }
 
+void term_pid_copy(erlang_pid *dst, const erlang_pid *src)
+{
+	size_t n = strnlen(src->node, sizeof src->node - 1);
+	memcpy(dst->node, src->node, n);
+	dst->node[n] = '\0';
+	dst->num = src->num;
+	dst->serial = src->serial;
+	dst->creation = src->creation;
+}
+
 long term_get_tuple(const char *buf, size_t *idx)
 {
 	int i = (int)*idx, arity;

@@ -60,6 +60,11 @@ int term_get_atom(const char *buf, size_t *idx, char *out);
 /* True if a and b are the same process (node, number, serial, creation). */
 bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
 
+/* Copies a pid: its numbers and its node name up to and including the NUL,
+ * not the whole node buffer (an erlang_pid is over 1 KB, its name mostly
+ * about 20 bytes). dst->node past the NUL is left as it was. */
+void term_pid_copy(erlang_pid *dst, const erlang_pid *src);
+
 /* Reads a tuple header at buf[*idx]; returns its arity, or -1 if not a tuple. */
 long term_get_tuple(const char *buf, size_t *idx);
 

@@ -1100,3 +1100,26 @@ Test(term, get_atom_one_byte_too_long_for_the_buffer)
 	free(copy);
 	free(out);
 }
+
+Test(term, pid_copy_copies_the_name_not_the_buffer)
+{
+	static const size_t lens[] = {0, 1, 15, 255, sizeof(((erlang_pid *)0)->node) - 1};
+	for (size_t k = 0; k < SN_ARRAY_LEN(lens); k++) {
+		erlang_pid src, dst;
+		memset(&src, 0, sizeof src);
+		memset(src.node, 'n', lens[k]);
+		src.num = 0x11223344;
+		src.serial = 0x55667788;
+		src.creation = 0x99aabbcc;
+		memset(&dst, 0xA5, sizeof dst);
+		term_pid_copy(&dst, &src);
+		cr_assert_eq(strlen(dst.node), lens[k]);
+		cr_assert_eq(memcmp(dst.node, src.node, lens[k] + 1), 0);
+		cr_assert(term_pid_equal(&dst, &src));
+		cr_assert_eq(dst.num, src.num);
+		cr_assert_eq(dst.serial, src.serial);
+		cr_assert_eq(dst.creation, src.creation);
+		if (lens[k] + 2 <= sizeof dst.node)
+			cr_assert_eq((unsigned char)dst.node[lens[k] + 1], 0xA5, "nothing past the NUL is written");
+	}
+}
