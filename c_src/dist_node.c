@@ -12,7 +12,9 @@
 #include <bsd/string.h>
 
 #include "dist_conn.h"
+#include "dist_ctl.h"
 #include "epmd.h"
+#include "scratch.h"
 #include "term.h"
 
 /* A message to one of our own pids, delivered from the loop, not re-entrantly. */
@@ -42,6 +44,12 @@ struct dist_node {
 	struct proc_table procs;
 	struct local_msg *local_head, *local_tail;
 	struct dist_node_stats stats;
+	/* Reused encode buffers, one per nesting level (scratch.h):
+	 * dist_node_reply encodes {Tag, Reply} into reply_buf; the control
+	 * tuples of exit signals and acknowledgements go into ctl_buf. SEND
+	 * and REG_SEND write theirs on the stack (dist_ctl.h). */
+	struct scratch reply_buf;
+	struct scratch ctl_buf;
 	struct {
 		nodedown_fn fn;
 		void *arg;
@@ -176,9 +184,9 @@ static void free_dead(struct dist_node *n)
 
 /* ---- encoding control messages ---- */
 
-/* Builds the control tuple in ctl (with version byte) and sends it with an
- * optional message to `peer`, opening a connection if none exists. */
-static int send_to_node(struct dist_node *n, const char *peer, const ei_x_buff *ctl, const char *msg,
+/* Sends the control tuple ctl (with version byte) with an optional message
+ * to `peer`, opening a connection if none exists. */
+static int send_to_node(struct dist_node *n, const char *peer, const char *ctl, size_t ctl_len, const char *msg,
 			size_t msg_len)
 {
 	struct dist_conn *c = find_conn(n, peer, NULL);
@@ -198,18 +206,23 @@ static int send_to_node(struct dist_node *n, const char *peer, const ei_x_buff *
 		}
 		link_conn(n, c);
 	}
-	return dist_conn_send(c, ctl->buff, (size_t)ctl->index, msg, msg_len);
+	return dist_conn_send(c, ctl, ctl_len, msg, msg_len);
 }
 
-static int x_begin_ctl(ei_x_buff *x, int arity, long op)
+/* Starts a control tuple {Op, ...} (with version byte) in the node's
+ * control-tuple scratch, or in `spare` while that is taken. Returns the
+ * buffer, to be given back with scratch_put(&n->ctl_buf, x), or NULL when
+ * out of memory. */
+static ei_x_buff *begin_ctl(struct dist_node *n, ei_x_buff *spare, int arity, long op)
 {
-	if (ei_x_new_with_version(x) < 0)
-		return -ENOMEM;
-	if (ei_x_encode_tuple_header(x, arity) < 0 || ei_x_encode_long(x, op) < 0) {
-		ei_x_free(x);
-		return -ENOMEM;
+	ei_x_buff *x = scratch_get(&n->ctl_buf, spare);
+	if (x == NULL)
+		return NULL;
+	if (ei_x_encode_version(x) < 0 || ei_x_encode_tuple_header(x, arity) < 0 || ei_x_encode_long(x, op) < 0) {
+		scratch_put(&n->ctl_buf, x);
+		return NULL;
 	}
-	return 0;
+	return x;
 }
 
 static bool is_local(const struct dist_node *n, const erlang_pid *pid)
@@ -244,14 +257,11 @@ int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, s
 		return -EINVAL;
 	if (is_local(n, to))
 		return queue_local(n, NULL, to, msg + 1, len - 1);
-	ei_x_buff ctl;
-	if (x_begin_ctl(&ctl, 3, DOP_SEND))
-		return -ENOMEM;
-	int rc = -ENOMEM;
-	if (ei_x_encode_atom(&ctl, "") == 0 && ei_x_encode_pid(&ctl, to) == 0)
-		rc = send_to_node(n, to->node, &ctl, msg, len);
-	ei_x_free(&ctl);
-	return rc;
+	char ctl[DIST_CTL_MAX];
+	int ctl_len = dist_ctl_send(ctl, to);
+	if (ctl_len < 0)
+		return -EINVAL;
+	return send_to_node(n, to->node, ctl, (size_t)ctl_len, msg, len);
 }
 
 int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,
@@ -263,26 +273,28 @@ int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *
 			return -ESRCH;
 		return queue_local(n, from, &p->pid, msg + 1, len - 1);
 	}
-	ei_x_buff ctl;
-	if (x_begin_ctl(&ctl, 4, DOP_REG_SEND))
-		return -ENOMEM;
-	int rc = -ENOMEM;
-	if (ei_x_encode_pid(&ctl, from) == 0 && ei_x_encode_atom(&ctl, "") == 0 &&
-	    ei_x_encode_atom(&ctl, to_name) == 0)
-		rc = send_to_node(n, to_node, &ctl, msg, len);
-	ei_x_free(&ctl);
-	return rc;
+	char ctl[DIST_CTL_MAX];
+	int ctl_len = dist_ctl_reg_send(ctl, from, to_name);
+	if (ctl_len < 0)
+		return -EINVAL;
+	return send_to_node(n, to_node, ctl, (size_t)ctl_len, msg, len);
 }
 
 int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len)
 {
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
+	return dist_node_reply_to(n, &call->from, call->tag, call->tag_len, reply, reply_len);
+}
+
+int dist_node_reply_to(struct dist_node *n, const erlang_pid *to, const char *tag, size_t tag_len,
+		       const char *reply, size_t reply_len)
+{
+	ei_x_buff spare, *x = scratch_get(&n->reply_buf, &spare);
+	if (x == NULL)
 		return -ENOMEM;
-	int rc = gen_call_encode_reply(&x, call, reply, reply_len);
+	int rc = gen_call_encode_reply_tag(x, tag, tag_len, reply, reply_len);
 	if (rc == 0)
-		rc = dist_node_send(n, &call->from, x.buff, (size_t)x.index);
-	ei_x_free(&x);
+		rc = dist_node_send(n, to, x->buff, (size_t)x->index);
+	scratch_put(&n->reply_buf, x);
 	return rc;
 }
 
@@ -290,25 +302,24 @@ int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char
 static void send_monitor_exit(struct dist_node *n, const char *watched, size_t watched_len,
 			      const erlang_pid *watcher, const char *ref, size_t ref_len, const char *reason)
 {
-	ei_x_buff ctl;
-	if (x_begin_ctl(&ctl, 5, DOP_MONITOR_P_EXIT))
+	ei_x_buff spare, *ctl = begin_ctl(n, &spare, 5, DOP_MONITOR_P_EXIT);
+	if (ctl == NULL)
 		return;
-	if (term_x_append_raw(&ctl, watched, watched_len) == 0 && ei_x_encode_pid(&ctl, watcher) == 0 &&
-	    term_x_append_raw(&ctl, ref, ref_len) == 0 && ei_x_encode_atom(&ctl, reason) == 0)
-		send_to_node(n, watcher->node, &ctl, NULL, 0);
-	ei_x_free(&ctl);
+	if (term_x_append_raw(ctl, watched, watched_len) == 0 && ei_x_encode_pid(ctl, watcher) == 0 &&
+	    term_x_append_raw(ctl, ref, ref_len) == 0 && ei_x_encode_atom(ctl, reason) == 0)
+		send_to_node(n, watcher->node, ctl->buff, (size_t)ctl->index, NULL, 0);
+	scratch_put(&n->ctl_buf, ctl);
 }
 
 /* EXIT {3, FromPid, ToPid, Reason}. */
 static void send_exit(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *reason)
 {
-	ei_x_buff ctl;
-	if (x_begin_ctl(&ctl, 4, DOP_EXIT))
+	ei_x_buff spare, *ctl = begin_ctl(n, &spare, 4, DOP_EXIT);
+	if (ctl == NULL)
 		return;
-	if (ei_x_encode_pid(&ctl, from) == 0 && ei_x_encode_pid(&ctl, to) == 0 &&
-	    ei_x_encode_atom(&ctl, reason) == 0)
-		send_to_node(n, to->node, &ctl, NULL, 0);
-	ei_x_free(&ctl);
+	if (ei_x_encode_pid(ctl, from) == 0 && ei_x_encode_pid(ctl, to) == 0 && ei_x_encode_atom(ctl, reason) == 0)
+		send_to_node(n, to->node, ctl->buff, (size_t)ctl->index, NULL, 0);
+	scratch_put(&n->ctl_buf, ctl);
 }
 
 /* ---- procs ---- */
@@ -480,13 +491,13 @@ static void on_unlink(struct dist_node *n, struct dist_conn *c, const struct dis
 	const char *id;
 	size_t id_len;
 	elem_raw(m, 0, &id, &id_len);
-	ei_x_buff ctl;
-	if (x_begin_ctl(&ctl, 4, DOP_UNLINK_ID_ACK))
+	ei_x_buff spare, *ctl = begin_ctl(n, &spare, 4, DOP_UNLINK_ID_ACK);
+	if (ctl == NULL)
 		return;
-	if (term_x_append_raw(&ctl, id, id_len) == 0 && ei_x_encode_pid(&ctl, &to) == 0 &&
-	    ei_x_encode_pid(&ctl, &from) == 0)
-		dist_conn_send(c, ctl.buff, (size_t)ctl.index, NULL, 0);
-	ei_x_free(&ctl);
+	if (term_x_append_raw(ctl, id, id_len) == 0 && ei_x_encode_pid(ctl, &to) == 0 &&
+	    ei_x_encode_pid(ctl, &from) == 0)
+		dist_conn_send(c, ctl->buff, (size_t)ctl->index, NULL, 0);
+	scratch_put(&n->ctl_buf, ctl);
 }
 
 /* EXIT and EXIT2 (plain and trace-token forms): our procs are system
@@ -676,6 +687,8 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 		.packet = hook_packet, .closed = hook_closed,
 	};
 	ev_timer_init(&n->tick_timer, on_tick, n);
+	scratch_init(&n->reply_buf);
+	scratch_init(&n->ctl_buf);
 	n->self.resolver = resolver_new(cfg->loop);
 	if (n->self.resolver == NULL) {
 		*err = -errno;
@@ -738,6 +751,8 @@ void dist_node_free(struct dist_node *n)
 		free(m);
 	}
 	proc_table_free(&n->procs);
+	scratch_free(&n->reply_buf);
+	scratch_free(&n->ctl_buf);
 	resolver_free(n->self.resolver);
 	evloop_set_idle(loop, NULL, NULL);
 	free(n);

@@ -972,20 +972,28 @@ int entity_id_canonical(const char *term, size_t len, ei_x_buff *out)
 	c.out = out;
 	int base = out->index;
 
-	int rc = run(&c);
+	/* Most ids are one scalar (an integer, an atom, a binary), which one
+	 * read_term writes whole: run()'s first step, taken here, so that such
+	 * an id sets up no container stack and frees nothing. */
+	bool opened = false;
+	int rc = len == 0 ? -EPROTO : read_term(&c, &opened);
+	if (rc == 0 && opened)
+		rc = run(&c);
 	if (rc == 0 && c.i != len)
 		rc = -EPROTO; /* bytes after the term */
 	if (rc == 0 && c.reorder)
 		rc = layout(&c, (size_t)base);
 
-	for (size_t k = 0; k < c.depth; k++)
-		free(c.st[k].pairs);
-	for (size_t k = 0; k < c.nrecs; k++)
-		free(c.recs[k].pairs);
-	free(c.st);
-	free(c.recs);
-	free(c.wa.st);
-	free(c.wb.st);
+	if (c.st != NULL || c.recs != NULL || c.wa.st != NULL || c.wb.st != NULL) {
+		for (size_t k = 0; k < c.depth; k++)
+			free(c.st[k].pairs);
+		for (size_t k = 0; k < c.nrecs; k++)
+			free(c.recs[k].pairs);
+		free(c.st);
+		free(c.recs);
+		free(c.wa.st);
+		free(c.wb.st);
+	}
 	if (rc)
 		out->index = base;
 	return rc;

@@ -70,9 +70,9 @@
  * entity id); -EPROTO if malformed (including the semantic checks above:
  * bad atom text, non-finite floats, duplicate map keys, bytes after the
  * term); -ENOMEM. On error out->index is restored. Iterative (explicit heap
- * stack): 100000-deep nesting does not touch the C stack. out must come
- * from ei_x_new() or ei_x_new_with_version(): its buffer is grown with
- * realloc().
+ * stack): 100000-deep nesting does not touch the C stack. out's buffer
+ * must be plain malloc memory (ei_x_new(), ei_x_new_with_version() or
+ * scratch_get()): it is grown with realloc().
  *
  * Input should have passed term_validate() first, as everything a peer sends
  * does; every read is nevertheless bounds-checked, so a truncated or lying

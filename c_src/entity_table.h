@@ -6,6 +6,14 @@
  * by backward shift (no tombstones), grown at 3/4 load and shrunk below 1/8.
  * Each entity is one allocation holding its header, its state and its id
  * bytes, so an idle counter entity costs one small block plus a slot or two.
+ *
+ * A slot also holds 16 bits of its entity's hash, in the pointer's top 16
+ * bits, which user-space addresses on 64-bit Linux leave zero: a probe that
+ * passes a slot of another id then reads only the slot, not that entity's
+ * block (a cache miss, in a table of a million entities), at no memory
+ * cost. Should an entity's address ever use those bits (another platform,
+ * a tagging allocator), the table drops the tags and stores plain pointers
+ * from then on (entity_table_untag).
  */
 #ifndef SN_ENTITY_TABLE_H
 #define SN_ENTITY_TABLE_H
@@ -30,10 +38,14 @@ static inline const char *entity_id(const struct entity *e)
 }
 
 struct entity_table {
-	struct entity **slots;
+	uintptr_t *slots; /* entity address | hash tag (see above); 0: empty */
 	size_t cap;   /* a power of two, or 0 */
 	size_t count;
+	bool untagged; /* slots hold plain addresses */
 };
+
+/* The entity in slot i (i < cap), or NULL if the slot is empty. */
+struct entity *entity_table_at(const struct entity_table *t, size_t i);
 
 /* The hash the table uses for id bytes. */
 uint32_t entity_table_hash(const char *id, size_t len);
@@ -57,6 +69,11 @@ void entity_table_each(const struct entity_table *t, void (*fn)(struct entity *e
  * (which releases state) before each is freed. Returns how many. */
 size_t entity_table_remove_if(struct entity_table *t, bool (*pred)(struct entity *e, void *arg),
 			      void (*on_remove)(struct entity *e, void *arg), void *arg);
+
+/* Drops the hash tags from every slot and stores plain addresses from now
+ * on, lookups comparing every entity they pass. Done by the table itself
+ * when an entity's address uses the tag bits; idempotent. */
+void entity_table_untag(struct entity_table *t);
 
 /* Frees the table's array (entities must have been removed). */
 void entity_table_free(struct entity_table *t);

@@ -30,9 +30,14 @@ int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
 
 int gen_call_encode_reply(ei_x_buff *x, const struct gen_call *call, const char *reply, size_t reply_len)
 {
+	return gen_call_encode_reply_tag(x, call->tag, call->tag_len, reply, reply_len);
+}
+
+int gen_call_encode_reply_tag(ei_x_buff *x, const char *tag, size_t tag_len, const char *reply, size_t reply_len)
+{
 	if (ei_x_encode_version(x) < 0 || ei_x_encode_tuple_header(x, 2) < 0)
 		return -ENOMEM;
-	if (term_x_append_raw(x, call->tag, call->tag_len))
+	if (term_x_append_raw(x, tag, tag_len))
 		return -ENOMEM;
 	return term_x_append_raw(x, reply, reply_len);
 }

@@ -32,4 +32,8 @@ int gen_call_parse(const char *msg, size_t len, struct gen_call *out);
  * Returns 0 or -ENOMEM. */
 int gen_call_encode_reply(ei_x_buff *x, const struct gen_call *call, const char *reply, size_t reply_len);
 
+/* The same from the raw Tag alone, for callers that keep the caller's pid
+ * and Tag apart and would otherwise copy the pid into a struct gen_call. */
+int gen_call_encode_reply_tag(ei_x_buff *x, const char *tag, size_t tag_len, const char *reply, size_t reply_len);
+
 #endif

@@ -41,6 +41,7 @@ struct proc *proc_spawn(struct proc_table *t, const char *node, uint32_t creatio
 	p->pid.creation = creation;
 	if (name)
 		strlcpy(p->name, name, sizeof p->name);
+	p->name_len = strlen(p->name);
 	p->handler = handler;
 	p->ctx = ctx;
 	t->slots[slot] = p;
@@ -50,9 +51,14 @@ struct proc *proc_spawn(struct proc_table *t, const char *node, uint32_t creatio
 
 struct proc *proc_by_name(const struct proc_table *t, const char *name)
 {
+	/* Every REG_SEND looks its target up here: the length, known once,
+	 * rules out most procs without touching their names. */
+	size_t n = strlen(name);
+	if (n == 0)
+		return NULL; /* "" is no registered name */
 	for (size_t i = 0; i < t->nslots; i++) {
 		struct proc *p = t->slots[i];
-		if (p != NULL && p->name[0] != '\0' && strcmp(p->name, name) == 0)
+		if (p != NULL && p->name_len == n && memcmp(p->name, name, n) == 0)
 			return p;
 	}
 	return NULL;
@@ -78,9 +84,12 @@ int proc_watch(struct proc *p, enum watcher_kind kind, const erlang_pid *pid, co
 	struct watcher *w = malloc(sizeof *w + extra);
 	if (w == NULL)
 		return -ENOMEM;
-	memset(w, 0, sizeof *w);
+	/* Field by field: a memset and a struct copy would each touch the
+	 * whole 1 KB of the pid's node buffer. */
 	w->kind = kind;
-	w->pid = *pid;
+	term_pid_copy(&w->pid, pid);
+	w->ref = w->watched = NULL;
+	w->ref_len = w->watched_len = 0;
 	if (ref != NULL) {
 		char *bytes = (char *)(w + 1);
 		memcpy(bytes, ref, ref_len);

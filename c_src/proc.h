@@ -47,6 +47,7 @@ struct watcher {
 struct proc {
 	erlang_pid pid;
 	char name[TERM_ATOM_BUF]; /* registered name, or "" */
+	size_t name_len;          /* strlen(name): lookups compare it first */
 	proc_handler_fn handler;
 	void *ctx;
 	struct watcher *watchers;

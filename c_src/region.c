@@ -10,6 +10,7 @@
 #include "gen_call.h"
 #include "phash2.h"
 #include "remember_replica.h"
+#include "scratch.h"
 #include "shard.h"
 #include "shard_msg.h"
 #include "term.h"
@@ -71,6 +72,10 @@ struct region {
 	bool leaving;
 	uint64_t leave_deadline;
 	struct ev_timer leave_timer;
+	/* Reused encode buffers, one per nesting level (scratch.h): route's
+	 * canonical id, then deliver_local's reply, then send_tell_reply's
+	 * {Type, Id, Reply}. */
+	struct scratch canon_buf, reply_buf, tell_buf;
 };
 
 /* A get_cluster_sharding_stats call waiting for the other members' regions. */
@@ -113,21 +118,21 @@ static uint32_t now32(const struct region *r) { return (uint32_t)evloop_now_ms(r
 static void send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
 			    const ei_x_buff *reply)
 {
-	struct gen_call call = {.from = *to, .tag = tag, .tag_len = tag_len};
-	dist_node_reply(r->cfg.node, &call, reply->buff, (size_t)reply->index);
+	dist_node_reply_to(r->cfg.node, to, tag, tag_len, reply->buff, (size_t)reply->index);
 }
 
 /* {Type, EntityId, Reply} to the sender of a tell. */
 static void send_tell_reply(struct region *r, const erlang_pid *to, const char *id, size_t id_len,
 			    const ei_x_buff *reply)
 {
-	ei_x_buff x;
-	if (ei_x_new_with_version(&x) < 0)
+	ei_x_buff spare, *x = scratch_get(&r->tell_buf, &spare);
+	if (x == NULL)
 		return;
-	if (ei_x_encode_tuple_header(&x, 3) == 0 && ei_x_encode_atom(&x, r->cfg.type->name) == 0 &&
-	    term_x_append_raw(&x, id, id_len) == 0 && term_x_append_raw(&x, reply->buff, (size_t)reply->index) == 0)
-		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
-	ei_x_free(&x);
+	if (ei_x_encode_version(x) == 0 && ei_x_encode_tuple_header(x, 3) == 0 &&
+	    ei_x_encode_atom(x, r->cfg.type->name) == 0 && term_x_append_raw(x, id, id_len) == 0 &&
+	    term_x_append_raw(x, reply->buff, (size_t)reply->index) == 0)
+		dist_node_send(r->cfg.node, to, x->buff, (size_t)x->index);
+	scratch_put(&r->tell_buf, x);
 }
 
 static void answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
@@ -152,13 +157,13 @@ static void answer_error_atom(struct region *r, const struct envelope *e, const 
 
 static void deliver_local(struct region *r, struct shard *s, const struct envelope *e)
 {
-	ei_x_buff reply;
-	if (ei_x_new(&reply) < 0)
+	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
+	if (reply == NULL)
 		return;
-	shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, now32(r), &reply);
+	shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, now32(r), reply);
 	r->delivered++;
-	answer(r, e, &reply);
-	ei_x_free(&reply);
+	answer(r, e, reply);
+	scratch_put(&r->reply_buf, reply);
 }
 
 /* Sends the message on to the region that hosts its shard. A call goes as
@@ -343,13 +348,13 @@ static bool buffer(struct region *r, struct shard_slot *slot, const struct envel
 /* Routes one entity message. `raw_id` is the id as the sender encoded it. */
 static void route(struct region *r, struct envelope *e, const char *raw_id, size_t raw_id_len)
 {
-	ei_x_buff canon;
-	if (ei_x_new(&canon) < 0)
+	ei_x_buff spare, *canon = scratch_get(&r->canon_buf, &spare);
+	if (canon == NULL)
 		return;
-	int rc = entity_id_canonical(raw_id, raw_id_len, &canon);
+	int rc = entity_id_canonical(raw_id, raw_id_len, canon);
 	uint32_t shard = 0;
 	if (rc == 0)
-		rc = phash2_range(canon.buff, (size_t)canon.index, r->cfg.nshards, &shard);
+		rc = phash2_range(canon->buff, (size_t)canon->index, r->cfg.nshards, &shard);
 	if (rc) {
 		e->id = raw_id;
 		e->id_len = raw_id_len;
@@ -359,11 +364,11 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 			answer(r, e, &x);
 			ei_x_free(&x);
 		}
-		ei_x_free(&canon);
+		scratch_put(&r->canon_buf, canon);
 		return;
 	}
-	e->id = canon.buff;
-	e->id_len = (size_t)canon.index;
+	e->id = canon->buff;
+	e->id_len = (size_t)canon->index;
 	struct shard_slot *slot = &r->slots[shard];
 	if (slot->head == NULL && slot->home == HOME_LOCAL && may_deliver(r)) {
 		deliver_local(r, slot->shard, e);
@@ -383,7 +388,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 		if (slot->home == HOME_UNKNOWN)
 			request_home(r, shard);
 	}
-	ei_x_free(&canon);
+	scratch_put(&r->canon_buf, canon);
 }
 
 /* ---- coordinator protocol ---- */
@@ -988,6 +993,9 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	ev_timer_init(&r->retry_timer, on_retry, r);
 	ev_timer_init(&r->idle_timer, on_idle_sweep, r);
 	ev_timer_init(&r->leave_timer, on_leave_check, r);
+	scratch_init(&r->canon_buf);
+	scratch_init(&r->reply_buf);
+	scratch_init(&r->tell_buf);
 	r->proc = dist_node_spawn(cfg->node, cfg->type->name, region_handle, r, err);
 	if (r->proc == NULL) {
 		free(r->slots);
@@ -1101,6 +1109,9 @@ void region_free(struct region *r)
 	remember_replica_free(r->replica);
 	free(r->downed);
 	free(r->slots);
+	scratch_free(&r->canon_buf);
+	scratch_free(&r->reply_buf);
+	scratch_free(&r->tell_buf);
 	free(r);
 }
 

@@ -217,23 +217,110 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 	return 0;
 }
 
-bool term_is_atom(const char *buf, size_t idx, const char *name)
+/* The text of the atom at b[idx] within len bytes: *text, *n bytes, and
+ * whether they are Latin-1. False if no whole atom is there. */
+static bool atom_text(const unsigned char *b, size_t len, size_t idx, const unsigned char **text, size_t *n,
+		      bool *latin1)
 {
-	char atom[TERM_ATOM_BUF];
-	int i = (int)idx;
-	erlang_char_encoding enc;
-	if (ei_decode_atom_as(buf, &i, atom, sizeof atom, ERLANG_UTF8, &enc, NULL) < 0)
+	if (idx >= len)
 		return false;
-	return strcmp(atom, name) == 0;
+	unsigned char tag = b[idx];
+	size_t head;
+	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
+		if (len - idx < 3)
+			return false;
+		*n = be16(b + idx + 1);
+		head = 3;
+	} else if (tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
+		if (len - idx < 2)
+			return false;
+		*n = b[idx + 1];
+		head = 2;
+	} else {
+		return false;
+	}
+	if (len - idx - head < *n)
+		return false;
+	*text = b + idx + head;
+	*latin1 = tag == ERL_ATOM_EXT || tag == ERL_SMALL_ATOM_EXT;
+	return true;
+}
+
+/* Bytes of Latin-1 text once converted to UTF-8. */
+static size_t latin1_utf8_len(const unsigned char *t, size_t n)
+{
+	size_t out = n;
+	for (size_t k = 0; k < n; k++)
+		out += t[k] >> 7;
+	return out;
+}
+
+bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name, size_t name_len)
+{
+	const unsigned char *t, *nm = (const unsigned char *)name;
+	size_t n;
+	bool latin1;
+	if (!atom_text((const unsigned char *)buf, len, idx, &t, &n, &latin1))
+		return false;
+	if (!latin1) {
+		if (n > TERM_ATOM_BUF - 1 || n < name_len || memcmp(t, nm, name_len) != 0)
+			return false;
+		return n == name_len || t[name_len] == 0; /* text ends, or stops at a NUL */
+	}
+	/* Only text of more than (TERM_ATOM_BUF - 1) / 2 bytes can outgrow the
+	 * bound once converted; shorter atoms skip the count. */
+	if (n > (TERM_ATOM_BUF - 1) / 2 && latin1_utf8_len(t, n) > TERM_ATOM_BUF - 1)
+		return false;
+	/* Convert as we compare: a character below 0x80 is one byte in both
+	 * encodings, one above is two in UTF-8, neither of them NUL. */
+	size_t o = 0;
+	for (size_t k = 0; k < n; k++) {
+		unsigned char c = t[k];
+		if (o == name_len)
+			return c == 0;
+		if (c < 0x80) {
+			if (nm[o++] != c)
+				return false;
+			continue;
+		}
+		if (nm[o] != (unsigned char)(0xC0 | c >> 6) || o + 1 == name_len ||
+		    nm[o + 1] != (unsigned char)(0x80 | (c & 0x3F)))
+			return false;
+		o += 2;
+	}
+	return o == name_len;
 }
 
 int term_get_atom(const char *buf, size_t *idx, char *out)
 {
-	int i = (int)*idx;
-	erlang_char_encoding enc;
-	if (ei_decode_atom_as(buf, &i, out, TERM_ATOM_BUF, ERLANG_UTF8, &enc, NULL) < 0)
+	/* Not ei_decode_atom_as: for Latin-1 text of 1021 bytes as UTF-8 it
+	 * writes 1022 bytes (text and NUL) into a buffer it was told holds
+	 * 1021. Here the whole conversion is bounded first. */
+	const unsigned char *t;
+	size_t n, o = 0;
+	bool latin1;
+	if (!atom_text((const unsigned char *)buf, SIZE_MAX, *idx, &t, &n, &latin1))
 		return -EPROTO;
-	*idx = (size_t)i;
+	if (!latin1) {
+		if (n > TERM_ATOM_BUF - 1)
+			return -EPROTO;
+		memcpy(out, t, n);
+		o = n;
+	} else {
+		if (latin1_utf8_len(t, n) > TERM_ATOM_BUF - 1)
+			return -EPROTO;
+		for (size_t k = 0; k < n; k++) {
+			unsigned char c = t[k];
+			if (c < 0x80) {
+				out[o++] = (char)c;
+			} else {
+				out[o++] = (char)(0xC0 | c >> 6);
+				out[o++] = (char)(0x80 | (c & 0x3F));
+			}
+		}
+	}
+	out[o] = '\0';
+	*idx = (size_t)(t + n - (const unsigned char *)buf);
 	return 0;
 }
 
@@ -241,6 +328,16 @@ bool term_pid_equal(const erlang_pid *a, const erlang_pid *b)
 {
 	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
 	       strcmp(a->node, b->node) == 0;
+}
+
+void term_pid_copy(erlang_pid *dst, const erlang_pid *src)
+{
+	size_t n = strnlen(src->node, sizeof src->node - 1);
+	memcpy(dst->node, src->node, n);
+	dst->node[n] = '\0';
+	dst->num = src->num;
+	dst->serial = src->serial;
+	dst->creation = src->creation;
 }
 
 long term_get_tuple(const char *buf, size_t *idx)

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <ei.h>
 
@@ -31,15 +32,38 @@
  * costs no stack. Returns 0, or -EPROTO (*idx unchanged). */
 int term_validate(const char *buf, size_t len, size_t *idx);
 
-/* True if the (validated) term at buf[idx] is the atom `name`. */
-bool term_is_atom(const char *buf, size_t idx, const char *name);
+/* True if the term at buf[idx], which must lie within buf[0..len), is an
+ * atom whose text, as UTF-8, is name[0..name_len). Latin-1 atoms (ATOM_EXT,
+ * SMALL_ATOM_EXT) are compared as their UTF-8 conversion, so every encoding
+ * of an atom compares alike; UTF-8 atoms compare their bytes as sent. As
+ * the C string comparison that came before, the atom's text counts up to
+ * its first NUL byte, and text longer than TERM_ATOM_BUF - 1 bytes as UTF-8
+ * matches nothing. `name` holds no NUL. Reads nothing outside buf[0..len):
+ * a term cut short is simply not equal. */
+bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name, size_t name_len);
+
+/* True if the (validated) term at buf[idx] is the atom `name` (a C string):
+ * term_atom_equals without a bound, as a validated term needs none. Inline,
+ * so that the length of a literal name is known when compiling. */
+static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
+{
+	return term_atom_equals(buf, SIZE_MAX, idx, name, strlen(name));
+}
 
 /* Decodes a (validated) atom at buf[*idx] into out (TERM_ATOM_BUF bytes) as
- * UTF-8 and advances *idx. Returns 0, or -EPROTO if it is not an atom. */
+ * UTF-8, NUL-terminated, and advances *idx. Returns 0, or -EPROTO (*idx
+ * unchanged) if it is not an atom or its UTF-8 text is longer than
+ * TERM_ATOM_BUF - 1 bytes (Latin-1 text can be: up to 1020 bytes, each
+ * of which may take two). */
 int term_get_atom(const char *buf, size_t *idx, char *out);
 
 /* True if a and b are the same process (node, number, serial, creation). */
 bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
+
+/* Copies a pid: its numbers and its node name up to and including the NUL,
+ * not the whole node buffer (an erlang_pid is over 1 KB, its name mostly
+ * about 20 bytes). dst->node past the NUL is left as it was. */
+void term_pid_copy(erlang_pid *dst, const erlang_pid *src);
 
 /* Reads a tuple header at buf[*idx]; returns its arity, or -1 if not a tuple. */
 long term_get_tuple(const char *buf, size_t *idx);

@@ -1149,3 +1149,81 @@ Test(entity_id, deep_maps)
 	ei_x_free(&in);
 	ei_x_free(&want);
 }
+
+/* ---- ids that are one scalar ---- */
+
+/* A scalar id is written by one read_term, without the container machinery
+ * a tuple goes through: both paths must give the same bytes, and a scalar
+ * followed by anything must be refused. */
+Test(entity_id, scalar_ids_agree_with_the_container_path)
+{
+	static const uint8_t small_int[] = {97, 7};
+	static const uint8_t int_small[] = {98, 0, 0, 0, 7};          /* INTEGER_EXT 7 -> 97, 7 */
+	static const uint8_t int_big[] = {98, 0x80, 0, 0, 0};
+	static const uint8_t bignum[] = {110, 3, 0, 7, 0, 0};          /* padded 7 */
+	static const uint8_t latin1_atom[] = {100, 0, 4, 'c', 'a', 'f', 0xE9};
+	static const uint8_t small_latin1[] = {115, 2, 'o', 'k'};
+	static const uint8_t utf8_atom[] = {118, 0, 2, 0xC3, 0xB6};
+	static const uint8_t small_utf8[] = {119, 3, 'f', 'o', 'o'};
+	static const uint8_t binary[] = {109, 0, 0, 0, 3, 'a', 'b', 'c'};
+	static const uint8_t bits[] = {77, 0, 0, 0, 1, 3, 0xFF};
+	static const uint8_t nil[] = {106};
+	static const uint8_t string[] = {107, 0, 2, 1, 2};
+	static const uint8_t empty_string[] = {107, 0, 0};
+	static const uint8_t new_float[] = {70, 0x3F, 0xF0, 0, 0, 0, 0, 0, 0};
+	static const uint8_t empty_tuple[] = {104, 0};
+	static const uint8_t empty_map[] = {116, 0, 0, 0, 0};
+	static const struct {
+		const char *what;
+		const uint8_t *b;
+		size_t n;
+	} ids[] = {
+		{"small integer", small_int, sizeof small_int},
+		{"INTEGER_EXT 7", int_small, sizeof int_small},
+		{"INTEGER_EXT min", int_big, sizeof int_big},
+		{"padded bignum", bignum, sizeof bignum},
+		{"ATOM_EXT", latin1_atom, sizeof latin1_atom},
+		{"SMALL_ATOM_EXT", small_latin1, sizeof small_latin1},
+		{"ATOM_UTF8_EXT", utf8_atom, sizeof utf8_atom},
+		{"SMALL_ATOM_UTF8_EXT", small_utf8, sizeof small_utf8},
+		{"binary", binary, sizeof binary},
+		{"bitstring", bits, sizeof bits},
+		{"nil", nil, sizeof nil},
+		{"string", string, sizeof string},
+		{"empty string", empty_string, sizeof empty_string},
+		{"float", new_float, sizeof new_float},
+		{"empty tuple", empty_tuple, sizeof empty_tuple},
+		{"empty map", empty_map, sizeof empty_map},
+	};
+	for (size_t k = 0; k < SN_ARRAY_LEN(ids); k++) {
+		size_t n;
+		char *alone = canon(ids[k].what, ids[k].b, ids[k].n, &n);
+
+		/* {Id}: the same bytes after the tuple header. */
+		ei_x_buff t;
+		sn_x_new(&t);
+		xb1(&t, ERL_SMALL_TUPLE_EXT);
+		xb1(&t, 1);
+		xb(&t, ids[k].b, ids[k].n);
+		size_t tn;
+		char *wrapped = canon(ids[k].what, t.buff, (size_t)t.index, &tn);
+		cr_assert_eq(tn, n + 2, "%s: alone %zu bytes, in a tuple %zu", ids[k].what, n, tn);
+		cr_assert_eq(memcmp(wrapped + 2, alone, n), 0, "%s: the two paths differ", ids[k].what);
+		free(wrapped);
+		free(alone);
+
+		/* Anything after the scalar is refused, the output untouched. */
+		xb1(&t, 97);
+		xb1(&t, 1);
+		ei_x_buff out;
+		sn_x_new(&out);
+		xb(&out, "pre", 3);
+		char *b = sn_dup_exact(t.buff + 2, ids[k].n + 2);
+		cr_assert_eq(entity_id_canonical(b, ids[k].n + 2, &out), -EPROTO, "%s: trailing term accepted",
+			     ids[k].what);
+		cr_assert_eq(out.index, 3);
+		free(b);
+		ei_x_free(&out);
+		ei_x_free(&t);
+	}
+}

@@ -63,7 +63,7 @@ static void check_shape(const struct entity_table *t)
 		cr_assert(t->count * 8 >= t->cap, "load %zu/%zu below 1/8", t->count, t->cap);
 	size_t n = 0;
 	for (size_t i = 0; i < t->cap; i++)
-		if (t->slots[i] != NULL)
+		if (entity_table_at(t, i) != NULL)
 			n++;
 	cr_assert_eq(n, t->count, "%zu occupied slots, count %zu", n, t->count);
 }
@@ -74,11 +74,11 @@ static void check_runs(const struct entity_table *t)
 {
 	size_t mask = t->cap - 1;
 	for (size_t i = 0; i < t->cap; i++) {
-		const struct entity *e = t->slots[i];
+		const struct entity *e = entity_table_at(t, i);
 		if (e == NULL)
 			continue;
 		for (size_t j = e->hash & mask; j != i; j = (j + 1) & mask)
-			cr_assert_not_null(t->slots[j], "hole at %zu between home %zu and slot %zu", j,
+			cr_assert_not_null(entity_table_at(t, j), "hole at %zu between home %zu and slot %zu", j,
 					   (size_t)(e->hash & mask), i);
 	}
 }
@@ -105,7 +105,7 @@ static void drain(struct entity_table *t)
 	while (t->count > 0) {
 		struct entity *e = NULL;
 		for (size_t i = 0; i < t->cap && e == NULL; i++)
-			e = t->slots[i];
+			e = entity_table_at(t, i);
 		entity_table_remove(t, e);
 	}
 	entity_table_free(t);
@@ -224,8 +224,8 @@ Test(entity_table, runs_wrapping_past_the_end)
 		for (size_t k = 0; k < N; k++)
 			es[k] = put(&t, ids[k], lens[k], 0);
 		cr_assert_eq(t.cap, 8);
-		cr_assert_eq(t.slots[7], es[0]);
-		cr_assert_eq(t.slots[4], es[N - 1], "the run wrapped to slot 4");
+		cr_assert_eq(entity_table_at(&t, 7), es[0]);
+		cr_assert_eq(entity_table_at(&t, 4), es[N - 1], "the run wrapped to slot 4");
 		for (size_t r = 0; r < N; r++) {
 			entity_table_remove(&t, es[order[r]]);
 			es[order[r]] = NULL;
@@ -374,7 +374,11 @@ static void check_model(const struct entity_table *t, struct model *m, const str
 		check_runs(t);
 }
 
-Test(entity_table, randomized_against_model, .timeout = 120)
+/* The randomized run, on a table that starts untagged, or is untagged
+ * half way through (populated), or keeps its tags. */
+enum tag_mode { TAGS_KEPT, TAGS_NEVER, TAGS_DROPPED_MIDWAY };
+
+static void randomized_run(enum tag_mode mode)
 {
 	struct keyspace *ks = malloc(sizeof *ks);
 	struct model *m = calloc(1, sizeof *m);
@@ -384,8 +388,15 @@ Test(entity_table, randomized_against_model, .timeout = 120)
 
 	uint64_t seed = 20240601;
 	struct entity_table t = {0};
+	if (mode == TAGS_NEVER)
+		entity_table_untag(&t);
 	size_t inserts = 0, removes = 0, hits = 0, max_count = 0, empties = 0;
 	for (long op = 0; op < 200000; op++) {
+		if (mode == TAGS_DROPPED_MIDWAY && op == 10000) {
+			cr_assert_gt(t.count, 1000, "untagged while populated");
+			entity_table_untag(&t);
+			check_model(&t, m, ks);
+		}
 		/* Phases of 25000 operations: grow (mostly inserts), mixed,
 		 * drain (removes only, of the next live key), mixed. The table
 		 * repeatedly grows towards KEYS entries and empties. */
@@ -436,10 +447,100 @@ Test(entity_table, randomized_against_model, .timeout = 120)
 	cr_assert(max_count > KEYS * 3 / 4, "the table grew (max %zu)", max_count);
 	cr_assert(empties >= 2, "the table emptied %zu times", empties);
 
+	cr_assert_eq(t.untagged, mode != TAGS_KEPT);
 	drain(&t);
 	check_shape(&t);
 	free(m);
 	free(ks);
+}
+
+Test(entity_table, randomized_against_model, .timeout = 120)
+{
+	randomized_run(TAGS_KEPT);
+}
+
+Test(entity_table, randomized_against_model_untagged, .timeout = 120)
+{
+	randomized_run(TAGS_NEVER);
+}
+
+Test(entity_table, randomized_against_model_untagged_midway, .timeout = 120)
+{
+	randomized_run(TAGS_DROPPED_MIDWAY);
+}
+
+/* ---- hash tags in the slots ---- */
+
+Test(entity_table, slots_carry_the_hash_tag_until_untagged)
+{
+	struct entity_table t = {0};
+	char id[16];
+	for (unsigned k = 0; k < 500; k++) {
+		size_t len = (size_t)snprintf(id, sizeof id, "t%u", k);
+		put(&t, id, len, 8);
+	}
+	size_t seen = 0;
+	for (size_t i = 0; i < t.cap; i++) {
+		struct entity *e = entity_table_at(&t, i);
+		if (e == NULL) {
+			cr_assert_eq(t.slots[i], 0, "an empty slot is 0");
+			continue;
+		}
+		seen++;
+		if (UINTPTR_MAX > 0xFFFFFFFFu)
+			cr_assert_eq(t.slots[i], (uintptr_t)e | (uintptr_t)(e->hash >> 16) << (sizeof(uintptr_t) * 8 - 16),
+				     "slot %zu: address and the hash's high 16 bits", i);
+		else
+			cr_assert_eq(t.slots[i], (uintptr_t)e);
+	}
+	cr_assert_eq(seen, 500);
+	entity_table_untag(&t);
+	entity_table_untag(&t); /* idempotent */
+	for (size_t i = 0; i < t.cap; i++) {
+		struct entity *e = entity_table_at(&t, i);
+		cr_assert_eq(t.slots[i], (uintptr_t)e, "slot %zu: a plain address once untagged", i);
+	}
+	for (unsigned k = 0; k < 500; k++) {
+		size_t len = (size_t)snprintf(id, sizeof id, "t%u", k);
+		cr_assert_not_null(get(&t, id, len));
+	}
+	drain(&t);
+}
+
+Test(entity_table, ids_with_equal_tags_and_homes)
+{
+	/* Ids whose hashes differ but share the home slot's bits and the tag
+	 * (the high 16 bits): the tag lets both through to the full compare,
+	 * which tells them apart. Found by brute force among "e<n>". */
+	enum { MAXN = 4096 };
+	static uint32_t hashes[MAXN];
+	char a[16], b[16];
+	size_t alen = 0, blen = 0;
+	bool found = false;
+	for (unsigned n = 0; n < MAXN && !found; n++) {
+		size_t len = (size_t)snprintf(a, sizeof a, "e%u", n);
+		hashes[n] = entity_table_hash(a, len);
+		for (unsigned m = 0; m < n && !found; m++) {
+			if (hashes[m] != hashes[n] && (hashes[m] >> 16) == (hashes[n] >> 16) &&
+			    (hashes[m] & 7) == (hashes[n] & 7)) {
+				alen = len;
+				blen = (size_t)snprintf(b, sizeof b, "e%u", m);
+				found = true;
+			}
+		}
+	}
+	cr_assert(found, "no two ids share tag and home among %d", MAXN);
+	struct entity_table t = {0};
+	struct entity *ea = put(&t, a, alen, 0);
+	cr_assert_null(get(&t, b, blen), "same tag and home, different id");
+	struct entity *eb = put(&t, b, blen, 0);
+	cr_assert_eq(t.cap, 8);
+	cr_assert_eq(get(&t, a, alen), ea);
+	cr_assert_eq(get(&t, b, blen), eb);
+	entity_table_remove(&t, ea);
+	cr_assert_null(get(&t, a, alen));
+	cr_assert_eq(get(&t, b, blen), eb);
+	drain(&t);
 }
 
 /* ---- growth and shrink ---- */

@@ -85,6 +85,9 @@ Test(proc, by_name)
 	cr_assert_eq(proc_by_name(&t, "net_kernel"), a);
 	cr_assert_eq(proc_by_name(&t, "shardnode"), b);
 	cr_assert_null(proc_by_name(&t, "shard"));
+	cr_assert_null(proc_by_name(&t, "shardnodf"), "same length, one byte differs");
+	cr_assert_null(proc_by_name(&t, "shardnodes"), "one byte longer");
+	cr_assert_null(proc_by_name(&t, "hardnode"), "one byte shorter");
 	cr_assert_null(proc_by_name(&t, ""), "anonymous procs have no name to find");
 
 	int err = 0;

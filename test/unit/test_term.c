@@ -628,6 +628,279 @@ Test(term, is_atom)
 	ei_x_free(&x);
 }
 
+/* ---- term_atom_equals against what term_is_atom computed with ei ---- */
+
+/* A text as code points, and its UTF-8 and (when every code point is below
+ * 256) Latin-1 bytes. */
+struct atom_text {
+	uint32_t cp[1100];
+	size_t n;
+};
+
+static size_t put_utf8(uint8_t *out, uint32_t cp)
+{
+	if (cp < 0x80) {
+		out[0] = (uint8_t)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (uint8_t)(0xC0 | cp >> 6);
+		out[1] = (uint8_t)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (uint8_t)(0xE0 | cp >> 12);
+		out[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+		out[2] = (uint8_t)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	out[0] = (uint8_t)(0xF0 | cp >> 18);
+	out[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
+	out[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+	out[3] = (uint8_t)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* UTF-8 of t into out (room for 4 * t->n + 1); returns the length. */
+static size_t text_utf8(const struct atom_text *t, char *out)
+{
+	size_t o = 0;
+	for (size_t k = 0; k < t->n; k++)
+		o += put_utf8((uint8_t *)out + o, t->cp[k]);
+	out[o] = '\0';
+	return o;
+}
+
+/* Encodes t with `tag`; false if the tag cannot hold it. */
+static bool encode_atom(const struct atom_text *t, uint8_t tag, uint8_t *out, size_t *len)
+{
+	bool latin1 = tag == ERL_ATOM_EXT || tag == ERL_SMALL_ATOM_EXT;
+	bool small = tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT;
+	size_t head = small ? 2 : 3, n = 0;
+	for (size_t k = 0; k < t->n; k++) {
+		if (latin1) {
+			if (t->cp[k] > 255)
+				return false;
+			out[head + n++] = (uint8_t)t->cp[k];
+		} else {
+			n += put_utf8(out + head + n, t->cp[k]);
+		}
+	}
+	if (n > (small ? 255u : 1020u))
+		return false;
+	out[0] = tag;
+	if (small)
+		out[1] = (uint8_t)n;
+	else
+		sn_put16(out + 1, (uint32_t)n);
+	*len = head + n;
+	return true;
+}
+
+/* False for Latin-1 text of more than TERM_ATOM_BUF - 1 bytes as UTF-8. */
+static bool text_utf8_len_fits(const uint8_t *term)
+{
+	if (term[0] != ERL_ATOM_EXT && term[0] != ERL_SMALL_ATOM_EXT)
+		return true;
+	size_t n = term[0] == ERL_ATOM_EXT ? (size_t)term[1] << 8 | term[2] : term[1];
+	const uint8_t *t = term + (term[0] == ERL_ATOM_EXT ? 3 : 2);
+	size_t out = n;
+	for (size_t k = 0; k < n; k++)
+		out += t[k] >> 7;
+	return out <= TERM_ATOM_BUF - 1;
+}
+
+/* term_is_atom as it was: ei decodes to UTF-8 into TERM_ATOM_BUF bytes,
+ * then strcmp. ei accepts Latin-1 text of 1021 UTF-8 bytes by writing one
+ * byte past that buffer (the NUL); term_atom_equals refuses it instead, so
+ * here that case is "not equal" and the buffer has room for ei's write. */
+static bool is_atom_as_before(const uint8_t *term, const char *name)
+{
+	char atom[TERM_ATOM_BUF + 8];
+	int i = 0;
+	erlang_char_encoding enc;
+	if (ei_decode_atom_as((const char *)term, &i, atom, TERM_ATOM_BUF, ERLANG_UTF8, &enc, NULL) < 0)
+		return false;
+	return text_utf8_len_fits(term) && strcmp(atom, name) == 0;
+}
+
+static const uint8_t atom_tags[] = {ERL_ATOM_EXT, ERL_SMALL_ATOM_EXT, ERL_ATOM_UTF8_EXT, ERL_SMALL_ATOM_UTF8_EXT};
+
+/* One text in every encoding that holds it, against a set of names: the
+ * result is what ei and strcmp gave, the same for every encoding, and no
+ * prefix of the term cut short matches anything (read in exact-size blocks,
+ * so an over-read is a sanitizer report). */
+static void check_atom_text(const char *what, const struct atom_text *t)
+{
+	static char utf8[4 * 1100 + 1];
+	size_t ulen = text_utf8(t, utf8);
+	char *names[6];
+	size_t nnames = 0;
+	/* Names are C strings: a text with a NUL is named up to it. */
+	names[nnames++] = sn_dup_exact(utf8, ulen + 1);       /* itself */
+	names[nnames++] = strdup("");                          /* empty */
+	char *longer = malloc(ulen + 2);
+	memcpy(longer, utf8, ulen);
+	memcpy(longer + ulen, "x", 2);
+	names[nnames++] = longer;                              /* one byte more */
+	char *shorter = sn_dup_exact(utf8, ulen + 1);
+	if (ulen > 0)
+		shorter[ulen - 1] = '\0';
+	names[nnames++] = shorter;                             /* one byte less */
+	char *changed = sn_dup_exact(utf8, ulen + 1);
+	if (ulen > 0)
+		changed[ulen / 2] = changed[ulen / 2] == 'q' ? 'r' : 'q';
+	names[nnames++] = changed;                             /* one byte differs */
+	names[nnames++] = strdup("passivate");
+
+	static uint8_t term[3 + 4 * 1100];
+	int agreed[6];
+	bool first = true;
+	for (size_t g = 0; g < SN_ARRAY_LEN(atom_tags); g++) {
+		size_t len;
+		if (!encode_atom(t, atom_tags[g], term, &len))
+			continue;
+		char *whole = sn_dup_exact(term, len);
+		for (size_t k = 0; k < nnames; k++) {
+			bool want = is_atom_as_before(term, names[k]);
+			bool got = term_atom_equals(whole, len, 0, names[k], strlen(names[k]));
+			cr_assert_eq(got, want, "%s, tag %u, name %zu: %d, before %d", what, atom_tags[g], k, got, want);
+			cr_assert_eq(term_is_atom(whole, 0, names[k]), want, "%s, tag %u: term_is_atom", what,
+				     atom_tags[g]);
+			if (first)
+				agreed[k] = got;
+			else
+				cr_assert_eq(got, agreed[k], "%s: tag %u disagrees with another encoding", what,
+					     atom_tags[g]);
+		}
+		first = false;
+
+		/* term_get_atom reads the same text ei did, into exactly
+		 * TERM_ATOM_BUF bytes, and refuses what does not fit. */
+		char *got = malloc(TERM_ATOM_BUF);
+		char want[TERM_ATOM_BUF + 8];
+		int ei_i = 0;
+		erlang_char_encoding enc;
+		bool fits = ei_decode_atom_as((const char *)term, &ei_i, want, TERM_ATOM_BUF, ERLANG_UTF8, &enc, NULL) == 0 &&
+			    text_utf8_len_fits(term);
+		size_t idx = 0;
+		int rc = term_get_atom(whole, &idx, got);
+		if (fits) {
+			cr_assert_eq(rc, 0, "%s, tag %u: term_get_atom refused", what, atom_tags[g]);
+			cr_assert_eq(idx, len);
+			cr_assert_eq(memcmp(got, want, ulen + 1), 0, "%s, tag %u: term_get_atom text", what,
+				     atom_tags[g]);
+		} else {
+			cr_assert_eq(rc, -EPROTO, "%s, tag %u: term_get_atom took %zu UTF-8 bytes", what, atom_tags[g],
+				     ulen);
+			cr_assert_eq(idx, 0);
+		}
+		free(got);
+		free(whole);
+
+		/* At an offset, with bytes after it. */
+		uint8_t *at = malloc(len + 5);
+		memset(at, 'a', len + 5);
+		memcpy(at + 2, term, len);
+		cr_assert_eq(term_atom_equals((const char *)at, len + 5, 2, names[0], strlen(names[0])), agreed[0],
+			     "%s, tag %u: at an offset", what, atom_tags[g]);
+		free(at);
+
+		for (size_t cut = 0; cut < len; cut++) {
+			char *p = sn_dup_exact(term, cut);
+			for (size_t k = 0; k < nnames; k++)
+				cr_assert_not(term_atom_equals(p, cut, 0, names[k], strlen(names[k])),
+					      "%s, tag %u: cut at %zu/%zu bytes matched name %zu", what, atom_tags[g],
+					      cut, len, k);
+			free(p);
+		}
+	}
+	cr_assert_not(first, "%s: no encoding holds it", what);
+	for (size_t k = 0; k < nnames; k++)
+		free(names[k]);
+}
+
+static void text_of(struct atom_text *t, const char *ascii)
+{
+	t->n = 0;
+	for (const char *c = ascii; *c; c++)
+		t->cp[t->n++] = (unsigned char)*c;
+}
+
+Test(term, atom_equals_every_encoding_as_before)
+{
+	static struct atom_text t;
+	static const char *words[] = {"", "ok", "$gen_call", "passivate", "passivat", "passivatee", "incr", "a"};
+	for (size_t w = 0; w < SN_ARRAY_LEN(words); w++) {
+		text_of(&t, words[w]);
+		check_atom_text(words[w], &t);
+	}
+
+	/* Latin-1 characters: one, among ASCII, and all 255 non-NUL ones. */
+	text_of(&t, "caf");
+	t.cp[t.n++] = 0xE9;
+	check_atom_text("caf\\xE9", &t);
+	text_of(&t, "");
+	t.cp[t.n++] = 0x80;
+	t.cp[t.n++] = 0xBF;
+	t.cp[t.n++] = 0xC0;
+	t.cp[t.n++] = 0xFF;
+	check_atom_text("latin1 edges", &t);
+	t.n = 0;
+	for (uint32_t c = 1; c < 256; c++)
+		t.cp[t.n++] = c;
+	check_atom_text("every latin1 character", &t);
+
+	/* Beyond Latin-1: only the UTF-8 encodings hold these. */
+	t.n = 0;
+	t.cp[t.n++] = 'x';
+	t.cp[t.n++] = 0x20AC;
+	t.cp[t.n++] = 0x1F600;
+	check_atom_text("euro and emoji", &t);
+
+	/* A NUL inside: the text counted up to it, as strcmp did. */
+	text_of(&t, "ok");
+	t.cp[t.n++] = 0;
+	t.cp[t.n++] = 'x';
+	check_atom_text("ok NUL x", &t);
+	t.n = 0;
+	t.cp[t.n++] = 0;
+	check_atom_text("NUL", &t);
+	text_of(&t, "caf");
+	t.cp[t.n++] = 0xE9;
+	t.cp[t.n++] = 0;
+	t.cp[t.n++] = 0xE9;
+	check_atom_text("caf\\xE9 NUL \\xE9", &t);
+}
+
+Test(term, atom_equals_long_atoms_as_before)
+{
+	static struct atom_text t;
+	/* Around the UTF-8 bound of TERM_ATOM_BUF - 1 = 1020 bytes, as ASCII,
+	 * as Latin-1 characters of two UTF-8 bytes, and mixed. */
+	static const size_t ascii_n[] = {255, 256, 1019, 1020};
+	for (size_t a = 0; a < SN_ARRAY_LEN(ascii_n); a++) {
+		for (t.n = 0; t.n < ascii_n[a]; t.n++)
+			t.cp[t.n] = 'a' + (uint32_t)(t.n % 26);
+		check_atom_text("long ascii", &t);
+	}
+	static const size_t mix[][2] = {{0, 255}, {0, 509}, {0, 510}, {0, 511}, {1, 509}, {2, 509},
+					{3, 509}, {1018, 1}, {1019, 1}};
+	for (size_t m = 0; m < SN_ARRAY_LEN(mix); m++) {
+		t.n = 0;
+		for (size_t k = 0; k < mix[m][0]; k++)
+			t.cp[t.n++] = 'b';
+		for (size_t k = 0; k < mix[m][1]; k++)
+			t.cp[t.n++] = 0xE9;
+		check_atom_text("long latin1", &t);
+	}
+	/* 255 four-byte characters: 1020 bytes, the longest UTF-8 atom. */
+	t.n = 0;
+	while (t.n < 255)
+		t.cp[t.n++] = 0x1F600;
+	check_atom_text("255 emoji", &t);
+}
+
 Test(term, get_atom)
 {
 	char out[TERM_ATOM_BUF];
@@ -797,4 +1070,56 @@ Test(term, get_atom_too_long_for_the_buffer)
 	cr_assert_eq(idx, 0);
 	cr_assert_not(term_is_atom(copy, 0, "x"));
 	free(copy);
+}
+
+Test(term, get_atom_one_byte_too_long_for_the_buffer)
+{
+	/* 3 ASCII and 509 Latin-1 bytes of 0xE9: 1021 bytes as UTF-8, one more
+	 * than `out` holds with its NUL. ei_decode_atom_as accepted this and
+	 * wrote past the buffer; term_get_atom refuses it. 1020 bytes fit. */
+	uint8_t b[3 + 512];
+	b[0] = ERL_ATOM_EXT;
+	sn_put16(b + 1, 512);
+	memset(b + 3, 'a', 3);
+	memset(b + 6, 0xE9, 509);
+	char *copy = sn_dup_exact(b, sizeof b);
+	char *out = malloc(TERM_ATOM_BUF);
+	cr_assert_not_null(out);
+	size_t idx = 0;
+	cr_assert_eq(term_get_atom(copy, &idx, out), -EPROTO);
+	cr_assert_eq(idx, 0);
+	free(copy);
+
+	sn_put16(b + 1, 511); /* 2 ASCII, 509 Latin-1: 1020 bytes */
+	memset(b + 5, 0xE9, 509);
+	copy = sn_dup_exact(b, 3 + 511);
+	cr_assert_eq(term_get_atom(copy, &idx, out), 0);
+	cr_assert_eq(idx, 3 + 511);
+	cr_assert_eq(strlen(out), 1020);
+	cr_assert_eq(memcmp(out, "aa\xC3\xA9", 4), 0);
+	free(copy);
+	free(out);
+}
+
+Test(term, pid_copy_copies_the_name_not_the_buffer)
+{
+	static const size_t lens[] = {0, 1, 15, 255, sizeof(((erlang_pid *)0)->node) - 1};
+	for (size_t k = 0; k < SN_ARRAY_LEN(lens); k++) {
+		erlang_pid src, dst;
+		memset(&src, 0, sizeof src);
+		memset(src.node, 'n', lens[k]);
+		src.num = 0x11223344;
+		src.serial = 0x55667788;
+		src.creation = 0x99aabbcc;
+		memset(&dst, 0xA5, sizeof dst);
+		term_pid_copy(&dst, &src);
+		cr_assert_eq(strlen(dst.node), lens[k]);
+		cr_assert_eq(memcmp(dst.node, src.node, lens[k] + 1), 0);
+		cr_assert(term_pid_equal(&dst, &src));
+		cr_assert_eq(dst.num, src.num);
+		cr_assert_eq(dst.serial, src.serial);
+		cr_assert_eq(dst.creation, src.creation);
+		if (lens[k] + 2 <= sizeof dst.node)
+			cr_assert_eq((unsigned char)dst.node[lens[k] + 1], 0xA5, "nothing past the NUL is written");
+	}
 }
