@@ -56,6 +56,7 @@ static struct member *add(struct membership *m, const char *node)
 }
 
 static bool refresh_quorum(struct membership *m);
+static void admit_joiners(struct membership *m);
 
 /* After any change of the member list or of a member's reachability. */
 static void changed(struct membership *m)
@@ -323,6 +324,7 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	detect_unreachable(m);
 	release_downed(m);
 	keep_majority(m);
+	admit_joiners(m);
 	refresh_quorum_logged(m, true);
 	evloop_timer_start(loop, &m->gossip_timer, m->cfg.gossip_interval_ms);
 }
@@ -370,28 +372,97 @@ static uint32_t next_up_number(const struct membership *m)
 	return top + 1;
 }
 
+/* The leader admits joiners: the oldest voting member. */
+static bool is_leader(const struct membership *m)
+{
+	const struct member *best = NULL;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!votes(e))
+			continue;
+		if (best == NULL || e->up_number < best->up_number ||
+		    (e->up_number == best->up_number && strcmp(e->node, best->node) < 0))
+			best = e;
+	}
+	return best != NULL && is_self(m, best);
+}
+
+/* True if the voting members that acked a heartbeat we sent at or after
+ * `since` would win a split now: we are not cut off from the majority. */
+static bool fresh_quorum_since(struct membership *m, uint64_t since)
+{
+	struct quorum_member *q = malloc(2 * m->n * sizeof *q);
+	if (q == NULL)
+		return false;
+	size_t n = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!votes(e))
+			continue;
+		uint64_t lease = is_self(m, e) ? UINT64_MAX : e->lease_until;
+		if (!is_self(m, e) && lease < since + m->cfg.failure_timeout_ms)
+			lease = 0; /* its last ack is for a heartbeat sent before `since` */
+		q[n++] = (struct quorum_member){e->node, lease};
+	}
+	uint64_t until = quorum_until(q, n, q + m->n);
+	free(q);
+	return evloop_clock_ms() < until;
+}
+
+/* The leader marks joiners up, giving each the next up-number, once a
+ * majority has answered heartbeats sent since it heard of the joiner. A
+ * member cut off from the majority admits nobody: a side of a split could
+ * otherwise grow itself a majority, and both sides would run entities. */
+static void admit_joiners(struct membership *m)
+{
+	if (!is_leader(m))
+		return;
+	bool any = false;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (e->status != MEMBER_JOINING || is_self(m, e) || !fresh_quorum_since(m, e->joining_since))
+			continue;
+		e->up_number = next_up_number(m);
+		e->status = MEMBER_UP;
+		e->version++;
+		e->last_heard = now_ms(m);
+		log_info(m->cfg.log, "member %s joined (up-number %u)", e->node, e->up_number);
+		send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
+		any = true;
+	}
+	if (any) {
+		gossip_all(m);
+		changed(m);
+	}
+}
+
+/* A seed hears `join`: the joiner is listed as joining (a new incarnation
+ * if it was down, or restarted while still listed), for the leader to
+ * admit. */
 static void on_join(struct membership *m, const char *t, size_t i)
 {
 	struct member joiner = {0};
 	if (term_get_atom(t, &i, joiner.node) || read_types(t, &i, &joiner))
 		return;
 	struct member *e = find(m, joiner.node);
-	if (e != NULL && e->status == MEMBER_UP && !e->unreachable) {
+	if (e != NULL && (e->status == MEMBER_JOINING || (e->status == MEMBER_UP && !e->unreachable))) {
 		gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
+		admit_joiners(m);
 		return;
 	}
 	if (e == NULL && (e = add(m, joiner.node)) == NULL)
 		return;
 	uint32_t version = e->version + 1;
 	*e = joiner; /* a new incarnation: nothing seen of an old one counts */
-	e->last_heard = now_ms(m);
-	e->up_number = next_up_number(m);
-	e->status = MEMBER_UP;
+	e->status = MEMBER_JOINING;
+	e->up_number = 0;
 	e->version = version;
-	log_info(m->cfg.log, "member %s joined (up-number %u)", e->node, e->up_number);
+	e->last_heard = now_ms(m);
+	e->joining_since = now_ms(m);
+	log_info(m->cfg.log, "member %s is joining", e->node);
 	gossip_all(m);
-	send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
 	changed(m);
+	admit_joiners(m);
 }
 
 enum merge { MERGE_KEEP, MERGE_TAKE, MERGE_NEW_INCARNATION };
@@ -465,8 +536,11 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		}
 		enum merge verdict = added ? MERGE_TAKE
 				   : merge_of(&in, e, is_self(m, e) && e->status == MEMBER_JOINING);
-		if (verdict == MERGE_NEW_INCARNATION)
+		if (verdict == MERGE_NEW_INCARNATION ||
+		    (verdict == MERGE_TAKE && in.status == MEMBER_JOINING && e->status != MEMBER_JOINING))
 			reset_local(m, e);
+		if (verdict != MERGE_KEEP && in.status == MEMBER_JOINING && (added || e->status != MEMBER_JOINING))
+			e->joining_since = now_ms(m);
 		if (verdict != MERGE_KEEP) {
 			e->up_number = in.up_number;
 			e->status = in.status;

@@ -7,8 +7,11 @@
  *   {'$shardnode', gossip, From, [Member]}    member -> every other member,
  *       Member = {Node, UpNumber, Status, Version, [Type]}
  *
- * A seed that hears `join` gives the joiner the next up-number (age: the
- * lowest is the oldest) and marks it up. A member's entry changes only with
+ * A seed that hears `join` lists the joiner as joining; the leader (the
+ * oldest up member) marks it up, giving it the next up-number (age: the
+ * lowest is the oldest), once a majority has answered heartbeats sent
+ * since: a member cut off from the majority admits nobody, or a side of a
+ * split could grow itself a majority. A member's entry changes only with
  * a higher version (ties: the later status wins), so merges converge. A
  * leaving member gossips `exiting` and is removed by the others when its
  * connection goes.
@@ -66,6 +69,7 @@ struct member {
 	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
 	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */
 	uint64_t down_at;      /* when we learned it was down; 0: not downed */
+	uint64_t joining_since; /* when we learned it was joining */
 	bool released;         /* downed, and its shards may go elsewhere now */
 };
 

@@ -28,6 +28,7 @@
          unreachable_member_is_downed_by_hand/1,
          paused_member_is_downed_and_stays_silent/1,
          minority_downs_itself/1,
+         cut_off_seed_admits_nobody/1,
          remembered_entities_restart_after_a_crash/1,
          min_members_hold_allocation_back/1,
          proxy_only_node_routes_and_hosts_nothing/1,
@@ -50,6 +51,7 @@ all() ->
      unreachable_member_is_downed_by_hand,
      paused_member_is_downed_and_stays_silent,
      minority_downs_itself,
+     cut_off_seed_admits_nobody,
      remembered_entities_restart_after_a_crash,
      min_members_hold_allocation_back,
      proxy_only_node_routes_and_hosts_nothing,
@@ -244,6 +246,23 @@ minority_downs_itself(Config) ->
     await(fun() -> try_call(A, OnC, get) =:= {ok, 0} end),
     [_ = call(B, I, get) || I <- Ids],
     ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)).
+
+%% A is cut off from B and C (paused). D joins through A: A lists it as
+%% joining but does not admit it, for a side that could admit members could
+%% grow itself a majority, and both sides would run entities. Once A hears
+%% from the majority again, D is admitted.
+cut_off_seed_admits_nobody(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    pause(B),
+    pause(C),
+    await(fun() -> lacks_quorum(A) end),
+    {[D], _} = shardnode_ct:start_nodes(Config, [(case_opts(cut_off_seed_admits_nobody))#{join => [A]}]),
+    await(fun() -> status(A, D) =:= joining end),
+    ?assertEqual(timeout, shardnode_poll:until(fun() -> status(A, D) =/= joining end, 1500)),
+    resume(B),
+    resume(C),
+    await_members([A, B, C, D], [A, B, C, D]),
+    ok = shardnode:stop_node(D).
 
 %% remember_entities: C crashes; once it is downed, its shards go to A and B
 %% and the entities it ran there start again, with no message sent to them.
@@ -454,6 +473,10 @@ opts() ->
 case_opts(unreachable_member_is_downed_by_hand) ->
     #{config := Config} = Opts = opts(),
     Opts#{config := Config#{downing => manual}};
+%% Time enough for a node to join while A is cut off, before A downs itself.
+case_opts(cut_off_seed_admits_nobody) ->
+    #{config := Config} = Opts = opts(),
+    Opts#{config := Config#{stable_after_ms => 6000}};
 %% data_dir is left at its default, ./shardnode-data/NAME under the
 %% directory common_test runs the nodes in: one per node.
 case_opts(remembered_entities_restart_after_a_crash) ->
