@@ -29,12 +29,33 @@ struct coordinator {
 	size_t nexpected;
 	char (*draining)[256];
 	size_t ndraining;
+	char (*downed)[256];  /* coordinator_set_downed */
+	size_t ndowned;
 	erlang_pid *leaving; /* regions shutting down on nodes that stay */
 	size_t nleaving, leaving_cap;
 	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
 	size_t nproxies, proxies_cap;
 	struct ev_timer rebalance_timer;
 };
+
+/* A region on a downed node keeps its shards until its lease has run out
+ * (membership.h), but it answers nothing: it gets no shard, takes part in no
+ * move, and no handoff waits for its ack. */
+static bool is_downed(const struct coordinator *c, size_t region)
+{
+	for (size_t d = 0; d < c->ndowned; d++)
+		if (strcmp(c->regions[region].pid.node, c->downed[d]) == 0)
+			return true;
+	return false;
+}
+
+static bool is_draining(const struct coordinator *c, size_t region);
+
+/* Not to be given shards. */
+static bool unavailable(const struct coordinator *c, size_t region)
+{
+	return is_draining(c, region) || is_downed(c, region);
+}
 
 static bool is_draining(const struct coordinator *c, size_t region)
 {
@@ -113,6 +134,7 @@ void coordinator_set_expected(struct coordinator *c, const char *const *nodes, s
 
 void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n)
 {
+	replace_node_set(&c->downed, &c->ndowned, nodes, n);
 	for (size_t k = c->nproxies; k-- > 0;) {
 		bool downed = false;
 		for (size_t e = 0; e < n && !downed; e++)
@@ -251,10 +273,10 @@ static void reallocate(struct coordinator *c, uint32_t shard)
 	if (counts == NULL)
 		return;
 	for (size_t k = 0; k < c->nregions; k++)
-		counts[k] = is_draining(c, k) ? UINT32_MAX : c->regions[k].nshards;
+		counts[k] = unavailable(c, k) ? UINT32_MAX : c->regions[k].nshards;
 	int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
 	free(counts);
-	if (pick < 0 || (size_t)pick >= c->nregions || is_draining(c, (size_t)pick))
+	if (pick < 0 || (size_t)pick >= c->nregions || unavailable(c, (size_t)pick))
 		return;
 	c->home[shard] = pick;
 	c->regions[pick].nshards++;
@@ -280,15 +302,19 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 	c->nmoving++;
 	log_info(c->cfg.log, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
 		 from->node, c->regions[to].pid.node);
-	for (size_t k = 0; k < c->nregions; k++)
-		if ((int32_t)k != c->home[shard])
-			send_shard_msg(c, &c->regions[k].pid, SMSG_BEGIN_HANDOFF, shard, from);
+	uint32_t acks = (uint32_t)c->nproxies;
+	for (size_t k = 0; k < c->nregions; k++) {
+		if ((int32_t)k == c->home[shard] || is_downed(c, k))
+			continue;
+		send_shard_msg(c, &c->regions[k].pid, SMSG_BEGIN_HANDOFF, shard, from);
+		acks++;
+	}
 	for (size_t k = 0; k < c->nproxies; k++)
 		send_shard_msg(c, &c->proxies[k], SMSG_BEGIN_HANDOFF, shard, from);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	if (shard_msg_encode_handoff(&x, shard, (uint32_t)(c->nregions - 1 + c->nproxies)) == 0)
+	if (shard_msg_encode_handoff(&x, shard, acks) == 0)
 		send_to_region(c, from, &x);
 	ei_x_free(&x);
 }
@@ -322,11 +348,12 @@ static void drain(struct coordinator *c)
 		if (c->home[s] >= 0)
 			counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
 	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
-		if (c->home[s] < 0 || c->moving_to[s] >= 0 || !is_draining(c, (size_t)c->home[s]))
+		if (c->home[s] < 0 || c->moving_to[s] >= 0 || !is_draining(c, (size_t)c->home[s]) ||
+		    is_downed(c, (size_t)c->home[s]))
 			continue;
 		int32_t least = -1;
 		for (size_t k = 0; k < c->nregions; k++)
-			if (!is_draining(c, k) && (least < 0 || counts[k] < counts[least]))
+			if (!unavailable(c, k) && (least < 0 || counts[k] < counts[least]))
 				least = (int32_t)k;
 		if (least < 0)
 			break; /* nowhere to go */
@@ -367,7 +394,7 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	while (c->nmoving < c->cfg.max_simultaneous_rebalance) {
 		size_t most = SIZE_MAX, least = SIZE_MAX;
 		for (size_t k = 0; k < c->nregions; k++) {
-			if (is_draining(c, k))
+			if (unavailable(c, k))
 				continue; /* drain() empties those */
 			if (most == SIZE_MAX || counts[k] > counts[most])
 				most = k;
@@ -465,10 +492,10 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 		if (counts == NULL)
 			return;
 		for (size_t k = 0; k < c->nregions; k++)
-			counts[k] = is_draining(c, k) ? UINT32_MAX : c->regions[k].nshards;
+			counts[k] = unavailable(c, k) ? UINT32_MAX : c->regions[k].nshards;
 		int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
 		free(counts);
-		if (pick < 0 || (size_t)pick >= c->nregions || is_draining(c, (size_t)pick))
+		if (pick < 0 || (size_t)pick >= c->nregions || unavailable(c, (size_t)pick))
 			return;
 		h = c->home[shard] = pick;
 		c->regions[pick].nshards++;
@@ -609,5 +636,9 @@ void coordinator_stop(struct coordinator *c)
 	free(c->moving_to);
 	free(c->moving_since);
 	free(c->expected);
+	free(c->draining);
+	free(c->downed);
+	free(c->leaving);
+	free(c->proxies);
 	free(c);
 }

@@ -76,10 +76,11 @@ void coordinator_set_expected(struct coordinator *c, const char *const *nodes, s
  * shards are handed off to the others at once. Copied. */
 void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n);
 
-/* The members that were downed (membership_downed): a proxy region on one
- * of them is forgotten, so handoffs stop waiting for its ack. (Regions that
- * host shards are dropped through coordinator_set_expected.) Read during
- * the call only. */
+/* The members that were downed (membership_downed). A proxy region on one
+ * of them is forgotten. A region on one keeps its shards until its node
+ * leaves the expected set (coordinator_set_expected, once its lease has run
+ * out), but meanwhile gets no shard, takes part in no move, and no handoff
+ * waits for its ack. Copied. */
 void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n);
 
 void coordinator_stop(struct coordinator *c);

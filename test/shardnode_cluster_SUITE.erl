@@ -33,6 +33,7 @@
          min_members_hold_allocation_back/1,
          proxy_only_node_routes_and_hosts_nothing/1,
          crashed_proxy_does_not_hold_up_handoffs/1,
+         rebalance_after_a_crash_does_not_wait_for_the_dead/1,
          cluster_stats_cover_every_region/1,
          graceful_shutdown_of_a_region_hands_off/1]).
 
@@ -56,6 +57,7 @@ all() ->
      min_members_hold_allocation_back,
      proxy_only_node_routes_and_hosts_nothing,
      crashed_proxy_does_not_hold_up_handoffs,
+     rebalance_after_a_crash_does_not_wait_for_the_dead,
      cluster_stats_cover_every_region,
      graceful_shutdown_of_a_region_hands_off].
 
@@ -458,6 +460,25 @@ crashed_proxy_does_not_hold_up_handoffs(Config) ->
     await(fun() ->
                   Counts = [shard_count(N) || N <- [A, B, C, D]],
                   lists:sum(Counts) =:= ?SHARDS andalso lists:min(Counts) >= 7
+          end),
+    ok = shardnode:stop_node(D).
+
+%% C crashes and is downed; D joins at once, while C's region still owns its
+%% shards (until its lease has run out). Shards move to D without any
+%% handoff waiting for an ack from C (handoff_timeout_ms is 60 s here), and
+%% C's shards are allocated to the living.
+rebalance_after_a_crash_does_not_wait_for_the_dead(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    Ids = ids_covering_all_shards(),
+    [0 = call(A, I, get) || I <- Ids],
+    await(fun() -> [shard_count(N) || N <- [A, B, C]] =:= [10, 10, 10] end),
+    ok = shardnode:kill_node(C),
+    await(fun() -> status(A, C) =:= down end),
+    {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
+    await(fun() ->
+                  [_ = try_call(A, I, get) || I <- Ids],
+                  Counts = [shard_count(N) || N <- [A, B, D]],
+                  lists:sum(Counts) =:= ?SHARDS andalso lists:max(Counts) - lists:min(Counts) =< 1
           end),
     ok = shardnode:stop_node(D).
 
