@@ -576,6 +576,19 @@ static void on_begin_handoff(struct region *r, uint32_t shard, const erlang_pid 
 	send_shard_msg(r, from, SMSG_HANDOFF_ACK, shard);
 }
 
+/* Every ack is in. Messages held here for want of a quorum lease were sent
+ * before the ones the other regions now hold for the new home; handed on
+ * now, they would reach the new home after those later messages. So the
+ * handoff waits for the lease (region_resume delivers them here first) or
+ * for its deadline (on_retry). */
+static void finish_handoff_when_flushed(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->home == HOME_LOCAL && slot->head != NULL && !may_deliver(r))
+		return;
+	finish_handoff(r, shard);
+}
+
 static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed)
 {
 	struct shard_slot *slot = &r->slots[shard];
@@ -587,7 +600,7 @@ static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed)
 	slot->acks_needed = acks_needed;
 	slot->handoff_deadline = evloop_now_ms(r->cfg.loop) + r->cfg.handoff_timeout_ms;
 	if (slot->acks >= slot->acks_needed)
-		finish_handoff(r, shard);
+		finish_handoff_when_flushed(r, shard);
 }
 
 static void on_handoff_ack(struct region *r, uint32_t shard)
@@ -596,7 +609,7 @@ static void on_handoff_ack(struct region *r, uint32_t shard)
 	/* Acks may come before the coordinator's handoff message: count them. */
 	slot->acks++;
 	if (slot->handing_off && slot->acks >= slot->acks_needed)
-		finish_handoff(r, shard);
+		finish_handoff_when_flushed(r, shard);
 }
 
 /* True if `from` is the coordinator this region is registered with: orders
@@ -1087,9 +1100,13 @@ void region_resume(struct region *r)
 			if (r->slots[s].home == HOME_LOCAL && r->slots[s].remembered_pending)
 				start_remembered(r, r->slots[s].shard);
 	}
-	for (uint32_t s = 0; s < r->cfg.nshards && may_deliver(r); s++)
-		if (r->slots[s].home == HOME_LOCAL && r->slots[s].head != NULL)
-			flush_slot(r, &r->slots[s]);
+	for (uint32_t s = 0; s < r->cfg.nshards && may_deliver(r); s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->home == HOME_LOCAL && slot->head != NULL)
+			flush_slot(r, slot);
+		if (slot->home == HOME_LOCAL && slot->handing_off && slot->acks >= slot->acks_needed)
+			finish_handoff_when_flushed(r, s); /* it waited for the flush */
+	}
 }
 
 void region_free(struct region *r)
