@@ -2,10 +2,13 @@
 #include "remember.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "entity_table.h"
 #include "phash2.h"
@@ -23,7 +26,16 @@ struct remember {
 	char *path;                /* NULL: memory only */
 	FILE *file;                /* the log, open for appending */
 	bool write_failed;         /* logged once */
+	int lock_fd;               /* holds flock on the log while open; -1: none */
+	uint64_t live_bytes;       /* what a compacted log would hold */
+	uint64_t log_bytes;        /* what the log holds */
 };
+
+/* The log is compacted again when it holds this many times what a compacted
+ * one would, plus a floor: entities that start and stop (idle passivation)
+ * would otherwise grow it without bound. */
+#define COMPACT_RATIO 4
+#define COMPACT_FLOOR (1u << 20)
 
 /* ---- the log ---- */
 
@@ -55,6 +67,7 @@ static void append(struct remember *r, char op, uint32_t shard, const char *id, 
 {
 	if (r->file == NULL || r->write_failed)
 		return;
+	r->log_bytes += 9 + len;
 	if (write_record(r->file, op, shard, id, len) != 0) {
 		r->write_failed = true;
 		log_error(r->log, "remembered entities: cannot write %s: %s; carrying on in memory", r->path,
@@ -70,7 +83,10 @@ static int set_add(struct remember *r, uint32_t shard, const char *id, size_t le
 	uint32_t hash = entity_table_hash(id, len);
 	if (entity_table_find(t, id, len, hash) != NULL)
 		return 0;
-	return entity_table_insert(t, id, len, hash, 0) ? 1 : -ENOMEM;
+	if (entity_table_insert(t, id, len, hash, 0) == NULL)
+		return -ENOMEM;
+	r->live_bytes += 9 + len;
+	return 1;
 }
 
 static int set_remove(struct remember *r, uint32_t shard, const char *id, size_t len)
@@ -80,6 +96,7 @@ static int set_remove(struct remember *r, uint32_t shard, const char *id, size_t
 	if (e == NULL)
 		return 0;
 	entity_table_remove(t, e);
+	r->live_bytes -= 9 + len;
 	return 1;
 }
 
@@ -203,10 +220,30 @@ static int compact(struct remember *r)
 	free(tmp);
 	if (rc == 0 && (r->file = fopen(r->path, "ab")) == NULL)
 		rc = -errno;
+	r->log_bytes = sizeof header + r->live_bytes;
 	return rc;
 }
 
 /* ---- the store ---- */
+
+/* Two nodes appending to and compacting one log would lose each other's
+ * records: the first to open it holds a lock (on a file beside it, which
+ * compaction does not replace). Returns 0, -EWOULDBLOCK, or -errno. */
+static int lock_log(struct remember *r)
+{
+	size_t len = strlen(r->path) + sizeof ".lock";
+	char *path = malloc(len);
+	if (path == NULL)
+		return -ENOMEM;
+	snprintf(path, len, "%s.lock", r->path);
+	r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	free(path);
+	if (r->lock_fd < 0)
+		return -errno;
+	if (flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0)
+		return -errno;
+	return 0;
+}
 
 /* mkdir -p: creates dir and its missing parents. Returns 0 or -errno. */
 static int make_dirs(const char *dir)
@@ -241,6 +278,7 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 	}
 	r->log = log;
 	r->nshards = nshards;
+	r->lock_fd = -1;
 	*err = 0;
 	if (dir == NULL)
 		return r;
@@ -253,6 +291,9 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 	snprintf(r->path, path_len, "%s/%s.entities", dir, type);
 	if ((*err = make_dirs(dir)) != 0) {
 		log_error(log, "remembered entities: cannot create %s: %s", dir, strerror(-*err));
+	} else if ((*err = lock_log(r)) != 0) {
+		log_error(log, "remembered entities: %s is in use by another node (each needs its own data_dir)",
+			  r->path);
 	} else if ((*err = load(r)) != 0) {
 		log_error(log, "remembered entities: cannot read %s: %s", r->path, strerror(-*err));
 	} else if ((*err = compact(r)) != 0) {
@@ -276,8 +317,10 @@ void remember_close(struct remember *r)
 {
 	if (r == NULL)
 		return;
-	if (r->file != NULL)
-		fclose(r->file);
+	if (r->file != NULL && fclose(r->file) != 0 && !r->write_failed)
+		log_error(r->log, "remembered entities: cannot write %s: %s", r->path, strerror(errno));
+	if (r->lock_fd >= 0)
+		close(r->lock_fd); /* and with it the lock */
 	for (uint32_t s = 0; r->sets != NULL && s < r->nshards; s++) {
 		entity_table_remove_if(&r->sets[s], every, NULL, NULL);
 		entity_table_free(&r->sets[s]);
@@ -335,9 +378,22 @@ size_t remember_count(const struct remember *r, uint32_t shard)
 
 void remember_flush(struct remember *r)
 {
-	if (r != NULL && r->file != NULL && !r->write_failed && fflush(r->file) != 0) {
+	if (r == NULL || r->file == NULL || r->write_failed)
+		return;
+	if (fflush(r->file) != 0) {
 		r->write_failed = true;
 		log_error(r->log, "remembered entities: cannot write %s: %s; carrying on in memory", r->path,
 			  strerror(errno));
+		return;
+	}
+	if (r->log_bytes > COMPACT_RATIO * r->live_bytes + COMPACT_FLOOR) {
+		fclose(r->file);
+		r->file = NULL;
+		int rc = compact(r);
+		if (rc != 0) {
+			r->write_failed = true;
+			log_error(r->log, "remembered entities: cannot compact %s: %s; carrying on in memory", r->path,
+				  strerror(-rc));
+		}
 	}
 }

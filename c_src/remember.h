@@ -32,13 +32,14 @@ struct remember;
 
 /* Opens the store of `type` with `nshards` shards. dir NULL: memory only.
  * The directory and its parents are created if missing. Returns the store, or
- * NULL with *err: -ENOMEM, or -errno of a file operation (the message is
- * logged). An unreadable record ends the load with a warning; what came
+ * NULL with *err: -ENOMEM, -EWOULDBLOCK (another process has this log open),
+ * or -errno of a file operation (the message is logged). An unreadable record ends the load with a warning; what came
  * before it is kept. */
 struct remember *remember_open(const char *dir, const char *type, uint32_t nshards, const struct logger *log,
 			       int *err);
 
-/* Flushes and closes the log, frees everything. NULL is fine. */
+/* Flushes and closes the log (a write error is logged), releases the
+ * lock, frees everything. NULL is fine. */
 void remember_close(struct remember *r);
 
 /* Adds `id` (canonical entity id bytes, entity_id.h) to the set of
@@ -60,7 +61,10 @@ void remember_each(const struct remember *r, uint32_t shard,
 /* How many ids `shard` has (0 for a shard out of range). */
 size_t remember_count(const struct remember *r, uint32_t shard);
 
-/* Hands buffered log writes to the kernel. */
+/* Hands buffered log writes to the kernel, and compacts the log when it
+ * has grown to several times what the sets need. A write error is logged
+ * once; from then on the store carries on in memory only (the file keeps
+ * what was written before). */
 void remember_flush(struct remember *r);
 
 #endif

@@ -9,9 +9,11 @@
 #include "entity_id.h"
 #include "term.h"
 
-/* Entries per message: keeps one message well under max_message_bytes for
- * ordinary ids, and a big snapshot from holding up the loop for long. */
+/* Entries and bytes per message: keeps a message well under the smallest
+ * max_message_bytes a peer may have (1 KiB: one big id may still exceed
+ * it, and is refused there), and a big snapshot from holding up the loop. */
 #define BATCH 1000
+#define BATCH_BYTES (256 * 1024)
 #define MAX_MEMBERS 256
 
 struct remember_replica {
@@ -81,7 +83,7 @@ static void queue(struct remember_replica *rr, uint32_t shard, bool live, const 
 		log_warn(rr->cfg.log, "remembered entities: out of memory; a change is not sent to the other members");
 		return;
 	}
-	if (++rr->npending >= BATCH)
+	if (++rr->npending >= BATCH || rr->pending.index >= BATCH_BYTES)
 		flush(rr);
 	else if (!ev_timer_armed(&rr->flush_timer))
 		evloop_timer_start(rr->cfg.loop, &rr->flush_timer, 0);
@@ -185,7 +187,7 @@ static void snapshot_entry(void *arg, const char *id, size_t len)
 		s->failed = true;
 		return;
 	}
-	if (++s->n == BATCH) {
+	if (++s->n == BATCH || s->items.index >= BATCH_BYTES) {
 		send_entries(s->rr, s->to, &s->items, s->n);
 		s->items.index = 0;
 		s->n = 0;

@@ -346,3 +346,50 @@ Test(remember, a_directory_that_cannot_be_made_is_an_error)
 	cr_assert_null(r);
 	cr_assert_lt(err, 0);
 }
+
+Test(remember, one_log_one_node)
+{
+	char dir[64];
+	make_dir(dir, sizeof dir);
+	int err;
+	struct remember *a = remember_open(dir, "counter", 4, &quiet, &err);
+	cr_assert_not_null(a);
+	struct remember *b = remember_open(dir, "counter", 4, &quiet, &err);
+	cr_assert_null(b, "a second opener of the same log is refused");
+	cr_assert_eq(err, -EWOULDBLOCK);
+	remember_close(a);
+	b = remember_open(dir, "counter", 4, &quiet, &err);
+	cr_assert_not_null(b, "free again once closed");
+	remember_close(b);
+	rm_dir(dir);
+}
+
+Test(remember, churn_is_compacted_away_while_running)
+{
+	char dir[64], path[128];
+	make_dir(dir, sizeof dir);
+	int err;
+	struct remember *r = remember_open(dir, "counter", 4, &quiet, &err);
+	cr_assert_not_null(r);
+	cr_assert_eq(add(r, 4, "stays"), 1);
+	/* 2 x 60 000 records of about 20 bytes: well past the 1 MiB floor. */
+	for (int k = 0; k < 60000; k++) {
+		char id[16];
+		snprintf(id, sizeof id, "t%d", k);
+		cr_assert_eq(add(r, 4, id), 1);
+		cr_assert_eq(del(r, 4, id), 1);
+		if (k % 1000 == 0)
+			remember_flush(r);
+	}
+	remember_flush(r);
+	snprintf(path, sizeof path, "%s/counter.entities", dir);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_lt(st.st_size, 2 * 1024 * 1024, "compacted at least once: %lld bytes", (long long)st.st_size);
+	remember_close(r);
+	r = remember_open(dir, "counter", 4, &quiet, &err);
+	cr_assert_not_null(r);
+	expect_ids(r, 4, "stays");
+	remember_close(r);
+	rm_dir(dir);
+}
