@@ -9,9 +9,9 @@
 #include "entity_id.h"
 #include "term.h"
 
-/* Entries and bytes per message: keeps a message well under the smallest
- * max_message_bytes a peer may have (1 KiB: one big id may still exceed
- * it, and is refused there), and a big snapshot from holding up the loop. */
+/* Entries and bytes per message: keeps a message far under the default
+ * max_message_bytes (64 MiB; a peer set much lower may refuse a batch),
+ * and a big snapshot from holding up the loop for long. */
 #define BATCH 1000
 #define BATCH_BYTES (256 * 1024)
 #define MAX_MEMBERS 256
