@@ -493,6 +493,12 @@ static bool sends_snapshot_of(const struct region *r, const struct shard_slot *s
 	return true;
 }
 
+static bool hosts_shard(void *arg, uint32_t shard)
+{
+	const struct region *r = arg;
+	return shard < r->cfg.nshards && r->slots[shard].home == HOME_LOCAL;
+}
+
 void region_members_changed(struct region *r)
 {
 	if (r->replica == NULL || r->stopped)
@@ -970,8 +976,11 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.type->name);
 		return;
 	}
-	if (r->replica != NULL && remember_replica_handle(r->replica, m->term, m->len, on_remembered_live, r) != 0)
-		return;
+	if (r->replica != NULL) {
+		const struct remember_msg_hooks hooks = {on_remembered_live, hosts_shard, r};
+		if (remember_replica_handle(r->replica, m->term, m->len, &hooks) != 0)
+			return;
+	}
 	struct shard_msg sm;
 	rc = shard_msg_decode(m->term, m->len, &sm);
 	if (rc == 1) {

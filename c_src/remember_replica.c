@@ -103,10 +103,12 @@ void remember_replica_stopped(void *arg, uint32_t shard, const char *id, size_t 
 		queue(rr, shard, false, id, len);
 }
 
-int remember_msg_apply(struct remember *store, const char *t, size_t len,
-		       void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg,
+int remember_msg_apply(struct remember *store, const char *t, size_t len, const struct remember_msg_hooks *hooks,
 		       char *from)
 {
+	static const struct remember_msg_hooks none = {0};
+	if (hooks == NULL)
+		hooks = &none;
 	size_t i = 0;
 	from[0] = '\0';
 	if (term_get_tuple(t, &i) != 4 || !term_is_atom(t, i, "$shardnode"))
@@ -147,9 +149,9 @@ int remember_msg_apply(struct remember *store, const char *t, size_t len,
 		}
 		const char *id = canon.buff;
 		size_t id_len = (size_t)canon.index;
-		if (live && remember_add(store, (uint32_t)shard, id, id_len) >= 0 && on_live != NULL)
-			on_live(arg, (uint32_t)shard, id, id_len);
-		else if (!live)
+		if (live && remember_add(store, (uint32_t)shard, id, id_len) >= 0 && hooks->live != NULL)
+			hooks->live(hooks->arg, (uint32_t)shard, id, id_len);
+		else if (!live && (hooks->hosts == NULL || !hooks->hosts(hooks->arg, (uint32_t)shard)))
 			remember_remove(store, (uint32_t)shard, id, id_len);
 	}
 	ei_x_free(&canon);
@@ -157,10 +159,10 @@ int remember_msg_apply(struct remember *store, const char *t, size_t len,
 }
 
 int remember_replica_handle(struct remember_replica *rr, const char *t, size_t len,
-			    void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg)
+			    const struct remember_msg_hooks *hooks)
 {
 	char from[TERM_ATOM_BUF];
-	int rc = remember_msg_apply(rr->cfg.store, t, len, on_live, arg, from);
+	int rc = remember_msg_apply(rr->cfg.store, t, len, hooks, from);
 	if (rc < 0)
 		log_warn(rr->cfg.log, "remembered entities: malformed message from %s; the rest of it is ignored",
 			 from[0] ? from : "(unknown)");

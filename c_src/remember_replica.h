@@ -15,6 +15,7 @@
 #ifndef SN_REMEMBER_REPLICA_H
 #define SN_REMEMBER_REPLICA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,21 +52,32 @@ void remember_replica_free(struct remember_replica *rr);
 void remember_replica_started(void *arg, uint32_t shard, const char *id, size_t len);
 void remember_replica_stopped(void *arg, uint32_t shard, const char *id, size_t len);
 
-/* Handles a `remembered` message (a validated term, no version byte):
- * applies it to the store and calls on_live for each entity it reports
- * started, so the region can start it if it hosts the shard (a change that
- * arrives after the shard moved here). Returns 1 if it was one, 0 if the
- * term is not a `remembered` message, -EPROTO if it is malformed (entries
- * before the fault are applied). */
-int remember_replica_handle(struct remember_replica *rr, const char *term, size_t len,
-			    void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg);
+/* What the region is told of, and asked, while a `remembered` message is
+ * applied. */
+struct remember_msg_hooks {
+	/* An entity reported started (now in the store), so the region can
+	 * start it if it hosts the shard: a change that arrives after the shard
+	 * moved here. NULL: not told. */
+	void (*live)(void *arg, uint32_t shard, const char *id, size_t len);
+	/* Whether this region hosts `shard`. Its home alone says which of its
+	 * entities stopped: a stop reported by another member (a late one from
+	 * the shard's previous home) is ignored, or an entity running here
+	 * would be forgotten. NULL: hosts none. */
+	bool (*hosts)(void *arg, uint32_t shard);
+	void *arg;
+};
 
-/* The core of remember_replica_handle, without a replica: applies a
- * `remembered` message to `store`, calling on_live (if not NULL) for each
- * entity reported started. `from` (TERM_ATOM_BUF bytes) gets the sender's
- * node name, or "" if it could not be read. Same returns. */
-int remember_msg_apply(struct remember *store, const char *term, size_t len,
-		       void (*on_live)(void *arg, uint32_t shard, const char *id, size_t len), void *arg,
+/* Handles a `remembered` message (a validated term, no version byte):
+ * applies it to the store, with `hooks` (NULL: none). Returns 1 if it was
+ * one, 0 if the term is not a `remembered` message, -EPROTO if it is
+ * malformed (entries before the fault are applied; logged), -ENOMEM. */
+int remember_replica_handle(struct remember_replica *rr, const char *term, size_t len,
+			    const struct remember_msg_hooks *hooks);
+
+/* The core of remember_replica_handle, without a replica and without
+ * logging: `from` (TERM_ATOM_BUF bytes) gets the sender's node name, or ""
+ * if it could not be read. Same returns. */
+int remember_msg_apply(struct remember *store, const char *term, size_t len, const struct remember_msg_hooks *hooks,
 		       char *from);
 
 /* After a membership change: members hosting the type that have not been

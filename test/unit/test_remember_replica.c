@@ -52,7 +52,8 @@ static int apply_fmt(struct remember *r, const char *fmt, struct lives *l, char 
 	sn_x_new(&x);
 	cr_assert_eq(ei_x_format_wo_ver(&x, fmt), 0, "bad test format %s", fmt);
 	char *t = sn_dup_exact(x.buff, (size_t)x.index);
-	int rc = remember_msg_apply(r, t, (size_t)x.index, count_live, l, from);
+	const struct remember_msg_hooks hooks = {count_live, NULL, l};
+	int rc = remember_msg_apply(r, t, (size_t)x.index, &hooks, from);
 	free(t);
 	ei_x_free(&x);
 	return rc;
@@ -103,7 +104,8 @@ static int apply_entries(struct remember *r, const struct entry *es, size_t n, s
 	}
 	ei_x_encode_empty_list(&x);
 	char *t = sn_dup_exact(x.buff, (size_t)x.index);
-	int rc = remember_msg_apply(r, t, (size_t)x.index, count_live, l, from);
+	const struct remember_msg_hooks hooks = {count_live, NULL, l};
+	int rc = remember_msg_apply(r, t, (size_t)x.index, &hooks, from);
 	free(t);
 	ei_x_free(&x);
 	return rc;
@@ -208,7 +210,7 @@ Test(remember_replica, malformed_messages_stop_at_the_fault)
 	ei_x_encode_pid(&x, &pid);
 	ei_x_encode_empty_list(&x);
 	char *t = sn_dup_exact(x.buff, (size_t)x.index);
-	cr_assert_eq(remember_msg_apply(r, t, (size_t)x.index, NULL, NULL, from), -EPROTO);
+	cr_assert_eq(remember_msg_apply(r, t, (size_t)x.index, NULL, from), -EPROTO);
 	cr_assert_eq(remember_count(r, shard_of_fmt("good")), 1, "the entry before the fault is applied");
 	free(t);
 	ei_x_free(&x);
@@ -226,11 +228,40 @@ Test(remember_replica, every_prefix_that_is_a_term_is_read_safely)
 		if (term_validate(t, cut, &end) == 0) {
 			struct remember *r = store();
 			char from[TERM_ATOM_BUF];
-			int rc = remember_msg_apply(r, t, end, NULL, NULL, from);
+			int rc = remember_msg_apply(r, t, end, NULL, from);
 			cr_assert(rc == 1 || rc == 0 || rc == -EPROTO, "cut at %zu: %d", cut, rc);
 			remember_close(r);
 		}
 		free(t);
 	}
 	ei_x_free(&x);
+}
+
+static bool hosts_shard_of_b(void *arg, uint32_t shard)
+{
+	(void)arg;
+	return shard == shard_of_fmt("b");
+}
+
+Test(remember_replica, stops_reported_for_a_shard_hosted_here_are_ignored)
+{
+	struct remember *r = store();
+	struct lives l = {0};
+	char from[TERM_ATOM_BUF];
+	const struct entry add[] = {{true, "b", -1}};
+	cr_assert_eq(apply_entries(r, add, 1, &l, from), 1);
+	cr_assert_eq(total(r), 1);
+	/* A late stop from the shard's previous home: this region hosts it now. */
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_format_wo_ver(&x, "{'$shardnode', remembered, n, [{~i, false, b}]}", (int)shard_of_fmt("b")), 0);
+	char *t = sn_dup_exact(x.buff, (size_t)x.index);
+	const struct remember_msg_hooks hooks = {NULL, hosts_shard_of_b, NULL};
+	cr_assert_eq(remember_msg_apply(r, t, (size_t)x.index, &hooks, from), 1);
+	cr_assert_eq(total(r), 1, "the home alone says its entities stopped");
+	cr_assert_eq(remember_msg_apply(r, t, (size_t)x.index, NULL, from), 1);
+	cr_assert_eq(total(r), 0, "for a shard hosted elsewhere, the stop applies");
+	free(t);
+	ei_x_free(&x);
+	remember_close(r);
 }
