@@ -689,7 +689,8 @@ static bool hosts(const struct member *e, const char *type)
 	return false;
 }
 
-/* Unreachable members still serve: see the header. */
+/* Unreachable members still serve until they are downed: from here a
+ * crash and a partition look the same (see the header on downing). */
 static bool serving(const struct member *e) { return e->status == MEMBER_UP; }
 
 const char *membership_oldest_with(const struct membership *m, const char *type)

@@ -1031,11 +1031,14 @@ struct region *region_start(const struct region_config *cfg, int *err)
 			.type_name = cfg->type->name, .from = r->self,
 			.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
 		};
-		if (cfg->members_hosting == NULL || (r->replica = remember_replica_new(&rcfg, err)) == NULL) {
+		if (cfg->members_hosting == NULL)
+			*err = -EINVAL; /* remembered entities go to the members hosting the type */
+		else
+			r->replica = remember_replica_new(&rcfg, err);
+		if (r->replica == NULL) {
 			dist_node_exit(cfg->node, r->proc, "normal");
 			free(r->slots);
 			free(r);
-			*err = -ENOMEM;
 			return NULL;
 		}
 	}

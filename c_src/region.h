@@ -68,7 +68,8 @@ struct region_config {
 };
 
 /* Registers the region under the type's name and sends `register` to the
- * coordinator. Returns it, or NULL with *err (-EEXIST, -ENOMEM). */
+ * coordinator. Returns it, or NULL with *err (-EEXIST, -ENOMEM, or -EINVAL:
+ * `remember` without `members_hosting`). */
 struct region *region_start(const struct region_config *cfg, int *err);
 
 /* Where the active coordinator runs (the oldest member hosting the type), or

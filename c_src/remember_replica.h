@@ -81,8 +81,9 @@ int remember_msg_apply(struct remember *store, const char *term, size_t len, con
 		       char *from);
 
 /* After a membership change: members hosting the type that have not been
- * sent the sets of `shards` (those this region hosts) get them now. A member
- * that leaves is forgotten, so it gets them again if it comes back. */
+ * sent the sets of `shards` (read during the call only) get them now. A
+ * member that leaves is forgotten, so it gets them again if it comes back.
+ * Out of memory, the members stay unsynced and the next change retries. */
 void remember_replica_sync(struct remember_replica *rr, const uint32_t *shards, size_t n);
 
 #endif
