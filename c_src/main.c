@@ -75,6 +75,19 @@ static size_t members_hosting(void *arg, const char *type, const char **out, siz
 	return app->membership ? membership_nodes_with(app->membership, type, out, max) : 0;
 }
 
+/* Stops the first n hosted types: regions first (their entities stop and
+ * the coordinators hear of it), then coordinators, then the remembered
+ * entity stores (after their regions: the last changes are written). */
+static void stop_hosted(struct hosted_type *hosted, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		region_free(hosted[j].region);
+	for (size_t j = 0; j < n; j++) {
+		coordinator_stop(hosted[j].coordinator);
+		remember_close(hosted[j].remember);
+	}
+}
+
 /* For regions: entities run only while this node holds a quorum lease. */
 static bool may_deliver(void *arg)
 {
@@ -314,14 +327,7 @@ int main(int argc, char **argv)
 				log_error(&app.log, "cannot open the remembered %s entities in %s: %s", h->type->name,
 					  cfg.data_dir, strerror(-rc));
 				coordinator_stop(h->coordinator);
-				for (size_t j = 0; j < nhosted; j++) {
-					region_free(hosted[j].region);
-					coordinator_stop(hosted[j].coordinator);
-					remember_close(hosted[j].remember);
-				}
-				admin_stop(admin);
-				dist_node_free(node);
-				return 1;
+				goto start_failed;
 			}
 		}
 		struct region_config rcfg = {
@@ -341,16 +347,16 @@ int main(int argc, char **argv)
 			log_error(&app.log, "cannot start the %s region: %s", cfg.types[k], strerror(-rc));
 			coordinator_stop(h->coordinator);
 			remember_close(h->remember);
-			for (size_t j = 0; j < nhosted; j++) {
-				region_free(hosted[j].region);
-				coordinator_stop(hosted[j].coordinator);
-				remember_close(hosted[j].remember);
-			}
-			admin_stop(admin);
-			dist_node_free(node);
-			return 1;
+			goto start_failed;
 		}
 		nhosted++;
+	}
+	if (false) {
+	start_failed:
+		stop_hosted(hosted, nhosted);
+		admin_stop(admin);
+		dist_node_free(node);
+		return 1;
 	}
 
 	/* Membership last: its first change places the coordinators. */
@@ -389,18 +395,13 @@ int main(int argc, char **argv)
 		log_error(&app.log, "event loop failed: %s", strerror(-rc));
 
 	log_info(&app.log, "stopping (%s)", app.stop_reason ? app.stop_reason : "loop ended");
-	/* Regions first: their entities stop and the coordinator hears of it;
-	 * membership still answers them (who hosts the type, for the last
-	 * remembered-entity changes; whether a lease is held). */
-	for (size_t j = 0; j < nhosted; j++)
-		region_free(hosted[j].region);
+	/* Membership still answers the regions as they stop (who hosts the
+	 * type, for the last remembered-entity changes; whether a lease is
+	 * held). */
+	stop_hosted(hosted, nhosted);
 	admin_set_membership(admin, NULL);
 	membership_free(app.membership);
 	app.membership = NULL;
-	for (size_t j = 0; j < nhosted; j++) {
-		coordinator_stop(hosted[j].coordinator);
-		remember_close(hosted[j].remember); /* after its region: the last changes are written */
-	}
 	admin_stop(admin);
 	dist_node_free(node);
 	evloop_timer_stop(app.loop, &app.leave_timer);
