@@ -297,40 +297,33 @@ Test(remember, damaged_logs_keep_what_came_before_the_damage)
 	unsigned char *log = reference_log(dir, &len, ends);
 	unsigned char *bad = (unsigned char *)sn_dup_exact(log, len);
 
-	/* A bad op byte in the second record: only the first is kept. */
-	bad[ends[0]] = '?';
-	write_file(dir, bad, len);
-	struct remember *r = reopen(dir);
-	expect_ids(r, 4, "alpha");
-	remember_close(r);
-
-	/* An absurd id length. */
-	memcpy(bad, log, len);
-	bad[ends[0] + 5] = 0x7f;
-	write_file(dir, bad, len);
-	r = reopen(dir);
-	expect_ids(r, 4, "alpha");
-	remember_close(r);
-
-	/* A wrong shard recorded: the id goes where phash2 puts it. */
-	memcpy(bad, log, len);
-	bad[ends[0] + 4] ^= 3;
-	write_file(dir, bad, len);
-	r = reopen(dir);
-	expect_ids(r, 4, "beta gamma");
-	remember_close(r);
-
-	/* An id that is no term: that record is dropped, the rest is read. */
-	memcpy(bad, log, len);
-	bad[ends[0] + 9] = 0xff;
-	write_file(dir, bad, len);
-	r = reopen(dir);
-	expect_ids(r, 4, "gamma");
-	remember_close(r);
+	/* Each case changes one byte of the second record (+beta), which
+	 * starts at ends[0]: op (0), shard (1-4), id length (5-8), id (9-). */
+	static const struct {
+		const char *what;
+		size_t at;
+		unsigned char xor_with;
+		const char *want;
+	} cases[] = {
+		{"a bad op byte: only the first record is kept", 0, '?' ^ '+', "alpha"},
+		{"an absurd id length", 5, 0x7f, "alpha"},
+		{"a wrong shard recorded: the id goes where phash2 puts it", 4, 3, "beta gamma"},
+		{"an id that is no term: that record is dropped, the rest read", 9, 0xff ^ ERL_BINARY_EXT, "gamma"},
+	};
+	for (size_t k = 0; k < SN_ARRAY_LEN(cases); k++) {
+		memcpy(bad, log, len);
+		bad[ends[0] + cases[k].at] ^= cases[k].xor_with;
+		write_file(dir, bad, len);
+		struct remember *r = reopen(dir);
+		char got[128];
+		all_ids(r, 4, got, sizeof got);
+		cr_assert_str_eq(got, cases[k].want, "%s", cases[k].what);
+		remember_close(r);
+	}
 
 	/* Not a log at all: the store starts empty and rewrites it. */
 	write_file(dir, (const unsigned char *)"hello, world", 12);
-	r = reopen(dir);
+	struct remember *r = reopen(dir);
 	expect_ids(r, 4, "");
 	remember_close(r);
 
