@@ -44,19 +44,24 @@ static void count_live(void *arg, uint32_t shard, const char *id, size_t len)
 	l->last_shard = shard;
 }
 
-/* Applies the term written by ei_x_format_wo_ver(fmt), passed as an
- * exact-size copy. */
+/* Applies the term in x, passed as an exact-size copy, then frees x. */
+static int apply_x(struct remember *r, ei_x_buff *x, struct lives *l, char *from)
+{
+	char *t = sn_dup_exact(x->buff, (size_t)x->index);
+	const struct remember_msg_hooks hooks = {count_live, NULL, l};
+	int rc = remember_msg_apply(r, t, (size_t)x->index, &hooks, from);
+	free(t);
+	ei_x_free(x);
+	return rc;
+}
+
+/* Applies the term written by ei_x_format_wo_ver(fmt). */
 static int apply_fmt(struct remember *r, const char *fmt, struct lives *l, char *from)
 {
 	ei_x_buff x;
 	sn_x_new(&x);
 	cr_assert_eq(ei_x_format_wo_ver(&x, fmt), 0, "bad test format %s", fmt);
-	char *t = sn_dup_exact(x.buff, (size_t)x.index);
-	const struct remember_msg_hooks hooks = {count_live, NULL, l};
-	int rc = remember_msg_apply(r, t, (size_t)x.index, &hooks, from);
-	free(t);
-	ei_x_free(&x);
-	return rc;
+	return apply_x(r, &x, l, from);
 }
 
 /* One entry of a message: {Shard, Live, Id}, Id written by ei_x_format
@@ -103,12 +108,7 @@ static int apply_entries(struct remember *r, const struct entry *es, size_t n, s
 		ei_x_free(&id);
 	}
 	ei_x_encode_empty_list(&x);
-	char *t = sn_dup_exact(x.buff, (size_t)x.index);
-	const struct remember_msg_hooks hooks = {count_live, NULL, l};
-	int rc = remember_msg_apply(r, t, (size_t)x.index, &hooks, from);
-	free(t);
-	ei_x_free(&x);
-	return rc;
+	return apply_x(r, &x, l, from);
 }
 
 static size_t total(struct remember *r)
