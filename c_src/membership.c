@@ -1,4 +1,5 @@
-/* membership.c — see membership.h. */
+/* membership.c — see membership.h: the member list, gossip and joins.
+ * Failure detection, downing and the lease are in membership_health.c. */
 #include "membership.h"
 
 #include <errno.h>
@@ -7,7 +8,7 @@
 
 #include <bsd/string.h>
 
-#include "quorum.h"
+#include "membership_internal.h"
 #include "term.h"
 
 static const char *const status_names[] = {
@@ -15,22 +16,7 @@ static const char *const status_names[] = {
 	[MEMBER_EXITING] = "exiting", [MEMBER_DOWN] = "down", [MEMBER_REMOVED] = "removed",
 };
 
-struct membership {
-	struct membership_config cfg;
-	char self[256];
-	struct member *members;
-	size_t n, cap;
-	struct ev_timer gossip_timer;
-	uint64_t stable_since;  /* last change of members or reachability */
-	uint64_t quorum_until;  /* quorum_until() of the leases we hold */
-	bool holding;           /* may deliver, as of the last refresh_quorum */
-	bool loss_logged;       /* a lost lease is logged by the timer only: a
-				 * member that just joined has not acked yet */
-};
-
-static uint64_t now_ms(const struct membership *m) { return evloop_now_ms(m->cfg.loop); }
-
-static struct member *find(struct membership *m, const char *node)
+struct member *membership_member(struct membership *m, const char *node)
 {
 	for (size_t k = 0; k < m->n; k++)
 		if (strcmp(m->members[k].node, node) == 0)
@@ -55,22 +41,16 @@ static struct member *add(struct membership *m, const char *node)
 	return e;
 }
 
-static bool refresh_quorum(struct membership *m);
 static void admit_joiners(struct membership *m);
 
 /* After any change of the member list or of a member's reachability. */
-static void changed(struct membership *m)
+void membership_changed(struct membership *m)
 {
 	m->stable_since = now_ms(m);
-	refresh_quorum(m);
+	membership_refresh_lease(m, false);
 	if (m->cfg.on_change)
 		m->cfg.on_change(m->cfg.on_change_arg);
 }
-
-static bool is_self(const struct membership *m, const struct member *e) { return strcmp(e->node, m->self) == 0; }
-
-/* Members that vote in keep-majority and give quorum leases. */
-static bool votes(const struct member *e) { return e->status == MEMBER_UP || e->status == MEMBER_LEAVING; }
 
 static void mark_down_locally(struct membership *m, struct member *e)
 {
@@ -80,7 +60,7 @@ static void mark_down_locally(struct membership *m, struct member *e)
 
 /* ---- sending ---- */
 
-static void send_admin(struct membership *m, const char *to, const ei_x_buff *x)
+void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x)
 {
 	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);
 }
@@ -99,7 +79,7 @@ static void encode_member(ei_x_buff *x, const struct member *e)
 	ei_x_encode_empty_list(x);
 }
 
-static void gossip_to(struct membership *m, const char *to)
+void membership_gossip_to(struct membership *m, const char *to)
 {
 	ei_x_buff x;
 	if (ei_x_new_with_version(&x) < 0)
@@ -113,7 +93,7 @@ static void gossip_to(struct membership *m, const char *to)
 	for (size_t k = 0; k < m->n; k++)
 		encode_member(&x, &m->members[k]);
 	ei_x_encode_empty_list(&x);
-	send_admin(m, to, &x);
+	membership_send_admin(m, to, &x);
 	ei_x_free(&x);
 }
 
@@ -122,13 +102,13 @@ static void gossip_all(struct membership *m)
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
 		if (strcmp(e->node, m->self) != 0 && e->status < MEMBER_DOWN && !e->unreachable)
-			gossip_to(m, e->node);
+			membership_gossip_to(m, e->node);
 	}
 }
 
 static void send_join(struct membership *m, const char *seed)
 {
-	const struct member *me = find(m, m->self);
+	const struct member *me = membership_member(m, m->self);
 	ei_x_buff x;
 	if (ei_x_new_with_version(&x) < 0)
 		return;
@@ -141,191 +121,22 @@ static void send_join(struct membership *m, const char *seed)
 	for (size_t t = 0; t < me->ntypes; t++)
 		ei_x_encode_atom(&x, me->types[t]);
 	ei_x_encode_empty_list(&x);
-	send_admin(m, seed, &x);
+	membership_send_admin(m, seed, &x);
 	ei_x_free(&x);
-}
-
-static void send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)
-{
-	ei_x_buff x;
-	if (ei_x_new_with_version(&x) < 0)
-		return;
-	ei_x_encode_tuple_header(&x, 4);
-	ei_x_encode_atom(&x, "$shardnode");
-	ei_x_encode_atom(&x, kind);
-	ei_x_encode_atom(&x, m->self);
-	ei_x_encode_ulonglong(&x, sent_at);
-	send_admin(m, to, &x);
-	ei_x_free(&x);
-}
-
-/* Every member but us that is not down gets a heartbeat, unreachable ones
- * too: that is how we notice they are back. */
-static void heartbeat_all(struct membership *m)
-{
-	for (size_t k = 0; k < m->n; k++) {
-		const struct member *e = &m->members[k];
-		if (!is_self(m, e) && e->status < MEMBER_DOWN)
-			send_heartbeat(m, e->node, "heartbeat", now_ms(m));
-	}
-}
-
-/* ---- failure detection, downing and the quorum lease ---- */
-
-/* Recomputes until when we hold a quorum lease. Returns true if we just
- * got it back (messages held for local entities can go now). Logs a loss
- * only if `log_loss`. */
-static bool refresh_quorum_logged(struct membership *m, bool log_loss)
-{
-	const struct member *me = find(m, m->self);
-	uint64_t until;
-	if (me->status == MEMBER_DOWN || me->status == MEMBER_REMOVED) {
-		until = 0;
-	} else if (!votes(me)) {
-		until = UINT64_MAX; /* joining or exiting: hosts nothing */
-	} else {
-		struct quorum_member *q = malloc(2 * m->n * sizeof *q);
-		if (q == NULL) {
-			m->quorum_until = 0; /* fail closed: the next refresh tries again */
-			m->holding = false;
-			return false;
-		}
-		size_t n = 0;
-		for (size_t k = 0; k < m->n; k++) {
-			const struct member *e = &m->members[k];
-			if (votes(e))
-				q[n++] = (struct quorum_member){e->node, is_self(m, e) ? UINT64_MAX : e->lease_until};
-		}
-		until = quorum_until(q, n, q + m->n);
-		free(q);
-	}
-	m->quorum_until = until;
-	bool holds = membership_may_deliver(m);
-	bool regained = holds && !m->holding;
-	m->holding = holds;
-	if (!holds && log_loss && !m->loss_logged) {
-		log_warn(m->cfg.log, "no quorum lease: messages to local entities wait");
-		m->loss_logged = true;
-	} else if (holds && m->loss_logged) {
-		log_info(m->cfg.log, "quorum lease held again: delivering to local entities");
-		m->loss_logged = false;
-	}
-	return regained;
-}
-
-static bool refresh_quorum(struct membership *m) { return refresh_quorum_logged(m, false); }
-
-/* A member spoke to us directly. */
-static void heard(struct membership *m, struct member *e)
-{
-	e->last_heard = now_ms(m);
-	if (e->unreachable && e->status < MEMBER_DOWN) {
-		e->unreachable = false;
-		log_info(m->cfg.log, "member %s reachable again", e->node);
-		changed(m);
-	}
-}
-
-static void detect_unreachable(struct membership *m)
-{
-	bool any = false;
-	for (size_t k = 0; k < m->n; k++) {
-		struct member *e = &m->members[k];
-		if (is_self(m, e) || e->unreachable || e->status >= MEMBER_DOWN || e->status == MEMBER_JOINING)
-			continue;
-		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms) {
-			e->unreachable = true;
-			any = true;
-			log_warn(m->cfg.log, "member %s unreachable: silent for %u ms", e->node, m->cfg.failure_timeout_ms);
-		}
-	}
-	if (any)
-		changed(m);
-}
-
-/* How long a downed member keeps its shards after this node learns of the
- * down: its leases with the members that knew of the down no later than we
- * did run out within failure_timeout_ms; the margin covers the members that
- * learn of it a gossip round or two later and ack it meanwhile. */
-static uint64_t release_after_ms(const struct membership *m)
-{
-	return (uint64_t)m->cfg.failure_timeout_ms + 2u * (uint64_t)m->cfg.gossip_interval_ms;
-}
-
-/* A downed member's shards stay with it until its lease has run out. */
-static void release_downed(struct membership *m)
-{
-	bool any = false;
-	for (size_t k = 0; k < m->n; k++) {
-		struct member *e = &m->members[k];
-		if (e->down_at != 0 && !e->released && now_ms(m) - e->down_at >= release_after_ms(m)) {
-			e->released = true;
-			any = true;
-			log_info(m->cfg.log, "member %s: down long enough, its shards go elsewhere", e->node);
-		}
-	}
-	if (any)
-		changed(m);
-}
-
-/* Keep-majority: once the unreachable set has been stable for
- * stable_after_ms, the winning side downs the unreachable, the losing side
- * downs itself. */
-static void keep_majority(struct membership *m)
-{
-	const struct member *me = find(m, m->self);
-	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
-		return;
-	size_t total = 0, unreachable = 0;
-	const struct member *lowest = NULL;
-	for (size_t k = 0; k < m->n; k++) {
-		const struct member *e = &m->members[k];
-		if (!votes(e))
-			continue;
-		total++;
-		unreachable += e->unreachable;
-		if (lowest == NULL || strcmp(e->node, lowest->node) < 0)
-			lowest = e;
-	}
-	if (unreachable == 0)
-		return;
-	size_t reachable = total - unreachable;
-	if (!quorum_wins(reachable, total, !lowest->unreachable)) {
-		log_error(m->cfg.log, "keep-majority: %zu of %zu members reachable, the other side wins: downing this node",
-			  reachable, total);
-		membership_down(m, m->self);
-		return;
-	}
-	/* membership_down changes the list under us: collect the names first. */
-	char (*names)[256] = malloc(unreachable * sizeof *names);
-	if (names == NULL)
-		return;
-	size_t n = 0;
-	for (size_t k = 0; k < m->n; k++)
-		if (votes(&m->members[k]) && m->members[k].unreachable)
-			strlcpy(names[n++], m->members[k].node, sizeof names[0]);
-	for (size_t k = 0; k < n; k++) {
-		log_warn(m->cfg.log, "keep-majority: %zu of %zu members reachable: downing %s", reachable, total,
-			 names[k]);
-		membership_down(m, names[k]);
-	}
-	free(names);
 }
 
 static void on_gossip_timer(struct evloop *loop, void *arg)
 {
 	struct membership *m = arg;
-	const struct member *me = find(m, m->self);
+	const struct member *me = membership_member(m, m->self);
 	if (me->status == MEMBER_JOINING)
 		for (size_t k = 0; k < m->cfg.nseeds; k++)
 			send_join(m, m->cfg.seeds[k]);
 	gossip_all(m);
-	heartbeat_all(m);
-	detect_unreachable(m);
-	release_downed(m);
-	keep_majority(m);
+	membership_heartbeat_all(m);
+	membership_health_tick(m);
 	admit_joiners(m);
-	refresh_quorum_logged(m, true);
+	membership_refresh_lease(m, true);
 	evloop_timer_start(loop, &m->gossip_timer, m->cfg.gossip_interval_ms);
 }
 
@@ -387,28 +198,6 @@ static bool is_leader(const struct membership *m)
 	return best != NULL && is_self(m, best);
 }
 
-/* True if the voting members that acked a heartbeat we sent at or after
- * `since` would win a split now: we are not cut off from the majority. */
-static bool fresh_quorum_since(struct membership *m, uint64_t since)
-{
-	struct quorum_member *q = malloc(2 * m->n * sizeof *q);
-	if (q == NULL)
-		return false;
-	size_t n = 0;
-	for (size_t k = 0; k < m->n; k++) {
-		const struct member *e = &m->members[k];
-		if (!votes(e))
-			continue;
-		uint64_t lease = is_self(m, e) ? UINT64_MAX : e->lease_until;
-		if (!is_self(m, e) && lease < since + m->cfg.failure_timeout_ms)
-			lease = 0; /* its last ack is for a heartbeat sent before `since` */
-		q[n++] = (struct quorum_member){e->node, lease};
-	}
-	uint64_t until = quorum_until(q, n, q + m->n);
-	free(q);
-	return evloop_clock_ms() < until;
-}
-
 /* The leader marks joiners up, giving each the next up-number, once a
  * majority has answered heartbeats sent since it heard of the joiner. A
  * member cut off from the majority admits nobody: a side of a split could
@@ -420,19 +209,19 @@ static void admit_joiners(struct membership *m)
 	bool any = false;
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
-		if (e->status != MEMBER_JOINING || is_self(m, e) || !fresh_quorum_since(m, e->joining_since))
+		if (e->status != MEMBER_JOINING || is_self(m, e) || !membership_fresh_quorum_since(m, e->joining_since))
 			continue;
 		e->up_number = next_up_number(m);
 		e->status = MEMBER_UP;
 		e->version++;
 		e->last_heard = now_ms(m);
 		log_info(m->cfg.log, "member %s joined (up-number %u)", e->node, e->up_number);
-		send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
+		membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
 		any = true;
 	}
 	if (any) {
 		gossip_all(m);
-		changed(m);
+		membership_changed(m);
 	}
 }
 
@@ -444,9 +233,9 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	struct member joiner = {0};
 	if (term_get_atom(t, &i, joiner.node) || read_types(t, &i, &joiner))
 		return;
-	struct member *e = find(m, joiner.node);
+	struct member *e = membership_member(m, joiner.node);
 	if (e != NULL && (e->status == MEMBER_JOINING || (e->status == MEMBER_UP && !e->unreachable))) {
-		gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
+		membership_gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
 		admit_joiners(m);
 		return;
 	}
@@ -461,7 +250,7 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	e->joining_since = now_ms(m);
 	log_info(m->cfg.log, "member %s is joining", e->node);
 	gossip_all(m);
-	changed(m);
+	membership_changed(m);
 	admit_joiners(m);
 }
 
@@ -524,7 +313,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		in.up_number = (uint32_t)up;
 		in.status = (enum member_status)s;
 		in.version = (uint32_t)version;
-		struct member *e = find(m, in.node);
+		struct member *e = membership_member(m, in.node);
 		if (strcmp(in.node, m->self) == 0 && e != NULL && e->status >= MEMBER_LEAVING &&
 		    in.status < e->status)
 			continue; /* nobody un-leaves us */
@@ -550,53 +339,18 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 			if (e->status >= MEMBER_DOWN)
 				mark_down_locally(m, e);
 			if (added && !is_self(m, e) && e->status < MEMBER_DOWN)
-				send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
+				membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
 			any = true;
 		}
 	}
-	struct member *sender = find(m, from);
+	struct member *sender = membership_member(m, from);
 	if (sender != NULL && sender->status >= MEMBER_DOWN)
-		gossip_to(m, from); /* it has not heard it was downed */
+		membership_gossip_to(m, from); /* it has not heard it was downed */
 	else if (sender != NULL)
-		heard(m, sender);
+		membership_heard(m, sender);
 	if (any) {
 		log_debug(m->cfg.log, "member list changed by gossip from %s", from);
-		changed(m);
-	}
-}
-
-/* A heartbeat from a member that is not down gets its ack. An ack renews
- * the member's quorum lease from the time we sent the heartbeat. */
-static void on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
-{
-	char from[TERM_ATOM_BUF];
-	long sent_at;
-	if (term_get_atom(t, &i, from) || term_get_long(t, &i, &sent_at) || sent_at < 0)
-		return;
-	struct member *e = find(m, from);
-	if (e == NULL || is_self(m, e))
-		return;
-	if (e->status >= MEMBER_DOWN) {
-		if (!ack)
-			gossip_to(m, from); /* it has not heard it was downed */
-		return;
-	}
-	heard(m, e);
-	if (!ack) {
-		send_heartbeat(m, from, "heartbeat_ack", (uint64_t)sent_at);
-		return;
-	}
-	if ((uint64_t)sent_at > now_ms(m))
-		return; /* not a time we sent */
-	uint64_t until = (uint64_t)sent_at + m->cfg.failure_timeout_ms;
-	if (until > e->lease_until) {
-		/* Read the clock before: the lease may have run out since the
-		 * last refresh, unnoticed, and messages may be held. */
-		bool held_before = !membership_may_deliver(m);
-		e->lease_until = until;
-		bool regained = refresh_quorum(m);
-		if ((regained || (held_before && membership_may_deliver(m))) && m->cfg.on_change)
-			m->cfg.on_change(m->cfg.on_change_arg); /* held messages may go */
+		membership_changed(m);
 	}
 }
 
@@ -621,7 +375,7 @@ int membership_handle(struct membership *m, const char *t, size_t len)
 	bool ack = term_is_atom(t, i, "heartbeat_ack");
 	if (ack || term_is_atom(t, i, "heartbeat")) {
 		term_skip(t, &i);
-		on_heartbeat(m, t, i, ack);
+		membership_on_heartbeat(m, t, i, ack);
 		return 1;
 	}
 	return 0;
@@ -630,14 +384,14 @@ int membership_handle(struct membership *m, const char *t, size_t len)
 static void on_nodedown(void *arg, const char *peer)
 {
 	struct membership *m = arg;
-	struct member *e = find(m, peer);
+	struct member *e = membership_member(m, peer);
 	if (e == NULL || e->status == MEMBER_REMOVED)
 		return;
 	if (e->status == MEMBER_EXITING || e->status == MEMBER_DOWN) {
 		e->status = MEMBER_REMOVED;
 		e->version++;
 		log_info(m->cfg.log, "member %s removed (it %s)", peer, e->down_at ? "was downed" : "left");
-		changed(m);
+		membership_changed(m);
 	} else {
 		/* The failure detector decides: the connection may come back. */
 		log_info(m->cfg.log, "connection to member %s lost", peer);
@@ -749,13 +503,13 @@ size_t membership_others(const struct membership *m)
 
 static void set_own_status(struct membership *m, enum member_status status)
 {
-	struct member *me = find(m, m->self);
+	struct member *me = membership_member(m, m->self);
 	if (me->status >= status)
 		return;
 	me->status = status;
 	me->version++;
 	gossip_all(m);
-	changed(m);
+	membership_changed(m);
 }
 
 void membership_leave(struct membership *m) { set_own_status(m, MEMBER_LEAVING); }
@@ -764,7 +518,7 @@ void membership_exit(struct membership *m) { set_own_status(m, MEMBER_EXITING); 
 
 int membership_down(struct membership *m, const char *node)
 {
-	struct member *e = find(m, node);
+	struct member *e = membership_member(m, node);
 	if (e == NULL || e->status >= MEMBER_DOWN)
 		return e == NULL ? -ENOENT : 0;
 	e->status = MEMBER_DOWN;
@@ -773,21 +527,21 @@ int membership_down(struct membership *m, const char *node)
 	log_warn(m->cfg.log, "member %s marked down", node);
 	/* The downed node hears it too, if it can, and stops. */
 	if (strcmp(node, m->self) != 0)
-		gossip_to(m, node);
+		membership_gossip_to(m, node);
 	gossip_all(m);
-	changed(m);
+	membership_changed(m);
 	return 0;
 }
 
 void membership_set_types(struct membership *m, const char *const *types, size_t n)
 {
-	struct member *me = find(m, m->self);
+	struct member *me = membership_member(m, m->self);
 	me->ntypes = 0;
 	for (size_t t = 0; t < n && t < MEMBER_MAX_TYPES; t++)
 		strlcpy(me->types[me->ntypes++], types[t], sizeof me->types[0]);
 	me->version++;
 	gossip_all(m);
-	changed(m);
+	membership_changed(m);
 }
 
 bool membership_self_down(const struct membership *m)
@@ -796,11 +550,6 @@ bool membership_self_down(const struct membership *m)
 		if (strcmp(m->members[k].node, m->self) == 0)
 			return m->members[k].status >= MEMBER_DOWN;
 	return false;
-}
-
-bool membership_may_deliver(const struct membership *m)
-{
-	return m->quorum_until == UINT64_MAX || evloop_clock_ms() < m->quorum_until;
 }
 
 /* ---- life ---- */
