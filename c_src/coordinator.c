@@ -51,10 +51,22 @@ static bool is_downed(const struct coordinator *c, size_t region)
 
 static bool is_draining(const struct coordinator *c, size_t region);
 
+/* A region may register before its node is up (while it is joining): it
+ * gets shards only once the node is an expected member, as in Akka, and so
+ * only after the members that hold remembered entities have sent it their
+ * sets (remember_replica.h). */
+static bool is_expected(const struct coordinator *c, size_t region)
+{
+	for (size_t e = 0; e < c->nexpected; e++)
+		if (strcmp(c->regions[region].pid.node, c->expected[e]) == 0)
+			return true;
+	return false;
+}
+
 /* Not to be given shards. */
 static bool unavailable(const struct coordinator *c, size_t region)
 {
-	return is_draining(c, region) || is_downed(c, region);
+	return is_draining(c, region) || is_downed(c, region) || !is_expected(c, region);
 }
 
 static bool is_draining(const struct coordinator *c, size_t region)
