@@ -321,6 +321,10 @@ int main(int argc, char **argv)
 		/* A proxy-only node never coordinates: the oldest member hosting
 		 * the type does, and a proxy hosts nothing. */
 		h->coordinator = cfg.proxy_only ? NULL : coordinator_start(&ccfg, &rc);
+		if (!cfg.proxy_only && h->coordinator == NULL) {
+			log_error(&app.log, "cannot start the %s coordinator: %s", h->type->name, strerror(-rc));
+			goto start_failed;
+		}
 		if (cfg.remember_entities && !cfg.proxy_only) {
 			h->remember = remember_open(cfg.data_dir, h->type->name, cfg.number_of_shards, &app.log, &rc);
 			if (h->remember == NULL) {
@@ -341,8 +345,7 @@ int main(int argc, char **argv)
 			.remember = h->remember,
 			.on_stopped = on_region_stopped, .on_stopped_arg = &app,
 		};
-		if (h->coordinator != NULL || cfg.proxy_only)
-			h->region = region_start(&rcfg, &rc);
+		h->region = region_start(&rcfg, &rc);
 		if (h->region == NULL) {
 			log_error(&app.log, "cannot start the %s region: %s", cfg.types[k], strerror(-rc));
 			coordinator_stop(h->coordinator);
@@ -384,7 +387,7 @@ int main(int argc, char **argv)
 	app.membership = membership_start(&mcfg, &rc);
 	if (app.membership == NULL) {
 		log_error(&app.log, "cannot start membership: %s", strerror(-rc));
-		return 1;
+		goto start_failed;
 	}
 	admin_set_membership(admin, app.membership);
 	on_membership_change(&app);

@@ -174,13 +174,19 @@ static int read_types(const char *t, size_t *i, struct member *e)
 	return 0;
 }
 
-static uint32_t next_up_number(const struct membership *m)
+/* Remembers the highest up-number seen, even after the entry that had it
+ * is reset for a rejoin: a new incarnation must get a higher one. */
+static void note_up_number(struct membership *m, uint32_t up)
 {
-	uint32_t top = 0;
+	if (up > m->top_up_number)
+		m->top_up_number = up;
+}
+
+static uint32_t next_up_number(struct membership *m)
+{
 	for (size_t k = 0; k < m->n; k++)
-		if (m->members[k].up_number > top)
-			top = m->members[k].up_number;
-	return top + 1;
+		note_up_number(m, m->members[k].up_number);
+	return m->top_up_number + 1;
 }
 
 /* The leader admits joiners: the oldest voting member. */
@@ -210,6 +216,10 @@ static void admit_joiners(struct membership *m)
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
 		if (e->status != MEMBER_JOINING || is_self(m, e) || !membership_fresh_quorum_since(m, e->joining_since))
+			continue;
+		/* A joiner that died after asking would become a voter nobody
+		 * hears, and hold up allocation until it is downed. */
+		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms)
 			continue;
 		e->up_number = next_up_number(m);
 		e->status = MEMBER_UP;
@@ -241,7 +251,10 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	}
 	if (e == NULL && (e = add(m, joiner.node)) == NULL)
 		return;
-	uint32_t version = e->version + 1;
+	/* +2: above a `removed` (the down's version + 1) that others may hold
+	 * of the old incarnation, so the joining entry replaces it (merge_of). */
+	uint32_t version = e->version + 2;
+	note_up_number(m, e->up_number);
 	*e = joiner; /* a new incarnation: nothing seen of an old one counts */
 	e->status = MEMBER_JOINING;
 	e->up_number = 0;
@@ -266,12 +279,19 @@ enum merge { MERGE_KEEP, MERGE_TAKE, MERGE_NEW_INCARNATION };
 static enum merge merge_of(const struct member *in, const struct member *have, bool self_joining)
 {
 	bool in_down = in->status >= MEMBER_DOWN, have_down = have->status >= MEMBER_DOWN;
-	if (have_down && !in_down)
+	/* A joining entry has no up-number yet: the seed lists a rejoining
+	 * node with a version above any the old incarnation reached. */
+	if (have_down && !in_down) {
+		if (in->up_number == 0)
+			return in->version > have->version ? MERGE_NEW_INCARNATION : MERGE_KEEP;
 		return in->up_number > have->up_number ? MERGE_NEW_INCARNATION : MERGE_KEEP;
+	}
 	if (in_down && !have_down) {
-		if (self_joining || in->up_number < have->up_number)
-			return MERGE_KEEP; /* the down of an earlier incarnation */
-		return MERGE_TAKE;
+		if (self_joining)
+			return MERGE_KEEP; /* the down of an earlier incarnation of ours */
+		if (have->up_number == 0)
+			return in->version > have->version ? MERGE_TAKE : MERGE_KEEP;
+		return in->up_number < have->up_number ? MERGE_KEEP : MERGE_TAKE;
 	}
 	if (in->up_number != have->up_number && in->up_number != 0 && have->up_number != 0)
 		return in->up_number > have->up_number ? MERGE_TAKE : MERGE_KEEP;
@@ -330,7 +350,9 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 			reset_local(m, e);
 		if (verdict != MERGE_KEEP && in.status == MEMBER_JOINING && (added || e->status != MEMBER_JOINING))
 			e->joining_since = now_ms(m);
+		note_up_number(m, e->up_number);
 		if (verdict != MERGE_KEEP) {
+			note_up_number(m, in.up_number);
 			e->up_number = in.up_number;
 			e->status = in.status;
 			e->version = in.version;

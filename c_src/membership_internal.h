@@ -25,6 +25,7 @@ struct membership {
 	bool holding;           /* may deliver, as of the last refresh */
 	bool loss_logged;       /* a lost lease is logged by the timer only: a
 				 * member that just joined has not acked yet */
+	uint32_t top_up_number; /* the highest up-number seen (next_up_number) */
 };
 
 /* The loop's clock, read once per turn. */

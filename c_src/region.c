@@ -590,7 +590,9 @@ static void on_begin_handoff(struct region *r, uint32_t shard, const erlang_pid 
 static void finish_handoff_when_flushed(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
-	if (slot->home == HOME_LOCAL && slot->head != NULL && !may_deliver(r))
+	if (slot->home == HOME_LOCAL && slot->head != NULL)
+		flush_slot(r, slot); /* stops early if the lease is gone */
+	if (slot->home == HOME_LOCAL && slot->head != NULL)
 		return;
 	finish_handoff(r, shard);
 }

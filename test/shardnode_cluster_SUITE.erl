@@ -29,6 +29,7 @@
          paused_member_is_downed_and_stays_silent/1,
          minority_downs_itself/1,
          cut_off_seed_admits_nobody/1,
+         downed_node_rejoins_under_its_name/1,
          remembered_entities_restart_after_a_crash/1,
          min_members_hold_allocation_back/1,
          proxy_only_node_routes_and_hosts_nothing/1,
@@ -53,6 +54,7 @@ all() ->
      paused_member_is_downed_and_stays_silent,
      minority_downs_itself,
      cut_off_seed_admits_nobody,
+     downed_node_rejoins_under_its_name,
      remembered_entities_restart_after_a_crash,
      min_members_hold_allocation_back,
      proxy_only_node_routes_and_hosts_nothing,
@@ -269,6 +271,20 @@ cut_off_seed_admits_nobody(Config) ->
     resume(C),
     await_members([A, B, C, D], [A, B, C, D]),
     ok = shardnode:stop_node(D).
+
+%% C, the newest member, crashes and is downed; a new C under the same name
+%% joins through B, which is not the leader. It is a new incarnation: it is
+%% admitted with a new up-number, every member lists it up, and it serves.
+downed_node_rejoins_under_its_name(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    ok = shardnode:kill_node(C),
+    await(fun() -> status(A, C) =:= down andalso status(B, C) =:= down end),
+    {[C], _} = shardnode_ct:start_nodes(Config, [(opts())#{name => atom_to_list(C), join => [B]}]),
+    await_members([A, B, C], [A, B, C]),
+    Ids = ids_covering_all_shards(),
+    [?assert(is_integer(call(C, I, get))) || I <- Ids],
+    await(fun() -> [shard_count(N) || N <- [A, B, C]] =:= [10, 10, 10] end),
+    ok = shardnode:stop_node(C).
 
 %% remember_entities: C crashes; once it is downed, its shards go to A and B
 %% and the entities it ran there start again, with no message sent to them.
