@@ -8,13 +8,12 @@
  *       Member = {Node, UpNumber, Status, Version, [Type]}
  *
  * A seed that hears `join` lists the joiner as joining; the leader (the
- * oldest up member) marks it up, giving it the next up-number (age: the
- * lowest is the oldest), once a majority has answered heartbeats sent
- * since: a member cut off from the majority admits nobody, or a side of a
- * split could grow itself a majority. A member's entry changes only with
- * a higher version (ties: the later status wins), so merges converge. A
- * leaving member gossips `exiting` and is removed by the others when its
- * connection goes.
+ * oldest up or leaving member) marks it up, giving it the next up-number
+ * (age: the lowest is the oldest), once a majority has answered heartbeats
+ * sent since and the joiner itself was heard within failure_timeout_ms: a
+ * member cut off from the majority admits nobody, or a side of a split
+ * could grow itself a majority. A leaving member gossips `exiting` and is
+ * removed by the others when its connection goes.
  *
  * Failure detection: every heartbeat_interval_ms each member sends
  *   {'$shardnode', heartbeat, From, SentAt}       member -> every other member
@@ -35,9 +34,13 @@
  * (membership_nodes_with), by which time its lease with every member that
  * learned of the down by then has run out.
  *
- * Incarnations: a member's up-number names its incarnation (a node that
- * rejoins after a down is given a new, higher one). Within an incarnation a
- * down is final, whatever version the member gossips.
+ * Merging gossip (merge_of in membership.c): a member's up-number names
+ * its incarnation; a node that rejoins after a down is listed joining with
+ * a version above any its old incarnation reached, and admitted with a new,
+ * higher up-number (up-numbers never repeat). Within an incarnation a down
+ * is final, whatever version the member gossips. Otherwise the higher
+ * up-number, then the higher version, then the later status wins, so
+ * merges converge.
  */
 #ifndef SN_MEMBERSHIP_H
 #define SN_MEMBERSHIP_H
