@@ -493,6 +493,12 @@ static bool sends_snapshot_of(const struct region *r, const struct shard_slot *s
 	return true;
 }
 
+static void reannounce(void *arg, uint32_t shard, const char *id, size_t len)
+{
+	struct region *r = arg;
+	remember_replica_announce(r->replica, shard, id, len);
+}
+
 static bool hosts_shard(void *arg, uint32_t shard)
 {
 	const struct region *r = arg;
@@ -979,7 +985,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		return;
 	}
 	if (r->replica != NULL) {
-		const struct remember_msg_hooks hooks = {on_remembered_live, hosts_shard, r};
+		const struct remember_msg_hooks hooks = {on_remembered_live, hosts_shard, reannounce, r};
 		if (remember_replica_handle(r->replica, m->term, m->len, &hooks) != 0)
 			return;
 	}

@@ -193,6 +193,26 @@ static void write_entity(struct entity *e, void *arg)
 		w->rc = write_record(w->f, '+', w->shard, entity_id(e), e->id_len);
 }
 
+/* fsync of the directory holding `path`, so a rename in it is durable.
+ * Best effort: a failure only weakens durability, which is logged nowhere
+ * else either. */
+static void sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 1;
+	char *dir = malloc(len + 1);
+	if (dir == NULL)
+		return;
+	memcpy(dir, slash ? path : ".", len);
+	dir[len] = '\0';
+	int fd = open(len ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
 /* Writes the sets to a new file and puts it in place of the log, then
  * opens the log for appending. Returns 0 or -errno. */
 static int compact(struct remember *r)
@@ -211,10 +231,16 @@ static int compact(struct remember *r)
 		entity_table_each(&r->sets[s], write_entity, &w);
 		rc = w.rc;
 	}
+	/* On disk before it replaces the log, or a crash after the rename
+	 * could leave an empty log where a full one was. */
+	if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+		rc = -errno;
 	if (f != NULL && fclose(f) != 0 && rc == 0)
 		rc = -errno;
 	if (rc == 0 && rename(tmp, r->path) != 0)
 		rc = -errno;
+	if (rc == 0)
+		sync_dir(r->path);
 	if (rc != 0)
 		remove(tmp);
 	free(tmp);
@@ -349,6 +375,11 @@ int remember_remove(struct remember *r, uint32_t shard, const char *id, size_t l
 	if (rc == 1)
 		append(r, '-', shard, id, len);
 	return rc;
+}
+
+bool remember_contains(const struct remember *r, uint32_t shard, const char *id, size_t len)
+{
+	return shard < r->nshards && entity_table_find(&r->sets[shard], id, len, entity_table_hash(id, len)) != NULL;
 }
 
 struct each_ctx {

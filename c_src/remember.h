@@ -17,7 +17,8 @@
  * placed in the shard phash2 gives it now, whatever shard was recorded, so
  * a changed number_of_shards moves it where its messages go) and rewrites
  * it compacted. Writes are buffered and reach the kernel at
- * remember_flush; they are not fsync'ed.
+ * remember_flush and are not fsync'ed; a compaction is (the new file, then
+ * its directory), before and after it replaces the log.
  */
 #ifndef SN_REMEMBER_H
 #define SN_REMEMBER_H
@@ -52,6 +53,9 @@ int remember_add(struct remember *r, uint32_t shard, const char *id, size_t len)
 /* Removes `id` from the set of `shard`. Returns 1 if it was there, 0 if
  * not, or -EINVAL (shard out of range). */
 int remember_remove(struct remember *r, uint32_t shard, const char *id, size_t len);
+
+/* True if `id` is in the set of `shard`. */
+bool remember_contains(const struct remember *r, uint32_t shard, const char *id, size_t len);
 
 /* Calls fn for each id of `shard`, in no particular order. fn must not
  * change the store. */

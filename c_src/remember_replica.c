@@ -153,6 +153,8 @@ int remember_msg_apply(struct remember *store, const char *t, size_t len, const 
 			hooks->live(hooks->arg, (uint32_t)shard, id, id_len);
 		else if (!live && (hooks->hosts == NULL || !hooks->hosts(hooks->arg, (uint32_t)shard)))
 			remember_remove(store, (uint32_t)shard, id, id_len);
+		else if (!live && hooks->kept != NULL && remember_contains(store, (uint32_t)shard, id, id_len))
+			hooks->kept(hooks->arg, (uint32_t)shard, id, id_len);
 	}
 	ei_x_free(&canon);
 	return rc;
@@ -163,10 +165,17 @@ int remember_replica_handle(struct remember_replica *rr, const char *t, size_t l
 {
 	char from[TERM_ATOM_BUF];
 	int rc = remember_msg_apply(rr->cfg.store, t, len, hooks, from);
+	if (rc != 0)
+		remember_flush(rr->cfg.store); /* the others' changes are logged too */
 	if (rc < 0)
 		log_warn(rr->cfg.log, "remembered entities: malformed message from %s; the rest of it is ignored",
 			 from[0] ? from : "(unknown)");
 	return rc;
+}
+
+void remember_replica_announce(struct remember_replica *rr, uint32_t shard, const char *id, size_t len)
+{
+	queue(rr, shard, true, id, len);
 }
 
 /* ---- snapshots for members that join ---- */

@@ -64,6 +64,10 @@ struct remember_msg_hooks {
 	 * the shard's previous home) is ignored, or an entity running here
 	 * would be forgotten. NULL: hosts none. */
 	bool (*hosts)(void *arg, uint32_t shard);
+	/* Such an ignored stop, for an id this store still has: the region
+	 * tells the others it lives (remember_replica_announce), so their
+	 * copies do not lose it. NULL: not told. */
+	void (*kept)(void *arg, uint32_t shard, const char *id, size_t len);
 	void *arg;
 };
 
@@ -79,6 +83,10 @@ int remember_replica_handle(struct remember_replica *rr, const char *term, size_
  * if it could not be read. Same returns. */
 int remember_msg_apply(struct remember *store, const char *term, size_t len, const struct remember_msg_hooks *hooks,
 		       char *from);
+
+/* Queues `id` of `shard` as live for the other members, whatever the
+ * store holds: see remember_msg_hooks.kept. */
+void remember_replica_announce(struct remember_replica *rr, uint32_t shard, const char *id, size_t len);
 
 /* After a membership change: members hosting the type that have not been
  * sent the sets of `shards` (read during the call only) get them now. A

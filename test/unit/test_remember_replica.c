@@ -48,7 +48,7 @@ static void count_live(void *arg, uint32_t shard, const char *id, size_t len)
 static int apply_x(struct remember *r, ei_x_buff *x, struct lives *l, char *from)
 {
 	char *t = sn_dup_exact(x->buff, (size_t)x->index);
-	const struct remember_msg_hooks hooks = {count_live, NULL, l};
+	const struct remember_msg_hooks hooks = {count_live, NULL, NULL, l};
 	int rc = remember_msg_apply(r, t, (size_t)x->index, &hooks, from);
 	free(t);
 	ei_x_free(x);
@@ -256,9 +256,11 @@ Test(remember_replica, stops_reported_for_a_shard_hosted_here_are_ignored)
 	sn_x_new(&x);
 	cr_assert_eq(ei_x_format_wo_ver(&x, "{'$shardnode', remembered, n, [{~i, false, b}]}", (int)shard_of_fmt("b")), 0);
 	char *t = sn_dup_exact(x.buff, (size_t)x.index);
-	const struct remember_msg_hooks hooks = {NULL, hosts_shard_of_b, NULL};
+	struct lives kept = {0};
+	const struct remember_msg_hooks hooks = {NULL, hosts_shard_of_b, count_live, &kept};
 	cr_assert_eq(remember_msg_apply(r, t, (size_t)x.index, &hooks, from), 1);
 	cr_assert_eq(total(r), 1, "the home alone says its entities stopped");
+	cr_assert_eq(kept.n, 1, "and the region hears of it, to tell the others it lives");
 	cr_assert_eq(remember_msg_apply(r, t, (size_t)x.index, NULL, from), 1);
 	cr_assert_eq(total(r), 0, "for a shard hosted elsewhere, the stop applies");
 	free(t);
