@@ -276,23 +276,33 @@ static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
 	send_pid_msg(c, proxy, SMSG_REGISTERED, &c->proc->pid);
 }
 
-/* Allocates a shard whose home is gone, and says so to every region. */
-static void reallocate(struct coordinator *c, uint32_t shard)
+/* Gives `shard` (which has no home) to the region the allocation strategy
+ * picks among the available ones, and counts it there. Returns the
+ * region's index, or -1 (no region available, no memory, or a pick the
+ * strategy should not have made): the shard stays without a home. */
+static int32_t allocate_home(struct coordinator *c, uint32_t shard)
 {
 	if (c->nregions == 0)
-		return;
+		return -1;
 	uint32_t *counts = malloc(c->nregions * sizeof *counts);
 	if (counts == NULL)
-		return;
+		return -1;
 	for (size_t k = 0; k < c->nregions; k++)
 		counts[k] = unavailable(c, k) ? UINT32_MAX : c->regions[k].nshards;
 	int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
 	free(counts);
 	if (pick < 0 || (size_t)pick >= c->nregions || unavailable(c, (size_t)pick))
-		return;
+		return -1;
 	c->home[shard] = pick;
 	c->regions[pick].nshards++;
-	broadcast_home(c, shard);
+	return pick;
+}
+
+/* Allocates a shard whose home is gone, and says so to every region. */
+static void reallocate(struct coordinator *c, uint32_t shard)
+{
+	if (allocate_home(c, shard) >= 0)
+		broadcast_home(c, shard);
 }
 
 static void send_shard_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
@@ -500,17 +510,10 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 		return; /* min_nr_of_members: the region asks again */
 	int32_t h = c->home[shard];
 	if (h < 0) {
-		uint32_t *counts = malloc(c->nregions * sizeof *counts);
-		if (counts == NULL)
+		int32_t pick = allocate_home(c, shard);
+		if (pick < 0)
 			return;
-		for (size_t k = 0; k < c->nregions; k++)
-			counts[k] = unavailable(c, k) ? UINT32_MAX : c->regions[k].nshards;
-		int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
-		free(counts);
-		if (pick < 0 || (size_t)pick >= c->nregions || unavailable(c, (size_t)pick))
-			return;
-		h = c->home[shard] = pick;
-		c->regions[pick].nshards++;
+		h = pick;
 		log_debug(c->cfg.log, "coordinator %s: shard %u allocated to %s", c->cfg.type_name, shard,
 			  c->regions[pick].pid.node);
 		/* The home hears first, so it hosts the shard before anyone
