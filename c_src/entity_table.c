@@ -198,6 +198,19 @@ size_t entity_table_remove_if(struct entity_table *t, bool (*pred)(struct entity
 	return n;
 }
 
+void entity_table_clear(struct entity_table *t, void (*on_remove)(struct entity *e, void *arg), void *arg)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		struct entity *e = entity_table_at(t, i);
+		if (e == NULL)
+			continue;
+		if (on_remove)
+			on_remove(e, arg);
+		free(e);
+	}
+	entity_table_free(t);
+}
+
 void entity_table_free(struct entity_table *t)
 {
 	free(t->slots);

@@ -75,6 +75,11 @@ size_t entity_table_remove_if(struct entity_table *t, bool (*pred)(struct entity
  * when an entity's address uses the tag bits; idempotent. */
 void entity_table_untag(struct entity_table *t);
 
+/* Removes and frees every entity, calling `on_remove` (which releases
+ * state; may be NULL) before each is freed, then frees the array: the table
+ * is empty and can be used again. Allocates nothing, so it cannot fail. */
+void entity_table_clear(struct entity_table *t, void (*on_remove)(struct entity *e, void *arg), void *arg);
+
 /* Frees the table's array (entities must have been removed). */
 void entity_table_free(struct entity_table *t);
 

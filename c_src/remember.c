@@ -332,13 +332,6 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 	return r;
 }
 
-static bool every(struct entity *e, void *arg)
-{
-	(void)e;
-	(void)arg;
-	return true;
-}
-
 void remember_close(struct remember *r)
 {
 	if (r == NULL)
@@ -347,10 +340,8 @@ void remember_close(struct remember *r)
 		log_error(r->log, "remembered entities: cannot write %s: %s", r->path, strerror(errno));
 	if (r->lock_fd >= 0)
 		close(r->lock_fd); /* and with it the lock */
-	for (uint32_t s = 0; r->sets != NULL && s < r->nshards; s++) {
-		entity_table_remove_if(&r->sets[s], every, NULL, NULL);
-		entity_table_free(&r->sets[s]);
-	}
+	for (uint32_t s = 0; r->sets != NULL && s < r->nshards; s++)
+		entity_table_clear(&r->sets[s], NULL, NULL);
 	free(r->sets);
 	free(r->path);
 	free(r);

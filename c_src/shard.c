@@ -127,18 +127,10 @@ size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms)
 	return entity_table_remove_if(&s->entities, is_idle, stop_idle, &w);
 }
 
-static bool always(struct entity *e, void *arg)
-{
-	(void)e;
-	(void)arg;
-	return true;
-}
-
 void shard_free(struct shard *s)
 {
 	if (s == NULL)
 		return;
-	entity_table_remove_if(&s->entities, always, stop_entity, s);
-	entity_table_free(&s->entities);
+	entity_table_clear(&s->entities, stop_entity, s);
 	free(s);
 }

@@ -789,3 +789,29 @@ Test(entity_table, bytes_track_inserts_and_removes)
 	entity_table_remove(&t, b);
 	cr_assert_eq(entity_table_bytes(&t), 0);
 }
+
+static void count_removed(struct entity *e, void *arg)
+{
+	(void)e;
+	(*(size_t *)arg)++;
+}
+
+Test(entity_table, clear_removes_every_entity_and_leaves_a_usable_table)
+{
+	struct entity_table t = {0};
+	char id[16];
+	for (int k = 0; k < 100; k++) {
+		int len = snprintf(id, sizeof id, "e%d", k);
+		cr_assert_not_null(entity_table_insert(&t, id, (size_t)len, entity_table_hash(id, (size_t)len), 8));
+	}
+	size_t removed = 0;
+	entity_table_clear(&t, count_removed, &removed);
+	cr_assert_eq(removed, 100, "on_remove once per entity");
+	cr_assert_eq(t.count, 0);
+	cr_assert_null(t.slots);
+	cr_assert_eq(t.cap, 0);
+	cr_assert_not_null(entity_table_insert(&t, "again", 5, entity_table_hash("again", 5), 0));
+	entity_table_clear(&t, NULL, NULL); /* no callback: fine */
+	cr_assert_eq(t.count, 0);
+	entity_table_clear(&t, NULL, NULL); /* an empty table: fine */
+}
