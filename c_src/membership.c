@@ -65,13 +65,21 @@ void membership_send_admin(struct membership *m, const char *to, const ei_x_buff
 	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);
 }
 
-static void encode_member(ei_x_buff *x, const struct member *e)
+int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind)
 {
-	ei_x_encode_tuple_header(x, 5);
-	ei_x_encode_atom(x, e->node);
-	ei_x_encode_ulong(x, e->up_number);
-	ei_x_encode_atom(x, status_names[e->status]);
-	ei_x_encode_ulong(x, e->version);
+	if (ei_x_new_with_version(x) < 0)
+		return -ENOMEM;
+	if (ei_x_encode_tuple_header(x, 4) < 0 || ei_x_encode_atom(x, "$shardnode") < 0 ||
+	    ei_x_encode_atom(x, kind) < 0 || ei_x_encode_atom(x, m->self) < 0) {
+		ei_x_free(x);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* [Type] of a member. */
+static void encode_types(ei_x_buff *x, const struct member *e)
+{
 	if (e->ntypes)
 		ei_x_encode_list_header(x, (long)e->ntypes);
 	for (size_t t = 0; t < e->ntypes; t++)
@@ -79,15 +87,21 @@ static void encode_member(ei_x_buff *x, const struct member *e)
 	ei_x_encode_empty_list(x);
 }
 
+static void encode_member(ei_x_buff *x, const struct member *e)
+{
+	ei_x_encode_tuple_header(x, 5);
+	ei_x_encode_atom(x, e->node);
+	ei_x_encode_ulong(x, e->up_number);
+	ei_x_encode_atom(x, status_names[e->status]);
+	ei_x_encode_ulong(x, e->version);
+	encode_types(x, e);
+}
+
 void membership_gossip_to(struct membership *m, const char *to)
 {
 	ei_x_buff x;
-	if (ei_x_new_with_version(&x) < 0)
+	if (membership_begin_msg(m, &x, "gossip") != 0)
 		return;
-	ei_x_encode_tuple_header(&x, 4);
-	ei_x_encode_atom(&x, "$shardnode");
-	ei_x_encode_atom(&x, "gossip");
-	ei_x_encode_atom(&x, m->self);
 	if (m->n)
 		ei_x_encode_list_header(&x, (long)m->n);
 	for (size_t k = 0; k < m->n; k++)
@@ -108,19 +122,10 @@ static void gossip_all(struct membership *m)
 
 static void send_join(struct membership *m, const char *seed)
 {
-	const struct member *me = membership_member(m, m->self);
 	ei_x_buff x;
-	if (ei_x_new_with_version(&x) < 0)
+	if (membership_begin_msg(m, &x, "join") != 0)
 		return;
-	ei_x_encode_tuple_header(&x, 4);
-	ei_x_encode_atom(&x, "$shardnode");
-	ei_x_encode_atom(&x, "join");
-	ei_x_encode_atom(&x, m->self);
-	if (me->ntypes)
-		ei_x_encode_list_header(&x, (long)me->ntypes);
-	for (size_t t = 0; t < me->ntypes; t++)
-		ei_x_encode_atom(&x, me->types[t]);
-	ei_x_encode_empty_list(&x);
+	encode_types(&x, membership_member(m, m->self));
 	membership_send_admin(m, seed, &x);
 	ei_x_free(&x);
 }

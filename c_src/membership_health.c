@@ -12,12 +12,8 @@
 void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)
 {
 	ei_x_buff x;
-	if (ei_x_new_with_version(&x) < 0)
+	if (membership_begin_msg(m, &x, kind) != 0)
 		return;
-	ei_x_encode_tuple_header(&x, 4);
-	ei_x_encode_atom(&x, "$shardnode");
-	ei_x_encode_atom(&x, kind);
-	ei_x_encode_atom(&x, m->self);
 	ei_x_encode_ulonglong(&x, sent_at);
 	membership_send_admin(m, to, &x);
 	ei_x_free(&x);

@@ -48,6 +48,11 @@ struct member *membership_member(struct membership *m, const char *node);
  * restarts the stability clock, refreshes the lease, tells the owner. */
 void membership_changed(struct membership *m);
 
+/* Starts a fresh x with the version byte and {'$shardnode', Kind, Self, _
+ * (the caller encodes the fourth element). Returns 0, or -ENOMEM with
+ * nothing to free. */
+int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind);
+
 /* Sends an encoded message (with version byte) to the admin of `to`. */
 void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x);
 
