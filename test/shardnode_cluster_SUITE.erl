@@ -17,7 +17,7 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
--export([stream_tagged/5]). %% runs on the BEAM peers
+-export([stream/5]). %% runs on the BEAM peers too
 -export([three_nodes_converge/1,
          fourth_node_joins_under_load/1,
          beam_clients_on_every_node_during_a_join/1,
@@ -166,15 +166,12 @@ coordinator_node_leaves_under_load(Config) ->
     await(fun() -> [shard_count(N, echo) || N <- [A, B, C]] =:= [10, 10, 10] end),
     Count = 4000,
     Self = self(),
-    Streamer = spawn_link(fun() -> stream(Self, B, Ids, Count) end),
+    Streamer = spawn_link(fun() -> stream(Self, local, B, Ids, Count) end),
     ok = shardnode:stop_node(A),
-    Got = [receive {echo, _, {seq, Id, S}} -> {Id, S} after 10000 -> ct:fail({missing_after, K}) end
-           || K <- lists:seq(1, Count)],
+    Got = collect_replies(Count, 10000),
     unlink(Streamer),
     exit(Streamer, kill),
-    ?assertEqual(Count, length(lists:usort(Got))),
-    PerId = maps:groups_from_list(fun({Id, _}) -> Id end, fun({_, S}) -> S end, Got),
-    [?assertEqual(lists:sort(Seqs), Seqs) || Seqs <- maps:values(PerId)],
+    assert_once_in_order(Count, Got),
     await_members([B, C], [B, C]),
     ?assertEqual(?SHARDS, shard_count(B, echo) + shard_count(C, echo)),
     ok.
@@ -324,19 +321,13 @@ fourth_node_joins_under_load(Config) ->
     await(fun() -> [shard_count(N, echo) || N <- Nodes] =:= [10, 10, 10] end),
     Count = 4000,
     Self = self(),
-    Streamer = spawn_link(fun() -> stream(Self, A, Ids, Count) end),
+    Streamer = spawn_link(fun() -> stream(Self, local, A, Ids, Count) end),
     {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
-    Got = [receive {echo, _, {seq, Id, S}} -> {Id, S} after 10000 -> ct:fail({missing_after, K}) end
-           || K <- lists:seq(1, Count)],
+    Got = collect_replies(Count, 10000),
     unlink(Streamer),
     exit(Streamer, kill),
-    ?assertEqual(Count, length(lists:usort(Got))),
-    PerId = maps:groups_from_list(fun({Id, _}) -> Id end, fun({_, S}) -> S end, Got),
-    [?assertEqual(lists:sort(Seqs), Seqs) || Seqs <- maps:values(PerId)],
-    await(fun() ->
-                  Counts = [shard_count(N, echo) || N <- Nodes ++ [D]],
-                  lists:sum(Counts) =:= ?SHARDS andalso lists:max(Counts) - lists:min(Counts) =< 1
-          end),
+    assert_once_in_order(Count, Got),
+    await(fun() -> balanced([shard_count(N, echo) || N <- Nodes ++ [D]]) end),
     ok = shardnode:stop_node(D).
 
 %% Three BEAM peers, each sending through a different C node, stream
@@ -356,26 +347,20 @@ beam_clients_on_every_node_during_a_join(Config) ->
              end || _ <- Nodes],
     Count = 2000,
     Self = self(),
-    [spawn(PeerNode, ?MODULE, stream_tagged, [Self, Tag, N, Ids, Count])
+    [spawn(PeerNode, ?MODULE, stream, [Self, Tag, N, Ids, Count])
      || {Tag, {{_, PeerNode}, N}} <- lists:enumerate(lists:zip(Peers, Nodes))],
     {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
     Total = Count * length(Nodes),
-    Got = [receive {echo, Id, {seq, Tag, Id, S}} -> {{Tag, Id}, S}
-           after 15000 -> ct:fail({missing_after, K})
-           end || K <- lists:seq(1, Total)],
+    Got = collect_replies(Total, 15000),
     [ok = shardnode_ct:stop_peer(Peer) || {Peer, _} <- Peers],
-    ?assertEqual(Total, length(lists:usort(Got))),
-    PerSender = maps:groups_from_list(fun({Key, _}) -> Key end, fun({_, S}) -> S end, Got),
-    [?assertEqual(lists:sort(Seqs), Seqs) || Seqs <- maps:values(PerSender)],
-    await(fun() ->
-                  Counts = [shard_count(N, echo) || N <- Nodes ++ [D]],
-                  lists:sum(Counts) =:= ?SHARDS andalso lists:max(Counts) - lists:min(Counts) =< 1
-          end),
+    assert_once_in_order(Total, Got),
+    await(fun() -> balanced([shard_count(N, echo) || N <- Nodes ++ [D]]) end),
     ok = shardnode:stop_node(D).
 
-%% On a peer: numbered tells tagged with the peer's number, through Node;
-%% the replies (which come to this process) go on to Client.
-stream_tagged(Client, Tag, Node, Ids, Count) ->
+%% Sends numbered tells, a few per millisecond, through Node (from a peer,
+%% or from this node with Tag `local'), then passes the replies (which come
+%% to the sender) on to Client.
+stream(Client, Tag, Node, Ids, Count) ->
     N = length(Ids),
     [begin
          Id = lists:nth(1 + K rem N, Ids),
@@ -384,16 +369,23 @@ stream_tagged(Client, Tag, Node, Ids, Count) ->
      end || K <- lists:seq(1, Count)],
     forward(Client).
 
-%% Sends the numbered tells, a few per millisecond, then passes the replies
-%% (which come to the sender) on to the test process.
-stream(Client, Node, Ids, Count) ->
-    N = length(Ids),
-    [begin
-         Id = lists:nth(1 + K rem N, Ids),
-         erlang:send({echo, Node}, {Id, {seq, Id, K}}),
-         K rem 40 =:= 0 andalso timer:sleep(1)
-     end || K <- lists:seq(1, Count)],
-    forward(Client).
+%% The replies of stream/5, as {{Tag, Id}, Seq}, in arrival order; fails
+%% if one is missing `Timeout' ms after the one before.
+collect_replies(Count, Timeout) ->
+    [receive {echo, Id, {seq, Tag, Id, S}} -> {{Tag, Id}, S}
+     after Timeout -> ct:fail({missing_after, K})
+     end || K <- lists:seq(1, Count)].
+
+%% Every reply arrived once, and in order per sender and entity.
+assert_once_in_order(Count, Got) ->
+    ?assertEqual(Count, length(lists:usort(Got))),
+    PerSender = maps:groups_from_list(fun({Key, _}) -> Key end, fun({_, S}) -> S end, Got),
+    [?assertEqual(lists:sort(Seqs), Seqs) || Seqs <- maps:values(PerSender)],
+    ok.
+
+%% All shards placed, most minus least per node at most 1.
+balanced(Counts) ->
+    lists:sum(Counts) =:= ?SHARDS andalso lists:max(Counts) - lists:min(Counts) =< 1.
 
 forward(Client) ->
     receive Reply -> Client ! Reply, forward(Client) end.
@@ -497,8 +489,7 @@ rebalance_after_a_crash_does_not_wait_for_the_dead(Config) ->
     {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
     await(fun() ->
                   [_ = try_call(A, I, get) || I <- Ids],
-                  Counts = [shard_count(N) || N <- [A, B, D]],
-                  lists:sum(Counts) =:= ?SHARDS andalso lists:max(Counts) - lists:min(Counts) =< 1
+                  balanced([shard_count(N) || N <- [A, B, D]])
           end),
     ok = shardnode:stop_node(D).
 
