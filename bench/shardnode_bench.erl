@@ -20,7 +20,8 @@
 %% measurement fails, and is checked to be gone.
 %%
 %% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
-%% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_WINDOW, BENCH_C_WINDOW,
+%% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_CLIENT_NODES,
+%% BENCH_WINDOW, BENCH_C_WINDOW,
 %% BENCH_C_LOADGEN, BENCH_TAG, BENCH_PIDS_FILE, BENCH_DATA_DIR.
 -module(shardnode_bench).
 
@@ -68,6 +69,7 @@ config() ->
       entities => env_int("BENCH_ENTITIES", 1000000, 1000),
       seconds => env_int("BENCH_SECONDS", 2, 1),
       clients => env_int("BENCH_CLIENTS", 16, 1),
+      client_nodes => env_int("BENCH_CLIENT_NODES", 4, 1),
       window => env_int("BENCH_WINDOW", 100, 1),
       c_window => env_int("BENCH_C_WINDOW", 10, 1),
       c_loadgen => filename:absname(env_str("BENCH_C_LOADGEN", "build/bench/c_loadgen")),
@@ -103,12 +105,15 @@ run(#{rounds := Rounds} = Cfg0) ->
     {ok, _} = application:ensure_all_started(shardnode),
     print_header(Cfg),
     T0 = erlang:monotonic_time(millisecond),
-    PerRound =
-        [begin
-             S = measure(shardnode, R, Cfg),
-             B = measure(beam, R, Cfg),
-             {S, B}
-         end || R <- lists:seq(1, Rounds)],
+    PerRound = with_load_nodes(
+                 Cfg0,
+                 fun(LoadNodes) ->
+                         [begin
+                              S = measure(shardnode, R, Cfg#{load_nodes => LoadNodes}),
+                              B = measure(beam, R, Cfg#{load_nodes => LoadNodes}),
+                              {S, B}
+                          end || R <- lists:seq(1, Rounds)]
+                 end),
     Secs = (erlang:monotonic_time(millisecond) - T0) / 1000,
     {Ss, Bs} = lists:unzip(PerRound),
     io:format("~nMedians over ~b rounds (~.1f s in all). Ratios read so that "
@@ -157,23 +162,50 @@ throughput_figures(#{ospid := OsPid} = Sys, #{clients := C, window := W, seconds
     fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
     Payload = binary:copy(<<"x">>, ?ECHO_BYTES),
     fill(Sys, echo, Payload, 1, ?HOT_ENTITIES, C, W),
-    Cpu0 = cpu_us(OsPid),
+    Me = list_to_integer(os:getpid()),
+    Cpu0 = cpu_us(OsPid), Gen0 = cpu_us(Me),
     {Tell, Tells} = tell_rate(Sys, counter, incr, ?HOT_ENTITIES, C, W, Secs),
-    Cpu1 = cpu_us(OsPid),
+    Cpu1 = cpu_us(OsPid), Gen1 = cpu_us(Me),
     {AskRate, AskP50, AskP99, Asks} = ask(Sys, counter, get, ?HOT_ENTITIES, C, Secs),
-    Cpu2 = cpu_us(OsPid),
+    Cpu2 = cpu_us(OsPid), Gen2 = cpu_us(Me),
     {EchoRate, EchoP50, EchoP99, _} = ask(Sys, echo, Payload, ?HOT_ENTITIES, C, Secs),
     TellCpu = (Cpu1 - Cpu0) / Tells,
     AskCpu = (Cpu2 - Cpu1) / Asks,
-    progress("tell", "~s msg/s, ~s us CPU per message", [fmt(Tell), fmt(TellCpu)]),
-    progress("ask counter", "~s calls/s, p50 ~s us, p99 ~s us, ~s us CPU per call",
-             [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt(AskCpu)]),
+    progress("tell", "~s msg/s, ~s us CPU per message (load generator: ~s us)",
+             [fmt(Tell), fmt(TellCpu), fmt((Gen1 - Gen0) / Tells)]),
+    progress("ask counter", "~s calls/s, p50 ~s us, p99 ~s us, ~s us CPU per call (load generator: ~s us)",
+             [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt(AskCpu), fmt((Gen2 - Gen1) / Asks)]),
     progress("ask echo", "~s calls/s, p50 ~s us, p99 ~s us",
              [fmt(EchoRate), fmt(EchoP50), fmt(EchoP99)]),
-    CFigures = c_loadgen_figures(Sys, Cfg),
+    Spread = spread_figures(Sys, Cfg),
+    CFigures = maps:merge(Spread, c_loadgen_figures(Sys, Cfg)),
     CFigures#{tell_rate => Tell, tell_cpu => TellCpu,
               ask_rate => AskRate, ask_p50 => AskP50, ask_p99 => AskP99, ask_cpu => AskCpu,
               echo_rate => EchoRate, echo_p50 => EchoP50, echo_p99 => EchoP99}.
+
+%% The tell and ask counter figures again, with the same clients spread
+%% over the load nodes (client I on node I rem N), so that each node's one
+%% distribution connection carries a share of the load instead of all of
+%% it. The load nodes' CPU is the sum over their OS processes.
+spread_figures(#{ospid := OsPid} = Sys,
+               #{clients := C, window := W, seconds := Secs, load_nodes := Loads}) ->
+    Nodes = [N || #{node := N} <- Loads],
+    LoadCpu = fun() -> lists:sum([cpu_us(P) || #{ospid := P} <- Loads]) end,
+    Cpu0 = cpu_us(OsPid), Gen0 = LoadCpu(),
+    {Tell, Tells} = tell_rate(Sys, counter, incr, ?HOT_ENTITIES, C, W, Secs, Nodes),
+    Cpu1 = cpu_us(OsPid), Gen1 = LoadCpu(),
+    {AskRate, AskP50, AskP99, Asks} = ask(Sys, counter, get, ?HOT_ENTITIES, C, Secs, Nodes),
+    Cpu2 = cpu_us(OsPid), Gen2 = LoadCpu(),
+    TellCpu = (Cpu1 - Cpu0) / Tells,
+    AskCpu = (Cpu2 - Cpu1) / Asks,
+    What = io_lib:format("~b nodes", [length(Nodes)]),
+    progress(["tell, ", What], "~s msg/s, ~s us CPU per message (load nodes: ~s us)",
+             [fmt(Tell), fmt(TellCpu), fmt((Gen1 - Gen0) / Tells)]),
+    progress(["ask, ", What], "~s calls/s, p50 ~s us, p99 ~s us, ~s us CPU per call (load nodes: ~s us)",
+             [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt(AskCpu), fmt((Gen2 - Gen1) / Asks)]),
+    #{spread_tell_rate => Tell, spread_tell_cpu => TellCpu,
+      spread_ask_rate => AskRate, spread_ask_p50 => AskP50, spread_ask_p99 => AskP99,
+      spread_ask_cpu => AskCpu}.
 
 %% The same counters driven by the C load generator: K clients each keeping
 %% BENCH_C_WINDOW calls in flight (asks, incr), then BENCH_WINDOW tells
@@ -501,12 +533,18 @@ check_reply(_Type, Other) -> erlang:error({bad_reply, Other}).
 %% unanswered, for Secs seconds; then they stop sending and wait for the
 %% replies still due. Messages per second = replies / time to the last one.
 tell_rate(Sys, Type, Msg, NEnt, Clients, Window, Secs) ->
+    tell_rate(Sys, Type, Msg, NEnt, Clients, Window, Secs, [node()]).
+
+%% The same with the clients spread over Nodes. erlang:monotonic_time/0 is
+%% the same clock on every node of one machine, so the deadline and the
+%% clients' end times are comparable with Start.
+tell_rate(Sys, Type, Msg, NEnt, Clients, Window, Secs, Nodes) ->
     Start = erlang:monotonic_time(),
     Deadline = Start + erlang:convert_time_unit(Secs, second, native),
     Results = run_clients([fun() ->
                                    Offset = I * NEnt div Clients,
                                    tell_client(Sys, Type, Msg, NEnt, Offset, Window, Deadline)
-                           end || I <- lists:seq(0, Clients - 1)]),
+                           end || I <- lists:seq(0, Clients - 1)], Nodes),
     {Counts, Ends} = lists:unzip(Results),
     Total = lists:sum(Counts),
     {Total / (us(lists:max(Ends) - Start) / 1.0e6), Total}.
@@ -540,12 +578,16 @@ tell_loop(Sys, Type, Msg, NEnt, K, Out, Deadline, Got) ->
 %% seconds. Returns calls per second, the p50 and p99 latency in
 %% microseconds over every call of every client, and the number of calls.
 ask(Sys, Type, Msg, NEnt, Clients, Secs) ->
+    ask(Sys, Type, Msg, NEnt, Clients, Secs, [node()]).
+
+%% The same with the clients spread over Nodes.
+ask(Sys, Type, Msg, NEnt, Clients, Secs, Nodes) ->
     Start = erlang:monotonic_time(),
     Deadline = Start + erlang:convert_time_unit(Secs, second, native),
     Results = run_clients([fun() ->
                                    Offset = I * NEnt div Clients,
                                    ask_loop(Sys, Type, Msg, NEnt, Offset, Deadline, [])
-                           end || I <- lists:seq(0, Clients - 1)]),
+                           end || I <- lists:seq(0, Clients - 1)], Nodes),
     Elapsed = us(erlang:monotonic_time() - Start) / 1.0e6,
     Lat = lists:sort(lists:append(Results)),
     {length(Lat) / Elapsed, percentile(Lat, 0.50), percentile(Lat, 0.99), length(Lat)}.
@@ -573,12 +615,20 @@ check_ask(_Type, _Msg, Other) -> erlang:error({bad_reply, Other}).
 %% Runs each fun in its own process, all released at once; returns their
 %% results in order. A client that crashes fails the figure.
 run_clients(Funs) ->
+    run_clients(Funs, [node()]).
+
+%% The same with the processes spread over Nodes, fun I (from 0) on node
+%% I rem length(Nodes). A client on a node that goes away fails the figure
+%% as a crash does (its monitor says noconnection).
+run_clients(Funs, Nodes) ->
     Self = self(),
     Go = make_ref(),
-    Clients = [spawn_monitor(fun() ->
+    N = length(Nodes),
+    Clients = [spawn_monitor(lists:nth(I rem N + 1, Nodes),
+                             fun() ->
                                      receive Go -> ok end,
                                      Self ! {self(), Go, F()}
-                             end) || F <- Funs],
+                             end) || {I, F} <- lists:zip(lists:seq(0, length(Funs) - 1), Funs)],
     [Pid ! Go || {Pid, _} <- Clients],
     [receive
          {Pid, Go, Result} ->
@@ -592,6 +642,44 @@ run_clients(Funs) ->
 %%====================================================================
 %% Nodes
 %%====================================================================
+
+%% Starts the load nodes, runs Fun with them and stops them, also when Fun
+%% fails: BENCH_CLIENT_NODES BEAM nodes bench_load<a, b, ...><tag>@127.0.0.1
+%% that only run client processes. They are started once per run and serve
+%% both systems alike. Their schedulers do not busy-wait (+sbwt none and
+%% the same for the dirty schedulers): a load node is idle between the
+%% replies it waits for, and spinning there would take the cores from
+%% whichever system is measured. They are hidden nodes, so that they do not
+%% join global's mesh with each other and the baseline (whose connections
+%% global would otherwise cut and warn about when a node stops).
+with_load_nodes(#{client_nodes := N} = Cfg, Fun) ->
+    Loads = [start_load(<<($a + K)>>, Cfg) || K <- lists:seq(0, N - 1)],
+    Result = try
+                 Fun(Loads)
+             catch
+                 Class:Reason:Stack ->
+                     [stop_quietly(L) || L <- Loads],
+                     erlang:raise(Class, Reason, Stack)
+             end,
+    [stop(L) || L <- Loads],
+    Result.
+
+start_load(Letter, #{tag := Tag} = Cfg) ->
+    {ok, Peer, Node} =
+        peer:start(#{name => "bench_load" ++ binary_to_list(Letter) ++ Tag,
+                     host => "127.0.0.1",
+                     longnames => true,
+                     args => ["-setcookie", atom_to_list(erlang:get_cookie()), "-hidden",
+                              "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
+                              "-pa", filename:absname(filename:dirname(code:which(?MODULE)))]}),
+    Load0 = #{system => load, node => Node, peer => Peer},
+    track(Load0),
+    OsPid = list_to_integer(erpc:call(Node, os, getpid, [])),
+    note_ospid(OsPid, Cfg),
+    note_started(Node, OsPid),
+    Load = Load0#{ospid => OsPid},
+    track(Load),
+    Load.
 
 %% Starts a fresh node of System, runs Fun on it and stops it, also when Fun
 %% fails.
@@ -667,7 +755,7 @@ stop(#{system := shardnode, node := Node} = Sys) ->
         ok -> gone(Node, maps:get(ospid, Sys, undefined));
         {error, Reason} -> erlang:error({stop_shardnode, Node, Reason})
     end;
-stop(#{system := beam, node := Node, peer := Peer} = Sys) ->
+stop(#{system := System, node := Node, peer := Peer} = Sys) when System =:= beam; System =:= load ->
     untrack(Sys),
     ok = peer:stop(Peer),
     gone(Node, maps:get(ospid, Sys, undefined)).
@@ -768,7 +856,7 @@ medians([M | _] = Maps) ->
     maps:from_list([{K, median([maps:get(K, X) || X <- Maps])} || K <- maps:keys(M)]).
 
 progress(What, Fmt, Args) ->
-    io:format("  ~-14s " ++ Fmt ++ "~n", [What | Args]).
+    io:format("  ~-14s " ++ Fmt ++ "~n", [lists:flatten(What) | Args]).
 
 fmt(X) when is_float(X), abs(X) >= 100 -> fmt(round(X));
 fmt(X) when is_float(X), abs(X) >= 10 -> float_to_list(X, [{decimals, 1}]);
@@ -812,7 +900,8 @@ cpu_model() ->
             "unknown CPU"
     end.
 
-print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW}) ->
+print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
+                    client_nodes := LN}) ->
     Rows =
         [{io_lib:format("tell throughput, msg/s (~b clients, ~s counters)", [C, fmt(?HOT_ENTITIES)]),
           tell_rate, higher},
@@ -821,6 +910,14 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW}) -
          {"ask latency p50, us", ask_p50, lower},
          {"ask latency p99, us", ask_p99, lower},
          {"CPU of the system per ask, us", ask_cpu, lower},
+         {io_lib:format("tell throughput, msg/s, the same clients spread over ~b load nodes", [LN]),
+          spread_tell_rate, higher},
+         {io_lib:format("CPU of the system per tell, us (~b load nodes)", [LN]), spread_tell_cpu, lower},
+         {io_lib:format("ask throughput, calls/s, the same clients spread over ~b load nodes", [LN]),
+          spread_ask_rate, higher},
+         {io_lib:format("ask latency p50, us (~b load nodes)", [LN]), spread_ask_p50, lower},
+         {io_lib:format("ask latency p99, us (~b load nodes)", [LN]), spread_ask_p99, lower},
+         {io_lib:format("CPU of the system per ask, us (~b load nodes)", [LN]), spread_ask_cpu, lower},
          {io_lib:format("ask echo ~b B throughput, calls/s", [?ECHO_BYTES]), echo_rate, higher},
          {io_lib:format("ask echo ~b B latency p50, us", [?ECHO_BYTES]), echo_p50, lower},
          {io_lib:format("ask echo ~b B latency p99, us", [?ECHO_BYTES]), echo_p99, lower},
