@@ -9,8 +9,10 @@
 %%              gen_server per type, registered as the type) and one
 %%              bench_entity gen_server per entity.
 %%
-%% It talks to both with `!' and gen_server:call/3 only; for the "C load
-%% generator" rows it runs build/bench/c_loadgen (bench/c_loadgen.c), a C
+%% It talks to both with `!' and gen_server:call/3 only, from its own client
+%% processes and, for the rows marked "load nodes", from the same clients
+%% spread over a few BEAM load nodes (one distribution connection carries
+%% only so much, see bench/README.md); for the "C load generator" rows it runs build/bench/c_loadgen (bench/c_loadgen.c), a C
 %% node that speaks the distribution protocol itself, against the same
 %% node, so that the client is not the bottleneck. Rounds alternate
 %% shardnode, beam, shardnode, beam, ...; every figure is the median over
