@@ -342,15 +342,54 @@ void term_pid_copy(erlang_pid *dst, const erlang_pid *src)
 
 long term_get_tuple(const char *buf, size_t *idx)
 {
-	int i = (int)*idx, arity;
-	if (ei_decode_tuple_header(buf, &i, &arity) < 0)
-		return -1;
-	*idx = (size_t)i;
-	return arity;
+	/* Read directly rather than with ei_decode_tuple_header: the header is
+	 * read for nearly every message, and the bytes are already validated.
+	 * A LARGE_TUPLE_EXT arity is taken as the signed 32-bit int ei gives. */
+	const unsigned char *b = (const unsigned char *)buf + *idx;
+	if (b[0] == ERL_SMALL_TUPLE_EXT) {
+		*idx += 2;
+		return b[1];
+	}
+	if (b[0] == ERL_LARGE_TUPLE_EXT) {
+		*idx += 5;
+		return (int32_t)be32(b + 1);
+	}
+	return -1;
+}
+
+/* The end of the validated leaf term at b[i] whose size its first bytes
+ * tell, or 0 (no term ends at offset 0) for any other term. */
+static size_t leaf_end(const unsigned char *b, size_t i)
+{
+	switch (b[i]) {
+	case ERL_SMALL_INTEGER_EXT:
+		return i + 2;
+	case ERL_INTEGER_EXT:
+		return i + 5;
+	case ERL_NIL_EXT:
+		return i + 1;
+	case ERL_SMALL_ATOM_EXT:
+	case ERL_SMALL_ATOM_UTF8_EXT:
+		return i + 2 + b[i + 1];
+	case ERL_ATOM_EXT:
+	case ERL_ATOM_UTF8_EXT:
+		return i + 3 + be16(b + i + 1);
+	case ERL_BINARY_EXT:
+		return i + 5 + be32(b + i + 1);
+	default:
+		return 0;
+	}
 }
 
 void term_skip(const char *buf, size_t *idx)
 {
+	/* Most terms skipped on the message path are small leaves (an atom, a
+	 * small integer): their length is in their first bytes. */
+	size_t end = leaf_end((const unsigned char *)buf, *idx);
+	if (end != 0) {
+		*idx = end;
+		return;
+	}
 	/* Not ei_skip_term(): it recurses once per nesting level, and a peer
 	 * may send a term nested a million deep, which term_validate accepts.
 	 * The term is already validated, so the validator's iterative walk
@@ -360,6 +399,12 @@ void term_skip(const char *buf, size_t *idx)
 
 int term_get_long(const char *buf, size_t *idx, long *out)
 {
+	/* A small integer (every op) is read here; other encodings go to ei. */
+	if ((unsigned char)buf[*idx] == ERL_SMALL_INTEGER_EXT) {
+		*out = (unsigned char)buf[*idx + 1];
+		*idx += 2;
+		return 0;
+	}
 	int i = (int)*idx;
 	long v;
 	/* ei accepts any integer that fits a long; the callers want the

@@ -65,13 +65,16 @@ bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
  * about 20 bytes). dst->node past the NUL is left as it was. */
 void term_pid_copy(erlang_pid *dst, const erlang_pid *src);
 
-/* Reads a tuple header at buf[*idx]; returns its arity, or -1 if not a tuple. */
+/* Reads a (validated) tuple header at buf[*idx]; returns its arity, or -1
+ * (*idx unchanged) if not a tuple. */
 long term_get_tuple(const char *buf, size_t *idx);
 
-/* Skips one validated term. */
+/* Skips one validated term: leaves by their header, anything else by the
+ * validator's iterative walk (no recursion, whatever the nesting). */
 void term_skip(const char *buf, size_t *idx);
 
-/* Reads a small non-negative integer (< 2^31) into *out. Returns 0 or -EPROTO. */
+/* Reads a (validated) small non-negative integer (< 2^31) into *out and
+ * advances *idx. Returns 0, or -EPROTO (*idx and *out unchanged). */
 int term_get_long(const char *buf, size_t *idx, long *out);
 
 /* Appends raw, already-encoded term bytes to x. Returns 0 or -ENOMEM. */

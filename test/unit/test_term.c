@@ -1123,3 +1123,36 @@ Test(term, pid_copy_copies_the_name_not_the_buffer)
 			cr_assert_eq((unsigned char)dst.node[lens[k] + 1], 0xA5, "nothing past the NUL is written");
 	}
 }
+
+Test(term, skip_leaves_and_compounds)
+{
+	/* term_skip reads a leaf's length from its header and walks anything
+	 * else: both must end where the validator does. */
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_long(&x, 7), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 1 << 20), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "incr"), 0);
+	cr_assert_eq(ei_x_encode_atom_len_as(&x, "caf\xE9", 4, ERLANG_LATIN1, ERLANG_LATIN1), 0);
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	cr_assert_eq(ei_x_encode_binary(&x, "abc", 3), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "a"), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_longlong(&x, 1LL << 40), 0);
+	static const char big_atom_head[] = {ERL_ATOM_UTF8_EXT, 1, 0};
+	cr_assert_eq(ei_x_append_buf(&x, big_atom_head, 3), 0);
+	char text[256];
+	memset(text, 'z', sizeof text);
+	cr_assert_eq(ei_x_append_buf(&x, text, sizeof text), 0);
+	size_t len = (size_t)x.index, walked = 0, skipped = 0;
+	int terms = 0;
+	while (walked < len) {
+		cr_assert_eq(term_validate(x.buff, len, &walked), 0);
+		term_skip(x.buff, &skipped);
+		cr_assert_eq(skipped, walked, "term %d: skip ended at %zu, validate at %zu", terms, skipped, walked);
+		terms++;
+	}
+	cr_assert_eq(terms, 9);
+	ei_x_free(&x);
+}
