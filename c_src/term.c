@@ -324,6 +324,32 @@ int term_get_atom(const char *buf, size_t *idx, char *out)
 	return 0;
 }
 
+int term_get_pid(const char *buf, size_t *idx, erlang_pid *out)
+{
+	/* ei_decode_pid converts the node name with its general atom decoder,
+	 * a tenth of the cost of a message; term_get_atom does the same
+	 * conversion within the same bound, and refuses the one case where
+	 * ei's overruns the node buffer (see term_get_atom). */
+	const unsigned char *b = (const unsigned char *)buf;
+	unsigned char tag = b[*idx];
+	if (tag != ERL_PID_EXT && tag != ERL_NEW_PID_EXT)
+		return -EPROTO;
+	size_t i = *idx + 1;
+	if (term_get_atom(buf, &i, out->node))
+		return -EPROTO;
+	out->num = be32(b + i);
+	out->serial = be32(b + i + 4);
+	if (tag == ERL_PID_EXT) {
+		out->creation = b[i + 8] & 0x03; /* 2 bits, as ei reads them */
+		i += 9;
+	} else {
+		out->creation = be32(b + i + 8);
+		i += 12;
+	}
+	*idx = i;
+	return 0;
+}
+
 bool term_pid_equal(const erlang_pid *a, const erlang_pid *b)
 {
 	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&

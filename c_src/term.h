@@ -57,6 +57,13 @@ static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
  * of which may take two). */
 int term_get_atom(const char *buf, size_t *idx, char *out);
 
+/* Decodes a (validated) PID_EXT or NEW_PID_EXT at buf[*idx] into *out, as
+ * ei_decode_pid does (node name as NUL-terminated UTF-8; a PID_EXT's
+ * creation is its low 2 bits), and advances *idx. Returns 0, or -EPROTO
+ * (*idx unchanged, *out partly written) if it is not a pid or its node name
+ * is refused by term_get_atom. */
+int term_get_pid(const char *buf, size_t *idx, erlang_pid *out);
+
 /* True if a and b are the same process (node, number, serial, creation). */
 bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
 
