@@ -383,8 +383,17 @@ long term_get_tuple(const char *buf, size_t *idx)
 	return -1;
 }
 
+/* The end of the validated atom at b[i]. */
+static size_t atom_end(const unsigned char *b, size_t i)
+{
+	if (b[i] == ERL_SMALL_ATOM_UTF8_EXT || b[i] == ERL_SMALL_ATOM_EXT)
+		return i + 2 + b[i + 1];
+	return i + 3 + be16(b + i + 1);
+}
+
 /* The end of the validated leaf term at b[i] whose size its first bytes
- * tell, or 0 (no term ends at offset 0) for any other term. */
+ * tell (a pid counts: its node is an atom), or 0 (no term ends at offset
+ * 0) for any other term. */
 static size_t leaf_end(const unsigned char *b, size_t i)
 {
 	switch (b[i]) {
@@ -396,10 +405,13 @@ static size_t leaf_end(const unsigned char *b, size_t i)
 		return i + 1;
 	case ERL_SMALL_ATOM_EXT:
 	case ERL_SMALL_ATOM_UTF8_EXT:
-		return i + 2 + b[i + 1];
 	case ERL_ATOM_EXT:
 	case ERL_ATOM_UTF8_EXT:
-		return i + 3 + be16(b + i + 1);
+		return atom_end(b, i);
+	case ERL_NEW_PID_EXT: /* Node, ID:4, Serial:4, Creation:4 */
+		return atom_end(b, i + 1) + 12;
+	case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 */
+		return atom_end(b, i + 1) + 9;
 	case ERL_BINARY_EXT:
 		return i + 5 + be32(b + i + 1);
 	default:
