@@ -14,8 +14,10 @@ static uint32_t be32(const unsigned char *p)
 /* Atom lengths larger than this cannot come from a BEAM (255 characters). */
 #define ATOM_MAX_BYTES (255u * 4u)
 
-/* Validates an atom term in place (used inside pids, refs, ports). */
-static int skip_atom(const unsigned char *b, size_t len, size_t *i)
+/* Validates an atom term in place (used inside pids, refs, ports).
+ * Inline: every message has several atoms, and the call cost as much as
+ * the check. */
+static inline int skip_atom(const unsigned char *b, size_t len, size_t *i)
 {
 	if (*i >= len)
 		return -EPROTO;
@@ -218,9 +220,10 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 }
 
 /* The text of the atom at b[idx] within len bytes: *text, *n bytes, and
- * whether they are Latin-1. False if no whole atom is there. */
-static bool atom_text(const unsigned char *b, size_t len, size_t idx, const unsigned char **text, size_t *n,
-		      bool *latin1)
+ * whether they are Latin-1. False if no whole atom is there. Inline, so
+ * that callers without a bound (len SIZE_MAX) drop its checks. */
+static inline bool atom_text(const unsigned char *b, size_t len, size_t idx, const unsigned char **text,
+			     size_t *n, bool *latin1)
 {
 	if (idx >= len)
 		return false;
