@@ -44,10 +44,18 @@ bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name,
 
 /* True if the (validated) term at buf[idx] is the atom `name` (a C string):
  * term_atom_equals without a bound, as a validated term needs none. Inline,
- * so that the length of a literal name is known when compiling. */
+ * so that the length of a literal name is known when compiling: the
+ * encoding a BEAM sends atoms in, SMALL_ATOM_UTF8_EXT, is then compared in
+ * place with a constant length. Anything else (another encoding, another
+ * length, text with a NUL) is left to term_atom_equals. */
 static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
 {
-	return term_atom_equals(buf, SIZE_MAX, idx, name, strlen(name));
+	size_t name_len = strlen(name);
+	const unsigned char *b = (const unsigned char *)buf + idx;
+	/* The length is read before the text, so no byte past the atom is. */
+	if (b[0] == ERL_SMALL_ATOM_UTF8_EXT && b[1] == name_len && memcmp(b + 2, name, name_len) == 0)
+		return true;
+	return term_atom_equals(buf, SIZE_MAX, idx, name, name_len);
 }
 
 /* Decodes a (validated) atom at buf[*idx] into out (TERM_ATOM_BUF bytes) as

@@ -1234,3 +1234,32 @@ Test(term, skip_leaves_and_compounds)
 	cr_assert_eq(terms, 9);
 	ei_x_free(&x);
 }
+
+Test(term, is_atom_in_place_and_by_the_general_path_agree)
+{
+	/* SMALL_ATOM_UTF8_EXT of the name's length is compared in place; every
+	 * other case goes to term_atom_equals. Both must give its answers. */
+	static const struct {
+		uint8_t bytes[12];
+		const char *name;
+		bool equal;
+	} cases[] = {
+		{{119, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{119, 4, 'i', 'n', 'c', 'x'}, "incr", false},
+		{{119, 3, 'i', 'n', 'c'}, "incr", false},
+		{{119, 5, 'i', 'n', 'c', 'r', 's'}, "incr", false},
+		{{119, 6, 'i', 'n', 'c', 'r', 0, 'x'}, "incr", true}, /* text stops at its NUL */
+		{{119, 0}, "", true},
+		{{115, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{118, 0, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{100, 0, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{97, 4}, "incr", false},
+	};
+	for (size_t k = 0; k < SN_ARRAY_LEN(cases); k++) {
+		const char *b = (const char *)cases[k].bytes;
+		size_t name_len = strlen(cases[k].name);
+		cr_assert_eq(term_is_atom(b, 0, cases[k].name), cases[k].equal, "case %zu", k);
+		cr_assert_eq(term_atom_equals(b, sizeof cases[k].bytes, 0, cases[k].name, name_len), cases[k].equal,
+			     "case %zu", k);
+	}
+}
