@@ -357,8 +357,8 @@ static bool elem_pid(const struct dist_msg *m, size_t k, erlang_pid *out)
 {
 	if (k >= m->nelems)
 		return false;
-	int i = (int)m->elem[k];
-	return ei_decode_pid(m->ctl, &i, out) == 0;
+	size_t i = m->elem[k];
+	return term_get_pid(m->ctl, &i, out) == 0;
 }
 
 /* The raw bytes of control tuple element k. */

@@ -13,10 +13,8 @@ int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
 	term_skip(msg, &i);
 	if (term_get_tuple(msg, &i) != 2)
 		return -EPROTO;
-	int ii = (int)i;
-	if (ei_decode_pid(msg, &ii, &out->from) < 0)
+	if (term_get_pid(msg, &i, &out->from))
 		return -EPROTO;
-	i = (size_t)ii;
 	out->tag = msg + i;
 	term_skip(msg, &i);
 	out->tag_len = (size_t)(msg + i - out->tag);

@@ -76,6 +76,12 @@ struct region {
 	 * canonical id, then deliver_local's reply, then send_tell_reply's
 	 * {Type, Id, Reply}. */
 	struct scratch canon_buf, reply_buf, tell_buf;
+	/* The type's name as an encoded atom, for the head of every tell
+	 * reply: encoding it per reply (a Latin-1 to UTF-8 conversion, twice
+	 * in ei_x_encode_atom) cost more than the rest of the reply. Length 0
+	 * if ei refuses the name; no tell reply can then be sent. */
+	char type_atom[3 + 2 * MAXATOMLEN];
+	size_t type_atom_len;
 };
 
 /* A get_cluster_sharding_stats call waiting for the other members' regions. */
@@ -129,7 +135,8 @@ static void send_tell_reply(struct region *r, const erlang_pid *to, const char *
 	if (x == NULL)
 		return;
 	if (ei_x_encode_version(x) == 0 && ei_x_encode_tuple_header(x, 3) == 0 &&
-	    ei_x_encode_atom(x, r->cfg.type->name) == 0 && term_x_append_raw(x, id, id_len) == 0 &&
+	    r->type_atom_len > 0 && term_x_append_raw(x, r->type_atom, r->type_atom_len) == 0 &&
+	    term_x_append_raw(x, id, id_len) == 0 &&
 	    term_x_append_raw(x, reply->buff, (size_t)reply->index) == 0)
 		dist_node_send(r->cfg.node, to, x->buff, (size_t)x->index);
 	scratch_put(&r->tell_buf, x);
@@ -1020,6 +1027,10 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	r->cfg = *cfg;
 	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);
 	r->cfg.coordinator_name = r->coordinator_name;
+	int type_atom_len = 0;
+	/* ei refuses names of MAXATOMLEN bytes or more before it writes. */
+	if (ei_encode_atom(r->type_atom, &type_atom_len, cfg->type->name) == 0)
+		r->type_atom_len = (size_t)type_atom_len;
 	ev_timer_init(&r->retry_timer, on_retry, r);
 	ev_timer_init(&r->idle_timer, on_idle_sweep, r);
 	ev_timer_init(&r->leave_timer, on_leave_check, r);

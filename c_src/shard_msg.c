@@ -28,11 +28,7 @@ static const char *const kind_names[] = {
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
 {
-	int ii = (int)*i;
-	if (ei_decode_pid(t, &ii, pid) < 0)
-		return false;
-	*i = (size_t)ii;
-	return true;
+	return term_get_pid(t, i, pid) == 0;
 }
 
 static bool get_shard(const char *t, size_t *i, uint32_t *shard)

@@ -14,8 +14,10 @@ static uint32_t be32(const unsigned char *p)
 /* Atom lengths larger than this cannot come from a BEAM (255 characters). */
 #define ATOM_MAX_BYTES (255u * 4u)
 
-/* Validates an atom term in place (used inside pids, refs, ports). */
-static int skip_atom(const unsigned char *b, size_t len, size_t *i)
+/* Validates an atom term in place (used inside pids, refs, ports).
+ * Inline: every message has several atoms, and the call cost as much as
+ * the check. */
+static inline int skip_atom(const unsigned char *b, size_t len, size_t *i)
 {
 	if (*i >= len)
 		return -EPROTO;
@@ -218,9 +220,10 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 }
 
 /* The text of the atom at b[idx] within len bytes: *text, *n bytes, and
- * whether they are Latin-1. False if no whole atom is there. */
-static bool atom_text(const unsigned char *b, size_t len, size_t idx, const unsigned char **text, size_t *n,
-		      bool *latin1)
+ * whether they are Latin-1. False if no whole atom is there. Inline, so
+ * that callers without a bound (len SIZE_MAX) drop its checks. */
+static inline bool atom_text(const unsigned char *b, size_t len, size_t idx, const unsigned char **text,
+			     size_t *n, bool *latin1)
 {
 	if (idx >= len)
 		return false;
@@ -324,6 +327,32 @@ int term_get_atom(const char *buf, size_t *idx, char *out)
 	return 0;
 }
 
+int term_get_pid(const char *buf, size_t *idx, erlang_pid *out)
+{
+	/* ei_decode_pid converts the node name with its general atom decoder,
+	 * a tenth of the cost of a message; term_get_atom does the same
+	 * conversion within the same bound, and refuses the one case where
+	 * ei's overruns the node buffer (see term_get_atom). */
+	const unsigned char *b = (const unsigned char *)buf;
+	unsigned char tag = b[*idx];
+	if (tag != ERL_PID_EXT && tag != ERL_NEW_PID_EXT)
+		return -EPROTO;
+	size_t i = *idx + 1;
+	if (term_get_atom(buf, &i, out->node))
+		return -EPROTO;
+	out->num = be32(b + i);
+	out->serial = be32(b + i + 4);
+	if (tag == ERL_PID_EXT) {
+		out->creation = b[i + 8] & 0x03; /* 2 bits, as ei reads them */
+		i += 9;
+	} else {
+		out->creation = be32(b + i + 8);
+		i += 12;
+	}
+	*idx = i;
+	return 0;
+}
+
 bool term_pid_equal(const erlang_pid *a, const erlang_pid *b)
 {
 	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
@@ -342,15 +371,66 @@ void term_pid_copy(erlang_pid *dst, const erlang_pid *src)
 
 long term_get_tuple(const char *buf, size_t *idx)
 {
-	int i = (int)*idx, arity;
-	if (ei_decode_tuple_header(buf, &i, &arity) < 0)
-		return -1;
-	*idx = (size_t)i;
-	return arity;
+	/* Read directly rather than with ei_decode_tuple_header: the header is
+	 * read for nearly every message, and the bytes are already validated.
+	 * A LARGE_TUPLE_EXT arity is taken as the signed 32-bit int ei gives. */
+	const unsigned char *b = (const unsigned char *)buf + *idx;
+	if (b[0] == ERL_SMALL_TUPLE_EXT) {
+		*idx += 2;
+		return b[1];
+	}
+	if (b[0] == ERL_LARGE_TUPLE_EXT) {
+		*idx += 5;
+		return (int32_t)be32(b + 1);
+	}
+	return -1;
+}
+
+/* The end of the validated atom at b[i]. */
+static size_t atom_end(const unsigned char *b, size_t i)
+{
+	if (b[i] == ERL_SMALL_ATOM_UTF8_EXT || b[i] == ERL_SMALL_ATOM_EXT)
+		return i + 2 + b[i + 1];
+	return i + 3 + be16(b + i + 1);
+}
+
+/* The end of the validated leaf term at b[i] whose size its first bytes
+ * tell (a pid counts: its node is an atom), or 0 (no term ends at offset
+ * 0) for any other term. */
+static size_t leaf_end(const unsigned char *b, size_t i)
+{
+	switch (b[i]) {
+	case ERL_SMALL_INTEGER_EXT:
+		return i + 2;
+	case ERL_INTEGER_EXT:
+		return i + 5;
+	case ERL_NIL_EXT:
+		return i + 1;
+	case ERL_SMALL_ATOM_EXT:
+	case ERL_SMALL_ATOM_UTF8_EXT:
+	case ERL_ATOM_EXT:
+	case ERL_ATOM_UTF8_EXT:
+		return atom_end(b, i);
+	case ERL_NEW_PID_EXT: /* Node, ID:4, Serial:4, Creation:4 */
+		return atom_end(b, i + 1) + 12;
+	case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 */
+		return atom_end(b, i + 1) + 9;
+	case ERL_BINARY_EXT:
+		return i + 5 + be32(b + i + 1);
+	default:
+		return 0;
+	}
 }
 
 void term_skip(const char *buf, size_t *idx)
 {
+	/* Most terms skipped on the message path are small leaves (an atom, a
+	 * small integer): their length is in their first bytes. */
+	size_t end = leaf_end((const unsigned char *)buf, *idx);
+	if (end != 0) {
+		*idx = end;
+		return;
+	}
 	/* Not ei_skip_term(): it recurses once per nesting level, and a peer
 	 * may send a term nested a million deep, which term_validate accepts.
 	 * The term is already validated, so the validator's iterative walk
@@ -360,6 +440,12 @@ void term_skip(const char *buf, size_t *idx)
 
 int term_get_long(const char *buf, size_t *idx, long *out)
 {
+	/* A small integer (every op) is read here; other encodings go to ei. */
+	if ((unsigned char)buf[*idx] == ERL_SMALL_INTEGER_EXT) {
+		*out = (unsigned char)buf[*idx + 1];
+		*idx += 2;
+		return 0;
+	}
 	int i = (int)*idx;
 	long v;
 	/* ei accepts any integer that fits a long; the callers want the

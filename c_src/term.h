@@ -44,10 +44,18 @@ bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name,
 
 /* True if the (validated) term at buf[idx] is the atom `name` (a C string):
  * term_atom_equals without a bound, as a validated term needs none. Inline,
- * so that the length of a literal name is known when compiling. */
+ * so that the length of a literal name is known when compiling: the
+ * encoding a BEAM sends atoms in, SMALL_ATOM_UTF8_EXT, is then compared in
+ * place with a constant length. Anything else (another encoding, another
+ * length, text with a NUL) is left to term_atom_equals. */
 static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
 {
-	return term_atom_equals(buf, SIZE_MAX, idx, name, strlen(name));
+	size_t name_len = strlen(name);
+	const unsigned char *b = (const unsigned char *)buf + idx;
+	/* The length is read before the text, so no byte past the atom is. */
+	if (b[0] == ERL_SMALL_ATOM_UTF8_EXT && b[1] == name_len && memcmp(b + 2, name, name_len) == 0)
+		return true;
+	return term_atom_equals(buf, SIZE_MAX, idx, name, name_len);
 }
 
 /* Decodes a (validated) atom at buf[*idx] into out (TERM_ATOM_BUF bytes) as
@@ -57,6 +65,13 @@ static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
  * of which may take two). */
 int term_get_atom(const char *buf, size_t *idx, char *out);
 
+/* Decodes a (validated) PID_EXT or NEW_PID_EXT at buf[*idx] into *out, as
+ * ei_decode_pid does (node name as NUL-terminated UTF-8; a PID_EXT's
+ * creation is its low 2 bits), and advances *idx. Returns 0, or -EPROTO
+ * (*idx unchanged, *out partly written) if it is not a pid or its node name
+ * is refused by term_get_atom. */
+int term_get_pid(const char *buf, size_t *idx, erlang_pid *out);
+
 /* True if a and b are the same process (node, number, serial, creation). */
 bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
 
@@ -65,13 +80,16 @@ bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
  * about 20 bytes). dst->node past the NUL is left as it was. */
 void term_pid_copy(erlang_pid *dst, const erlang_pid *src);
 
-/* Reads a tuple header at buf[*idx]; returns its arity, or -1 if not a tuple. */
+/* Reads a (validated) tuple header at buf[*idx]; returns its arity, or -1
+ * (*idx unchanged) if not a tuple. */
 long term_get_tuple(const char *buf, size_t *idx);
 
-/* Skips one validated term. */
+/* Skips one validated term: leaves by their header, anything else by the
+ * validator's iterative walk (no recursion, whatever the nesting). */
 void term_skip(const char *buf, size_t *idx);
 
-/* Reads a small non-negative integer (< 2^31) into *out. Returns 0 or -EPROTO. */
+/* Reads a (validated) small non-negative integer (< 2^31) into *out and
+ * advances *idx. Returns 0, or -EPROTO (*idx and *out unchanged). */
 int term_get_long(const char *buf, size_t *idx, long *out);
 
 /* Appends raw, already-encoded term bytes to x. Returns 0 or -ENOMEM. */

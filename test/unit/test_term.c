@@ -1123,3 +1123,143 @@ Test(term, pid_copy_copies_the_name_not_the_buffer)
 			cr_assert_eq((unsigned char)dst.node[lens[k] + 1], 0xA5, "nothing past the NUL is written");
 	}
 }
+
+/* ---- term_get_pid against ei_decode_pid ---- */
+
+/* Decodes the pid at the start of bytes[0..len) (an exact-size copy) with
+ * both decoders and checks they agree on success, fields and end. */
+static void check_pid_as_ei(const char *what, const void *bytes, size_t len)
+{
+	char *b = sn_dup_exact(bytes, len);
+	erlang_pid want, got;
+	memset(&want, 0, sizeof want);
+	memset(&got, 0x5A, sizeof got);
+	int ei_idx = 0;
+	size_t idx = 0;
+	cr_assert_eq(ei_decode_pid(b, &ei_idx, &want), 0, "%s: ei refused it", what);
+	cr_assert_eq(term_get_pid(b, &idx, &got), 0, "%s: refused", what);
+	cr_assert_eq(idx, (size_t)ei_idx, "%s: ended at %zu, ei at %d", what, idx, ei_idx);
+	cr_assert_str_eq(got.node, want.node, "%s", what);
+	cr_assert_eq(got.num, want.num, "%s", what);
+	cr_assert_eq(got.serial, want.serial, "%s", what);
+	cr_assert_eq(got.creation, want.creation, "%s", what);
+	free(b);
+}
+
+Test(term, get_pid_as_ei)
+{
+	ei_x_buff x;
+	sn_x_new(&x);
+	erlang_pid p = sn_pid("peer@127.0.0.1", 0x12345, 0x7fff);
+	p.creation = 0xFEDCBA98u;
+	cr_assert_eq(ei_x_encode_pid(&x, &p), 0);
+	check_pid_as_ei("NEW_PID_EXT", x.buff, (size_t)x.index);
+	ei_x_free(&x);
+
+	/* PID_EXT: creation is the low 2 bits of its one byte. */
+	static const uint8_t old_pid[] = {103, 100, 0, 3, 'a', '@', 'b', 0, 0, 0, 1, 0, 0, 0, 2, 0xFF};
+	check_pid_as_ei("PID_EXT", old_pid, sizeof old_pid);
+
+	/* A Latin-1 node name is converted to UTF-8; a UTF-8 one is copied. */
+	static const uint8_t latin1[] = {88, 115, 3, 'n', 0xE9, 'h', 0, 0, 0, 9, 0, 0, 0, 8, 0, 0, 0, 7};
+	check_pid_as_ei("latin1 node", latin1, sizeof latin1);
+	static const uint8_t utf8[] = {88, 119, 4, 'n', 0xC3, 0xA9, 'h', 0, 0, 0, 9, 0, 0, 0, 8, 0, 0, 0, 7};
+	check_pid_as_ei("utf8 node", utf8, sizeof utf8);
+	static const uint8_t empty[] = {88, 118, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3};
+	check_pid_as_ei("empty node, ATOM_UTF8_EXT", empty, sizeof empty);
+}
+
+Test(term, get_pid_refuses_what_is_no_pid)
+{
+	erlang_pid out;
+	size_t idx = 0;
+	static const uint8_t atom[] = {119, 1, 'a'};
+	cr_assert_eq(term_get_pid((const char *)atom, &idx, &out), -EPROTO);
+	cr_assert_eq(idx, 0);
+	/* A pid whose node is not an atom. */
+	static const uint8_t bad_node[] = {88, 97, 1, 0, 0, 0, 9, 0, 0, 0, 8, 0, 0, 0, 7};
+	cr_assert_eq(term_get_pid((const char *)bad_node, &idx, &out), -EPROTO);
+	cr_assert_eq(idx, 0);
+}
+
+Test(term, get_pid_refuses_a_node_name_too_long_for_the_buffer)
+{
+	/* 1020 Latin-1 bytes of 0xE9 pass the validator but are 2040 bytes as
+	 * UTF-8: more than erlang_pid.node holds. */
+	uint8_t b[1 + 3 + 1020 + 12];
+	memset(b, 0, sizeof b);
+	b[0] = ERL_NEW_PID_EXT;
+	b[1] = ERL_ATOM_EXT;
+	sn_put16(b + 2, 1020);
+	memset(b + 4, 0xE9, 1020);
+	char *copy = sn_dup_exact(b, sizeof b);
+	size_t idx = 0;
+	cr_assert_eq(term_validate(copy, sizeof b, &idx), 0);
+	erlang_pid out;
+	idx = 0;
+	cr_assert_eq(term_get_pid(copy, &idx, &out), -EPROTO);
+	cr_assert_eq(idx, 0);
+	free(copy);
+}
+
+Test(term, skip_leaves_and_compounds)
+{
+	/* term_skip reads a leaf's length from its header and walks anything
+	 * else: both must end where the validator does. */
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_long(&x, 7), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 1 << 20), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "incr"), 0);
+	cr_assert_eq(ei_x_encode_atom_len_as(&x, "caf\xE9", 4, ERLANG_LATIN1, ERLANG_LATIN1), 0);
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	cr_assert_eq(ei_x_encode_binary(&x, "abc", 3), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "a"), 0);
+	cr_assert_eq(ei_x_encode_long(&x, 1), 0);
+	cr_assert_eq(ei_x_encode_longlong(&x, 1LL << 40), 0);
+	static const char big_atom_head[] = {ERL_ATOM_UTF8_EXT, 1, 0};
+	cr_assert_eq(ei_x_append_buf(&x, big_atom_head, 3), 0);
+	char text[256];
+	memset(text, 'z', sizeof text);
+	cr_assert_eq(ei_x_append_buf(&x, text, sizeof text), 0);
+	size_t len = (size_t)x.index, walked = 0, skipped = 0;
+	int terms = 0;
+	while (walked < len) {
+		cr_assert_eq(term_validate(x.buff, len, &walked), 0);
+		term_skip(x.buff, &skipped);
+		cr_assert_eq(skipped, walked, "term %d: skip ended at %zu, validate at %zu", terms, skipped, walked);
+		terms++;
+	}
+	cr_assert_eq(terms, 9);
+	ei_x_free(&x);
+}
+
+Test(term, is_atom_in_place_and_by_the_general_path_agree)
+{
+	/* SMALL_ATOM_UTF8_EXT of the name's length is compared in place; every
+	 * other case goes to term_atom_equals. Both must give its answers. */
+	static const struct {
+		uint8_t bytes[12];
+		const char *name;
+		bool equal;
+	} cases[] = {
+		{{119, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{119, 4, 'i', 'n', 'c', 'x'}, "incr", false},
+		{{119, 3, 'i', 'n', 'c'}, "incr", false},
+		{{119, 5, 'i', 'n', 'c', 'r', 's'}, "incr", false},
+		{{119, 6, 'i', 'n', 'c', 'r', 0, 'x'}, "incr", true}, /* text stops at its NUL */
+		{{119, 0}, "", true},
+		{{115, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{118, 0, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{100, 0, 4, 'i', 'n', 'c', 'r'}, "incr", true},
+		{{97, 4}, "incr", false},
+	};
+	for (size_t k = 0; k < SN_ARRAY_LEN(cases); k++) {
+		const char *b = (const char *)cases[k].bytes;
+		size_t name_len = strlen(cases[k].name);
+		cr_assert_eq(term_is_atom(b, 0, cases[k].name), cases[k].equal, "case %zu", k);
+		cr_assert_eq(term_atom_equals(b, sizeof cases[k].bytes, 0, cases[k].name, name_len), cases[k].equal,
+			     "case %zu", k);
+	}
+}
