@@ -52,9 +52,11 @@ static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
 {
 	size_t name_len = strlen(name);
 	const unsigned char *b = (const unsigned char *)buf + idx;
-	/* The length is read before the text, so no byte past the atom is. */
-	if (b[0] == ERL_SMALL_ATOM_UTF8_EXT && b[1] == name_len && memcmp(b + 2, name, name_len) == 0)
-		return true;
+	/* The length is read before the text, so no byte past the atom is.
+	 * Text of the name's length is equal exactly when its bytes are: a
+	 * NUL in it would stop it short of the name, which holds none. */
+	if (b[0] == ERL_SMALL_ATOM_UTF8_EXT && b[1] == name_len)
+		return memcmp(b + 2, name, name_len) == 0;
 	return term_atom_equals(buf, SIZE_MAX, idx, name, name_len);
 }
 

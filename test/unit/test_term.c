@@ -628,6 +628,33 @@ Test(term, is_atom)
 	ei_x_free(&x);
 }
 
+/* The in-place path (SMALL_ATOM_UTF8_EXT of the name's length) and the
+ * cases it leaves to term_atom_equals must agree with it. */
+Test(term, is_atom_in_place_and_fallbacks)
+{
+	static const uint8_t same_len[] = {119, 4, 'i', 'n', 'c', 'r'};
+	static const uint8_t same_len_other[] = {119, 4, 'd', 'e', 'c', 'r'};
+	static const uint8_t nul_inside[] = {119, 4, 'o', 'k', 0, 'x'};
+	static const uint8_t nul_same_len[] = {119, 2, 'o', 0};
+	static const uint8_t long_utf8[] = {118, 0, 4, 'i', 'n', 'c', 'r'};
+	static const uint8_t small_latin1[] = {115, 4, 'i', 'n', 'c', 'r'};
+	cr_assert(term_is_atom((const char *)same_len, 0, "incr"));
+	cr_assert_not(term_is_atom((const char *)same_len_other, 0, "incr"));
+	cr_assert_not(term_is_atom((const char *)same_len, 0, "inc"));
+	cr_assert(term_is_atom((const char *)nul_inside, 0, "ok"), "text stops at its NUL, as ei reads it");
+	cr_assert_not(term_is_atom((const char *)nul_same_len, 0, "ok"));
+	cr_assert(term_is_atom((const char *)long_utf8, 0, "incr"));
+	cr_assert(term_is_atom((const char *)small_latin1, 0, "incr"));
+	for (size_t k = 0; k < 4; k++) {
+		const uint8_t *cases[] = {same_len, same_len_other, nul_inside, long_utf8};
+		const size_t lens[] = {sizeof same_len, sizeof same_len_other, sizeof nul_inside, sizeof long_utf8};
+		cr_assert_eq(term_is_atom((const char *)cases[k], 0, "incr"),
+			     term_atom_equals((const char *)cases[k], lens[k], 0, "incr", 4), "case %zu", k);
+		cr_assert_eq(term_is_atom((const char *)cases[k], 0, "ok"),
+			     term_atom_equals((const char *)cases[k], lens[k], 0, "ok", 2), "case %zu", k);
+	}
+}
+
 /* ---- term_atom_equals against what term_is_atom computed with ei ---- */
 
 /* A text as code points, and its UTF-8 and (when every code point is below
