@@ -71,7 +71,8 @@ config() ->
       entities => env_int("BENCH_ENTITIES", 1000000, 1000),
       seconds => env_int("BENCH_SECONDS", 2, 1),
       clients => env_int("BENCH_CLIENTS", 16, 1),
-      client_nodes => env_int("BENCH_CLIENT_NODES", 4, 1),
+      %% one letter per load node names it (bench_loada<tag>, ...)
+      client_nodes => env_int("BENCH_CLIENT_NODES", 4, 1, 26),
       window => env_int("BENCH_WINDOW", 100, 1),
       c_window => env_int("BENCH_C_WINDOW", 10, 1),
       c_loadgen => filename:absname(env_str("BENCH_C_LOADGEN", "build/bench/c_loadgen")),
@@ -80,13 +81,17 @@ config() ->
       data_dir => env_str("BENCH_DATA_DIR", "build/bench/data")}.
 
 env_int(Var, Default, Min) ->
+    env_int(Var, Default, Min, infinity).
+
+%% Integers compare below the atom infinity, so it stands for no maximum.
+env_int(Var, Default, Min, Max) ->
     case os:getenv(Var) of
         false -> Default;
         "" -> Default;
         S ->
             case string:to_integer(string:trim(S)) of
-                {N, ""} when N >= Min -> N;
-                _ -> erlang:error({bad_env, Var, S, {expected_integer_at_least, Min}})
+                {N, ""} when N >= Min, N =< Max -> N;
+                _ -> erlang:error({bad_env, Var, S, {expected_integer_in, Min, Max}})
             end
     end.
 
