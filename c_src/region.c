@@ -1028,8 +1028,12 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);
 	r->cfg.coordinator_name = r->coordinator_name;
 	int type_atom_len = 0;
-	/* ei refuses names of MAXATOMLEN bytes or more before it writes. */
-	if (ei_encode_atom(r->type_atom, &type_atom_len, cfg->type->name) == 0)
+	/* As ei_x_encode_atom did per reply: a name of MAXATOMLEN bytes or
+	 * more is refused before anything is written (ei_encode_atom would
+	 * cut it short and send another atom). */
+	size_t name_len = strnlen(cfg->type->name, MAXATOMLEN);
+	if (name_len < MAXATOMLEN && ei_encode_atom_len_as(r->type_atom, &type_atom_len, cfg->type->name,
+							   (int)name_len, ERLANG_LATIN1, ERLANG_UTF8) == 0)
 		r->type_atom_len = (size_t)type_atom_len;
 	ev_timer_init(&r->retry_timer, on_retry, r);
 	ev_timer_init(&r->idle_timer, on_idle_sweep, r);

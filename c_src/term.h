@@ -83,7 +83,10 @@ bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
 void term_pid_copy(erlang_pid *dst, const erlang_pid *src);
 
 /* Reads a (validated) tuple header at buf[*idx]; returns its arity, or -1
- * (*idx unchanged) if not a tuple. */
+ * (*idx unchanged) if not a tuple. A LARGE_TUPLE_EXT arity of 2^31 or more
+ * would come back negative with *idx advanced, as from ei; none passes
+ * validation while packets are capped below 2^31 bytes (config.c's
+ * max_message_bytes), as the validator wants a byte per element. */
 long term_get_tuple(const char *buf, size_t *idx);
 
 /* Skips one validated term: leaves by their header, anything else by the

@@ -628,33 +628,6 @@ Test(term, is_atom)
 	ei_x_free(&x);
 }
 
-/* The in-place path (SMALL_ATOM_UTF8_EXT of the name's length) and the
- * cases it leaves to term_atom_equals must agree with it. */
-Test(term, is_atom_in_place_and_fallbacks)
-{
-	static const uint8_t same_len[] = {119, 4, 'i', 'n', 'c', 'r'};
-	static const uint8_t same_len_other[] = {119, 4, 'd', 'e', 'c', 'r'};
-	static const uint8_t nul_inside[] = {119, 4, 'o', 'k', 0, 'x'};
-	static const uint8_t nul_same_len[] = {119, 2, 'o', 0};
-	static const uint8_t long_utf8[] = {118, 0, 4, 'i', 'n', 'c', 'r'};
-	static const uint8_t small_latin1[] = {115, 4, 'i', 'n', 'c', 'r'};
-	cr_assert(term_is_atom((const char *)same_len, 0, "incr"));
-	cr_assert_not(term_is_atom((const char *)same_len_other, 0, "incr"));
-	cr_assert_not(term_is_atom((const char *)same_len, 0, "inc"));
-	cr_assert(term_is_atom((const char *)nul_inside, 0, "ok"), "text stops at its NUL, as ei reads it");
-	cr_assert_not(term_is_atom((const char *)nul_same_len, 0, "ok"));
-	cr_assert(term_is_atom((const char *)long_utf8, 0, "incr"));
-	cr_assert(term_is_atom((const char *)small_latin1, 0, "incr"));
-	for (size_t k = 0; k < 4; k++) {
-		const uint8_t *cases[] = {same_len, same_len_other, nul_inside, long_utf8};
-		const size_t lens[] = {sizeof same_len, sizeof same_len_other, sizeof nul_inside, sizeof long_utf8};
-		cr_assert_eq(term_is_atom((const char *)cases[k], 0, "incr"),
-			     term_atom_equals((const char *)cases[k], lens[k], 0, "incr", 4), "case %zu", k);
-		cr_assert_eq(term_is_atom((const char *)cases[k], 0, "ok"),
-			     term_atom_equals((const char *)cases[k], lens[k], 0, "ok", 2), "case %zu", k);
-	}
-}
-
 /* ---- term_atom_equals against what term_is_atom computed with ei ---- */
 
 /* A text as code points, and its UTF-8 and (when every code point is below
@@ -1229,6 +1202,39 @@ Test(term, get_pid_refuses_a_node_name_too_long_for_the_buffer)
 	free(copy);
 }
 
+Test(term, get_pid_node_name_at_the_buffer_bound)
+{
+	/* 1020 bytes of UTF-8 fill erlang_pid.node with its NUL: accepted, as
+	 * ei does. 1021 would put the NUL past it: refused (ei writes it
+	 * there). Each 0xE9 becomes two bytes; 'a' stays one. */
+	for (size_t utf8_len = 1020; utf8_len <= 1021; utf8_len++) {
+		size_t latin1_len = utf8_len / 2 + utf8_len % 2;
+		uint8_t b[1 + 3 + 520 + 12];
+		memset(b, 0, sizeof b);
+		b[0] = ERL_NEW_PID_EXT;
+		b[1] = ERL_ATOM_EXT;
+		sn_put16(b + 2, (uint16_t)latin1_len);
+		memset(b + 4, 0xE9, latin1_len);
+		if (utf8_len % 2)
+			b[4 + latin1_len - 1] = 'a';
+		size_t len = 1 + 3 + latin1_len + 12;
+		char *copy = sn_dup_exact(b, len);
+		size_t idx = 0;
+		cr_assert_eq(term_validate(copy, len, &idx), 0);
+		erlang_pid out;
+		idx = 0;
+		if (utf8_len == 1020) {
+			cr_assert_eq(term_get_pid(copy, &idx, &out), 0);
+			cr_assert_eq(idx, len);
+			cr_assert_eq(strlen(out.node), 1020);
+		} else {
+			cr_assert_eq(term_get_pid(copy, &idx, &out), -EPROTO);
+			cr_assert_eq(idx, 0);
+		}
+		free(copy);
+	}
+}
+
 Test(term, skip_leaves_and_compounds)
 {
 	/* term_skip reads a leaf's length from its header and walks anything
@@ -1238,7 +1244,13 @@ Test(term, skip_leaves_and_compounds)
 	cr_assert_eq(ei_x_encode_long(&x, 7), 0);
 	cr_assert_eq(ei_x_encode_long(&x, 1 << 20), 0);
 	cr_assert_eq(ei_x_encode_atom(&x, "incr"), 0);
-	cr_assert_eq(ei_x_encode_atom_len_as(&x, "caf\xE9", 4, ERLANG_LATIN1, ERLANG_LATIN1), 0);
+	/* ei writes every atom as UTF-8: the Latin-1 tags and the pids by hand. */
+	static const char latin1_atoms[] = {ERL_ATOM_EXT, 0, 4, 'c', 'a', 'f', (char)0xE9,
+					    ERL_SMALL_ATOM_EXT, 2, 'o', 'k'};
+	cr_assert_eq(ei_x_append_buf(&x, latin1_atoms, sizeof latin1_atoms), 0);
+	static const char pids[] = {ERL_PID_EXT, ERL_SMALL_ATOM_EXT, 3, 'a', '@', 'b', 0, 0, 0, 1, 0, 0, 0, 2, 3,
+				    ERL_NEW_PID_EXT, ERL_ATOM_EXT, 0, 3, 'a', '@', 'b', 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3};
+	cr_assert_eq(ei_x_append_buf(&x, pids, sizeof pids), 0);
 	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
 	cr_assert_eq(ei_x_encode_binary(&x, "abc", 3), 0);
 	cr_assert_eq(ei_x_encode_tuple_header(&x, 2), 0);
@@ -1258,7 +1270,7 @@ Test(term, skip_leaves_and_compounds)
 		cr_assert_eq(skipped, walked, "term %d: skip ended at %zu, validate at %zu", terms, skipped, walked);
 		terms++;
 	}
-	cr_assert_eq(terms, 9);
+	cr_assert_eq(terms, 12);
 	ei_x_free(&x);
 }
 
@@ -1276,6 +1288,7 @@ Test(term, is_atom_in_place_and_by_the_general_path_agree)
 		{{119, 3, 'i', 'n', 'c'}, "incr", false},
 		{{119, 5, 'i', 'n', 'c', 'r', 's'}, "incr", false},
 		{{119, 6, 'i', 'n', 'c', 'r', 0, 'x'}, "incr", true}, /* text stops at its NUL */
+		{{119, 2, 'o', 0}, "ok", false}, /* the name's length, cut short by a NUL */
 		{{119, 0}, "", true},
 		{{115, 4, 'i', 'n', 'c', 'r'}, "incr", true},
 		{{118, 0, 4, 'i', 'n', 'c', 'r'}, "incr", true},
