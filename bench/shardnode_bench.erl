@@ -672,21 +672,26 @@ with_load_nodes(#{client_nodes := N} = Cfg, Fun) ->
     Result.
 
 start_load(Letter, #{tag := Tag} = Cfg) ->
+    start_peer(load, "bench_load" ++ binary_to_list(Letter) ++ Tag,
+               ["-hidden", "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
+                "-pa", filename:absname(filename:dirname(code:which(?MODULE)))], Cfg).
+
+%% A BEAM node Name@127.0.0.1 started with peer (our cookie, Args), tracked
+%% for clean-up from the moment it runs, with its OS pid noted.
+start_peer(System, Name, Args, Cfg) ->
     {ok, Peer, Node} =
-        peer:start(#{name => "bench_load" ++ binary_to_list(Letter) ++ Tag,
+        peer:start(#{name => Name,
                      host => "127.0.0.1",
                      longnames => true,
-                     args => ["-setcookie", atom_to_list(erlang:get_cookie()), "-hidden",
-                              "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
-                              "-pa", filename:absname(filename:dirname(code:which(?MODULE)))]}),
-    Load0 = #{system => load, node => Node, peer => Peer},
-    track(Load0),
+                     args => ["-setcookie", atom_to_list(erlang:get_cookie()) | Args]}),
+    Sys0 = #{system => System, node => Node, peer => Peer},
+    track(Sys0),
     OsPid = list_to_integer(erpc:call(Node, os, getpid, [])),
     note_ospid(OsPid, Cfg),
     note_started(Node, OsPid),
-    Load = Load0#{ospid => OsPid},
-    track(Load),
-    Load.
+    Sys = Sys0#{ospid => OsPid},
+    track(Sys),
+    Sys.
 
 %% Starts a fresh node of System, runs Fun on it and stops it, also when Fun
 %% fails.
@@ -714,20 +719,10 @@ start(shardnode, Config, Cfg) ->
 start(beam, _Config, #{tag := Tag, entities := Entities} = Cfg) ->
     %% the process limit must hold the memory figure's entities
     MaxProcs = max(262144, Entities + 100000),
-    {ok, Peer, Node} =
-        peer:start(#{name => "bench_beam" ++ Tag,
-                          host => "127.0.0.1",
-                          longnames => true,
-                          args => ["-setcookie", atom_to_list(erlang:get_cookie()),
-                                   "+P", integer_to_list(MaxProcs),
-                                   "-pa", filename:absname(filename:dirname(code:which(bench_region)))]}),
-    Sys0 = #{system => beam, node => Node, peer => Peer},
-    track(Sys0),
-    OsPid = list_to_integer(erpc:call(Node, os, getpid, [])),
-    note_ospid(OsPid, Cfg),
-    note_started(Node, OsPid),
-    Sys = Sys0#{ospid => OsPid},
-    track(Sys),
+    Sys = start_peer(beam, "bench_beam" ++ Tag,
+                     ["+P", integer_to_list(MaxProcs),
+                      "-pa", filename:absname(filename:dirname(code:which(bench_region)))], Cfg),
+    Node = maps:get(node, Sys),
     [{ok, _} = erpc:call(Node, bench_region, start, [Type]) || Type <- [counter, echo]],
     Sys.
 
