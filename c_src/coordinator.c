@@ -125,20 +125,31 @@ void coordinator_set_draining(struct coordinator *c, const char *const *nodes, s
 		drain(c);
 }
 
-void coordinator_set_expected(struct coordinator *c, const char *const *nodes, size_t n)
+static bool node_in(const char *node, const char *const *nodes, size_t n)
 {
-	if (!replace_node_set(&c->expected, &c->nexpected, nodes, n))
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(node, nodes[k]) == 0)
+			return true;
+	return false;
+}
+
+void coordinator_set_members(struct coordinator *c, const char *const *owners, size_t nowners,
+			     const char *const *joining, size_t njoining)
+{
+	if (!replace_node_set(&c->expected, &c->nexpected, owners, nowners))
 		return;
-	char (*copy)[256] = c->expected;
 	/* A region whose node is no longer a serving member (it left or was
 	 * downed) gives its shards back. Not on a mere lost connection: the
-	 * node may still be running them on the other side of a partition. */
+	 * node may still be running them on the other side of a partition.
+	 * A joining node's region stays (it registered early, and would not
+	 * register again), unless it holds shards: a joining node never has
+	 * any, so those are an earlier incarnation's, gone with it. */
 	for (size_t k = c->nregions; k-- > 0;) {
-		bool expected = false;
-		for (size_t e = 0; e < n && !expected; e++)
-			expected = strcmp(c->regions[k].pid.node, copy[e]) == 0;
-		if (!expected) {
-			erlang_pid gone = c->regions[k].pid; /* the array shifts under it */
+		const struct region_ref *r = &c->regions[k];
+		bool keep = node_in(r->pid.node, owners, nowners) ||
+			    (node_in(r->pid.node, joining, njoining) && r->nshards == 0);
+		if (!keep) {
+			erlang_pid gone = r->pid; /* the array shifts under it */
 			on_region_stopped(c, &gone);
 		}
 	}
@@ -501,9 +512,17 @@ static void on_hosting(struct coordinator *c, const erlang_pid *region, const ch
 
 static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid *requester)
 {
-	if (!c->active || shard >= c->cfg.nshards ||
-	    (find_region(c, requester) < 0 && find_proxy(c, requester) < 0))
-		return; /* unknown region: it registers first, then asks again */
+	if (!c->active || shard >= c->cfg.nshards)
+		return;
+	if (find_region(c, requester) < 0 && find_proxy(c, requester) < 0) {
+		/* It believes it is registered with us, but we forgot it (or it
+		 * registered before a hand-over that went and came back): it
+		 * would ask forever. It registers, reports, then asks again. */
+		log_debug(c->cfg.log, "coordinator %s: region %s is not registered here: asked to register again",
+			 c->cfg.type_name, requester->node);
+		send_pid_msg(c, requester, SMSG_REGISTER_AGAIN, &c->proc->pid);
+		return;
+	}
 	if (c->home[shard] < 0 && !all_reported(c))
 		return; /* allocating now could give away a shard a region still hosts */
 	if (c->home[shard] < 0 && c->nexpected < c->cfg.min_members)

@@ -8,7 +8,11 @@
  * hosting the type is active (a cluster singleton): the others ignore what
  * they are sent. An active coordinator starts empty and rebuilds its
  * allocation from what the regions report when they register (`hosting`);
- * it allocates nothing until every expected region has reported.
+ * it allocates nothing until every expected region has reported. A region
+ * it does not know that asks it for a shard's home (it was forgotten, or
+ * registered with this coordinator before an earlier hand-over) is told to
+ * register again (`register_again`), so no region waits on an answer that
+ * cannot come.
  *
  * Rebalancing: every rebalance_interval_ms the active coordinator moves
  * shards from the region with the most to the one with the fewest while the
@@ -68,9 +72,17 @@ const erlang_pid *coordinator_pid(const struct coordinator *c);
  * from the regions' reports. */
 void coordinator_set_active(struct coordinator *c, bool active);
 
-/* The nodes whose regions must have reported before anything is allocated
- * (the up members hosting the type). Copied. */
-void coordinator_set_expected(struct coordinator *c, const char *const *nodes, size_t n);
+/* The members whose regions count, after a membership change. `owners`
+ * (membership_nodes_with: up or leaving members hosting the type, and
+ * downed ones whose lease has not run out) must all have reported before
+ * anything is allocated, and only their regions get shards. `joining`
+ * members' regions stay registered, so they need not register again when
+ * their node is admitted, but get nothing yet. A region on any other node
+ * is forgotten and its shards are given elsewhere; so is a region on a
+ * joining node that holds shards (an earlier incarnation of that node:
+ * they went with it). Both lists are copied. */
+void coordinator_set_members(struct coordinator *c, const char *const *owners, size_t nowners,
+			     const char *const *joining, size_t njoining);
 
 /* The nodes that are leaving: their regions get no new shards, and their
  * shards are handed off to the others at once. Copied. */
@@ -78,7 +90,7 @@ void coordinator_set_draining(struct coordinator *c, const char *const *nodes, s
 
 /* The members that were downed (membership_downed). A proxy region on one
  * of them is forgotten. A region on one keeps its shards until its node
- * leaves the expected set (coordinator_set_expected, once its lease has run
+ * leaves the owners (coordinator_set_members, once its lease has run
  * out), but meanwhile gets no shard, takes part in no move, and no handoff
  * waits for its ack. Copied. */
 void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n);

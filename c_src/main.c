@@ -97,7 +97,8 @@ static bool may_deliver(void *arg)
 
 /* After any membership change: the coordinator of each type is active only
  * on the oldest up member hosting it, forgets proxies on downed members,
- * expects a report from every member owning shards, and every region
+ * expects a report from every member owning shards (and keeps the regions
+ * of joining members registered), and every region
  * registers with it, stops sending to downed members, gives members that
  * joined its remembered entities, and delivers what waited for a lease. */
 static void on_membership_change(void *arg)
@@ -116,6 +117,8 @@ static void on_membership_change(void *arg)
 		if (region_set_downed(h->region, downed, ndown) != 0)
 			log_warn(&app->log, "out of memory: region %s keeps an old list of downed members", h->type->name);
 		size_t n = membership_nodes_with(app->membership, h->type->name, nodes, 256);
+		const char *joining[256];
+		size_t njoining = membership_joining_with(app->membership, h->type->name, joining, 256);
 		if (h->coordinator != NULL) {
 			/* Active first: a coordinator that is about to stand down must
 			 * not start handoffs it will not see through. */
@@ -123,7 +126,7 @@ static void on_membership_change(void *arg)
 			/* Downed proxies first: a handoff the next calls start must not
 			 * wait for their acks. */
 			coordinator_set_downed(h->coordinator, downed, ndown);
-			coordinator_set_expected(h->coordinator, nodes, n);
+			coordinator_set_members(h->coordinator, nodes, n, joining, njoining);
 			n = membership_leaving_with(app->membership, h->type->name, nodes, 256);
 			coordinator_set_draining(h->coordinator, nodes, n);
 		}

@@ -500,6 +500,22 @@ size_t membership_nodes_with(const struct membership *m, const char *type, const
 	return n;
 }
 
+/* Members hosting `type` with the given status, at most max, into out. */
+static size_t with_status(const struct membership *m, const char *type, enum member_status status,
+			  const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n && n < max; k++)
+		if (m->members[k].status == status && hosts(&m->members[k], type))
+			out[n++] = m->members[k].node;
+	return n;
+}
+
+size_t membership_joining_with(const struct membership *m, const char *type, const char **out, size_t max)
+{
+	return with_status(m, type, MEMBER_JOINING, out, max);
+}
+
 size_t membership_downed(const struct membership *m, const char **out, size_t max)
 {
 	size_t n = 0;
@@ -511,11 +527,7 @@ size_t membership_downed(const struct membership *m, const char **out, size_t ma
 
 size_t membership_leaving_with(const struct membership *m, const char *type, const char **out, size_t max)
 {
-	size_t n = 0;
-	for (size_t k = 0; k < m->n && n < max; k++)
-		if (m->members[k].status == MEMBER_LEAVING && hosts(&m->members[k], type))
-			out[n++] = m->members[k].node;
-	return n;
+	return with_status(m, type, MEMBER_LEAVING, out, max);
 }
 
 size_t membership_others(const struct membership *m)

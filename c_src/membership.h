@@ -112,6 +112,12 @@ void membership_encode_members(const struct membership *m, ei_x_buff *x);
  * the member list changes). Returns how many. */
 size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max);
 
+/* Members hosting `type` that are joining: their regions may register (and
+ * must stay registered) before they are up, though they get no shards yet.
+ * At most max of them, into out (pointers valid until the member list
+ * changes). Returns how many. */
+size_t membership_joining_with(const struct membership *m, const char *type, const char **out, size_t max);
+
 /* Members that were downed (down, or removed after a down), at most max of
  * them, into out (pointers valid until the member list changes). Returns
  * how many. */

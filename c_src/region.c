@@ -423,6 +423,20 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 	}
 }
 
+/* The coordinator we are registered with has forgotten us (coordinator.h):
+ * register again at once, and keep trying until it acknowledges. Only its
+ * own word counts: anyone else's is a late message from an earlier one. */
+static void on_register_again(struct region *r, const erlang_pid *coordinator)
+{
+	if (!r->registered || !term_pid_equal(coordinator, &r->coordinator))
+		return;
+	r->registered = false;
+	log_info(r->cfg.log, "region %s: the coordinator on %s does not know this region: registering again",
+		 r->cfg.type->name, coordinator->node);
+	send_registration(r);
+	evloop_timer_start(r->cfg.loop, &r->retry_timer, REGISTER_RETRY_MS);
+}
+
 /* See region_set_downed. */
 static bool is_downed(const struct region *r, const char *node)
 {
@@ -664,6 +678,9 @@ static void on_internal(struct region *r, const struct shard_msg *sm, const erla
 	switch (sm->kind) {
 	case SMSG_REGISTERED:
 		on_registered(r, &sm->pid);
+		break;
+	case SMSG_REGISTER_AGAIN:
+		on_register_again(r, &sm->pid);
 		break;
 	case SMSG_SHARD_HOME:
 		on_shard_home(r, sm->shard, &sm->pid);

@@ -24,6 +24,7 @@ static const char *const kind_names[] = {
 	[SMSG_GET_STATS] = "get_stats",
 	[SMSG_STATS] = "stats",
 	[SMSG_REGION_LEAVING] = "region_leaving",
+	[SMSG_REGISTER_AGAIN] = "register_again",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -71,6 +72,7 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 	case SMSG_REGION_LEAVING:
 	case SMSG_REGISTER_PROXY:
 	case SMSG_REGISTERED:
+	case SMSG_REGISTER_AGAIN:
 	case SMSG_REGION_STOPPED:
 		if (arity != 3 || !get_pid(t, &i, &out->pid))
 			return -EPROTO;

@@ -10,6 +10,9 @@
  *   {'$shardnode', register_proxy, RegionPid}        proxy-only region -> coordinator:
  *                                                    it routes but never hosts
  *   {'$shardnode', registered, CoordinatorPid}       coordinator -> region
+ *   {'$shardnode', register_again, CoordinatorPid}   active coordinator -> a region
+ *                                                    it does not know that asked it
+ *                                                    for a home: register and report
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
  *   {'$shardnode', region_leaving, RegionPid}        region -> coordinator: hand my
@@ -53,6 +56,7 @@ enum shard_msg_kind {
 	SMSG_GET_STATS,
 	SMSG_STATS,
 	SMSG_REGION_LEAVING,
+	SMSG_REGISTER_AGAIN,
 };
 
 struct shard_msg {
