@@ -19,6 +19,8 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([stream/5]). %% runs on the BEAM peers too
 -export([three_nodes_converge/1,
+         five_nodes_started_at_once/1,
+         two_members_killed_and_restarted_at_once/1,
          fourth_node_joins_under_load/1,
          beam_clients_on_every_node_during_a_join/1,
          shards_spread_and_any_node_reaches_any_entity/1,
@@ -44,6 +46,8 @@ suite() -> [{timetrap, {minutes, 3}}].
 
 all() ->
     [three_nodes_converge,
+     five_nodes_started_at_once,
+     two_members_killed_and_restarted_at_once,
      fourth_node_joins_under_load,
      beam_clients_on_every_node_during_a_join,
      shards_spread_and_any_node_reaches_any_entity,
@@ -77,6 +81,9 @@ init_per_testcase(min_members_hold_allocation_back, Config) ->
                          min_nr_of_members => 2, retry_interval_ms => 200}},
     {[A], Config1} = shardnode_ct:start_nodes(Config, [Opts]),
     [{nodes, [A]}, {opts, Opts} | Config1];
+%% The case starts its nodes itself, all at once.
+init_per_testcase(five_nodes_started_at_once, Config) ->
+    Config;
 %% Three nodes: the first starts the cluster, the others join through it.
 init_per_testcase(Case, Config) ->
     Opts = case_opts(Case),
@@ -282,6 +289,67 @@ downed_node_rejoins_under_its_name(Config) ->
     [?assert(is_integer(call(C, I, get))) || I <- Ids],
     await(fun() -> [shard_count(N) || N <- [A, B, C]] =:= [10, 10, 10] end),
     ok = shardnode:stop_node(C).
+
+%% A deployment starts its nodes at once: the first starts the cluster and
+%% four join it in the same instant. Every node comes to list the same five
+%% members, up, in the same order; every shard gets a home, spread evenly;
+%% every entity answers through every node. Three rounds: the race this
+%% guards against (a region that registered while its node was joining,
+%% forgotten when the next joiner came) did not show every time.
+five_nodes_started_at_once(Config) ->
+    [started_at_once(Config, Round) || Round <- lists:seq(1, 3)],
+    ok.
+
+started_at_once(Config, Round) ->
+    [First | _] = Names = [shardnode_ct:unique_name("c") ++ "@127.0.0.1" || _ <- lists:seq(1, 5)],
+    Seed = list_to_atom(First),
+    OptsList = [(opts())#{name => First} | [(opts())#{name => N, join => [Seed]} || N <- tl(Names)]],
+    T0 = erlang:monotonic_time(millisecond),
+    {Nodes, _} = shardnode_ct:start_nodes_at_once(Config, OptsList),
+    await(fun() -> same_up_members(Nodes) end),
+    Ids = ids_covering_all_shards(),
+    await(fun() -> all_answer(Nodes, Ids) end),
+    Serving = erlang:monotonic_time(millisecond) - T0,
+    await(fun() -> balanced([shard_count(N) || N <- Nodes]) end),
+    ct:log("round ~b: every entity answered through every node ~b ms after the start, "
+           "shards balanced after ~b ms", [Round, Serving, erlang:monotonic_time(millisecond) - T0]),
+    shardnode_ct:stop_nodes(Config, Nodes).
+
+%% Two of five members are killed and come back together, each through a
+%% different seed: first at once (before anyone noticed them gone), then
+%% after the others downed them. Each time every node comes to list all five
+%% up, and every entity answers through every node, the restarted ones too.
+two_members_killed_and_restarted_at_once(Config) ->
+    [A, B, _] = Nodes3 = ?config(nodes, Config),
+    {[D, E], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}, (opts())#{join => [B]}]),
+    Nodes = Nodes3 ++ [D, E],
+    Ids = ids_covering_all_shards(),
+    await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, Ids) end),
+    Restart = fun() ->
+                      shardnode_ct:start_nodes_at_once(
+                        Config, [(opts())#{name => atom_to_list(D), join => [A]},
+                                 (opts())#{name => atom_to_list(E), join => [B]}])
+              end,
+    ok = shardnode:kill_node(D),
+    ok = shardnode:kill_node(E),
+    {[D, E], _} = Restart(),
+    await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, Ids) end),
+    ok = shardnode:kill_node(D),
+    ok = shardnode:kill_node(E),
+    await(fun() -> status(A, D) =:= down andalso status(A, E) =:= down end),
+    {[D, E], _} = Restart(),
+    await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, Ids) end),
+    shardnode_ct:stop_nodes(Config, [D, E]).
+
+%% Every node lists the same members, all of `Nodes', up, in one order.
+same_up_members(Nodes) ->
+    Lists = [members(N) || N <- Nodes],
+    length(lists:usort(Lists)) =:= 1 andalso lists:sort(hd(Lists)) =:= lists:sort(Nodes).
+
+%% Every entity of `Ids' answers through every node (stops at the first
+%% that does not, after a second).
+all_answer(Nodes, Ids) ->
+    lists:all(fun(N) -> lists:all(fun(I) -> try_call(N, I, get) =/= error end, Ids) end, Nodes).
 
 %% remember_entities: C crashes; once it is downed, its shards go to A and B
 %% and the entities it ran there start again, with no message sent to them.

@@ -25,6 +25,7 @@
 -module(shardnode_ct).
 
 -export([start_nodes/2,
+         start_nodes_at_once/2,
          stop_nodes/1,
          stop_nodes/2,
          started_nodes/1,
@@ -53,6 +54,34 @@ start_nodes(Config, OptsList) ->
     Nodes = start_all(OptsList, []),
     Config1 = lists:keystore(?KEY, 1, Config, {?KEY, started_nodes(Config) ++ Nodes}),
     {Nodes, Config1}.
+
+%% @doc Starts one C node per element of `OptsList' all at once, as a
+%% deployment starts its pods: every node's OS process is launched before
+%% any is waited for, so nodes that `join' each other race as they would in
+%% production. Otherwise as {@link start_nodes/2}: names, the Config, and a
+%% failed test (after stopping the ones that did start) when any does not
+%% answer.
+-spec start_nodes_at_once(config(), [shardnode:start_opts()]) -> {[node()], config()}.
+start_nodes_at_once(Config, OptsList) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Parent = self(),
+    Starts = [begin
+                  Ref = make_ref(),
+                  Named = named(Opts),
+                  _ = spawn_link(fun() -> Parent ! {Ref, shardnode:start_node(Named)} end),
+                  {Ref, Named}
+              end || Opts <- OptsList],
+    Results = [receive {Ref, Result} -> {Named, Result} end || {Ref, Named} <- Starts],
+    Nodes = [Node || {_, {ok, Node}} <- Results],
+    case [{Named, Reason} || {Named, {error, Reason}} <- Results] of
+        [] ->
+            ct:log("started C nodes at once: ~0tp", [Nodes]),
+            {Nodes, lists:keystore(?KEY, 1, Config, {?KEY, started_nodes(Config) ++ Nodes})};
+        [{Named, Reason} | _] = Failed ->
+            _ = [log_failure(N, R) || {N, R} <- Failed],
+            _ = [shardnode:stop_node(Node) || Node <- Nodes],
+            ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
+    end.
 
 %% @doc Stops every node recorded in `Config' by {@link start_nodes/2} (see
 %% {@link stop_nodes/2}).
@@ -177,11 +206,7 @@ stop_peer(Pid) ->
 start_all([], Acc) ->
     lists:reverse(Acc);
 start_all([Opts | Rest], Acc) ->
-    Named = case Opts of
-                #{name := _} -> Opts;
-                #{sname := _} -> Opts;
-                _ -> Opts#{name => unique_name("c") ++ "@127.0.0.1"}
-            end,
+    Named = named(Opts),
     case shardnode:start_node(Named) of
         {ok, Node} ->
             ct:log("started C node ~ts", [Node]),
@@ -191,6 +216,10 @@ start_all([Opts | Rest], Acc) ->
             _ = [shardnode:stop_node(Node) || Node <- Acc],
             ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
     end.
+
+named(#{name := _} = Opts) -> Opts;
+named(#{sname := _} = Opts) -> Opts;
+named(Opts) -> Opts#{name => unique_name("c") ++ "@127.0.0.1"}.
 
 log_failure(Opts, {exited, Status, Lines}) ->
     ct:pal("C node ~0tp exited with status ~p before it answered; output:~n~ts",
