@@ -119,6 +119,14 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 			encode_members(a, &reply);
 		} else if (strcmp(atom, "shard_types") == 0) {
 			encode_shard_types(a, &reply);
+		} else if (strcmp(atom, "reachability") == 0) {
+			if (a->membership != NULL) {
+				membership_encode_reachability(a->membership, &reply);
+			} else {
+				ei_x_encode_tuple_header(&reply, 2);
+				ei_x_encode_atom(&reply, "ok");
+				ei_x_encode_empty_list(&reply);
+			}
 		} else if (strcmp(atom, "leave") == 0) {
 			ei_x_encode_atom(&reply, "ok");
 			leave = true;

@@ -266,6 +266,7 @@ static void conn_go_up(struct dist_conn *c)
 			return;
 		}
 		bytebuf_free(&c->pending);
+		c->pending_packets = 0;
 	}
 	if (!conn_flush_or_close(c))
 		return;
@@ -611,6 +612,8 @@ int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const c
 	if (msg_len)
 		bytebuf_append(q, msg, msg_len);
 	c->packets_out++;
+	if (q == &c->pending)
+		c->pending_packets++;
 	if (c->state == CONN_UP && !c->reading_paused && bytebuf_size(&c->out) > c->self->outq_pause) {
 		c->reading_paused = true;
 		log_info(c->self->log, "connection %s: output queue over %zu bytes, pausing reads",
@@ -628,8 +631,12 @@ void dist_conn_adopt_pending(struct dist_conn *c, struct dist_conn *from)
 	if (bytebuf_size(&from->pending) == 0)
 		return;
 	struct bytebuf *q = c->state == CONN_UP ? &c->out : &c->pending;
-	if (bytebuf_append(q, bytebuf_head(&from->pending), bytebuf_size(&from->pending)) == 0)
+	if (bytebuf_append(q, bytebuf_head(&from->pending), bytebuf_size(&from->pending)) == 0) {
+		if (q == &c->pending)
+			c->pending_packets += from->pending_packets;
 		bytebuf_free(&from->pending);
+		from->pending_packets = 0;
+	}
 }
 
 void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms)
@@ -661,7 +668,9 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 	conn_set_state(c, CONN_CLOSED, why);
 	if (was == CONN_UP)
 		log_info(c->self->log, "disconnected from %s: %s", peer_label(c), why);
-	else if (c->initiator || c->peer[0])
+	else if (c->initiator)
+		log_debug(c->self->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
+	else if (c->peer[0])
 		log_info(c->self->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
 	evloop_timer_stop(c->self->loop, &c->setup_timer);
 	resolver_cancel(c->resolving);
@@ -672,9 +681,6 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 		close(c->fd);
 		c->fd = -1;
 	}
-	if (bytebuf_size(&c->pending) > 0)
-		log_warn(c->self->log, "connection %s: %zu queued bytes dropped", peer_label(c),
-			 bytebuf_size(&c->pending));
 	c->hooks->closed(c->hooks->owner, c, why);
 }
 

@@ -85,7 +85,9 @@ struct dist_conn_hooks {
 	void (*up)(void *owner, struct dist_conn *c);
 	void (*packet)(void *owner, struct dist_conn *c, const struct dist_msg *m);
 	/* The connection is closing; `why` says why. Called once, before the
-	 * owner may free it. */
+	 * owner may free it. A connection we initiated that never came up is
+	 * not logged here: the owner says what it means (peer_backoff.h), and
+	 * what was queued for it (pending_packets) is dropped. */
 	void (*closed)(void *owner, struct dist_conn *c, const char *why);
 };
 
@@ -101,6 +103,7 @@ struct dist_conn {
 	uint32_t our_challenge;
 	struct bytebuf in, out;
 	struct bytebuf pending;     /* framed packets queued before UP */
+	uint64_t pending_packets;   /* how many packets `pending` holds */
 	struct ev_timer setup_timer;
 	struct resolve_req *resolving; /* host look-up in flight, or NULL */
 	struct in_addr peer_addr;

@@ -14,6 +14,7 @@
 #include "dist_conn.h"
 #include "dist_ctl.h"
 #include "epmd.h"
+#include "peer_backoff.h"
 #include "scratch.h"
 #include "term.h"
 
@@ -55,6 +56,7 @@ struct dist_node {
 		void *arg;
 	} nodedown[16];
 	size_t nnodedown;
+	struct peer_backoff unreachable; /* peers our attempts failed to reach */
 };
 
 int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg)
@@ -146,6 +148,12 @@ static void hook_replace(void *owner, struct dist_conn *in)
 static void hook_up(void *owner, struct dist_conn *c)
 {
 	struct dist_node *n = owner;
+	struct peer_failing was;
+	peer_backoff_reached(&n->unreachable, c->peer, &was);
+	if (was.failures > 0)
+		log_info(n->self.log, "%s answers again, after %u failed connection attempts; "
+			 "%llu messages to it were dropped meanwhile", c->peer, was.failures,
+			 (unsigned long long)was.dropped);
 	/* Packets that waited on a connection that lost a race go out now. */
 	for (struct dist_conn *o = n->conns; o; o = o->next) {
 		if (o != c && o->state == CONN_NOK_WAIT && strcmp(o->peer, c->peer) == 0) {
@@ -155,10 +163,31 @@ static void hook_up(void *owner, struct dist_conn *c)
 	}
 }
 
+/* An attempt of ours that never came up: the peer is gone or not there
+ * yet. Said once, when it starts failing; the next attempts back off. */
+static void attempt_failed(struct dist_node *n, struct dist_conn *c, const char *why)
+{
+	uint32_t failures = peer_backoff_failed(&n->unreachable, c->peer, evloop_now_ms(n->self.loop));
+	peer_backoff_dropped(&n->unreachable, c->peer, c->pending_packets);
+	if (failures <= 1 && c->pending_packets > 0)
+		log_warn(n->self.log, "cannot reach %s (%s): %llu messages to it dropped; trying again with "
+			 "back-off, and saying nothing more until it answers", c->peer, why,
+			 (unsigned long long)c->pending_packets);
+	else if (failures <= 1)
+		log_warn(n->self.log, "cannot reach %s (%s); trying again with back-off, and saying nothing "
+			 "more until it answers", c->peer, why);
+	else
+		log_debug(n->self.log, "cannot reach %s (%s), attempt %u: %llu messages to it dropped", c->peer, why,
+			  failures, (unsigned long long)c->pending_packets);
+}
+
 static void hook_closed(void *owner, struct dist_conn *c, const char *why)
 {
-	(void)why;
 	struct dist_node *n = owner;
+	/* Not when another connection to the peer lives on: our attempt lost
+	 * a simultaneous connect, and what it held went to the winner. */
+	if (c->initiator && !c->was_up && c->peer[0] != '\0' && find_conn(n, c->peer, c) == NULL)
+		attempt_failed(n, c, why);
 	unlink_conn(n, c);
 	c->next = n->dead;
 	n->dead = c;
@@ -193,6 +222,13 @@ static int send_to_node(struct dist_node *n, const char *peer, const char *ctl, 
 	if (c == NULL) {
 		if (strcmp(peer, n->name) == 0)
 			return -EINVAL;
+		if (!peer_backoff_may_try(&n->unreachable, peer, evloop_now_ms(n->self.loop))) {
+			/* It failed a moment ago: no new attempt (and log line)
+			 * per message. Dropped, as the attempt would have. */
+			peer_backoff_dropped(&n->unreachable, peer, 1);
+			n->stats.undeliverable++;
+			return -EHOSTUNREACH;
+		}
 		c = malloc(sizeof *c);
 		if (c == NULL)
 			return -ENOMEM;
@@ -753,6 +789,7 @@ void dist_node_free(struct dist_node *n)
 	proc_table_free(&n->procs);
 	scratch_free(&n->reply_buf);
 	scratch_free(&n->ctl_buf);
+	peer_backoff_free(&n->unreachable);
 	resolver_free(n->self.resolver);
 	evloop_set_idle(loop, NULL, NULL);
 	free(n);

@@ -399,6 +399,11 @@ int membership_handle(struct membership *m, const char *t, size_t len)
 		on_gossip(m, t, i);
 		return 1;
 	}
+	if (term_is_atom(t, i, "reachability")) {
+		term_skip(t, &i);
+		membership_on_reachability(m, t, i);
+		return 1;
+	}
 	bool ack = term_is_atom(t, i, "heartbeat_ack");
 	if (ack || term_is_atom(t, i, "heartbeat")) {
 		term_skip(t, &i);
@@ -460,6 +465,38 @@ void membership_encode_members(const struct membership *m, ei_x_buff *x)
 	}
 	ei_x_encode_empty_list(x);
 	free(sorted);
+}
+
+/* Neither down nor removed: its records and the records about it count. */
+static bool present(const struct membership *m, const char *node)
+{
+	const struct member *e = membership_member((struct membership *)m, node);
+	return e != NULL && e->status < MEMBER_DOWN;
+}
+
+void membership_encode_reachability(const struct membership *m, ei_x_buff *x)
+{
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	for (size_t k = 0; k < m->reach.n; k++) {
+		const struct reach_record *rec = &m->reach.records[k];
+		if (!present(m, rec->observer))
+			continue;
+		size_t n = 0;
+		for (size_t s = 0; s < rec->nsubjects; s++)
+			n += present(m, rec->subjects[s]);
+		if (n == 0)
+			continue;
+		ei_x_encode_list_header(x, 1);
+		ei_x_encode_tuple_header(x, 2);
+		ei_x_encode_atom(x, rec->observer);
+		ei_x_encode_list_header(x, (long)n);
+		for (size_t s = 0; s < rec->nsubjects; s++)
+			if (present(m, rec->subjects[s]))
+				ei_x_encode_atom(x, rec->subjects[s]);
+		ei_x_encode_empty_list(x);
+	}
+	ei_x_encode_empty_list(x);
 }
 
 static bool hosts(const struct member *e, const char *type)
@@ -535,7 +572,7 @@ size_t membership_others(const struct membership *m)
 	size_t n = 0;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		n += strcmp(e->node, m->self) != 0 && (e->status == MEMBER_UP || e->status == MEMBER_LEAVING);
+		n += strcmp(e->node, m->self) != 0 && e->status == MEMBER_UP;
 	}
 	return n;
 }
@@ -634,6 +671,7 @@ void membership_free(struct membership *m)
 		return;
 	evloop_timer_stop(m->cfg.loop, &m->gossip_timer);
 	dist_node_off_nodedown(m->cfg.node, on_nodedown, m);
+	reachability_free(&m->reach);
 	free(m->members);
 	free(m);
 }

@@ -22,10 +22,16 @@
  * is `unreachable`; hearing from it again makes it reachable. A lost
  * connection alone changes nothing: it may come back.
  *
- * Downing: with keep_majority, once the set of unreachable members has not
- * changed for stable_after_ms, the side that wins (quorum.h) downs the
- * unreachable members and the side that loses downs itself. With manual
- * downing only {down, Node} does it. A node that learns it was downed stops.
+ * Reachability is a cluster-wide view (reachability.h): every heartbeat
+ * interval each member sends every other one its table of who cannot hear
+ * whom,
+ *   {'$shardnode', reachability, From, [{Observer, Version, [Subject]}]}
+ * Downing: with keep_majority, once neither the member list nor that view
+ * has changed for stable_after_ms, a member whose own view loses keep-
+ * majority (quorum.h) downs itself, and the leader alone downs others
+ * (downing.h): those it cannot hear, then the fewest members that explain
+ * every other record. With manual downing only {down, Node} does it. A
+ * node that learns it was downed stops.
  *
  * At most one instance of an entity: this node delivers to its entities
  * only while it holds a quorum lease (quorum.h), renewed by the acks of its
@@ -106,6 +112,11 @@ int membership_handle(struct membership *m, const char *term, size_t len);
 /* Encodes {ok, [#{node := Node, status := Status}]}, oldest first. */
 void membership_encode_members(const struct membership *m, ei_x_buff *x);
 
+/* Encodes {ok, [{Observer, [Subject]}]}: the cluster-wide view as this
+ * node holds it, for the members that are not down, observers that
+ * report nobody left out. */
+void membership_encode_reachability(const struct membership *m, ei_x_buff *x);
+
 /* Members hosting `type` that own shards: up or leaving (until their shards
  * are handed off), or downed too recently for their lease to have run out
  * (see above). At most max of them, into out (pointers valid until
@@ -138,8 +149,9 @@ void membership_leave(struct membership *m);
  * others remove it when its connection closes. */
 void membership_exit(struct membership *m);
 
-/* Other members that are up or leaving (for a leaving node: is anyone there
- * to take its shards?). */
+/* Other members that are up (for a leaving node: is anyone there to take
+ * its shards? A member that is leaving too cannot, so the last members,
+ * stopped at once, do not wait handoff_timeout_ms for each other). */
 size_t membership_others(const struct membership *m);
 
 /* Marks `node` down and gossips it. Returns 0, or -ENOENT (not a member). */

@@ -2,9 +2,11 @@
  * quorum lease of membership.h, on the member list of membership.c. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <bsd/string.h>
 
+#include "downing.h"
 #include "membership_internal.h"
 #include "quorum.h"
 #include "term.h"
@@ -69,6 +71,77 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 	return regained;
 }
 
+/* ---- the cluster-wide reachability view ---- */
+
+static uint64_t wall_clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Sends our whole table to every member but us that is not down. */
+static void send_reachability_all(struct membership *m)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "reachability") != 0)
+		return;
+	if (reachability_encode(&m->reach, &x) == 0) {
+		for (size_t k = 0; k < m->n; k++) {
+			const struct member *e = &m->members[k];
+			if (!is_self(m, e) && e->status < MEMBER_DOWN)
+				membership_send_admin(m, e->node, &x);
+		}
+	}
+	ei_x_free(&x);
+}
+
+/* Makes our record in the table say what our failure detector says, under
+ * a version above any held (one of an earlier incarnation of ours, too).
+ * Returns true if the record changed; then it is sent at once. */
+static bool publish_own_view(struct membership *m)
+{
+	const char **subjects = malloc((m->n ? m->n : 1) * sizeof *subjects);
+	if (subjects == NULL)
+		return false; /* the next tick tries again */
+	size_t n = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!is_self(m, e) && e->unreachable && e->status < MEMBER_DOWN)
+			subjects[n++] = e->node;
+	}
+	const struct reach_record *held = reachability_find(&m->reach, m->self);
+	uint64_t version = reachability_next_version(held ? held->version : 0, wall_clock_ms());
+	int rc = reachability_update(&m->reach, m->self, version, subjects, n);
+	free(subjects);
+	if (rc == 1) {
+		m->stable_since = now_ms(m);
+		send_reachability_all(m);
+	}
+	return rc == 1;
+}
+
+void membership_on_reachability(struct membership *m, const char *t, size_t i)
+{
+	char from[TERM_ATOM_BUF];
+	if (term_get_atom(t, &i, from))
+		return;
+	struct member *sender = membership_member(m, from);
+	if (sender == NULL || is_self(m, sender) || sender->status >= MEMBER_DOWN)
+		return;
+	membership_heard(m, sender);
+	int changed = reachability_merge_encoded(&m->reach, t, &i);
+	if (changed < 0)
+		log_debug(m->cfg.log, "malformed reachability table from %s: the rest ignored", from);
+	/* Only we speak for ourselves: a record of an earlier incarnation of
+	 * ours is outranked at once. */
+	publish_own_view(m);
+	if (changed > 0) {
+		m->stable_since = now_ms(m);
+		log_debug(m->cfg.log, "reachability view changed by %s", from);
+	}
+}
+
 /* A member spoke to us directly. */
 void membership_heard(struct membership *m, struct member *e)
 {
@@ -76,6 +149,7 @@ void membership_heard(struct membership *m, struct member *e)
 	if (e->unreachable && e->status < MEMBER_DOWN) {
 		e->unreachable = false;
 		log_info(m->cfg.log, "member %s reachable again", e->node);
+		publish_own_view(m);
 		membership_changed(m);
 	}
 }
@@ -93,8 +167,10 @@ static void detect_unreachable(struct membership *m)
 			log_warn(m->cfg.log, "member %s unreachable: silent for %u ms", e->node, m->cfg.failure_timeout_ms);
 		}
 	}
-	if (any)
+	if (any) {
+		publish_own_view(m);
 		membership_changed(m);
+	}
 }
 
 /* How long a downed member keeps its shards after this node learns of the
@@ -122,45 +198,81 @@ static void release_downed(struct membership *m)
 		membership_changed(m);
 }
 
-/* Keep-majority: once the unreachable set has been stable for
- * stable_after_ms, the winning side downs the unreachable, the losing side
- * downs itself. */
+/* The leader's decision on the cluster-wide view (downing.h), for the
+ * voting members. Returns the verdict; names to down go into `names` (room
+ * for m->n), *nnames how many. */
+static enum downing_verdict decide(struct membership *m, char (*names)[256], size_t *nnames)
+{
+	*nnames = 0;
+	struct downing_member *voters = malloc(m->n * sizeof *voters);
+	size_t *out = malloc(m->n * sizeof *out);
+	size_t nedges = 0;
+	for (size_t k = 0; k < m->reach.n; k++)
+		nedges += m->reach.records[k].nsubjects;
+	struct downing_edge *edges = malloc((nedges ? nedges : 1) * sizeof *edges);
+	enum downing_verdict v = DOWNING_NONE;
+	if (voters == NULL || out == NULL || edges == NULL)
+		goto done; /* the next tick decides */
+	size_t n = 0, self = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!votes(e))
+			continue;
+		if (is_self(m, e))
+			self = n;
+		voters[n++] = (struct downing_member){e->node, e->up_number};
+	}
+	/* Records of members that do not vote are left to downing_decide,
+	 * which ignores edges naming a non-member. */
+	nedges = 0;
+	for (size_t k = 0; k < m->reach.n; k++)
+		for (size_t j = 0; j < m->reach.records[k].nsubjects; j++)
+			edges[nedges++] = (struct downing_edge){m->reach.records[k].observer,
+								m->reach.records[k].subjects[j]};
+	size_t nout = 0;
+	v = downing_decide(voters, n, self, edges, nedges, out, &nout);
+	for (size_t k = 0; k < nout; k++)
+		strlcpy(names[(*nnames)++], voters[out[k]].node, sizeof names[0]);
+done:
+	free(voters);
+	free(out);
+	free(edges);
+	return v;
+}
+
+/* Once the member list and the reachability view have been stable for
+ * stable_after_ms, applies downing.h: this node may down itself, the
+ * members cut off from its side, and, on the leader, the members that
+ * explain the indirect faults. */
 static void keep_majority(struct membership *m)
 {
 	const struct member *me = membership_member(m, m->self);
 	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
 		return;
 	size_t total = 0, unreachable = 0;
-	const struct member *lowest = NULL;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (!votes(e))
-			continue;
-		total++;
-		unreachable += e->unreachable;
-		if (lowest == NULL || strcmp(e->node, lowest->node) < 0)
-			lowest = e;
-	}
-	if (unreachable == 0)
-		return;
-	size_t reachable = total - unreachable;
-	if (!quorum_wins(reachable, total, !lowest->unreachable)) {
-		log_error(m->cfg.log, "keep-majority: %zu of %zu members reachable, the other side wins: downing this node",
-			  reachable, total);
-		membership_down(m, m->self);
-		return;
+		total += votes(e);
+		unreachable += votes(e) && e->unreachable;
 	}
 	/* membership_down changes the list under us: collect the names first. */
-	char (*names)[256] = malloc(unreachable * sizeof *names);
+	char (*names)[256] = malloc(m->n * sizeof *names);
 	if (names == NULL)
 		return;
 	size_t n = 0;
-	for (size_t k = 0; k < m->n; k++)
-		if (votes(&m->members[k]) && m->members[k].unreachable)
-			strlcpy(names[n++], m->members[k].node, sizeof names[0]);
+	enum downing_verdict v = decide(m, names, &n);
+	if (v == DOWNING_SELF) {
+		log_error(m->cfg.log, "keep-majority: %zu of %zu members reachable, the other side wins: downing this node",
+			  total - unreachable, total);
+		membership_down(m, m->self);
+	}
 	for (size_t k = 0; k < n; k++) {
-		log_warn(m->cfg.log, "keep-majority: %zu of %zu members reachable: downing %s", reachable, total,
-			 names[k]);
+		if (reachability_has(&m->reach, m->self, names[k]))
+			log_warn(m->cfg.log, "keep-majority: %zu of %zu members reachable: downing %s, which none of them hears",
+				 total - unreachable, total, names[k]);
+		else
+			log_warn(m->cfg.log, "downing %s: it explains the most unreachability the members report "
+				 "(a cut link or a bad network), and the others hear each other without it", names[k]);
 		membership_down(m, names[k]);
 	}
 	free(names);
@@ -231,6 +343,8 @@ bool membership_may_deliver(const struct membership *m)
 void membership_health_tick(struct membership *m)
 {
 	detect_unreachable(m);
+	publish_own_view(m); /* also after a member was downed: it is no subject any more */
+	send_reachability_all(m);
 	release_downed(m);
 	keep_majority(m);
 }

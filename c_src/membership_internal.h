@@ -13,6 +13,7 @@
 #include <ei.h>
 
 #include "membership.h"
+#include "reachability.h"
 
 struct membership {
 	struct membership_config cfg;
@@ -26,6 +27,10 @@ struct membership {
 	bool loss_logged;       /* a lost lease is logged by the timer only: a
 				 * member that just joined has not acked yet */
 	uint32_t top_up_number; /* the highest up-number seen (next_up_number) */
+	/* Who cannot hear whom, cluster-wide (reachability.h): our own record
+	 * is our failure detector's `unreachable` flags, the others come by
+	 * `reachability` messages. The leader downs on it (downing.h). */
+	struct reachability reach;
 };
 
 /* The loop's clock, read once per turn. */
@@ -83,8 +88,13 @@ bool membership_refresh_lease(struct membership *m, bool log_loss);
  * `since` would win a split now. */
 bool membership_fresh_quorum_since(struct membership *m, uint64_t since);
 
-/* Once per heartbeat interval: finds unreachable members, releases the
- * shards of members downed long enough ago, and applies keep-majority. */
+/* Once per heartbeat interval: finds unreachable members, sends our
+ * reachability table to every member, releases the shards of members
+ * downed long enough ago, and decides on downing (downing.h). */
 void membership_health_tick(struct membership *m);
+
+/* Merges a member's reachability table from t[i..]: From, [Record]. A
+ * change restarts the stability clock. Malformed input is ignored. */
+void membership_on_reachability(struct membership *m, const char *t, size_t i);
 
 #endif

@@ -1,0 +1,66 @@
+/*
+ * downing.h — whom the cluster downs, decided once, by one member, on the
+ * cluster-wide reachability view (reachability.h). Pure: no I/O, no clock.
+ *
+ * Every member, once the view has been stable for stable_after_ms, looks
+ * at the members it cannot hear itself:
+ *  1. Keep-majority over its own view: if the members it hears (with
+ *     itself) do not win (quorum_wins), it downs itself. That is how the
+ *     minority side of a partition goes, and a member with a network bad
+ *     enough to lose most of the others.
+ *  2. Otherwise it downs those it cannot hear that no member it hears can
+ *     hear either: they are cut off from its whole side (the other side of
+ *     a partition) or dead. Every member of the side comes to the same
+ *     answer, so downing them twice does no harm.
+ * Any other record is an indirect fault: a cut link between two members,
+ * or a member with a bad network, which the others still hear. Only the
+ * leader acts on those: the oldest voting member that no voting member
+ * reports unreachable, so every member agrees who it is.
+ *  3. The leader downs the fewest members that leave everyone else
+ *     hearing everyone, one at a time: the member named in the most
+ *     records left (as observer or subject) goes first, so a lossy member
+ *     that cannot hear several healthy ones goes, never they. On a tie (a
+ *     cut link between two members: one record each way) the youngest goes
+ *     (highest up-number, then the greater name): the oldest run the
+ *     coordinators.
+ * The cases and what each costs are in docs/contract.md ("A cluster").
+ */
+#ifndef SN_DOWNING_H
+#define SN_DOWNING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A voting member (up or leaving). */
+struct downing_member {
+	const char *node;
+	uint32_t up_number; /* age: the lowest is the oldest */
+};
+
+/* One record of the view: `observer` cannot hear `subject`. */
+struct downing_edge {
+	const char *observer;
+	const char *subject;
+};
+
+/* The leader: the index in members of the oldest one that is no edge's
+ * subject (edges naming a non-member are ignored), or -1 if every member is
+ * somebody's subject. */
+int downing_leader(const struct downing_member *members, size_t n, const struct downing_edge *edges,
+		   size_t nedges);
+
+enum downing_verdict {
+	DOWNING_NONE,      /* nothing to do */
+	DOWNING_SELF,      /* self's side loses keep-majority: down itself */
+	DOWNING_OTHERS,    /* down the members listed in out */
+};
+
+/* The decision of `self` (an index into members) on the view. out has room
+ * for n indexes; *nout gets how many are listed (DOWNING_OTHERS only), in
+ * the order chosen: first those cut off from self's side (step 2), then,
+ * on the leader, the indirect ones (step 3). */
+enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t self,
+				    const struct downing_edge *edges, size_t nedges, size_t *out, size_t *nout);
+
+#endif

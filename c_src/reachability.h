@@ -1,0 +1,71 @@
+/*
+ * reachability.h — the cluster-wide view of who cannot hear whom, as Akka
+ * gossips it: one record per observer, the members it finds unreachable,
+ * under a version only that observer raises. Pure data and its wire form,
+ * no I/O: membership_health.c fills it from its own failure detector and
+ * from the members' `reachability` messages, and downing.h decides on it.
+ *
+ *   {'$shardnode', reachability, From, [{Observer, Version, [Subject]}]}
+ *
+ * Every member sends its whole table to every other member each
+ * heartbeat interval, so an observation travels around a cut link. Merging
+ * keeps, per observer, the record with the higher version. An observer
+ * versions its record with the wall clock in milliseconds (or its last
+ * version plus one, if that is higher), so a node that restarts still
+ * outranks what the cluster holds of its earlier incarnation.
+ */
+#ifndef SN_REACHABILITY_H
+#define SN_REACHABILITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#define REACH_NAME_MAX 256
+
+struct reach_record {
+	char observer[REACH_NAME_MAX];
+	uint64_t version;
+	char (*subjects)[REACH_NAME_MAX]; /* owned */
+	size_t nsubjects;
+};
+
+/* Zero-initialised is empty and valid. */
+struct reachability {
+	struct reach_record *records; /* owned */
+	size_t n, cap;
+};
+
+/* Frees every record; the table is empty and reusable afterwards. */
+void reachability_free(struct reachability *r);
+
+/* Takes `observer`'s record (subjects copied) if `version` is higher than
+ * the one held, or if none is held. Returns 1 if the set of subjects
+ * changed, 0 if not (an older or equal version, or the same set under a
+ * newer version, which is kept), -ENOMEM (the table is as it was) or
+ * -EINVAL (a name of REACH_NAME_MAX bytes or more). */
+int reachability_update(struct reachability *r, const char *observer, uint64_t version,
+			const char *const *subjects, size_t n);
+
+/* The record of `observer`, or NULL. Valid until the table changes. */
+const struct reach_record *reachability_find(const struct reachability *r, const char *observer);
+
+/* True if `observer`'s record lists `subject`. */
+bool reachability_has(const struct reachability *r, const char *observer, const char *subject);
+
+/* The version an observer gives its record when its set changes: the wall
+ * clock in ms, or last + 1 when the clock is not ahead of last. */
+uint64_t reachability_next_version(uint64_t last, uint64_t wall_clock_ms);
+
+/* Encodes [{Observer, Version, [Subject]}] into x. Returns 0 or -ENOMEM. */
+int reachability_encode(const struct reachability *r, ei_x_buff *x);
+
+/* Merges an encoded [{Observer, Version, [Subject]}] from t at *i (a
+ * validated term) into r, as reachability_update does each record, and
+ * moves *i past it. Returns how many records changed r, or -EPROTO (a
+ * malformed list: the records before the bad one are merged) or -ENOMEM. */
+int reachability_merge_encoded(struct reachability *r, const char *t, size_t *i);
+
+#endif
