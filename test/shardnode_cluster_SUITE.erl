@@ -21,6 +21,8 @@
 -export([three_nodes_converge/1,
          five_nodes_started_at_once/1,
          two_members_killed_and_restarted_at_once/1,
+         crash_is_seen_cluster_wide_and_said_once/1,
+         last_members_stopped_at_once_exit_promptly/1,
          fourth_node_joins_under_load/1,
          beam_clients_on_every_node_during_a_join/1,
          shards_spread_and_any_node_reaches_any_entity/1,
@@ -48,6 +50,8 @@ all() ->
     [three_nodes_converge,
      five_nodes_started_at_once,
      two_members_killed_and_restarted_at_once,
+     crash_is_seen_cluster_wide_and_said_once,
+     last_members_stopped_at_once_exit_promptly,
      fourth_node_joins_under_load,
      beam_clients_on_every_node_during_a_join,
      shards_spread_and_any_node_reaches_any_entity,
@@ -340,6 +344,36 @@ two_members_killed_and_restarted_at_once(Config) ->
     {[D, E], _} = Restart(),
     await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, Ids) end),
     shardnode_ct:stop_nodes(Config, [D, E]).
+
+%% C is killed: each of A and B reports it unreachable, and each holds both
+%% reports (the cluster-wide view). C is downed, and A's log says once that
+%% it cannot reach C, however often it tried meanwhile.
+crash_is_seen_cluster_wide_and_said_once(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    ?assertEqual({ok, []}, gen_server:call({shardnode, A}, reachability)),
+    ok = shardnode:kill_node(C),
+    Both = lists:sort([{A, [C]}, {B, [C]}]),
+    await(fun() ->
+                  [{ok, ViewA}, {ok, ViewB}] = [gen_server:call({shardnode, N}, reachability) || N <- [A, B]],
+                  lists:sort(ViewA) =:= Both andalso lists:sort(ViewB) =:= Both
+          end),
+    await(fun() -> status(A, C) =:= down andalso status(B, C) =:= down end),
+    {ok, Lines} = shardnode:output(A),
+    Said = [L || L <- Lines, binary:match(L, <<"cannot reach ", (atom_to_binary(C))/binary>>) =/= nomatch],
+    ?assertEqual(1, length(Said), Said).
+
+%% A member is killed and downed; the last two are then stopped at once.
+%% Neither waits for the other to take its shards (handoff_timeout_ms is
+%% 60 s here): both exit cleanly within the stop's 10 s grace.
+last_members_stopped_at_once_exit_promptly(Config) ->
+    [A, B, C] = ?config(nodes, Config),
+    [0 = call(A, I, get) || I <- ids_covering_all_shards()],
+    ok = shardnode:kill_node(C),
+    await(fun() -> status(A, C) =:= down andalso status(B, C) =:= down end),
+    Self = self(),
+    [spawn_link(fun() -> Self ! {stopped, N, shardnode:stop_node(N, 10000)} end) || N <- [A, B]],
+    [receive {stopped, N, Result} -> ?assertEqual({N, ok}, {N, Result}) end || N <- [A, B]],
+    ok.
 
 %% Every node lists the same members, all of `Nodes', up, in one order.
 same_up_members(Nodes) ->
