@@ -204,6 +204,8 @@ static void release_downed(struct membership *m)
 static enum downing_verdict decide(struct membership *m, char (*names)[256], size_t *nnames)
 {
 	*nnames = 0;
+	if (m->n == 0)
+		return DOWNING_NONE; /* never: we are a member */
 	struct downing_member *voters = malloc(m->n * sizeof *voters);
 	size_t *out = malloc(m->n * sizeof *out);
 	size_t nedges = 0;
