@@ -233,7 +233,7 @@ static enum downing_verdict decide(struct membership *m, char (*names)[256], siz
 								m->reach.records[k].subjects[j]};
 	size_t nout = 0;
 	v = downing_decide(voters, n, self, edges, nedges, out, &nout);
-	for (size_t k = 0; k < nout; k++)
+	for (size_t k = 0; k < nout && out[k] < n; k++)
 		strlcpy(names[(*nnames)++], voters[out[k]].node, sizeof names[0]);
 done:
 	free(voters);
@@ -257,8 +257,9 @@ static void keep_majority(struct membership *m)
 		total += votes(e);
 		unreachable += votes(e) && e->unreachable;
 	}
-	/* membership_down changes the list under us: collect the names first. */
-	char (*names)[256] = malloc(m->n * sizeof *names);
+	/* membership_down changes the list under us: collect the names first.
+	 * (m->n counts us, so it is not 0.) */
+	char (*names)[256] = m->n ? malloc(m->n * sizeof *names) : NULL;
 	if (names == NULL)
 		return;
 	size_t n = 0;
