@@ -77,7 +77,8 @@
           config_file => file:filename(),
           extra_args => [string()],
           executable => file:filename(),
-          ready_timeout => non_neg_integer()}.
+          ready_timeout => non_neg_integer(),
+          netns => string()}.
 %% Options of {@link start_node/1}. Exactly one of `name' (a long name with
 %% its host, `"c1@127.0.0.1"') and `sname' (`"c1"', or `"c1@host"') is
 %% required.
@@ -94,6 +95,8 @@
 %%   syntax. Example: `#{number_of_shards => 10, data_dir => "/tmp/sn"}'.</dd>
 %% <dt>`config_file'</dt><dd>passed as `--config'.</dd>
 %% <dt>`extra_args'</dt><dd>appended to the command line as they are.</dd>
+%% <dt>`netns'</dt><dd>a Linux network namespace to run the node in
+%%   (`ip netns exec'; needs root), for tests of real partitions.</dd>
 %% <dt>`executable'</dt><dd>default: `$SHARDNODE_EXECUTABLE' when set,
 %%   else `priv/shardnode' of this application, else `priv/shardnode' in a
 %%   directory above this module's beam file (a source checkout built with

@@ -113,7 +113,7 @@
 -spec command(shardnode:start_opts()) -> {ok, command()} | {error, term()}.
 command(Opts) when is_map(Opts) ->
     Known = [name, sname, cookie, cookie_file, port, join, types, proxy_only,
-             config, config_file, extra_args, executable, ready_timeout],
+             config, config_file, extra_args, executable, ready_timeout, netns],
     case [K || K <- maps:keys(Opts), not lists:member(K, Known)] of
         [] ->
             try
@@ -447,11 +447,24 @@ build_command(Opts) ->
                          config_file_args(Opts),
                          set_args(Opts),
                          extra_args(Opts)]),
+    {Exe, ExeArgs} = in_netns(Opts, executable(Opts), Args),
     #{node => Node,
-      executable => executable(Opts),
-      args => Args,
+      executable => Exe,
+      args => ExeArgs,
       check => check(Node, Mode),
       ready_timeout => ready_timeout(Opts)}.
+
+%% `netns': run the node inside a Linux network namespace, as
+%% `ip netns exec NS Exe Args'. ip execs the node in its place, so the OS
+%% pid, the signals and the port's stdin are the node's own.
+in_netns(#{netns := NS0}, Exe, Args) ->
+    NS = to_string(netns, NS0),
+    case os:find_executable("ip") of
+        false -> throw({command_error, {executable_not_found, ["ip"]}});
+        Ip -> {Ip, ["netns", "exec", NS, Exe | Args]}
+    end;
+in_netns(_, Exe, Args) ->
+    {Exe, Args}.
 
 name(#{name := _, sname := _}) ->
     bad(name_and_sname);

@@ -1,0 +1,365 @@
+%% Real faults on real networks: five C nodes, each in a Linux network
+%% namespace of its own, joined by a bridge this suite makes (10.78.0.0/24,
+%% `snpt0'), with links cut and packets dropped by iptables inside the
+%% namespaces. A stream of increments runs through every node during each
+%% fault: an acknowledged value is the previous plus one, or 1 again after
+%% the entity moved (a restart), never anything that would show two
+%% instances of one entity.
+%%
+%% Needs root, iproute2 and iptables (`make deps' installs them). Where a
+%% namespace cannot be made, every case is skipped, with the reason.
+%%
+%%   rebar3 ct --dir test --suite shardnode_partition_SUITE
+-module(shardnode_partition_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([five_nodes_join_at_once/1,
+         one_cut_link_costs_one_member/1,
+         one_lossy_member_costs_only_itself/1,
+         minority_downs_itself_majority_serves/1,
+         oldest_member_isolated/1,
+         killed_member_restarts/1]).
+
+-define(BRIDGE, "snpt0").
+-define(NET, "10.78.0.").
+-define(N, 5).
+-define(SHARDS, 30).
+-define(IDS, 40).
+
+suite() -> [{timetrap, {minutes, 3}}].
+
+all() ->
+    [five_nodes_join_at_once,
+     one_cut_link_costs_one_member,
+     one_lossy_member_costs_only_itself,
+     minority_downs_itself_majority_serves,
+     oldest_member_isolated,
+     killed_member_restarts].
+
+init_per_suite(Config) ->
+    teardown_network(),
+    case setup_network() of
+        ok ->
+            {ok, _} = application:ensure_all_started(shardnode),
+            Config;
+        {error, Why} ->
+            teardown_network(),
+            {skip, lists:flatten(io_lib:format("network namespaces cannot be made here: ~ts", [Why]))}
+    end.
+
+end_per_suite(_Config) ->
+    teardown_network(),
+    ?assertEqual([], [NS || NS <- namespaces(), lists:member(NS, string:lexemes(sh_out("ip netns list"), "\n "))]),
+    ok.
+
+%% Every case but the first starts with five members, n1 the oldest.
+init_per_testcase(five_nodes_join_at_once, Config) ->
+    Config;
+init_per_testcase(_Case, Config) ->
+    {[N1], Config1} = shardnode_ct:start_nodes(Config, [opts(1)]),
+    {Rest, Config2} = shardnode_ct:start_nodes(Config1, [(opts(I))#{join => [N1]} || I <- lists:seq(2, ?N)]),
+    Nodes = [N1 | Rest],
+    await(fun() -> same_up_members(Nodes, Nodes) end),
+    [{nodes, Nodes} | Config2].
+
+end_per_testcase(_Case, Config) ->
+    heal(),
+    Started = shardnode_ct:started_nodes(Config),
+    Extra = shardnode:which_nodes() -- Started,
+    shardnode_ct:stop_nodes(Config, Started ++ Extra),
+    %% Whatever a node left in its namespace (epmd) goes too.
+    [sh("ip netns pids " ++ NS ++ " | xargs -r kill -9") || NS <- namespaces()],
+    ok.
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% A deployment starts five nodes at once, each in its own namespace, four
+%% joining the first: every node comes to list the same five members, and
+%% every entity answers through every node. Twice.
+five_nodes_join_at_once(Config) ->
+    [begin
+         T0 = erlang:monotonic_time(millisecond),
+         [First | _] = OptsList = [opts(I) || I <- lists:seq(1, ?N)],
+         Seed = list_to_atom(maps:get(name, First)),
+         {Nodes, _} = shardnode_ct:start_nodes_at_once(
+                        Config, [First | [O#{join => [Seed]} || O <- tl(OptsList)]]),
+         await(fun() -> same_up_members(Nodes, Nodes) end),
+         await(fun() -> all_answer(Nodes) end),
+         ct:log("round ~b: five nodes in namespaces serving ~b ms after the start",
+                [Round, erlang:monotonic_time(millisecond) - T0]),
+         shardnode_ct:stop_nodes(Config, Nodes)
+     end || Round <- [1, 2]],
+    ok.
+
+%% The link between n1 and n3 alone is cut. Both still hear everyone else,
+%% so only the leader decides: it downs one of the two (the younger, n3).
+%% The other four keep serving, and after the cut heals nobody else is
+%% lost.
+one_cut_link_costs_one_member(Config) ->
+    [N1, N2, N3, N4, N5] = Nodes = ?config(nodes, Config),
+    Stream = start_stream(Nodes),
+    cut(1, 3),
+    %% Downed, then removed once it has gone.
+    await(fun() -> lists:member(status(N2, N3), [down, absent]) end),
+    Survivors = [N1, N2, N4, N5],
+    await(fun() -> not lists:member(N3, shardnode:which_nodes()) end),
+    heal(),
+    assert_no_more_lost(Survivors),
+    await(fun() -> all_answer(Survivors) end),
+    assert_stream(Stream).
+
+%% n3 loses 30 % of its packets, both ways. It may be downed; no healthy
+%% member ever is, and the healthy ones keep serving.
+one_lossy_member_costs_only_itself(Config) ->
+    [N1, N2, N3, N4, N5] = Nodes = ?config(nodes, Config),
+    Healthy = [N1, N2, N4, N5],
+    Stream = start_stream(Nodes),
+    lossy(3, "0.3"),
+    %% The fault lasts until n3 is downed, or 15 s at most.
+    Outcome = shardnode_poll:until(fun() -> status(N1, N3) =:= down end, 15000),
+    heal(),
+    ct:log("n3 with 30 % loss: ~ts", [case Outcome of ok -> "downed"; timeout -> "kept for 15 s"
+                                           end]),
+    Expected = case Outcome of ok -> Healthy; timeout -> Nodes end,
+    await(fun() -> same_up_members(Healthy, Expected) end),
+    assert_no_more_lost(Expected),
+    await(fun() -> all_answer(Healthy) end),
+    assert_stream(Stream).
+
+%% {n1, n2} | {n3, n4, n5}: the two down themselves and exit, the three
+%% down them and serve every entity.
+minority_downs_itself_majority_serves(Config) ->
+    [N1, N2, N3, N4, N5] = Nodes = ?config(nodes, Config),
+    Stream = start_stream(Nodes),
+    [cut(A, B) || A <- [1, 2], B <- [3, 4, 5]],
+    await(fun() -> [] =:= [N || N <- [N1, N2], lists:member(N, shardnode:which_nodes())] end),
+    Majority = [N3, N4, N5],
+    await(fun() -> same_up_members(Majority, Majority) end),
+    heal(),
+    await(fun() -> all_answer(Majority) end),
+    assert_stream(Stream).
+
+%% n1, the oldest (it runs every coordinator), is cut from everyone. It
+%% downs itself; the others down it, and n2 takes the coordinators over.
+oldest_member_isolated(Config) ->
+    [N1, N2 | _] = Nodes = ?config(nodes, Config),
+    Stream = start_stream(Nodes),
+    [cut(1, B) || B <- lists:seq(2, ?N)],
+    await(fun() -> not lists:member(N1, shardnode:which_nodes()) end),
+    Rest = tl(Nodes),
+    await(fun() -> same_up_members(Rest, Rest) end),
+    ?assertEqual({ok, N2}, gen_server:call({shardnode, N2}, {coordinator, counter})),
+    heal(),
+    await(fun() -> all_answer(Rest) end),
+    assert_stream(Stream).
+
+%% kill -9 of n5: it is downed, its shards go elsewhere; it comes back under
+%% its name and serves again.
+killed_member_restarts(Config) ->
+    [N1 | _] = Nodes = ?config(nodes, Config),
+    N5 = lists:last(Nodes),
+    Stream = start_stream(Nodes),
+    ok = shardnode:kill_node(N5),
+    await(fun() -> status(N1, N5) =:= down end),
+    await(fun() -> all_answer(lists:droplast(Nodes)) end),
+    {[N5], _} = shardnode_ct:start_nodes(Config, [(opts(?N))#{join => [N1]}]),
+    await(fun() -> same_up_members(Nodes, Nodes) end),
+    await(fun() -> all_answer(Nodes) end),
+    assert_stream(Stream),
+    ok = shardnode:stop_node(N5).
+
+%%====================================================================
+%% The stream of increments
+%%====================================================================
+
+%% Increments ?IDS counters through each node in turn, one call at a time,
+%% and tallies the answers: ok (previous + 1), restart (1 again: the entity
+%% moved), lost_ack (higher than previous + 1: a call that timed out was
+%% applied), restart_lost_ack (lower, after a timed-out call: it restarted
+%% and that ack was lost), timeout, error (the node went), {error, Reason}
+%% (refused, not applied), and bad (the same value again, or lower with no
+%% call lost: two instances).
+start_stream(Nodes) ->
+    Self = self(),
+    spawn_link(fun() -> stream(Self, Nodes, 0, #{}, #{}) end).
+
+stream(Owner, Nodes, K, Last, Tally) ->
+    receive
+        {stop, From} -> From ! {tally, Tally}
+    after 0 ->
+        Id = K rem ?IDS,
+        Node = lists:nth(1 + K rem length(Nodes), Nodes),
+        {Prev, Lost} = maps:get(Id, Last, {0, false}),
+        try gen_server:call({counter, Node}, {Id, incr}, 1000) of
+            {error, _} = Refused ->
+                %% {error, shutting_down}: held for a lease, then refused
+                %% as the node stopped. Not applied.
+                stream(Owner, Nodes, K + 1, Last, bump(Refused, Tally));
+            V ->
+                Kind = if V =:= Prev + 1 -> ok;
+                          V =:= 1 -> restart;
+                          V > Prev + 1, Lost -> lost_ack;
+                          V < Prev, Lost -> restart_lost_ack;
+                          true -> {bad, Id, Prev, V}
+                       end,
+                stream(Owner, Nodes, K + 1, Last#{Id => {V, false}}, bump(Kind, Tally))
+        catch
+            exit:{timeout, _} ->
+                stream(Owner, Nodes, K + 1, Last#{Id => {Prev, true}}, bump(timeout, Tally));
+            exit:_ ->
+                %% A call that failed at once never reached an entity.
+                stream(Owner, Nodes, K + 1, Last, bump(error, Tally))
+        end
+    end.
+
+bump(Kind, Tally) -> maps:update_with(Kind, fun(X) -> X + 1 end, 1, Tally).
+
+assert_stream(Stream) ->
+    unlink(Stream),
+    Stream ! {stop, self()},
+    Tally = receive {tally, T} -> T after 10000 -> ct:fail(stream_did_not_stop) end,
+    ct:log("stream: ~p", [Tally]),
+    ?assertEqual([], [K || {bad, _, _, _} = K <- maps:keys(Tally)]),
+    ?assert(maps:get(ok, Tally, 0) > 0),
+    ok.
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+opts(I) ->
+    #{name => name(I), netns => ns(I),
+      config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
+                  failure_timeout_ms => 1000, stable_after_ms => 2000,
+                  retry_interval_ms => 500, rebalance_interval_ms => 300}}.
+
+name(I) -> "n" ++ integer_to_list(I) ++ "@" ++ addr(I).
+
+addr(I) -> ?NET ++ integer_to_list(I).
+
+ns(I) -> "snpt" ++ integer_to_list(I).
+
+namespaces() -> [ns(I) || I <- lists:seq(1, ?N)].
+
+%% A bridge with this node's address on it (.254), and per node a
+%% namespace joined to it by a veth pair.
+setup_network() ->
+    Steps = ["ip link add " ?BRIDGE " type bridge",
+             "ip addr add " ?NET "254/24 dev " ?BRIDGE,
+             "ip link set " ?BRIDGE " up"]
+        ++ lists:append(
+             [["ip netns add " ++ ns(I),
+               "ip link add snptv" ++ integer_to_list(I) ++ " type veth peer name eth0 netns " ++ ns(I),
+               "ip link set snptv" ++ integer_to_list(I) ++ " master " ?BRIDGE " up",
+               "ip -n " ++ ns(I) ++ " addr add " ++ addr(I) ++ "/24 dev eth0",
+               "ip -n " ++ ns(I) ++ " link set eth0 up",
+               "ip -n " ++ ns(I) ++ " link set lo up",
+               "ip netns exec " ++ ns(I) ++ " iptables -L -n"]
+              || I <- lists:seq(1, ?N)]),
+    run_all(Steps).
+
+run_all([]) -> ok;
+run_all([Step | Rest]) ->
+    case sh(Step) of
+        ok -> run_all(Rest);
+        {error, Out} -> {error, Step ++ ": " ++ string:trim(Out)}
+    end.
+
+teardown_network() ->
+    [begin
+         sh("ip netns pids " ++ NS ++ " 2>/dev/null | xargs -r kill -9"),
+         sh("ip netns del " ++ NS ++ " 2>/dev/null")
+     end || NS <- namespaces()],
+    sh("ip link del " ?BRIDGE " 2>/dev/null"),
+    ok.
+
+%% Cuts the link between nodes A and B, inside A's namespace, both ways.
+cut(A, B) ->
+    ok = sh(iptables(A, "-A INPUT -s " ++ addr(B) ++ " -j DROP")),
+    ok = sh(iptables(A, "-A OUTPUT -d " ++ addr(B) ++ " -j DROP")).
+
+%% Drops a share of node I's packets to and from the other nodes (not this
+%% node's: the stream is the observer).
+lossy(I, Probability) ->
+    ok = sh(iptables(I, "-A INPUT -s " ?NET "254 -j ACCEPT")),
+    ok = sh(iptables(I, "-A OUTPUT -d " ?NET "254 -j ACCEPT")),
+    [ok = sh(iptables(I, "-A " ++ Chain ++ " -m statistic --mode random --probability "
+                      ++ Probability ++ " -j DROP")) || Chain <- ["INPUT", "OUTPUT"]],
+    ok.
+
+heal() ->
+    [sh(iptables(I, "-F")) || I <- lists:seq(1, ?N)],
+    ok.
+
+iptables(I, Rule) -> "ip netns exec " ++ ns(I) ++ " iptables " ++ Rule.
+
+%% Runs a shell command: ok, or {error, Output} when it exits non-zero.
+sh(Cmd) ->
+    Out = os:cmd(Cmd ++ " 2>&1; echo \"rc=$?\""),
+    case string:split(string:trim(Out), "rc=", trailing) of
+        [Before, "0"] -> _ = Before, ok;
+        [Before, _] -> {error, Before};
+        _ -> {error, Out}
+    end.
+
+sh_out(Cmd) -> os:cmd(Cmd).
+
+%% After a decision, a settling time of two stable_after_ms periods costs
+%% no further member: every node of `Nodes' still lists them all up.
+assert_no_more_lost(Nodes) ->
+    Deadline = erlang:monotonic_time(millisecond) + 4000,
+    Check = fun() -> same_up_members(Nodes, Nodes) end,
+    await(Check),
+    hold(Check, Deadline).
+
+hold(Check, Deadline) ->
+    case erlang:monotonic_time(millisecond) > Deadline of
+        true -> ok;
+        false ->
+            ?assert(Check()),
+            timer:sleep(200),
+            hold(Check, Deadline)
+    end.
+
+%% Every node of `At' lists exactly `Expected' as its up members, and no
+%% member as unreachable.
+same_up_members(At, Expected) ->
+    lists:all(fun(N) ->
+                      case catch gen_server:call({shardnode, N}, members, 2000) of
+                          {ok, Ms} ->
+                              lists:sort([M || #{node := M, status := up} <- Ms]) =:= lists:sort(Expected)
+                                  andalso [] =:= [M || #{status := unreachable} = M <- Ms];
+                          _ -> false
+                      end
+              end, At).
+
+status(Node, Of) ->
+    case catch gen_server:call({shardnode, Node}, members, 2000) of
+        {ok, Ms} ->
+            case [S || #{node := M, status := S} <- Ms, M =:= Of] of
+                [S] -> S;
+                [] -> absent
+            end;
+        _ -> unknown
+    end.
+
+%% Every entity answers through every node of `Nodes' (stops at the first
+%% that does not).
+all_answer(Nodes) ->
+    lists:all(fun(N) ->
+                      lists:all(fun(I) ->
+                                        is_integer(catch gen_server:call({counter, N}, {I, get}, 1000))
+                                end, lists:seq(0, ?IDS - 1))
+              end, Nodes).
+
+await(Fun) ->
+    case shardnode_poll:until(Fun, 30000) of
+        ok -> ok;
+        timeout -> ct:fail(condition_not_reached)
+    end.
