@@ -38,15 +38,20 @@ struct coordinator {
 	struct ev_timer rebalance_timer;
 };
 
+static bool node_downed(const struct coordinator *c, const char *node)
+{
+	for (size_t d = 0; d < c->ndowned; d++)
+		if (strcmp(node, c->downed[d]) == 0)
+			return true;
+	return false;
+}
+
 /* A region on a downed node keeps its shards until its lease has run out
  * (membership.h), but it answers nothing: it gets no shard, takes part in no
  * move, and no handoff waits for its ack. */
 static bool is_downed(const struct coordinator *c, size_t region)
 {
-	for (size_t d = 0; d < c->ndowned; d++)
-		if (strcmp(c->regions[region].pid.node, c->downed[d]) == 0)
-			return true;
-	return false;
+	return node_downed(c, c->regions[region].pid.node);
 }
 
 static bool is_draining(const struct coordinator *c, size_t region);
@@ -270,7 +275,7 @@ static void on_region_leaving(struct coordinator *c, const erlang_pid *region)
 
 static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
 {
-	if (!c->active)
+	if (!c->active || node_downed(c, proxy->node))
 		return;
 	if (find_proxy(c, proxy) < 0) {
 		if (c->nproxies == c->proxies_cap) {
@@ -455,6 +460,8 @@ static void on_register(struct coordinator *c, const erlang_pid *region)
 {
 	if (!c->active)
 		return; /* the region finds the active one through membership */
+	if (node_downed(c, region->node))
+		return; /* its node stops once it hears; its report would only mislead */
 	if (find_region(c, region) < 0) {
 		/* A region of the same node under another pid is one of an earlier
 		 * incarnation of the node (it crashed and came back faster than it
@@ -517,9 +524,12 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 	if (find_region(c, requester) < 0 && find_proxy(c, requester) < 0) {
 		/* It believes it is registered with us, but we forgot it (or it
 		 * registered before a hand-over that went and came back): it
-		 * would ask forever. It registers, reports, then asks again. */
+		 * would ask forever. It registers, reports, then asks again.
+		 * Not a region of a downed node: that one is never answered. */
+		if (node_downed(c, requester->node))
+			return;
 		log_debug(c->cfg.log, "coordinator %s: region %s is not registered here: asked to register again",
-			 c->cfg.type_name, requester->node);
+			  c->cfg.type_name, requester->node);
 		send_pid_msg(c, requester, SMSG_REGISTER_AGAIN, &c->proc->pid);
 		return;
 	}

@@ -92,7 +92,10 @@ void coordinator_set_draining(struct coordinator *c, const char *const *nodes, s
  * of them is forgotten. A region on one keeps its shards until its node
  * leaves the owners (coordinator_set_members, once its lease has run
  * out), but meanwhile gets no shard, takes part in no move, and no handoff
- * waits for its ack. Copied. */
+ * waits for its ack. A region of a downed node that is not registered is
+ * not registered now (nor told to register again): its node stops once it
+ * hears of the down, and a report of what it hosts would only mislead.
+ * Copied. */
 void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n);
 
 void coordinator_stop(struct coordinator *c);
