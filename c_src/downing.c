@@ -54,9 +54,9 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		return DOWNING_NONE;
 	/* unheard[k]: self cannot hear member k; gone[k]: k is to be downed. */
 	bool *unheard = calloc(n, sizeof *unheard), *gone = calloc(n, sizeof *gone);
-	size_t *count = calloc(n, sizeof *count);
+	size_t *count = calloc(n, sizeof *count), *reports = calloc(n, sizeof *reports);
 	enum downing_verdict v = DOWNING_NONE;
-	if (unheard == NULL || gone == NULL || count == NULL)
+	if (unheard == NULL || gone == NULL || count == NULL || reports == NULL)
 		goto done; /* the next tick decides */
 	const char *me = members[self].node;
 	size_t nunheard = 0;
@@ -91,12 +91,14 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		goto done;
 	for (;;) {
 		memset(count, 0, n * sizeof *count);
+		memset(reports, 0, n * sizeof *reports);
 		for (size_t e = 0; e < nedges; e++) {
 			int o = index_of(members, n, edges[e].observer), s = index_of(members, n, edges[e].subject);
 			if (o < 0 || s < 0 || o == s || gone[o] || gone[s])
 				continue;
 			count[o]++;
 			count[s]++;
+			reports[o]++;
 		}
 		/* The leader is nobody's subject: every record left names someone
 		 * else, whom it may down. */
@@ -106,7 +108,9 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 			if (count[k] == 0 || k == self)
 				continue;
 			if (!have || count[k] > count[pick] ||
-			    (count[k] == count[pick] && older(&members[pick], &members[k]))) {
+			    (count[k] == count[pick] && reports[k] > reports[pick]) ||
+			    (count[k] == count[pick] && reports[k] == reports[pick] &&
+			     older(&members[pick], &members[k]))) {
 				pick = k;
 				have = true;
 			}
@@ -120,6 +124,7 @@ done:
 	free(unheard);
 	free(gone);
 	free(count);
+	free(reports);
 	if (v == DOWNING_NONE && *nout > 0)
 		v = DOWNING_OTHERS;
 	return v;

@@ -19,10 +19,12 @@
  *  3. The leader downs the fewest members that leave everyone else
  *     hearing everyone, one at a time: the member named in the most
  *     records left (as observer or subject) goes first, so a lossy member
- *     that cannot hear several healthy ones goes, never they. On a tie (a
- *     cut link between two members: one record each way) the youngest goes
- *     (highest up-number, then the greater name): the oldest run the
- *     coordinators.
+ *     that cannot hear several healthy ones goes, never they. On a tie, the
+ *     one that reports more goes: a member that cannot hear another, who
+ *     hears it, is the one whose network drops what comes in. On a tie
+ *     still (a cut link between two members: one record each way) the
+ *     youngest goes (highest up-number, then the greater name): the oldest
+ *     run the coordinators.
  * The cases and what each costs are in docs/contract.md ("A cluster").
  */
 #ifndef SN_DOWNING_H
