@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coordinator_members.h"
 #include "shard_msg.h"
 #include "term.h"
 
@@ -25,12 +26,7 @@ struct coordinator {
 	int32_t *moving_to; /* per shard: index of the region it moves to, or -1 */
 	uint64_t *moving_since;
 	uint32_t nmoving;
-	char (*expected)[256];
-	size_t nexpected;
-	char (*draining)[256];
-	size_t ndraining;
-	char (*downed)[256];  /* coordinator_set_downed */
-	size_t ndowned;
+	struct coordinator_members members; /* owners, joining, draining, downed */
 	erlang_pid *leaving; /* regions shutting down on nodes that stay */
 	size_t nleaving, leaving_cap;
 	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
@@ -38,51 +34,32 @@ struct coordinator {
 	struct ev_timer rebalance_timer;
 };
 
-static bool node_downed(const struct coordinator *c, const char *node)
-{
-	for (size_t d = 0; d < c->ndowned; d++)
-		if (strcmp(node, c->downed[d]) == 0)
-			return true;
-	return false;
-}
-
 /* A region on a downed node keeps its shards until its lease has run out
  * (membership.h), but it answers nothing: it gets no shard, takes part in no
  * move, and no handoff waits for its ack. */
 static bool is_downed(const struct coordinator *c, size_t region)
 {
-	return node_downed(c, c->regions[region].pid.node);
+	return coordinator_members_in(&c->members, CM_DOWNED, c->regions[region].pid.node);
 }
 
-static bool is_draining(const struct coordinator *c, size_t region);
-
-/* A region may register before its node is up (while it is joining): it
- * gets shards only once the node is an expected member, as in Akka, and so
- * only after the members that hold remembered entities have sent it their
- * sets (remember_replica.h). */
-static bool is_expected(const struct coordinator *c, size_t region)
-{
-	for (size_t e = 0; e < c->nexpected; e++)
-		if (strcmp(c->regions[region].pid.node, c->expected[e]) == 0)
-			return true;
-	return false;
-}
-
-/* Not to be given shards. */
-static bool unavailable(const struct coordinator *c, size_t region)
-{
-	return is_draining(c, region) || is_downed(c, region) || !is_expected(c, region);
-}
-
+/* Its node is leaving, or it is shutting down on a node that stays. */
 static bool is_draining(const struct coordinator *c, size_t region)
 {
-	for (size_t d = 0; d < c->ndraining; d++)
-		if (strcmp(c->regions[region].pid.node, c->draining[d]) == 0)
-			return true;
+	if (coordinator_members_in(&c->members, CM_DRAINING, c->regions[region].pid.node))
+		return true;
 	for (size_t d = 0; d < c->nleaving; d++)
 		if (term_pid_equal(&c->regions[region].pid, &c->leaving[d]))
 			return true;
 	return false;
+}
+
+/* Not to be given shards. A region may register before its node is up
+ * (while it is joining): it gets shards only once the node owns shards, as
+ * in Akka, and so only after the members that hold remembered entities
+ * have sent it their sets (remember_replica.h). */
+static bool unavailable(const struct coordinator *c, size_t region)
+{
+	return is_draining(c, region) || !coordinator_members_may_get_shards(&c->members, c->regions[region].pid.node);
 }
 
 static void drain(struct coordinator *c);
@@ -109,51 +86,24 @@ void coordinator_set_active(struct coordinator *c, bool active)
 		 active ? "active here (oldest member hosting the type)" : "no longer active here");
 }
 
-/* Replaces *set (of *count node names) with a copy of nodes. Returns false,
- * leaving the set as it was, when out of memory. */
-static bool replace_node_set(char (**set)[256], size_t *count, const char *const *nodes, size_t n)
-{
-	char (*copy)[256] = calloc(n ? n : 1, sizeof *copy);
-	if (copy == NULL)
-		return false;
-	for (size_t k = 0; k < n; k++)
-		snprintf(copy[k], sizeof copy[k], "%s", nodes[k]);
-	free(*set);
-	*set = copy;
-	*count = n;
-	return true;
-}
-
 void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n)
 {
-	if (replace_node_set(&c->draining, &c->ndraining, nodes, n))
+	if (coordinator_members_set(&c->members, CM_DRAINING, nodes, n) == 0)
 		drain(c);
-}
-
-static bool node_in(const char *node, const char *const *nodes, size_t n)
-{
-	for (size_t k = 0; k < n; k++)
-		if (strcmp(node, nodes[k]) == 0)
-			return true;
-	return false;
 }
 
 void coordinator_set_members(struct coordinator *c, const char *const *owners, size_t nowners,
 			     const char *const *joining, size_t njoining)
 {
-	if (!replace_node_set(&c->expected, &c->nexpected, owners, nowners))
-		return;
+	if (coordinator_members_set(&c->members, CM_OWNERS, owners, nowners) != 0 ||
+	    coordinator_members_set(&c->members, CM_JOINING, joining, njoining) != 0)
+		return; /* the next change tries again */
 	/* A region whose node is no longer a serving member (it left or was
 	 * downed) gives its shards back. Not on a mere lost connection: the
-	 * node may still be running them on the other side of a partition.
-	 * A joining node's region stays (it registered early, and would not
-	 * register again), unless it holds shards: a joining node never has
-	 * any, so those are an earlier incarnation's, gone with it. */
+	 * node may still be running them on the other side of a partition. */
 	for (size_t k = c->nregions; k-- > 0;) {
 		const struct region_ref *r = &c->regions[k];
-		bool keep = node_in(r->pid.node, owners, nowners) ||
-			    (node_in(r->pid.node, joining, njoining) && r->nshards == 0);
-		if (!keep) {
+		if (!coordinator_members_keeps(&c->members, r->pid.node, r->nshards)) {
 			erlang_pid gone = r->pid; /* the array shifts under it */
 			on_region_stopped(c, &gone);
 		}
@@ -162,7 +112,7 @@ void coordinator_set_members(struct coordinator *c, const char *const *owners, s
 
 void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n)
 {
-	replace_node_set(&c->downed, &c->ndowned, nodes, n);
+	coordinator_members_set(&c->members, CM_DOWNED, nodes, n);
 	for (size_t k = c->nproxies; k-- > 0;) {
 		bool downed = false;
 		for (size_t e = 0; e < n && !downed; e++)
@@ -175,17 +125,19 @@ void coordinator_set_downed(struct coordinator *c, const char *const *nodes, siz
 	}
 }
 
-/* True when every expected node's region has registered and reported. */
+/* True when every owner's region has registered and reported. */
 static bool all_reported(const struct coordinator *c)
 {
-	for (size_t e = 0; e < c->nexpected; e++) {
-		bool found = false;
-		for (size_t k = 0; k < c->nregions && !found; k++)
-			found = c->regions[k].reported && strcmp(c->regions[k].pid.node, c->expected[e]) == 0;
-		if (!found)
-			return false;
-	}
-	return true;
+	const char **reported = malloc((c->nregions ? c->nregions : 1) * sizeof *reported);
+	if (reported == NULL)
+		return false; /* the region asks again */
+	size_t n = 0;
+	for (size_t k = 0; k < c->nregions; k++)
+		if (c->regions[k].reported)
+			reported[n++] = c->regions[k].pid.node;
+	bool all = coordinator_members_all_reported(&c->members, reported, n);
+	free(reported);
+	return all;
 }
 
 int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
@@ -275,7 +227,7 @@ static void on_region_leaving(struct coordinator *c, const erlang_pid *region)
 
 static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
 {
-	if (!c->active || node_downed(c, proxy->node))
+	if (!c->active || coordinator_members_unknown_region(&c->members, proxy->node) == CM_IGNORE)
 		return;
 	if (find_proxy(c, proxy) < 0) {
 		if (c->nproxies == c->proxies_cap) {
@@ -377,7 +329,8 @@ static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang
  * at once: a leaving node waits for this, not for the rebalance ticks. */
 static void drain(struct coordinator *c)
 {
-	if (!c->active || (c->ndraining == 0 && c->nleaving == 0) || !all_reported(c))
+	if (!c->active || (coordinator_members_count(&c->members, CM_DRAINING) == 0 && c->nleaving == 0) ||
+	    !all_reported(c))
 		return;
 	int32_t *counts = calloc(c->nregions ? c->nregions : 1, sizeof *counts);
 	if (counts == NULL)
@@ -460,7 +413,7 @@ static void on_register(struct coordinator *c, const erlang_pid *region)
 {
 	if (!c->active)
 		return; /* the region finds the active one through membership */
-	if (node_downed(c, region->node))
+	if (find_region(c, region) < 0 && coordinator_members_unknown_region(&c->members, region->node) == CM_IGNORE)
 		return; /* its node stops once it hears; its report would only mislead */
 	if (find_region(c, region) < 0) {
 		/* A region of the same node under another pid is one of an earlier
@@ -526,7 +479,7 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 		 * registered before a hand-over that went and came back): it
 		 * would ask forever. It registers, reports, then asks again.
 		 * Not a region of a downed node: that one is never answered. */
-		if (node_downed(c, requester->node))
+		if (coordinator_members_unknown_region(&c->members, requester->node) == CM_IGNORE)
 			return;
 		log_debug(c->cfg.log, "coordinator %s: region %s is not registered here: asked to register again",
 			  c->cfg.type_name, requester->node);
@@ -535,7 +488,7 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 	}
 	if (c->home[shard] < 0 && !all_reported(c))
 		return; /* allocating now could give away a shard a region still hosts */
-	if (c->home[shard] < 0 && c->nexpected < c->cfg.min_members)
+	if (c->home[shard] < 0 && coordinator_members_count(&c->members, CM_OWNERS) < c->cfg.min_members)
 		return; /* min_nr_of_members: the region asks again */
 	int32_t h = c->home[shard];
 	if (h < 0) {
@@ -679,9 +632,7 @@ void coordinator_stop(struct coordinator *c)
 	free(c->home);
 	free(c->moving_to);
 	free(c->moving_since);
-	free(c->expected);
-	free(c->draining);
-	free(c->downed);
+	coordinator_members_free(&c->members);
 	free(c->leaving);
 	free(c->proxies);
 	free(c);
