@@ -167,10 +167,8 @@ static void detect_unreachable(struct membership *m)
 			log_warn(m->cfg.log, "member %s unreachable: silent for %u ms", e->node, m->cfg.failure_timeout_ms);
 		}
 	}
-	if (any) {
-		publish_own_view(m);
-		membership_changed(m);
-	}
+	if (any)
+		membership_changed(m); /* the tick publishes our record next */
 }
 
 /* How long a downed member keeps its shards after this node learns of the
@@ -198,9 +196,11 @@ static void release_downed(struct membership *m)
 		membership_changed(m);
 }
 
-/* The leader's decision on the cluster-wide view (downing.h), for the
- * voting members. Returns the verdict; names to down go into `names` (room
- * for m->n), *nnames how many. */
+/* This node's decision on the cluster-wide view (downing.h), among the
+ * voting members: down itself, or down others (on every member for those
+ * cut off from its side, on the leader alone for indirect faults).
+ * Returns the verdict; names to down go into `names` (room for m->n),
+ * *nnames how many. */
 static enum downing_verdict decide(struct membership *m, char (*names)[256], size_t *nnames)
 {
 	*nnames = 0;
@@ -346,8 +346,11 @@ bool membership_may_deliver(const struct membership *m)
 void membership_health_tick(struct membership *m)
 {
 	detect_unreachable(m);
-	publish_own_view(m); /* also after a member was downed: it is no subject any more */
-	send_reachability_all(m);
+	/* Our record as the detector now has it (also after a member was
+	 * downed: it is no subject any more), then the table to everyone,
+	 * once: publishing a change has sent it already. */
+	if (!publish_own_view(m))
+		send_reachability_all(m);
 	release_downed(m);
 	keep_majority(m);
 }
