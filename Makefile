@@ -15,8 +15,12 @@ LDLIBS  := -L$(EI_LIB) -lei -lcrypto -lbsd -lpthread -ldl
 NODE_LDFLAGS := -rdynamic -Wl,--whole-archive $(EI_LIB)/libei.a -Wl,--no-whole-archive
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-SRC      := $(wildcard c_src/*.c)
-LIB_SRC  := $(filter-out c_src/main.c,$(SRC))
+# c_src/ holds one folder per layer (docs/architecture.md); every include
+# names its folder ("base/evloop.h"), so a layer's dependencies show in its
+# sources and `make check` can refuse a cycle between layers.
+SRC      := $(wildcard c_src/*/*.c)
+HDR      := $(wildcard c_src/*/*.h)
+LIB_SRC  := $(filter-out c_src/app/main.c,$(SRC))
 OBJ      := $(SRC:c_src/%.c=build/rel/%.o)
 UNIT_SRC := $(wildcard test/unit/*.c)
 
@@ -24,22 +28,24 @@ NODE_COOKIE ?= shardnode
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all deps run test unit ct bench clean erl
+.PHONY: all deps run test check unit ct bench clean erl
 
 all: priv/shardnode $(PLUGINS) erl
 
 deps:
 	@scripts/install-deps.sh
 
-build/rel/%.o: c_src/%.c $(wildcard c_src/*.h) | build/rel
+build/rel/%.o: c_src/%.c $(HDR)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(OPT) -c $< -o $@
 
 priv/shardnode: $(OBJ) | priv
 	$(CC) $(OPT) -o $@ $(OBJ) $(NODE_LDFLAGS) $(LDLIBS)
 
-# Example entity types, built as plugins the node loads from priv/.
-priv/%.so: examples/%.c c_src/entity.h | priv
-	$(CC) $(CFLAGS) $(OPT) -fPIC -shared -o $@ $<
+# Example entity types, built as plugins the node loads from priv/. A plugin
+# needs only the entity API's header, c_src/entity/entity.h, and ei.
+priv/%.so: examples/%.c c_src/entity/entity.h | priv
+	$(CC) $(CFLAGS) -Ic_src/entity $(OPT) -fPIC -shared -o $@ $<
 
 build/rel build/asan priv:
 	mkdir -p $@
@@ -48,7 +54,7 @@ erl:
 	rebar3 compile
 
 # Unit tests: Criterion, with AddressSanitizer and UndefinedBehaviorSanitizer.
-build/asan/unit: $(LIB_SRC) $(UNIT_SRC) $(wildcard c_src/*.h) $(wildcard test/unit/*.h) | build/asan
+build/asan/unit: $(LIB_SRC) $(UNIT_SRC) $(HDR) $(wildcard test/unit/*.h) | build/asan
 	$(CC) $(CFLAGS) -O1 $(SAN) -Itest/unit -rdynamic -o $@ $(LIB_SRC) $(UNIT_SRC) $(LDLIBS) -lcriterion
 
 # Criterion runs each test in a child whose sanitizer report at exit does not
@@ -63,7 +69,12 @@ unit: build/asan/unit $(PLUGINS)
 ct: all
 	rebar3 ct --dir test
 
+# The layers of c_src/ include each other in one direction only.
+check:
+	@scripts/check-layers.sh
+
 test: deps
+	$(MAKE) check
 	$(MAKE) all
 	scripts/run-tests.sh
 

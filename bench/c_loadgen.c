@@ -46,11 +46,11 @@
 
 #include <ei.h>
 
-#include "dist_node.h"
-#include "evloop.h"
-#include "log.h"
-#include "proc.h"
-#include "term.h"
+#include "dist/dist_node.h"
+#include "base/evloop.h"
+#include "base/log.h"
+#include "dist/proc.h"
+#include "etf/term.h"
 
 /* Latency histogram: one bucket per microsecond up to this bound; slower
  * calls land in one overflow bucket and are reported as the bound. */

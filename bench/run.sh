@@ -13,14 +13,14 @@ EBIN=_build/default/lib/shardnode/ebin
 mkdir -p "$OUT"
 erlc -Werror -o "$OUT" bench/*.erl
 
-# The C load generator links the node's own runtime: every c_src/*.c but
+# The C load generator links the node's own runtime: every c_src/*/*.c but
 # main.c. Rebuilt only when a source is newer than the binary, so a repeated
 # run does not pay the few seconds of compiling.
 ERL_ROOT=$(erl -noshell -eval 'io:format("~s",[code:root_dir()]),halt().' 2>/dev/null || echo /usr/lib/erlang)
 LOADGEN="$OUT/c_loadgen"
 LOADGEN_SRC=bench/c_loadgen.c
-for f in c_src/*.c; do
-    [ "$f" = c_src/main.c ] || LOADGEN_SRC="$LOADGEN_SRC $f"
+for f in c_src/*/*.c; do
+    [ "$f" = c_src/app/main.c ] || LOADGEN_SRC="$LOADGEN_SRC $f"
 done
 if [ ! -x "$LOADGEN" ] || [ -n "$(find bench/c_loadgen.c c_src -newer "$LOADGEN" -name '*.[ch]' | head -n 1)" ]; then
     # shellcheck disable=SC2086 # the list is file names without spaces

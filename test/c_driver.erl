@@ -3,7 +3,7 @@
 %% common_test suite can compare a C module with the live BEAM term by term.
 %%
 %%   init_per_suite(Config) ->
-%%       c_driver:build(Config, "phash2_driver", ["c_src/phash2.c", "c_src/term.c"]).
+%%       c_driver:build(Config, "phash2_driver", ["c_src/etf/phash2.c", "c_src/etf/term.c"]).
 %%   init_per_testcase(_, Config) -> [{port, c_driver:open(Config)} | Config].
 %%   end_per_testcase(_, Config) -> c_driver:close(Config).
 -module(c_driver).

@@ -1,10 +1,10 @@
-%% The canonical encoding of entity ids (c_src/entity_id.c) against the live
+%% The canonical encoding of entity ids (c_src/etf/entity_id.c) against the live
 %% BEAM.
 %%
 %% Equal terms name the same entity however they were encoded, so the C node
 %% rewrites every entity id into one canonical encoding. The suite builds a
-%% small port program (test/entity_id_driver.c with c_src/entity_id.c and
-%% c_src/term.c) into its priv_dir and checks, for fixed and thousands of
+%% small port program (test/entity_id_driver.c with c_src/etf/entity_id.c and
+%% c_src/etf/term.c) into its priv_dir and checks, for fixed and thousands of
 %% seeded random terms T, in every encoding at hand (term_to_binary/1, the
 %% minor versions 0 and 2, and randomised hand-made encodings: bignums with
 %% zero padding, lists cut into LIST_EXT segments, latin-1 atoms, text
@@ -53,7 +53,7 @@ all() ->
 %%====================================================================
 
 init_per_suite(Config) ->
-    c_driver:build(Config, "entity_id_driver", ["c_src/entity_id.c", "c_src/term.c"]).
+    c_driver:build(Config, "entity_id_driver", ["c_src/etf/entity_id.c", "c_src/etf/term.c"]).
 
 end_per_suite(_Config) ->
     ok.

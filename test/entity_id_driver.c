@@ -1,6 +1,6 @@
 /*
  * entity_id_driver.c — port program for entity_id_SUITE: canonicalises
- * entity ids with c_src/entity_id.c so the suite can check the result on
+ * entity ids with c_src/etf/entity_id.c so the suite can check the result on
  * the live BEAM.
  *
  * Protocol ({packet, 4} on both sides), one reply per request:
@@ -22,8 +22,8 @@
 
 #include <ei.h>
 
-#include "entity_id.h"
-#include "term.h"
+#include "etf/entity_id.h"
+#include "etf/term.h"
 
 static int read_exact(void *dst, size_t n)
 {

@@ -1,9 +1,9 @@
-%% The C port of erlang:phash2 (c_src/phash2.c) against the live BEAM.
+%% The C port of erlang:phash2 (c_src/etf/phash2.c) against the live BEAM.
 %%
 %% Shards are chosen with erlang:phash2(EntityId, NumberOfShards), so the C
 %% node must compute it bit for bit as the BEAM does. The suite builds a
-%% small port program (test/phash2_driver.c with c_src/phash2.c and
-%% c_src/term.c) into its priv_dir, feeds it thousands of random terms from
+%% small port program (test/phash2_driver.c with c_src/etf/phash2.c and
+%% c_src/etf/term.c) into its priv_dir, feeds it thousands of random terms from
 %% a seeded generator, and compares phash2(T), phash2(T, 100) and
 %% phash2(T, 1 bsl 32) from both sides.
 %%
@@ -36,7 +36,7 @@ all() ->
 %%====================================================================
 
 init_per_suite(Config) ->
-    c_driver:build(Config, "phash2_driver", ["c_src/phash2.c", "c_src/term.c"]).
+    c_driver:build(Config, "phash2_driver", ["c_src/etf/phash2.c", "c_src/etf/term.c"]).
 
 end_per_suite(_Config) ->
     ok.

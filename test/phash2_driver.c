@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "phash2.h"
-#include "term.h"
+#include "etf/phash2.h"
+#include "etf/term.h"
 
 static int read_exact(void *dst, size_t n)
 {

@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "bytebuf.h"
+#include "base/bytebuf.h"
 #include "unit_helpers.h"
 
 Test(bytebuf, empty)

@@ -17,7 +17,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 
-#include "config.h"
+#include "app/config.h"
 #include "unit_helpers.h"
 
 static const char *const known_types[] = {"counter", "kv", "session", NULL};

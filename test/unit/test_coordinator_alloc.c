@@ -7,7 +7,7 @@
 
 #include <criterion/criterion.h>
 
-#include "coordinator.h"
+#include "sharding/coordinator.h"
 #include "unit_helpers.h"
 
 Test(coordinator_alloc, no_regions)

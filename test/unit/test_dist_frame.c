@@ -9,8 +9,8 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "dist_frame.h"
-#include "term.h"
+#include "dist/dist_frame.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 #define NODE "peer@127.0.0.1"

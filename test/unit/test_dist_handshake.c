@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "dist_handshake.h"
+#include "dist/dist_handshake.h"
 #include "unit_helpers.h"
 
 /* Frames the single message in b, checking the frame is all of b. */

@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "downing.h"
+#include "cluster/downing.h"
 #include "unit_helpers.h"
 
 static const struct downing_member five[] = {

@@ -16,8 +16,8 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "entity_id.h"
-#include "term.h"
+#include "etf/entity_id.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 /* ---- building terms ---- */

@@ -23,9 +23,9 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "entity_builtin.h"
-#include "entity_plugin.h"
-#include "log.h"
+#include "entity/entity_builtin.h"
+#include "entity/entity_plugin.h"
+#include "base/log.h"
 #include "unit_helpers.h"
 
 #define ACCOUNT_SO "priv/account.so"

@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-#include "entity_table.h"
+#include "entity/entity_table.h"
 #include "unit_helpers.h"
 
 /* ---- helpers ---- */

@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-#include "evloop.h"
+#include "base/evloop.h"
 #include "unit_helpers.h"
 
 static struct evloop *new_loop(void)

@@ -10,8 +10,8 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "gen_call.h"
-#include "term.h"
+#include "dist/gen_call.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 #define NODE "caller@127.0.0.1"

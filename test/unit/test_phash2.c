@@ -17,7 +17,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "phash2.h"
+#include "etf/phash2.h"
 #include "unit_helpers.h"
 
 struct vector {

@@ -6,7 +6,7 @@
 
 #include <criterion/criterion.h>
 
-#include "quorum.h"
+#include "cluster/quorum.h"
 #include "unit_helpers.h"
 
 Test(quorum, more_than_half_wins)

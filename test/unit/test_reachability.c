@@ -9,8 +9,8 @@
 
 #include <criterion/criterion.h>
 
-#include "reachability.h"
-#include "term.h"
+#include "cluster/reachability.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 Test(reachability, the_higher_version_wins)

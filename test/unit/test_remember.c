@@ -13,9 +13,9 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "log.h"
-#include "phash2.h"
-#include "remember.h"
+#include "base/log.h"
+#include "etf/phash2.h"
+#include "store/remember.h"
 #include "unit_helpers.h"
 
 /* Silent: the damaged-log cases warn on purpose. */

@@ -12,12 +12,12 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "entity_id.h"
-#include "log.h"
-#include "phash2.h"
-#include "remember.h"
-#include "remember_replica.h"
-#include "term.h"
+#include "etf/entity_id.h"
+#include "base/log.h"
+#include "etf/phash2.h"
+#include "store/remember.h"
+#include "sharding/remember_replica.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};

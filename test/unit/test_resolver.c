@@ -4,8 +4,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 
-#include "evloop.h"
-#include "resolver.h"
+#include "base/evloop.h"
+#include "base/resolver.h"
 
 struct answer {
 	int calls, err;

@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "scratch.h"
+#include "base/scratch.h"
 #include "unit_helpers.h"
 
 Test(scratch, allocates_on_first_use_and_reuses)

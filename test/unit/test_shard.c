@@ -14,9 +14,9 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "entity_builtin.h"
-#include "shard.h"
-#include "term.h"
+#include "entity/entity_builtin.h"
+#include "sharding/shard.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 /* ---- helpers ---- */

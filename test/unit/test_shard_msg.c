@@ -13,8 +13,8 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "shard_msg.h"
-#include "term.h"
+#include "sharding/shard_msg.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 #define NODE "region@127.0.0.1"

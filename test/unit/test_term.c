@@ -15,7 +15,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "term.h"
+#include "etf/term.h"
 #include "unit_helpers.h"
 
 /* ---- the checks every valid term goes through ---- */

@@ -15,7 +15,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "bytebuf.h"
+#include "base/bytebuf.h"
 
 #define SN_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,0 +1,189 @@
+/* admin.c — see admin.h. */
+#include "app/admin.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/gen_call.h"
+#include "cluster/membership.h"
+#include "etf/term.h"
+
+struct admin {
+	struct admin_config cfg;
+	struct proc *net_kernel;
+	struct proc *shardnode;
+	struct membership *membership;
+};
+
+void admin_set_membership(struct admin *a, struct membership *m) { a->membership = m; }
+
+const erlang_pid *admin_pid(const struct admin *a) { return &a->shardnode->pid; }
+
+/* Sends `reply` (encoded without version byte) and frees it. */
+static void reply_and_free(struct admin *a, const struct gen_call *call, ei_x_buff *reply)
+{
+	int rc = dist_node_reply(a->cfg.node, call, reply->buff, (size_t)reply->index);
+	if (rc)
+		log_warn(a->cfg.log, "reply to a call could not be sent: %s", strerror(-rc));
+	ei_x_free(reply);
+}
+
+/* Parses the common part: returns 1 with *call set for a '$gen_call', else 0. */
+static int as_call(struct admin *a, const struct proc_msg *m, struct gen_call *call, const char *who)
+{
+	int rc = gen_call_parse(m->term, m->len, call);
+	if (rc == 1)
+		return 1;
+	log_debug(a->cfg.log, "%s: %s message ignored", who, rc == 0 ? "non-call" : "malformed call");
+	return 0;
+}
+
+static void net_kernel_handle(void *ctx, struct proc *self, const struct proc_msg *m)
+{
+	(void)self;
+	struct admin *a = ctx;
+	struct gen_call call;
+	if (!as_call(a, m, &call, "net_kernel"))
+		return;
+	ei_x_buff reply;
+	if (ei_x_new(&reply) < 0)
+		return;
+	size_t i = 0;
+	const char *req = call.request;
+	if (term_get_tuple(req, &i) == 2 && term_is_atom(req, i, "is_auth"))
+		ei_x_encode_atom(&reply, "yes");
+	else
+		term_x_error_tagged_raw(&reply, "bad_request", call.request, call.request_len);
+	reply_and_free(a, &call, &reply);
+}
+
+static bool hosts_type(const struct admin *a, const char *type)
+{
+	if (a->cfg.proxy_only)
+		return false;
+	for (size_t k = 0; k < a->cfg.ntypes; k++)
+		if (strcmp(a->cfg.types[k], type) == 0)
+			return true;
+	return false;
+}
+
+/* {ok, [#{node => Node, status => up}]} */
+static void encode_members(struct admin *a, ei_x_buff *x)
+{
+	if (a->membership != NULL) {
+		membership_encode_members(a->membership, x);
+		return;
+	}
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	ei_x_encode_list_header(x, 1);
+	ei_x_encode_map_header(x, 2);
+	ei_x_encode_atom(x, "node");
+	ei_x_encode_atom(x, dist_node_name(a->cfg.node));
+	ei_x_encode_atom(x, "status");
+	ei_x_encode_atom(x, "up");
+	ei_x_encode_empty_list(x);
+}
+
+static void encode_shard_types(struct admin *a, ei_x_buff *x)
+{
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	if (a->cfg.ntypes > 0)
+		ei_x_encode_list_header(x, (long)a->cfg.ntypes);
+	for (size_t k = 0; k < a->cfg.ntypes; k++)
+		ei_x_encode_atom(x, a->cfg.types[k]);
+	ei_x_encode_empty_list(x);
+}
+
+static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg *m)
+{
+	(void)self;
+	struct admin *a = ctx;
+	struct gen_call call;
+	if (a->membership != NULL && membership_handle(a->membership, m->term, m->len) == 1)
+		return;
+	if (!as_call(a, m, &call, "shardnode"))
+		return;
+	ei_x_buff reply;
+	if (ei_x_new(&reply) < 0)
+		return;
+	const char *req = call.request;
+	size_t i = 0;
+	char atom[TERM_ATOM_BUF];
+	bool leave = false;
+	long arity = term_get_tuple(req, &i);
+	if (arity < 0 && term_get_atom(req, &i, atom) == 0) {
+		if (strcmp(atom, "members") == 0) {
+			encode_members(a, &reply);
+		} else if (strcmp(atom, "shard_types") == 0) {
+			encode_shard_types(a, &reply);
+		} else if (strcmp(atom, "reachability") == 0) {
+			if (a->membership != NULL) {
+				membership_encode_reachability(a->membership, &reply);
+			} else {
+				ei_x_encode_tuple_header(&reply, 2);
+				ei_x_encode_atom(&reply, "ok");
+				ei_x_encode_empty_list(&reply);
+			}
+		} else if (strcmp(atom, "leave") == 0) {
+			ei_x_encode_atom(&reply, "ok");
+			leave = true;
+		}
+	} else if (arity == 2 && term_get_atom(req, &i, atom) == 0) {
+		char arg[TERM_ATOM_BUF];
+		bool arg_is_atom = term_get_atom(req, &i, arg) == 0;
+		if (strcmp(atom, "coordinator") == 0 && arg_is_atom) {
+			/* The oldest up member hosting the type coordinates it. */
+			const char *oldest = a->membership ? membership_oldest_with(a->membership, arg)
+							   : hosts_type(a, arg) ? dist_node_name(a->cfg.node) : NULL;
+			if (oldest != NULL) {
+				ei_x_encode_tuple_header(&reply, 2);
+				ei_x_encode_atom(&reply, "ok");
+				ei_x_encode_atom(&reply, oldest);
+			} else {
+				term_x_error_atom(&reply, "no_coordinator");
+			}
+		} else if (strcmp(atom, "down") == 0 && arg_is_atom) {
+			if (a->membership == NULL || membership_down(a->membership, arg) == 0)
+				ei_x_encode_atom(&reply, "ok");
+			else
+				term_x_error_atom(&reply, "not_a_member");
+		}
+	}
+	if (reply.index == 0)
+		term_x_error_tagged_raw(&reply, "bad_request", call.request, call.request_len);
+	reply_and_free(a, &call, &reply);
+	if (leave && a->cfg.request_leave)
+		a->cfg.request_leave(a->cfg.leave_arg);
+}
+
+struct admin *admin_start(const struct admin_config *cfg, int *err)
+{
+	struct admin *a = calloc(1, sizeof *a);
+	if (a == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	a->cfg = *cfg;
+	a->net_kernel = dist_node_spawn(cfg->node, "net_kernel", net_kernel_handle, a, err);
+	if (a->net_kernel != NULL)
+		a->shardnode = dist_node_spawn(cfg->node, "shardnode", shardnode_handle, a, err);
+	if (a->shardnode == NULL) {
+		admin_stop(a);
+		return NULL;
+	}
+	return a;
+}
+
+void admin_stop(struct admin *a)
+{
+	if (a == NULL)
+		return;
+	if (a->shardnode)
+		dist_node_exit(a->cfg.node, a->shardnode, "normal");
+	if (a->net_kernel)
+		dist_node_exit(a->cfg.node, a->net_kernel, "normal");
+	free(a);
+}

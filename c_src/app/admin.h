@@ -1,0 +1,48 @@
+/*
+ * admin.h — the node's two system processes that BEAM peers call by name:
+ *
+ *   net_kernel  answers {is_auth, Node} with `yes`, so net_adm:ping/1 works.
+ *   shardnode   the admin of SPEC §3: members, shard_types, {coordinator, T},
+ *               {down, Node}, leave; anything else gets
+ *               {error, {bad_request, Request}}. It also receives the
+ *               members' join and gossip messages (membership.h).
+ *
+ * Other messages that are not '$gen_call's are ignored (logged at debug level).
+ */
+#ifndef SN_ADMIN_H
+#define SN_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "dist/dist_node.h"
+#include "base/log.h"
+
+struct admin_config {
+	struct dist_node *node;       /* not owned */
+	const struct logger *log;     /* not owned */
+	const char *const *types;     /* hosted entity types; not owned */
+	size_t ntypes;
+	bool proxy_only;
+	/* Called after `leave` has been answered: start the graceful leave. */
+	void (*request_leave)(void *arg);
+	void *leave_arg;
+};
+
+struct admin;
+struct membership;
+
+/* Registers net_kernel and shardnode. Returns the admin, or NULL with *err
+ * (-EEXIST if a name is taken, -ENOMEM). */
+struct admin *admin_start(const struct admin_config *cfg, int *err);
+
+/* The member list the admin reports and feeds gossip to (NULL: none yet). */
+void admin_set_membership(struct admin *a, struct membership *m);
+
+/* The pid of the `shardnode` process. */
+const erlang_pid *admin_pid(const struct admin *a);
+
+/* Unregisters both names (their monitors get `normal`) and frees the admin. */
+void admin_stop(struct admin *a);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * resolver.h — host names to IPv4 addresses without blocking the loop.
+ *
+ * getaddrinfo() blocks (DNS, NSS), so each look-up of a name runs on a
+ * short-lived thread; the answer comes back through a pipe the event loop
+ * watches, and the callback runs on the loop. A numeric address ("127.0.0.1")
+ * is answered without a thread, still through the loop, so callers see one
+ * behaviour. Threads touch only their own request until they hand it back.
+ */
+#ifndef SN_RESOLVER_H
+#define SN_RESOLVER_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+
+#include "base/evloop.h"
+
+struct resolver;
+struct resolve_req;
+
+/* Called on the loop with err 0 and the address, or -ENOENT (no such host),
+ * -EAGAIN (too many look-ups in flight), -ENOMEM. */
+typedef void (*resolve_fn)(int err, struct in_addr addr, void *arg);
+
+/* Returns a resolver watching its pipe on `loop`, or NULL (errno set). */
+struct resolver *resolver_new(struct evloop *loop);
+
+/* Frees the resolver. Look-ups still running finish on their threads and
+ * are discarded; the resolver's memory is kept until the last one ends. */
+void resolver_free(struct resolver *r);
+
+/* Starts resolving `host`. Returns a handle for resolver_cancel, or NULL with
+ * *err set (-ENOMEM, -EAGAIN, -EINVAL for an over-long name); `done` is then
+ * not called. */
+struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve_fn done, void *arg,
+				   int *err);
+
+/* The callback of req will not be called. Safe until the callback has run. */
+void resolver_cancel(struct resolve_req *req);
+
+#endif

@@ -1,0 +1,677 @@
+/* membership.c — see membership.h: the member list, gossip and joins.
+ * Failure detection, downing and the lease are in membership_health.c. */
+#include "cluster/membership.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bsd/string.h>
+
+#include "cluster/membership_internal.h"
+#include "etf/term.h"
+
+static const char *const status_names[] = {
+	[MEMBER_JOINING] = "joining", [MEMBER_UP] = "up", [MEMBER_LEAVING] = "leaving",
+	[MEMBER_EXITING] = "exiting", [MEMBER_DOWN] = "down", [MEMBER_REMOVED] = "removed",
+};
+
+struct member *membership_member(struct membership *m, const char *node)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (strcmp(m->members[k].node, node) == 0)
+			return &m->members[k];
+	return NULL;
+}
+
+static struct member *add(struct membership *m, const char *node)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 8;
+		struct member *p = realloc(m->members, cap * sizeof *p);
+		if (p == NULL)
+			return NULL;
+		m->members = p;
+		m->cap = cap;
+	}
+	struct member *e = &m->members[m->n++];
+	memset(e, 0, sizeof *e);
+	strlcpy(e->node, node, sizeof e->node);
+	e->last_heard = now_ms(m);
+	return e;
+}
+
+static void admit_joiners(struct membership *m);
+
+/* After any change of the member list or of a member's reachability. */
+void membership_changed(struct membership *m)
+{
+	m->stable_since = now_ms(m);
+	membership_refresh_lease(m, false);
+	if (m->cfg.on_change)
+		m->cfg.on_change(m->cfg.on_change_arg);
+}
+
+static void mark_down_locally(struct membership *m, struct member *e)
+{
+	if (e->down_at == 0)
+		e->down_at = now_ms(m) ? now_ms(m) : 1;
+}
+
+/* ---- sending ---- */
+
+void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x)
+{
+	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);
+}
+
+int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind)
+{
+	if (ei_x_new_with_version(x) < 0)
+		return -ENOMEM;
+	if (ei_x_encode_tuple_header(x, 4) < 0 || ei_x_encode_atom(x, "$shardnode") < 0 ||
+	    ei_x_encode_atom(x, kind) < 0 || ei_x_encode_atom(x, m->self) < 0) {
+		ei_x_free(x);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* [Type] of a member. */
+static void encode_types(ei_x_buff *x, const struct member *e)
+{
+	if (e->ntypes)
+		ei_x_encode_list_header(x, (long)e->ntypes);
+	for (size_t t = 0; t < e->ntypes; t++)
+		ei_x_encode_atom(x, e->types[t]);
+	ei_x_encode_empty_list(x);
+}
+
+static void encode_member(ei_x_buff *x, const struct member *e)
+{
+	ei_x_encode_tuple_header(x, 5);
+	ei_x_encode_atom(x, e->node);
+	ei_x_encode_ulong(x, e->up_number);
+	ei_x_encode_atom(x, status_names[e->status]);
+	ei_x_encode_ulong(x, e->version);
+	encode_types(x, e);
+}
+
+void membership_gossip_to(struct membership *m, const char *to)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "gossip") != 0)
+		return;
+	if (m->n)
+		ei_x_encode_list_header(&x, (long)m->n);
+	for (size_t k = 0; k < m->n; k++)
+		encode_member(&x, &m->members[k]);
+	ei_x_encode_empty_list(&x);
+	membership_send_admin(m, to, &x);
+	ei_x_free(&x);
+}
+
+static void gossip_all(struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (strcmp(e->node, m->self) != 0 && e->status < MEMBER_DOWN && !e->unreachable)
+			membership_gossip_to(m, e->node);
+	}
+}
+
+static void send_join(struct membership *m, const char *seed)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "join") != 0)
+		return;
+	encode_types(&x, membership_member(m, m->self));
+	membership_send_admin(m, seed, &x);
+	ei_x_free(&x);
+}
+
+static void on_gossip_timer(struct evloop *loop, void *arg)
+{
+	struct membership *m = arg;
+	const struct member *me = membership_member(m, m->self);
+	if (me->status == MEMBER_JOINING)
+		for (size_t k = 0; k < m->cfg.nseeds; k++)
+			send_join(m, m->cfg.seeds[k]);
+	gossip_all(m);
+	membership_heartbeat_all(m);
+	membership_health_tick(m);
+	admit_joiners(m);
+	membership_refresh_lease(m, true);
+	evloop_timer_start(loop, &m->gossip_timer, m->cfg.gossip_interval_ms);
+}
+
+/* ---- receiving ---- */
+
+static int status_of(const char *name)
+{
+	for (int s = 0; s <= MEMBER_REMOVED; s++)
+		if (strcmp(status_names[s], name) == 0)
+			return s;
+	return -1;
+}
+
+/* Reads [Type] into e. Returns 0 or -EPROTO. */
+static int read_types(const char *t, size_t *i, struct member *e)
+{
+	int ii = (int)*i, arity;
+	if (ei_decode_list_header(t, &ii, &arity) < 0)
+		return -EPROTO;
+	*i = (size_t)ii;
+	e->ntypes = 0;
+	for (int k = 0; k < arity; k++) {
+		char atom[TERM_ATOM_BUF];
+		if (term_get_atom(t, i, atom))
+			return -EPROTO;
+		if (e->ntypes < MEMBER_MAX_TYPES)
+			strlcpy(e->types[e->ntypes++], atom, sizeof e->types[0]);
+	}
+	if (arity > 0) {
+		ii = (int)*i;
+		if (ei_decode_list_header(t, &ii, &arity) < 0 || arity != 0)
+			return -EPROTO;
+		*i = (size_t)ii;
+	}
+	return 0;
+}
+
+/* Remembers the highest up-number seen, even after the entry that had it
+ * is reset for a rejoin: a new incarnation must get a higher one. */
+static void note_up_number(struct membership *m, uint32_t up)
+{
+	if (up > m->top_up_number)
+		m->top_up_number = up;
+}
+
+static uint32_t next_up_number(struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++)
+		note_up_number(m, m->members[k].up_number);
+	return m->top_up_number + 1;
+}
+
+/* The leader admits joiners: the oldest voting member. */
+static bool is_leader(const struct membership *m)
+{
+	const struct member *best = NULL;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!votes(e))
+			continue;
+		if (best == NULL || e->up_number < best->up_number ||
+		    (e->up_number == best->up_number && strcmp(e->node, best->node) < 0))
+			best = e;
+	}
+	return best != NULL && is_self(m, best);
+}
+
+/* The leader marks joiners up, giving each the next up-number, once a
+ * majority has answered heartbeats sent since it heard of the joiner. A
+ * member cut off from the majority admits nobody: a side of a split could
+ * otherwise grow itself a majority, and both sides would run entities. */
+static void admit_joiners(struct membership *m)
+{
+	if (!is_leader(m))
+		return;
+	bool any = false;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (e->status != MEMBER_JOINING || is_self(m, e) || !membership_fresh_quorum_since(m, e->joining_since))
+			continue;
+		/* A joiner that died after asking would become a voter nobody
+		 * hears, and hold up allocation until it is downed. */
+		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms)
+			continue;
+		e->up_number = next_up_number(m);
+		e->status = MEMBER_UP;
+		e->version++;
+		e->last_heard = now_ms(m);
+		log_info(m->cfg.log, "member %s joined (up-number %u)", e->node, e->up_number);
+		membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
+		any = true;
+	}
+	if (any) {
+		gossip_all(m);
+		membership_changed(m);
+	}
+}
+
+/* A seed hears `join`: the joiner is listed as joining (a new incarnation
+ * if it was down, or restarted while still listed), for the leader to
+ * admit. */
+static void on_join(struct membership *m, const char *t, size_t i)
+{
+	struct member joiner = {0};
+	if (term_get_atom(t, &i, joiner.node) || read_types(t, &i, &joiner))
+		return;
+	struct member *e = membership_member(m, joiner.node);
+	if (e != NULL && (e->status == MEMBER_JOINING || (e->status == MEMBER_UP && !e->unreachable))) {
+		membership_gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
+		admit_joiners(m);
+		return;
+	}
+	if (e == NULL && (e = add(m, joiner.node)) == NULL)
+		return;
+	/* +2: above a `removed` (the down's version + 1) that others may hold
+	 * of the old incarnation, so the joining entry replaces it (merge_of). */
+	uint32_t version = e->version + 2;
+	note_up_number(m, e->up_number);
+	*e = joiner; /* a new incarnation: nothing seen of an old one counts */
+	e->status = MEMBER_JOINING;
+	e->up_number = 0;
+	e->version = version;
+	e->last_heard = now_ms(m);
+	e->joining_since = now_ms(m);
+	log_info(m->cfg.log, "member %s is joining", e->node);
+	gossip_all(m);
+	membership_changed(m);
+	admit_joiners(m);
+}
+
+enum merge { MERGE_KEEP, MERGE_TAKE, MERGE_NEW_INCARNATION };
+
+/* What a gossiped entry does to ours. The up-number names an incarnation
+ * (a node that rejoins after a down gets a new, higher one). Within one,
+ * a down is final: no version the member bumps itself (types, leave) can
+ * undo it, or a node cut off and downed could come back still hosting
+ * shards that moved. Otherwise the higher version wins, on a tie the later
+ * status. `self_joining`: the entry is ours and we await admission, so
+ * downs of an earlier incarnation of ours are not about us. */
+static enum merge merge_of(const struct member *in, const struct member *have, bool self_joining)
+{
+	bool in_down = in->status >= MEMBER_DOWN, have_down = have->status >= MEMBER_DOWN;
+	/* A joining entry has no up-number yet: the seed lists a rejoining
+	 * node with a version above any the old incarnation reached. */
+	if (have_down && !in_down) {
+		if (in->up_number == 0)
+			return in->version > have->version ? MERGE_NEW_INCARNATION : MERGE_KEEP;
+		return in->up_number > have->up_number ? MERGE_NEW_INCARNATION : MERGE_KEEP;
+	}
+	if (in_down && !have_down) {
+		if (self_joining)
+			return MERGE_KEEP; /* the down of an earlier incarnation of ours */
+		if (have->up_number == 0)
+			return in->version > have->version ? MERGE_TAKE : MERGE_KEEP;
+		return in->up_number < have->up_number ? MERGE_KEEP : MERGE_TAKE;
+	}
+	if (in->up_number != have->up_number && in->up_number != 0 && have->up_number != 0)
+		return in->up_number > have->up_number ? MERGE_TAKE : MERGE_KEEP;
+	if (in->version != have->version)
+		return in->version > have->version ? MERGE_TAKE : MERGE_KEEP;
+	return in->status > have->status ? MERGE_TAKE : MERGE_KEEP;
+}
+
+/* Forgets what this node saw of an earlier incarnation of the member. */
+static void reset_local(struct membership *m, struct member *e)
+{
+	e->unreachable = false;
+	e->last_heard = now_ms(m);
+	e->lease_until = 0;
+	e->down_at = 0;
+	e->released = false;
+}
+
+static void on_gossip(struct membership *m, const char *t, size_t i)
+{
+	char from[TERM_ATOM_BUF];
+	if (term_get_atom(t, &i, from))
+		return;
+	int ii = (int)i, count;
+	if (ei_decode_list_header(t, &ii, &count) < 0)
+		return;
+	i = (size_t)ii;
+	bool any = false;
+	for (int k = 0; k < count; k++) {
+		struct member in = {0};
+		char status[TERM_ATOM_BUF];
+		long up, version;
+		if (term_get_tuple(t, &i) != 5 || term_get_atom(t, &i, in.node) || term_get_long(t, &i, &up) ||
+		    term_get_atom(t, &i, status) || term_get_long(t, &i, &version) || read_types(t, &i, &in))
+			return;
+		int s = status_of(status);
+		if (s < 0)
+			return;
+		in.up_number = (uint32_t)up;
+		in.status = (enum member_status)s;
+		in.version = (uint32_t)version;
+		struct member *e = membership_member(m, in.node);
+		if (strcmp(in.node, m->self) == 0 && e != NULL && e->status >= MEMBER_LEAVING &&
+		    in.status < e->status)
+			continue; /* nobody un-leaves us */
+		bool added = false;
+		if (e == NULL) {
+			if ((e = add(m, in.node)) == NULL)
+				return;
+			added = true;
+		}
+		enum merge verdict = added ? MERGE_TAKE
+				   : merge_of(&in, e, is_self(m, e) && e->status == MEMBER_JOINING);
+		if (verdict == MERGE_NEW_INCARNATION ||
+		    (verdict == MERGE_TAKE && in.status == MEMBER_JOINING && e->status != MEMBER_JOINING))
+			reset_local(m, e);
+		if (verdict != MERGE_KEEP && in.status == MEMBER_JOINING && (added || e->status != MEMBER_JOINING))
+			e->joining_since = now_ms(m);
+		note_up_number(m, e->up_number);
+		if (verdict != MERGE_KEEP) {
+			note_up_number(m, in.up_number);
+			e->up_number = in.up_number;
+			e->status = in.status;
+			e->version = in.version;
+			memcpy(e->types, in.types, sizeof e->types);
+			e->ntypes = in.ntypes;
+			if (e->status >= MEMBER_DOWN)
+				mark_down_locally(m, e);
+			if (added && !is_self(m, e) && e->status < MEMBER_DOWN)
+				membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
+			any = true;
+		}
+	}
+	struct member *sender = membership_member(m, from);
+	if (sender != NULL && sender->status >= MEMBER_DOWN)
+		membership_gossip_to(m, from); /* it has not heard it was downed */
+	else if (sender != NULL)
+		membership_heard(m, sender);
+	if (any) {
+		log_debug(m->cfg.log, "member list changed by gossip from %s", from);
+		membership_changed(m);
+	}
+}
+
+int membership_handle(struct membership *m, const char *t, size_t len)
+{
+	(void)len;
+	size_t i = 0;
+	long arity = term_get_tuple(t, &i);
+	if (arity != 4 || !term_is_atom(t, i, "$shardnode"))
+		return 0;
+	term_skip(t, &i);
+	if (term_is_atom(t, i, "join")) {
+		term_skip(t, &i);
+		on_join(m, t, i);
+		return 1;
+	}
+	if (term_is_atom(t, i, "gossip")) {
+		term_skip(t, &i);
+		on_gossip(m, t, i);
+		return 1;
+	}
+	if (term_is_atom(t, i, "reachability")) {
+		term_skip(t, &i);
+		membership_on_reachability(m, t, i);
+		return 1;
+	}
+	bool ack = term_is_atom(t, i, "heartbeat_ack");
+	if (ack || term_is_atom(t, i, "heartbeat")) {
+		term_skip(t, &i);
+		membership_on_heartbeat(m, t, i, ack);
+		return 1;
+	}
+	return 0;
+}
+
+static void on_nodedown(void *arg, const char *peer)
+{
+	struct membership *m = arg;
+	struct member *e = membership_member(m, peer);
+	if (e == NULL || e->status == MEMBER_REMOVED)
+		return;
+	if (e->status == MEMBER_EXITING || e->status == MEMBER_DOWN) {
+		e->status = MEMBER_REMOVED;
+		e->version++;
+		log_info(m->cfg.log, "member %s removed (it %s)", peer, e->down_at ? "was downed" : "left");
+		membership_changed(m);
+	} else {
+		/* The failure detector decides: the connection may come back. */
+		log_info(m->cfg.log, "connection to member %s lost", peer);
+	}
+}
+
+/* ---- queries ---- */
+
+static int by_age(const void *a, const void *b)
+{
+	const struct member *x = *(const struct member *const *)a, *y = *(const struct member *const *)b;
+	/* Joining members (up-number 0) come last. */
+	uint32_t ux = x->up_number ? x->up_number : UINT32_MAX, uy = y->up_number ? y->up_number : UINT32_MAX;
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	return strcmp(x->node, y->node);
+}
+
+void membership_encode_members(const struct membership *m, ei_x_buff *x)
+{
+	const struct member **sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
+	size_t n = 0;
+	for (size_t k = 0; sorted != NULL && k < m->n; k++)
+		if (m->members[k].status != MEMBER_REMOVED)
+			sorted[n++] = &m->members[k];
+	qsort(sorted, n, sizeof *sorted, by_age);
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	if (n)
+		ei_x_encode_list_header(x, (long)n);
+	for (size_t k = 0; k < n; k++) {
+		ei_x_encode_map_header(x, 2);
+		ei_x_encode_atom(x, "node");
+		ei_x_encode_atom(x, sorted[k]->node);
+		ei_x_encode_atom(x, "status");
+		/* Unreachable says more than up or leaving, less than down. */
+		bool show_unreachable = sorted[k]->unreachable && sorted[k]->status < MEMBER_DOWN;
+		ei_x_encode_atom(x, show_unreachable ? "unreachable" : status_names[sorted[k]->status]);
+	}
+	ei_x_encode_empty_list(x);
+	free(sorted);
+}
+
+/* Neither down nor removed: its records and the records about it count. */
+static bool present(const struct membership *m, const char *node)
+{
+	const struct member *e = membership_member((struct membership *)m, node);
+	return e != NULL && e->status < MEMBER_DOWN;
+}
+
+void membership_encode_reachability(const struct membership *m, ei_x_buff *x)
+{
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	for (size_t k = 0; k < m->reach.n; k++) {
+		const struct reach_record *rec = &m->reach.records[k];
+		if (!present(m, rec->observer))
+			continue;
+		size_t n = 0;
+		for (size_t s = 0; s < rec->nsubjects; s++)
+			n += present(m, rec->subjects[s]);
+		if (n == 0)
+			continue;
+		ei_x_encode_list_header(x, 1);
+		ei_x_encode_tuple_header(x, 2);
+		ei_x_encode_atom(x, rec->observer);
+		ei_x_encode_list_header(x, (long)n);
+		for (size_t s = 0; s < rec->nsubjects; s++)
+			if (present(m, rec->subjects[s]))
+				ei_x_encode_atom(x, rec->subjects[s]);
+		ei_x_encode_empty_list(x);
+	}
+	ei_x_encode_empty_list(x);
+}
+
+static bool hosts(const struct member *e, const char *type)
+{
+	for (size_t t = 0; t < e->ntypes; t++)
+		if (strcmp(e->types[t], type) == 0)
+			return true;
+	return false;
+}
+
+/* Unreachable members still serve until they are downed: from here a
+ * crash and a partition look the same (see the header on downing). */
+static bool serving(const struct member *e) { return e->status == MEMBER_UP; }
+
+const char *membership_oldest_with(const struct membership *m, const char *type)
+{
+	const struct member *best = NULL;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!serving(e) || !hosts(e, type))
+			continue;
+		if (best == NULL || e->up_number < best->up_number ||
+		    (e->up_number == best->up_number && strcmp(e->node, best->node) < 0))
+			best = e;
+	}
+	return best ? best->node : NULL;
+}
+
+size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n && n < max; k++) {
+		const struct member *e = &m->members[k];
+		bool owns_shards = votes(e) || (e->down_at != 0 && !e->released);
+		if (owns_shards && hosts(e, type))
+			out[n++] = e->node;
+	}
+	return n;
+}
+
+/* Members hosting `type` with the given status, at most max, into out. */
+static size_t with_status(const struct membership *m, const char *type, enum member_status status,
+			  const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n && n < max; k++)
+		if (m->members[k].status == status && hosts(&m->members[k], type))
+			out[n++] = m->members[k].node;
+	return n;
+}
+
+size_t membership_joining_with(const struct membership *m, const char *type, const char **out, size_t max)
+{
+	return with_status(m, type, MEMBER_JOINING, out, max);
+}
+
+size_t membership_downed(const struct membership *m, const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n && n < max; k++)
+		if (m->members[k].down_at != 0)
+			out[n++] = m->members[k].node;
+	return n;
+}
+
+size_t membership_leaving_with(const struct membership *m, const char *type, const char **out, size_t max)
+{
+	return with_status(m, type, MEMBER_LEAVING, out, max);
+}
+
+size_t membership_others(const struct membership *m)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		n += strcmp(e->node, m->self) != 0 && e->status == MEMBER_UP;
+	}
+	return n;
+}
+
+static void set_own_status(struct membership *m, enum member_status status)
+{
+	struct member *me = membership_member(m, m->self);
+	if (me->status >= status)
+		return;
+	me->status = status;
+	me->version++;
+	gossip_all(m);
+	membership_changed(m);
+}
+
+void membership_leave(struct membership *m) { set_own_status(m, MEMBER_LEAVING); }
+
+void membership_exit(struct membership *m) { set_own_status(m, MEMBER_EXITING); }
+
+int membership_down(struct membership *m, const char *node)
+{
+	struct member *e = membership_member(m, node);
+	if (e == NULL || e->status >= MEMBER_DOWN)
+		return e == NULL ? -ENOENT : 0;
+	e->status = MEMBER_DOWN;
+	e->version++;
+	mark_down_locally(m, e);
+	log_warn(m->cfg.log, "member %s marked down", node);
+	/* The downed node hears it too, if it can, and stops. */
+	if (strcmp(node, m->self) != 0)
+		membership_gossip_to(m, node);
+	gossip_all(m);
+	membership_changed(m);
+	return 0;
+}
+
+void membership_set_types(struct membership *m, const char *const *types, size_t n)
+{
+	struct member *me = membership_member(m, m->self);
+	me->ntypes = 0;
+	for (size_t t = 0; t < n && t < MEMBER_MAX_TYPES; t++)
+		strlcpy(me->types[me->ntypes++], types[t], sizeof me->types[0]);
+	me->version++;
+	gossip_all(m);
+	membership_changed(m);
+}
+
+bool membership_self_down(const struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (strcmp(m->members[k].node, m->self) == 0)
+			return m->members[k].status >= MEMBER_DOWN;
+	return false;
+}
+
+/* ---- life ---- */
+
+struct membership *membership_start(const struct membership_config *cfg, int *err)
+{
+	struct membership *m = calloc(1, sizeof *m);
+	if (m == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	m->cfg = *cfg;
+	strlcpy(m->self, dist_node_name(cfg->node), sizeof m->self);
+	struct member *me = add(m, m->self);
+	if (me == NULL || (*err = dist_node_on_nodedown(cfg->node, on_nodedown, m)) != 0) {
+		free(m->members);
+		free(m);
+		if (me == NULL)
+			*err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t t = 0; t < cfg->ntypes && t < MEMBER_MAX_TYPES; t++)
+		strlcpy(me->types[me->ntypes++], cfg->types[t], sizeof me->types[0]);
+	if (cfg->nseeds == 0) {
+		me->status = MEMBER_UP;
+		me->up_number = 1;
+		me->version = 1;
+	} else {
+		me->status = MEMBER_JOINING;
+	}
+	m->quorum_until = UINT64_MAX;
+	m->holding = true;
+	m->stable_since = now_ms(m);
+	ev_timer_init(&m->gossip_timer, on_gossip_timer, m);
+	on_gossip_timer(cfg->loop, m);
+	*err = 0;
+	return m;
+}
+
+void membership_free(struct membership *m)
+{
+	if (m == NULL)
+		return;
+	evloop_timer_stop(m->cfg.loop, &m->gossip_timer);
+	dist_node_off_nodedown(m->cfg.node, on_nodedown, m);
+	reachability_free(&m->reach);
+	free(m->members);
+	free(m);
+}

@@ -1,0 +1,172 @@
+/*
+ * membership.h — who is in the cluster: a versioned member list, joined via
+ * seed nodes and spread by gossip between the admin processes (`shardnode`)
+ * of the members.
+ *
+ *   {'$shardnode', join, Node, Types}         joiner -> seed, until it is up
+ *   {'$shardnode', gossip, From, [Member]}    member -> every other member,
+ *       Member = {Node, UpNumber, Status, Version, [Type]}
+ *
+ * A seed that hears `join` lists the joiner as joining; the leader (the
+ * oldest up or leaving member) marks it up, giving it the next up-number
+ * (age: the lowest is the oldest), once a majority has answered heartbeats
+ * sent since and the joiner itself was heard within failure_timeout_ms: a
+ * member cut off from the majority admits nobody, or a side of a split
+ * could grow itself a majority. A leaving member gossips `exiting` and is
+ * removed by the others when its connection goes.
+ *
+ * Failure detection: every heartbeat_interval_ms each member sends
+ *   {'$shardnode', heartbeat, From, SentAt}       member -> every other member
+ *   {'$shardnode', heartbeat_ack, From, SentAt}   the answer, echoing SentAt
+ * A member not heard from (heartbeat, ack or gossip) for failure_timeout_ms
+ * is `unreachable`; hearing from it again makes it reachable. A lost
+ * connection alone changes nothing: it may come back.
+ *
+ * Reachability is a cluster-wide view (reachability.h): every heartbeat
+ * interval each member sends every other one its table of who cannot hear
+ * whom,
+ *   {'$shardnode', reachability, From, [{Observer, Version, [Subject]}]}
+ * Downing: with keep_majority, once neither the member list nor that view
+ * has changed for stable_after_ms, a member whose own view loses keep-
+ * majority (quorum.h) downs itself, and the leader alone downs others
+ * (downing.h): those it cannot hear, then the fewest members that explain
+ * every other record. With manual downing only {down, Node} does it. A
+ * node that learns it was downed stops.
+ *
+ * At most one instance of an entity: this node delivers to its entities
+ * only while it holds a quorum lease (quorum.h), renewed by the acks of its
+ * heartbeats, and a downed member keeps its shards for failure_timeout_ms
+ * plus two heartbeat intervals after this node learns of the down
+ * (membership_nodes_with), by which time its lease with every member that
+ * learned of the down by then has run out.
+ *
+ * Merging gossip (merge_of in membership.c): a member's up-number names
+ * its incarnation; a node that rejoins after a down is listed joining with
+ * a version above any its old incarnation reached, and admitted with a new,
+ * higher up-number (up-numbers never repeat). Within an incarnation a down
+ * is final, whatever version the member gossips. Otherwise the higher
+ * up-number, then the higher version, then the later status wins, so
+ * merges converge.
+ */
+#ifndef SN_MEMBERSHIP_H
+#define SN_MEMBERSHIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "dist/dist_node.h"
+#include "base/evloop.h"
+#include "base/log.h"
+
+/* In the order a member moves through them; a merge never moves backwards. */
+enum member_status { MEMBER_JOINING, MEMBER_UP, MEMBER_LEAVING, MEMBER_EXITING, MEMBER_DOWN, MEMBER_REMOVED };
+
+#define MEMBER_MAX_TYPES 16
+
+struct member {
+	char node[256];
+	uint32_t up_number; /* 0 while joining */
+	enum member_status status;
+	uint32_t version;
+	char types[MEMBER_MAX_TYPES][256];
+	size_t ntypes;
+	/* Not gossiped: what this node has seen of the member. */
+	bool unreachable;      /* silent for failure_timeout_ms */
+	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
+	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */
+	uint64_t down_at;      /* when we learned it was down; 0: not downed */
+	uint64_t joining_since; /* when we learned it was joining */
+	bool released;         /* downed, and its shards may go elsewhere now */
+};
+
+struct membership;
+
+struct membership_config {
+	struct dist_node *node;
+	erlang_pid from;          /* sender of our gossip: the admin's pid */
+	struct evloop *loop;
+	const struct logger *log;
+	const char *const *seeds; /* other nodes to join through; none: a new cluster */
+	size_t nseeds;
+	const char *const *types; /* entity types this node hosts */
+	size_t ntypes;
+	uint32_t gossip_interval_ms;   /* also the heartbeat interval */
+	uint32_t failure_timeout_ms;
+	uint32_t stable_after_ms;
+	bool keep_majority;            /* false: manual downing */
+	/* Called after any change of the member list. */
+	void (*on_change)(void *arg);
+	void *on_change_arg;
+};
+
+struct membership *membership_start(const struct membership_config *cfg, int *err);
+void membership_free(struct membership *m);
+
+/* Handles a '$shardnode' join, gossip, heartbeat or heartbeat_ack message.
+ * Returns 1 if it was one, 0 if not. */
+int membership_handle(struct membership *m, const char *term, size_t len);
+
+/* Encodes {ok, [#{node := Node, status := Status}]}, oldest first. */
+void membership_encode_members(const struct membership *m, ei_x_buff *x);
+
+/* Encodes {ok, [{Observer, [Subject]}]}: the cluster-wide view as this
+ * node holds it, for the members that are not down, observers that
+ * report nobody left out. */
+void membership_encode_reachability(const struct membership *m, ei_x_buff *x);
+
+/* Members hosting `type` that own shards: up or leaving (until their shards
+ * are handed off), or downed too recently for their lease to have run out
+ * (see above). At most max of them, into out (pointers valid until
+ * the member list changes). Returns how many. */
+size_t membership_nodes_with(const struct membership *m, const char *type, const char **out, size_t max);
+
+/* Members hosting `type` that are joining: their regions may register (and
+ * must stay registered) before they are up, though they get no shards yet.
+ * At most max of them, into out (pointers valid until the member list
+ * changes). Returns how many. */
+size_t membership_joining_with(const struct membership *m, const char *type, const char **out, size_t max);
+
+/* Members that were downed (down, or removed after a down), at most max of
+ * them, into out (pointers valid until the member list changes). Returns
+ * how many. */
+size_t membership_downed(const struct membership *m, const char **out, size_t max);
+
+/* Members hosting `type` that are leaving: their shards are to be moved off. */
+size_t membership_leaving_with(const struct membership *m, const char *type, const char **out, size_t max);
+
+/* The oldest up member hosting `type`, or NULL. */
+const char *membership_oldest_with(const struct membership *m, const char *type);
+
+
+/* Graceful leave, first step: marks this node leaving and gossips it; the
+ * coordinators move its shards off. */
+void membership_leave(struct membership *m);
+
+/* Graceful leave, last step: marks this node exiting and gossips it; the
+ * others remove it when its connection closes. */
+void membership_exit(struct membership *m);
+
+/* Other members that are up (for a leaving node: is anyone there to take
+ * its shards? A member that is leaving too cannot, so the last members,
+ * stopped at once, do not wait handoff_timeout_ms for each other). */
+size_t membership_others(const struct membership *m);
+
+/* Marks `node` down and gossips it. Returns 0, or -ENOENT (not a member). */
+int membership_down(struct membership *m, const char *node);
+
+/* Replaces the entity types this node says it hosts (a region stopped by
+ * graceful_shutdown is no longer one) and gossips the change. */
+void membership_set_types(struct membership *m, const char *const *types, size_t n);
+
+/* True once this node has been downed by the others. */
+bool membership_self_down(const struct membership *m);
+
+/* True while this node may deliver to its entities: it holds a quorum lease
+ * (see the top of this file). Reads the clock, so a node that was paused
+ * does not trust an old reading. Cheap: one clock read at most. */
+bool membership_may_deliver(const struct membership *m);
+
+#endif

@@ -1,0 +1,356 @@
+/* membership_health.c — failure detection, keep-majority downing and the
+ * quorum lease of membership.h, on the member list of membership.c. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bsd/string.h>
+
+#include "cluster/downing.h"
+#include "cluster/membership_internal.h"
+#include "cluster/quorum.h"
+#include "etf/term.h"
+
+void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, kind) != 0)
+		return;
+	ei_x_encode_ulonglong(&x, sent_at);
+	membership_send_admin(m, to, &x);
+	ei_x_free(&x);
+}
+
+/* Every member but us that is not down gets a heartbeat, unreachable ones
+ * too: that is how we notice they are back. */
+void membership_heartbeat_all(struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!is_self(m, e) && e->status < MEMBER_DOWN)
+			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m));
+	}
+}
+
+/* See membership_internal.h. */
+bool membership_refresh_lease(struct membership *m, bool log_loss)
+{
+	const struct member *me = membership_member(m, m->self);
+	uint64_t until;
+	if (me->status == MEMBER_DOWN || me->status == MEMBER_REMOVED) {
+		until = 0;
+	} else if (!votes(me)) {
+		until = UINT64_MAX; /* joining or exiting: hosts nothing */
+	} else {
+		struct quorum_member *q = malloc(2 * m->n * sizeof *q);
+		if (q == NULL) {
+			m->quorum_until = 0; /* fail closed: the next refresh tries again */
+			m->holding = false;
+			return false;
+		}
+		size_t n = 0;
+		for (size_t k = 0; k < m->n; k++) {
+			const struct member *e = &m->members[k];
+			if (votes(e))
+				q[n++] = (struct quorum_member){e->node, is_self(m, e) ? UINT64_MAX : e->lease_until};
+		}
+		until = quorum_until(q, n, q + m->n);
+		free(q);
+	}
+	m->quorum_until = until;
+	bool holds = membership_may_deliver(m);
+	bool regained = holds && !m->holding;
+	m->holding = holds;
+	if (!holds && log_loss && !m->loss_logged) {
+		log_warn(m->cfg.log, "no quorum lease: messages to local entities wait");
+		m->loss_logged = true;
+	} else if (holds && m->loss_logged) {
+		log_info(m->cfg.log, "quorum lease held again: delivering to local entities");
+		m->loss_logged = false;
+	}
+	return regained;
+}
+
+/* ---- the cluster-wide reachability view ---- */
+
+static uint64_t wall_clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Sends our whole table to every member but us that is not down. */
+static void send_reachability_all(struct membership *m)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "reachability") != 0)
+		return;
+	if (reachability_encode(&m->reach, &x) == 0) {
+		for (size_t k = 0; k < m->n; k++) {
+			const struct member *e = &m->members[k];
+			if (!is_self(m, e) && e->status < MEMBER_DOWN)
+				membership_send_admin(m, e->node, &x);
+		}
+	}
+	ei_x_free(&x);
+}
+
+/* Makes our record in the table say what our failure detector says, under
+ * a version above any held (one of an earlier incarnation of ours, too).
+ * Returns true if the record changed; then it is sent at once. */
+static bool publish_own_view(struct membership *m)
+{
+	const char **subjects = malloc((m->n ? m->n : 1) * sizeof *subjects);
+	if (subjects == NULL)
+		return false; /* the next tick tries again */
+	size_t n = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!is_self(m, e) && e->unreachable && e->status < MEMBER_DOWN)
+			subjects[n++] = e->node;
+	}
+	const struct reach_record *held = reachability_find(&m->reach, m->self);
+	uint64_t version = reachability_next_version(held ? held->version : 0, wall_clock_ms());
+	int rc = reachability_update(&m->reach, m->self, version, subjects, n);
+	free(subjects);
+	if (rc == 1) {
+		m->stable_since = now_ms(m);
+		send_reachability_all(m);
+	}
+	return rc == 1;
+}
+
+void membership_on_reachability(struct membership *m, const char *t, size_t i)
+{
+	char from[TERM_ATOM_BUF];
+	if (term_get_atom(t, &i, from))
+		return;
+	struct member *sender = membership_member(m, from);
+	if (sender == NULL || is_self(m, sender) || sender->status >= MEMBER_DOWN)
+		return;
+	membership_heard(m, sender);
+	int changed = reachability_merge_encoded(&m->reach, t, &i);
+	if (changed < 0)
+		log_debug(m->cfg.log, "malformed reachability table from %s: the rest ignored", from);
+	/* Only we speak for ourselves: a record of an earlier incarnation of
+	 * ours is outranked at once. */
+	publish_own_view(m);
+	if (changed > 0) {
+		m->stable_since = now_ms(m);
+		log_debug(m->cfg.log, "reachability view changed by %s", from);
+	}
+}
+
+/* A member spoke to us directly. */
+void membership_heard(struct membership *m, struct member *e)
+{
+	e->last_heard = now_ms(m);
+	if (e->unreachable && e->status < MEMBER_DOWN) {
+		e->unreachable = false;
+		log_info(m->cfg.log, "member %s reachable again", e->node);
+		publish_own_view(m);
+		membership_changed(m);
+	}
+}
+
+static void detect_unreachable(struct membership *m)
+{
+	bool any = false;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (is_self(m, e) || e->unreachable || e->status >= MEMBER_DOWN || e->status == MEMBER_JOINING)
+			continue;
+		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms) {
+			e->unreachable = true;
+			any = true;
+			log_warn(m->cfg.log, "member %s unreachable: silent for %u ms", e->node, m->cfg.failure_timeout_ms);
+		}
+	}
+	if (any)
+		membership_changed(m); /* the tick publishes our record next */
+}
+
+/* How long a downed member keeps its shards after this node learns of the
+ * down: its leases with the members that knew of the down no later than we
+ * did run out within failure_timeout_ms; the margin covers the members that
+ * learn of it a gossip round or two later and ack it meanwhile. */
+static uint64_t release_after_ms(const struct membership *m)
+{
+	return (uint64_t)m->cfg.failure_timeout_ms + 2u * (uint64_t)m->cfg.gossip_interval_ms;
+}
+
+/* A downed member's shards stay with it until its lease has run out. */
+static void release_downed(struct membership *m)
+{
+	bool any = false;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (e->down_at != 0 && !e->released && now_ms(m) - e->down_at >= release_after_ms(m)) {
+			e->released = true;
+			any = true;
+			log_info(m->cfg.log, "member %s: down long enough, its shards go elsewhere", e->node);
+		}
+	}
+	if (any)
+		membership_changed(m);
+}
+
+/* This node's decision on the cluster-wide view (downing.h), among the
+ * voting members: down itself, or down others (on every member for those
+ * cut off from its side, on the leader alone for indirect faults).
+ * Returns the verdict; names to down go into `names` (room for m->n),
+ * *nnames how many. */
+static enum downing_verdict decide(struct membership *m, char (*names)[256], size_t *nnames)
+{
+	*nnames = 0;
+	if (m->n == 0)
+		return DOWNING_NONE; /* never: we are a member */
+	struct downing_member *voters = malloc(m->n * sizeof *voters);
+	size_t *out = malloc(m->n * sizeof *out);
+	size_t nedges = 0;
+	for (size_t k = 0; k < m->reach.n; k++)
+		nedges += m->reach.records[k].nsubjects;
+	struct downing_edge *edges = malloc((nedges ? nedges : 1) * sizeof *edges);
+	enum downing_verdict v = DOWNING_NONE;
+	if (voters == NULL || out == NULL || edges == NULL)
+		goto done; /* the next tick decides */
+	size_t n = 0, self = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!votes(e))
+			continue;
+		if (is_self(m, e))
+			self = n;
+		voters[n++] = (struct downing_member){e->node, e->up_number};
+	}
+	/* Records of members that do not vote are left to downing_decide,
+	 * which ignores edges naming a non-member. */
+	nedges = 0;
+	for (size_t k = 0; k < m->reach.n; k++)
+		for (size_t j = 0; j < m->reach.records[k].nsubjects; j++)
+			edges[nedges++] = (struct downing_edge){m->reach.records[k].observer,
+								m->reach.records[k].subjects[j]};
+	size_t nout = 0;
+	v = downing_decide(voters, n, self, edges, nedges, out, &nout);
+	for (size_t k = 0; k < nout && out[k] < n; k++)
+		strlcpy(names[(*nnames)++], voters[out[k]].node, sizeof names[0]);
+done:
+	free(voters);
+	free(out);
+	free(edges);
+	return v;
+}
+
+/* Once the member list and the reachability view have been stable for
+ * stable_after_ms, applies downing.h: this node may down itself, the
+ * members cut off from its side, and, on the leader, the members that
+ * explain the indirect faults. */
+static void keep_majority(struct membership *m)
+{
+	const struct member *me = membership_member(m, m->self);
+	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
+		return;
+	size_t total = 0, unreachable = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		total += votes(e);
+		unreachable += votes(e) && e->unreachable;
+	}
+	/* membership_down changes the list under us: collect the names first.
+	 * (m->n counts us, so it is not 0.) */
+	char (*names)[256] = m->n ? malloc(m->n * sizeof *names) : NULL;
+	if (names == NULL)
+		return;
+	size_t n = 0;
+	enum downing_verdict v = decide(m, names, &n);
+	if (v == DOWNING_SELF) {
+		log_error(m->cfg.log, "keep-majority: %zu of %zu members reachable, the other side wins: downing this node",
+			  total - unreachable, total);
+		membership_down(m, m->self);
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (reachability_has(&m->reach, m->self, names[k]))
+			log_warn(m->cfg.log, "keep-majority: %zu of %zu members reachable: downing %s, which none of them hears",
+				 total - unreachable, total, names[k]);
+		else
+			log_warn(m->cfg.log, "downing %s: it explains the most unreachability the members report "
+				 "(a cut link or a bad network), and the others hear each other without it", names[k]);
+		membership_down(m, names[k]);
+	}
+	free(names);
+}
+
+/* True if the voting members that acked a heartbeat we sent at or after
+ * `since` would win a split now: we are not cut off from the majority. */
+bool membership_fresh_quorum_since(struct membership *m, uint64_t since)
+{
+	struct quorum_member *q = malloc(2 * m->n * sizeof *q);
+	if (q == NULL)
+		return false;
+	size_t n = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!votes(e))
+			continue;
+		uint64_t lease = is_self(m, e) ? UINT64_MAX : e->lease_until;
+		if (!is_self(m, e) && lease < since + m->cfg.failure_timeout_ms)
+			lease = 0; /* its last ack is for a heartbeat sent before `since` */
+		q[n++] = (struct quorum_member){e->node, lease};
+	}
+	uint64_t until = quorum_until(q, n, q + m->n);
+	free(q);
+	return evloop_clock_ms() < until;
+}
+
+/* A heartbeat from a member that is not down gets its ack. An ack renews
+ * the member's quorum lease from the time we sent the heartbeat. */
+void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
+{
+	char from[TERM_ATOM_BUF];
+	long sent_at;
+	if (term_get_atom(t, &i, from) || term_get_long(t, &i, &sent_at) || sent_at < 0)
+		return;
+	struct member *e = membership_member(m, from);
+	if (e == NULL || is_self(m, e))
+		return;
+	if (e->status >= MEMBER_DOWN) {
+		if (!ack)
+			membership_gossip_to(m, from); /* it has not heard it was downed */
+		return;
+	}
+	membership_heard(m, e);
+	if (!ack) {
+		membership_send_heartbeat(m, from, "heartbeat_ack", (uint64_t)sent_at);
+		return;
+	}
+	if ((uint64_t)sent_at > now_ms(m))
+		return; /* not a time we sent */
+	uint64_t until = (uint64_t)sent_at + m->cfg.failure_timeout_ms;
+	if (until > e->lease_until) {
+		/* Read the clock before: the lease may have run out since the
+		 * last refresh, unnoticed, and messages may be held. */
+		bool held_before = !membership_may_deliver(m);
+		e->lease_until = until;
+		bool regained = membership_refresh_lease(m, false);
+		if ((regained || (held_before && membership_may_deliver(m))) && m->cfg.on_change)
+			m->cfg.on_change(m->cfg.on_change_arg); /* held messages may go */
+	}
+}
+
+bool membership_may_deliver(const struct membership *m)
+{
+	return m->quorum_until == UINT64_MAX || evloop_clock_ms() < m->quorum_until;
+}
+
+void membership_health_tick(struct membership *m)
+{
+	detect_unreachable(m);
+	/* Our record as the detector now has it (also after a member was
+	 * downed: it is no subject any more), then the table to everyone,
+	 * once: publishing a change has sent it already. */
+	if (!publish_own_view(m))
+		send_reachability_all(m);
+	release_downed(m);
+	keep_majority(m);
+}

@@ -1,0 +1,100 @@
+/*
+ * membership_internal.h — what membership.c (the member list, gossip, joins)
+ * and membership_health.c (failure detection, keep-majority downing, the
+ * quorum lease) share. Not for other modules: they use membership.h.
+ */
+#ifndef SN_MEMBERSHIP_INTERNAL_H
+#define SN_MEMBERSHIP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ei.h>
+
+#include "cluster/membership.h"
+#include "cluster/reachability.h"
+
+struct membership {
+	struct membership_config cfg;
+	char self[256];
+	struct member *members;
+	size_t n, cap;
+	struct ev_timer gossip_timer;
+	uint64_t stable_since;  /* last change of members or reachability */
+	uint64_t quorum_until;  /* quorum_until() of the leases we hold */
+	bool holding;           /* may deliver, as of the last refresh */
+	bool loss_logged;       /* a lost lease is logged by the timer only: a
+				 * member that just joined has not acked yet */
+	uint32_t top_up_number; /* the highest up-number seen (next_up_number) */
+	/* Who cannot hear whom, cluster-wide (reachability.h): our own record
+	 * is our failure detector's `unreachable` flags, the others come by
+	 * `reachability` messages. The leader downs on it (downing.h). */
+	struct reachability reach;
+};
+
+/* The loop's clock, read once per turn. */
+static inline uint64_t now_ms(const struct membership *m) { return evloop_now_ms(m->cfg.loop); }
+
+static inline bool is_self(const struct membership *m, const struct member *e)
+{
+	return strcmp(e->node, m->self) == 0;
+}
+
+/* Members that vote in keep-majority and give quorum leases. */
+static inline bool votes(const struct member *e) { return e->status == MEMBER_UP || e->status == MEMBER_LEAVING; }
+
+/* ---- membership.c ---- */
+
+/* The entry of `node`, or NULL. Valid until the list grows. */
+struct member *membership_member(struct membership *m, const char *node);
+
+/* After any change of the member list or of a member's reachability:
+ * restarts the stability clock, refreshes the lease, tells the owner. */
+void membership_changed(struct membership *m);
+
+/* Starts a fresh x with the version byte and {'$shardnode', Kind, Self, _
+ * (the caller encodes the fourth element). Returns 0, or -ENOMEM with
+ * nothing to free. */
+int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind);
+
+/* Sends an encoded message (with version byte) to the admin of `to`. */
+void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x);
+
+/* Sends our member list to `to`. */
+void membership_gossip_to(struct membership *m, const char *to);
+
+/* ---- membership_health.c ---- */
+
+/* {'$shardnode', Kind, Self, SentAt} to the admin of `to`; Kind is
+ * heartbeat or heartbeat_ack. */
+void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at);
+
+/* A heartbeat to every member but us that is not down. */
+void membership_heartbeat_all(struct membership *m);
+
+/* A member spoke to us directly: it is reachable. */
+void membership_heard(struct membership *m, struct member *e);
+
+/* Handles heartbeat (ack = false) or heartbeat_ack from t[i..]: From,
+ * SentAt. Malformed input is ignored. */
+void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack);
+
+/* Recomputes until when we hold a quorum lease. Returns true if we just
+ * got it back (held messages can go). Logs a loss only if `log_loss`. */
+bool membership_refresh_lease(struct membership *m, bool log_loss);
+
+/* True if the voting members that acked a heartbeat we sent at or after
+ * `since` would win a split now. */
+bool membership_fresh_quorum_since(struct membership *m, uint64_t since);
+
+/* Once per heartbeat interval: finds unreachable members, sends our
+ * reachability table to every member, releases the shards of members
+ * downed long enough ago, and decides on downing (downing.h). */
+void membership_health_tick(struct membership *m);
+
+/* Merges a member's reachability table from t[i..]: From, [Record]. A
+ * change restarts the stability clock. Malformed input is ignored. */
+void membership_on_reachability(struct membership *m, const char *t, size_t i);
+
+#endif

@@ -1,0 +1,692 @@
+/* dist_conn.c — see dist_conn.h. */
+#include "dist/dist_conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Bytes read from a socket per readiness event: bounds the work one busy
+ * peer can make the loop do before others get a turn. */
+#define READ_CHUNK (64 * 1024)
+/* Malformed packets logged per connection before going quiet. */
+#define MALFORMED_LOG_LIMIT 5
+
+static const char *const state_names[] = {
+	[CONN_RESOLVING] = "resolving",       [CONN_CONNECTING] = "connecting",
+	[CONN_STATUS_WAIT] = "status_wait",   [CONN_CHALLENGE_WAIT] = "challenge_wait",
+	[CONN_ACK_WAIT] = "ack_wait",         [CONN_NOK_WAIT] = "nok_wait",
+	[CONN_NAME_WAIT] = "name_wait",       [CONN_ALIVE_WAIT] = "alive_wait",
+	[CONN_REPLY_WAIT] = "reply_wait",     [CONN_UP] = "up",
+	[CONN_CLOSED] = "closed",
+};
+
+const char *conn_state_name(enum conn_state s) { return state_names[s]; }
+
+static const char *peer_label(const struct dist_conn *c)
+{
+	return c->peer[0] ? c->peer : "(unnamed peer)";
+}
+
+/* The one place a state changes, so every transition is in the log. */
+static void conn_set_state(struct dist_conn *c, enum conn_state to, const char *why)
+{
+	log_debug(c->self->log, "connection %s: %s -> %s (%s)", peer_label(c), state_names[c->state],
+		  state_names[to], why);
+	c->state = to;
+}
+
+static bool in_handshake(const struct dist_conn *c)
+{
+	return c->state != CONN_UP && c->state != CONN_CLOSED && c->state != CONN_NOK_WAIT &&
+	       c->state != CONN_RESOLVING && c->state != CONN_CONNECTING;
+}
+
+static void conn_on_io(struct evloop *loop, int fd, uint32_t events, void *arg);
+
+static uint32_t random_u32(void)
+{
+	uint32_t v = 0;
+	if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+		v = (uint32_t)rand(); /* never expected; still a valid challenge */
+	return v;
+}
+
+/* Recomputes the epoll mask from what the connection needs now. */
+static void conn_update_watch(struct dist_conn *c)
+{
+	if (c->fd < 0)
+		return;
+	uint32_t ev = 0;
+	if (!c->reading_paused)
+		ev |= EPOLLIN;
+	if (bytebuf_size(&c->out) > 0 || c->state == CONN_CONNECTING)
+		ev |= EPOLLOUT;
+	evloop_rewatch(c->self->loop, c->fd, ev);
+}
+
+/* Writes as much of `out` as the socket takes. Returns 0, or -errno when the
+ * socket failed (the caller closes). */
+static int conn_flush(struct dist_conn *c)
+{
+	while (bytebuf_size(&c->out) > 0) {
+		ssize_t w = send(c->fd, bytebuf_head(&c->out), bytebuf_size(&c->out), MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			return -errno;
+		}
+		bytebuf_consume(&c->out, (size_t)w);
+		c->last_tx_ms = evloop_now_ms(c->self->loop);
+	}
+	if (bytebuf_size(&c->out) == 0)
+		bytebuf_shrink_idle(&c->out, 256 * 1024);
+	if (c->reading_paused && bytebuf_size(&c->out) <= c->self->outq_pause / 2) {
+		c->reading_paused = false;
+		log_info(c->self->log, "connection %s: output drained, reading again", peer_label(c));
+	}
+	conn_update_watch(c);
+	return 0;
+}
+
+/* Flushes and closes on socket failure. Returns false if the connection closed. */
+static bool conn_flush_or_close(struct dist_conn *c)
+{
+	int rc = conn_flush(c);
+	if (rc) {
+		dist_conn_close(c, strerror(-rc));
+		return false;
+	}
+	return true;
+}
+
+static void conn_on_setup_timeout(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	struct dist_conn *c = arg;
+	char why[64];
+	snprintf(why, sizeof why, "handshake timed out in %s", state_names[c->state]);
+	dist_conn_close(c, why);
+}
+
+static void conn_init(struct dist_conn *c, const struct dist_self *self, const struct dist_conn_hooks *hooks)
+{
+	memset(c, 0, sizeof *c);
+	c->self = self;
+	c->hooks = hooks;
+	c->fd = -1;
+	ev_timer_init(&c->setup_timer, conn_on_setup_timeout, c);
+	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(self->loop);
+}
+
+static void set_socket_options(int fd)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
+		     const struct dist_conn_hooks *hooks, int fd)
+{
+	conn_init(c, self, hooks);
+	c->fd = fd;
+	c->state = CONN_NAME_WAIT;
+	set_socket_options(fd);
+	int rc = evloop_watch(self->loop, fd, EPOLLIN, conn_on_io, c);
+	if (rc == 0)
+		rc = evloop_timer_start(self->loop, &c->setup_timer, self->setup_ms);
+	if (rc) {
+		evloop_unwatch(self->loop, fd);
+		close(fd);
+		c->fd = -1;
+		c->state = CONN_CLOSED;
+	}
+	return rc;
+}
+
+static void conn_on_lookup(int err, uint16_t port, void *arg);
+static void conn_on_resolved(int err, struct in_addr addr, void *arg);
+
+int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
+		      const struct dist_conn_hooks *hooks, const char *peer)
+{
+	conn_init(c, self, hooks);
+	size_t n = strlen(peer);
+	if (!hs_node_name_valid(peer, n))
+		return -EINVAL;
+	memcpy(c->peer, peer, n + 1);
+	c->initiator = true;
+	c->state = CONN_RESOLVING;
+
+	const char *at = strchr(c->peer, '@');
+	int rc = 0;
+	c->resolving = resolver_start(self->resolver, at + 1, conn_on_resolved, c, &rc);
+	if (c->resolving == NULL)
+		return rc;
+	rc = evloop_timer_start(self->loop, &c->setup_timer, self->setup_ms);
+	if (rc) {
+		resolver_cancel(c->resolving);
+		c->resolving = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+static void conn_on_resolved(int err, struct in_addr addr, void *arg)
+{
+	struct dist_conn *c = arg;
+	c->resolving = NULL;
+	if (err) {
+		dist_conn_close(c, "cannot resolve the host name");
+		return;
+	}
+	c->peer_addr = addr;
+	const char *at = strchr(c->peer, '@');
+	char alive[HS_NODE_NAME_BUF];
+	memcpy(alive, c->peer, (size_t)(at - c->peer));
+	alive[at - c->peer] = '\0';
+	int rc = epmd_lookup_start(&c->lookup, c->self->loop, addr, alive, (int)c->self->setup_ms,
+				   conn_on_lookup, c);
+	if (rc)
+		dist_conn_close(c, strerror(-rc));
+}
+
+static void conn_on_lookup(int err, uint16_t port, void *arg)
+{
+	struct dist_conn *c = arg;
+	if (err) {
+		char why[96];
+		snprintf(why, sizeof why, "epmd look-up failed: %s",
+			 err == -ENOENT ? "name not registered" : strerror(-err));
+		dist_conn_close(c, why);
+		return;
+	}
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c->fd < 0) {
+		dist_conn_close(c, strerror(errno));
+		return;
+	}
+	set_socket_options(c->fd);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = c->peer_addr};
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS) {
+		dist_conn_close(c, strerror(errno));
+		return;
+	}
+	conn_set_state(c, CONN_CONNECTING, "epmd gave the port");
+	if (evloop_watch(c->self->loop, c->fd, EPOLLOUT, conn_on_io, c))
+		dist_conn_close(c, "cannot watch socket");
+}
+
+/* ---- handshake steps ---- */
+
+static bool flags_acceptable(struct dist_conn *c, uint64_t flags)
+{
+	if ((flags & DFLAG_MANDATORY_25) != DFLAG_MANDATORY_25) {
+		log_warn(c->self->log, "connection %s refused: peer lacks mandatory distribution flags "
+			 "(has 0x%llx)", peer_label(c), (unsigned long long)flags);
+		return false;
+	}
+	return true;
+}
+
+static void send_challenge(struct dist_conn *c)
+{
+	c->our_challenge = random_u32();
+	if (hs_encode_challenge(&c->out, DFLAG_OURS, c->our_challenge, c->self->creation, c->self->name)) {
+		dist_conn_close(c, "out of memory");
+		return;
+	}
+	conn_set_state(c, CONN_REPLY_WAIT, "challenge sent");
+	conn_flush_or_close(c);
+}
+
+static void send_status(struct dist_conn *c, const char *status)
+{
+	if (hs_encode_status(&c->out, status))
+		dist_conn_close(c, "out of memory");
+}
+
+static void conn_go_up(struct dist_conn *c)
+{
+	evloop_timer_stop(c->self->loop, &c->setup_timer);
+	conn_set_state(c, CONN_UP, "handshake complete");
+	c->was_up = true;
+	log_info(c->self->log, "connected to %s (%s)", c->peer, c->initiator ? "we initiated" : "peer initiated");
+	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(c->self->loop);
+	if (bytebuf_size(&c->pending) > 0) {
+		if (bytebuf_append(&c->out, bytebuf_head(&c->pending), bytebuf_size(&c->pending))) {
+			dist_conn_close(c, "out of memory");
+			return;
+		}
+		bytebuf_free(&c->pending);
+		c->pending_packets = 0;
+	}
+	if (!conn_flush_or_close(c))
+		return;
+	c->hooks->up(c->hooks->owner, c);
+}
+
+static void on_name(struct dist_conn *c, const uint8_t *msg, size_t len)
+{
+	struct hs_name name;
+	if (hs_decode_name(msg, len, &name)) {
+		dist_conn_close(c, "malformed send_name");
+		return;
+	}
+	memcpy(c->peer, name.node, sizeof c->peer);
+	c->peer_flags = name.flags;
+	c->peer_creation = name.creation;
+	if (!flags_acceptable(c, name.flags)) {
+		dist_conn_close(c, "missing mandatory flags");
+		return;
+	}
+	switch (c->hooks->arbitrate(c->hooks->owner, c)) {
+	case CONN_ARB_OK:
+		send_status(c, "ok");
+		send_challenge(c);
+		break;
+	case CONN_ARB_OK_SIMULTANEOUS:
+		send_status(c, "ok_simultaneous");
+		send_challenge(c);
+		break;
+	case CONN_ARB_NOK:
+		send_status(c, "nok");
+		conn_flush(c);
+		dist_conn_close(c, "simultaneous connect: ours wins");
+		break;
+	case CONN_ARB_ALIVE:
+		send_status(c, "alive");
+		conn_set_state(c, CONN_ALIVE_WAIT, "a connection to this peer is up");
+		conn_flush_or_close(c);
+		break;
+	case CONN_ARB_REFUSE:
+		send_status(c, "not_allowed");
+		conn_flush(c);
+		dist_conn_close(c, "not allowed");
+		break;
+	}
+}
+
+static void on_alive_answer(struct dist_conn *c, const uint8_t *msg, size_t len)
+{
+	char status[32];
+	if (hs_decode_status(msg, len, status, sizeof status)) {
+		dist_conn_close(c, "malformed alive answer");
+		return;
+	}
+	if (strcmp(status, "true") != 0) {
+		dist_conn_close(c, "peer keeps its old connection");
+		return;
+	}
+	c->hooks->replace(c->hooks->owner, c);
+	if (c->state != CONN_CLOSED)
+		send_challenge(c);
+}
+
+static void on_reply(struct dist_conn *c, const uint8_t *msg, size_t len)
+{
+	uint32_t their_challenge;
+	uint8_t digest[HS_DIGEST_LEN], expected[HS_DIGEST_LEN];
+	if (hs_decode_reply(msg, len, &their_challenge, digest)) {
+		dist_conn_close(c, "malformed challenge_reply");
+		return;
+	}
+	hs_digest(c->self->cookie, c->our_challenge, expected);
+	if (!hs_digest_equal(digest, expected)) {
+		log_warn(c->self->log, "connection from %s refused: wrong cookie", peer_label(c));
+		dist_conn_close(c, "wrong cookie");
+		return;
+	}
+	hs_digest(c->self->cookie, their_challenge, expected);
+	if (hs_encode_ack(&c->out, expected)) {
+		dist_conn_close(c, "out of memory");
+		return;
+	}
+	conn_go_up(c);
+}
+
+/* Our attempt lost to the peer's own: drop the socket, keep our packets for
+ * the peer's connection, which takes them over when it comes up (or they are
+ * dropped at the setup deadline). */
+static void go_nok_wait(struct dist_conn *c, const char *why)
+{
+	evloop_unwatch(c->self->loop, c->fd);
+	close(c->fd);
+	c->fd = -1;
+	bytebuf_free(&c->in);
+	bytebuf_free(&c->out);
+	conn_set_state(c, CONN_NOK_WAIT, why);
+}
+
+static void on_status(struct dist_conn *c, const uint8_t *msg, size_t len)
+{
+	char status[32];
+	if (hs_decode_status(msg, len, status, sizeof status)) {
+		dist_conn_close(c, "malformed status");
+		return;
+	}
+	if (strcmp(status, "ok") == 0 || strcmp(status, "ok_simultaneous") == 0) {
+		conn_set_state(c, CONN_CHALLENGE_WAIT, status);
+	} else if (strcmp(status, "alive") == 0) {
+		/* The peer still has a connection it believes is ours. We are
+		 * connecting, so that one is stale: say so. */
+		send_status(c, "true");
+		conn_set_state(c, CONN_CHALLENGE_WAIT, "answered alive with true");
+		conn_flush_or_close(c);
+	} else if (strcmp(status, "nok") == 0) {
+		go_nok_wait(c, "simultaneous connect: peer's wins");
+	} else {
+		char why[64];
+		snprintf(why, sizeof why, "peer refused with status \"%s\"", status);
+		dist_conn_close(c, why);
+	}
+}
+
+static void on_challenge(struct dist_conn *c, const uint8_t *msg, size_t len)
+{
+	struct hs_challenge ch;
+	if (hs_decode_challenge(msg, len, &ch)) {
+		dist_conn_close(c, "malformed challenge");
+		return;
+	}
+	if (strcmp(ch.node, c->peer) != 0) {
+		dist_conn_close(c, "peer answered with another node name");
+		return;
+	}
+	if (!flags_acceptable(c, ch.flags)) {
+		dist_conn_close(c, "missing mandatory flags");
+		return;
+	}
+	c->peer_flags = ch.flags;
+	c->peer_creation = ch.creation;
+	uint8_t digest[HS_DIGEST_LEN];
+	hs_digest(c->self->cookie, ch.challenge, digest);
+	c->our_challenge = random_u32();
+	if (hs_encode_reply(&c->out, c->our_challenge, digest)) {
+		dist_conn_close(c, "out of memory");
+		return;
+	}
+	conn_set_state(c, CONN_ACK_WAIT, "reply sent");
+	conn_flush_or_close(c);
+}
+
+static void on_ack(struct dist_conn *c, const uint8_t *msg, size_t len)
+{
+	uint8_t digest[HS_DIGEST_LEN], expected[HS_DIGEST_LEN];
+	if (hs_decode_ack(msg, len, digest)) {
+		dist_conn_close(c, "malformed challenge_ack");
+		return;
+	}
+	hs_digest(c->self->cookie, c->our_challenge, expected);
+	if (!hs_digest_equal(digest, expected)) {
+		log_warn(c->self->log, "connection to %s refused: wrong cookie", peer_label(c));
+		dist_conn_close(c, "wrong cookie");
+		return;
+	}
+	conn_go_up(c);
+}
+
+static void on_handshake_message(struct dist_conn *c, const uint8_t *msg, size_t len)
+{
+	switch (c->state) {
+	case CONN_NAME_WAIT: on_name(c, msg, len); break;
+	case CONN_ALIVE_WAIT: on_alive_answer(c, msg, len); break;
+	case CONN_REPLY_WAIT: on_reply(c, msg, len); break;
+	case CONN_STATUS_WAIT: on_status(c, msg, len); break;
+	case CONN_CHALLENGE_WAIT: on_challenge(c, msg, len); break;
+	case CONN_ACK_WAIT: on_ack(c, msg, len); break;
+	default: dist_conn_close(c, "unexpected handshake message"); break;
+	}
+}
+
+/* ---- established connection ---- */
+
+static int queue_tick(struct dist_conn *c)
+{
+	static const uint8_t tick[4] = {0, 0, 0, 0};
+	return bytebuf_append(&c->out, tick, sizeof tick);
+}
+
+static void on_packet(struct dist_conn *c, const uint8_t *body, size_t len)
+{
+	struct dist_msg m;
+	c->packets_in++;
+	if (dist_msg_parse(body, len, &m)) {
+		/* The framing is intact, so only this packet is lost; the
+		 * connection and the peer's other messages carry on. */
+		if (c->malformed++ < MALFORMED_LOG_LIMIT) {
+			log_warn(c->self->log, "connection %s: malformed packet of %zu bytes dropped",
+				 peer_label(c), len);
+		}
+		return;
+	}
+	c->hooks->packet(c->hooks->owner, c, &m);
+}
+
+/* Consumes whole messages from `in` while the connection stays open. */
+static void conn_process_input(struct dist_conn *c)
+{
+	while (c->state != CONN_CLOSED && c->state != CONN_NOK_WAIT) {
+		const uint8_t *head = bytebuf_head(&c->in);
+		size_t avail = bytebuf_size(&c->in);
+		const uint8_t *body;
+		size_t body_len, consumed;
+		if (c->state == CONN_UP) {
+			switch (dist_frame_next(head, avail, c->self->max_packet, &body, &body_len, &consumed)) {
+			case DIST_FRAME_NEED_MORE:
+				return;
+			case DIST_FRAME_TOO_BIG: {
+				char why[96];
+				snprintf(why, sizeof why, "packet larger than max_message_bytes (%zu)",
+					 c->self->max_packet);
+				log_warn(c->self->log, "connection %s: %s", peer_label(c), why);
+				dist_conn_close(c, why);
+				return;
+			}
+			case DIST_FRAME_TICK:
+				bytebuf_consume(&c->in, consumed);
+				/* Answer, so a peer with a short net_ticktime hears us. */
+				if (queue_tick(c)) {
+					dist_conn_close(c, "out of memory");
+					return;
+				}
+				break;
+			case DIST_FRAME_PACKET:
+				/* The body stays valid while it is handled: the buffer is
+				 * consumed only afterwards. */
+				on_packet(c, body, body_len);
+				if (c->state == CONN_CLOSED)
+					return;
+				bytebuf_consume(&c->in, consumed);
+				break;
+			}
+		} else if (in_handshake(c)) {
+			int rc = hs_frame(head, avail, &body, &body_len, &consumed);
+			if (rc == 0)
+				return;
+			if (rc < 0) {
+				dist_conn_close(c, "malformed handshake framing");
+				return;
+			}
+			/* Copy: a handshake step may reset the input buffer. */
+			uint8_t msg[HS_MAX_MESSAGE];
+			memcpy(msg, body, body_len);
+			bytebuf_consume(&c->in, consumed);
+			on_handshake_message(c, msg, body_len);
+		} else {
+			return;
+		}
+	}
+}
+
+static void conn_on_readable(struct dist_conn *c)
+{
+	if (bytebuf_reserve(&c->in, READ_CHUNK)) {
+		dist_conn_close(c, "out of memory");
+		return;
+	}
+	ssize_t r = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+		const char *why = r == 0 ? "peer closed the connection" : strerror(errno);
+		if (c->state == CONN_STATUS_WAIT && bytebuf_size(&c->pending) > 0) {
+			/* A BEAM that is itself connecting to us may drop our attempt
+			 * without a status (net_kernel's already_pending). Its own
+			 * connection is on the way: keep our packets for it, as
+			 * after "nok", until the setup deadline. */
+			go_nok_wait(c, why);
+			return;
+		}
+		dist_conn_close(c, why);
+		return;
+	}
+	if (r < 0)
+		return;
+	c->in.len += (size_t)r;
+	c->last_rx_ms = evloop_now_ms(c->self->loop);
+	conn_process_input(c);
+	if (c->state != CONN_CLOSED && bytebuf_size(&c->in) == 0)
+		bytebuf_shrink_idle(&c->in, 256 * 1024);
+}
+
+static void conn_on_connected(struct dist_conn *c)
+{
+	int soerr = 0;
+	socklen_t sl = sizeof soerr;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr != 0) {
+		dist_conn_close(c, strerror(soerr ? soerr : errno));
+		return;
+	}
+	if (hs_encode_name(&c->out, DFLAG_OURS, c->self->creation, c->self->name)) {
+		dist_conn_close(c, "out of memory");
+		return;
+	}
+	conn_set_state(c, CONN_STATUS_WAIT, "send_name sent");
+	conn_flush_or_close(c);
+}
+
+static void conn_on_io(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)loop;
+	(void)fd;
+	struct dist_conn *c = arg;
+	if (c->state == CONN_CONNECTING) {
+		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_on_connected(c);
+		return;
+	}
+	if ((events & EPOLLOUT) && !conn_flush_or_close(c))
+		return;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		conn_on_readable(c);
+}
+
+/* ---- the owner's side ---- */
+
+int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const char *msg, size_t msg_len)
+{
+	if (c->state == CONN_CLOSED)
+		return -ENOTCONN;
+	size_t body = 1 + ctl_len + msg_len;
+	if (body > UINT32_MAX)
+		return -EMSGSIZE;
+	struct bytebuf *q = c->state == CONN_UP ? &c->out : &c->pending;
+	if (dist_conn_queued(c) + 4 + body > c->self->outq_max) {
+		char why[96];
+		snprintf(why, sizeof why, "output queue over %zu bytes: peer is not reading", c->self->outq_max);
+		log_warn(c->self->log, "connection %s: %s", peer_label(c), why);
+		dist_conn_close(c, why);
+		return -ENOBUFS;
+	}
+	uint8_t head[5] = {(uint8_t)(body >> 24), (uint8_t)(body >> 16), (uint8_t)(body >> 8), (uint8_t)body, 'p'};
+	if (bytebuf_reserve(q, 4 + body))
+		return -ENOMEM;
+	bytebuf_append(q, head, sizeof head);
+	bytebuf_append(q, ctl, ctl_len);
+	if (msg_len)
+		bytebuf_append(q, msg, msg_len);
+	c->packets_out++;
+	if (q == &c->pending)
+		c->pending_packets++;
+	if (c->state == CONN_UP && !c->reading_paused && bytebuf_size(&c->out) > c->self->outq_pause) {
+		c->reading_paused = true;
+		log_info(c->self->log, "connection %s: output queue over %zu bytes, pausing reads",
+			 peer_label(c), c->self->outq_pause);
+		conn_update_watch(c);
+	}
+	/* No write here and no EPOLLOUT: the owner flushes every connection
+	 * before the loop sleeps (dist_conn_flush_pending_output), and only a
+	 * flush that meets a full socket asks for writability. */
+	return 0;
+}
+
+void dist_conn_adopt_pending(struct dist_conn *c, struct dist_conn *from)
+{
+	if (bytebuf_size(&from->pending) == 0)
+		return;
+	struct bytebuf *q = c->state == CONN_UP ? &c->out : &c->pending;
+	if (bytebuf_append(q, bytebuf_head(&from->pending), bytebuf_size(&from->pending)) == 0) {
+		if (q == &c->pending)
+			c->pending_packets += from->pending_packets;
+		bytebuf_free(&from->pending);
+		from->pending_packets = 0;
+	}
+}
+
+void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms)
+{
+	if (c->state != CONN_UP)
+		return;
+	uint64_t now = evloop_now_ms(c->self->loop);
+	if (now - c->last_rx_ms > 4 * interval_ms) {
+		dist_conn_close(c, "peer silent for net_ticktime");
+		return;
+	}
+	if (now - c->last_tx_ms >= interval_ms && bytebuf_size(&c->out) == 0) {
+		if (queue_tick(c) == 0)
+			conn_flush_or_close(c);
+	}
+}
+
+void dist_conn_flush_pending_output(struct dist_conn *c)
+{
+	if (c->state == CONN_UP && bytebuf_size(&c->out) > 0)
+		conn_flush_or_close(c);
+}
+
+void dist_conn_close(struct dist_conn *c, const char *why)
+{
+	if (c->state == CONN_CLOSED)
+		return;
+	enum conn_state was = c->state;
+	conn_set_state(c, CONN_CLOSED, why);
+	if (was == CONN_UP)
+		log_info(c->self->log, "disconnected from %s: %s", peer_label(c), why);
+	else if (c->initiator)
+		log_debug(c->self->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
+	else if (c->peer[0])
+		log_info(c->self->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
+	evloop_timer_stop(c->self->loop, &c->setup_timer);
+	resolver_cancel(c->resolving);
+	c->resolving = NULL;
+	epmd_lookup_cancel(&c->lookup);
+	if (c->fd >= 0) {
+		evloop_unwatch(c->self->loop, c->fd);
+		close(c->fd);
+		c->fd = -1;
+	}
+	c->hooks->closed(c->hooks->owner, c, why);
+}
+
+void dist_conn_release(struct dist_conn *c)
+{
+	bytebuf_free(&c->in);
+	bytebuf_free(&c->out);
+	bytebuf_free(&c->pending);
+}

@@ -1,0 +1,164 @@
+/*
+ * dist_conn.h — one distribution connection: its socket, the handshake state
+ * machine (as acceptor or initiator), packet framing, keep-alive ticks and a
+ * bounded output queue.
+ *
+ * A connection knows nothing of processes or routing. It reports to its owner
+ * (the node, dist_node.c) through `struct dist_conn_hooks`, and asks the owner
+ * to arbitrate when a peer connects while another connection to the same peer
+ * exists (simultaneous connect, or a peer that restarted).
+ *
+ * States (every change goes through conn_set_state(), which logs it):
+ *
+ *   initiator: RESOLVING (host name, then epmd) -> CONNECTING (TCP) -> STATUS_WAIT
+ *              -> CHALLENGE_WAIT -> ACK_WAIT -> UP
+ *              STATUS_WAIT -"nok"-> NOK_WAIT: no socket; the packets wait
+ *              for the peer's own connection to us, which takes them over.
+ *   acceptor:  NAME_WAIT -> [ALIVE_WAIT] -> REPLY_WAIT -> UP
+ *   any:       -> CLOSED (socket closed; the object is freed by the owner
+ *              after the current callback returns)
+ *
+ * Packets sent before UP wait in `pending` and are flushed, in order, when
+ * the connection comes up. Each handshake state has a deadline (setup_ms).
+ */
+#ifndef SN_DIST_CONN_H
+#define SN_DIST_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/bytebuf.h"
+#include "dist/dist_frame.h"
+#include "dist/dist_handshake.h"
+#include "dist/epmd.h"
+#include "base/evloop.h"
+#include "base/log.h"
+#include "base/resolver.h"
+
+enum conn_state {
+	CONN_RESOLVING,
+	CONN_CONNECTING,
+	CONN_STATUS_WAIT,
+	CONN_CHALLENGE_WAIT,
+	CONN_ACK_WAIT,
+	CONN_NOK_WAIT,
+	CONN_NAME_WAIT,
+	CONN_ALIVE_WAIT,
+	CONN_REPLY_WAIT,
+	CONN_UP,
+	CONN_CLOSED,
+};
+
+const char *conn_state_name(enum conn_state s);
+
+/* What the acceptor answers when a peer introduces itself. */
+enum conn_arbitration {
+	CONN_ARB_OK,             /* no other connection: go on */
+	CONN_ARB_OK_SIMULTANEOUS,/* ours loses the race: go on with this one */
+	CONN_ARB_NOK,            /* ours wins the race: refuse this one */
+	CONN_ARB_ALIVE,          /* one is up: ask the peer whether to replace it */
+	CONN_ARB_REFUSE,         /* not allowed (e.g. a peer claiming our own name) */
+};
+
+/* Settings shared by every connection of a node; owned by the node. */
+struct dist_self {
+	struct evloop *loop;
+	const struct logger *log;
+	const char *name;   /* our node name */
+	const char *cookie;
+	uint32_t creation;
+	size_t max_packet;   /* largest packet body accepted from a peer */
+	size_t outq_pause;   /* stop reading from a peer whose output queue is above this */
+	size_t outq_max;     /* close a connection whose output queue is above this */
+	uint32_t setup_ms;   /* handshake deadline, as net_setuptime */
+	struct resolver *resolver; /* host names of peers we connect to */
+};
+
+struct dist_conn;
+
+/* Upcalls into the owner. Each may close connections (including this one). */
+struct dist_conn_hooks {
+	void *owner;
+	enum conn_arbitration (*arbitrate)(void *owner, struct dist_conn *incoming);
+	/* The peer answered "alive" with true: the owner closes the old one. */
+	void (*replace)(void *owner, struct dist_conn *incoming);
+	void (*up)(void *owner, struct dist_conn *c);
+	void (*packet)(void *owner, struct dist_conn *c, const struct dist_msg *m);
+	/* The connection is closing; `why` says why. Called once, before the
+	 * owner may free it. A connection we initiated that never came up is
+	 * not logged here: the owner says what it means (peer_backoff.h), and
+	 * what was queued for it (pending_packets) is dropped. */
+	void (*closed)(void *owner, struct dist_conn *c, const char *why);
+};
+
+struct dist_conn {
+	const struct dist_self *self;
+	const struct dist_conn_hooks *hooks;
+	enum conn_state state;
+	bool initiator;
+	int fd;
+	char peer[HS_NODE_NAME_BUF]; /* empty until the acceptor hears send_name */
+	uint64_t peer_flags;
+	uint32_t peer_creation;
+	uint32_t our_challenge;
+	struct bytebuf in, out;
+	struct bytebuf pending;     /* framed packets queued before UP */
+	uint64_t pending_packets;   /* how many packets `pending` holds */
+	struct ev_timer setup_timer;
+	struct resolve_req *resolving; /* host look-up in flight, or NULL */
+	struct in_addr peer_addr;
+	struct epmd_lookup lookup;
+	uint64_t last_rx_ms, last_tx_ms;
+	bool reading_paused;
+	bool was_up;                /* reached CONN_UP at some point */
+	uint64_t logged_ops;        /* unknown control ops already logged, by bit */
+	uint32_t malformed;         /* malformed packets dropped */
+	uint64_t packets_in, packets_out;
+	struct dist_conn *next;     /* the owner's list */
+};
+
+/* Initialises c as an acceptor on an accepted, non-blocking socket fd (c
+ * takes ownership of fd). Returns 0 or -errno (fd closed). */
+int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
+		     const struct dist_conn_hooks *hooks, int fd);
+
+/* Initialises c as an initiator towards `peer` ("alive@host") and starts
+ * resolving the host (then the epmd look-up). Returns 0, or -EINVAL for a bad
+ * name, or -errno. On error c holds no resources. A host that does not
+ * resolve closes the connection later, from the loop. */
+int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
+		      const struct dist_conn_hooks *hooks, const char *peer);
+
+/* Queues one packet: 4-byte length, 'p', then the two encoded parts (each
+ * starting with the version byte; msg may be NULL). Before UP the packet waits
+ * in `pending`. Returns 0, -ENOMEM, or -ENOBUFS when the queue limit is
+ * exceeded (the connection is then closed). */
+int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const char *msg, size_t msg_len);
+
+/* Moves the packets waiting in `from` (which lost a race) to the end of c's
+ * pending queue, or straight to the socket if c is up. */
+void dist_conn_adopt_pending(struct dist_conn *c, struct dist_conn *from);
+
+/* Keep-alive duty, called periodically by the owner with the tick interval
+ * (net_ticktime / 4): sends a tick if nothing was written for `interval_ms`,
+ * and closes the connection if nothing was read for 4 intervals. */
+void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms);
+
+/* Writes queued output now (the owner calls this before the loop sleeps, so
+ * many packets share one write). Closes the connection on socket failure. */
+void dist_conn_flush_pending_output(struct dist_conn *c);
+
+/* Closes the socket and cancels timers and look-ups; calls hooks->closed once.
+ * Idempotent. The memory stays valid until the owner frees it. */
+void dist_conn_close(struct dist_conn *c, const char *why);
+
+/* Frees buffers of a closed connection (not the struct itself). */
+void dist_conn_release(struct dist_conn *c);
+
+/* Bytes waiting to be written, and waiting for UP. */
+static inline size_t dist_conn_queued(const struct dist_conn *c)
+{
+	return bytebuf_size(&c->out) + bytebuf_size(&c->pending);
+}
+
+#endif

@@ -1,0 +1,69 @@
+/* dist_frame.c — see dist_frame.h. */
+#include "dist/dist_frame.h"
+
+#include <errno.h>
+
+#include "etf/term.h"
+
+enum dist_frame_result dist_frame_next(const uint8_t *buf, size_t len, size_t max_len,
+				       const uint8_t **body, size_t *body_len, size_t *consumed)
+{
+	if (len < 4)
+		return DIST_FRAME_NEED_MORE;
+	size_t n = (size_t)buf[0] << 24 | (size_t)buf[1] << 16 | (size_t)buf[2] << 8 | buf[3];
+	if (n == 0) {
+		*consumed = 4;
+		return DIST_FRAME_TICK;
+	}
+	if (n > max_len)
+		return DIST_FRAME_TOO_BIG;
+	if (len - 4 < n)
+		return DIST_FRAME_NEED_MORE;
+	*body = buf + 4;
+	*body_len = n;
+	*consumed = 4 + n;
+	return DIST_FRAME_PACKET;
+}
+
+int dist_msg_parse(const uint8_t *body, size_t len, struct dist_msg *out)
+{
+	if (len < 3 || body[0] != 'p' || body[1] != TERM_VERSION_MAGIC)
+		return -EPROTO;
+	const char *ctl = (const char *)body + 2;
+	size_t ctl_space = len - 2;
+	size_t end = 0;
+	if (term_validate(ctl, ctl_space, &end))
+		return -EPROTO;
+
+	size_t i = 0;
+	long arity = term_get_tuple(ctl, &i);
+	if (arity < 1)
+		return -EPROTO;
+	long op;
+	if (term_get_long(ctl, &i, &op))
+		return -EPROTO;
+	out->op = op;
+	out->ctl = ctl;
+	out->nelems = 0;
+	for (long k = 1; k < arity; k++) {
+		if (out->nelems < DIST_MSG_MAX_ELEMS)
+			out->elem[out->nelems++] = i;
+		term_skip(ctl, &i);
+	}
+
+	out->payload = NULL;
+	out->payload_len = 0;
+	if (end == ctl_space)
+		return 0;
+	/* A message follows: version byte, then exactly one term. */
+	if (ctl[end] != (char)TERM_VERSION_MAGIC)
+		return -EPROTO;
+	const char *msg = ctl + end + 1;
+	size_t msg_space = ctl_space - end - 1;
+	size_t mend = 0;
+	if (term_validate(msg, msg_space, &mend) || mend != msg_space)
+		return -EPROTO;
+	out->payload = msg;
+	out->payload_len = msg_space;
+	return 0;
+}

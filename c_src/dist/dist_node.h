@@ -1,0 +1,102 @@
+/*
+ * dist_node.h — this process as an Erlang node: the listening socket, the
+ * epmd registration, the table of connections to peers, the processes
+ * (struct proc) that peers address, and the routing of control messages
+ * between them.
+ *
+ * Control messages handled (erl_dist_protocol): SEND, REG_SEND, SEND_SENDER,
+ * MONITOR_P / DEMONITOR_P (an unknown target is answered at once with
+ * MONITOR_P_EXIT noproc), LINK / UNLINK / UNLINK_ID (acknowledged with
+ * UNLINK_ID_ACK), EXIT / EXIT2 and their trace-token forms. Anything else is
+ * logged once per connection and ignored.
+ *
+ * Sending to a pid on a node we are not connected to opens a connection
+ * (epmd look-up, handshake) and queues the message meanwhile.
+ */
+#ifndef SN_DIST_NODE_H
+#define SN_DIST_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "base/evloop.h"
+#include "dist/gen_call.h"
+#include "base/log.h"
+#include "dist/proc.h"
+
+struct dist_node;
+
+struct dist_node_config {
+	struct evloop *loop;      /* not owned */
+	const struct logger *log; /* not owned */
+	const char *name;         /* "alive@host"; copied */
+	const char *cookie;       /* copied */
+	uint16_t port;            /* 0: ephemeral */
+	size_t max_packet;        /* largest packet accepted from a peer */
+	size_t outq_pause;        /* per-connection output queue: pause reading above */
+	size_t outq_max;          /* per-connection output queue: close above */
+	uint32_t setup_ms;        /* handshake deadline */
+	uint32_t ticktime_ms;     /* net_ticktime */
+	uint32_t max_connections; /* connections beyond this are closed at once */
+};
+
+/* Listens, registers with epmd (starting it if needed) and arms the tick
+ * timer. Returns the node, or NULL with *err = -EADDRINUSE (name taken in
+ * epmd or port in use), -ETIMEDOUT (no epmd), -ENOMEM, or -errno. */
+struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err);
+
+/* Closes every connection, unregisters from epmd, frees all procs. */
+void dist_node_free(struct dist_node *n);
+
+const char *dist_node_name(const struct dist_node *n);
+uint16_t dist_node_port(const struct dist_node *n);
+uint32_t dist_node_creation(const struct dist_node *n);
+
+/* Creates a proc (see proc_spawn); NULL with *err on failure. */
+struct proc *dist_node_spawn(struct dist_node *n, const char *name, proc_handler_fn handler, void *ctx,
+			     int *err);
+
+/* Ends a proc: sends MONITOR_P_EXIT to its monitors and EXIT to its links
+ * with `reason` (an atom), unregisters its name, frees it. */
+void dist_node_exit(struct dist_node *n, struct proc *p, const char *reason);
+
+/* Sends msg (encoded WITH the version byte) to a pid. A pid of this node is
+ * delivered locally after the current callback; a remote one goes over its
+ * connection, opening one if needed. Returns 0, -EINVAL (bad node name),
+ * -ENOMEM, or -ENOBUFS (that peer's queue is full; the message is dropped). */
+int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len);
+
+/* Sends msg (with version byte) to {to_name, to_node} from `from`. */
+int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,
+		       const char *to_node, const char *msg, size_t len);
+
+/* Replies to a gen_server call: sends {Tag, Reply} to the caller. `reply` is
+ * an encoded term WITHOUT version byte. Returns as dist_node_send. */
+int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len);
+
+/* The same for a caller `to` and its raw encoded Tag, borrowed for the call:
+ * nothing of the (1 KB) pid is copied. Returns as dist_node_send. */
+int dist_node_reply_to(struct dist_node *n, const erlang_pid *to, const char *tag, size_t tag_len,
+		       const char *reply, size_t reply_len);
+
+/* Called when the last up connection to `peer` closes (as nodedown). */
+typedef void (*nodedown_fn)(void *arg, const char *peer);
+
+/* Adds a nodedown listener (at most 16). Returns 0 or -ENOSPC. */
+int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
+/* Removes a listener added with the same fn and arg (before arg is freed). */
+void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
+
+/* Counters for the admin and for tests. */
+struct dist_node_stats {
+	uint64_t connections_accepted;
+	uint64_t connections_refused;  /* over max_connections */
+	uint64_t unknown_control_ops;
+	uint64_t undeliverable;        /* to unknown names or pids */
+	uint32_t connections_up;
+};
+void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out);
+
+#endif

@@ -1,0 +1,1000 @@
+/* entity_id.c — see entity_id.h.
+ *
+ * One pass over the input writes every term in canonical form straight into
+ * the output buffer, in input order, with an explicit stack of open
+ * containers. Lists are written as LIST_EXT with a placeholder length and,
+ * once their end is known, patched or compacted into STRING_EXT in place.
+ *
+ * Map pairs are the one thing that cannot be written in final order: the
+ * order depends on the canonical bytes of the keys, which exist only once the
+ * keys are written. Moving the bytes of a sorted map would cost the size of
+ * the map at every level of nesting (quadratic in the worst case), so pairs
+ * stay where they were written and each map of two or more pairs gets a
+ * record listing its pairs in canonical order. Reading "the canonical bytes"
+ * of a region then means walking it through those records (struct walk): the
+ * key comparisons of an enclosing map do that, and so does one final pass
+ * that lays the whole output out in order, needed only when some map's order
+ * differs from its input order.
+ */
+#include "etf/entity_id.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- byte helpers ---- */
+
+static uint32_t get16(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void set32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+/* ---- state ---- */
+
+/* One key/value pair of a map, as offsets into the output buffer. */
+struct pair {
+	size_t off;     /* first byte of the key */
+	size_t key_len; /* bytes of the key */
+	size_t len;     /* bytes of key and value */
+};
+
+/* A map of two or more pairs. Its pairs lie in [hdr + 5, end) in input
+ * order; `pairs` lists them in canonical order (NULL while the map is still
+ * open). Records are created when a map opens, so they are ordered by hdr. */
+struct maprec {
+	size_t hdr; /* offset of the MAP_EXT tag */
+	size_t end;
+	struct pair *pairs;
+	uint32_t npairs;
+};
+
+enum kind { K_TUPLE, K_LIST, K_MAP };
+
+/* An open container. */
+struct frame {
+	enum kind kind;
+	bool hdr;       /* list: the LIST_EXT header is written */
+	bool tail;      /* list: the next term read is the tail */
+	bool all_small; /* list: every element so far is a SMALL_INTEGER_EXT */
+	bool have_key;  /* map: a key is written, its value comes next */
+	size_t start;   /* output offset of the container's first byte */
+	uint64_t left;  /* tuple: elements; list: elements of this segment; map: pairs */
+	uint64_t count; /* list: elements written */
+	struct pair *pairs; /* map: pairs written, input order */
+	uint32_t npairs;
+	size_t rec;     /* map: index into ctx.recs, or SIZE_MAX */
+	size_t key_off; /* map: the key waiting for its value */
+	size_t key_len;
+};
+
+/* A walk through the canonical bytes of an output region. */
+struct walk_level {
+	size_t rec;  /* the record being walked */
+	uint32_t k;  /* current pair, canonical order */
+	size_t end;  /* end of that pair */
+};
+
+struct walk {
+	size_t p, end;
+	struct walk_level *st;
+	size_t depth, cap;
+};
+
+struct ctx {
+	const unsigned char *in;
+	size_t len, i;
+	ei_x_buff *out;
+	struct frame *st;
+	size_t depth, cap;
+	struct maprec *recs;
+	size_t nrecs, recs_cap;
+	bool reorder;       /* some map's canonical order is not its input order */
+	struct walk wa, wb; /* reused by key comparisons */
+	int err;            /* a failure inside a comparison */
+};
+
+static unsigned char *obuf(struct ctx *c) { return (unsigned char *)c->out->buff; }
+static size_t opos(const struct ctx *c) { return (size_t)c->out->index; }
+
+/* Appends to the output. ei_x_append_buf() grows a buffer by a constant
+ * step, quadratic for large terms, so the buffer (plain malloc memory, as
+ * ei_x_free() expects) is grown geometrically here. */
+static int put(struct ctx *c, const void *p, size_t n)
+{
+	ei_x_buff *x = c->out;
+	if (n == 0)
+		return 0;
+	if (x->index < 0 || n > (size_t)(INT_MAX - x->index))
+		return -ENOMEM;
+	size_t need = (size_t)x->index + n;
+	if (!x->buff || need > (size_t)x->buffsz) {
+		size_t cap = x->buffsz > 0 ? (size_t)x->buffsz : 64;
+		while (cap < need)
+			cap = cap > INT_MAX / 2 ? (size_t)INT_MAX : 2 * cap;
+		char *b = realloc(x->buff, cap);
+		if (!b)
+			return -ENOMEM;
+		x->buff = b;
+		x->buffsz = (int)cap;
+	}
+	memcpy(x->buff + x->index, p, n);
+	x->index += (int)n;
+	return 0;
+}
+
+/* Input bytes left from the cursor. */
+static size_t avail(const struct ctx *c) { return c->len - c->i; }
+
+/* Grows a heap array to hold at least `need` items. */
+static int grow(void **arr, size_t *cap, size_t need, size_t item)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 16;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / item)
+			return -ENOMEM;
+		n *= 2;
+	}
+	void *p = realloc(*arr, n * item);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+/* ---- walking canonical bytes ---- */
+
+static void walk_init(struct walk *w, size_t from, size_t to)
+{
+	w->p = from;
+	w->end = to;
+	w->depth = 0;
+}
+
+/* The first record with hdr >= p. */
+static size_t rec_at_or_after(const struct ctx *c, size_t p)
+{
+	size_t lo = 0, hi = c->nrecs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->recs[mid].hdr < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Sets [*chunk, *chunk + *n) to the next run of canonical bytes. Returns 1,
+ * 0 at the end of the region, or -ENOMEM. Every record inside the region
+ * belongs to a complete map. */
+static int walk_next(struct ctx *c, struct walk *w, size_t *chunk, size_t *n)
+{
+	for (;;) {
+		size_t lim = w->depth ? w->st[w->depth - 1].end : w->end;
+		if (w->p == lim) {
+			if (!w->depth)
+				return 0;
+			struct walk_level *l = &w->st[w->depth - 1];
+			const struct maprec *m = &c->recs[l->rec];
+			if (++l->k < m->npairs) {
+				w->p = m->pairs[l->k].off;
+				l->end = w->p + m->pairs[l->k].len;
+			} else {
+				w->p = m->end;
+				w->depth--;
+			}
+			continue;
+		}
+		size_t r = rec_at_or_after(c, w->p);
+		if (r < c->nrecs && c->recs[r].hdr < lim) {
+			const struct maprec *m = &c->recs[r];
+			if (w->p < m->hdr) {
+				*chunk = w->p;
+				*n = m->hdr - w->p;
+				w->p = m->hdr;
+				return 1;
+			}
+			if (grow((void **)&w->st, &w->cap, w->depth + 1, sizeof *w->st))
+				return -ENOMEM;
+			*chunk = m->hdr;
+			*n = 5;
+			w->st[w->depth++] = (struct walk_level){r, 0, m->pairs[0].off + m->pairs[0].len};
+			w->p = m->pairs[0].off;
+			return 1;
+		}
+		*chunk = w->p;
+		*n = lim - w->p;
+		w->p = lim;
+		return 1;
+	}
+}
+
+/* Compares the canonical bytes of two keys: memcmp order, a proper prefix
+ * first. On failure sets c->err and returns 0. */
+static int cmp_keys(struct ctx *c, const struct pair *a, const struct pair *b)
+{
+	struct walk *wa = &c->wa, *wb = &c->wb;
+	walk_init(wa, a->off, a->off + a->key_len);
+	walk_init(wb, b->off, b->off + b->key_len);
+	size_t pa = 0, na = 0, pb = 0, nb = 0;
+	for (;;) {
+		int ra = 1, rb = 1;
+		if (!na)
+			ra = walk_next(c, wa, &pa, &na);
+		if (!nb)
+			rb = walk_next(c, wb, &pb, &nb);
+		if (ra < 0 || rb < 0) {
+			c->err = -ENOMEM;
+			return 0;
+		}
+		if (ra == 0 || rb == 0)
+			return (ra == 0 && rb == 0) ? 0 : ra == 0 ? -1 : 1;
+		size_t m = na < nb ? na : nb;
+		int d = memcmp(obuf(c) + pa, obuf(c) + pb, m);
+		if (d)
+			return d < 0 ? -1 : 1;
+		pa += m;
+		na -= m;
+		pb += m;
+		nb -= m;
+	}
+}
+
+/* ---- scalars ---- */
+
+static int put_int(struct ctx *c, int64_t v)
+{
+	unsigned char b[5];
+	if (v >= 0 && v <= 255) {
+		b[0] = ERL_SMALL_INTEGER_EXT;
+		b[1] = (unsigned char)v;
+		return put(c, b, 2);
+	}
+	b[0] = ERL_INTEGER_EXT;
+	set32(b + 1, (uint32_t)(int32_t)v);
+	return put(c, b, 5);
+}
+
+static int read_big(struct ctx *c, unsigned char tag)
+{
+	const unsigned char *b = c->in + c->i;
+	size_t n, h;
+	unsigned sign;
+	if (tag == ERL_SMALL_BIG_EXT) {
+		if (avail(c) < 3)
+			return -EPROTO;
+		n = b[1];
+		sign = b[2];
+		h = 3;
+	} else {
+		if (avail(c) < 6)
+			return -EPROTO;
+		n = get32(b + 1);
+		sign = b[5];
+		h = 6;
+	}
+	if (sign > 1 || avail(c) - h < n)
+		return -EPROTO;
+	const unsigned char *d = b + h;
+	c->i += h + n;
+	while (n && d[n - 1] == 0)
+		n--;
+	if (n <= 4) {
+		uint64_t m = 0;
+		for (size_t k = 0; k < n; k++)
+			m |= (uint64_t)d[k] << (8 * k);
+		if (!sign && m <= INT32_MAX)
+			return put_int(c, (int64_t)m);
+		if (sign && m <= (uint64_t)INT32_MAX + 1)
+			return put_int(c, -(int64_t)m);
+	}
+	unsigned char hd[6];
+	size_t hn;
+	if (n <= 255) {
+		hd[0] = ERL_SMALL_BIG_EXT;
+		hd[1] = (unsigned char)n;
+		hd[2] = (unsigned char)sign;
+		hn = 3;
+	} else {
+		hd[0] = ERL_LARGE_BIG_EXT;
+		set32(hd + 1, (uint32_t)n);
+		hd[5] = (unsigned char)sign;
+		hn = 6;
+	}
+	int rc = put(c, hd, hn);
+	return rc ? rc : put(c, d, n);
+}
+
+static int put_double(struct ctx *c, double v)
+{
+	if (!isfinite(v))
+		return -EPROTO;
+	uint64_t bits;
+	memcpy(&bits, &v, sizeof bits);
+	unsigned char b[9];
+	b[0] = NEW_FLOAT_EXT;
+	set32(b + 1, (uint32_t)(bits >> 32));
+	set32(b + 5, (uint32_t)bits);
+	return put(c, b, 9);
+}
+
+static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+/* FLOAT_EXT: 31 bytes of text, NUL-terminated (or filling all 31). Accepts
+ * what the BEAM accepts: [+-]d+[.,]d+([eE][+-]d+)?. */
+static int read_text_float(struct ctx *c)
+{
+	if (avail(c) < 32)
+		return -EPROTO;
+	char t[32];
+	memcpy(t, c->in + c->i + 1, 31);
+	t[31] = '\0';
+	c->i += 32;
+
+	char *s = t;
+	if (*s == '+' || *s == '-')
+		s++;
+	if (!is_digit(*s))
+		return -EPROTO;
+	while (is_digit(*s))
+		s++;
+	if (*s != '.' && *s != ',')
+		return -EPROTO;
+	char *dp = s++;
+	if (!is_digit(*s))
+		return -EPROTO;
+	while (is_digit(*s))
+		s++;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!is_digit(*s))
+			return -EPROTO;
+		while (is_digit(*s))
+			s++;
+	}
+	if (*s)
+		return -EPROTO;
+
+	/* strtod's radix character is the locale's: try both, as the BEAM does. */
+	char *end;
+	double v = strtod(t, &end);
+	if (end != s) {
+		*dp = *dp == '.' ? ',' : '.';
+		v = strtod(t, &end);
+		if (end != s)
+			return -EPROTO;
+	}
+	return put_double(c, v);
+}
+
+static int read_new_float(struct ctx *c)
+{
+	if (avail(c) < 9)
+		return -EPROTO;
+	const unsigned char *b = c->in + c->i;
+	if (((b[1] & 0x7f) == 0x7f) && ((b[2] & 0xf0) == 0xf0))
+		return -EPROTO; /* exponent all ones: infinity or NaN */
+	c->i += 9;
+	return put(c, b, 9);
+}
+
+/* True if s[0..n) is valid UTF-8 of at most 255 characters, as an atom
+ * must be: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static bool atom_utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t chars = 0;
+	for (size_t k = 0; k < n; chars++) {
+		unsigned char c0 = s[k];
+		if (c0 < 0x80) {
+			k++;
+			continue;
+		}
+		size_t more;
+		uint32_t cp;
+		if (c0 >= 0xC2 && c0 <= 0xDF) {
+			more = 1;
+			cp = c0 & 0x1F;
+		} else if (c0 >= 0xE0 && c0 <= 0xEF) {
+			more = 2;
+			cp = c0 & 0x0F;
+		} else if (c0 >= 0xF0 && c0 <= 0xF4) {
+			more = 3;
+			cp = c0 & 0x07;
+		} else {
+			return false;
+		}
+		if (n - k - 1 < more)
+			return false;
+		for (size_t j = 1; j <= more; j++) {
+			if ((s[k + j] & 0xC0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[k + j] & 0x3F);
+		}
+		if ((more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
+			return false;
+		k += 1 + more;
+	}
+	return chars <= 255;
+}
+
+static int put_atom_header(struct ctx *c, size_t n)
+{
+	unsigned char h[3];
+	if (n <= 255) {
+		h[0] = ERL_SMALL_ATOM_UTF8_EXT;
+		h[1] = (unsigned char)n;
+		return put(c, h, 2);
+	}
+	h[0] = ERL_ATOM_UTF8_EXT;
+	h[1] = (unsigned char)(n >> 8);
+	h[2] = (unsigned char)n;
+	return put(c, h, 3);
+}
+
+static int read_atom(struct ctx *c, unsigned char tag)
+{
+	const unsigned char *b = c->in + c->i;
+	size_t n, h;
+	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
+		if (avail(c) < 3)
+			return -EPROTO;
+		n = get16(b + 1);
+		h = 3;
+	} else {
+		if (avail(c) < 2)
+			return -EPROTO;
+		n = b[1];
+		h = 2;
+	}
+	if (avail(c) - h < n)
+		return -EPROTO;
+	const unsigned char *s = b + h;
+	c->i += h + n;
+
+	if (tag == ERL_ATOM_UTF8_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
+		if (!atom_utf8_ok(s, n))
+			return -EPROTO;
+		int rc = put_atom_header(c, n);
+		return rc ? rc : put(c, s, n);
+	}
+	/* Latin-1: one character per byte. */
+	if (n > 255)
+		return -EPROTO;
+	unsigned char u[2 * 255];
+	size_t m = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (s[k] < 0x80) {
+			u[m++] = s[k];
+		} else {
+			u[m++] = (unsigned char)(0xC0 | s[k] >> 6);
+			u[m++] = (unsigned char)(0x80 | (s[k] & 0x3F));
+		}
+	}
+	int rc = put_atom_header(c, m);
+	return rc ? rc : put(c, u, m);
+}
+
+static int read_binary(struct ctx *c)
+{
+	if (avail(c) < 5)
+		return -EPROTO;
+	size_t n = get32(c->in + c->i + 1);
+	if (avail(c) - 5 < n)
+		return -EPROTO;
+	const unsigned char *b = c->in + c->i;
+	c->i += 5 + n;
+	return put(c, b, 5 + n);
+}
+
+static int read_bitstring(struct ctx *c)
+{
+	if (avail(c) < 6)
+		return -EPROTO;
+	const unsigned char *b = c->in + c->i;
+	size_t n = get32(b + 1);
+	unsigned bits = b[5];
+	if (n == 0 || bits < 1 || bits > 8 || avail(c) - 6 < n)
+		return -EPROTO;
+	c->i += 6 + n;
+	unsigned char h[6];
+	int rc;
+	if (bits == 8) {
+		h[0] = ERL_BINARY_EXT;
+		set32(h + 1, (uint32_t)n);
+		rc = put(c, h, 5);
+		return rc ? rc : put(c, b + 6, n);
+	}
+	memcpy(h, b, 6);
+	unsigned char last = (unsigned char)(b[6 + n - 1] & (0xFFu << (8 - bits)));
+	if ((rc = put(c, h, 6)) || (rc = put(c, b + 6, n - 1)))
+		return rc;
+	return put(c, &last, 1);
+}
+
+static int read_string(struct ctx *c)
+{
+	if (avail(c) < 3)
+		return -EPROTO;
+	size_t n = get16(c->in + c->i + 1);
+	if (avail(c) - 3 < n)
+		return -EPROTO;
+	const unsigned char *b = c->in + c->i;
+	c->i += 3 + n;
+	if (n == 0) {
+		unsigned char nil = ERL_NIL_EXT;
+		return put(c, &nil, 1);
+	}
+	return put(c, b, 3 + n);
+}
+
+/* ---- containers ---- */
+
+static int push(struct ctx *c, struct frame f)
+{
+	if (grow((void **)&c->st, &c->cap, c->depth + 1, sizeof *c->st))
+		return -ENOMEM;
+	c->st[c->depth++] = f;
+	return 0;
+}
+
+static struct frame new_frame(enum kind kind, size_t start, uint64_t left)
+{
+	struct frame f;
+	memset(&f, 0, sizeof f);
+	f.kind = kind;
+	f.start = start;
+	f.left = left;
+	f.rec = SIZE_MAX;
+	return f;
+}
+
+/* Reads a LIST_EXT header: its element count, checked against the input. */
+static int read_list_header(struct ctx *c, uint64_t *n)
+{
+	if (avail(c) < 5)
+		return -EPROTO;
+	*n = get32(c->in + c->i + 1);
+	c->i += 5;
+	if (*n > avail(c)) /* each element takes a byte, and the tail one more */
+		return -EPROTO;
+	return 0;
+}
+
+static int list_header(struct ctx *c, struct frame *f)
+{
+	if (f->hdr)
+		return 0;
+	static const unsigned char h[5] = {ERL_LIST_EXT, 0, 0, 0, 0};
+	f->hdr = true;
+	return put(c, h, sizeof h);
+}
+
+/* A STRING_EXT as the tail of an open list: its bytes are more elements. */
+static int list_string_tail(struct ctx *c, struct frame *f)
+{
+	if (avail(c) < 3)
+		return -EPROTO;
+	size_t n = get16(c->in + c->i + 1);
+	if (avail(c) - 3 < n)
+		return -EPROTO;
+	const unsigned char *s = c->in + c->i + 3;
+	c->i += 3 + n;
+	if (n == 0)
+		return 0;
+	int rc = list_header(c, f);
+	unsigned char pairs[512];
+	for (size_t k = 0; !rc && k < n;) {
+		size_t m = 0;
+		for (; k < n && m < sizeof pairs; k++) {
+			pairs[m++] = ERL_SMALL_INTEGER_EXT;
+			pairs[m++] = s[k];
+		}
+		rc = put(c, pairs, m);
+	}
+	f->count += n;
+	return rc;
+}
+
+/* Closes a list whose last tail has been read: NIL (proper) or the term
+ * written last (improper). */
+static int finish_list(struct ctx *c, struct frame *f, bool proper)
+{
+	if (f->count == 0) {
+		/* No elements: the list is its tail, already in place. */
+		if (!proper)
+			return 0;
+		unsigned char nil = ERL_NIL_EXT;
+		return put(c, &nil, 1);
+	}
+	if (f->count > UINT32_MAX)
+		return -EPROTO;
+	unsigned char *b = obuf(c) + f->start;
+	if (proper && f->all_small && f->count <= 65535) {
+		/* LIST_EXT n, (97 x)*, NIL  ->  STRING_EXT n, x* */
+		size_t n = (size_t)f->count;
+		b[0] = ERL_STRING_EXT;
+		b[1] = (unsigned char)(n >> 8);
+		b[2] = (unsigned char)n;
+		for (size_t k = 0; k < n; k++)
+			b[3 + k] = b[5 + 2 * k + 1];
+		c->out->index = (int)(f->start + 3 + n);
+		return 0;
+	}
+	set32(b + 1, (uint32_t)f->count);
+	if (!proper)
+		return 0;
+	unsigned char nil = ERL_NIL_EXT;
+	return put(c, &nil, 1);
+}
+
+/* Sorts idx[0..n) by the keys of pairs (bottom-up merge sort). */
+static int sort_pairs(struct ctx *c, const struct pair *pairs, uint32_t *idx, uint32_t n)
+{
+	uint32_t *tmp = malloc((size_t)n * sizeof *tmp);
+	if (!tmp)
+		return -ENOMEM;
+	uint32_t *src = idx, *dst = tmp;
+	for (size_t width = 1; width < n; width *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * width) {
+			size_t mid = lo + width < n ? lo + width : n;
+			size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+			size_t a = lo, b = mid, o = lo;
+			while (a < mid && b < hi) {
+				if (cmp_keys(c, &pairs[src[a]], &pairs[src[b]]) <= 0)
+					dst[o++] = src[a++];
+				else
+					dst[o++] = src[b++];
+			}
+			while (a < mid)
+				dst[o++] = src[a++];
+			while (b < hi)
+				dst[o++] = src[b++];
+		}
+		uint32_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != idx)
+		memcpy(idx, src, (size_t)n * sizeof *idx);
+	free(tmp);
+	return c->err;
+}
+
+/* Closes a map whose pairs are all written: orders them, refuses duplicate
+ * keys, and files the order in the map's record. */
+static int finish_map(struct ctx *c, struct frame *f)
+{
+	uint32_t n = f->npairs;
+	if (n < 2) {
+		free(f->pairs);
+		f->pairs = NULL;
+		return 0;
+	}
+	uint32_t *idx = malloc((size_t)n * sizeof *idx);
+	struct pair *sorted = malloc((size_t)n * sizeof *sorted);
+	int rc = -ENOMEM;
+	if (!idx || !sorted)
+		goto out;
+	for (uint32_t k = 0; k < n; k++)
+		idx[k] = k;
+	if ((rc = sort_pairs(c, f->pairs, idx, n)))
+		goto out;
+	bool same = true;
+	for (uint32_t k = 0; k < n; k++) {
+		sorted[k] = f->pairs[idx[k]];
+		if (idx[k] != k)
+			same = false;
+		if (k && cmp_keys(c, &sorted[k - 1], &sorted[k]) == 0) {
+			rc = c->err ? c->err : -EPROTO; /* duplicate key */
+			goto out;
+		}
+	}
+	struct maprec *m = &c->recs[f->rec];
+	m->end = opos(c);
+	m->pairs = sorted;
+	m->npairs = n;
+	sorted = NULL;
+	if (!same)
+		c->reorder = true;
+	rc = 0;
+out:
+	free(idx);
+	free(sorted);
+	free(f->pairs);
+	f->pairs = NULL;
+	return rc;
+}
+
+/* A term starting at output offset `done` is complete: tells the containers.
+ * Returns 1 when the outermost term is complete, 0 to read on, or an error. */
+static int complete(struct ctx *c, size_t done)
+{
+	int rc;
+	while (c->depth) {
+		struct frame *f = &c->st[c->depth - 1];
+		switch (f->kind) {
+		case K_TUPLE:
+			if (--f->left)
+				return 0;
+			break;
+		case K_LIST:
+			if (!f->tail) {
+				f->count++;
+				if (obuf(c)[done] != ERL_SMALL_INTEGER_EXT)
+					f->all_small = false;
+				if (--f->left == 0)
+					f->tail = true;
+				return 0;
+			}
+			if ((rc = finish_list(c, f, false)))
+				return rc;
+			break;
+		case K_MAP:
+			if (!f->have_key) {
+				f->have_key = true;
+				f->key_off = done;
+				f->key_len = opos(c) - done;
+				return 0;
+			}
+			f->have_key = false;
+			f->pairs[f->npairs++] = (struct pair){f->key_off, f->key_len, opos(c) - f->key_off};
+			if (--f->left)
+				return 0;
+			if ((rc = finish_map(c, f)))
+				return rc;
+			break;
+		}
+		done = f->start;
+		c->depth--;
+	}
+	return 1;
+}
+
+/* Reads the term at the cursor. A scalar is written and *opened is false; a
+ * container's header is written (or, for a list, deferred) and its frame
+ * pushed, *opened true. */
+static int read_term(struct ctx *c, bool *opened)
+{
+	const unsigned char *b = c->in + c->i;
+	unsigned char tag = b[0];
+	size_t start = opos(c);
+	uint64_t n;
+	int rc;
+	*opened = false;
+	switch (tag) {
+	case ERL_SMALL_INTEGER_EXT:
+		if (avail(c) < 2)
+			return -EPROTO;
+		c->i += 2;
+		return put(c, b, 2);
+	case ERL_INTEGER_EXT:
+		if (avail(c) < 5)
+			return -EPROTO;
+		c->i += 5;
+		return put_int(c, (int32_t)get32(b + 1));
+	case ERL_SMALL_BIG_EXT:
+	case ERL_LARGE_BIG_EXT:
+		return read_big(c, tag);
+	case NEW_FLOAT_EXT:
+		return read_new_float(c);
+	case ERL_FLOAT_EXT:
+		return read_text_float(c);
+	case ERL_ATOM_EXT:
+	case ERL_SMALL_ATOM_EXT:
+	case ERL_ATOM_UTF8_EXT:
+	case ERL_SMALL_ATOM_UTF8_EXT:
+		return read_atom(c, tag);
+	case ERL_BINARY_EXT:
+		return read_binary(c);
+	case ERL_BIT_BINARY_EXT:
+		return read_bitstring(c);
+	case ERL_NIL_EXT: {
+		c->i++;
+		return put(c, b, 1);
+	}
+	case ERL_STRING_EXT:
+		return read_string(c);
+	case ERL_SMALL_TUPLE_EXT:
+	case ERL_LARGE_TUPLE_EXT: {
+		size_t h = tag == ERL_SMALL_TUPLE_EXT ? 2 : 5;
+		if (avail(c) < h)
+			return -EPROTO;
+		n = h == 2 ? b[1] : get32(b + 1);
+		c->i += h;
+		if (n > avail(c))
+			return -EPROTO;
+		unsigned char hd[5];
+		if (n <= 255) {
+			hd[0] = ERL_SMALL_TUPLE_EXT;
+			hd[1] = (unsigned char)n;
+			rc = put(c, hd, 2);
+		} else {
+			hd[0] = ERL_LARGE_TUPLE_EXT;
+			set32(hd + 1, (uint32_t)n);
+			rc = put(c, hd, 5);
+		}
+		if (rc || n == 0)
+			return rc;
+		*opened = true;
+		return push(c, new_frame(K_TUPLE, start, n));
+	}
+	case ERL_MAP_EXT: {
+		if (avail(c) < 5)
+			return -EPROTO;
+		n = get32(b + 1);
+		c->i += 5;
+		if (2 * n > avail(c))
+			return -EPROTO;
+		if ((rc = put(c, b, 5)) || n == 0)
+			return rc;
+		struct frame f = new_frame(K_MAP, start, n);
+		f.pairs = malloc((size_t)n * sizeof *f.pairs);
+		if (!f.pairs)
+			return -ENOMEM;
+		if (n >= 2) {
+			if (grow((void **)&c->recs, &c->recs_cap, c->nrecs + 1, sizeof *c->recs)) {
+				free(f.pairs);
+				return -ENOMEM;
+			}
+			c->recs[c->nrecs] = (struct maprec){start, 0, NULL, 0};
+			f.rec = c->nrecs++;
+		}
+		if ((rc = push(c, f))) {
+			free(f.pairs);
+			return rc;
+		}
+		*opened = true;
+		return 0;
+	}
+	case ERL_LIST_EXT: {
+		if ((rc = read_list_header(c, &n)))
+			return rc;
+		struct frame f = new_frame(K_LIST, start, n);
+		f.tail = n == 0;
+		f.all_small = true;
+		*opened = true;
+		return push(c, f);
+	}
+	case ERL_PID_EXT:
+	case ERL_NEW_PID_EXT:
+	case ERL_PORT_EXT:
+	case ERL_NEW_PORT_EXT:
+	case ERL_V4_PORT_EXT:
+	case ERL_REFERENCE_EXT:
+	case ERL_NEW_REFERENCE_EXT:
+	case ERL_NEWER_REFERENCE_EXT:
+	case ERL_NEW_FUN_EXT:
+	case ERL_EXPORT_EXT:
+	case ERL_FUN_EXT:
+		return -EINVAL;
+	default:
+		return -EPROTO;
+	}
+}
+
+static int run(struct ctx *c)
+{
+	for (;;) {
+		if (c->i >= c->len)
+			return -EPROTO;
+		struct frame *f = c->depth ? &c->st[c->depth - 1] : NULL;
+		unsigned char tag = c->in[c->i];
+		int rc;
+		if (f && f->kind == K_LIST && f->tail) {
+			/* A tail that is itself a list continues this one. */
+			if (tag == ERL_LIST_EXT) {
+				uint64_t n;
+				if ((rc = read_list_header(c, &n)))
+					return rc;
+				f->left = n;
+				f->tail = n == 0;
+				continue;
+			}
+			if (tag == ERL_NIL_EXT || tag == ERL_STRING_EXT) {
+				if (tag == ERL_NIL_EXT)
+					c->i++;
+				else if ((rc = list_string_tail(c, f)))
+					return rc;
+				if ((rc = finish_list(c, f, true)))
+					return rc;
+				size_t done = f->start;
+				c->depth--;
+				rc = complete(c, done);
+				if (rc)
+					return rc < 0 ? rc : 0;
+				continue;
+			}
+			/* Any other tail: an improper list, closed in complete(). */
+		} else if (f && f->kind == K_LIST) {
+			if ((rc = list_header(c, f)))
+				return rc;
+		}
+		size_t done = opos(c);
+		bool opened;
+		if ((rc = read_term(c, &opened)))
+			return rc;
+		if (opened)
+			continue;
+		rc = complete(c, done);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
+}
+
+/* Rewrites the output from `base` on with every map's pairs in canonical
+ * order. */
+static int layout(struct ctx *c, size_t base)
+{
+	size_t total = opos(c) - base;
+	unsigned char *tmp = malloc(total ? total : 1);
+	if (!tmp)
+		return -ENOMEM;
+	struct walk *w = &c->wa;
+	walk_init(w, base, opos(c));
+	size_t o = 0, p, n;
+	int rc;
+	while ((rc = walk_next(c, w, &p, &n)) > 0) {
+		memcpy(tmp + o, obuf(c) + p, n);
+		o += n;
+	}
+	if (rc == 0)
+		memcpy(obuf(c) + base, tmp, total);
+	free(tmp);
+	return rc;
+}
+
+int entity_id_canonical(const char *term, size_t len, ei_x_buff *out)
+{
+	struct ctx c;
+	memset(&c, 0, sizeof c);
+	c.in = (const unsigned char *)term;
+	c.len = len;
+	c.out = out;
+	int base = out->index;
+
+	/* Most ids are one scalar (an integer, an atom, a binary), which one
+	 * read_term writes whole: run()'s first step, taken here, so that such
+	 * an id sets up no container stack and frees nothing. */
+	bool opened = false;
+	int rc = len == 0 ? -EPROTO : read_term(&c, &opened);
+	if (rc == 0 && opened)
+		rc = run(&c);
+	if (rc == 0 && c.i != len)
+		rc = -EPROTO; /* bytes after the term */
+	if (rc == 0 && c.reorder)
+		rc = layout(&c, (size_t)base);
+
+	if (c.st != NULL || c.recs != NULL || c.wa.st != NULL || c.wb.st != NULL) {
+		for (size_t k = 0; k < c.depth; k++)
+			free(c.st[k].pairs);
+		for (size_t k = 0; k < c.nrecs; k++)
+			free(c.recs[k].pairs);
+		free(c.st);
+		free(c.recs);
+		free(c.wa.st);
+		free(c.wb.st);
+	}
+	if (rc)
+		out->index = base;
+	return rc;
+}

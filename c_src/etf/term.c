@@ -1,0 +1,481 @@
+/* term.c — see term.h. */
+#include "etf/term.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Reads big-endian unsigned integers; callers check bounds first. */
+static uint32_t be16(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Atom lengths larger than this cannot come from a BEAM (255 characters). */
+#define ATOM_MAX_BYTES (255u * 4u)
+
+/* Validates an atom term in place (used inside pids, refs, ports).
+ * Inline: every message has several atoms, and the call cost as much as
+ * the check. */
+static inline int skip_atom(const unsigned char *b, size_t len, size_t *i)
+{
+	if (*i >= len)
+		return -EPROTO;
+	unsigned char tag = b[*i];
+	size_t n;
+	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
+		if (len - *i < 3)
+			return -EPROTO;
+		n = be16(b + *i + 1);
+		*i += 3;
+	} else if (tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
+		if (len - *i < 2)
+			return -EPROTO;
+		n = b[*i + 1];
+		*i += 2;
+	} else {
+		return -EPROTO;
+	}
+	if (n > ATOM_MAX_BYTES || len - *i < n)
+		return -EPROTO;
+	*i += n;
+	return 0;
+}
+
+/* Advances *i by n fixed bytes if they are there. */
+static int need(size_t len, size_t *i, size_t n)
+{
+	if (len - *i < n)
+		return -EPROTO;
+	*i += n;
+	return 0;
+}
+
+/* Validates a SMALL_INTEGER_EXT or INTEGER_EXT in place (inside funs). */
+static int skip_int(const unsigned char *b, size_t len, size_t *i)
+{
+	if (*i >= len)
+		return -EPROTO;
+	if (b[*i] == ERL_SMALL_INTEGER_EXT)
+		return need(len, i, 2);
+	if (b[*i] == ERL_INTEGER_EXT)
+		return need(len, i, 5);
+	return -EPROTO;
+}
+
+/* Validates a PID_EXT or NEW_PID_EXT in place (inside funs). */
+static int skip_pid(const unsigned char *b, size_t len, size_t *i)
+{
+	if (*i >= len || (b[*i] != ERL_PID_EXT && b[*i] != ERL_NEW_PID_EXT))
+		return -EPROTO;
+	size_t tail = b[*i] == ERL_PID_EXT ? 9 : 12; /* ID:4 Serial:4 Creation:1|4 */
+	(*i)++;
+	if (skip_atom(b, len, i))
+		return -EPROTO;
+	return need(len, i, tail);
+}
+
+int term_validate(const char *buf, size_t len, size_t *idx)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t i = *idx;
+	/* Terms still to read. Every term takes at least one byte, so a count
+	 * larger than the bytes left is a lie, caught before any work. */
+	uint64_t pending = 1;
+	if (i > len)
+		return -EPROTO;
+	while (pending > 0) {
+		if (pending > len - i)
+			return -EPROTO;
+		pending--;
+		unsigned char tag = b[i++];
+		uint64_t n;
+		switch (tag) {
+		case ERL_SMALL_INTEGER_EXT:
+			if (need(len, &i, 1)) return -EPROTO;
+			break;
+		case ERL_INTEGER_EXT:
+			if (need(len, &i, 4)) return -EPROTO;
+			break;
+		case ERL_FLOAT_EXT:
+			if (need(len, &i, 31)) return -EPROTO;
+			break;
+		case NEW_FLOAT_EXT:
+			if (need(len, &i, 8)) return -EPROTO;
+			break;
+		case ERL_ATOM_EXT:
+		case ERL_ATOM_UTF8_EXT:
+		case ERL_SMALL_ATOM_EXT:
+		case ERL_SMALL_ATOM_UTF8_EXT:
+			i--;
+			if (skip_atom(b, len, &i)) return -EPROTO;
+			break;
+		case ERL_REFERENCE_EXT: /* Node, ID:4, Creation:1 */
+			if (skip_atom(b, len, &i) || need(len, &i, 5)) return -EPROTO;
+			break;
+		case ERL_NEW_REFERENCE_EXT: /* Len:2, Node, Creation:1, ID:4*Len */
+		case ERL_NEWER_REFERENCE_EXT: /* Len:2, Node, Creation:4, ID:4*Len */
+			if (len - i < 2) return -EPROTO;
+			n = be16(b + i);
+			i += 2;
+			if (n > 5 || skip_atom(b, len, &i) ||
+			    need(len, &i, (tag == ERL_NEW_REFERENCE_EXT ? 1 : 4) + 4 * n))
+				return -EPROTO;
+			break;
+		case ERL_PORT_EXT: /* Node, ID:4, Creation:1 */
+			if (skip_atom(b, len, &i) || need(len, &i, 5)) return -EPROTO;
+			break;
+		case ERL_NEW_PORT_EXT: /* Node, ID:4, Creation:4 */
+			if (skip_atom(b, len, &i) || need(len, &i, 8)) return -EPROTO;
+			break;
+		case ERL_V4_PORT_EXT: /* Node, ID:8, Creation:4 */
+			if (skip_atom(b, len, &i) || need(len, &i, 12)) return -EPROTO;
+			break;
+		case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 */
+			if (skip_atom(b, len, &i) || need(len, &i, 9)) return -EPROTO;
+			break;
+		case ERL_NEW_PID_EXT: /* Node, ID:4, Serial:4, Creation:4 */
+			if (skip_atom(b, len, &i) || need(len, &i, 12)) return -EPROTO;
+			break;
+		case ERL_SMALL_TUPLE_EXT:
+			if (len - i < 1) return -EPROTO;
+			pending += b[i++];
+			break;
+		case ERL_LARGE_TUPLE_EXT:
+			if (len - i < 4) return -EPROTO;
+			pending += be32(b + i);
+			i += 4;
+			break;
+		case ERL_MAP_EXT:
+			if (len - i < 4) return -EPROTO;
+			pending += 2 * (uint64_t)be32(b + i);
+			i += 4;
+			break;
+		case ERL_NIL_EXT:
+			break;
+		case ERL_STRING_EXT:
+			if (len - i < 2) return -EPROTO;
+			n = be16(b + i);
+			i += 2;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_LIST_EXT: /* Len:4, Elements, Tail */
+			if (len - i < 4) return -EPROTO;
+			pending += (uint64_t)be32(b + i) + 1;
+			i += 4;
+			break;
+		case ERL_BINARY_EXT:
+			if (len - i < 4) return -EPROTO;
+			n = be32(b + i);
+			i += 4;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_BIT_BINARY_EXT: /* Len:4, Bits:1, Data */
+			if (len - i < 5) return -EPROTO;
+			n = be32(b + i);
+			if (b[i + 4] < 1 || b[i + 4] > 8 || n == 0) return -EPROTO;
+			i += 5;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_SMALL_BIG_EXT:
+			if (len - i < 2) return -EPROTO;
+			n = b[i];
+			if (b[i + 1] > 1) return -EPROTO;
+			i += 2;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_LARGE_BIG_EXT:
+			if (len - i < 5) return -EPROTO;
+			n = be32(b + i);
+			if (b[i + 4] > 1) return -EPROTO;
+			i += 5;
+			if (need(len, &i, n)) return -EPROTO;
+			break;
+		case ERL_NEW_FUN_EXT: { /* Size:4 counts itself and all that follows */
+			if (len - i < 4) return -EPROTO;
+			n = be32(b + i);
+			if (n < 4 || len - i < n) return -EPROTO;
+			/* The free variables are skipped, not walked: the node never
+			 * decodes a fun, it only refuses or echoes one. But the
+			 * header (Arity:1 Uniq:16 Index:4 NumFree:4 Module OldIndex
+			 * OldUniq Pid) is read by ei_decode_fun without bounds, so it
+			 * must fit inside Size. */
+			size_t end = i + (size_t)n, j = i + 4 + 1 + 16 + 4 + 4;
+			if (j > end || skip_atom(b, end, &j) || skip_int(b, end, &j) || skip_int(b, end, &j) ||
+			    skip_pid(b, end, &j))
+				return -EPROTO;
+			i = end;
+			break;
+		}
+		case ERL_EXPORT_EXT: /* Module, Function, Arity (three terms) */
+			pending += 3;
+			break;
+		default:
+			/* ERL_FUN_EXT (obsolete), atom cache refs, unknown tags. */
+			return -EPROTO;
+		}
+	}
+	*idx = i;
+	return 0;
+}
+
+/* The text of the atom at b[idx] within len bytes: *text, *n bytes, and
+ * whether they are Latin-1. False if no whole atom is there. Inline, so
+ * that callers without a bound (len SIZE_MAX) drop its checks. */
+static inline bool atom_text(const unsigned char *b, size_t len, size_t idx, const unsigned char **text,
+			     size_t *n, bool *latin1)
+{
+	if (idx >= len)
+		return false;
+	unsigned char tag = b[idx];
+	size_t head;
+	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
+		if (len - idx < 3)
+			return false;
+		*n = be16(b + idx + 1);
+		head = 3;
+	} else if (tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
+		if (len - idx < 2)
+			return false;
+		*n = b[idx + 1];
+		head = 2;
+	} else {
+		return false;
+	}
+	if (len - idx - head < *n)
+		return false;
+	*text = b + idx + head;
+	*latin1 = tag == ERL_ATOM_EXT || tag == ERL_SMALL_ATOM_EXT;
+	return true;
+}
+
+/* Bytes of Latin-1 text once converted to UTF-8. */
+static size_t latin1_utf8_len(const unsigned char *t, size_t n)
+{
+	size_t out = n;
+	for (size_t k = 0; k < n; k++)
+		out += t[k] >> 7;
+	return out;
+}
+
+bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name, size_t name_len)
+{
+	const unsigned char *t, *nm = (const unsigned char *)name;
+	size_t n;
+	bool latin1;
+	if (!atom_text((const unsigned char *)buf, len, idx, &t, &n, &latin1))
+		return false;
+	if (!latin1) {
+		if (n > TERM_ATOM_BUF - 1 || n < name_len || memcmp(t, nm, name_len) != 0)
+			return false;
+		return n == name_len || t[name_len] == 0; /* text ends, or stops at a NUL */
+	}
+	/* Only text of more than (TERM_ATOM_BUF - 1) / 2 bytes can outgrow the
+	 * bound once converted; shorter atoms skip the count. */
+	if (n > (TERM_ATOM_BUF - 1) / 2 && latin1_utf8_len(t, n) > TERM_ATOM_BUF - 1)
+		return false;
+	/* Convert as we compare: a character below 0x80 is one byte in both
+	 * encodings, one above is two in UTF-8, neither of them NUL. */
+	size_t o = 0;
+	for (size_t k = 0; k < n; k++) {
+		unsigned char c = t[k];
+		if (o == name_len)
+			return c == 0;
+		if (c < 0x80) {
+			if (nm[o++] != c)
+				return false;
+			continue;
+		}
+		if (nm[o] != (unsigned char)(0xC0 | c >> 6) || o + 1 == name_len ||
+		    nm[o + 1] != (unsigned char)(0x80 | (c & 0x3F)))
+			return false;
+		o += 2;
+	}
+	return o == name_len;
+}
+
+int term_get_atom(const char *buf, size_t *idx, char *out)
+{
+	/* Not ei_decode_atom_as: for Latin-1 text of 1021 bytes as UTF-8 it
+	 * writes 1022 bytes (text and NUL) into a buffer it was told holds
+	 * 1021. Here the whole conversion is bounded first. */
+	const unsigned char *t;
+	size_t n, o = 0;
+	bool latin1;
+	if (!atom_text((const unsigned char *)buf, SIZE_MAX, *idx, &t, &n, &latin1))
+		return -EPROTO;
+	if (!latin1) {
+		if (n > TERM_ATOM_BUF - 1)
+			return -EPROTO;
+		memcpy(out, t, n);
+		o = n;
+	} else {
+		if (latin1_utf8_len(t, n) > TERM_ATOM_BUF - 1)
+			return -EPROTO;
+		for (size_t k = 0; k < n; k++) {
+			unsigned char c = t[k];
+			if (c < 0x80) {
+				out[o++] = (char)c;
+			} else {
+				out[o++] = (char)(0xC0 | c >> 6);
+				out[o++] = (char)(0x80 | (c & 0x3F));
+			}
+		}
+	}
+	out[o] = '\0';
+	*idx = (size_t)(t + n - (const unsigned char *)buf);
+	return 0;
+}
+
+int term_get_pid(const char *buf, size_t *idx, erlang_pid *out)
+{
+	/* ei_decode_pid converts the node name with its general atom decoder,
+	 * a tenth of the cost of a message; term_get_atom does the same
+	 * conversion within the same bound, and refuses the one case where
+	 * ei's overruns the node buffer (see term_get_atom). */
+	const unsigned char *b = (const unsigned char *)buf;
+	unsigned char tag = b[*idx];
+	if (tag != ERL_PID_EXT && tag != ERL_NEW_PID_EXT)
+		return -EPROTO;
+	size_t i = *idx + 1;
+	if (term_get_atom(buf, &i, out->node))
+		return -EPROTO;
+	out->num = be32(b + i);
+	out->serial = be32(b + i + 4);
+	if (tag == ERL_PID_EXT) {
+		out->creation = b[i + 8] & 0x03; /* 2 bits, as ei reads them */
+		i += 9;
+	} else {
+		out->creation = be32(b + i + 8);
+		i += 12;
+	}
+	*idx = i;
+	return 0;
+}
+
+bool term_pid_equal(const erlang_pid *a, const erlang_pid *b)
+{
+	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
+	       strcmp(a->node, b->node) == 0;
+}
+
+void term_pid_copy(erlang_pid *dst, const erlang_pid *src)
+{
+	size_t n = strnlen(src->node, sizeof src->node - 1);
+	memcpy(dst->node, src->node, n);
+	dst->node[n] = '\0';
+	dst->num = src->num;
+	dst->serial = src->serial;
+	dst->creation = src->creation;
+}
+
+long term_get_tuple(const char *buf, size_t *idx)
+{
+	/* Read directly rather than with ei_decode_tuple_header: the header is
+	 * read for nearly every message, and the bytes are already validated.
+	 * A LARGE_TUPLE_EXT arity is taken as the signed 32-bit int ei gives. */
+	const unsigned char *b = (const unsigned char *)buf + *idx;
+	if (b[0] == ERL_SMALL_TUPLE_EXT) {
+		*idx += 2;
+		return b[1];
+	}
+	if (b[0] == ERL_LARGE_TUPLE_EXT) {
+		*idx += 5;
+		return (int32_t)be32(b + 1);
+	}
+	return -1;
+}
+
+/* The end of the validated atom at b[i]. */
+static size_t atom_end(const unsigned char *b, size_t i)
+{
+	if (b[i] == ERL_SMALL_ATOM_UTF8_EXT || b[i] == ERL_SMALL_ATOM_EXT)
+		return i + 2 + b[i + 1];
+	return i + 3 + be16(b + i + 1);
+}
+
+/* The end of the validated leaf term at b[i] whose size its first bytes
+ * tell (a pid counts: its node is an atom), or 0 (no term ends at offset
+ * 0) for any other term. */
+static size_t leaf_end(const unsigned char *b, size_t i)
+{
+	switch (b[i]) {
+	case ERL_SMALL_INTEGER_EXT:
+		return i + 2;
+	case ERL_INTEGER_EXT:
+		return i + 5;
+	case ERL_NIL_EXT:
+		return i + 1;
+	case ERL_SMALL_ATOM_EXT:
+	case ERL_SMALL_ATOM_UTF8_EXT:
+	case ERL_ATOM_EXT:
+	case ERL_ATOM_UTF8_EXT:
+		return atom_end(b, i);
+	case ERL_NEW_PID_EXT: /* Node, ID:4, Serial:4, Creation:4 */
+		return atom_end(b, i + 1) + 12;
+	case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 */
+		return atom_end(b, i + 1) + 9;
+	case ERL_BINARY_EXT:
+		return i + 5 + be32(b + i + 1);
+	default:
+		return 0;
+	}
+}
+
+void term_skip(const char *buf, size_t *idx)
+{
+	/* Most terms skipped on the message path are small leaves (an atom, a
+	 * small integer): their length is in their first bytes. */
+	size_t end = leaf_end((const unsigned char *)buf, *idx);
+	if (end != 0) {
+		*idx = end;
+		return;
+	}
+	/* Not ei_skip_term(): it recurses once per nesting level, and a peer
+	 * may send a term nested a million deep, which term_validate accepts.
+	 * The term is already validated, so the validator's iterative walk
+	 * finds its end; SIZE_MAX stands for "no bound left to check". */
+	(void)term_validate(buf, SIZE_MAX, idx);
+}
+
+int term_get_long(const char *buf, size_t *idx, long *out)
+{
+	/* A small integer (every op) is read here; other encodings go to ei. */
+	if ((unsigned char)buf[*idx] == ERL_SMALL_INTEGER_EXT) {
+		*out = (unsigned char)buf[*idx + 1];
+		*idx += 2;
+		return 0;
+	}
+	int i = (int)*idx;
+	long v;
+	/* ei accepts any integer that fits a long; the callers want the
+	 * non-negative 32-bit range promised in term.h (ops, counts). */
+	if (ei_decode_long(buf, &i, &v) < 0 || v < 0 || v > INT32_MAX)
+		return -EPROTO;
+	*out = v;
+	*idx = (size_t)i;
+	return 0;
+}
+
+int term_x_append_raw(ei_x_buff *x, const char *bytes, size_t n)
+{
+	if (n > INT32_MAX)
+		return -ENOMEM;
+	return ei_x_append_buf(x, bytes, (int)n) < 0 ? -ENOMEM : 0;
+}
+
+int term_x_error_atom(ei_x_buff *x, const char *reason)
+{
+	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "error") < 0 ||
+	    ei_x_encode_atom(x, reason) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int term_x_error_tagged_raw(ei_x_buff *x, const char *tag, const char *raw, size_t raw_len)
+{
+	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "error") < 0 ||
+	    ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, tag) < 0)
+		return -ENOMEM;
+	return term_x_append_raw(x, raw, raw_len);
+}

@@ -1,0 +1,639 @@
+/* coordinator.c — see coordinator.h. */
+#include "sharding/coordinator.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sharding/coordinator_members.h"
+#include "sharding/shard_msg.h"
+#include "etf/term.h"
+
+struct region_ref {
+	erlang_pid pid;
+	uint32_t nshards; /* shards allocated to it */
+	bool reported;    /* its `hosting` report has arrived */
+};
+
+struct coordinator {
+	struct coordinator_config cfg;
+	struct proc *proc;
+	bool active;
+	struct region_ref *regions;
+	size_t nregions, cap;
+	int32_t *home; /* per shard: index into regions, or -1 */
+	int32_t *moving_to; /* per shard: index of the region it moves to, or -1 */
+	uint64_t *moving_since;
+	uint32_t nmoving;
+	struct coordinator_members members; /* owners, joining, draining, downed */
+	erlang_pid *leaving; /* regions shutting down on nodes that stay */
+	size_t nleaving, leaving_cap;
+	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
+	size_t nproxies, proxies_cap;
+	struct ev_timer rebalance_timer;
+};
+
+/* A region on a downed node keeps its shards until its lease has run out
+ * (membership.h), but it answers nothing: it gets no shard, takes part in no
+ * move, and no handoff waits for its ack. */
+static bool is_downed(const struct coordinator *c, size_t region)
+{
+	return coordinator_members_in(&c->members, CM_DOWNED, c->regions[region].pid.node);
+}
+
+/* Its node is leaving, or it is shutting down on a node that stays. */
+static bool is_draining(const struct coordinator *c, size_t region)
+{
+	if (coordinator_members_in(&c->members, CM_DRAINING, c->regions[region].pid.node))
+		return true;
+	for (size_t d = 0; d < c->nleaving; d++)
+		if (term_pid_equal(&c->regions[region].pid, &c->leaving[d]))
+			return true;
+	return false;
+}
+
+/* Not to be given shards. A region may register before its node is up
+ * (while it is joining): it gets shards only once the node owns shards, as
+ * in Akka, and so only after the members that hold remembered entities
+ * have sent it their sets (remember_replica.h). */
+static bool unavailable(const struct coordinator *c, size_t region)
+{
+	return is_draining(c, region) || !coordinator_members_may_get_shards(&c->members, c->regions[region].pid.node);
+}
+
+static void drain(struct coordinator *c);
+
+static void on_region_stopped(struct coordinator *c, const erlang_pid *region);
+
+static void forget_all(struct coordinator *c)
+{
+	c->nregions = 0;
+	c->nproxies = 0;
+	c->nleaving = 0;
+	c->nmoving = 0;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+		c->home[s] = c->moving_to[s] = -1;
+}
+
+void coordinator_set_active(struct coordinator *c, bool active)
+{
+	if (c->active == active)
+		return;
+	c->active = active;
+	forget_all(c);
+	log_info(c->cfg.log, "coordinator %s: %s", c->cfg.type_name,
+		 active ? "active here (oldest member hosting the type)" : "no longer active here");
+}
+
+void coordinator_set_draining(struct coordinator *c, const char *const *nodes, size_t n)
+{
+	if (coordinator_members_set(&c->members, CM_DRAINING, nodes, n) == 0)
+		drain(c);
+}
+
+void coordinator_set_members(struct coordinator *c, const char *const *owners, size_t nowners,
+			     const char *const *joining, size_t njoining)
+{
+	if (coordinator_members_set(&c->members, CM_OWNERS, owners, nowners) != 0 ||
+	    coordinator_members_set(&c->members, CM_JOINING, joining, njoining) != 0)
+		return; /* the next change tries again */
+	/* A region whose node is no longer a serving member (it left or was
+	 * downed) gives its shards back. Not on a mere lost connection: the
+	 * node may still be running them on the other side of a partition. */
+	for (size_t k = c->nregions; k-- > 0;) {
+		const struct region_ref *r = &c->regions[k];
+		if (!coordinator_members_keeps(&c->members, r->pid.node, r->nshards)) {
+			erlang_pid gone = r->pid; /* the array shifts under it */
+			on_region_stopped(c, &gone);
+		}
+	}
+}
+
+void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n)
+{
+	coordinator_members_set(&c->members, CM_DOWNED, nodes, n);
+	for (size_t k = c->nproxies; k-- > 0;) {
+		bool downed = false;
+		for (size_t e = 0; e < n && !downed; e++)
+			downed = strcmp(c->proxies[k].node, nodes[e]) == 0;
+		if (downed) {
+			log_info(c->cfg.log, "coordinator %s: proxy region on %s forgotten: its node was downed",
+				 c->cfg.type_name, c->proxies[k].node);
+			c->proxies[k] = c->proxies[--c->nproxies];
+		}
+	}
+}
+
+/* True when every owner's region has registered and reported. */
+static bool all_reported(const struct coordinator *c)
+{
+	const char **reported = malloc((c->nregions ? c->nregions : 1) * sizeof *reported);
+	if (reported == NULL)
+		return false; /* the region asks again */
+	size_t n = 0;
+	for (size_t k = 0; k < c->nregions; k++)
+		if (c->regions[k].reported)
+			reported[n++] = c->regions[k].pid.node;
+	bool all = coordinator_members_all_reported(&c->members, reported, n);
+	free(reported);
+	return all;
+}
+
+int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
+{
+	(void)arg;
+	int best = -1;
+	for (size_t k = 0; k < n; k++)
+		if (best < 0 || counts[k] < counts[best])
+			best = (int)k;
+	return best;
+}
+
+static int find_region(const struct coordinator *c, const erlang_pid *pid)
+{
+	for (size_t k = 0; k < c->nregions; k++)
+		if (term_pid_equal(&c->regions[k].pid, pid))
+			return (int)k;
+	return -1;
+}
+
+static void send_pid_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
+			 const erlang_pid *pid)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_pid(&x, kind, pid) == 0)
+		dist_node_send(c->cfg.node, to, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* Messages that change where a region sends a shard's messages go to the
+ * region's registered name with our pid as sender, so a region can tell
+ * the active coordinator from one that was active before. */
+static void send_to_region(struct coordinator *c, const erlang_pid *region, const ei_x_buff *x)
+{
+	dist_node_reg_send(c->cfg.node, &c->proc->pid, c->cfg.type_name, region->node, x->buff, (size_t)x->index);
+}
+
+static void send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard, const erlang_pid *home)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_shard(&x, SMSG_SHARD_HOME, shard, home) == 0)
+		send_to_region(c, to, &x);
+	ei_x_free(&x);
+}
+
+/* Tells every region where the shard lives, its home first so it hosts the
+ * shard before anything is forwarded to it. */
+static void broadcast_home(struct coordinator *c, uint32_t shard)
+{
+	const erlang_pid *home = &c->regions[c->home[shard]].pid;
+	send_home(c, home, shard, home);
+	for (size_t k = 0; k < c->nregions; k++)
+		if ((int32_t)k != c->home[shard])
+			send_home(c, &c->regions[k].pid, shard, home);
+	for (size_t k = 0; k < c->nproxies; k++)
+		send_home(c, &c->proxies[k], shard, home);
+}
+
+static int find_proxy(const struct coordinator *c, const erlang_pid *pid)
+{
+	for (size_t k = 0; k < c->nproxies; k++)
+		if (term_pid_equal(&c->proxies[k], pid))
+			return (int)k;
+	return -1;
+}
+
+/* A region's graceful_shutdown on a node that stays: hand its shards off. */
+static void on_region_leaving(struct coordinator *c, const erlang_pid *region)
+{
+	if (!c->active || find_region(c, region) < 0)
+		return;
+	if (c->nleaving == c->leaving_cap) {
+		size_t cap = c->leaving_cap ? c->leaving_cap * 2 : 4;
+		erlang_pid *p = realloc(c->leaving, cap * sizeof *p);
+		if (p == NULL)
+			return; /* its handoff deadline lets it stop anyway */
+		c->leaving = p;
+		c->leaving_cap = cap;
+	}
+	c->leaving[c->nleaving++] = *region;
+	drain(c);
+}
+
+static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
+{
+	if (!c->active || coordinator_members_unknown_region(&c->members, proxy->node) == CM_IGNORE)
+		return;
+	if (find_proxy(c, proxy) < 0) {
+		if (c->nproxies == c->proxies_cap) {
+			size_t cap = c->proxies_cap ? c->proxies_cap * 2 : 4;
+			erlang_pid *p = realloc(c->proxies, cap * sizeof *p);
+			if (p == NULL)
+				return; /* it retries */
+			c->proxies = p;
+			c->proxies_cap = cap;
+		}
+		c->proxies[c->nproxies++] = *proxy;
+		log_info(c->cfg.log, "coordinator %s: proxy region %s registered", c->cfg.type_name, proxy->node);
+	}
+	send_pid_msg(c, proxy, SMSG_REGISTERED, &c->proc->pid);
+}
+
+/* Gives `shard` (which has no home) to the region the allocation strategy
+ * picks among the available ones, and counts it there. Returns the
+ * region's index, or -1 (no region available, no memory, or a pick the
+ * strategy should not have made): the shard stays without a home. */
+static int32_t allocate_home(struct coordinator *c, uint32_t shard)
+{
+	if (c->nregions == 0)
+		return -1;
+	uint32_t *counts = malloc(c->nregions * sizeof *counts);
+	if (counts == NULL)
+		return -1;
+	for (size_t k = 0; k < c->nregions; k++)
+		counts[k] = unavailable(c, k) ? UINT32_MAX : c->regions[k].nshards;
+	int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
+	free(counts);
+	if (pick < 0 || (size_t)pick >= c->nregions || unavailable(c, (size_t)pick))
+		return -1;
+	c->home[shard] = pick;
+	c->regions[pick].nshards++;
+	return pick;
+}
+
+/* Allocates a shard whose home is gone, and says so to every region. */
+static void reallocate(struct coordinator *c, uint32_t shard)
+{
+	if (allocate_home(c, shard) >= 0)
+		broadcast_home(c, shard);
+}
+
+static void send_shard_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
+			   uint32_t shard, const erlang_pid *pid)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_shard(&x, kind, shard, pid) == 0)
+		send_to_region(c, to, &x);
+	ei_x_free(&x);
+}
+
+static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
+{
+	const erlang_pid *from = &c->regions[c->home[shard]].pid;
+	c->moving_to[shard] = to;
+	c->moving_since[shard] = evloop_now_ms(c->cfg.loop);
+	c->nmoving++;
+	log_info(c->cfg.log, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
+		 from->node, c->regions[to].pid.node);
+	uint32_t acks = (uint32_t)c->nproxies;
+	for (size_t k = 0; k < c->nregions; k++) {
+		if ((int32_t)k == c->home[shard] || is_downed(c, k))
+			continue;
+		send_shard_msg(c, &c->regions[k].pid, SMSG_BEGIN_HANDOFF, shard, from);
+		acks++;
+	}
+	for (size_t k = 0; k < c->nproxies; k++)
+		send_shard_msg(c, &c->proxies[k], SMSG_BEGIN_HANDOFF, shard, from);
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_handoff(&x, shard, acks) == 0)
+		send_to_region(c, from, &x);
+	ei_x_free(&x);
+}
+
+/* The old home has stopped the shard: it now lives at its new home. */
+static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang_pid *from)
+{
+	if (shard >= c->cfg.nshards || c->moving_to[shard] < 0)
+		return;
+	int32_t old = c->home[shard];
+	if (old < 0 || !term_pid_equal(&c->regions[old].pid, from))
+		return;
+	c->regions[old].nshards--;
+	c->home[shard] = c->moving_to[shard];
+	c->regions[c->home[shard]].nshards++;
+	c->moving_to[shard] = -1;
+	c->nmoving--;
+	broadcast_home(c, shard);
+}
+
+/* Moves every shard of a leaving region to the region with the fewest, all
+ * at once: a leaving node waits for this, not for the rebalance ticks. */
+static void drain(struct coordinator *c)
+{
+	if (!c->active || (coordinator_members_count(&c->members, CM_DRAINING) == 0 && c->nleaving == 0) ||
+	    !all_reported(c))
+		return;
+	int32_t *counts = calloc(c->nregions ? c->nregions : 1, sizeof *counts);
+	if (counts == NULL)
+		return;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+		if (c->home[s] >= 0)
+			counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+		if (c->home[s] < 0 || c->moving_to[s] >= 0 || !is_draining(c, (size_t)c->home[s]) ||
+		    is_downed(c, (size_t)c->home[s]))
+			continue;
+		int32_t least = -1;
+		for (size_t k = 0; k < c->nregions; k++)
+			if (!unavailable(c, k) && (least < 0 || counts[k] < counts[least]))
+				least = (int32_t)k;
+		if (least < 0)
+			break; /* nowhere to go */
+		start_move(c, s, least);
+		counts[c->home[s]]--;
+		counts[least]++;
+	}
+	free(counts);
+}
+
+/* Least-shard rebalancing: from the region with the most to the one with
+ * the fewest, counting moves under way as done. */
+static void on_rebalance_tick(struct evloop *loop, void *arg)
+{
+	struct coordinator *c = arg;
+	evloop_timer_start(loop, &c->rebalance_timer, c->cfg.rebalance_interval_ms);
+	uint64_t now = evloop_now_ms(loop);
+	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+		if (c->moving_to[s] >= 0 && now - c->moving_since[s] > c->cfg.handoff_timeout_ms) {
+			log_warn(c->cfg.log, "coordinator %s: move of shard %u abandoned after %u ms",
+				 c->cfg.type_name, s, c->cfg.handoff_timeout_ms);
+			c->moving_to[s] = -1;
+			c->nmoving--;
+			broadcast_home(c, s); /* back where it was */
+		}
+	}
+	if (!c->active || c->nregions < 2 || !all_reported(c))
+		return;
+	drain(c);
+	int32_t *counts = calloc(c->nregions, sizeof *counts);
+	if (counts == NULL)
+		return;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+		if (c->home[s] < 0)
+			continue;
+		counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
+	}
+	while (c->nmoving < c->cfg.max_simultaneous_rebalance) {
+		size_t most = SIZE_MAX, least = SIZE_MAX;
+		for (size_t k = 0; k < c->nregions; k++) {
+			if (unavailable(c, k))
+				continue; /* drain() empties those */
+			if (most == SIZE_MAX || counts[k] > counts[most])
+				most = k;
+			if (least == SIZE_MAX || counts[k] < counts[least])
+				least = k;
+		}
+		if (most == SIZE_MAX)
+			break;
+		if ((uint32_t)(counts[most] - counts[least]) <= c->cfg.rebalance_threshold)
+			break;
+		uint32_t pick = UINT32_MAX;
+		for (uint32_t s = 0; s < c->cfg.nshards && pick == UINT32_MAX; s++)
+			if (c->home[s] == (int32_t)most && c->moving_to[s] < 0)
+				pick = s;
+		if (pick == UINT32_MAX)
+			break;
+		start_move(c, pick, (int32_t)least);
+		counts[most]--;
+		counts[least]++;
+	}
+	free(counts);
+}
+
+static void on_register(struct coordinator *c, const erlang_pid *region)
+{
+	if (!c->active)
+		return; /* the region finds the active one through membership */
+	if (find_region(c, region) < 0 && coordinator_members_unknown_region(&c->members, region->node) == CM_IGNORE)
+		return; /* its node stops once it hears; its report would only mislead */
+	if (find_region(c, region) < 0) {
+		/* A region of the same node under another pid is one of an earlier
+		 * incarnation of the node (it crashed and came back faster than it
+		 * was found unreachable): its shards are gone with it. */
+		for (size_t k = c->nregions; k-- > 0;) {
+			if (strcmp(c->regions[k].pid.node, region->node) == 0) {
+				erlang_pid old = c->regions[k].pid;
+				log_info(c->cfg.log, "coordinator %s: region on %s restarted; its old shards are free",
+					 c->cfg.type_name, region->node);
+				on_region_stopped(c, &old);
+			}
+		}
+		if (c->nregions == c->cap) {
+			size_t cap = c->cap ? c->cap * 2 : 4;
+			struct region_ref *r = realloc(c->regions, cap * sizeof *r);
+			if (r == NULL)
+				return; /* the region retries */
+			c->regions = r;
+			c->cap = cap;
+		}
+		c->regions[c->nregions++] = (struct region_ref){.pid = *region};
+		log_info(c->cfg.log, "coordinator %s: region %s registered (%zu regions)", c->cfg.type_name,
+			 region->node, c->nregions);
+	}
+	send_pid_msg(c, region, SMSG_REGISTERED, &c->proc->pid);
+}
+
+/* {'$shardnode', hosting, RegionPid, [ShardId]}: what a registering region
+ * already hosts becomes its allocation. */
+static void on_hosting(struct coordinator *c, const erlang_pid *region, const char *list)
+{
+	int k = find_region(c, region);
+	if (!c->active || k < 0)
+		return;
+	c->regions[k].reported = true;
+	int i = 0, n;
+	if (ei_decode_list_header(list, &i, &n) < 0)
+		return;
+	for (int e = 0; e < n; e++) {
+		long long shard;
+		if (ei_decode_longlong(list, &i, &shard) < 0)
+			return;
+		if (shard < 0 || shard >= c->cfg.nshards)
+			continue;
+		if (c->home[shard] < 0) {
+			c->home[shard] = k;
+			c->regions[k].nshards++;
+		} else if (c->home[shard] != k) {
+			log_warn(c->cfg.log, "coordinator %s: shard %lld reported by %s and %s; keeping the first",
+				 c->cfg.type_name, shard, c->regions[c->home[shard]].pid.node, region->node);
+		}
+	}
+	drain(c); /* the last report may be what a leaving region's shards waited for */
+}
+
+static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid *requester)
+{
+	if (!c->active || shard >= c->cfg.nshards)
+		return;
+	if (find_region(c, requester) < 0 && find_proxy(c, requester) < 0) {
+		/* It believes it is registered with us, but we forgot it (or it
+		 * registered before a hand-over that went and came back): it
+		 * would ask forever. It registers, reports, then asks again.
+		 * Not a region of a downed node: that one is never answered. */
+		if (coordinator_members_unknown_region(&c->members, requester->node) == CM_IGNORE)
+			return;
+		log_debug(c->cfg.log, "coordinator %s: region %s is not registered here: asked to register again",
+			  c->cfg.type_name, requester->node);
+		send_pid_msg(c, requester, SMSG_REGISTER_AGAIN, &c->proc->pid);
+		return;
+	}
+	if (c->home[shard] < 0 && !all_reported(c))
+		return; /* allocating now could give away a shard a region still hosts */
+	if (c->home[shard] < 0 && coordinator_members_count(&c->members, CM_OWNERS) < c->cfg.min_members)
+		return; /* min_nr_of_members: the region asks again */
+	int32_t h = c->home[shard];
+	if (h < 0) {
+		int32_t pick = allocate_home(c, shard);
+		if (pick < 0)
+			return;
+		h = pick;
+		log_debug(c->cfg.log, "coordinator %s: shard %u allocated to %s", c->cfg.type_name, shard,
+			  c->regions[pick].pid.node);
+		/* The home hears first, so it hosts the shard before anyone
+		 * forwards messages to it. */
+		if (!term_pid_equal(&c->regions[pick].pid, requester))
+			send_home(c, &c->regions[pick].pid, shard, &c->regions[pick].pid);
+	}
+	send_home(c, requester, shard, &c->regions[h].pid);
+}
+
+static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
+{
+	int proxy = find_proxy(c, region);
+	if (proxy >= 0) {
+		c->proxies[proxy] = c->proxies[--c->nproxies];
+		return;
+	}
+	for (size_t d = 0; d < c->nleaving; d++) {
+		if (term_pid_equal(&c->leaving[d], region)) {
+			c->leaving[d] = c->leaving[--c->nleaving];
+			break;
+		}
+	}
+	int k = find_region(c, region);
+	if (k < 0)
+		return;
+	log_info(c->cfg.log, "coordinator %s: region %s stopped (%zu regions left)", c->cfg.type_name,
+		 region->node, c->nregions - 1);
+	uint32_t *orphans = malloc(c->cfg.nshards * sizeof *orphans);
+	size_t norphans = 0;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+		if (c->moving_to[s] == k) {
+			/* Its new home is gone: the move is off, the shard stays. */
+			c->moving_to[s] = -1;
+			c->nmoving--;
+			if (orphans)
+				orphans[norphans++] = s; /* re-announced below, after the shift */
+		}
+		if (c->home[s] == k) {
+			if (c->moving_to[s] >= 0) {
+				/* It was leaving anyway: its new home takes it as it is. */
+				c->home[s] = c->moving_to[s];
+				c->moving_to[s] = -1;
+				c->nmoving--;
+			} else {
+				c->home[s] = -1;
+			}
+			if (orphans)
+				orphans[norphans++] = s;
+		}
+	}
+	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+		if (c->home[s] > k)
+			c->home[s]--;
+	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+		if (c->moving_to[s] > k)
+			c->moving_to[s]--;
+	memmove(&c->regions[k], &c->regions[k + 1], (c->nregions - (size_t)k - 1) * sizeof *c->regions);
+	c->nregions--;
+	for (size_t o = 0; o < norphans; o++) {
+		uint32_t s = orphans[o];
+		if (c->home[s] < 0)
+			reallocate(c, s);
+		else
+			broadcast_home(c, s);
+	}
+	free(orphans);
+}
+
+static void coordinator_handle(void *ctx, struct proc *self, const struct proc_msg *m)
+{
+	(void)self;
+	struct coordinator *c = ctx;
+	struct shard_msg sm;
+	if (shard_msg_decode(m->term, m->len, &sm) != 1) {
+		log_debug(c->cfg.log, "coordinator %s: unexpected message ignored", c->cfg.type_name);
+		return;
+	}
+	switch (sm.kind) {
+	case SMSG_REGISTER: on_register(c, &sm.pid); break;
+	case SMSG_REGISTER_PROXY: on_register_proxy(c, &sm.pid); break;
+	case SMSG_REGION_LEAVING: on_region_leaving(c, &sm.pid); break;
+	case SMSG_GET_SHARD_HOME: on_get_home(c, sm.shard, &sm.pid); break;
+	case SMSG_REGION_STOPPED: on_region_stopped(c, &sm.pid); break;
+	case SMSG_HOSTING: on_hosting(c, &sm.pid, sm.shards); break;
+	case SMSG_SHARD_STOPPED: on_shard_stopped(c, sm.shard, &sm.pid); break;
+	default: break;
+	}
+}
+
+struct coordinator *coordinator_start(const struct coordinator_config *cfg, int *err)
+{
+	struct coordinator *c = calloc(1, sizeof *c);
+	if (c == NULL || (c->home = malloc(cfg->nshards * sizeof *c->home)) == NULL ||
+	    (c->moving_to = malloc(cfg->nshards * sizeof *c->moving_to)) == NULL ||
+	    (c->moving_since = calloc(cfg->nshards, sizeof *c->moving_since)) == NULL) {
+		if (c != NULL) {
+			free(c->home);
+			free(c->moving_to);
+		}
+		free(c);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	c->cfg = *cfg;
+	if (c->cfg.allocate == NULL)
+		c->cfg.allocate = coordinator_least_shards;
+	for (uint32_t s = 0; s < cfg->nshards; s++)
+		c->home[s] = c->moving_to[s] = -1;
+	ev_timer_init(&c->rebalance_timer, on_rebalance_tick, c);
+	c->proc = dist_node_spawn(cfg->node, cfg->name, coordinator_handle, c, err);
+	if (c->proc == NULL) {
+		free(c->home);
+		free(c->moving_to);
+		free(c->moving_since);
+		free(c);
+		return NULL;
+	}
+	if (cfg->loop != NULL && cfg->rebalance_interval_ms > 0)
+		evloop_timer_start(cfg->loop, &c->rebalance_timer, cfg->rebalance_interval_ms);
+	return c;
+}
+
+const erlang_pid *coordinator_pid(const struct coordinator *c) { return &c->proc->pid; }
+
+void coordinator_stop(struct coordinator *c)
+{
+	if (c == NULL)
+		return;
+	if (c->cfg.loop != NULL)
+		evloop_timer_stop(c->cfg.loop, &c->rebalance_timer);
+	dist_node_exit(c->cfg.node, c->proc, "shutdown");
+	free(c->regions);
+	free(c->home);
+	free(c->moving_to);
+	free(c->moving_since);
+	coordinator_members_free(&c->members);
+	free(c->leaving);
+	free(c->proxies);
+	free(c);
+}

@@ -1,0 +1,116 @@
+/*
+ * region.h — the shard region of one entity type on this node, registered
+ * under the type's name.
+ *
+ * It accepts, from any BEAM process:
+ *   gen_server:call({Type, Node}, {EntityId, Msg})   -> the entity's reply
+ *   {Type, Node} ! {EntityId, Msg}                   -> reply sent to the sender
+ *                                                       as {Type, EntityId, Reply}
+ *   gen_server:call({Type, Node}, get_shard_region_state | get_cluster_sharding_stats
+ *                                 | get_region_stats | graceful_shutdown)
+ * and the shard_msg.h messages of its coordinator and peer regions.
+ *
+ * Routing: EntityId is made canonical (entity_id.h), its shard is
+ * erlang:phash2(EntityId, NumberOfShards); a local shard gets the message at
+ * once; for a shard whose home is unknown the message is buffered (up to
+ * buffer_size in all, per shard in arrival order) while the coordinator is
+ * asked; a shard homed elsewhere gets it forwarded. A message that finds its
+ * shard's buffer non-empty is buffered behind it, so per-sender order holds.
+ *
+ * With remembered entities, a shard that comes to this region starts the
+ * entities remembered for it at once (remember_replica.h keeps every
+ * member's copy of the sets up to date), and after a restart the region asks
+ * for the homes of the shards that have remembered entities.
+ */
+#ifndef SN_REGION_H
+#define SN_REGION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "dist/dist_node.h"
+#include "entity/entity.h"
+#include "base/evloop.h"
+#include "base/log.h"
+
+struct region;
+
+struct region_config {
+	struct dist_node *node;          /* not owned */
+	struct evloop *loop;             /* not owned */
+	const struct logger *log;        /* not owned */
+	const struct entity_type *type;  /* not owned; static or plugin lifetime */
+	uint32_t nshards;
+	uint32_t buffer_size;
+	uint32_t retry_interval_ms;
+	uint32_t passivate_idle_ms;      /* 0: never */
+	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
+	bool proxy_only;                 /* route, never host a shard */
+	/* The members hosting the type (for get_cluster_sharding_stats): up to
+	 * max node names into out; returns how many. NULL: this node only. */
+	size_t (*members_hosting)(void *arg, const char *type, const char **out, size_t max);
+	void *members_arg;
+	/* False while this node must not run entities (no quorum lease, see
+	 * membership.h): their messages wait in the shard's buffer until
+	 * region_resume. NULL: always true. */
+	bool (*may_deliver)(void *arg);
+	void *may_deliver_arg;
+	/* Remembered entities (remember.h), or NULL when remember_entities is
+	 * off. Not owned; outlives the region. Needs members_hosting. */
+	struct remember *remember;
+	const char *coordinator_name;    /* the coordinators' registered name; copied */
+	/* Called once the region has handed off its shards and unregistered
+	 * after graceful_shutdown; the owner frees it later with region_free. */
+	void (*on_stopped)(void *arg, struct region *r);
+	void *on_stopped_arg;
+};
+
+/* Registers the region under the type's name and sends `register` to the
+ * coordinator. Returns it, or NULL with *err (-EEXIST, -ENOMEM, or -EINVAL:
+ * `remember` without `members_hosting`). */
+struct region *region_start(const struct region_config *cfg, int *err);
+
+/* Where the active coordinator runs (the oldest member hosting the type), or
+ * NULL while there is none. A change makes the region register there, with
+ * a report of the shards it hosts. */
+void region_set_coordinator_node(struct region *r, const char *node);
+
+/* The members that were downed (membership_downed). A downed node may keep
+ * its connection open, so this is how the region stops sending there: a
+ * shard homed on one is unknown again, and a home on one that a
+ * coordinator still names (until the downed node's lease has run out) is
+ * not taken; the request is retried and the messages wait. `nodes` is
+ * copied. Returns 0 or -ENOMEM (the old list stays). */
+int region_set_downed(struct region *r, const char *const *nodes, size_t n);
+
+/* After a membership change: with remembered entities, members that joined
+ * are sent the sets of the shards this region hosts. */
+void region_members_changed(struct region *r);
+
+/* Delivers what waited for may_deliver, if it is true now. */
+void region_resume(struct region *r);
+
+/* Stops every local entity, tells the coordinator, unregisters the name
+ * (monitors get `normal`). Idempotent. */
+void region_shutdown(struct region *r);
+
+/* True once the region has stopped (graceful_shutdown or region_shutdown). */
+bool region_stopped(const struct region *r);
+
+/* region_shutdown if needed, then frees. */
+void region_free(struct region *r);
+
+/* Counters, for tests and benchmarks. */
+struct region_stats {
+	uint64_t entities;   /* live */
+	uint32_t shards;     /* hosted here */
+	uint32_t buffered;   /* waiting for a shard home */
+	uint64_t delivered;  /* messages handled by local entities */
+	uint64_t dropped;    /* tells dropped: full buffer */
+	uint64_t forwarded;  /* messages sent on to another region */
+};
+void region_get_stats(const struct region *r, struct region_stats *out);
+
+#endif

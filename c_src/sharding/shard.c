@@ -1,0 +1,136 @@
+/* shard.c — see shard.h. */
+#include "sharding/shard.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "etf/term.h"
+
+struct shard *shard_new(uint32_t id, const struct entity_type *type)
+{
+	struct shard *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return NULL;
+	s->id = id;
+	s->type = type;
+	return s;
+}
+
+static void stop_entity(struct entity *e, void *arg)
+{
+	struct shard *s = arg;
+	if (s->type->stop)
+		s->type->stop(entity_state(e));
+	s->passivated++;
+}
+
+/* Stopped for good: the observer hears of it. */
+static void retire_entity(struct shard *s, struct entity *e)
+{
+	stop_entity(e, s);
+	if (s->observer.stopped)
+		s->observer.stopped(s->observer.arg, s->id, entity_id(e), e->id_len);
+	entity_table_remove(&s->entities, e);
+}
+
+/* Inserts and starts an entity. Returns it, or NULL with *rc: -ENOMEM, or
+ * the start callback's non-zero result. */
+static struct entity *start_entity(struct shard *s, const char *id, size_t id_len, uint32_t hash, int *rc)
+{
+	struct entity *e = entity_table_insert(&s->entities, id, id_len, hash, s->type->state_size);
+	if (e == NULL) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	if (s->type->start && (*rc = s->type->start(entity_state(e), id, id_len)) != 0) {
+		entity_table_remove(&s->entities, e);
+		return NULL;
+	}
+	s->started++;
+	if (s->observer.started)
+		s->observer.started(s->observer.arg, s->id, id, id_len);
+	return e;
+}
+
+int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t now_ms)
+{
+	uint32_t hash = entity_table_hash(id, id_len);
+	struct entity *e = entity_table_find(&s->entities, id, id_len, hash);
+	int rc = 0;
+	if (e == NULL && (e = start_entity(s, id, id_len, hash, &rc)) == NULL)
+		return rc == -ENOMEM ? -ENOMEM : -ECANCELED;
+	e->last_active = now_ms;
+	return 0;
+}
+
+int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
+		  uint32_t now_ms, ei_x_buff *reply)
+{
+	uint32_t hash = entity_table_hash(id, id_len);
+	struct entity *e = entity_table_find(&s->entities, id, id_len, hash);
+	if (term_is_atom(msg, 0, "passivate")) {
+		if (e != NULL)
+			retire_entity(s, e);
+		ei_x_encode_atom(reply, "ok");
+		return 0;
+	}
+	if (e == NULL) {
+		int rc = 0;
+		e = start_entity(s, id, id_len, hash, &rc);
+		if (e == NULL && rc == -ENOMEM) {
+			term_x_error_atom(reply, "enomem");
+			return -ENOMEM;
+		}
+		if (e == NULL) {
+			ei_x_encode_tuple_header(reply, 2);
+			ei_x_encode_atom(reply, "error");
+			ei_x_encode_tuple_header(reply, 2);
+			ei_x_encode_atom(reply, "entity_start_failed");
+			ei_x_encode_long(reply, rc);
+			return 0;
+		}
+	}
+	e->last_active = now_ms;
+	enum entity_after after = s->type->handle(entity_state(e), msg, msg_len, reply);
+	if (reply->index == 0)
+		entity_reply_unknown(reply, msg, msg_len); /* a type that forgot to reply */
+	if (after == ENTITY_STOP)
+		retire_entity(s, e);
+	return 0;
+}
+
+/* One idle sweep: entities quiet since before now - idle stop. */
+struct idle_sweep {
+	uint32_t now, idle;
+	struct shard *shard;
+};
+
+static bool is_idle(struct entity *e, void *arg)
+{
+	const struct idle_sweep *w = arg;
+	/* Unsigned difference: correct across the 49-day wrap of the clock. */
+	return w->now - e->last_active >= w->idle;
+}
+
+static void stop_idle(struct entity *e, void *arg)
+{
+	struct shard *s = ((struct idle_sweep *)arg)->shard;
+	stop_entity(e, s);
+	if (s->observer.stopped)
+		s->observer.stopped(s->observer.arg, s->id, entity_id(e), e->id_len);
+}
+
+size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms)
+{
+	struct idle_sweep w = {.now = now_ms, .idle = idle_ms, .shard = s};
+	return entity_table_remove_if(&s->entities, is_idle, stop_idle, &w);
+}
+
+void shard_free(struct shard *s)
+{
+	if (s == NULL)
+		return;
+	entity_table_clear(&s->entities, stop_entity, s);
+	free(s);
+}

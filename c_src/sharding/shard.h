@@ -1,0 +1,62 @@
+/*
+ * shard.h — one shard hosted by a region: its live entities and their
+ * lifecycle (start on first message, passivate on request or when idle).
+ *
+ * Entity callbacks run synchronously on the loop, so an entity's stop is
+ * complete before the next message is looked at: a message that follows a
+ * `passivate` simply starts a new incarnation. No buffering is needed inside
+ * the shard.
+ */
+#ifndef SN_SHARD_H
+#define SN_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "entity/entity.h"
+#include "entity/entity_table.h"
+
+/* Told of each entity that starts, and of each one stopped for good
+ * (`passivate`, ENTITY_STOP, idle passivation) — not of those stopped
+ * with the shard, which live on where the shard goes next. Ids are
+ * canonical bytes, valid during the call. For remembered entities. */
+struct shard_observer {
+	void (*started)(void *arg, uint32_t shard, const char *id, size_t len);
+	void (*stopped)(void *arg, uint32_t shard, const char *id, size_t len);
+	void *arg;
+};
+
+struct shard {
+	uint32_t id;
+	const struct entity_type *type;
+	struct entity_table entities;
+	uint64_t started, passivated; /* entity incarnations, for stats */
+	struct shard_observer observer; /* all NULL: nobody watches */
+};
+
+/* Returns a new empty shard, or NULL (out of memory). */
+struct shard *shard_new(uint32_t id, const struct entity_type *type);
+
+/* Delivers msg to the entity with canonical id bytes `id`, starting it if it
+ * is not live, and encodes the reply (no version byte) into `reply`.
+ * `passivate` is answered `ok` and stops a live entity (without starting a
+ * dead one). `now_ms` stamps the entity's last activity. Returns 0, or
+ * -ENOMEM (reply holds {error, enomem}). */
+int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
+		  uint32_t now_ms, ei_x_buff *reply);
+
+/* Starts the entity with canonical id bytes `id` if it is not live, without
+ * a message (a remembered entity). Returns 0 (started or already live),
+ * -ENOMEM, or -ECANCELED (the type's start callback refused; nothing is
+ * left behind). */
+int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t now_ms);
+
+/* Stops entities idle for at least idle_ms. Returns how many. */
+size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms);
+
+/* Stops every entity and frees the shard. */
+void shard_free(struct shard *s);
+
+#endif
