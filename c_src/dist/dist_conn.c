@@ -1,5 +1,6 @@
 /* dist_conn.c — see dist_conn.h. */
 #include "dist/dist_conn.h"
+#include "base/byteorder.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -604,7 +605,9 @@ int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const c
 		dist_conn_close(c, why);
 		return -ENOBUFS;
 	}
-	uint8_t head[5] = {(uint8_t)(body >> 24), (uint8_t)(body >> 16), (uint8_t)(body >> 8), (uint8_t)body, 'p'};
+	uint8_t head[5];
+	be32_write(head, (uint32_t)body);
+	head[4] = 'p';
 	if (bytebuf_reserve(q, 4 + body))
 		return -ENOMEM;
 	bytebuf_append(q, head, sizeof head);

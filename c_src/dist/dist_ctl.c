@@ -1,5 +1,6 @@
 /* dist_ctl.c — see dist_ctl.h. */
 #include "dist/dist_ctl.h"
+#include "base/byteorder.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -8,14 +9,6 @@
 
 #include "dist/dist_frame.h"
 #include "etf/term.h"
-
-static void put32(char *p, uint32_t v)
-{
-	p[0] = (char)(v >> 24);
-	p[1] = (char)(v >> 16);
-	p[2] = (char)(v >> 8);
-	p[3] = (char)v;
-}
 
 /* Version, tuple header and op: 5 bytes. */
 static size_t put_head(char *out, unsigned arity, unsigned op)
@@ -67,9 +60,9 @@ static int put_pid(char *out, const erlang_pid *p)
 			out[0] = (char)ERL_NEW_PID_EXT;
 			out[1] = (char)ERL_SMALL_ATOM_UTF8_EXT;
 			out[2] = (char)n;
-			put32(out + 3 + n, p->num);
-			put32(out + 7 + n, p->serial);
-			put32(out + 11 + n, p->creation);
+			be32_write(out + 3 + n, p->num);
+			be32_write(out + 7 + n, p->serial);
+			be32_write(out + 11 + n, p->creation);
 			return (int)(15 + n);
 		}
 	}

@@ -1,5 +1,6 @@
 /* dist_frame.c — see dist_frame.h. */
 #include "dist/dist_frame.h"
+#include "base/byteorder.h"
 
 #include <errno.h>
 
@@ -10,7 +11,7 @@ enum dist_frame_result dist_frame_next(const uint8_t *buf, size_t len, size_t ma
 {
 	if (len < 4)
 		return DIST_FRAME_NEED_MORE;
-	size_t n = (size_t)buf[0] << 24 | (size_t)buf[1] << 16 | (size_t)buf[2] << 8 | buf[3];
+	size_t n = be32_read(buf);
 	if (n == 0) {
 		*consumed = 4;
 		return DIST_FRAME_TICK;

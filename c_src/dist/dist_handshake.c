@@ -1,5 +1,6 @@
 /* dist_handshake.c — see dist_handshake.h. */
 #include "dist/dist_handshake.h"
+#include "base/byteorder.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,29 +8,6 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-
-static uint32_t get16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32 | get32(p + 4); }
-static uint8_t *put16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-	return p + 2;
-}
-static uint8_t *put32(uint8_t *p, uint32_t v)
-{
-	p = put16(p, v >> 16);
-	return put16(p, v & 0xffff);
-}
-static uint8_t *put64(uint8_t *p, uint64_t v)
-{
-	p = put32(p, (uint32_t)(v >> 32));
-	return put32(p, (uint32_t)v);
-}
 
 bool hs_node_name_valid(const char *name, size_t len)
 {
@@ -61,7 +39,7 @@ int hs_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_le
 {
 	if (len < 2)
 		return 0;
-	size_t n = get16(buf);
+	size_t n = be16_read(buf);
 	if (n == 0 || n > HS_MAX_MESSAGE)
 		return -EPROTO;
 	if (len - 2 < n)
@@ -77,11 +55,11 @@ int hs_decode_name(const uint8_t *msg, size_t len, struct hs_name *out)
 	/* 'N' Flags:8 Creation:4 NameLen:2 Name */
 	if (len < 15 || msg[0] != 'N')
 		return -EPROTO;
-	size_t nlen = get16(msg + 13);
+	size_t nlen = be16_read(msg + 13);
 	if (len != 15 + nlen)
 		return -EPROTO;
-	out->flags = get64(msg + 1);
-	out->creation = get32(msg + 9);
+	out->flags = be64_read(msg + 1);
+	out->creation = be32_read(msg + 9);
 	return copy_node_name(msg + 15, nlen, out->node);
 }
 
@@ -101,12 +79,12 @@ int hs_decode_challenge(const uint8_t *msg, size_t len, struct hs_challenge *out
 	/* 'N' Flags:8 Challenge:4 Creation:4 NameLen:2 Name */
 	if (len < 19 || msg[0] != 'N')
 		return -EPROTO;
-	size_t nlen = get16(msg + 17);
+	size_t nlen = be16_read(msg + 17);
 	if (len != 19 + nlen)
 		return -EPROTO;
-	out->flags = get64(msg + 1);
-	out->challenge = get32(msg + 9);
-	out->creation = get32(msg + 13);
+	out->flags = be64_read(msg + 1);
+	out->challenge = be32_read(msg + 9);
+	out->creation = be32_read(msg + 13);
 	return copy_node_name(msg + 19, nlen, out->node);
 }
 
@@ -114,7 +92,7 @@ int hs_decode_reply(const uint8_t *msg, size_t len, uint32_t *challenge, uint8_t
 {
 	if (len != 1 + 4 + HS_DIGEST_LEN || msg[0] != 'r')
 		return -EPROTO;
-	*challenge = get32(msg + 1);
+	*challenge = be32_read(msg + 1);
 	memcpy(digest, msg + 5, HS_DIGEST_LEN);
 	return 0;
 }
@@ -131,7 +109,7 @@ int hs_decode_ack(const uint8_t *msg, size_t len, uint8_t digest[HS_DIGEST_LEN])
 static int append_framed(struct bytebuf *out, const uint8_t *body, size_t n)
 {
 	uint8_t len[2];
-	put16(len, (uint32_t)n);
+	be16_write(len, (uint32_t)n);
 	int rc = bytebuf_reserve(out, n + 2);
 	if (rc)
 		return rc;
@@ -146,9 +124,9 @@ int hs_encode_name(struct bytebuf *out, uint64_t flags, uint32_t creation, const
 	size_t nlen = strnlen(node, HS_NODE_NAME_BUF - 1);
 	uint8_t *p = body;
 	*p++ = 'N';
-	p = put64(p, flags);
-	p = put32(p, creation);
-	p = put16(p, (uint32_t)nlen);
+	p = be64_write(p, flags);
+	p = be32_write(p, creation);
+	p = be16_write(p, (uint32_t)nlen);
 	memcpy(p, node, nlen);
 	return append_framed(out, body, 15 + nlen);
 }
@@ -169,10 +147,10 @@ int hs_encode_challenge(struct bytebuf *out, uint64_t flags, uint32_t challenge,
 	size_t nlen = strnlen(node, HS_NODE_NAME_BUF - 1);
 	uint8_t *p = body;
 	*p++ = 'N';
-	p = put64(p, flags);
-	p = put32(p, challenge);
-	p = put32(p, creation);
-	p = put16(p, (uint32_t)nlen);
+	p = be64_write(p, flags);
+	p = be32_write(p, challenge);
+	p = be32_write(p, creation);
+	p = be16_write(p, (uint32_t)nlen);
 	memcpy(p, node, nlen);
 	return append_framed(out, body, 19 + nlen);
 }
@@ -181,7 +159,7 @@ int hs_encode_reply(struct bytebuf *out, uint32_t challenge, const uint8_t diges
 {
 	uint8_t body[1 + 4 + HS_DIGEST_LEN];
 	body[0] = 'r';
-	put32(body + 1, challenge);
+	be32_write(body + 1, challenge);
 	memcpy(body + 5, digest, HS_DIGEST_LEN);
 	return append_framed(out, body, sizeof body);
 }

@@ -1,5 +1,6 @@
 /* epmd.c — see epmd.h. */
 #include "dist/epmd.h"
+#include "base/byteorder.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -39,12 +40,6 @@ uint16_t epmd_port(void)
 	return 4369;
 }
 
-static void put16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
 int epmd_encode_alive2_req(struct bytebuf *out, uint16_t port, const char *alive)
 {
 	size_t n = strlen(alive);
@@ -53,16 +48,16 @@ int epmd_encode_alive2_req(struct bytebuf *out, uint16_t port, const char *alive
 	/* Len:2 | 120 Port:2 Type:1 Proto:1 High:2 Low:2 NLen:2 Name ELen:2 */
 	uint8_t msg[2 + 13 + 255];
 	size_t body = 13 + n;
-	put16(msg, (uint32_t)body);
+	be16_write(msg, (uint32_t)body);
 	msg[2] = EPMD_ALIVE2_REQ;
-	put16(msg + 3, port);
+	be16_write(msg + 3, port);
 	msg[5] = NODE_TYPE_HIDDEN;
 	msg[6] = 0; /* TCP/IPv4 */
-	put16(msg + 7, DIST_VERSION);
-	put16(msg + 9, DIST_VERSION);
-	put16(msg + 11, (uint32_t)n);
+	be16_write(msg + 7, DIST_VERSION);
+	be16_write(msg + 9, DIST_VERSION);
+	be16_write(msg + 11, (uint32_t)n);
 	memcpy(msg + 13, alive, n);
-	put16(msg + 13 + n, 0); /* no extra */
+	be16_write(msg + 13 + n, 0); /* no extra */
 	return bytebuf_append(out, msg, 2 + body);
 }
 
@@ -74,14 +69,14 @@ int epmd_decode_alive2_resp(const uint8_t *buf, size_t len, uint8_t *result, uin
 		if (len < 6)
 			return 0;
 		*result = buf[1];
-		*creation = (uint32_t)buf[2] << 24 | (uint32_t)buf[3] << 16 | (uint32_t)buf[4] << 8 | buf[5];
+		*creation = be32_read(buf + 2);
 		return 1;
 	}
 	if (buf[0] == EPMD_ALIVE2_RESP) {
 		if (len < 4)
 			return 0;
 		*result = buf[1];
-		*creation = (uint32_t)buf[2] << 8 | buf[3];
+		*creation = be16_read(buf + 2);
 		return 1;
 	}
 	return -EPROTO;
@@ -93,7 +88,7 @@ int epmd_encode_port_please2_req(struct bytebuf *out, const char *alive)
 	if (n == 0 || n > 255)
 		return -EINVAL;
 	uint8_t msg[3 + 255];
-	put16(msg, (uint32_t)(n + 1));
+	be16_write(msg, (uint32_t)(n + 1));
 	msg[2] = EPMD_PORT_PLEASE2_REQ;
 	memcpy(msg + 3, alive, n);
 	return bytebuf_append(out, msg, 3 + n);
@@ -114,14 +109,14 @@ int epmd_decode_port2_resp(const uint8_t *buf, size_t len, uint8_t *result, uint
 	/* 119 Result Port:2 Type:1 Proto:1 High:2 Low:2 NLen:2 Name ELen:2 Extra */
 	if (len < 12)
 		return 0;
-	size_t nlen = (size_t)buf[10] << 8 | buf[11];
+	size_t nlen = be16_read(buf + 10);
 	if (len < 12 + nlen + 2)
 		return 0;
-	size_t elen = (size_t)buf[12 + nlen] << 8 | buf[13 + nlen];
+	size_t elen = be16_read(buf + 12 + nlen);
 	if (len < 14 + nlen + elen)
 		return 0;
-	*port = (uint16_t)(buf[2] << 8 | buf[3]);
-	*high_version = (uint16_t)(buf[6] << 8 | buf[7]);
+	*port = be16_read(buf + 2);
+	*high_version = be16_read(buf + 6);
 	return 1;
 }
 

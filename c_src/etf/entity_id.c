@@ -17,6 +17,7 @@
  * differs from its input order.
  */
 #include "etf/entity_id.h"
+#include "base/byteorder.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -25,23 +26,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- byte helpers ---- */
-
-static uint32_t get16(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void set32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
 
 /* ---- state ---- */
 
@@ -268,7 +252,7 @@ static int put_int(struct ctx *c, int64_t v)
 		return put(c, b, 2);
 	}
 	b[0] = ERL_INTEGER_EXT;
-	set32(b + 1, (uint32_t)(int32_t)v);
+	be32_write(b + 1, (uint32_t)(int32_t)v);
 	return put(c, b, 5);
 }
 
@@ -286,7 +270,7 @@ static int read_big(struct ctx *c, unsigned char tag)
 	} else {
 		if (avail(c) < 6)
 			return -EPROTO;
-		n = get32(b + 1);
+		n = be32_read(b + 1);
 		sign = b[5];
 		h = 6;
 	}
@@ -314,7 +298,7 @@ static int read_big(struct ctx *c, unsigned char tag)
 		hn = 3;
 	} else {
 		hd[0] = ERL_LARGE_BIG_EXT;
-		set32(hd + 1, (uint32_t)n);
+		be32_write(hd + 1, (uint32_t)n);
 		hd[5] = (unsigned char)sign;
 		hn = 6;
 	}
@@ -330,8 +314,8 @@ static int put_double(struct ctx *c, double v)
 	memcpy(&bits, &v, sizeof bits);
 	unsigned char b[9];
 	b[0] = NEW_FLOAT_EXT;
-	set32(b + 1, (uint32_t)(bits >> 32));
-	set32(b + 5, (uint32_t)bits);
+	be32_write(b + 1, (uint32_t)(bits >> 32));
+	be32_write(b + 5, (uint32_t)bits);
 	return put(c, b, 9);
 }
 
@@ -446,8 +430,7 @@ static int put_atom_header(struct ctx *c, size_t n)
 		return put(c, h, 2);
 	}
 	h[0] = ERL_ATOM_UTF8_EXT;
-	h[1] = (unsigned char)(n >> 8);
-	h[2] = (unsigned char)n;
+	be16_write(h + 1, (uint16_t)n);
 	return put(c, h, 3);
 }
 
@@ -458,7 +441,7 @@ static int read_atom(struct ctx *c, unsigned char tag)
 	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
 		if (avail(c) < 3)
 			return -EPROTO;
-		n = get16(b + 1);
+		n = be16_read(b + 1);
 		h = 3;
 	} else {
 		if (avail(c) < 2)
@@ -498,7 +481,7 @@ static int read_binary(struct ctx *c)
 {
 	if (avail(c) < 5)
 		return -EPROTO;
-	size_t n = get32(c->in + c->i + 1);
+	size_t n = be32_read(c->in + c->i + 1);
 	if (avail(c) - 5 < n)
 		return -EPROTO;
 	const unsigned char *b = c->in + c->i;
@@ -511,7 +494,7 @@ static int read_bitstring(struct ctx *c)
 	if (avail(c) < 6)
 		return -EPROTO;
 	const unsigned char *b = c->in + c->i;
-	size_t n = get32(b + 1);
+	size_t n = be32_read(b + 1);
 	unsigned bits = b[5];
 	if (n == 0 || bits < 1 || bits > 8 || avail(c) - 6 < n)
 		return -EPROTO;
@@ -520,7 +503,7 @@ static int read_bitstring(struct ctx *c)
 	int rc;
 	if (bits == 8) {
 		h[0] = ERL_BINARY_EXT;
-		set32(h + 1, (uint32_t)n);
+		be32_write(h + 1, (uint32_t)n);
 		rc = put(c, h, 5);
 		return rc ? rc : put(c, b + 6, n);
 	}
@@ -535,7 +518,7 @@ static int read_string(struct ctx *c)
 {
 	if (avail(c) < 3)
 		return -EPROTO;
-	size_t n = get16(c->in + c->i + 1);
+	size_t n = be16_read(c->in + c->i + 1);
 	if (avail(c) - 3 < n)
 		return -EPROTO;
 	const unsigned char *b = c->in + c->i;
@@ -573,7 +556,7 @@ static int read_list_header(struct ctx *c, uint64_t *n)
 {
 	if (avail(c) < 5)
 		return -EPROTO;
-	*n = get32(c->in + c->i + 1);
+	*n = be32_read(c->in + c->i + 1);
 	c->i += 5;
 	if (*n > avail(c)) /* each element takes a byte, and the tail one more */
 		return -EPROTO;
@@ -594,7 +577,7 @@ static int list_string_tail(struct ctx *c, struct frame *f)
 {
 	if (avail(c) < 3)
 		return -EPROTO;
-	size_t n = get16(c->in + c->i + 1);
+	size_t n = be16_read(c->in + c->i + 1);
 	if (avail(c) - 3 < n)
 		return -EPROTO;
 	const unsigned char *s = c->in + c->i + 3;
@@ -633,14 +616,13 @@ static int finish_list(struct ctx *c, struct frame *f, bool proper)
 		/* LIST_EXT n, (97 x)*, NIL  ->  STRING_EXT n, x* */
 		size_t n = (size_t)f->count;
 		b[0] = ERL_STRING_EXT;
-		b[1] = (unsigned char)(n >> 8);
-		b[2] = (unsigned char)n;
+		be16_write(b + 1, (uint16_t)n);
 		for (size_t k = 0; k < n; k++)
 			b[3 + k] = b[5 + 2 * k + 1];
 		c->out->index = (int)(f->start + 3 + n);
 		return 0;
 	}
-	set32(b + 1, (uint32_t)f->count);
+	be32_write(b + 1, (uint32_t)f->count);
 	if (!proper)
 		return 0;
 	unsigned char nil = ERL_NIL_EXT;
@@ -791,7 +773,7 @@ static int read_term(struct ctx *c, bool *opened)
 		if (avail(c) < 5)
 			return -EPROTO;
 		c->i += 5;
-		return put_int(c, (int32_t)get32(b + 1));
+		return put_int(c, (int32_t)be32_read(b + 1));
 	case ERL_SMALL_BIG_EXT:
 	case ERL_LARGE_BIG_EXT:
 		return read_big(c, tag);
@@ -819,7 +801,7 @@ static int read_term(struct ctx *c, bool *opened)
 		size_t h = tag == ERL_SMALL_TUPLE_EXT ? 2 : 5;
 		if (avail(c) < h)
 			return -EPROTO;
-		n = h == 2 ? b[1] : get32(b + 1);
+		n = h == 2 ? b[1] : be32_read(b + 1);
 		c->i += h;
 		if (n > avail(c))
 			return -EPROTO;
@@ -830,7 +812,7 @@ static int read_term(struct ctx *c, bool *opened)
 			rc = put(c, hd, 2);
 		} else {
 			hd[0] = ERL_LARGE_TUPLE_EXT;
-			set32(hd + 1, (uint32_t)n);
+			be32_write(hd + 1, (uint32_t)n);
 			rc = put(c, hd, 5);
 		}
 		if (rc || n == 0)
@@ -841,7 +823,7 @@ static int read_term(struct ctx *c, bool *opened)
 	case ERL_MAP_EXT: {
 		if (avail(c) < 5)
 			return -EPROTO;
-		n = get32(b + 1);
+		n = be32_read(b + 1);
 		c->i += 5;
 		if (2 * n > avail(c))
 			return -EPROTO;

@@ -45,6 +45,7 @@
  * phash2(T) keeps the low 27 bits of H; phash2(T, Range) is H mod Range.
  */
 #include "etf/phash2.h"
+#include "base/byteorder.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -109,13 +110,6 @@ static void fold2(uint32_t *h, uint32_t x, uint32_t y, uint32_t k)
 static uint32_t le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* lookup2's block hash over n bytes with the given initial value. The last
@@ -276,7 +270,7 @@ static int read_integer(struct walk *w, uint8_t tag, struct int_value *iv)
 	case ERL_INTEGER_EXT: {
 		if (take(w, 4, &p))
 			return -EPROTO;
-		uint32_t u = be32(p);
+		uint32_t u = be32_read(p);
 		iv->neg = (u >> 31) != 0;
 		m = iv->neg ? 0u - u : u; /* |INT32_MIN| is 2^31, fine unsigned */
 		break;
@@ -291,7 +285,7 @@ static int read_integer(struct walk *w, uint8_t tag, struct int_value *iv)
 		} else {
 			if (take(w, 5, &p))
 				return -EPROTO;
-			n = be32(p);
+			n = be32_read(p);
 			iv->neg = p[4] != 0;
 		}
 		if (take(w, n, &p))
@@ -491,7 +485,7 @@ static int dispatch(struct walk *w)
 	case NEW_FLOAT_EXT: {
 		if (take(w, 8, &p))
 			return -EPROTO;
-		uint64_t bits = (uint64_t)be32(p) << 32 | be32(p + 4);
+		uint64_t bits = (uint64_t)be32_read(p) << 32 | be32_read(p + 4);
 		double d;
 		memcpy(&d, &bits, sizeof d);
 		hash_double(w, d);
@@ -518,7 +512,7 @@ static int dispatch(struct walk *w)
 		bool small = tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT;
 		if (take(w, small ? 1 : 2, &p))
 			return -EPROTO;
-		n = small ? p[0] : be16(p);
+		n = small ? p[0] : be16_read(p);
 		if (take(w, n, &p))
 			return -EPROTO;
 		bool utf8 = tag == ERL_ATOM_UTF8_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT;
@@ -533,7 +527,7 @@ static int dispatch(struct walk *w)
 		size_t n;
 		if (take(w, 2, &p))
 			return -EPROTO;
-		n = be16(p);
+		n = be16_read(p);
 		if (take(w, n, &p))
 			return -EPROTO;
 		hash_string_bytes(w, &run, p, n); /* n == 0 is just [] */
@@ -543,7 +537,7 @@ static int dispatch(struct walk *w)
 		size_t n;
 		if (take(w, 4, &p))
 			return -EPROTO;
-		n = be32(p);
+		n = be32_read(p);
 		if (take(w, n, &p))
 			return -EPROTO;
 		hash_bits(w, p, n, 0);
@@ -554,7 +548,7 @@ static int dispatch(struct walk *w)
 		unsigned last_bits;
 		if (take(w, 5, &p))
 			return -EPROTO;
-		n = be32(p);
+		n = be32_read(p);
 		last_bits = p[4];
 		if (n == 0 || last_bits < 1 || last_bits > 8)
 			return -EPROTO;
@@ -576,7 +570,7 @@ static int dispatch(struct walk *w)
 		} else {
 			if (take(w, 4, &p))
 				return -EPROTO;
-			arity = be32(p);
+			arity = be32_read(p);
 		}
 		fold2(&w->h, arity, 0, K_TUPLE);
 		if (arity == 0)
@@ -588,7 +582,7 @@ static int dispatch(struct walk *w)
 		uint32_t size;
 		if (take(w, 4, &p))
 			return -EPROTO;
-		size = be32(p);
+		size = be32_read(p);
 		fold2(&w->h, size, 0, K_MAP_SIZE);
 		if (size == 0)
 			break;
@@ -601,7 +595,7 @@ static int dispatch(struct walk *w)
 	case ERL_LIST_EXT: {
 		if (take(w, 4, &p))
 			return -EPROTO;
-		struct frame f = {.kind = FRAME_LIST, .phase = LIST_ELEMS, .left = be32(p)};
+		struct frame f = {.kind = FRAME_LIST, .phase = LIST_ELEMS, .left = be32_read(p)};
 		f.u.run.word = 0;
 		f.u.run.count = 0;
 		return push_frame(w, &f);
@@ -662,7 +656,7 @@ static int list_next(struct walk *w, struct frame *f)
 		if (tag == ERL_LIST_EXT) {
 			if (take(w, 5, &p))
 				return -EPROTO;
-			f->left = be32(p + 1);
+			f->left = be32_read(p + 1);
 			f->phase = LIST_ELEMS;
 			continue;
 		}
@@ -670,7 +664,7 @@ static int list_next(struct walk *w, struct frame *f)
 			size_t n;
 			if (take(w, 3, &p))
 				return -EPROTO;
-			n = be16(p + 1);
+			n = be16_read(p + 1);
 			if (take(w, n, &p))
 				return -EPROTO;
 			hash_string_bytes(w, &f->u.run, p, n);

@@ -1,15 +1,9 @@
 /* term.c — see term.h. */
 #include "etf/term.h"
+#include "base/byteorder.h"
 
 #include <errno.h>
 #include <string.h>
-
-/* Reads big-endian unsigned integers; callers check bounds first. */
-static uint32_t be16(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* Atom lengths larger than this cannot come from a BEAM (255 characters). */
 #define ATOM_MAX_BYTES (255u * 4u)
@@ -26,7 +20,7 @@ static inline int skip_atom(const unsigned char *b, size_t len, size_t *i)
 	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
 		if (len - *i < 3)
 			return -EPROTO;
-		n = be16(b + *i + 1);
+		n = be16_read(b + *i + 1);
 		*i += 3;
 	} else if (tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
 		if (len - *i < 2)
@@ -116,7 +110,7 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 		case ERL_NEW_REFERENCE_EXT: /* Len:2, Node, Creation:1, ID:4*Len */
 		case ERL_NEWER_REFERENCE_EXT: /* Len:2, Node, Creation:4, ID:4*Len */
 			if (len - i < 2) return -EPROTO;
-			n = be16(b + i);
+			n = be16_read(b + i);
 			i += 2;
 			if (n > 5 || skip_atom(b, len, &i) ||
 			    need(len, &i, (tag == ERL_NEW_REFERENCE_EXT ? 1 : 4) + 4 * n))
@@ -143,36 +137,36 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 			break;
 		case ERL_LARGE_TUPLE_EXT:
 			if (len - i < 4) return -EPROTO;
-			pending += be32(b + i);
+			pending += be32_read(b + i);
 			i += 4;
 			break;
 		case ERL_MAP_EXT:
 			if (len - i < 4) return -EPROTO;
-			pending += 2 * (uint64_t)be32(b + i);
+			pending += 2 * (uint64_t)be32_read(b + i);
 			i += 4;
 			break;
 		case ERL_NIL_EXT:
 			break;
 		case ERL_STRING_EXT:
 			if (len - i < 2) return -EPROTO;
-			n = be16(b + i);
+			n = be16_read(b + i);
 			i += 2;
 			if (need(len, &i, n)) return -EPROTO;
 			break;
 		case ERL_LIST_EXT: /* Len:4, Elements, Tail */
 			if (len - i < 4) return -EPROTO;
-			pending += (uint64_t)be32(b + i) + 1;
+			pending += (uint64_t)be32_read(b + i) + 1;
 			i += 4;
 			break;
 		case ERL_BINARY_EXT:
 			if (len - i < 4) return -EPROTO;
-			n = be32(b + i);
+			n = be32_read(b + i);
 			i += 4;
 			if (need(len, &i, n)) return -EPROTO;
 			break;
 		case ERL_BIT_BINARY_EXT: /* Len:4, Bits:1, Data */
 			if (len - i < 5) return -EPROTO;
-			n = be32(b + i);
+			n = be32_read(b + i);
 			if (b[i + 4] < 1 || b[i + 4] > 8 || n == 0) return -EPROTO;
 			i += 5;
 			if (need(len, &i, n)) return -EPROTO;
@@ -186,14 +180,14 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 			break;
 		case ERL_LARGE_BIG_EXT:
 			if (len - i < 5) return -EPROTO;
-			n = be32(b + i);
+			n = be32_read(b + i);
 			if (b[i + 4] > 1) return -EPROTO;
 			i += 5;
 			if (need(len, &i, n)) return -EPROTO;
 			break;
 		case ERL_NEW_FUN_EXT: { /* Size:4 counts itself and all that follows */
 			if (len - i < 4) return -EPROTO;
-			n = be32(b + i);
+			n = be32_read(b + i);
 			if (n < 4 || len - i < n) return -EPROTO;
 			/* The free variables are skipped, not walked: the node never
 			 * decodes a fun, it only refuses or echoes one. But the
@@ -232,7 +226,7 @@ static inline bool atom_text(const unsigned char *b, size_t len, size_t idx, con
 	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
 		if (len - idx < 3)
 			return false;
-		*n = be16(b + idx + 1);
+		*n = be16_read(b + idx + 1);
 		head = 3;
 	} else if (tag == ERL_SMALL_ATOM_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
 		if (len - idx < 2)
@@ -340,13 +334,13 @@ int term_get_pid(const char *buf, size_t *idx, erlang_pid *out)
 	size_t i = *idx + 1;
 	if (term_get_atom(buf, &i, out->node))
 		return -EPROTO;
-	out->num = be32(b + i);
-	out->serial = be32(b + i + 4);
+	out->num = be32_read(b + i);
+	out->serial = be32_read(b + i + 4);
 	if (tag == ERL_PID_EXT) {
 		out->creation = b[i + 8] & 0x03; /* 2 bits, as ei reads them */
 		i += 9;
 	} else {
-		out->creation = be32(b + i + 8);
+		out->creation = be32_read(b + i + 8);
 		i += 12;
 	}
 	*idx = i;
@@ -381,7 +375,7 @@ long term_get_tuple(const char *buf, size_t *idx)
 	}
 	if (b[0] == ERL_LARGE_TUPLE_EXT) {
 		*idx += 5;
-		return (int32_t)be32(b + 1);
+		return (int32_t)be32_read(b + 1);
 	}
 	return -1;
 }
@@ -391,7 +385,7 @@ static size_t atom_end(const unsigned char *b, size_t i)
 {
 	if (b[i] == ERL_SMALL_ATOM_UTF8_EXT || b[i] == ERL_SMALL_ATOM_EXT)
 		return i + 2 + b[i + 1];
-	return i + 3 + be16(b + i + 1);
+	return i + 3 + be16_read(b + i + 1);
 }
 
 /* The end of the validated leaf term at b[i] whose size its first bytes
@@ -416,7 +410,7 @@ static size_t leaf_end(const unsigned char *b, size_t i)
 	case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 */
 		return atom_end(b, i + 1) + 9;
 	case ERL_BINARY_EXT:
-		return i + 5 + be32(b + i + 1);
+		return i + 5 + be32_read(b + i + 1);
 	default:
 		return 0;
 	}

@@ -1,5 +1,6 @@
 /* remember.c — see remember.h. */
 #include "store/remember.h"
+#include "base/byteorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,25 +40,12 @@ struct remember {
 
 /* ---- the log ---- */
 
-static void put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static int write_record(FILE *f, char op, uint32_t shard, const char *id, size_t len)
 {
 	unsigned char head[9];
 	head[0] = (unsigned char)op;
-	put32(head + 1, shard);
-	put32(head + 5, (uint32_t)len);
+	be32_write(head + 1, shard);
+	be32_write(head + 5, (uint32_t)len);
 	if (fwrite(head, 1, sizeof head, f) != sizeof head || fwrite(id, 1, len, f) != len)
 		return -EIO;
 	return 0;
@@ -111,7 +99,7 @@ static int load_records(struct remember *r, const unsigned char *buf, size_t len
 			break;
 		}
 		char op = (char)buf[i];
-		uint32_t shard = get32(buf + i + 1), id_len = get32(buf + i + 5);
+		uint32_t shard = be32_read(buf + i + 1), id_len = be32_read(buf + i + 5);
 		if ((op != '+' && op != '-') || id_len > MAX_ID_LEN) {
 			log_warn(r->log, "remembered entities: %s is damaged at byte %zu; the rest is dropped", r->path, i);
 			break;
