@@ -15,13 +15,15 @@
  * key comparisons of an enclosing map do that, and so does one final pass
  * that lays the whole output out in order, needed only when some map's order
  * differs from its input order.
+ *
+ * This file walks containers; every scalar term is rewritten by
+ * entity_id_scalar.c, through the same struct id_io.
  */
 #include "etf/entity_id.h"
+#include "etf/entity_id_scalar.h"
 #include "base/byteorder.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,9 +81,7 @@ struct walk {
 };
 
 struct ctx {
-	const unsigned char *in;
-	size_t len, i;
-	ei_x_buff *out;
+	struct id_io io;    /* input cursor and output; scalars are read through it */
 	struct frame *st;
 	size_t depth, cap;
 	struct maprec *recs;
@@ -91,37 +91,9 @@ struct ctx {
 	int err;            /* a failure inside a comparison */
 };
 
-static unsigned char *obuf(struct ctx *c) { return (unsigned char *)c->out->buff; }
-static size_t opos(const struct ctx *c) { return (size_t)c->out->index; }
+static unsigned char *obuf(struct ctx *c) { return (unsigned char *)c->io.out->buff; }
+static size_t opos(const struct ctx *c) { return (size_t)c->io.out->index; }
 
-/* Appends to the output. ei_x_append_buf() grows a buffer by a constant
- * step, quadratic for large terms, so the buffer (plain malloc memory, as
- * ei_x_free() expects) is grown geometrically here. */
-static int put(struct ctx *c, const void *p, size_t n)
-{
-	ei_x_buff *x = c->out;
-	if (n == 0)
-		return 0;
-	if (x->index < 0 || n > (size_t)(INT_MAX - x->index))
-		return -ENOMEM;
-	size_t need = (size_t)x->index + n;
-	if (!x->buff || need > (size_t)x->buffsz) {
-		size_t cap = x->buffsz > 0 ? (size_t)x->buffsz : 64;
-		while (cap < need)
-			cap = cap > INT_MAX / 2 ? (size_t)INT_MAX : 2 * cap;
-		char *b = realloc(x->buff, cap);
-		if (!b)
-			return -ENOMEM;
-		x->buff = b;
-		x->buffsz = (int)cap;
-	}
-	memcpy(x->buff + x->index, p, n);
-	x->index += (int)n;
-	return 0;
-}
-
-/* Input bytes left from the cursor. */
-static size_t avail(const struct ctx *c) { return c->len - c->i; }
 
 /* Grows a heap array to hold at least `need` items. */
 static int grow(void **arr, size_t *cap, size_t need, size_t item)
@@ -241,295 +213,6 @@ static int cmp_keys(struct ctx *c, const struct pair *a, const struct pair *b)
 	}
 }
 
-/* ---- scalars ---- */
-
-static int put_int(struct ctx *c, int64_t v)
-{
-	unsigned char b[5];
-	if (v >= 0 && v <= 255) {
-		b[0] = ERL_SMALL_INTEGER_EXT;
-		b[1] = (unsigned char)v;
-		return put(c, b, 2);
-	}
-	b[0] = ERL_INTEGER_EXT;
-	be32_write(b + 1, (uint32_t)(int32_t)v);
-	return put(c, b, 5);
-}
-
-static int read_big(struct ctx *c, unsigned char tag)
-{
-	const unsigned char *b = c->in + c->i;
-	size_t n, h;
-	unsigned sign;
-	if (tag == ERL_SMALL_BIG_EXT) {
-		if (avail(c) < 3)
-			return -EPROTO;
-		n = b[1];
-		sign = b[2];
-		h = 3;
-	} else {
-		if (avail(c) < 6)
-			return -EPROTO;
-		n = be32_read(b + 1);
-		sign = b[5];
-		h = 6;
-	}
-	if (sign > 1 || avail(c) - h < n)
-		return -EPROTO;
-	const unsigned char *d = b + h;
-	c->i += h + n;
-	while (n && d[n - 1] == 0)
-		n--;
-	if (n <= 4) {
-		uint64_t m = 0;
-		for (size_t k = 0; k < n; k++)
-			m |= (uint64_t)d[k] << (8 * k);
-		if (!sign && m <= INT32_MAX)
-			return put_int(c, (int64_t)m);
-		if (sign && m <= (uint64_t)INT32_MAX + 1)
-			return put_int(c, -(int64_t)m);
-	}
-	unsigned char hd[6];
-	size_t hn;
-	if (n <= 255) {
-		hd[0] = ERL_SMALL_BIG_EXT;
-		hd[1] = (unsigned char)n;
-		hd[2] = (unsigned char)sign;
-		hn = 3;
-	} else {
-		hd[0] = ERL_LARGE_BIG_EXT;
-		be32_write(hd + 1, (uint32_t)n);
-		hd[5] = (unsigned char)sign;
-		hn = 6;
-	}
-	int rc = put(c, hd, hn);
-	return rc ? rc : put(c, d, n);
-}
-
-static int put_double(struct ctx *c, double v)
-{
-	if (!isfinite(v))
-		return -EPROTO;
-	uint64_t bits;
-	memcpy(&bits, &v, sizeof bits);
-	unsigned char b[9];
-	b[0] = NEW_FLOAT_EXT;
-	be32_write(b + 1, (uint32_t)(bits >> 32));
-	be32_write(b + 5, (uint32_t)bits);
-	return put(c, b, 9);
-}
-
-static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
-
-/* FLOAT_EXT: 31 bytes of text, NUL-terminated (or filling all 31). Accepts
- * what the BEAM accepts: [+-]d+[.,]d+([eE][+-]d+)?. */
-static int read_text_float(struct ctx *c)
-{
-	if (avail(c) < 32)
-		return -EPROTO;
-	char t[32];
-	memcpy(t, c->in + c->i + 1, 31);
-	t[31] = '\0';
-	c->i += 32;
-
-	char *s = t;
-	if (*s == '+' || *s == '-')
-		s++;
-	if (!is_digit(*s))
-		return -EPROTO;
-	while (is_digit(*s))
-		s++;
-	if (*s != '.' && *s != ',')
-		return -EPROTO;
-	char *dp = s++;
-	if (!is_digit(*s))
-		return -EPROTO;
-	while (is_digit(*s))
-		s++;
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		if (!is_digit(*s))
-			return -EPROTO;
-		while (is_digit(*s))
-			s++;
-	}
-	if (*s)
-		return -EPROTO;
-
-	/* strtod's radix character is the locale's: try both, as the BEAM does. */
-	char *end;
-	double v = strtod(t, &end);
-	if (end != s) {
-		*dp = *dp == '.' ? ',' : '.';
-		v = strtod(t, &end);
-		if (end != s)
-			return -EPROTO;
-	}
-	return put_double(c, v);
-}
-
-static int read_new_float(struct ctx *c)
-{
-	if (avail(c) < 9)
-		return -EPROTO;
-	const unsigned char *b = c->in + c->i;
-	if (((b[1] & 0x7f) == 0x7f) && ((b[2] & 0xf0) == 0xf0))
-		return -EPROTO; /* exponent all ones: infinity or NaN */
-	c->i += 9;
-	return put(c, b, 9);
-}
-
-/* True if s[0..n) is valid UTF-8 of at most 255 characters, as an atom
- * must be: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool atom_utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t chars = 0;
-	for (size_t k = 0; k < n; chars++) {
-		unsigned char c0 = s[k];
-		if (c0 < 0x80) {
-			k++;
-			continue;
-		}
-		size_t more;
-		uint32_t cp;
-		if (c0 >= 0xC2 && c0 <= 0xDF) {
-			more = 1;
-			cp = c0 & 0x1F;
-		} else if (c0 >= 0xE0 && c0 <= 0xEF) {
-			more = 2;
-			cp = c0 & 0x0F;
-		} else if (c0 >= 0xF0 && c0 <= 0xF4) {
-			more = 3;
-			cp = c0 & 0x07;
-		} else {
-			return false;
-		}
-		if (n - k - 1 < more)
-			return false;
-		for (size_t j = 1; j <= more; j++) {
-			if ((s[k + j] & 0xC0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[k + j] & 0x3F);
-		}
-		if ((more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-		    (cp >= 0xD800 && cp <= 0xDFFF))
-			return false;
-		k += 1 + more;
-	}
-	return chars <= 255;
-}
-
-static int put_atom_header(struct ctx *c, size_t n)
-{
-	unsigned char h[3];
-	if (n <= 255) {
-		h[0] = ERL_SMALL_ATOM_UTF8_EXT;
-		h[1] = (unsigned char)n;
-		return put(c, h, 2);
-	}
-	h[0] = ERL_ATOM_UTF8_EXT;
-	be16_write(h + 1, (uint16_t)n);
-	return put(c, h, 3);
-}
-
-static int read_atom(struct ctx *c, unsigned char tag)
-{
-	const unsigned char *b = c->in + c->i;
-	size_t n, h;
-	if (tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT) {
-		if (avail(c) < 3)
-			return -EPROTO;
-		n = be16_read(b + 1);
-		h = 3;
-	} else {
-		if (avail(c) < 2)
-			return -EPROTO;
-		n = b[1];
-		h = 2;
-	}
-	if (avail(c) - h < n)
-		return -EPROTO;
-	const unsigned char *s = b + h;
-	c->i += h + n;
-
-	if (tag == ERL_ATOM_UTF8_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
-		if (!atom_utf8_ok(s, n))
-			return -EPROTO;
-		int rc = put_atom_header(c, n);
-		return rc ? rc : put(c, s, n);
-	}
-	/* Latin-1: one character per byte. */
-	if (n > 255)
-		return -EPROTO;
-	unsigned char u[2 * 255];
-	size_t m = 0;
-	for (size_t k = 0; k < n; k++) {
-		if (s[k] < 0x80) {
-			u[m++] = s[k];
-		} else {
-			u[m++] = (unsigned char)(0xC0 | s[k] >> 6);
-			u[m++] = (unsigned char)(0x80 | (s[k] & 0x3F));
-		}
-	}
-	int rc = put_atom_header(c, m);
-	return rc ? rc : put(c, u, m);
-}
-
-static int read_binary(struct ctx *c)
-{
-	if (avail(c) < 5)
-		return -EPROTO;
-	size_t n = be32_read(c->in + c->i + 1);
-	if (avail(c) - 5 < n)
-		return -EPROTO;
-	const unsigned char *b = c->in + c->i;
-	c->i += 5 + n;
-	return put(c, b, 5 + n);
-}
-
-static int read_bitstring(struct ctx *c)
-{
-	if (avail(c) < 6)
-		return -EPROTO;
-	const unsigned char *b = c->in + c->i;
-	size_t n = be32_read(b + 1);
-	unsigned bits = b[5];
-	if (n == 0 || bits < 1 || bits > 8 || avail(c) - 6 < n)
-		return -EPROTO;
-	c->i += 6 + n;
-	unsigned char h[6];
-	int rc;
-	if (bits == 8) {
-		h[0] = ERL_BINARY_EXT;
-		be32_write(h + 1, (uint32_t)n);
-		rc = put(c, h, 5);
-		return rc ? rc : put(c, b + 6, n);
-	}
-	memcpy(h, b, 6);
-	unsigned char last = (unsigned char)(b[6 + n - 1] & (0xFFu << (8 - bits)));
-	if ((rc = put(c, h, 6)) || (rc = put(c, b + 6, n - 1)))
-		return rc;
-	return put(c, &last, 1);
-}
-
-static int read_string(struct ctx *c)
-{
-	if (avail(c) < 3)
-		return -EPROTO;
-	size_t n = be16_read(c->in + c->i + 1);
-	if (avail(c) - 3 < n)
-		return -EPROTO;
-	const unsigned char *b = c->in + c->i;
-	c->i += 3 + n;
-	if (n == 0) {
-		unsigned char nil = ERL_NIL_EXT;
-		return put(c, &nil, 1);
-	}
-	return put(c, b, 3 + n);
-}
-
 /* ---- containers ---- */
 
 static int push(struct ctx *c, struct frame f)
@@ -554,11 +237,11 @@ static struct frame new_frame(enum kind kind, size_t start, uint64_t left)
 /* Reads a LIST_EXT header: its element count, checked against the input. */
 static int read_list_header(struct ctx *c, uint64_t *n)
 {
-	if (avail(c) < 5)
+	if (id_io_avail(&c->io) < 5)
 		return -EPROTO;
-	*n = be32_read(c->in + c->i + 1);
-	c->i += 5;
-	if (*n > avail(c)) /* each element takes a byte, and the tail one more */
+	*n = be32_read(c->io.in + c->io.i + 1);
+	c->io.i += 5;
+	if (*n > id_io_avail(&c->io)) /* each element takes a byte, and the tail one more */
 		return -EPROTO;
 	return 0;
 }
@@ -569,19 +252,19 @@ static int list_header(struct ctx *c, struct frame *f)
 		return 0;
 	static const unsigned char h[5] = {ERL_LIST_EXT, 0, 0, 0, 0};
 	f->hdr = true;
-	return put(c, h, sizeof h);
+	return id_io_put(&c->io, h, sizeof h);
 }
 
 /* A STRING_EXT as the tail of an open list: its bytes are more elements. */
 static int list_string_tail(struct ctx *c, struct frame *f)
 {
-	if (avail(c) < 3)
+	if (id_io_avail(&c->io) < 3)
 		return -EPROTO;
-	size_t n = be16_read(c->in + c->i + 1);
-	if (avail(c) - 3 < n)
+	size_t n = be16_read(c->io.in + c->io.i + 1);
+	if (id_io_avail(&c->io) - 3 < n)
 		return -EPROTO;
-	const unsigned char *s = c->in + c->i + 3;
-	c->i += 3 + n;
+	const unsigned char *s = c->io.in + c->io.i + 3;
+	c->io.i += 3 + n;
 	if (n == 0)
 		return 0;
 	int rc = list_header(c, f);
@@ -592,7 +275,7 @@ static int list_string_tail(struct ctx *c, struct frame *f)
 			pairs[m++] = ERL_SMALL_INTEGER_EXT;
 			pairs[m++] = s[k];
 		}
-		rc = put(c, pairs, m);
+		rc = id_io_put(&c->io, pairs, m);
 	}
 	f->count += n;
 	return rc;
@@ -607,7 +290,7 @@ static int finish_list(struct ctx *c, struct frame *f, bool proper)
 		if (!proper)
 			return 0;
 		unsigned char nil = ERL_NIL_EXT;
-		return put(c, &nil, 1);
+		return id_io_put(&c->io, &nil, 1);
 	}
 	if (f->count > UINT32_MAX)
 		return -EPROTO;
@@ -619,14 +302,14 @@ static int finish_list(struct ctx *c, struct frame *f, bool proper)
 		be16_write(b + 1, (uint16_t)n);
 		for (size_t k = 0; k < n; k++)
 			b[3 + k] = b[5 + 2 * k + 1];
-		c->out->index = (int)(f->start + 3 + n);
+		c->io.out->index = (int)(f->start + 3 + n);
 		return 0;
 	}
 	be32_write(b + 1, (uint32_t)f->count);
 	if (!proper)
 		return 0;
 	unsigned char nil = ERL_NIL_EXT;
-	return put(c, &nil, 1);
+	return id_io_put(&c->io, &nil, 1);
 }
 
 /* Sorts idx[0..n) by the keys of pairs (bottom-up merge sort). */
@@ -757,63 +440,31 @@ static int complete(struct ctx *c, size_t done)
  * pushed, *opened true. */
 static int read_term(struct ctx *c, bool *opened)
 {
-	const unsigned char *b = c->in + c->i;
+	const unsigned char *b = c->io.in + c->io.i;
 	unsigned char tag = b[0];
 	size_t start = opos(c);
 	uint64_t n;
 	int rc;
 	*opened = false;
 	switch (tag) {
-	case ERL_SMALL_INTEGER_EXT:
-		if (avail(c) < 2)
-			return -EPROTO;
-		c->i += 2;
-		return put(c, b, 2);
-	case ERL_INTEGER_EXT:
-		if (avail(c) < 5)
-			return -EPROTO;
-		c->i += 5;
-		return put_int(c, (int32_t)be32_read(b + 1));
-	case ERL_SMALL_BIG_EXT:
-	case ERL_LARGE_BIG_EXT:
-		return read_big(c, tag);
-	case NEW_FLOAT_EXT:
-		return read_new_float(c);
-	case ERL_FLOAT_EXT:
-		return read_text_float(c);
-	case ERL_ATOM_EXT:
-	case ERL_SMALL_ATOM_EXT:
-	case ERL_ATOM_UTF8_EXT:
-	case ERL_SMALL_ATOM_UTF8_EXT:
-		return read_atom(c, tag);
-	case ERL_BINARY_EXT:
-		return read_binary(c);
-	case ERL_BIT_BINARY_EXT:
-		return read_bitstring(c);
-	case ERL_NIL_EXT: {
-		c->i++;
-		return put(c, b, 1);
-	}
-	case ERL_STRING_EXT:
-		return read_string(c);
 	case ERL_SMALL_TUPLE_EXT:
 	case ERL_LARGE_TUPLE_EXT: {
 		size_t h = tag == ERL_SMALL_TUPLE_EXT ? 2 : 5;
-		if (avail(c) < h)
+		if (id_io_avail(&c->io) < h)
 			return -EPROTO;
 		n = h == 2 ? b[1] : be32_read(b + 1);
-		c->i += h;
-		if (n > avail(c))
+		c->io.i += h;
+		if (n > id_io_avail(&c->io))
 			return -EPROTO;
 		unsigned char hd[5];
 		if (n <= 255) {
 			hd[0] = ERL_SMALL_TUPLE_EXT;
 			hd[1] = (unsigned char)n;
-			rc = put(c, hd, 2);
+			rc = id_io_put(&c->io, hd, 2);
 		} else {
 			hd[0] = ERL_LARGE_TUPLE_EXT;
 			be32_write(hd + 1, (uint32_t)n);
-			rc = put(c, hd, 5);
+			rc = id_io_put(&c->io, hd, 5);
 		}
 		if (rc || n == 0)
 			return rc;
@@ -821,13 +472,13 @@ static int read_term(struct ctx *c, bool *opened)
 		return push(c, new_frame(K_TUPLE, start, n));
 	}
 	case ERL_MAP_EXT: {
-		if (avail(c) < 5)
+		if (id_io_avail(&c->io) < 5)
 			return -EPROTO;
 		n = be32_read(b + 1);
-		c->i += 5;
-		if (2 * n > avail(c))
+		c->io.i += 5;
+		if (2 * n > id_io_avail(&c->io))
 			return -EPROTO;
-		if ((rc = put(c, b, 5)) || n == 0)
+		if ((rc = id_io_put(&c->io, b, 5)) || n == 0)
 			return rc;
 		struct frame f = new_frame(K_MAP, start, n);
 		f.pairs = malloc((size_t)n * sizeof *f.pairs);
@@ -870,17 +521,17 @@ static int read_term(struct ctx *c, bool *opened)
 	case ERL_FUN_EXT:
 		return -EINVAL;
 	default:
-		return -EPROTO;
+		return id_read_scalar(&c->io, tag);
 	}
 }
 
 static int run(struct ctx *c)
 {
 	for (;;) {
-		if (c->i >= c->len)
+		if (c->io.i >= c->io.len)
 			return -EPROTO;
 		struct frame *f = c->depth ? &c->st[c->depth - 1] : NULL;
-		unsigned char tag = c->in[c->i];
+		unsigned char tag = c->io.in[c->io.i];
 		int rc;
 		if (f && f->kind == K_LIST && f->tail) {
 			/* A tail that is itself a list continues this one. */
@@ -894,7 +545,7 @@ static int run(struct ctx *c)
 			}
 			if (tag == ERL_NIL_EXT || tag == ERL_STRING_EXT) {
 				if (tag == ERL_NIL_EXT)
-					c->i++;
+					c->io.i++;
 				else if ((rc = list_string_tail(c, f)))
 					return rc;
 				if ((rc = finish_list(c, f, true)))
@@ -949,9 +600,9 @@ int entity_id_canonical(const char *term, size_t len, ei_x_buff *out)
 {
 	struct ctx c;
 	memset(&c, 0, sizeof c);
-	c.in = (const unsigned char *)term;
-	c.len = len;
-	c.out = out;
+	c.io.in = (const unsigned char *)term;
+	c.io.len = len;
+	c.io.out = out;
 	int base = out->index;
 
 	/* Most ids are one scalar (an integer, an atom, a binary), which one
@@ -961,7 +612,7 @@ int entity_id_canonical(const char *term, size_t len, ei_x_buff *out)
 	int rc = len == 0 ? -EPROTO : read_term(&c, &opened);
 	if (rc == 0 && opened)
 		rc = run(&c);
-	if (rc == 0 && c.i != len)
+	if (rc == 0 && c.io.i != len)
 		rc = -EPROTO; /* bytes after the term */
 	if (rc == 0 && c.reorder)
 		rc = layout(&c, (size_t)base);
