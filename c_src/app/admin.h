@@ -2,7 +2,7 @@
  * admin.h — the node's two system processes that BEAM peers call by name:
  *
  *   net_kernel  answers {is_auth, Node} with `yes`, so net_adm:ping/1 works.
- *   shardnode   the admin of SPEC §3: members, shard_types, {coordinator, T},
+ *   shardnode   the admin of docs/contract.md, "Registered names": members, shard_types, {coordinator, T},
  *               {down, Node}, leave; anything else gets
  *               {error, {bad_request, Request}}. It also receives the
  *               members' join and gossip messages (membership.h).

@@ -11,12 +11,13 @@
  * version byte, encoded and decoded with ei. The node handles `passivate`
  * for every type (reply `ok`, then stop); a type never sees it.
  *
- * A type can be compiled in (see entity_types.c) or built as a shared object
- * that exports
+ * A type can be compiled in (listed in entity_builtin.c) or built as a
+ * shared object that exports
  *
  *     const struct entity_type *shardnode_entity_type(void);
  *
- * and placed in priv/ as <name>.so. docs/entity-api.md has a worked example.
+ * and placed in priv/ as <name>.so; a plugin is hosted when --types names it.
+ * docs/entity-api.md has a worked example and the build command.
  */
 #ifndef SN_ENTITY_H
 #define SN_ENTITY_H

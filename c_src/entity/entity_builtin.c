@@ -1,5 +1,5 @@
 /*
- * entity_builtin.c — the built-in entity types of SPEC §5:
+ * entity_builtin.c — the built-in entity types (docs/contract.md, "Entities (one node)"):
  *
  *   counter  incr | decr | {incr, N} -> the new value; get -> the value
  *   kv       {put, K, V} -> ok; {get, K} -> {ok, V} | {error, not_found};

@@ -1,6 +1,6 @@
 /*
  * entity_builtin.h — the entity types compiled into the node: counter, kv,
- * echo (SPEC §5).
+ * echo (docs/contract.md, "Entities (one node)").
  */
 #ifndef SN_ENTITY_BUILTIN_H
 #define SN_ENTITY_BUILTIN_H
