@@ -123,6 +123,8 @@ static void conn_init(struct dist_conn *c, const struct dist_self *self, const s
 	c->self = self;
 	c->hooks = hooks;
 	c->fd = -1;
+	/* Closed until accept or connect moves it on, through conn_set_state. */
+	c->state = CONN_CLOSED;
 	ev_timer_init(&c->setup_timer, conn_on_setup_timeout, c);
 	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(self->loop);
 }
@@ -138,7 +140,7 @@ int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
 {
 	conn_init(c, self, hooks);
 	c->fd = fd;
-	c->state = CONN_NAME_WAIT;
+	conn_set_state(c, CONN_NAME_WAIT, "accepted");
 	set_socket_options(fd);
 	int rc = evloop_watch(self->loop, fd, EPOLLIN, conn_on_io, c);
 	if (rc == 0)
@@ -147,7 +149,7 @@ int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
 		evloop_unwatch(self->loop, fd);
 		close(fd);
 		c->fd = -1;
-		c->state = CONN_CLOSED;
+		conn_set_state(c, CONN_CLOSED, "cannot watch the accepted socket");
 	}
 	return rc;
 }
@@ -164,7 +166,7 @@ int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
 		return -EINVAL;
 	memcpy(c->peer, peer, n + 1);
 	c->initiator = true;
-	c->state = CONN_RESOLVING;
+	conn_set_state(c, CONN_RESOLVING, "connecting");
 
 	const char *at = strchr(c->peer, '@');
 	int rc = 0;
