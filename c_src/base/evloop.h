@@ -36,11 +36,16 @@ struct evloop *evloop_new(void);
 /* Closes the epoll descriptor and frees the loop; registered fds are not closed. */
 void evloop_free(struct evloop *loop);
 
-/* Monotonic milliseconds, refreshed once per iteration (cheap to call). */
+/* The loop's clock is CLOCK_BOOTTIME in milliseconds: monotonic, and unlike
+ * CLOCK_MONOTONIC it keeps counting while the machine is suspended, so a
+ * deadline or a quorum lease (cluster/membership.h) measured on it cannot
+ * outlive a suspend. Timer deadlines are on the same clock.
+ *
+ * evloop_now_ms: that clock as read at the start of the current iteration
+ * (cheap to call; every callback of one iteration sees the same time). */
 uint64_t evloop_now_ms(const struct evloop *loop);
 
-/* Monotonic milliseconds read from the clock at this call, in the same clock
- * as evloop_now_ms: for checks that must not trust a time taken before the
+/* The same clock (CLOCK_BOOTTIME) read at this call: for checks that must not trust a time taken before the
  * process may have been paused. */
 uint64_t evloop_clock_ms(void);
 

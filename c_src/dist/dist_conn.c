@@ -626,7 +626,7 @@ int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const c
 		conn_update_watch(c);
 	}
 	/* No write here and no EPOLLOUT: the owner flushes every connection
-	 * before the loop sleeps (dist_conn_flush_pending_output), and only a
+	 * before the loop sleeps (dist_conn_flush_output), and only a
 	 * flush that meets a full socket asks for writability. */
 	return 0;
 }
@@ -659,7 +659,7 @@ void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms)
 	}
 }
 
-void dist_conn_flush_pending_output(struct dist_conn *c)
+void dist_conn_flush_output(struct dist_conn *c)
 {
 	if (c->state == CONN_UP && bytebuf_size(&c->out) > 0)
 		conn_flush_or_close(c);

@@ -144,9 +144,11 @@ void dist_conn_adopt_pending(struct dist_conn *c, struct dist_conn *from);
  * and closes the connection if nothing was read for 4 intervals. */
 void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms);
 
-/* Writes queued output now (the owner calls this before the loop sleeps, so
- * many packets share one write). Closes the connection on socket failure. */
-void dist_conn_flush_pending_output(struct dist_conn *c);
+/* Writes the output queued on an up connection (`out`) now: the owner calls
+ * this before the loop sleeps, so many packets share one write. Packets held
+ * in `pending` during the handshake are not written here; they move to `out`
+ * when the connection comes up. Closes the connection on socket failure. */
+void dist_conn_flush_output(struct dist_conn *c);
 
 /* Closes the socket and cancels timers and look-ups; calls hooks->closed once.
  * Idempotent. The memory stays valid until the owner frees it. */

@@ -676,7 +676,7 @@ static bool on_idle(struct evloop *loop, void *arg)
 	}
 	for (struct dist_conn *c = n->conns, *next; c; c = next) {
 		next = c->next;
-		dist_conn_flush_pending_output(c);
+		dist_conn_flush_output(c);
 	}
 	free_dead(n);
 	return n->local_head != NULL;
@@ -767,7 +767,7 @@ void dist_node_free(struct dist_node *n)
 	 * leave before the sockets close. */
 	for (struct dist_conn *c = n->conns, *next; c; c = next) {
 		next = c->next;
-		dist_conn_flush_pending_output(c);
+		dist_conn_flush_output(c);
 	}
 	while (n->conns)
 		dist_conn_close(n->conns, "node stopping");
