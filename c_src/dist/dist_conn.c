@@ -37,7 +37,7 @@ static const char *peer_label(const struct dist_conn *c)
 /* The one place a state changes, so every transition is in the log. */
 static void conn_set_state(struct dist_conn *c, enum conn_state to, const char *why)
 {
-	log_debug(c->self->log, "connection %s: %s -> %s (%s)", peer_label(c), state_names[c->state],
+	log_debug(c->settings->log, "connection %s: %s -> %s (%s)", peer_label(c), state_names[c->state],
 		  state_names[to], why);
 	c->state = to;
 }
@@ -68,7 +68,7 @@ static void conn_update_watch(struct dist_conn *c)
 		ev |= EPOLLIN;
 	if (bytebuf_size(&c->out) > 0 || c->state == CONN_CONNECTING)
 		ev |= EPOLLOUT;
-	evloop_rewatch(c->self->loop, c->fd, ev);
+	evloop_rewatch(c->settings->loop, c->fd, ev);
 }
 
 /* Writes as much of `out` as the socket takes. Returns 0, or -errno when the
@@ -85,13 +85,13 @@ static int conn_flush(struct dist_conn *c)
 			return -errno;
 		}
 		bytebuf_consume(&c->out, (size_t)w);
-		c->last_tx_ms = evloop_now_ms(c->self->loop);
+		c->last_tx_ms = evloop_now_ms(c->settings->loop);
 	}
 	if (bytebuf_size(&c->out) == 0)
 		bytebuf_shrink_idle(&c->out, 256 * 1024);
-	if (c->reading_paused && bytebuf_size(&c->out) <= c->self->outq_pause / 2) {
+	if (c->reading_paused && bytebuf_size(&c->out) <= c->settings->outq_pause / 2) {
 		c->reading_paused = false;
-		log_info(c->self->log, "connection %s: output drained, reading again", peer_label(c));
+		log_info(c->settings->log, "connection %s: output drained, reading again", peer_label(c));
 	}
 	conn_update_watch(c);
 	return 0;
@@ -117,16 +117,16 @@ static void conn_on_setup_timeout(struct evloop *loop, void *arg)
 	dist_conn_close(c, why);
 }
 
-static void conn_init(struct dist_conn *c, const struct dist_self *self, const struct dist_conn_hooks *hooks)
+static void conn_init(struct dist_conn *c, const struct dist_settings *settings, const struct dist_conn_hooks *hooks)
 {
 	memset(c, 0, sizeof *c);
-	c->self = self;
+	c->settings = settings;
 	c->hooks = hooks;
 	c->fd = -1;
 	/* Closed until accept or connect moves it on, through conn_set_state. */
 	c->state = CONN_CLOSED;
 	ev_timer_init(&c->setup_timer, conn_on_setup_timeout, c);
-	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(self->loop);
+	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(settings->loop);
 }
 
 static void set_socket_options(int fd)
@@ -135,18 +135,18 @@ static void set_socket_options(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
+int dist_conn_accept(struct dist_conn *c, const struct dist_settings *settings,
 		     const struct dist_conn_hooks *hooks, int fd)
 {
-	conn_init(c, self, hooks);
+	conn_init(c, settings, hooks);
 	c->fd = fd;
 	conn_set_state(c, CONN_NAME_WAIT, "accepted");
 	set_socket_options(fd);
-	int rc = evloop_watch(self->loop, fd, EPOLLIN, conn_on_io, c);
+	int rc = evloop_watch(settings->loop, fd, EPOLLIN, conn_on_io, c);
 	if (rc == 0)
-		rc = evloop_timer_start(self->loop, &c->setup_timer, self->setup_ms);
+		rc = evloop_timer_start(settings->loop, &c->setup_timer, settings->setup_ms);
 	if (rc) {
-		evloop_unwatch(self->loop, fd);
+		evloop_unwatch(settings->loop, fd);
 		close(fd);
 		c->fd = -1;
 		conn_set_state(c, CONN_CLOSED, "cannot watch the accepted socket");
@@ -157,10 +157,10 @@ int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
 static void conn_on_lookup(int err, uint16_t port, void *arg);
 static void conn_on_resolved(int err, struct in_addr addr, void *arg);
 
-int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
+int dist_conn_connect(struct dist_conn *c, const struct dist_settings *settings,
 		      const struct dist_conn_hooks *hooks, const char *peer)
 {
-	conn_init(c, self, hooks);
+	conn_init(c, settings, hooks);
 	size_t n = strlen(peer);
 	if (!hs_node_name_valid(peer, n))
 		return -EINVAL;
@@ -170,10 +170,10 @@ int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
 
 	const char *at = strchr(c->peer, '@');
 	int rc = 0;
-	c->resolving = resolver_start(self->resolver, at + 1, conn_on_resolved, c, &rc);
+	c->resolving = resolver_start(settings->resolver, at + 1, conn_on_resolved, c, &rc);
 	if (c->resolving == NULL)
 		return rc;
-	rc = evloop_timer_start(self->loop, &c->setup_timer, self->setup_ms);
+	rc = evloop_timer_start(settings->loop, &c->setup_timer, settings->setup_ms);
 	if (rc) {
 		resolver_cancel(c->resolving);
 		c->resolving = NULL;
@@ -195,7 +195,7 @@ static void conn_on_resolved(int err, struct in_addr addr, void *arg)
 	char alive[HS_NODE_NAME_BUF];
 	memcpy(alive, c->peer, (size_t)(at - c->peer));
 	alive[at - c->peer] = '\0';
-	int rc = epmd_lookup_start(&c->lookup, c->self->loop, addr, alive, (int)c->self->setup_ms,
+	int rc = epmd_lookup_start(&c->lookup, c->settings->loop, addr, alive, (int)c->settings->setup_ms,
 				   conn_on_lookup, c);
 	if (rc)
 		dist_conn_close(c, strerror(-rc));
@@ -223,7 +223,7 @@ static void conn_on_lookup(int err, uint16_t port, void *arg)
 		return;
 	}
 	conn_set_state(c, CONN_CONNECTING, "epmd gave the port");
-	if (evloop_watch(c->self->loop, c->fd, EPOLLOUT, conn_on_io, c))
+	if (evloop_watch(c->settings->loop, c->fd, EPOLLOUT, conn_on_io, c))
 		dist_conn_close(c, "cannot watch socket");
 }
 
@@ -232,7 +232,7 @@ static void conn_on_lookup(int err, uint16_t port, void *arg)
 static bool flags_acceptable(struct dist_conn *c, uint64_t flags)
 {
 	if ((flags & DFLAG_MANDATORY_25) != DFLAG_MANDATORY_25) {
-		log_warn(c->self->log, "connection %s refused: peer lacks mandatory distribution flags "
+		log_warn(c->settings->log, "connection %s refused: peer lacks mandatory distribution flags "
 			 "(has 0x%llx)", peer_label(c), (unsigned long long)flags);
 		return false;
 	}
@@ -242,7 +242,7 @@ static bool flags_acceptable(struct dist_conn *c, uint64_t flags)
 static void send_challenge(struct dist_conn *c)
 {
 	c->our_challenge = random_u32();
-	if (hs_encode_challenge(&c->out, DFLAG_OURS, c->our_challenge, c->self->creation, c->self->name)) {
+	if (hs_encode_challenge(&c->out, DFLAG_OURS, c->our_challenge, c->settings->creation, c->settings->name)) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -258,11 +258,11 @@ static void send_status(struct dist_conn *c, const char *status)
 
 static void conn_go_up(struct dist_conn *c)
 {
-	evloop_timer_stop(c->self->loop, &c->setup_timer);
+	evloop_timer_stop(c->settings->loop, &c->setup_timer);
 	conn_set_state(c, CONN_UP, "handshake complete");
 	c->was_up = true;
-	log_info(c->self->log, "connected to %s (%s)", c->peer, c->initiator ? "we initiated" : "peer initiated");
-	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(c->self->loop);
+	log_info(c->settings->log, "connected to %s (%s)", c->peer, c->initiator ? "we initiated" : "peer initiated");
+	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(c->settings->loop);
 	if (bytebuf_size(&c->pending) > 0) {
 		if (bytebuf_append(&c->out, bytebuf_head(&c->pending), bytebuf_size(&c->pending))) {
 			dist_conn_close(c, "out of memory");
@@ -341,13 +341,13 @@ static void on_reply(struct dist_conn *c, const uint8_t *msg, size_t len)
 		dist_conn_close(c, "malformed challenge_reply");
 		return;
 	}
-	hs_digest(c->self->cookie, c->our_challenge, expected);
+	hs_digest(c->settings->cookie, c->our_challenge, expected);
 	if (!hs_digest_equal(digest, expected)) {
-		log_warn(c->self->log, "connection from %s refused: wrong cookie", peer_label(c));
+		log_warn(c->settings->log, "connection from %s refused: wrong cookie", peer_label(c));
 		dist_conn_close(c, "wrong cookie");
 		return;
 	}
-	hs_digest(c->self->cookie, their_challenge, expected);
+	hs_digest(c->settings->cookie, their_challenge, expected);
 	if (hs_encode_ack(&c->out, expected)) {
 		dist_conn_close(c, "out of memory");
 		return;
@@ -360,7 +360,7 @@ static void on_reply(struct dist_conn *c, const uint8_t *msg, size_t len)
  * dropped at the setup deadline). */
 static void go_nok_wait(struct dist_conn *c, const char *why)
 {
-	evloop_unwatch(c->self->loop, c->fd);
+	evloop_unwatch(c->settings->loop, c->fd);
 	close(c->fd);
 	c->fd = -1;
 	bytebuf_free(&c->in);
@@ -410,7 +410,7 @@ static void on_challenge(struct dist_conn *c, const uint8_t *msg, size_t len)
 	c->peer_flags = ch.flags;
 	c->peer_creation = ch.creation;
 	uint8_t digest[HS_DIGEST_LEN];
-	hs_digest(c->self->cookie, ch.challenge, digest);
+	hs_digest(c->settings->cookie, ch.challenge, digest);
 	c->our_challenge = random_u32();
 	if (hs_encode_reply(&c->out, c->our_challenge, digest)) {
 		dist_conn_close(c, "out of memory");
@@ -427,9 +427,9 @@ static void on_ack(struct dist_conn *c, const uint8_t *msg, size_t len)
 		dist_conn_close(c, "malformed challenge_ack");
 		return;
 	}
-	hs_digest(c->self->cookie, c->our_challenge, expected);
+	hs_digest(c->settings->cookie, c->our_challenge, expected);
 	if (!hs_digest_equal(digest, expected)) {
-		log_warn(c->self->log, "connection to %s refused: wrong cookie", peer_label(c));
+		log_warn(c->settings->log, "connection to %s refused: wrong cookie", peer_label(c));
 		dist_conn_close(c, "wrong cookie");
 		return;
 	}
@@ -465,7 +465,7 @@ static void on_packet(struct dist_conn *c, const uint8_t *body, size_t len)
 		/* The framing is intact, so only this packet is lost; the
 		 * connection and the peer's other messages carry on. */
 		if (c->malformed++ < MALFORMED_LOG_LIMIT) {
-			log_warn(c->self->log, "connection %s: malformed packet of %zu bytes dropped",
+			log_warn(c->settings->log, "connection %s: malformed packet of %zu bytes dropped",
 				 peer_label(c), len);
 		}
 		return;
@@ -482,14 +482,14 @@ static void conn_process_input(struct dist_conn *c)
 		const uint8_t *body;
 		size_t body_len, consumed;
 		if (c->state == CONN_UP) {
-			switch (dist_frame_next(head, avail, c->self->max_packet, &body, &body_len, &consumed)) {
+			switch (dist_frame_next(head, avail, c->settings->max_packet, &body, &body_len, &consumed)) {
 			case DIST_FRAME_NEED_MORE:
 				return;
 			case DIST_FRAME_TOO_BIG: {
 				char why[96];
 				snprintf(why, sizeof why, "packet larger than max_message_bytes (%zu)",
-					 c->self->max_packet);
-				log_warn(c->self->log, "connection %s: %s", peer_label(c), why);
+					 c->settings->max_packet);
+				log_warn(c->settings->log, "connection %s: %s", peer_label(c), why);
 				dist_conn_close(c, why);
 				return;
 			}
@@ -552,7 +552,7 @@ static void conn_on_readable(struct dist_conn *c)
 	if (r < 0)
 		return;
 	c->in.len += (size_t)r;
-	c->last_rx_ms = evloop_now_ms(c->self->loop);
+	c->last_rx_ms = evloop_now_ms(c->settings->loop);
 	conn_process_input(c);
 	if (c->state != CONN_CLOSED && bytebuf_size(&c->in) == 0)
 		bytebuf_shrink_idle(&c->in, 256 * 1024);
@@ -566,7 +566,7 @@ static void conn_on_connected(struct dist_conn *c)
 		dist_conn_close(c, strerror(soerr ? soerr : errno));
 		return;
 	}
-	if (hs_encode_name(&c->out, DFLAG_OURS, c->self->creation, c->self->name)) {
+	if (hs_encode_name(&c->out, DFLAG_OURS, c->settings->creation, c->settings->name)) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -600,10 +600,10 @@ int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const c
 	if (body > UINT32_MAX)
 		return -EMSGSIZE;
 	struct bytebuf *q = c->state == CONN_UP ? &c->out : &c->pending;
-	if (dist_conn_queued(c) + 4 + body > c->self->outq_max) {
+	if (dist_conn_queued(c) + 4 + body > c->settings->outq_max) {
 		char why[96];
-		snprintf(why, sizeof why, "output queue over %zu bytes: peer is not reading", c->self->outq_max);
-		log_warn(c->self->log, "connection %s: %s", peer_label(c), why);
+		snprintf(why, sizeof why, "output queue over %zu bytes: peer is not reading", c->settings->outq_max);
+		log_warn(c->settings->log, "connection %s: %s", peer_label(c), why);
 		dist_conn_close(c, why);
 		return -ENOBUFS;
 	}
@@ -619,10 +619,10 @@ int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const c
 	c->packets_out++;
 	if (q == &c->pending)
 		c->pending_packets++;
-	if (c->state == CONN_UP && !c->reading_paused && bytebuf_size(&c->out) > c->self->outq_pause) {
+	if (c->state == CONN_UP && !c->reading_paused && bytebuf_size(&c->out) > c->settings->outq_pause) {
 		c->reading_paused = true;
-		log_info(c->self->log, "connection %s: output queue over %zu bytes, pausing reads",
-			 peer_label(c), c->self->outq_pause);
+		log_info(c->settings->log, "connection %s: output queue over %zu bytes, pausing reads",
+			 peer_label(c), c->settings->outq_pause);
 		conn_update_watch(c);
 	}
 	/* No write here and no EPOLLOUT: the owner flushes every connection
@@ -648,7 +648,7 @@ void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms)
 {
 	if (c->state != CONN_UP)
 		return;
-	uint64_t now = evloop_now_ms(c->self->loop);
+	uint64_t now = evloop_now_ms(c->settings->loop);
 	if (now - c->last_rx_ms > 4 * interval_ms) {
 		dist_conn_close(c, "peer silent for net_ticktime");
 		return;
@@ -672,17 +672,17 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 	enum conn_state was = c->state;
 	conn_set_state(c, CONN_CLOSED, why);
 	if (was == CONN_UP)
-		log_info(c->self->log, "disconnected from %s: %s", peer_label(c), why);
+		log_info(c->settings->log, "disconnected from %s: %s", peer_label(c), why);
 	else if (c->initiator)
-		log_debug(c->self->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
+		log_debug(c->settings->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
 	else if (c->peer[0])
-		log_info(c->self->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
-	evloop_timer_stop(c->self->loop, &c->setup_timer);
+		log_info(c->settings->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
+	evloop_timer_stop(c->settings->loop, &c->setup_timer);
 	resolver_cancel(c->resolving);
 	c->resolving = NULL;
 	epmd_lookup_cancel(&c->lookup);
 	if (c->fd >= 0) {
-		evloop_unwatch(c->self->loop, c->fd);
+		evloop_unwatch(c->settings->loop, c->fd);
 		close(c->fd);
 		c->fd = -1;
 	}

@@ -61,7 +61,7 @@ enum conn_arbitration {
 };
 
 /* Settings shared by every connection of a node; owned by the node. */
-struct dist_self {
+struct dist_settings {
 	struct evloop *loop;
 	const struct logger *log;
 	const char *name;   /* our node name */
@@ -92,7 +92,7 @@ struct dist_conn_hooks {
 };
 
 struct dist_conn {
-	const struct dist_self *self;
+	const struct dist_settings *settings;
 	const struct dist_conn_hooks *hooks;
 	enum conn_state state;
 	bool initiator;
@@ -119,14 +119,14 @@ struct dist_conn {
 
 /* Initialises c as an acceptor on an accepted, non-blocking socket fd (c
  * takes ownership of fd). Returns 0 or -errno (fd closed). */
-int dist_conn_accept(struct dist_conn *c, const struct dist_self *self,
+int dist_conn_accept(struct dist_conn *c, const struct dist_settings *settings,
 		     const struct dist_conn_hooks *hooks, int fd);
 
 /* Initialises c as an initiator towards `peer` ("alive@host") and starts
  * resolving the host (then the epmd look-up). Returns 0, or -EINVAL for a bad
  * name, or -errno. On error c holds no resources. A host that does not
  * resolve closes the connection later, from the loop. */
-int dist_conn_connect(struct dist_conn *c, const struct dist_self *self,
+int dist_conn_connect(struct dist_conn *c, const struct dist_settings *settings,
 		      const struct dist_conn_hooks *hooks, const char *peer);
 
 /* Queues one packet: 4-byte length, 'p', then the two encoded parts (each

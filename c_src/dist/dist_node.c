@@ -29,7 +29,7 @@ struct local_msg {
 };
 
 struct dist_node {
-	struct dist_self self;
+	struct dist_settings settings; /* shared by every connection */
 	struct dist_conn_hooks hooks;
 	char name[HS_NODE_NAME_BUF];
 	char cookie[1024];
@@ -151,7 +151,7 @@ static void hook_up(void *owner, struct dist_conn *c)
 	struct peer_failing was;
 	peer_backoff_reached(&n->unreachable, c->peer, &was);
 	if (was.failures > 0)
-		log_info(n->self.log, "%s answers again, after %u failed connection attempts; "
+		log_info(n->settings.log, "%s answers again, after %u failed connection attempts; "
 			 "%llu messages to it were dropped meanwhile", c->peer, was.failures,
 			 (unsigned long long)was.dropped);
 	/* Packets that waited on a connection that lost a race go out now. */
@@ -167,17 +167,17 @@ static void hook_up(void *owner, struct dist_conn *c)
  * yet. Said once, when it starts failing; the next attempts back off. */
 static void attempt_failed(struct dist_node *n, struct dist_conn *c, const char *why)
 {
-	uint32_t failures = peer_backoff_failed(&n->unreachable, c->peer, evloop_now_ms(n->self.loop));
+	uint32_t failures = peer_backoff_failed(&n->unreachable, c->peer, evloop_now_ms(n->settings.loop));
 	peer_backoff_dropped(&n->unreachable, c->peer, c->pending_packets);
 	if (failures <= 1 && c->pending_packets > 0)
-		log_warn(n->self.log, "cannot reach %s (%s): %llu messages to it dropped; trying again with "
+		log_warn(n->settings.log, "cannot reach %s (%s): %llu messages to it dropped; trying again with "
 			 "back-off, and saying nothing more until it answers", c->peer, why,
 			 (unsigned long long)c->pending_packets);
 	else if (failures <= 1)
-		log_warn(n->self.log, "cannot reach %s (%s); trying again with back-off, and saying nothing "
+		log_warn(n->settings.log, "cannot reach %s (%s); trying again with back-off, and saying nothing "
 			 "more until it answers", c->peer, why);
 	else
-		log_debug(n->self.log, "cannot reach %s (%s), attempt %u: %llu messages to it dropped", c->peer, why,
+		log_debug(n->settings.log, "cannot reach %s (%s), attempt %u: %llu messages to it dropped", c->peer, why,
 			  failures, (unsigned long long)c->pending_packets);
 }
 
@@ -222,7 +222,7 @@ static int send_to_node(struct dist_node *n, const char *peer, const char *ctl, 
 	if (c == NULL) {
 		if (strcmp(peer, n->name) == 0)
 			return -EINVAL;
-		if (!peer_backoff_may_try(&n->unreachable, peer, evloop_now_ms(n->self.loop))) {
+		if (!peer_backoff_may_try(&n->unreachable, peer, evloop_now_ms(n->settings.loop))) {
 			/* It failed a moment ago: no new attempt (and log line)
 			 * per message. Dropped, as the attempt would have. */
 			peer_backoff_dropped(&n->unreachable, peer, 1);
@@ -232,9 +232,9 @@ static int send_to_node(struct dist_node *n, const char *peer, const char *ctl, 
 		c = malloc(sizeof *c);
 		if (c == NULL)
 			return -ENOMEM;
-		int rc = dist_conn_connect(c, &n->self, &n->hooks, peer);
+		int rc = dist_conn_connect(c, &n->settings, &n->hooks, peer);
 		if (rc) {
-			log_warn(n->self.log, "cannot connect to %s: %s", peer,
+			log_warn(n->settings.log, "cannot connect to %s: %s", peer,
 				 rc == -EINVAL ? "bad node name" : strerror(-rc));
 			dist_conn_release(c);
 			free(c);
@@ -363,18 +363,18 @@ static void send_exit(struct dist_node *n, const erlang_pid *from, const erlang_
 struct proc *dist_node_spawn(struct dist_node *n, const char *name, proc_handler_fn handler, void *ctx,
 			     int *err)
 {
-	return proc_spawn(&n->procs, n->name, n->self.creation, name, handler, ctx, err);
+	return proc_spawn(&n->procs, n->name, n->settings.creation, name, handler, ctx, err);
 }
 
 void dist_node_exit(struct dist_node *n, struct proc *p, const char *reason)
 {
-	erlang_pid self = p->pid;
+	erlang_pid from = p->pid;
 	struct watcher *ws = proc_remove(&n->procs, p);
 	for (struct watcher *w = ws; w; w = w->next) {
 		if (w->kind == WATCH_MONITOR)
 			send_monitor_exit(n, w->watched, w->watched_len, &w->pid, w->ref, w->ref_len, reason);
 		else
-			send_exit(n, &self, &w->pid, reason);
+			send_exit(n, &from, &w->pid, reason);
 	}
 	watcher_list_free(ws);
 }
@@ -426,7 +426,7 @@ static void log_unhandled_once(struct dist_node *n, struct dist_conn *c, long op
 	if (c->logged_ops & bit)
 		return;
 	c->logged_ops |= bit;
-	log_info(n->self.log, "from %s: control message %ld %s (logged once)", c->peer, op, what);
+	log_info(n->settings.log, "from %s: control message %ld %s (logged once)", c->peer, op, what);
 }
 
 static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
@@ -441,7 +441,7 @@ static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct d
 	struct proc *p = proc_by_name(&n->procs, name);
 	if (p == NULL) {
 		n->stats.undeliverable++;
-		log_debug(n->self.log, "message from %s to unregistered name %s dropped", c->peer, name);
+		log_debug(n->settings.log, "message from %s to unregistered name %s dropped", c->peer, name);
 		return;
 	}
 	deliver(n, p, &from, m->payload, m->payload_len);
@@ -548,7 +548,7 @@ static void on_exit_signal(struct dist_node *n, struct dist_conn *c, const struc
 	struct proc *p = proc_by_pid(&n->procs, &to);
 	if (p != NULL && (m->op == DOP_EXIT || m->op == DOP_EXIT_TT))
 		proc_unwatch_link(p, &from);
-	log_debug(n->self.log, "exit signal (op %ld) from %s ignored", m->op, c->peer);
+	log_debug(n->settings.log, "exit signal (op %ld) from %s ignored", m->op, c->peer);
 }
 
 static void hook_packet(void *owner, struct dist_conn *c, const struct dist_msg *m)
@@ -604,12 +604,12 @@ static void on_accept(struct evloop *loop, int fd, uint32_t events, void *arg)
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				log_warn(n->self.log, "accept: %s", strerror(errno));
+				log_warn(n->settings.log, "accept: %s", strerror(errno));
 			return;
 		}
 		if (n->nconns >= n->max_connections) {
 			if (n->stats.connections_refused++ % 1000 == 0)
-				log_warn(n->self.log, "connection refused: %u connections open (max_connections)",
+				log_warn(n->settings.log, "connection refused: %u connections open (max_connections)",
 					 n->nconns);
 			close(cfd);
 			continue;
@@ -619,7 +619,7 @@ static void on_accept(struct evloop *loop, int fd, uint32_t events, void *arg)
 			close(cfd);
 			continue;
 		}
-		if (dist_conn_accept(c, &n->self, &n->hooks, cfd)) {
+		if (dist_conn_accept(c, &n->settings, &n->hooks, cfd)) {
 			dist_conn_release(c);
 			free(c);
 			continue;
@@ -648,7 +648,7 @@ static void on_epmd_io(struct evloop *loop, int fd, uint32_t events, void *arg)
 	if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR)))
 		return;
 	(void)events;
-	log_warn(n->self.log, "epmd closed our registration; peers can no longer find this node by name");
+	log_warn(n->settings.log, "epmd closed our registration; peers can no longer find this node by name");
 	evloop_unwatch(loop, fd);
 	close(fd);
 	n->epmd_fd = -1;
@@ -713,7 +713,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	n->listen_fd = n->epmd_fd = -1;
 	n->ticktime_ms = cfg->ticktime_ms < 400 ? 400 : cfg->ticktime_ms;
 	n->max_connections = cfg->max_connections;
-	n->self = (struct dist_self){
+	n->settings = (struct dist_settings){
 		.loop = cfg->loop, .log = cfg->log, .name = n->name, .cookie = n->cookie,
 		.max_packet = cfg->max_packet, .outq_pause = cfg->outq_pause, .outq_max = cfg->outq_max,
 		.setup_ms = cfg->setup_ms,
@@ -725,8 +725,8 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	ev_timer_init(&n->tick_timer, on_tick, n);
 	scratch_init(&n->reply_buf);
 	scratch_init(&n->ctl_buf);
-	n->self.resolver = resolver_new(cfg->loop);
-	if (n->self.resolver == NULL) {
+	n->settings.resolver = resolver_new(cfg->loop);
+	if (n->settings.resolver == NULL) {
 		*err = -errno;
 		free(n);
 		return NULL;
@@ -744,7 +744,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	if (rc < 0)
 		goto fail;
 	n->epmd_fd = rc;
-	n->self.creation = creation;
+	n->settings.creation = creation;
 	if ((rc = evloop_watch(cfg->loop, n->listen_fd, EPOLLIN, on_accept, n)) != 0 ||
 	    (rc = evloop_watch(cfg->loop, n->epmd_fd, EPOLLIN, on_epmd_io, n)) != 0 ||
 	    (rc = evloop_timer_start(cfg->loop, &n->tick_timer, n->ticktime_ms / 4)) != 0)
@@ -762,7 +762,7 @@ void dist_node_free(struct dist_node *n)
 {
 	if (n == NULL)
 		return;
-	struct evloop *loop = n->self.loop;
+	struct evloop *loop = n->settings.loop;
 	/* Best effort: replies already queued (the answer to `leave`, say)
 	 * leave before the sockets close. */
 	for (struct dist_conn *c = n->conns, *next; c; c = next) {
@@ -790,14 +790,14 @@ void dist_node_free(struct dist_node *n)
 	scratch_free(&n->reply_buf);
 	scratch_free(&n->ctl_buf);
 	peer_backoff_free(&n->unreachable);
-	resolver_free(n->self.resolver);
+	resolver_free(n->settings.resolver);
 	evloop_set_idle(loop, NULL, NULL);
 	free(n);
 }
 
 const char *dist_node_name(const struct dist_node *n) { return n->name; }
 uint16_t dist_node_port(const struct dist_node *n) { return n->port; }
-uint32_t dist_node_creation(const struct dist_node *n) { return n->self.creation; }
+uint32_t dist_node_creation(const struct dist_node *n) { return n->settings.creation; }
 
 void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out)
 {
