@@ -162,7 +162,7 @@ int dist_conn_connect(struct dist_conn *c, const struct dist_settings *settings,
 {
 	conn_init(c, settings, hooks);
 	size_t n = strlen(peer);
-	if (!hs_node_name_valid(peer, n))
+	if (!node_name_valid(peer, n))
 		return -EINVAL;
 	memcpy(c->peer, peer, n + 1);
 	c->initiator = true;
@@ -192,7 +192,7 @@ static void conn_on_resolved(int err, struct in_addr addr, void *arg)
 	}
 	c->peer_addr = addr;
 	const char *at = strchr(c->peer, '@');
-	char alive[HS_NODE_NAME_BUF];
+	char alive[NODE_NAME_BUF];
 	memcpy(alive, c->peer, (size_t)(at - c->peer));
 	alive[at - c->peer] = '\0';
 	int rc = epmd_lookup_start(&c->lookup, c->settings->loop, addr, alive, (int)c->settings->setup_ms,

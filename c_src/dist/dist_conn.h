@@ -97,7 +97,7 @@ struct dist_conn {
 	enum conn_state state;
 	bool initiator;
 	int fd;
-	char peer[HS_NODE_NAME_BUF]; /* empty until the acceptor hears send_name */
+	char peer[NODE_NAME_BUF]; /* empty until the acceptor hears send_name */
 	uint64_t peer_flags;
 	uint32_t peer_creation;
 	uint32_t our_challenge;

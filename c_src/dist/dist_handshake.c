@@ -9,26 +9,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-bool hs_node_name_valid(const char *name, size_t len)
+static int copy_node_name(const uint8_t *src, size_t n, char out[NODE_NAME_BUF])
 {
-	if (len == 0 || len >= HS_NODE_NAME_BUF)
-		return false;
-	const char *at = memchr(name, '@', len);
-	if (at == NULL || at == name || at == name + len - 1)
-		return false;
-	if (memchr(at + 1, '@', len - (size_t)(at + 1 - name)) != NULL)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-		if (c < 0x20 || c == 0x7f)
-			return false;
-	}
-	return true;
-}
-
-static int copy_node_name(const uint8_t *src, size_t n, char out[HS_NODE_NAME_BUF])
-{
-	if (!hs_node_name_valid((const char *)src, n))
+	if (!node_name_valid((const char *)src, n))
 		return -EPROTO;
 	memcpy(out, src, n);
 	out[n] = '\0';
@@ -120,8 +103,8 @@ static int append_framed(struct bytebuf *out, const uint8_t *body, size_t n)
 
 int hs_encode_name(struct bytebuf *out, uint64_t flags, uint32_t creation, const char *node)
 {
-	uint8_t body[15 + HS_NODE_NAME_BUF];
-	size_t nlen = strnlen(node, HS_NODE_NAME_BUF - 1);
+	uint8_t body[15 + NODE_NAME_BUF];
+	size_t nlen = strnlen(node, NODE_NAME_BUF - 1);
 	uint8_t *p = body;
 	*p++ = 'N';
 	p = be64_write(p, flags);
@@ -143,8 +126,8 @@ int hs_encode_status(struct bytebuf *out, const char *status)
 int hs_encode_challenge(struct bytebuf *out, uint64_t flags, uint32_t challenge, uint32_t creation,
 			const char *node)
 {
-	uint8_t body[19 + HS_NODE_NAME_BUF];
-	size_t nlen = strnlen(node, HS_NODE_NAME_BUF - 1);
+	uint8_t body[19 + NODE_NAME_BUF];
+	size_t nlen = strnlen(node, NODE_NAME_BUF - 1);
 	uint8_t *p = body;
 	*p++ = 'N';
 	p = be64_write(p, flags);

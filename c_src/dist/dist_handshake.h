@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "base/bytebuf.h"
+#include "dist/node_name.h"
 
 /* Distribution capability flags (OTP's dist.h / ei_connect_int.h). */
 #define DFLAG_PUBLISHED 0x1ULL
@@ -59,8 +60,6 @@
 	(DFLAG_MANDATORY_25 | DFLAG_MANDATORY_25_DIGEST | DFLAG_DIST_MONITOR |      \
 	 DFLAG_DIST_MONITOR_NAME | DFLAG_UNLINK_ID | DFLAG_V4_NC)
 
-/* Longest node name accepted, in bytes, plus NUL ("alive@host"). */
-#define HS_NODE_NAME_BUF 256
 /* No handshake message is larger than this; longer lengths are refused. */
 #define HS_MAX_MESSAGE 1024
 #define HS_DIGEST_LEN 16
@@ -68,14 +67,14 @@
 struct hs_name {
 	uint64_t flags;
 	uint32_t creation;
-	char node[HS_NODE_NAME_BUF];
+	char node[NODE_NAME_BUF];
 };
 
 struct hs_challenge {
 	uint64_t flags;
 	uint32_t challenge;
 	uint32_t creation;
-	char node[HS_NODE_NAME_BUF];
+	char node[NODE_NAME_BUF];
 };
 
 /* Finds one 2-byte-framed handshake message at the start of buf.
@@ -104,9 +103,5 @@ int hs_encode_ack(struct bytebuf *out, const uint8_t digest[HS_DIGEST_LEN]);
 void hs_digest(const char *cookie, uint32_t challenge, uint8_t out[HS_DIGEST_LEN]);
 /* Constant-time comparison: the time taken does not depend on where they differ. */
 bool hs_digest_equal(const uint8_t a[HS_DIGEST_LEN], const uint8_t b[HS_DIGEST_LEN]);
-
-/* True if name is "alive@host" with both parts non-empty, no second '@',
- * no control bytes, and shorter than HS_NODE_NAME_BUF. */
-bool hs_node_name_valid(const char *name, size_t len);
 
 #endif

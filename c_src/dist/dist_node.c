@@ -31,7 +31,7 @@ struct local_msg {
 struct dist_node {
 	struct dist_settings settings; /* shared by every connection */
 	struct dist_conn_hooks hooks;
-	char name[HS_NODE_NAME_BUF];
+	char name[NODE_NAME_BUF];
 	char cookie[1024];
 	int listen_fd;
 	uint16_t port;
@@ -736,7 +736,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	if (rc < 0)
 		goto fail;
 	n->listen_fd = rc;
-	char alive[HS_NODE_NAME_BUF];
+	char alive[NODE_NAME_BUF];
 	strlcpy(alive, n->name, sizeof alive);
 	*strchr(alive, '@') = '\0';
 	uint32_t creation = 0;

@@ -312,39 +312,11 @@ Test(handshake, decoded_names_are_validated)
 	}
 }
 
-/* ---- node names ---- */
-
-Test(handshake, node_name_rules)
-{
-	cr_assert(hs_node_name_valid("a@b", 3));
-	cr_assert(hs_node_name_valid("shardnode@127.0.0.1", 19));
-	cr_assert(hs_node_name_valid("x@h\x7e", 4));
-	/* Only `len` bytes count: the rest of the string is not looked at. */
-	cr_assert(hs_node_name_valid("a@b@c", 3));
-
-	cr_assert_not(hs_node_name_valid("", 0), "empty");
-	cr_assert_not(hs_node_name_valid("nohost", 6), "no '@'");
-	cr_assert_not(hs_node_name_valid("a@b@c", 5), "two '@'");
-	cr_assert_not(hs_node_name_valid("a@@b", 4), "two '@' side by side");
-	cr_assert_not(hs_node_name_valid("@host", 5), "empty alive part");
-	cr_assert_not(hs_node_name_valid("alive@", 6), "empty host part");
-	cr_assert_not(hs_node_name_valid("@", 1));
-	cr_assert_not(hs_node_name_valid("a\x01@b", 4), "control byte");
-	cr_assert_not(hs_node_name_valid("a@b\x1f", 4), "control byte");
-	cr_assert_not(hs_node_name_valid("a@b\x7f", 4), "DEL");
-	cr_assert_not(hs_node_name_valid("a\0@b", 4), "NUL");
-
-	char name[HS_NODE_NAME_BUF + 1];
-	memset(name, 'n', sizeof name);
-	name[1] = '@';
-	cr_assert(hs_node_name_valid(name, HS_NODE_NAME_BUF - 1), "longest name");
-	cr_assert_not(hs_node_name_valid(name, HS_NODE_NAME_BUF), "too long");
-	cr_assert_not(hs_node_name_valid(name, HS_NODE_NAME_BUF + 1), "too long");
-}
+/* ---- node names (their rules: test_node_set.c) ---- */
 
 Test(handshake, longest_name_round_trips)
 {
-	char name[HS_NODE_NAME_BUF];
+	char name[NODE_NAME_BUF];
 	memset(name, 'h', sizeof name - 1);
 	name[sizeof name - 1] = '\0';
 	name[3] = '@';

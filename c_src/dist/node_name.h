@@ -1,0 +1,23 @@
+/*
+ * node_name.h — what a node name is, and the one limit on its length.
+ *
+ * A node name is "alive@host". Every buffer that holds one — a connection's
+ * peer, a member, a set of nodes, a pid's node as we copy it — is
+ * NODE_NAME_BUF bytes, and every name that arrives from outside (a
+ * handshake, a gossip, a configuration) is checked with node_name_valid()
+ * before it is copied into one, so a name fits its buffer by construction.
+ */
+#ifndef SN_NODE_NAME_H
+#define SN_NODE_NAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Bytes of the longest node name accepted, plus its NUL. */
+#define NODE_NAME_BUF 256
+
+/* True if name[0..len) is "alive@host" with both parts non-empty, no second
+ * '@', no control bytes (below 0x20, or 0x7f) and len < NODE_NAME_BUF. */
+bool node_name_valid(const char *name, size_t len);
+
+#endif
