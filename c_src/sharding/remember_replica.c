@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/node_set.h"
 #include "etf/entity_id.h"
 #include "etf/term.h"
 
@@ -18,12 +19,11 @@
 
 struct remember_replica {
 	struct remember_replica_config cfg;
-	char self[256];
+	char our_node[NODE_NAME_BUF];
 	ei_x_buff pending;     /* list elements {Shard, Live, Id}, no list header */
 	size_t npending;
 	struct ev_timer flush_timer;
-	char (*synced)[256];   /* members that were sent our shards' sets */
-	size_t nsynced;
+	struct node_set synced; /* members that were sent our shards' sets */
 };
 
 static int encode_entry(ei_x_buff *x, uint32_t shard, bool live, const char *id, size_t len)
@@ -42,7 +42,7 @@ static void send_entries(struct remember_replica *rr, const char *to, const ei_x
 	if (ei_x_new_with_version(&x) < 0)
 		return;
 	int rc = ei_x_encode_tuple_header(&x, 4) | ei_x_encode_atom(&x, "$shardnode") |
-		 ei_x_encode_atom(&x, "remembered") | ei_x_encode_atom(&x, rr->self) |
+		 ei_x_encode_atom(&x, "remembered") | ei_x_encode_atom(&x, rr->our_node) |
 		 ei_x_encode_list_header(&x, (long)n);
 	if (rc == 0 && term_x_append_raw(&x, items->buff, (size_t)items->index) == 0 &&
 	    ei_x_encode_empty_list(&x) == 0) {
@@ -52,7 +52,7 @@ static void send_entries(struct remember_replica *rr, const char *to, const ei_x
 			const char *members[MAX_MEMBERS];
 			size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, MAX_MEMBERS);
 			for (size_t k = 0; k < m; k++)
-				if (strcmp(members[k], rr->self) != 0)
+				if (strcmp(members[k], rr->our_node) != 0)
 					dist_node_reg_send(rr->cfg.node, &rr->cfg.from, rr->cfg.type_name, members[k], x.buff,
 							   (size_t)x.index);
 		}
@@ -225,24 +225,23 @@ void remember_replica_sync(struct remember_replica *rr, const uint32_t *shards, 
 {
 	const char *members[MAX_MEMBERS];
 	size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, MAX_MEMBERS);
-	char (*now)[256] = malloc((m ? m : 1) * sizeof *now);
-	if (now == NULL)
-		return; /* tried again at the next change */
+	struct node_set now;
+	node_set_init(&now);
 	flush(rr); /* changes first, so a snapshot is never older than them */
-	size_t nnow = 0;
 	for (size_t k = 0; k < m; k++) {
-		if (strcmp(members[k], rr->self) == 0)
+		if (strcmp(members[k], rr->our_node) == 0)
 			continue;
-		bool known = false;
-		for (size_t j = 0; j < rr->nsynced && !known; j++)
-			known = strcmp(rr->synced[j], members[k]) == 0;
-		if (!known)
+		if (!node_set_contains(&rr->synced, members[k]))
 			send_snapshot(rr, members[k], shards, n);
-		snprintf(now[nnow++], sizeof now[0], "%s", members[k]);
+		if (node_set_add(&now, members[k]) < 0) {
+			/* Out of memory: keep the old set, so the members sent a
+			 * snapshot now get another at the next change, at worst. */
+			node_set_free(&now);
+			return;
+		}
 	}
-	free(rr->synced);
+	node_set_free(&rr->synced);
 	rr->synced = now;
-	rr->nsynced = nnow;
 }
 
 /* ---- life ---- */
@@ -256,7 +255,8 @@ struct remember_replica *remember_replica_new(const struct remember_replica_conf
 		return NULL;
 	}
 	rr->cfg = *cfg;
-	snprintf(rr->self, sizeof rr->self, "%s", dist_node_name(cfg->node));
+	snprintf(rr->our_node, sizeof rr->our_node, "%s", dist_node_name(cfg->node));
+	node_set_init(&rr->synced);
 	ev_timer_init(&rr->flush_timer, on_flush_timer, rr);
 	*err = 0;
 	return rr;
@@ -269,6 +269,6 @@ void remember_replica_free(struct remember_replica *rr)
 	flush(rr);
 	evloop_timer_stop(rr->cfg.loop, &rr->flush_timer);
 	ei_x_free(&rr->pending);
-	free(rr->synced);
+	node_set_free(&rr->synced);
 	free(rr);
 }
