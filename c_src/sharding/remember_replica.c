@@ -8,6 +8,7 @@
 
 #include "dist/node_set.h"
 #include "etf/entity_id.h"
+#include "etf/shardnode_msg.h"
 #include "etf/term.h"
 
 /* Entries and bytes per message: keeps a message far under the default
@@ -41,10 +42,8 @@ static void send_entries(struct remember_replica *rr, const char *to, const ei_x
 	ei_x_buff x;
 	if (ei_x_new_with_version(&x) < 0)
 		return;
-	int rc = ei_x_encode_tuple_header(&x, 4) | ei_x_encode_atom(&x, "$shardnode") |
-		 ei_x_encode_atom(&x, "remembered") | ei_x_encode_atom(&x, rr->our_node) |
-		 ei_x_encode_list_header(&x, (long)n);
-	if (rc == 0 && term_x_append_raw(&x, items->buff, (size_t)items->index) == 0 &&
+	if (shardnode_msg_begin(&x, 4, "remembered") == 0 && ei_x_encode_atom(&x, rr->our_node) == 0 &&
+	    ei_x_encode_list_header(&x, (long)n) == 0 && term_x_append_raw(&x, items->buff, (size_t)items->index) == 0 &&
 	    ei_x_encode_empty_list(&x) == 0) {
 		if (to != NULL) {
 			dist_node_reg_send(rr->cfg.node, &rr->cfg.from, rr->cfg.type_name, to, x.buff, (size_t)x.index);
@@ -109,11 +108,11 @@ int remember_msg_apply(struct remember *store, const char *t, size_t len, const 
 	static const struct remember_msg_hooks none = {0};
 	if (hooks == NULL)
 		hooks = &none;
-	size_t i = 0;
+	size_t i;
+	long arity;
 	from[0] = '\0';
-	if (term_get_tuple(t, &i) != 4 || !term_is_atom(t, i, "$shardnode"))
+	if (!shardnode_msg_head(t, &i, &arity) || arity != 4)
 		return 0;
-	term_skip(t, &i);
 	if (!term_is_atom(t, i, "remembered"))
 		return 0;
 	term_skip(t, &i);

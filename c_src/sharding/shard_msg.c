@@ -4,9 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "etf/shardnode_msg.h"
 #include "etf/term.h"
-
-#define TAG "$shardnode"
 
 static const char *const kind_names[] = {
 	[SMSG_REGISTER] = "register",
@@ -54,11 +53,10 @@ static void raw(const char *t, size_t *i, const char **p, size_t *n)
 
 int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 {
-	size_t i = 0;
-	long arity = term_get_tuple(t, &i);
-	if (arity < 1 || !term_is_atom(t, i, TAG))
+	size_t i;
+	long arity;
+	if (!shardnode_msg_head(t, &i, &arity))
 		return 0;
-	term_skip(t, &i);
 	char kind[TERM_ATOM_BUF];
 	if (arity < 2 || term_get_atom(t, &i, kind))
 		return -EPROTO;
@@ -153,10 +151,9 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 
 static int begin(ei_x_buff *x, int arity, enum shard_msg_kind kind)
 {
-	if (ei_x_encode_version(x) < 0 || ei_x_encode_tuple_header(x, arity) < 0 ||
-	    ei_x_encode_atom(x, TAG) < 0 || ei_x_encode_atom(x, kind_names[kind]) < 0)
+	if (ei_x_encode_version(x) < 0)
 		return -ENOMEM;
-	return 0;
+	return shardnode_msg_begin(x, arity, kind_names[kind]);
 }
 
 int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pid *pid)
