@@ -242,7 +242,7 @@ static bool flags_acceptable(struct dist_conn *c, uint64_t flags)
 static void send_challenge(struct dist_conn *c)
 {
 	c->our_challenge = random_u32();
-	if (hs_encode_challenge(&c->out, DFLAG_OURS, c->our_challenge, c->settings->creation, c->settings->name)) {
+	if (handshake_encode_challenge(&c->out, DFLAG_OURS, c->our_challenge, c->settings->creation, c->settings->name)) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -252,7 +252,7 @@ static void send_challenge(struct dist_conn *c)
 
 static void send_status(struct dist_conn *c, const char *status)
 {
-	if (hs_encode_status(&c->out, status))
+	if (handshake_encode_status(&c->out, status))
 		dist_conn_close(c, "out of memory");
 }
 
@@ -278,8 +278,8 @@ static void conn_go_up(struct dist_conn *c)
 
 static void on_name(struct dist_conn *c, const uint8_t *msg, size_t len)
 {
-	struct hs_name name;
-	if (hs_decode_name(msg, len, &name)) {
+	struct handshake_name name;
+	if (handshake_decode_name(msg, len, &name)) {
 		dist_conn_close(c, "malformed send_name");
 		return;
 	}
@@ -320,7 +320,7 @@ static void on_name(struct dist_conn *c, const uint8_t *msg, size_t len)
 static void on_alive_answer(struct dist_conn *c, const uint8_t *msg, size_t len)
 {
 	char status[32];
-	if (hs_decode_status(msg, len, status, sizeof status)) {
+	if (handshake_decode_status(msg, len, status, sizeof status)) {
 		dist_conn_close(c, "malformed alive answer");
 		return;
 	}
@@ -336,19 +336,19 @@ static void on_alive_answer(struct dist_conn *c, const uint8_t *msg, size_t len)
 static void on_reply(struct dist_conn *c, const uint8_t *msg, size_t len)
 {
 	uint32_t their_challenge;
-	uint8_t digest[HS_DIGEST_LEN], expected[HS_DIGEST_LEN];
-	if (hs_decode_reply(msg, len, &their_challenge, digest)) {
+	uint8_t digest[HANDSHAKE_DIGEST_LEN], expected[HANDSHAKE_DIGEST_LEN];
+	if (handshake_decode_reply(msg, len, &their_challenge, digest)) {
 		dist_conn_close(c, "malformed challenge_reply");
 		return;
 	}
-	hs_digest(c->settings->cookie, c->our_challenge, expected);
-	if (!hs_digest_equal(digest, expected)) {
+	handshake_digest(c->settings->cookie, c->our_challenge, expected);
+	if (!handshake_digest_equal(digest, expected)) {
 		log_warn(c->settings->log, "connection from %s refused: wrong cookie", peer_label(c));
 		dist_conn_close(c, "wrong cookie");
 		return;
 	}
-	hs_digest(c->settings->cookie, their_challenge, expected);
-	if (hs_encode_ack(&c->out, expected)) {
+	handshake_digest(c->settings->cookie, their_challenge, expected);
+	if (handshake_encode_ack(&c->out, expected)) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -371,7 +371,7 @@ static void go_nok_wait(struct dist_conn *c, const char *why)
 static void on_status(struct dist_conn *c, const uint8_t *msg, size_t len)
 {
 	char status[32];
-	if (hs_decode_status(msg, len, status, sizeof status)) {
+	if (handshake_decode_status(msg, len, status, sizeof status)) {
 		dist_conn_close(c, "malformed status");
 		return;
 	}
@@ -394,8 +394,8 @@ static void on_status(struct dist_conn *c, const uint8_t *msg, size_t len)
 
 static void on_challenge(struct dist_conn *c, const uint8_t *msg, size_t len)
 {
-	struct hs_challenge ch;
-	if (hs_decode_challenge(msg, len, &ch)) {
+	struct handshake_challenge ch;
+	if (handshake_decode_challenge(msg, len, &ch)) {
 		dist_conn_close(c, "malformed challenge");
 		return;
 	}
@@ -409,10 +409,10 @@ static void on_challenge(struct dist_conn *c, const uint8_t *msg, size_t len)
 	}
 	c->peer_flags = ch.flags;
 	c->peer_creation = ch.creation;
-	uint8_t digest[HS_DIGEST_LEN];
-	hs_digest(c->settings->cookie, ch.challenge, digest);
+	uint8_t digest[HANDSHAKE_DIGEST_LEN];
+	handshake_digest(c->settings->cookie, ch.challenge, digest);
 	c->our_challenge = random_u32();
-	if (hs_encode_reply(&c->out, c->our_challenge, digest)) {
+	if (handshake_encode_reply(&c->out, c->our_challenge, digest)) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -422,13 +422,13 @@ static void on_challenge(struct dist_conn *c, const uint8_t *msg, size_t len)
 
 static void on_ack(struct dist_conn *c, const uint8_t *msg, size_t len)
 {
-	uint8_t digest[HS_DIGEST_LEN], expected[HS_DIGEST_LEN];
-	if (hs_decode_ack(msg, len, digest)) {
+	uint8_t digest[HANDSHAKE_DIGEST_LEN], expected[HANDSHAKE_DIGEST_LEN];
+	if (handshake_decode_ack(msg, len, digest)) {
 		dist_conn_close(c, "malformed challenge_ack");
 		return;
 	}
-	hs_digest(c->settings->cookie, c->our_challenge, expected);
-	if (!hs_digest_equal(digest, expected)) {
+	handshake_digest(c->settings->cookie, c->our_challenge, expected);
+	if (!handshake_digest_equal(digest, expected)) {
 		log_warn(c->settings->log, "connection to %s refused: wrong cookie", peer_label(c));
 		dist_conn_close(c, "wrong cookie");
 		return;
@@ -461,7 +461,7 @@ static void on_packet(struct dist_conn *c, const uint8_t *body, size_t len)
 {
 	struct dist_msg m;
 	c->packets_in++;
-	if (dist_msg_parse(body, len, &m)) {
+	if (dist_frame_parse(body, len, &m)) {
 		/* The framing is intact, so only this packet is lost; the
 		 * connection and the peer's other messages carry on. */
 		if (c->malformed++ < MALFORMED_LOG_LIMIT) {
@@ -511,7 +511,7 @@ static void conn_process_input(struct dist_conn *c)
 				break;
 			}
 		} else if (in_handshake(c)) {
-			int rc = hs_frame(head, avail, &body, &body_len, &consumed);
+			int rc = handshake_frame(head, avail, &body, &body_len, &consumed);
 			if (rc == 0)
 				return;
 			if (rc < 0) {
@@ -519,7 +519,7 @@ static void conn_process_input(struct dist_conn *c)
 				return;
 			}
 			/* Copy: a handshake step may reset the input buffer. */
-			uint8_t msg[HS_MAX_MESSAGE];
+			uint8_t msg[HANDSHAKE_MAX_MESSAGE];
 			memcpy(msg, body, body_len);
 			bytebuf_consume(&c->in, consumed);
 			on_handshake_message(c, msg, body_len);
@@ -566,7 +566,7 @@ static void conn_on_connected(struct dist_conn *c)
 		dist_conn_close(c, strerror(soerr ? soerr : errno));
 		return;
 	}
-	if (hs_encode_name(&c->out, DFLAG_OURS, c->settings->creation, c->settings->name)) {
+	if (handshake_encode_name(&c->out, DFLAG_OURS, c->settings->creation, c->settings->name)) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}

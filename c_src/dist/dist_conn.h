@@ -29,7 +29,7 @@
 
 #include "base/bytebuf.h"
 #include "dist/dist_frame.h"
-#include "dist/dist_handshake.h"
+#include "dist/handshake.h"
 #include "dist/epmd.h"
 #include "base/evloop.h"
 #include "base/log.h"

@@ -26,7 +26,7 @@ enum dist_frame_result dist_frame_next(const uint8_t *buf, size_t len, size_t ma
 	return DIST_FRAME_PACKET;
 }
 
-int dist_msg_parse(const uint8_t *body, size_t len, struct dist_msg *out)
+int dist_frame_parse(const uint8_t *body, size_t len, struct dist_msg *out)
 {
 	if (len < 3 || body[0] != 'p' || body[1] != TERM_VERSION_MAGIC)
 		return -EPROTO;

@@ -7,7 +7,7 @@
  *
  *     112 ('p'), 131, ControlTuple [, 131, Message]
  *
- * dist_frame_next() splits the byte stream; dist_msg_parse() checks a body
+ * dist_frame_next() splits the byte stream; dist_frame_parse() checks a body
  * whole (with term_validate) and records where the control tuple's elements
  * and the message are, so handlers read them with ei without re-checking.
  */
@@ -60,7 +60,7 @@ enum dist_op {
 
 #define DIST_MSG_MAX_ELEMS 8
 
-/* A parsed packet body. Pointers point into the body passed to dist_msg_parse. */
+/* A parsed packet body. Pointers point into the body passed to dist_frame_parse. */
 struct dist_msg {
 	long op;
 	const char *ctl;   /* control tuple, version byte stripped */
@@ -73,6 +73,6 @@ struct dist_msg {
 /* Parses one packet body. Returns 0, or -EPROTO: not a 'p' packet, a term
  * that is malformed or runs past the body, trailing bytes, or a control
  * tuple that does not start with a small integer op. */
-int dist_msg_parse(const uint8_t *body, size_t len, struct dist_msg *out);
+int dist_frame_parse(const uint8_t *body, size_t len, struct dist_msg *out);
 
 #endif

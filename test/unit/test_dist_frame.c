@@ -73,7 +73,7 @@ static void monitor_p(ei_x_buff *x, const erlang_pid *from, const erlang_ref *re
 static int parse_copy(const void *body, size_t len, struct dist_msg *m, uint8_t **copy)
 {
 	*copy = (uint8_t *)sn_dup_exact(body, len);
-	return dist_msg_parse(*copy, len, m);
+	return dist_frame_parse(*copy, len, m);
 }
 
 /* Offset, inside the body, of the byte after the control tuple. */
@@ -124,7 +124,7 @@ static void check_frame_prefixes(const ei_x_buff *x)
 			cr_assert_eq(body_len, blen);
 			cr_assert_eq(consumed, total);
 			struct dist_msg m;
-			cr_assert_eq(dist_msg_parse(body, body_len, &m), 0);
+			cr_assert_eq(dist_frame_parse(body, body_len, &m), 0);
 		}
 		free(p);
 	}
@@ -184,7 +184,7 @@ Test(dist_frame, too_big)
 		     "the limit itself is allowed");
 }
 
-/* ---- dist_msg_parse on real control messages ---- */
+/* ---- dist_frame_parse on real control messages ---- */
 
 Test(dist_frame, reg_send)
 {

@@ -1,5 +1,5 @@
 /*
- * dist_handshake.h — the messages of the Erlang distribution handshake,
+ * handshake.h — the messages of the Erlang distribution handshake,
  * version 6, as pure encoders and decoders.
  *
  * During the handshake every message is framed by a 2-byte big-endian length.
@@ -15,8 +15,8 @@
  * digest = MD5(cookie ++ decimal text of the challenge it answers).
  * The driving state machine lives in dist_conn.c; nothing here does I/O.
  */
-#ifndef SN_DIST_HANDSHAKE_H
-#define SN_DIST_HANDSHAKE_H
+#ifndef SN_HANDSHAKE_H
+#define SN_HANDSHAKE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,16 +61,16 @@
 	 DFLAG_DIST_MONITOR_NAME | DFLAG_UNLINK_ID | DFLAG_V4_NC)
 
 /* No handshake message is larger than this; longer lengths are refused. */
-#define HS_MAX_MESSAGE 1024
-#define HS_DIGEST_LEN 16
+#define HANDSHAKE_MAX_MESSAGE 1024
+#define HANDSHAKE_DIGEST_LEN 16
 
-struct hs_name {
+struct handshake_name {
 	uint64_t flags;
 	uint32_t creation;
 	char node[NODE_NAME_BUF];
 };
 
-struct hs_challenge {
+struct handshake_challenge {
 	uint64_t flags;
 	uint32_t challenge;
 	uint32_t creation;
@@ -79,29 +79,29 @@ struct hs_challenge {
 
 /* Finds one 2-byte-framed handshake message at the start of buf.
  * Returns 1 and sets *msg, *msg_len (the body) and *consumed (body + 2);
- * 0 if more bytes are needed; -EPROTO if the length is 0 or > HS_MAX_MESSAGE. */
-int hs_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_len, size_t *consumed);
+ * 0 if more bytes are needed; -EPROTO if the length is 0 or > HANDSHAKE_MAX_MESSAGE. */
+int handshake_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_len, size_t *consumed);
 
 /* Decoders take one message body. Each returns 0 or -EPROTO (wrong tag, wrong
  * size, or a node name that is empty, too long, or not "alive@host"). */
-int hs_decode_name(const uint8_t *msg, size_t len, struct hs_name *out);
+int handshake_decode_name(const uint8_t *msg, size_t len, struct handshake_name *out);
 /* Status text is copied NUL-terminated into out (outsz bytes). */
-int hs_decode_status(const uint8_t *msg, size_t len, char *out, size_t outsz);
-int hs_decode_challenge(const uint8_t *msg, size_t len, struct hs_challenge *out);
-int hs_decode_reply(const uint8_t *msg, size_t len, uint32_t *challenge, uint8_t digest[HS_DIGEST_LEN]);
-int hs_decode_ack(const uint8_t *msg, size_t len, uint8_t digest[HS_DIGEST_LEN]);
+int handshake_decode_status(const uint8_t *msg, size_t len, char *out, size_t outsz);
+int handshake_decode_challenge(const uint8_t *msg, size_t len, struct handshake_challenge *out);
+int handshake_decode_reply(const uint8_t *msg, size_t len, uint32_t *challenge, uint8_t digest[HANDSHAKE_DIGEST_LEN]);
+int handshake_decode_ack(const uint8_t *msg, size_t len, uint8_t digest[HANDSHAKE_DIGEST_LEN]);
 
 /* Encoders append one framed message to out. Each returns 0 or -ENOMEM. */
-int hs_encode_name(struct bytebuf *out, uint64_t flags, uint32_t creation, const char *node);
-int hs_encode_status(struct bytebuf *out, const char *status);
-int hs_encode_challenge(struct bytebuf *out, uint64_t flags, uint32_t challenge, uint32_t creation,
+int handshake_encode_name(struct bytebuf *out, uint64_t flags, uint32_t creation, const char *node);
+int handshake_encode_status(struct bytebuf *out, const char *status);
+int handshake_encode_challenge(struct bytebuf *out, uint64_t flags, uint32_t challenge, uint32_t creation,
 			const char *node);
-int hs_encode_reply(struct bytebuf *out, uint32_t challenge, const uint8_t digest[HS_DIGEST_LEN]);
-int hs_encode_ack(struct bytebuf *out, const uint8_t digest[HS_DIGEST_LEN]);
+int handshake_encode_reply(struct bytebuf *out, uint32_t challenge, const uint8_t digest[HANDSHAKE_DIGEST_LEN]);
+int handshake_encode_ack(struct bytebuf *out, const uint8_t digest[HANDSHAKE_DIGEST_LEN]);
 
 /* digest = MD5(cookie ++ decimal(challenge)). */
-void hs_digest(const char *cookie, uint32_t challenge, uint8_t out[HS_DIGEST_LEN]);
+void handshake_digest(const char *cookie, uint32_t challenge, uint8_t out[HANDSHAKE_DIGEST_LEN]);
 /* Constant-time comparison: the time taken does not depend on where they differ. */
-bool hs_digest_equal(const uint8_t a[HS_DIGEST_LEN], const uint8_t b[HS_DIGEST_LEN]);
+bool handshake_digest_equal(const uint8_t a[HANDSHAKE_DIGEST_LEN], const uint8_t b[HANDSHAKE_DIGEST_LEN]);
 
 #endif

@@ -1,5 +1,5 @@
-/* dist_handshake.c — see dist_handshake.h. */
-#include "dist/dist_handshake.h"
+/* handshake.c — see handshake.h. */
+#include "dist/handshake.h"
 #include "base/byteorder.h"
 
 #include <errno.h>
@@ -18,12 +18,12 @@ static int copy_node_name(const uint8_t *src, size_t n, char out[NODE_NAME_BUF])
 	return 0;
 }
 
-int hs_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_len, size_t *consumed)
+int handshake_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_len, size_t *consumed)
 {
 	if (len < 2)
 		return 0;
 	size_t n = be16_read(buf);
-	if (n == 0 || n > HS_MAX_MESSAGE)
+	if (n == 0 || n > HANDSHAKE_MAX_MESSAGE)
 		return -EPROTO;
 	if (len - 2 < n)
 		return 0;
@@ -33,7 +33,7 @@ int hs_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_le
 	return 1;
 }
 
-int hs_decode_name(const uint8_t *msg, size_t len, struct hs_name *out)
+int handshake_decode_name(const uint8_t *msg, size_t len, struct handshake_name *out)
 {
 	/* 'N' Flags:8 Creation:4 NameLen:2 Name */
 	if (len < 15 || msg[0] != 'N')
@@ -46,7 +46,7 @@ int hs_decode_name(const uint8_t *msg, size_t len, struct hs_name *out)
 	return copy_node_name(msg + 15, nlen, out->node);
 }
 
-int hs_decode_status(const uint8_t *msg, size_t len, char *out, size_t outsz)
+int handshake_decode_status(const uint8_t *msg, size_t len, char *out, size_t outsz)
 {
 	if (len < 2 || msg[0] != 's' || len - 1 >= outsz)
 		return -EPROTO;
@@ -57,7 +57,7 @@ int hs_decode_status(const uint8_t *msg, size_t len, char *out, size_t outsz)
 	return 0;
 }
 
-int hs_decode_challenge(const uint8_t *msg, size_t len, struct hs_challenge *out)
+int handshake_decode_challenge(const uint8_t *msg, size_t len, struct handshake_challenge *out)
 {
 	/* 'N' Flags:8 Challenge:4 Creation:4 NameLen:2 Name */
 	if (len < 19 || msg[0] != 'N')
@@ -71,20 +71,20 @@ int hs_decode_challenge(const uint8_t *msg, size_t len, struct hs_challenge *out
 	return copy_node_name(msg + 19, nlen, out->node);
 }
 
-int hs_decode_reply(const uint8_t *msg, size_t len, uint32_t *challenge, uint8_t digest[HS_DIGEST_LEN])
+int handshake_decode_reply(const uint8_t *msg, size_t len, uint32_t *challenge, uint8_t digest[HANDSHAKE_DIGEST_LEN])
 {
-	if (len != 1 + 4 + HS_DIGEST_LEN || msg[0] != 'r')
+	if (len != 1 + 4 + HANDSHAKE_DIGEST_LEN || msg[0] != 'r')
 		return -EPROTO;
 	*challenge = be32_read(msg + 1);
-	memcpy(digest, msg + 5, HS_DIGEST_LEN);
+	memcpy(digest, msg + 5, HANDSHAKE_DIGEST_LEN);
 	return 0;
 }
 
-int hs_decode_ack(const uint8_t *msg, size_t len, uint8_t digest[HS_DIGEST_LEN])
+int handshake_decode_ack(const uint8_t *msg, size_t len, uint8_t digest[HANDSHAKE_DIGEST_LEN])
 {
-	if (len != 1 + HS_DIGEST_LEN || msg[0] != 'a')
+	if (len != 1 + HANDSHAKE_DIGEST_LEN || msg[0] != 'a')
 		return -EPROTO;
-	memcpy(digest, msg + 1, HS_DIGEST_LEN);
+	memcpy(digest, msg + 1, HANDSHAKE_DIGEST_LEN);
 	return 0;
 }
 
@@ -101,7 +101,7 @@ static int append_framed(struct bytebuf *out, const uint8_t *body, size_t n)
 	return 0;
 }
 
-int hs_encode_name(struct bytebuf *out, uint64_t flags, uint32_t creation, const char *node)
+int handshake_encode_name(struct bytebuf *out, uint64_t flags, uint32_t creation, const char *node)
 {
 	uint8_t body[15 + NODE_NAME_BUF];
 	size_t nlen = strnlen(node, NODE_NAME_BUF - 1);
@@ -114,7 +114,7 @@ int hs_encode_name(struct bytebuf *out, uint64_t flags, uint32_t creation, const
 	return append_framed(out, body, 15 + nlen);
 }
 
-int hs_encode_status(struct bytebuf *out, const char *status)
+int handshake_encode_status(struct bytebuf *out, const char *status)
 {
 	uint8_t body[32];
 	size_t n = strnlen(status, sizeof body - 1);
@@ -123,7 +123,7 @@ int hs_encode_status(struct bytebuf *out, const char *status)
 	return append_framed(out, body, n + 1);
 }
 
-int hs_encode_challenge(struct bytebuf *out, uint64_t flags, uint32_t challenge, uint32_t creation,
+int handshake_encode_challenge(struct bytebuf *out, uint64_t flags, uint32_t challenge, uint32_t creation,
 			const char *node)
 {
 	uint8_t body[19 + NODE_NAME_BUF];
@@ -138,41 +138,41 @@ int hs_encode_challenge(struct bytebuf *out, uint64_t flags, uint32_t challenge,
 	return append_framed(out, body, 19 + nlen);
 }
 
-int hs_encode_reply(struct bytebuf *out, uint32_t challenge, const uint8_t digest[HS_DIGEST_LEN])
+int handshake_encode_reply(struct bytebuf *out, uint32_t challenge, const uint8_t digest[HANDSHAKE_DIGEST_LEN])
 {
-	uint8_t body[1 + 4 + HS_DIGEST_LEN];
+	uint8_t body[1 + 4 + HANDSHAKE_DIGEST_LEN];
 	body[0] = 'r';
 	be32_write(body + 1, challenge);
-	memcpy(body + 5, digest, HS_DIGEST_LEN);
+	memcpy(body + 5, digest, HANDSHAKE_DIGEST_LEN);
 	return append_framed(out, body, sizeof body);
 }
 
-int hs_encode_ack(struct bytebuf *out, const uint8_t digest[HS_DIGEST_LEN])
+int handshake_encode_ack(struct bytebuf *out, const uint8_t digest[HANDSHAKE_DIGEST_LEN])
 {
-	uint8_t body[1 + HS_DIGEST_LEN];
+	uint8_t body[1 + HANDSHAKE_DIGEST_LEN];
 	body[0] = 'a';
-	memcpy(body + 1, digest, HS_DIGEST_LEN);
+	memcpy(body + 1, digest, HANDSHAKE_DIGEST_LEN);
 	return append_framed(out, body, sizeof body);
 }
 
-void hs_digest(const char *cookie, uint32_t challenge, uint8_t out[HS_DIGEST_LEN])
+void handshake_digest(const char *cookie, uint32_t challenge, uint8_t out[HANDSHAKE_DIGEST_LEN])
 {
 	char decimal[16];
 	int n = snprintf(decimal, sizeof decimal, "%u", challenge);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned int outlen = HS_DIGEST_LEN;
+	unsigned int outlen = HANDSHAKE_DIGEST_LEN;
 	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1 ||
 	    EVP_DigestUpdate(ctx, cookie, strlen(cookie)) != 1 ||
 	    EVP_DigestUpdate(ctx, decimal, (size_t)n) != 1 ||
 	    EVP_DigestFinal_ex(ctx, out, &outlen) != 1) {
 		/* Cannot happen with a working libcrypto; an all-zero digest
 		 * simply fails authentication. */
-		memset(out, 0, HS_DIGEST_LEN);
+		memset(out, 0, HANDSHAKE_DIGEST_LEN);
 	}
 	EVP_MD_CTX_free(ctx);
 }
 
-bool hs_digest_equal(const uint8_t a[HS_DIGEST_LEN], const uint8_t b[HS_DIGEST_LEN])
+bool handshake_digest_equal(const uint8_t a[HANDSHAKE_DIGEST_LEN], const uint8_t b[HANDSHAKE_DIGEST_LEN])
 {
-	return CRYPTO_memcmp(a, b, HS_DIGEST_LEN) == 0;
+	return CRYPTO_memcmp(a, b, HANDSHAKE_DIGEST_LEN) == 0;
 }

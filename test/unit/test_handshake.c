@@ -1,5 +1,5 @@
 /*
- * test_dist_handshake.c — the handshake codecs: framing, each message's
+ * test_handshake.c — the handshake codecs: framing, each message's
  * encoder and decoder, node-name rules and the MD5 digest.
  */
 #include <errno.h>
@@ -9,19 +9,19 @@
 
 #include <criterion/criterion.h>
 
-#include "dist/dist_handshake.h"
+#include "dist/handshake.h"
 #include "unit_helpers.h"
 
 /* Frames the single message in b, checking the frame is all of b. */
 static void unframe(const struct bytebuf *b, const uint8_t **msg, size_t *msg_len)
 {
 	size_t consumed = 0;
-	cr_assert_eq(hs_frame(bytebuf_head(b), bytebuf_size(b), msg, msg_len, &consumed), 1);
+	cr_assert_eq(handshake_frame(bytebuf_head(b), bytebuf_size(b), msg, msg_len, &consumed), 1);
 	cr_assert_eq(consumed, bytebuf_size(b));
 	cr_assert_eq(*msg_len + 2, consumed);
 }
 
-/* Feeds `framed` to hs_frame one byte more at a time, each time in an
+/* Feeds `framed` to handshake_frame one byte more at a time, each time in an
  * exact-size copy: 0 until the last byte, then 1 with the right lengths. */
 static void feed_byte_by_byte(const uint8_t *framed, size_t n)
 {
@@ -29,7 +29,7 @@ static void feed_byte_by_byte(const uint8_t *framed, size_t n)
 		uint8_t *p = (uint8_t *)sn_dup_exact(framed, k);
 		const uint8_t *msg = NULL;
 		size_t msg_len = 0, consumed = 0;
-		int rc = hs_frame(p, k, &msg, &msg_len, &consumed);
+		int rc = handshake_frame(p, k, &msg, &msg_len, &consumed);
 		if (k < n) {
 			cr_assert_eq(rc, 0, "%zu of %zu bytes gave %d", k, n, rc);
 		} else {
@@ -65,46 +65,46 @@ static void check_truncations(const char *what, const uint8_t *body, size_t len,
 
 static int decode_name(const uint8_t *m, size_t n)
 {
-	struct hs_name out;
-	return hs_decode_name(m, n, &out);
+	struct handshake_name out;
+	return handshake_decode_name(m, n, &out);
 }
 
 static int decode_challenge(const uint8_t *m, size_t n)
 {
-	struct hs_challenge out;
-	return hs_decode_challenge(m, n, &out);
+	struct handshake_challenge out;
+	return handshake_decode_challenge(m, n, &out);
 }
 
 static int decode_reply(const uint8_t *m, size_t n)
 {
 	uint32_t c;
-	uint8_t d[HS_DIGEST_LEN];
-	return hs_decode_reply(m, n, &c, d);
+	uint8_t d[HANDSHAKE_DIGEST_LEN];
+	return handshake_decode_reply(m, n, &c, d);
 }
 
 static int decode_ack(const uint8_t *m, size_t n)
 {
-	uint8_t d[HS_DIGEST_LEN];
-	return hs_decode_ack(m, n, d);
+	uint8_t d[HANDSHAKE_DIGEST_LEN];
+	return handshake_decode_ack(m, n, d);
 }
 
-static const uint8_t digest_a[HS_DIGEST_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static const uint8_t digest_a[HANDSHAKE_DIGEST_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 /* ---- round trips ---- */
 
 Test(handshake, send_name_round_trip)
 {
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_name(&b, DFLAG_OURS, 0xdeadbeef, "shardnode@127.0.0.1"), 0);
+	cr_assert_eq(handshake_encode_name(&b, DFLAG_OURS, 0xdeadbeef, "shardnode@127.0.0.1"), 0);
 	const uint8_t *msg;
 	size_t len;
 	unframe(&b, &msg, &len);
 	cr_assert_eq(len, 15 + strlen("shardnode@127.0.0.1"));
 	cr_assert_eq(msg[0], 'N');
 
-	struct hs_name n;
+	struct handshake_name n;
 	memset(&n, 0xAA, sizeof n);
-	cr_assert_eq(hs_decode_name(msg, len, &n), 0);
+	cr_assert_eq(handshake_decode_name(msg, len, &n), 0);
 	cr_assert_eq(n.flags, DFLAG_OURS);
 	cr_assert_eq(n.creation, 0xdeadbeef);
 	cr_assert_str_eq(n.node, "shardnode@127.0.0.1");
@@ -119,13 +119,13 @@ Test(handshake, status_round_trip)
 	const char *const statuses[] = {"ok", "ok_simultaneous", "nok", "not_allowed", "alive", "named:"};
 	for (size_t i = 0; i < SN_ARRAY_LEN(statuses); i++) {
 		struct bytebuf b = {0};
-		cr_assert_eq(hs_encode_status(&b, statuses[i]), 0);
+		cr_assert_eq(handshake_encode_status(&b, statuses[i]), 0);
 		const uint8_t *msg;
 		size_t len;
 		unframe(&b, &msg, &len);
 		cr_assert_eq(len, 1 + strlen(statuses[i]));
 		char out[32];
-		cr_assert_eq(hs_decode_status(msg, len, out, sizeof out), 0);
+		cr_assert_eq(handshake_decode_status(msg, len, out, sizeof out), 0);
 		cr_assert_str_eq(out, statuses[i]);
 		feed_byte_by_byte(bytebuf_head(&b), bytebuf_size(&b));
 		bytebuf_free(&b);
@@ -135,26 +135,26 @@ Test(handshake, status_round_trip)
 Test(handshake, status_refusals)
 {
 	char out[8];
-	cr_assert_eq(hs_decode_status((const uint8_t *)"s", 1, out, sizeof out), -EPROTO, "empty status");
-	cr_assert_eq(hs_decode_status((const uint8_t *)"", 0, out, sizeof out), -EPROTO);
-	cr_assert_eq(hs_decode_status((const uint8_t *)"tok", 3, out, sizeof out), -EPROTO, "wrong tag");
-	cr_assert_eq(hs_decode_status((const uint8_t *)"so\0k", 4, out, sizeof out), -EPROTO, "embedded NUL");
+	cr_assert_eq(handshake_decode_status((const uint8_t *)"s", 1, out, sizeof out), -EPROTO, "empty status");
+	cr_assert_eq(handshake_decode_status((const uint8_t *)"", 0, out, sizeof out), -EPROTO);
+	cr_assert_eq(handshake_decode_status((const uint8_t *)"tok", 3, out, sizeof out), -EPROTO, "wrong tag");
+	cr_assert_eq(handshake_decode_status((const uint8_t *)"so\0k", 4, out, sizeof out), -EPROTO, "embedded NUL");
 	/* "s" + 7 characters needs 8 bytes with the NUL: fits; 8 do not. */
-	cr_assert_eq(hs_decode_status((const uint8_t *)"s1234567", 8, out, sizeof out), 0);
+	cr_assert_eq(handshake_decode_status((const uint8_t *)"s1234567", 8, out, sizeof out), 0);
 	cr_assert_str_eq(out, "1234567");
-	cr_assert_eq(hs_decode_status((const uint8_t *)"s12345678", 9, out, sizeof out), -EPROTO);
+	cr_assert_eq(handshake_decode_status((const uint8_t *)"s12345678", 9, out, sizeof out), -EPROTO);
 }
 
 Test(handshake, challenge_round_trip)
 {
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_challenge(&b, DFLAG_OURS | DFLAG_PUBLISHED, 0x89abcdef, 7, "peer@host"), 0);
+	cr_assert_eq(handshake_encode_challenge(&b, DFLAG_OURS | DFLAG_PUBLISHED, 0x89abcdef, 7, "peer@host"), 0);
 	const uint8_t *msg;
 	size_t len;
 	unframe(&b, &msg, &len);
 	cr_assert_eq(len, 19 + strlen("peer@host"));
-	struct hs_challenge c;
-	cr_assert_eq(hs_decode_challenge(msg, len, &c), 0);
+	struct handshake_challenge c;
+	cr_assert_eq(handshake_decode_challenge(msg, len, &c), 0);
 	cr_assert_eq(c.flags, DFLAG_OURS | DFLAG_PUBLISHED);
 	cr_assert_eq(c.challenge, 0x89abcdef);
 	cr_assert_eq(c.creation, 7);
@@ -168,16 +168,16 @@ Test(handshake, challenge_round_trip)
 Test(handshake, reply_round_trip)
 {
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_reply(&b, 0xfedcba98, digest_a), 0);
+	cr_assert_eq(handshake_encode_reply(&b, 0xfedcba98, digest_a), 0);
 	const uint8_t *msg;
 	size_t len;
 	unframe(&b, &msg, &len);
 	cr_assert_eq(len, 21);
 	uint32_t challenge = 0;
-	uint8_t d[HS_DIGEST_LEN] = {0};
-	cr_assert_eq(hs_decode_reply(msg, len, &challenge, d), 0);
+	uint8_t d[HANDSHAKE_DIGEST_LEN] = {0};
+	cr_assert_eq(handshake_decode_reply(msg, len, &challenge, d), 0);
 	cr_assert_eq(challenge, 0xfedcba98);
-	cr_assert_eq(memcmp(d, digest_a, HS_DIGEST_LEN), 0);
+	cr_assert_eq(memcmp(d, digest_a, HANDSHAKE_DIGEST_LEN), 0);
 
 	feed_byte_by_byte(bytebuf_head(&b), bytebuf_size(&b));
 	check_truncations("challenge_reply", msg, len, decode_reply);
@@ -187,14 +187,14 @@ Test(handshake, reply_round_trip)
 Test(handshake, ack_round_trip)
 {
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_ack(&b, digest_a), 0);
+	cr_assert_eq(handshake_encode_ack(&b, digest_a), 0);
 	const uint8_t *msg;
 	size_t len;
 	unframe(&b, &msg, &len);
 	cr_assert_eq(len, 17);
-	uint8_t d[HS_DIGEST_LEN] = {0};
-	cr_assert_eq(hs_decode_ack(msg, len, d), 0);
-	cr_assert_eq(memcmp(d, digest_a, HS_DIGEST_LEN), 0);
+	uint8_t d[HANDSHAKE_DIGEST_LEN] = {0};
+	cr_assert_eq(handshake_decode_ack(msg, len, d), 0);
+	cr_assert_eq(memcmp(d, digest_a, HANDSHAKE_DIGEST_LEN), 0);
 
 	feed_byte_by_byte(bytebuf_head(&b), bytebuf_size(&b));
 	check_truncations("challenge_ack", msg, len, decode_ack);
@@ -205,14 +205,14 @@ Test(handshake, encoders_append_after_existing_bytes)
 {
 	/* Encoders append: two messages in one buffer frame one after the other. */
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_status(&b, "ok"), 0);
-	cr_assert_eq(hs_encode_ack(&b, digest_a), 0);
+	cr_assert_eq(handshake_encode_status(&b, "ok"), 0);
+	cr_assert_eq(handshake_encode_ack(&b, digest_a), 0);
 	const uint8_t *msg;
 	size_t len, consumed;
-	cr_assert_eq(hs_frame(bytebuf_head(&b), bytebuf_size(&b), &msg, &len, &consumed), 1);
+	cr_assert_eq(handshake_frame(bytebuf_head(&b), bytebuf_size(&b), &msg, &len, &consumed), 1);
 	cr_assert_eq(consumed, 5);
 	bytebuf_consume(&b, consumed);
-	cr_assert_eq(hs_frame(bytebuf_head(&b), bytebuf_size(&b), &msg, &len, &consumed), 1);
+	cr_assert_eq(handshake_frame(bytebuf_head(&b), bytebuf_size(&b), &msg, &len, &consumed), 1);
 	cr_assert_eq(msg[0], 'a');
 	cr_assert_eq(consumed, bytebuf_size(&b));
 	bytebuf_free(&b);
@@ -225,23 +225,23 @@ Test(handshake, frame_lengths)
 	const uint8_t *msg = NULL;
 	size_t len = 0, consumed = 0;
 	static const uint8_t zero[] = {0, 0, 's'};
-	cr_assert_eq(hs_frame(zero, sizeof zero, &msg, &len, &consumed), -EPROTO, "length 0");
+	cr_assert_eq(handshake_frame(zero, sizeof zero, &msg, &len, &consumed), -EPROTO, "length 0");
 
-	uint8_t big[2 + HS_MAX_MESSAGE + 1];
+	uint8_t big[2 + HANDSHAKE_MAX_MESSAGE + 1];
 	memset(big, 'x', sizeof big);
-	sn_put16(big, HS_MAX_MESSAGE + 1);
-	cr_assert_eq(hs_frame(big, sizeof big, &msg, &len, &consumed), -EPROTO, "length above the limit");
-	cr_assert_eq(hs_frame(big, 2, &msg, &len, &consumed), -EPROTO, "refused before the body comes");
+	sn_put16(big, HANDSHAKE_MAX_MESSAGE + 1);
+	cr_assert_eq(handshake_frame(big, sizeof big, &msg, &len, &consumed), -EPROTO, "length above the limit");
+	cr_assert_eq(handshake_frame(big, 2, &msg, &len, &consumed), -EPROTO, "refused before the body comes");
 	sn_put16(big, 0xFFFF);
-	cr_assert_eq(hs_frame(big, 2, &msg, &len, &consumed), -EPROTO);
+	cr_assert_eq(handshake_frame(big, 2, &msg, &len, &consumed), -EPROTO);
 
-	sn_put16(big, HS_MAX_MESSAGE);
-	cr_assert_eq(hs_frame(big, 2 + HS_MAX_MESSAGE - 1, &msg, &len, &consumed), 0);
-	cr_assert_eq(hs_frame(big, 2 + HS_MAX_MESSAGE, &msg, &len, &consumed), 1, "the limit itself is fine");
-	cr_assert_eq(len, HS_MAX_MESSAGE);
+	sn_put16(big, HANDSHAKE_MAX_MESSAGE);
+	cr_assert_eq(handshake_frame(big, 2 + HANDSHAKE_MAX_MESSAGE - 1, &msg, &len, &consumed), 0);
+	cr_assert_eq(handshake_frame(big, 2 + HANDSHAKE_MAX_MESSAGE, &msg, &len, &consumed), 1, "the limit itself is fine");
+	cr_assert_eq(len, HANDSHAKE_MAX_MESSAGE);
 
-	cr_assert_eq(hs_frame(big, 0, &msg, &len, &consumed), 0);
-	cr_assert_eq(hs_frame(big, 1, &msg, &len, &consumed), 0);
+	cr_assert_eq(handshake_frame(big, 0, &msg, &len, &consumed), 0);
+	cr_assert_eq(handshake_frame(big, 1, &msg, &len, &consumed), 0);
 }
 
 /* ---- wrong tags and sizes ---- */
@@ -249,14 +249,14 @@ Test(handshake, frame_lengths)
 Test(handshake, wrong_tags)
 {
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_name(&b, DFLAG_OURS, 1, "a@b"), 0);
-	cr_assert_eq(hs_encode_challenge(&b, DFLAG_OURS, 2, 3, "a@b"), 0);
-	cr_assert_eq(hs_encode_reply(&b, 4, digest_a), 0);
-	cr_assert_eq(hs_encode_ack(&b, digest_a), 0);
+	cr_assert_eq(handshake_encode_name(&b, DFLAG_OURS, 1, "a@b"), 0);
+	cr_assert_eq(handshake_encode_challenge(&b, DFLAG_OURS, 2, 3, "a@b"), 0);
+	cr_assert_eq(handshake_encode_reply(&b, 4, digest_a), 0);
+	cr_assert_eq(handshake_encode_ack(&b, digest_a), 0);
 	const uint8_t *m[4];
 	size_t l[4], consumed;
 	for (int i = 0; i < 4; i++) {
-		cr_assert_eq(hs_frame(bytebuf_head(&b), bytebuf_size(&b), &m[i], &l[i], &consumed), 1);
+		cr_assert_eq(handshake_frame(bytebuf_head(&b), bytebuf_size(&b), &m[i], &l[i], &consumed), 1);
 		/* The bytes stay valid: consume only moves the offset. */
 		bytebuf_consume(&b, consumed);
 	}
@@ -298,14 +298,14 @@ Test(handshake, decoded_names_are_validated)
 	const char *const bad[] = {"nohost", "a@b@c", "@host", "alive@", "a\n@b"};
 	for (size_t i = 0; i < SN_ARRAY_LEN(bad); i++) {
 		struct bytebuf b = {0};
-		cr_assert_eq(hs_encode_name(&b, DFLAG_OURS, 1, bad[i]), 0);
+		cr_assert_eq(handshake_encode_name(&b, DFLAG_OURS, 1, bad[i]), 0);
 		const uint8_t *msg;
 		size_t len;
 		unframe(&b, &msg, &len);
 		cr_assert_eq(decode_name(msg, len), -EPROTO, "name '%s' accepted", bad[i]);
 		bytebuf_free(&b);
 
-		cr_assert_eq(hs_encode_challenge(&b, DFLAG_OURS, 1, 2, bad[i]), 0);
+		cr_assert_eq(handshake_encode_challenge(&b, DFLAG_OURS, 1, 2, bad[i]), 0);
 		unframe(&b, &msg, &len);
 		cr_assert_eq(decode_challenge(msg, len), -EPROTO, "name '%s' accepted", bad[i]);
 		bytebuf_free(&b);
@@ -321,12 +321,12 @@ Test(handshake, longest_name_round_trips)
 	name[sizeof name - 1] = '\0';
 	name[3] = '@';
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_challenge(&b, DFLAG_OURS, 1, 2, name), 0);
+	cr_assert_eq(handshake_encode_challenge(&b, DFLAG_OURS, 1, 2, name), 0);
 	const uint8_t *msg;
 	size_t len;
 	unframe(&b, &msg, &len);
-	struct hs_challenge c;
-	cr_assert_eq(hs_decode_challenge(msg, len, &c), 0);
+	struct handshake_challenge c;
+	cr_assert_eq(handshake_decode_challenge(msg, len, &c), 0);
 	cr_assert_str_eq(c.node, name);
 	bytebuf_free(&b);
 }
@@ -349,9 +349,9 @@ Test(handshake, otp_send_name_literal)
 
 	const uint8_t *msg;
 	size_t len, consumed;
-	cr_assert_eq(hs_frame(wire, sizeof wire, &msg, &len, &consumed), 1);
-	struct hs_name n;
-	cr_assert_eq(hs_decode_name(msg, len, &n), 0);
+	cr_assert_eq(handshake_frame(wire, sizeof wire, &msg, &len, &consumed), 1);
+	struct handshake_name n;
+	cr_assert_eq(handshake_decode_name(msg, len, &n), 0);
 	cr_assert_eq(n.flags, 0x0000000d07df7fbdULL);
 	cr_assert_eq(n.creation, 0x645f1122u);
 	cr_assert_str_eq(n.node, "ct@127.0.0.1");
@@ -361,7 +361,7 @@ Test(handshake, otp_send_name_literal)
 
 	/* And our encoder writes the same bytes for the same fields. */
 	struct bytebuf b = {0};
-	cr_assert_eq(hs_encode_name(&b, 0x0000000d07df7fbdULL, 0x645f1122u, "ct@127.0.0.1"), 0);
+	cr_assert_eq(handshake_encode_name(&b, 0x0000000d07df7fbdULL, 0x645f1122u, "ct@127.0.0.1"), 0);
 	sn_assert_bytes(&b, wire, sizeof wire);
 	bytebuf_free(&b);
 }
@@ -371,30 +371,30 @@ Test(handshake, otp_send_name_literal)
 Test(handshake, digest_known_vector)
 {
 	/* erlang:md5(["shardnode", integer_to_list(3735928559)]) */
-	static const uint8_t want[HS_DIGEST_LEN] = {48, 134, 44, 230, 181, 200, 103, 191,
+	static const uint8_t want[HANDSHAKE_DIGEST_LEN] = {48, 134, 44, 230, 181, 200, 103, 191,
 						    229, 120, 249, 83, 15, 100, 14, 167};
-	uint8_t d[HS_DIGEST_LEN];
-	hs_digest("shardnode", 3735928559u, d);
-	cr_assert_eq(memcmp(d, want, HS_DIGEST_LEN), 0);
-	cr_assert(hs_digest_equal(d, want));
+	uint8_t d[HANDSHAKE_DIGEST_LEN];
+	handshake_digest("shardnode", 3735928559u, d);
+	cr_assert_eq(memcmp(d, want, HANDSHAKE_DIGEST_LEN), 0);
+	cr_assert(handshake_digest_equal(d, want));
 
-	uint8_t other[HS_DIGEST_LEN];
-	hs_digest("shardnode", 3735928558u, other);
-	cr_assert_not(hs_digest_equal(other, want), "another challenge, another digest");
-	hs_digest("shardnodf", 3735928559u, other);
-	cr_assert_not(hs_digest_equal(other, want), "another cookie, another digest");
+	uint8_t other[HANDSHAKE_DIGEST_LEN];
+	handshake_digest("shardnode", 3735928558u, other);
+	cr_assert_not(handshake_digest_equal(other, want), "another challenge, another digest");
+	handshake_digest("shardnodf", 3735928559u, other);
+	cr_assert_not(handshake_digest_equal(other, want), "another cookie, another digest");
 }
 
 Test(handshake, digest_equal_sees_every_byte)
 {
-	uint8_t a[HS_DIGEST_LEN], b[HS_DIGEST_LEN];
+	uint8_t a[HANDSHAKE_DIGEST_LEN], b[HANDSHAKE_DIGEST_LEN];
 	memcpy(a, digest_a, sizeof a);
 	memcpy(b, digest_a, sizeof b);
-	cr_assert(hs_digest_equal(a, b));
-	for (size_t i = 0; i < HS_DIGEST_LEN; i++) {
+	cr_assert(handshake_digest_equal(a, b));
+	for (size_t i = 0; i < HANDSHAKE_DIGEST_LEN; i++) {
 		b[i] ^= 0x80;
-		cr_assert_not(hs_digest_equal(a, b), "difference at byte %zu missed", i);
+		cr_assert_not(handshake_digest_equal(a, b), "difference at byte %zu missed", i);
 		b[i] ^= 0x80;
 	}
-	cr_assert(hs_digest_equal(a, b));
+	cr_assert(handshake_digest_equal(a, b));
 }
