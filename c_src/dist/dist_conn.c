@@ -689,7 +689,7 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 	c->hooks->closed(c->hooks->owner, c, why);
 }
 
-void dist_conn_release(struct dist_conn *c)
+void dist_conn_free(struct dist_conn *c)
 {
 	bytebuf_free(&c->in);
 	bytebuf_free(&c->out);

@@ -154,8 +154,9 @@ void dist_conn_flush_output(struct dist_conn *c);
  * Idempotent. The memory stays valid until the owner frees it. */
 void dist_conn_close(struct dist_conn *c, const char *why);
 
-/* Frees buffers of a closed connection (not the struct itself). */
-void dist_conn_release(struct dist_conn *c);
+/* Frees the buffers of a closed connection; the struct itself is the
+ * caller's, who allocated it. */
+void dist_conn_free(struct dist_conn *c);
 
 /* Bytes waiting to be written, and waiting for UP. */
 static inline size_t dist_conn_queued(const struct dist_conn *c)

@@ -206,7 +206,7 @@ static void free_dead(struct dist_node *n)
 	while (n->dead) {
 		struct dist_conn *c = n->dead;
 		n->dead = c->next;
-		dist_conn_release(c);
+		dist_conn_free(c);
 		free(c);
 	}
 }
@@ -236,7 +236,7 @@ static int send_to_node(struct dist_node *n, const char *peer, const char *ctl, 
 		if (rc) {
 			log_warn(n->settings.log, "cannot connect to %s: %s", peer,
 				 rc == -EINVAL ? "bad node name" : strerror(-rc));
-			dist_conn_release(c);
+			dist_conn_free(c);
 			free(c);
 			return rc;
 		}
@@ -620,7 +620,7 @@ static void on_accept(struct evloop *loop, int fd, uint32_t events, void *arg)
 			continue;
 		}
 		if (dist_conn_accept(c, &n->settings, &n->hooks, cfd)) {
-			dist_conn_release(c);
+			dist_conn_free(c);
 			free(c);
 			continue;
 		}
