@@ -618,9 +618,11 @@ int entity_id_canonical(const char *term, size_t len, ei_x_buff *out)
 		rc = layout(&c, (size_t)base);
 
 	if (c.st != NULL || c.recs != NULL || c.wa.st != NULL || c.wb.st != NULL) {
-		for (size_t k = 0; k < c.depth; k++)
+		/* depth and nrecs count entries of st and recs, so each is 0
+		 * while its array is NULL; the tests say so to the analyzer. */
+		for (size_t k = 0; c.st != NULL && k < c.depth; k++)
 			free(c.st[k].pairs);
-		for (size_t k = 0; k < c.nrecs; k++)
+		for (size_t k = 0; c.recs != NULL && k < c.nrecs; k++)
 			free(c.recs[k].pairs);
 		free(c.st);
 		free(c.recs);

@@ -220,7 +220,8 @@ static int take(struct walk *w, size_t n, const uint8_t **p)
 static int push_frame(struct walk *w, const struct frame *f)
 {
 	if (w->depth == w->cap) {
-		size_t ncap = w->cap * 2;
+		/* cap starts at the inline frames' count; 16 only guards a zero. */
+		size_t ncap = w->cap ? w->cap * 2 : 16;
 		struct frame *ns;
 		if (ncap > SIZE_MAX / sizeof *ns)
 			return -ENOMEM;
