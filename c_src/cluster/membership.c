@@ -187,54 +187,61 @@ static void note_up_number(struct membership *m, uint32_t up)
 		m->top_up_number = up;
 }
 
-static uint32_t next_up_number(struct membership *m)
+/* The member as membership_rules.h sees it; node points into e. */
+static struct member_facts facts_of(const struct member *e)
 {
-	for (size_t k = 0; k < m->n; k++)
-		note_up_number(m, m->members[k].up_number);
-	return m->top_up_number + 1;
+	return (struct member_facts){
+		.node = e->node,
+		.up_number = e->up_number,
+		.status = e->status,
+		.version = e->version,
+		.unreachable = e->unreachable,
+		.last_heard = e->last_heard,
+		.joining_since = e->joining_since,
+		.lease_until = e->lease_until,
+	};
 }
 
-/* The leader admits joiners: the oldest voting member. */
-static bool is_leader(const struct membership *m)
-{
-	const struct member *best = NULL;
-	for (size_t k = 0; k < m->n; k++) {
-		const struct member *e = &m->members[k];
-		if (!votes(e))
-			continue;
-		if (best == NULL || e->up_number < best->up_number ||
-		    (e->up_number == best->up_number && strcmp(e->node, best->node) < 0))
-			best = e;
-	}
-	return best != NULL && is_self(m, best);
-}
-
-/* The leader marks joiners up, giving each the next up-number, once a
- * majority has answered heartbeats sent since it heard of the joiner. A
- * member cut off from the majority admits nobody: a side of a split could
- * otherwise grow itself a majority, and both sides would run entities. */
+/* The leader marks joiners up, each with the next up-number, once a
+ * majority has answered heartbeats sent since it heard of the joiner
+ * (membership_rules_admit says who and why). */
 static void admit_joiners(struct membership *m)
 {
-	if (!is_leader(m))
-		return;
-	bool any = false;
+	struct member_facts *facts = malloc((m->n ? m->n : 1) * sizeof *facts);
+	struct quorum_member *scratch = malloc((m->n ? 2 * m->n : 1) * sizeof *scratch);
+	uint32_t *up = malloc((m->n ? m->n : 1) * sizeof *up);
+	size_t admitted = 0;
+	if (facts == NULL || scratch == NULL || up == NULL)
+		goto done; /* the next gossip tick tries again */
+	struct membership_admission a = {
+		.top_up_number = m->top_up_number,
+		.now_ms = now_ms(m),
+		.clock_ms = evloop_clock_ms(),
+		.failure_timeout_ms = m->cfg.failure_timeout_ms,
+	};
 	for (size_t k = 0; k < m->n; k++) {
+		facts[k] = facts_of(&m->members[k]);
+		if (is_self(m, &m->members[k]))
+			a.self = k;
+	}
+	admitted = membership_rules_admit(facts, m->n, &a, scratch, up);
+	for (size_t k = 0; k < m->n && admitted; k++) {
 		struct member *e = &m->members[k];
-		if (e->status != MEMBER_JOINING || is_self(m, e) || !membership_fresh_quorum_since(m, e->joining_since))
+		if (up[k] == 0)
 			continue;
-		/* A joiner that died after asking would become a voter nobody
-		 * hears, and hold up allocation until it is downed. */
-		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms)
-			continue;
-		e->up_number = next_up_number(m);
+		note_up_number(m, up[k]);
+		e->up_number = up[k];
 		e->status = MEMBER_UP;
 		e->version++;
 		e->last_heard = now_ms(m);
 		log_info(m->cfg.log, "member %s joined (up-number %u)", e->node, e->up_number);
 		membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
-		any = true;
 	}
-	if (any) {
+done:
+	free(facts);
+	free(scratch);
+	free(up);
+	if (admitted) {
 		gossip_all(m);
 		membership_changed(m);
 	}
@@ -249,16 +256,15 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	if (term_get_atom(t, &i, joiner.node) || read_types(t, &i, &joiner))
 		return;
 	struct member *e = membership_member(m, joiner.node);
-	if (e != NULL && (e->status == MEMBER_JOINING || (e->status == MEMBER_UP && !e->unreachable))) {
+	struct member_facts have = e != NULL ? facts_of(e) : (struct member_facts){0};
+	uint32_t version = 0;
+	if (membership_rules_join(e != NULL ? &have : NULL, &version) == MEMBER_JOIN_TELL_AGAIN) {
 		membership_gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
 		admit_joiners(m);
 		return;
 	}
 	if (e == NULL && (e = add(m, joiner.node)) == NULL)
 		return;
-	/* +2: above a `removed` (the down's version + 1) that others may hold
-	 * of the old incarnation, so the joining entry replaces it (merge_of). */
-	uint32_t version = e->version + 2;
 	note_up_number(m, e->up_number);
 	*e = joiner; /* a new incarnation: nothing seen of an old one counts */
 	e->status = MEMBER_JOINING;
@@ -270,39 +276,6 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	gossip_all(m);
 	membership_changed(m);
 	admit_joiners(m);
-}
-
-enum merge { MERGE_KEEP, MERGE_TAKE, MERGE_NEW_INCARNATION };
-
-/* What a gossiped entry does to ours. The up-number names an incarnation
- * (a node that rejoins after a down gets a new, higher one). Within one,
- * a down is final: no version the member bumps itself (types, leave) can
- * undo it, or a node cut off and downed could come back still hosting
- * shards that moved. Otherwise the higher version wins, on a tie the later
- * status. `self_joining`: the entry is ours and we await admission, so
- * downs of an earlier incarnation of ours are not about us. */
-static enum merge merge_of(const struct member *in, const struct member *have, bool self_joining)
-{
-	bool in_down = in->status >= MEMBER_DOWN, have_down = have->status >= MEMBER_DOWN;
-	/* A joining entry has no up-number yet: the seed lists a rejoining
-	 * node with a version above any the old incarnation reached. */
-	if (have_down && !in_down) {
-		if (in->up_number == 0)
-			return in->version > have->version ? MERGE_NEW_INCARNATION : MERGE_KEEP;
-		return in->up_number > have->up_number ? MERGE_NEW_INCARNATION : MERGE_KEEP;
-	}
-	if (in_down && !have_down) {
-		if (self_joining)
-			return MERGE_KEEP; /* the down of an earlier incarnation of ours */
-		if (have->up_number == 0)
-			return in->version > have->version ? MERGE_TAKE : MERGE_KEEP;
-		return in->up_number < have->up_number ? MERGE_KEEP : MERGE_TAKE;
-	}
-	if (in->up_number != have->up_number && in->up_number != 0 && have->up_number != 0)
-		return in->up_number > have->up_number ? MERGE_TAKE : MERGE_KEEP;
-	if (in->version != have->version)
-		return in->version > have->version ? MERGE_TAKE : MERGE_KEEP;
-	return in->status > have->status ? MERGE_TAKE : MERGE_KEEP;
 }
 
 /* Forgets what this node saw of an earlier incarnation of the member. */
@@ -339,36 +312,32 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		in.status = (enum member_status)s;
 		in.version = (uint32_t)version;
 		struct member *e = membership_member(m, in.node);
-		if (strcmp(in.node, m->self) == 0 && e != NULL && e->status >= MEMBER_LEAVING &&
-		    in.status < e->status)
-			continue; /* nobody un-leaves us */
-		bool added = false;
-		if (e == NULL) {
-			if ((e = add(m, in.node)) == NULL)
-				return;
-			added = true;
+		struct member_facts in_facts = facts_of(&in), have = e != NULL ? facts_of(e) : (struct member_facts){0};
+		struct member_merge d =
+			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, strcmp(in.node, m->self) == 0);
+		if (d.verdict == MEMBER_MERGE_KEEP) {
+			if (e != NULL) /* always: an entry we lack is taken */
+				note_up_number(m, e->up_number);
+			continue;
 		}
-		enum merge verdict = added ? MERGE_TAKE
-				   : merge_of(&in, e, is_self(m, e) && e->status == MEMBER_JOINING);
-		if (verdict == MERGE_NEW_INCARNATION ||
-		    (verdict == MERGE_TAKE && in.status == MEMBER_JOINING && e->status != MEMBER_JOINING))
+		if (e == NULL && (e = add(m, in.node)) == NULL)
+			return;
+		if (d.forget_seen)
 			reset_local(m, e);
-		if (verdict != MERGE_KEEP && in.status == MEMBER_JOINING && (added || e->status != MEMBER_JOINING))
+		if (d.joining_now)
 			e->joining_since = now_ms(m);
 		note_up_number(m, e->up_number);
-		if (verdict != MERGE_KEEP) {
-			note_up_number(m, in.up_number);
-			e->up_number = in.up_number;
-			e->status = in.status;
-			e->version = in.version;
-			memcpy(e->types, in.types, sizeof e->types);
-			e->ntypes = in.ntypes;
-			if (e->status >= MEMBER_DOWN)
-				mark_down_locally(m, e);
-			if (added && !is_self(m, e) && e->status < MEMBER_DOWN)
-				membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
-			any = true;
-		}
+		note_up_number(m, in.up_number);
+		e->up_number = in.up_number;
+		e->status = in.status;
+		e->version = in.version;
+		memcpy(e->types, in.types, sizeof e->types);
+		e->ntypes = in.ntypes;
+		if (d.note_down)
+			mark_down_locally(m, e);
+		if (d.greet)
+			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
+		any = true;
 	}
 	struct member *sender = membership_member(m, from);
 	if (sender != NULL && sender->status >= MEMBER_DOWN)

@@ -40,13 +40,9 @@
  * (membership_nodes_with), by which time its lease with every member that
  * learned of the down by then has run out.
  *
- * Merging gossip (merge_of in membership.c): a member's up-number names
- * its incarnation; a node that rejoins after a down is listed joining with
- * a version above any its old incarnation reached, and admitted with a new,
- * higher up-number (up-numbers never repeat). Within an incarnation a down
- * is final, whatever version the member gossips. Otherwise the higher
- * up-number, then the higher version, then the later status wins, so
- * merges converge.
+ * Merging gossip, joins, the leader and admission are decided by the pure
+ * functions of membership_rules.h (which says how incarnations, up-numbers
+ * and versions rank); this module carries the decisions out.
  */
 #ifndef SN_MEMBERSHIP_H
 #define SN_MEMBERSHIP_H
@@ -60,9 +56,7 @@
 #include "dist/dist_node.h"
 #include "base/evloop.h"
 #include "base/log.h"
-
-/* In the order a member moves through them; a merge never moves backwards. */
-enum member_status { MEMBER_JOINING, MEMBER_UP, MEMBER_LEAVING, MEMBER_EXITING, MEMBER_DOWN, MEMBER_REMOVED };
+#include "cluster/membership_rules.h" /* enum member_status */
 
 #define MEMBER_MAX_TYPES 16
 

@@ -281,28 +281,6 @@ static void keep_majority(struct membership *m)
 	free(names);
 }
 
-/* True if the voting members that acked a heartbeat we sent at or after
- * `since` would win a split now: we are not cut off from the majority. */
-bool membership_fresh_quorum_since(struct membership *m, uint64_t since)
-{
-	struct quorum_member *q = malloc(2 * m->n * sizeof *q);
-	if (q == NULL)
-		return false;
-	size_t n = 0;
-	for (size_t k = 0; k < m->n; k++) {
-		const struct member *e = &m->members[k];
-		if (!votes(e))
-			continue;
-		uint64_t lease = is_self(m, e) ? UINT64_MAX : e->lease_until;
-		if (!is_self(m, e) && lease < since + m->cfg.failure_timeout_ms)
-			lease = 0; /* its last ack is for a heartbeat sent before `since` */
-		q[n++] = (struct quorum_member){e->node, lease};
-	}
-	uint64_t until = quorum_until(q, n, q + m->n);
-	free(q);
-	return evloop_clock_ms() < until;
-}
-
 /* A heartbeat from a member that is not down gets its ack. An ack renews
  * the member's quorum lease from the time we sent the heartbeat. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)

@@ -26,7 +26,7 @@ struct membership {
 	bool holding;           /* may deliver, as of the last refresh */
 	bool loss_logged;       /* a lost lease is logged by the timer only: a
 				 * member that just joined has not acked yet */
-	uint32_t top_up_number; /* the highest up-number seen (next_up_number) */
+	uint32_t top_up_number; /* the highest up-number seen (membership_rules_next_up_number) */
 	/* Who cannot hear whom, cluster-wide (reachability.h): our own record
 	 * is our failure detector's `unreachable` flags, the others come by
 	 * `reachability` messages. The leader downs on it (downing.h). */
@@ -42,7 +42,7 @@ static inline bool is_self(const struct membership *m, const struct member *e)
 }
 
 /* Members that vote in keep-majority and give quorum leases. */
-static inline bool votes(const struct member *e) { return e->status == MEMBER_UP || e->status == MEMBER_LEAVING; }
+static inline bool votes(const struct member *e) { return membership_rules_votes(e->status); }
 
 /* ---- membership.c ---- */
 
@@ -83,10 +83,6 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 /* Recomputes until when we hold a quorum lease. Returns true if we just
  * got it back (held messages can go). Logs a loss only if `log_loss`. */
 bool membership_refresh_lease(struct membership *m, bool log_loss);
-
-/* True if the voting members that acked a heartbeat we sent at or after
- * `since` would win a split now. */
-bool membership_fresh_quorum_since(struct membership *m, uint64_t since);
 
 /* Once per heartbeat interval: finds unreachable members, sends our
  * reachability table to every member, releases the shards of members

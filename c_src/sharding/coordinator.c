@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sharding/coordinator_members.h"
+#include "sharding/rebalance.h"
 #include "sharding/shard_msg.h"
 #include "etf/term.h"
 
@@ -325,45 +326,64 @@ static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang
 	broadcast_home(c, shard);
 }
 
-/* Moves every shard of a leaving region to the region with the fewest, all
- * at once: a leaving node waits for this, not for the rebalance ticks. */
+/* The allocation as rebalance.h sees it. takes and drains (caller-freed)
+ * are allocated here. Returns 0, or -ENOMEM with nothing to free. */
+static int rebalance_state_of(const struct coordinator *c, struct rebalance_state *st, bool **takes, bool **drains)
+{
+	*takes = malloc((c->nregions ? c->nregions : 1) * sizeof **takes);
+	*drains = malloc((c->nregions ? c->nregions : 1) * sizeof **drains);
+	if (*takes == NULL || *drains == NULL) {
+		free(*takes);
+		free(*drains);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < c->nregions; k++) {
+		(*takes)[k] = !unavailable(c, k);
+		/* A downed region's shards stay until its lease has run out. */
+		(*drains)[k] = is_draining(c, k) && !is_downed(c, k);
+	}
+	*st = (struct rebalance_state){
+		.nshards = c->cfg.nshards,
+		.home = c->home,
+		.moving_to = c->moving_to,
+		.nregions = c->nregions,
+		.takes = *takes,
+		.drains = *drains,
+	};
+	return 0;
+}
+
+/* Moves every shard of a leaving region off, all at once: a leaving node
+ * waits for this, not for the rebalance ticks (rebalance_drain). */
 static void drain(struct coordinator *c)
 {
 	if (!c->active || (coordinator_members_count(&c->members, CM_DRAINING) == 0 && c->nleaving == 0) ||
 	    !all_reported(c))
 		return;
-	int32_t *counts = calloc(c->nregions ? c->nregions : 1, sizeof *counts);
-	if (counts == NULL)
+	struct rebalance_state st;
+	bool *takes, *drains;
+	if (rebalance_state_of(c, &st, &takes, &drains) != 0)
 		return;
-	for (uint32_t s = 0; s < c->cfg.nshards; s++)
-		if (c->home[s] >= 0)
-			counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
-	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
-		if (c->home[s] < 0 || c->moving_to[s] >= 0 || !is_draining(c, (size_t)c->home[s]) ||
-		    is_downed(c, (size_t)c->home[s]))
-			continue;
-		int32_t least = -1;
-		for (size_t k = 0; k < c->nregions; k++)
-			if (!unavailable(c, k) && (least < 0 || counts[k] < counts[least]))
-				least = (int32_t)k;
-		if (least < 0)
-			break; /* nowhere to go */
-		start_move(c, s, least);
-		counts[c->home[s]]--;
-		counts[least]++;
-	}
-	free(counts);
+	struct rebalance_move *moves = malloc((c->cfg.nshards ? c->cfg.nshards : 1) * sizeof *moves);
+	size_t n = 0;
+	if (moves != NULL && rebalance_drain(&st, moves, &n) == 0)
+		for (size_t k = 0; k < n; k++)
+			start_move(c, moves[k].shard, (int32_t)moves[k].to);
+	free(moves);
+	free(takes);
+	free(drains);
 }
 
-/* Least-shard rebalancing: from the region with the most to the one with
- * the fewest, counting moves under way as done. */
+/* Gives up moves that took too long, drains leaving regions, then evens
+ * out the rest (rebalance_even_out): from the region with the most to the
+ * one with the fewest, counting moves under way as done. */
 static void on_rebalance_tick(struct evloop *loop, void *arg)
 {
 	struct coordinator *c = arg;
 	evloop_timer_start(loop, &c->rebalance_timer, c->cfg.rebalance_interval_ms);
 	uint64_t now = evloop_now_ms(loop);
 	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
-		if (c->moving_to[s] >= 0 && now - c->moving_since[s] > c->cfg.handoff_timeout_ms) {
+		if (c->moving_to[s] >= 0 && rebalance_overdue(c->moving_since[s], now, c->cfg.handoff_timeout_ms)) {
 			log_warn(c->cfg.log, "coordinator %s: move of shard %u abandoned after %u ms",
 				 c->cfg.type_name, s, c->cfg.handoff_timeout_ms);
 			c->moving_to[s] = -1;
@@ -374,39 +394,21 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	if (!c->active || c->nregions < 2 || !all_reported(c))
 		return;
 	drain(c);
-	int32_t *counts = calloc(c->nregions, sizeof *counts);
-	if (counts == NULL)
+	uint32_t max = c->cfg.max_simultaneous_rebalance;
+	uint32_t room = c->nmoving < max ? max - c->nmoving : 0; /* drain may have started more */
+	struct rebalance_state st;
+	bool *takes, *drains;
+	if (rebalance_state_of(c, &st, &takes, &drains) != 0)
 		return;
-	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
-		if (c->home[s] < 0)
-			continue;
-		counts[c->moving_to[s] >= 0 ? c->moving_to[s] : c->home[s]]++;
-	}
-	while (c->nmoving < c->cfg.max_simultaneous_rebalance) {
-		size_t most = SIZE_MAX, least = SIZE_MAX;
-		for (size_t k = 0; k < c->nregions; k++) {
-			if (unavailable(c, k))
-				continue; /* drain() empties those */
-			if (most == SIZE_MAX || counts[k] > counts[most])
-				most = k;
-			if (least == SIZE_MAX || counts[k] < counts[least])
-				least = k;
-		}
-		if (most == SIZE_MAX)
-			break;
-		if ((uint32_t)(counts[most] - counts[least]) <= c->cfg.rebalance_threshold)
-			break;
-		uint32_t pick = UINT32_MAX;
-		for (uint32_t s = 0; s < c->cfg.nshards && pick == UINT32_MAX; s++)
-			if (c->home[s] == (int32_t)most && c->moving_to[s] < 0)
-				pick = s;
-		if (pick == UINT32_MAX)
-			break;
-		start_move(c, pick, (int32_t)least);
-		counts[most]--;
-		counts[least]++;
-	}
-	free(counts);
+	size_t cap = room < c->cfg.nshards ? room : c->cfg.nshards;
+	struct rebalance_move *moves = malloc((cap ? cap : 1) * sizeof *moves);
+	size_t n = 0;
+	if (moves != NULL && rebalance_even_out(&st, c->cfg.rebalance_threshold, room, moves, &n) == 0)
+		for (size_t k = 0; k < n; k++)
+			start_move(c, moves[k].shard, (int32_t)moves[k].to);
+	free(moves);
+	free(takes);
+	free(drains);
 }
 
 static void on_register(struct coordinator *c, const erlang_pid *region)
