@@ -9,6 +9,7 @@
 #include <bsd/string.h>
 
 #include "cluster/membership_internal.h"
+#include "etf/shardnode_msg.h"
 #include "etf/term.h"
 
 static const char *const status_names[] = {
@@ -69,8 +70,7 @@ int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *k
 {
 	if (ei_x_new_with_version(x) < 0)
 		return -ENOMEM;
-	if (ei_x_encode_tuple_header(x, 4) < 0 || ei_x_encode_atom(x, "$shardnode") < 0 ||
-	    ei_x_encode_atom(x, kind) < 0 || ei_x_encode_atom(x, m->self) < 0) {
+	if (shardnode_msg_begin(x, 4, kind) < 0 || ei_x_encode_atom(x, m->our_node) < 0) {
 		ei_x_free(x);
 		return -ENOMEM;
 	}
@@ -115,7 +115,7 @@ static void gossip_all(struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (strcmp(e->node, m->self) != 0 && e->status < MEMBER_DOWN && !e->unreachable)
+		if (strcmp(e->node, m->our_node) != 0 && e->status < MEMBER_DOWN && !e->unreachable)
 			membership_gossip_to(m, e->node);
 	}
 }
@@ -125,7 +125,7 @@ static void send_join(struct membership *m, const char *seed)
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "join") != 0)
 		return;
-	encode_types(&x, membership_member(m, m->self));
+	encode_types(&x, membership_member(m, m->our_node));
 	membership_send_admin(m, seed, &x);
 	ei_x_free(&x);
 }
@@ -133,7 +133,7 @@ static void send_join(struct membership *m, const char *seed)
 static void on_gossip_timer(struct evloop *loop, void *arg)
 {
 	struct membership *m = arg;
-	const struct member *me = membership_member(m, m->self);
+	const struct member *me = membership_member(m, m->our_node);
 	if (me->status == MEMBER_JOINING)
 		for (size_t k = 0; k < m->cfg.nseeds; k++)
 			send_join(m, m->cfg.seeds[k]);
@@ -221,7 +221,7 @@ static void admit_joiners(struct membership *m)
 	};
 	for (size_t k = 0; k < m->n; k++) {
 		facts[k] = facts_of(&m->members[k]);
-		if (is_self(m, &m->members[k]))
+		if (is_us(m, &m->members[k]))
 			a.self = k;
 	}
 	admitted = membership_rules_admit(facts, m->n, &a, scratch, up);
@@ -314,7 +314,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		struct member *e = membership_member(m, in.node);
 		struct member_facts in_facts = facts_of(&in), have = e != NULL ? facts_of(e) : (struct member_facts){0};
 		struct member_merge d =
-			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, strcmp(in.node, m->self) == 0);
+			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, strcmp(in.node, m->our_node) == 0);
 		if (d.verdict == MEMBER_MERGE_KEEP) {
 			if (e != NULL) /* always: an entry we lack is taken */
 				note_up_number(m, e->up_number);
@@ -353,11 +353,10 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 int membership_handle(struct membership *m, const char *t, size_t len)
 {
 	(void)len;
-	size_t i = 0;
-	long arity = term_get_tuple(t, &i);
-	if (arity != 4 || !term_is_atom(t, i, "$shardnode"))
+	size_t i;
+	long arity;
+	if (!shardnode_msg_head(t, &i, &arity) || arity != 4)
 		return 0;
-	term_skip(t, &i);
 	if (term_is_atom(t, i, "join")) {
 		term_skip(t, &i);
 		on_join(m, t, i);
@@ -541,14 +540,14 @@ size_t membership_others(const struct membership *m)
 	size_t n = 0;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		n += strcmp(e->node, m->self) != 0 && e->status == MEMBER_UP;
+		n += strcmp(e->node, m->our_node) != 0 && e->status == MEMBER_UP;
 	}
 	return n;
 }
 
 static void set_own_status(struct membership *m, enum member_status status)
 {
-	struct member *me = membership_member(m, m->self);
+	struct member *me = membership_member(m, m->our_node);
 	if (me->status >= status)
 		return;
 	me->status = status;
@@ -571,7 +570,7 @@ int membership_down(struct membership *m, const char *node)
 	mark_down_locally(m, e);
 	log_warn(m->cfg.log, "member %s marked down", node);
 	/* The downed node hears it too, if it can, and stops. */
-	if (strcmp(node, m->self) != 0)
+	if (strcmp(node, m->our_node) != 0)
 		membership_gossip_to(m, node);
 	gossip_all(m);
 	membership_changed(m);
@@ -580,7 +579,7 @@ int membership_down(struct membership *m, const char *node)
 
 void membership_set_types(struct membership *m, const char *const *types, size_t n)
 {
-	struct member *me = membership_member(m, m->self);
+	struct member *me = membership_member(m, m->our_node);
 	me->ntypes = 0;
 	for (size_t t = 0; t < n && t < MEMBER_MAX_TYPES; t++)
 		strlcpy(me->types[me->ntypes++], types[t], sizeof me->types[0]);
@@ -592,7 +591,7 @@ void membership_set_types(struct membership *m, const char *const *types, size_t
 bool membership_self_down(const struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++)
-		if (strcmp(m->members[k].node, m->self) == 0)
+		if (strcmp(m->members[k].node, m->our_node) == 0)
 			return m->members[k].status >= MEMBER_DOWN;
 	return false;
 }
@@ -607,8 +606,8 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 		return NULL;
 	}
 	m->cfg = *cfg;
-	strlcpy(m->self, dist_node_name(cfg->node), sizeof m->self);
-	struct member *me = add(m, m->self);
+	strlcpy(m->our_node, dist_node_name(cfg->node), sizeof m->our_node);
+	struct member *me = add(m, m->our_node);
 	if (me == NULL || (*err = dist_node_on_nodedown(cfg->node, on_nodedown, m)) != 0) {
 		free(m->members);
 		free(m);
@@ -626,7 +625,7 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 		me->status = MEMBER_JOINING;
 	}
 	m->quorum_until = UINT64_MAX;
-	m->holding = true;
+	m->lease_holds = true;
 	m->stable_since = now_ms(m);
 	ev_timer_init(&m->gossip_timer, on_gossip_timer, m);
 	on_gossip_timer(cfg->loop, m);

@@ -54,6 +54,7 @@
 #include <ei.h>
 
 #include "dist/dist_node.h"
+#include "dist/node_name.h"
 #include "base/evloop.h"
 #include "base/log.h"
 #include "cluster/membership_rules.h" /* enum member_status */
@@ -61,7 +62,7 @@
 #define MEMBER_MAX_TYPES 16
 
 struct member {
-	char node[256];
+	char node[NODE_NAME_BUF];
 	uint32_t up_number; /* 0 while joining */
 	enum member_status status;
 	uint32_t version;

@@ -9,6 +9,7 @@
 #include "cluster/downing.h"
 #include "cluster/membership_internal.h"
 #include "cluster/quorum.h"
+#include "dist/node_set.h"
 #include "etf/term.h"
 
 void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)
@@ -27,7 +28,7 @@ void membership_heartbeat_all(struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (!is_self(m, e) && e->status < MEMBER_DOWN)
+		if (!is_us(m, e) && e->status < MEMBER_DOWN)
 			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m));
 	}
 }
@@ -35,7 +36,7 @@ void membership_heartbeat_all(struct membership *m)
 /* See membership_internal.h. */
 bool membership_refresh_lease(struct membership *m, bool log_loss)
 {
-	const struct member *me = membership_member(m, m->self);
+	const struct member *me = membership_member(m, m->our_node);
 	uint64_t until;
 	if (me->status == MEMBER_DOWN || me->status == MEMBER_REMOVED) {
 		until = 0;
@@ -45,22 +46,22 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 		struct quorum_member *q = malloc(2 * m->n * sizeof *q);
 		if (q == NULL) {
 			m->quorum_until = 0; /* fail closed: the next refresh tries again */
-			m->holding = false;
+			m->lease_holds = false;
 			return false;
 		}
 		size_t n = 0;
 		for (size_t k = 0; k < m->n; k++) {
 			const struct member *e = &m->members[k];
 			if (votes(e))
-				q[n++] = (struct quorum_member){e->node, is_self(m, e) ? UINT64_MAX : e->lease_until};
+				q[n++] = (struct quorum_member){e->node, is_us(m, e) ? UINT64_MAX : e->lease_until};
 		}
 		until = quorum_until(q, n, q + m->n);
 		free(q);
 	}
 	m->quorum_until = until;
 	bool holds = membership_may_deliver(m);
-	bool regained = holds && !m->holding;
-	m->holding = holds;
+	bool regained = holds && !m->lease_holds;
+	m->lease_holds = holds;
 	if (!holds && log_loss && !m->loss_logged) {
 		log_warn(m->cfg.log, "no quorum lease: messages to local entities wait");
 		m->loss_logged = true;
@@ -89,7 +90,7 @@ static void send_reachability_all(struct membership *m)
 	if (reachability_encode(&m->reach, &x) == 0) {
 		for (size_t k = 0; k < m->n; k++) {
 			const struct member *e = &m->members[k];
-			if (!is_self(m, e) && e->status < MEMBER_DOWN)
+			if (!is_us(m, e) && e->status < MEMBER_DOWN)
 				membership_send_admin(m, e->node, &x);
 		}
 	}
@@ -107,12 +108,12 @@ static bool publish_own_view(struct membership *m)
 	size_t n = 0;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (!is_self(m, e) && e->unreachable && e->status < MEMBER_DOWN)
+		if (!is_us(m, e) && e->unreachable && e->status < MEMBER_DOWN)
 			subjects[n++] = e->node;
 	}
-	const struct reach_record *held = reachability_find(&m->reach, m->self);
+	const struct reach_record *held = reachability_find(&m->reach, m->our_node);
 	uint64_t version = reachability_next_version(held ? held->version : 0, wall_clock_ms());
-	int rc = reachability_update(&m->reach, m->self, version, subjects, n);
+	int rc = reachability_update(&m->reach, m->our_node, version, subjects, n);
 	free(subjects);
 	if (rc == 1) {
 		m->stable_since = now_ms(m);
@@ -127,7 +128,7 @@ void membership_on_reachability(struct membership *m, const char *t, size_t i)
 	if (term_get_atom(t, &i, from))
 		return;
 	struct member *sender = membership_member(m, from);
-	if (sender == NULL || is_self(m, sender) || sender->status >= MEMBER_DOWN)
+	if (sender == NULL || is_us(m, sender) || sender->status >= MEMBER_DOWN)
 		return;
 	membership_heard(m, sender);
 	int changed = reachability_merge_encoded(&m->reach, t, &i);
@@ -159,7 +160,7 @@ static void detect_unreachable(struct membership *m)
 	bool any = false;
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
-		if (is_self(m, e) || e->unreachable || e->status >= MEMBER_DOWN || e->status == MEMBER_JOINING)
+		if (is_us(m, e) || e->unreachable || e->status >= MEMBER_DOWN || e->status == MEMBER_JOINING)
 			continue;
 		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms) {
 			e->unreachable = true;
@@ -199,11 +200,11 @@ static void release_downed(struct membership *m)
 /* This node's decision on the cluster-wide view (downing.h), among the
  * voting members: down itself, or down others (on every member for those
  * cut off from its side, on the leader alone for indirect faults).
- * Returns the verdict; names to down go into `names` (room for m->n),
- * *nnames how many. */
-static enum downing_verdict decide(struct membership *m, char (*names)[256], size_t *nnames)
+ * Returns the verdict; the names to down are added to `downs`. Out of
+ * memory, the verdict is DOWNING_NONE and `downs` may hold some names:
+ * the next tick decides again. */
+static enum downing_verdict decide(struct membership *m, struct node_set *downs)
 {
-	*nnames = 0;
 	if (m->n == 0)
 		return DOWNING_NONE; /* never: we are a member */
 	struct downing_member *voters = malloc(m->n * sizeof *voters);
@@ -220,7 +221,7 @@ static enum downing_verdict decide(struct membership *m, char (*names)[256], siz
 		const struct member *e = &m->members[k];
 		if (!votes(e))
 			continue;
-		if (is_self(m, e))
+		if (is_us(m, e))
 			self = n;
 		voters[n++] = (struct downing_member){e->node, e->up_number};
 	}
@@ -233,8 +234,12 @@ static enum downing_verdict decide(struct membership *m, char (*names)[256], siz
 								m->reach.records[k].subjects[j]};
 	size_t nout = 0;
 	v = downing_decide(voters, n, self, edges, nedges, out, &nout);
-	for (size_t k = 0; k < nout && out[k] < n; k++)
-		strlcpy(names[(*nnames)++], voters[out[k]].node, sizeof names[0]);
+	for (size_t k = 0; k < nout && out[k] < n; k++) {
+		if (node_set_add(downs, voters[out[k]].node) < 0) {
+			v = DOWNING_NONE;
+			break;
+		}
+	}
 done:
 	free(voters);
 	free(out);
@@ -248,7 +253,7 @@ done:
  * explain the indirect faults. */
 static void keep_majority(struct membership *m)
 {
-	const struct member *me = membership_member(m, m->self);
+	const struct member *me = membership_member(m, m->our_node);
 	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
 		return;
 	size_t total = 0, unreachable = 0;
@@ -257,28 +262,26 @@ static void keep_majority(struct membership *m)
 		total += votes(e);
 		unreachable += votes(e) && e->unreachable;
 	}
-	/* membership_down changes the list under us: collect the names first.
-	 * (m->n counts us, so it is not 0.) */
-	char (*names)[256] = m->n ? malloc(m->n * sizeof *names) : NULL;
-	if (names == NULL)
-		return;
-	size_t n = 0;
-	enum downing_verdict v = decide(m, names, &n);
+	/* membership_down changes the list under us: collect the names first. */
+	struct node_set downs;
+	node_set_init(&downs);
+	enum downing_verdict v = decide(m, &downs);
 	if (v == DOWNING_SELF) {
 		log_error(m->cfg.log, "keep-majority: %zu of %zu members reachable, the other side wins: downing this node",
 			  total - unreachable, total);
-		membership_down(m, m->self);
+		membership_down(m, m->our_node);
 	}
-	for (size_t k = 0; k < n; k++) {
-		if (reachability_has(&m->reach, m->self, names[k]))
+	for (size_t k = 0; v != DOWNING_NONE && k < node_set_count(&downs); k++) {
+		const char *name = node_set_at(&downs, k);
+		if (reachability_has(&m->reach, m->our_node, name))
 			log_warn(m->cfg.log, "keep-majority: %zu of %zu members reachable: downing %s, which none of them hears",
-				 total - unreachable, total, names[k]);
+				 total - unreachable, total, name);
 		else
 			log_warn(m->cfg.log, "downing %s: it explains the most unreachability the members report "
-				 "(a cut link or a bad network), and the others hear each other without it", names[k]);
-		membership_down(m, names[k]);
+				 "(a cut link or a bad network), and the others hear each other without it", name);
+		membership_down(m, name);
 	}
-	free(names);
+	node_set_free(&downs);
 }
 
 /* A heartbeat from a member that is not down gets its ack. An ack renews
@@ -290,7 +293,7 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	if (term_get_atom(t, &i, from) || term_get_long(t, &i, &sent_at) || sent_at < 0)
 		return;
 	struct member *e = membership_member(m, from);
-	if (e == NULL || is_self(m, e))
+	if (e == NULL || is_us(m, e))
 		return;
 	if (e->status >= MEMBER_DOWN) {
 		if (!ack)
@@ -308,11 +311,11 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	if (until > e->lease_until) {
 		/* Read the clock before: the lease may have run out since the
 		 * last refresh, unnoticed, and messages may be held. */
-		bool held_before = !membership_may_deliver(m);
+		bool withholding_before = !membership_may_deliver(m);
 		e->lease_until = until;
 		bool regained = membership_refresh_lease(m, false);
-		if ((regained || (held_before && membership_may_deliver(m))) && m->cfg.on_change)
-			m->cfg.on_change(m->cfg.on_change_arg); /* held messages may go */
+		if ((regained || (withholding_before && membership_may_deliver(m))) && m->cfg.on_change)
+			m->cfg.on_change(m->cfg.on_change_arg); /* withheld messages may go */
 	}
 }
 

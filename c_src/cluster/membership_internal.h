@@ -17,13 +17,13 @@
 
 struct membership {
 	struct membership_config cfg;
-	char self[256];
+	char our_node[NODE_NAME_BUF];
 	struct member *members;
 	size_t n, cap;
 	struct ev_timer gossip_timer;
 	uint64_t stable_since;  /* last change of members or reachability */
 	uint64_t quorum_until;  /* quorum_until() of the leases we hold */
-	bool holding;           /* may deliver, as of the last refresh */
+	bool lease_holds;       /* may deliver, as of the last refresh */
 	bool loss_logged;       /* a lost lease is logged by the timer only: a
 				 * member that just joined has not acked yet */
 	uint32_t top_up_number; /* the highest up-number seen (membership_rules_next_up_number) */
@@ -36,9 +36,9 @@ struct membership {
 /* The loop's clock, read once per turn. */
 static inline uint64_t now_ms(const struct membership *m) { return evloop_now_ms(m->cfg.loop); }
 
-static inline bool is_self(const struct membership *m, const struct member *e)
+static inline bool is_us(const struct membership *m, const struct member *e)
 {
-	return strcmp(e->node, m->self) == 0;
+	return strcmp(e->node, m->our_node) == 0;
 }
 
 /* Members that vote in keep-majority and give quorum leases. */
@@ -81,7 +81,7 @@ void membership_heard(struct membership *m, struct member *e);
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack);
 
 /* Recomputes until when we hold a quorum lease. Returns true if we just
- * got it back (held messages can go). Logs a loss only if `log_loss`. */
+ * got it back (withheld messages can go). Logs a loss only if `log_loss`. */
 bool membership_refresh_lease(struct membership *m, bool log_loss);
 
 /* Once per heartbeat interval: finds unreachable members, sends our
