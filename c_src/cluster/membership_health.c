@@ -4,8 +4,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <bsd/string.h>
-
 #include "cluster/downing.h"
 #include "cluster/membership_internal.h"
 #include "cluster/quorum.h"
