@@ -23,20 +23,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dist/node_set.h"
+
 enum coordinator_node_set { CM_OWNERS, CM_JOINING, CM_DRAINING, CM_DOWNED, CM_NSETS };
 
 /* Zero-initialised is valid: every set empty. */
 struct coordinator_members {
-	struct {
-		char (*nodes)[256]; /* owned */
-		size_t n;
-	} set[CM_NSETS];
+	struct node_set set[CM_NSETS];
 };
 
 void coordinator_members_free(struct coordinator_members *cm);
 
-/* Replaces one set with a copy of nodes. Returns 0, or -ENOMEM with the
- * set as it was. */
+/* Replaces one set with a copy of nodes (duplicates dropped). Returns 0,
+ * or -ENOMEM or -ENAMETOOLONG (a name longer than a node name can be) with
+ * the set as it was. */
 int coordinator_members_set(struct coordinator_members *cm, enum coordinator_node_set which,
 			    const char *const *nodes, size_t n);
 
