@@ -21,6 +21,9 @@
  * entities remembered for it at once (remember_replica.h keeps every
  * member's copy of the sets up to date), and after a restart the region asks
  * for the homes of the shards that have remembered entities.
+ *
+ * One region is implemented by region.c and the region_*.c files it names
+ * in region_internal.h; a shard's states in it are region_slot.h's.
  */
 #ifndef SN_REGION_H
 #define SN_REGION_H

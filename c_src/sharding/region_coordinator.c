@@ -1,0 +1,332 @@
+/*
+ * region_coordinator.c — a region's side of the coordinator protocol
+ * (shard_msg.h, docs/protocol.md): registering with the active
+ * coordinator, asking for shard homes and taking its answers, and handoff
+ * between regions (begin_handoff, handoff_ack, handoff, shard_stopped),
+ * with what nodedown and downed members change. The states a shard goes
+ * through are region_slot.h's; this file does what its steps say.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etf/term.h"
+#include "sharding/region_internal.h"
+
+void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard)
+{
+	if (!r->registered)
+		return;
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	bool with_shard = kind == SMSG_GET_SHARD_HOME || kind == SMSG_SHARD_STOPPED;
+	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->self) : shard_msg_encode_pid(&x, kind, &r->self);
+	if (rc == 0)
+		dist_node_send(r->cfg.node, &r->coordinator, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* ---- shard slots ---- */
+
+static const struct region_slot_timing *timing(const struct region *r, struct region_slot_timing *t)
+{
+	*t = (struct region_slot_timing){r->cfg.retry_interval_ms, r->cfg.handoff_timeout_ms};
+	return t;
+}
+
+/* The shard leaves this region: stop its entities; what arrives from now
+ * on waits for the new home. The coordinator hears that it may name one. */
+static void stop_shard(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->shard != NULL) {
+		shard_free(slot->shard);
+		slot->shard = NULL;
+		r->nlocal--;
+	}
+	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
+	log_debug(r->cfg.log, "region %s: shard %u handed off", r->cfg.type->name, shard);
+}
+
+/* Steps a slot (region_slot.h) and does what the step says. */
+static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	struct region_slot_timing t;
+	unsigned todo;
+	if (region_slot_step(&slot->st, timing(r, &t), &ev, &todo) != 0)
+		return;
+	if (todo & SLOT_DO_ASK)
+		region_send_to_coordinator(r, SMSG_GET_SHARD_HOME, shard);
+	if (todo & SLOT_DO_FLUSH)
+		region_flush_slot(r, slot);
+	if (todo & SLOT_DO_HAND_OFF)
+		region_hand_off_when_flushed(r, shard);
+	if (todo & SLOT_DO_STOP)
+		stop_shard(r, shard);
+	if (todo & SLOT_DO_REPORT_STOPPED)
+		region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
+}
+
+static struct region_slot_event event(const struct region *r, enum region_slot_event_kind kind)
+{
+	return (struct region_slot_event){.kind = kind, .now = evloop_now_ms(r->cfg.loop)};
+}
+
+/* Unregistered, the request goes out when the coordinator acknowledges
+ * the registration (SLOT_REGISTERED). */
+void region_need_home(struct region *r, uint32_t shard)
+{
+	step(r, shard, event(r, SLOT_NEED_HOME));
+}
+
+/* ---- registration ---- */
+
+/* register, then hosting: what this region already hosts, so a coordinator
+ * that just took over learns the allocation instead of inventing one. */
+static void send_registration(struct region *r)
+{
+	if (r->coordinator_node[0] == '\0' || r->stopped)
+		return;
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	enum shard_msg_kind kind = r->cfg.proxy_only ? SMSG_REGISTER_PROXY : SMSG_REGISTER;
+	if (shard_msg_encode_pid(&x, kind, &r->self) == 0)
+		dist_node_reg_send(r->cfg.node, &r->self, r->coordinator_name, r->coordinator_node, x.buff,
+				   (size_t)x.index);
+	if (r->cfg.proxy_only) {
+		ei_x_free(&x);
+		return; /* hosts nothing: no report */
+	}
+	uint32_t *hosted = malloc(r->cfg.nshards * sizeof *hosted);
+	size_t n = 0;
+	for (uint32_t s = 0; hosted != NULL && s < r->cfg.nshards; s++)
+		if (region_slot_hosted(&r->slots[s].st))
+			hosted[n++] = s;
+	x.index = 0;
+	if (hosted != NULL && shard_msg_encode_hosting(&x, &r->self, hosted, n) == 0)
+		dist_node_reg_send(r->cfg.node, &r->self, r->coordinator_name, r->coordinator_node, x.buff,
+				   (size_t)x.index);
+	free(hosted);
+	ei_x_free(&x);
+}
+
+void region_set_coordinator_node(struct region *r, const char *node)
+{
+	const char *now = node ? node : "";
+	if (strcmp(now, r->coordinator_node) == 0)
+		return;
+	snprintf(r->coordinator_node, sizeof r->coordinator_node, "%s", now);
+	r->registered = false;
+	log_info(r->cfg.log, "region %s: coordinator now on %s", r->cfg.type->name, node ? node : "(none)");
+	send_registration(r);
+	if (!r->stopped)
+		evloop_timer_start(r->cfg.loop, &r->retry_timer, REGION_REGISTER_RETRY_MS);
+}
+
+static void on_registered(struct region *r, const erlang_pid *coordinator)
+{
+	/* A late answer from the coordinator that was active before the last
+	 * membership change is not a registration with the current one. */
+	if (strcmp(coordinator->node, r->coordinator_node) != 0)
+		return;
+	bool first = !r->registered;
+	r->registered = true;
+	r->coordinator = *coordinator;
+	if (first)
+		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.type->name,
+			  coordinator->node);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct region_slot_event ev = event(r, SLOT_REGISTERED);
+		/* Only an unknown home is asked for on this account. */
+		ev.remembered = r->slots[s].st.state == SLOT_UNKNOWN && region_remember_wants_home(r, s);
+		step(r, s, ev);
+	}
+}
+
+/* The coordinator we are registered with has forgotten us (coordinator.h):
+ * register again at once, and keep trying until it acknowledges. Only its
+ * own word counts: anyone else's is a late message from an earlier one. */
+static void on_register_again(struct region *r, const erlang_pid *coordinator)
+{
+	if (!r->registered || !term_pid_equal(coordinator, &r->coordinator))
+		return;
+	r->registered = false;
+	log_info(r->cfg.log, "region %s: the coordinator on %s does not know this region: registering again",
+		 r->cfg.type->name, coordinator->node);
+	send_registration(r);
+	evloop_timer_start(r->cfg.loop, &r->retry_timer, REGION_REGISTER_RETRY_MS);
+}
+
+/* ---- nodes gone ---- */
+
+/* A node is gone: shards homed there are unknown again, and if the
+ * coordinator was there, we are no longer registered. */
+void region_on_nodedown(void *arg, const char *peer)
+{
+	struct region *r = arg;
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->st.state == SLOT_REMOTE && strcmp(slot->home_region.node, peer) == 0)
+			step(r, s, event(r, SLOT_HOME_LOST));
+	}
+	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
+		r->registered = false;
+}
+
+bool region_is_downed(const struct region *r, const char *node)
+{
+	for (size_t k = 0; k < r->ndowned; k++)
+		if (strcmp(r->downed[k], node) == 0)
+			return true;
+	return false;
+}
+
+int region_set_downed(struct region *r, const char *const *nodes, size_t n)
+{
+	char (*copy)[256] = NULL;
+	if (n > 0 && (copy = malloc(n * sizeof *copy)) == NULL)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		snprintf(copy[k], sizeof copy[k], "%s", nodes[k]);
+	free(r->downed);
+	r->downed = copy;
+	r->ndowned = n;
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->st.state == SLOT_REMOTE && region_is_downed(r, slot->home_region.node))
+			step(r, s, event(r, SLOT_HOME_LOST));
+	}
+	return 0;
+}
+
+/* ---- homes and handoff ---- */
+
+static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *home)
+{
+	if (shard >= r->cfg.nshards)
+		return;
+	struct shard_slot *slot = &r->slots[shard];
+	bool here = term_pid_equal(home, &r->self);
+	if (!here && region_is_downed(r, home->node))
+		return; /* its lease may not have run out: ask again later */
+	if (here && r->cfg.proxy_only)
+		return; /* never happens with a correct coordinator: a proxy hosts nothing */
+	if (here && slot->shard == NULL) {
+		slot->shard = shard_new(shard, r->cfg.type);
+		if (slot->shard == NULL)
+			return; /* retried: the home request stays outstanding */
+		r->nlocal++;
+		region_start_remembered(r, slot->shard);
+	}
+	if (!here)
+		slot->home_region = *home;
+	step(r, shard, event(r, here ? SLOT_HOME_HERE : SLOT_HOME_THERE));
+}
+
+static void send_shard_msg(struct region *r, const erlang_pid *to, enum shard_msg_kind kind, uint32_t shard)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_shard(&x, kind, shard, &r->self) == 0)
+		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* Another region is handing this shard off: stop sending it anything, and
+ * say so to that region, on the same path as what was sent before, so the
+ * acknowledgement arrives after every message forwarded to it. */
+static void on_begin_handoff(struct region *r, uint32_t shard, const erlang_pid *from)
+{
+	step(r, shard, event(r, SLOT_BEGIN_HANDOFF));
+	send_shard_msg(r, from, SMSG_HANDOFF_ACK, shard);
+}
+
+/* Every ack is in. Messages held here for want of a quorum lease were sent
+ * before the ones the other regions now hold for the new home; handed on
+ * now, they would reach the new home after those later messages. So the
+ * handoff waits for the lease (region_resume delivers them here first) or
+ * for its deadline (region_on_retry). */
+void region_hand_off_when_flushed(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (region_slot_hosted(&slot->st) && slot->head != NULL)
+		region_flush_slot(r, slot); /* stops early if the lease is gone */
+	if (region_slot_hosted(&slot->st) && slot->head != NULL)
+		return;
+	step(r, shard, event(r, SLOT_HANDED_OFF));
+}
+
+static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed)
+{
+	struct region_slot_event ev = event(r, SLOT_HANDOFF);
+	ev.acks_needed = acks_needed;
+	step(r, shard, ev);
+}
+
+/* True if `from` is the coordinator this region is registered with: orders
+ * from one that was active before (a hand-over in progress) are ignored,
+ * or two regions could come to host one shard. */
+static bool from_coordinator(const struct region *r, const erlang_pid *from)
+{
+	return from != NULL && r->registered && term_pid_equal(from, &r->coordinator);
+}
+
+void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, const erlang_pid *from)
+{
+	bool coordinator_order = sm->kind == SMSG_SHARD_HOME || sm->kind == SMSG_BEGIN_HANDOFF ||
+				 sm->kind == SMSG_HANDOFF;
+	if (coordinator_order && !from_coordinator(r, from)) {
+		log_debug(r->cfg.log, "region %s: order from a coordinator we are not registered with ignored",
+			  r->cfg.type->name);
+		return;
+	}
+	switch (sm->kind) {
+	case SMSG_REGISTERED:
+		on_registered(r, &sm->pid);
+		break;
+	case SMSG_REGISTER_AGAIN:
+		on_register_again(r, &sm->pid);
+		break;
+	case SMSG_SHARD_HOME:
+		on_shard_home(r, sm->shard, &sm->pid);
+		break;
+	case SMSG_BEGIN_HANDOFF:
+		on_begin_handoff(r, sm->shard, &sm->pid);
+		break;
+	case SMSG_HANDOFF:
+		on_handoff(r, sm->shard, sm->count);
+		break;
+	case SMSG_HANDOFF_ACK:
+		/* Acks may come before the coordinator's handoff message. */
+		step(r, sm->shard, event(r, SLOT_HANDOFF_ACK));
+		break;
+	default:
+		break;
+	}
+}
+
+void region_on_retry(struct evloop *loop, void *arg)
+{
+	struct region *r = arg;
+	if (!r->registered) {
+		send_registration(r);
+	} else {
+		/* Unanswered requests, handoffs past their deadline, moves
+		 * that never ended (region_slot.h). */
+		for (uint32_t s = 0; s < r->cfg.nshards; s++)
+			step(r, s, event(r, SLOT_TICK));
+	}
+	/* Messages held for a lease that came back unnoticed go now. */
+	region_resume(r);
+	/* Unregistered, retry soon: a coordinator that has just taken over may
+	 * have ignored our first try, sent while it was not active yet. */
+	uint32_t next = r->cfg.retry_interval_ms;
+	if (!r->registered && next > REGION_REGISTER_RETRY_MS)
+		next = REGION_REGISTER_RETRY_MS;
+	evloop_timer_start(loop, &r->retry_timer, next);
+}

@@ -1,0 +1,200 @@
+/*
+ * region_internal.h — what the files of a region (region.h) share. Not for
+ * other modules: they use region.h.
+ *
+ *   region.c              the core: routing, per-shard buffers, delivery,
+ *                         the mailbox, start and free, the lease gate
+ *   region_coordinator.c  registering with the coordinator, shard homes,
+ *                         handoff (on the shard slots of region_slot.h)
+ *   region_remember.c     remembered entities (remember_replica.h)
+ *   region_stats.c        the inspection calls, the cluster-stats aggregator
+ *   region_shutdown.c     graceful_shutdown and region_shutdown
+ *
+ * Everything runs on the loop's thread; none of these functions blocks.
+ */
+#ifndef SN_REGION_INTERNAL_H
+#define SN_REGION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "base/evloop.h"
+#include "base/scratch.h"
+#include "dist/gen_call.h"
+#include "sharding/region.h"
+#include "sharding/region_slot.h"
+#include "sharding/remember_replica.h"
+#include "sharding/shard.h"
+#include "sharding/shard_msg.h"
+
+/* How soon an unregistered region tries again. */
+#define REGION_REGISTER_RETRY_MS 100
+
+/* A message waiting for its shard's home (region.c). */
+struct pending;
+/* A get_cluster_sharding_stats call waiting for the members (region_stats.c). */
+struct stats_request;
+
+struct shard_slot {
+	struct region_slot st;   /* where the shard lives (region_slot.h) */
+	erlang_pid home_region;  /* SLOT_REMOTE */
+	/* While hosted. A coordinator that names another home for a hosted
+	 * shard (SLOT_HOME_THERE) leaves it here, running. */
+	struct shard *shard;
+	struct pending *head, *tail; /* waiting, in arrival order; owned */
+	uint32_t nbuffered;
+	/* Its remembered entities wait for a quorum lease (region_remember.c). */
+	bool remembered_pending;
+};
+
+struct region {
+	struct region_config cfg;
+	struct proc *proc;
+	erlang_pid self;
+	bool registered;  /* the coordinator acknowledged us */
+	char coordinator_node[256]; /* where the active coordinator runs; "" if none */
+	char (*downed)[256];        /* region_set_downed */
+	size_t ndowned;
+	struct remember_replica *replica; /* NULL: remember_entities is off */
+	bool remembered_pending;          /* some slot's remembered_pending is set */
+	char coordinator_name[256]; /* its registered name */
+	erlang_pid coordinator;     /* its pid, once it acknowledged us */
+	bool stopped;
+	struct shard_slot *slots;   /* cfg.nshards of them */
+	uint32_t buffered;          /* the sum of the slots' nbuffered */
+	uint32_t nlocal;            /* slots with a shard */
+	uint64_t delivered, dropped, forwarded;
+	struct ev_timer retry_timer;
+	struct ev_timer idle_timer;
+	struct stats_request *stats_requests;
+	uint32_t next_stats_id;
+	/* graceful_shutdown under way: shards are being handed off */
+	bool leaving;
+	uint64_t leave_deadline;
+	struct ev_timer leave_timer;
+	/* Reused encode buffers, one per nesting level (scratch.h): route's
+	 * canonical id, then deliver_local's reply, then send_tell_reply's
+	 * {Type, Id, Reply}. */
+	struct scratch canon_buf, reply_buf, tell_buf;
+	/* The type's name as an encoded atom, for the head of every tell
+	 * reply: encoding it per reply (a Latin-1 to UTF-8 conversion, twice
+	 * in ei_x_encode_atom) cost more than the rest of the reply. Length 0
+	 * if ei refuses the name; no tell reply can then be sent. */
+	char type_atom[3 + 2 * MAXATOMLEN];
+	size_t type_atom_len;
+};
+
+/* The loop's clock as entities see it (their last-activity stamps). */
+static inline uint32_t region_now32(const struct region *r) { return (uint32_t)evloop_now_ms(r->cfg.loop); }
+
+/* False while this node must not run entities (region_config.may_deliver). */
+static inline bool region_may_deliver(const struct region *r)
+{
+	return r->cfg.may_deliver == NULL || r->cfg.may_deliver(r->cfg.may_deliver_arg);
+}
+
+/* ---- region.c ---- */
+
+/* Answers a gen_server call: `reply` (no version byte) is read only. */
+void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
+			    const ei_x_buff *reply);
+
+/* Delivers (hosted) or forwards (SLOT_REMOTE) what waits in the slot's
+ * buffer, in arrival order. A hosted slot stops early when the lease is
+ * gone: region_resume comes back for the rest. */
+void region_flush_slot(struct region *r, struct shard_slot *slot);
+
+/* Empties the slot's buffer for good: each waiting call is answered
+ * {error, shutting_down}, tells are dropped. */
+void region_refuse_buffered(struct region *r, struct shard_slot *slot);
+
+/* ---- region_coordinator.c ---- */
+
+/* Sends a shard_msg to the coordinator we are registered with: `shard` for
+ * get_shard_home and shard_stopped, ignored by the others. Unregistered,
+ * nothing is sent. */
+void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard);
+
+/* A message for `shard` had to wait: if nobody asked for its home yet, the
+ * coordinator is asked now (or once it acknowledges our registration). */
+void region_need_home(struct region *r, uint32_t shard);
+
+/* Whether `node` is in the region_set_downed list. */
+bool region_is_downed(const struct region *r, const char *node);
+
+/* The coordinator's messages and the handoff protocol between regions:
+ * registered, register_again, shard_home, begin_handoff, handoff,
+ * handoff_ack (`sm->shard` < nshards). Orders from a coordinator we are
+ * not registered with are ignored. Other kinds are ignored. */
+void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, const erlang_pid *from);
+
+/* A slot whose every handoff ack is in: flushes what waits here, and once
+ * nothing does, stops the shard and tells the coordinator. */
+void region_hand_off_when_flushed(struct region *r, uint32_t shard);
+
+/* The retry timer (arg: the region): registration, unanswered home
+ * requests, handoff deadlines, and messages held for a lease. Restarts
+ * itself. */
+void region_on_retry(struct evloop *loop, void *arg);
+
+/* dist_node_on_nodedown's callback (arg: the region). */
+void region_on_nodedown(void *arg, const char *peer);
+
+/* ---- region_remember.c ---- */
+
+/* With cfg.remember, creates the replica (r->self must be set). Returns 0
+ * (also without remember), -EINVAL (remember without members_hosting), or
+ * -ENOMEM. */
+int region_remember_start(struct region *r);
+
+/* Offers a received term to the replica. Returns true if it was a
+ * `remembered` message (handled, or malformed and logged). */
+bool region_remember_handle(struct region *r, const char *term, size_t len);
+
+/* A shard that just came here: its entities are watched and the ones
+ * remembered for it started, or, without a quorum lease, started by
+ * region_remember_resume. `s` is hosted by r. */
+void region_start_remembered(struct region *r, struct shard *s);
+
+/* Whether `shard` has remembered entities this region would host, so it
+ * wants a home without waiting for a message. */
+bool region_remember_wants_home(const struct region *r, uint32_t shard);
+
+/* With a lease again: starts the remembered entities that waited for it. */
+void region_remember_resume(struct region *r);
+
+/* ---- region_stats.c ---- */
+
+/* {ok, #{ShardId => [EntityId]}} into x. */
+void region_encode_state(struct region *r, ei_x_buff *x);
+
+/* {ok, #{entities, ..., forwarded}} (region_get_stats) into x. */
+void region_encode_stats(struct region *r, ei_x_buff *x);
+
+/* get_cluster_sharding_stats: answered once every other member's region
+ * has, or after 2 s. Out of memory, the call gets no answer. */
+void region_stats_start(struct region *r, const struct gen_call *call);
+
+/* get_stats from another member's region (`id` is its request): answered
+ * with this region's counts. */
+void region_stats_on_get(struct region *r, uint32_t id, const erlang_pid *asker);
+
+/* stats from another member's region, for one of our requests. */
+void region_stats_on_answer(struct region *r, const struct shard_msg *sm);
+
+/* Forgets every request unanswered. */
+void region_stats_free(struct region *r);
+
+/* ---- region_shutdown.c ---- */
+
+/* graceful_shutdown: the shards are handed off to the other members'
+ * regions, then the region stops and cfg.on_stopped is called. */
+void region_begin_leaving(struct region *r);
+
+/* The leave timer (arg: the region). */
+void region_on_leave_check(struct evloop *loop, void *arg);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * region_remember.c — what a region does for remembered entities
+ * (remember_entities = true, docs/contract.md "A cluster"): it starts the
+ * entities remembered for a shard that comes to it, watches them so the
+ * store and the other members' copies (remember_replica.h) follow, answers
+ * the replica's questions while a `remembered` message is applied, and
+ * sends its sets to members that join. Without a quorum lease, remembered
+ * entities wait like messages do.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sharding/region_internal.h"
+
+int region_remember_start(struct region *r)
+{
+	const struct region_config *cfg = &r->cfg;
+	if (cfg->remember == NULL)
+		return 0;
+	if (cfg->members_hosting == NULL)
+		return -EINVAL; /* remembered entities go to the members hosting the type */
+	struct remember_replica_config rcfg = {
+		.node = cfg->node, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
+		.type_name = cfg->type->name, .from = r->self,
+		.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
+	};
+	int err = -ENOMEM;
+	r->replica = remember_replica_new(&rcfg, &err);
+	return r->replica != NULL ? 0 : err;
+}
+
+/* ---- starting remembered entities ---- */
+
+struct start_ctx {
+	struct region *r;
+	struct shard *shard;
+	size_t failed;
+};
+
+static void start_one(void *arg, const char *id, size_t len)
+{
+	struct start_ctx *c = arg;
+	if (shard_start_entity(c->shard, id, len, region_now32(c->r)) != 0)
+		c->failed++;
+}
+
+/* Not while this node lacks a quorum lease: they could be running
+ * elsewhere. */
+void region_start_remembered(struct region *r, struct shard *s)
+{
+	if (r->replica == NULL)
+		return;
+	s->observer = (struct shard_observer){remember_replica_started, remember_replica_stopped, r->replica};
+	r->slots[s->id].remembered_pending = false;
+	if (remember_count(r->cfg.remember, s->id) == 0)
+		return;
+	if (!region_may_deliver(r)) {
+		r->slots[s->id].remembered_pending = true; /* region_remember_resume */
+		r->remembered_pending = true;
+		return;
+	}
+	struct start_ctx c = {r, s, 0};
+	remember_each(r->cfg.remember, s->id, start_one, &c);
+	log_debug(r->cfg.log, "region %s: shard %u started %zu remembered entities", r->cfg.type->name, s->id,
+		  remember_count(r->cfg.remember, s->id) - c.failed);
+	if (c.failed)
+		log_warn(r->cfg.log, "region %s: shard %u: %zu remembered entities failed to start", r->cfg.type->name,
+			 s->id, c.failed);
+}
+
+void region_remember_resume(struct region *r)
+{
+	if (!r->remembered_pending)
+		return;
+	r->remembered_pending = false;
+	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		if (region_slot_hosted(&r->slots[s].st) && r->slots[s].remembered_pending)
+			region_start_remembered(r, r->slots[s].shard);
+}
+
+bool region_remember_wants_home(const struct region *r, uint32_t shard)
+{
+	return r->cfg.remember != NULL && !r->cfg.proxy_only && remember_count(r->cfg.remember, shard) > 0;
+}
+
+/* ---- the replica's hooks (remember_msg_hooks) ---- */
+
+/* Another member reports an entity started: if its shard is here now (the
+ * report crossed a handoff), start it here. */
+static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t len)
+{
+	struct region *r = arg;
+	if (shard >= r->cfg.nshards || !region_slot_hosted(&r->slots[shard].st))
+		return;
+	if (!region_may_deliver(r)) {
+		r->slots[shard].remembered_pending = true; /* region_remember_resume starts it */
+		r->remembered_pending = true;
+		return;
+	}
+	shard_start_entity(r->slots[shard].shard, id, len, region_now32(r));
+}
+
+static bool hosts_shard(void *arg, uint32_t shard)
+{
+	const struct region *r = arg;
+	return shard < r->cfg.nshards && region_slot_hosted(&r->slots[shard].st);
+}
+
+static void reannounce(void *arg, uint32_t shard, const char *id, size_t len)
+{
+	struct region *r = arg;
+	remember_replica_announce(r->replica, shard, id, len);
+}
+
+bool region_remember_handle(struct region *r, const char *term, size_t len)
+{
+	if (r->replica == NULL)
+		return false;
+	const struct remember_msg_hooks hooks = {on_remembered_live, hosts_shard, reannounce, r};
+	return remember_replica_handle(r->replica, term, len, &hooks) != 0;
+}
+
+/* ---- members that join ---- */
+
+/* Whose sets a member that joins is sent by this region: the shards hosted
+ * here, and those with no live home in sight (unknown, moving, or on a
+ * downed node), whose sets would otherwise reach it from nobody. Every
+ * region holds every set, so duplicates are harmless. */
+static bool sends_snapshot_of(const struct region *r, const struct shard_slot *slot)
+{
+	if (slot->st.state == SLOT_REMOTE)
+		return region_is_downed(r, slot->home_region.node);
+	return true;
+}
+
+void region_members_changed(struct region *r)
+{
+	if (r->replica == NULL || r->stopped)
+		return;
+	uint32_t *hosted = malloc(r->cfg.nshards * sizeof *hosted);
+	if (hosted == NULL)
+		return;
+	size_t n = 0;
+	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		if (sends_snapshot_of(r, &r->slots[s]))
+			hosted[n++] = s;
+	remember_replica_sync(r->replica, hosted, n);
+	free(hosted);
+}

@@ -1,0 +1,77 @@
+/*
+ * region_shutdown.c — how a region stops: graceful_shutdown (its shards are
+ * handed off to the other members' regions first, docs/contract.md
+ * "Region requests"), and region_shutdown, which stops it at once.
+ */
+#include <string.h>
+
+#include "sharding/region_internal.h"
+
+/* How often a leaving region looks whether its shards are all gone. */
+#define LEAVE_CHECK_MS 50
+
+static void finish_leaving(struct region *r)
+{
+	evloop_timer_stop(r->cfg.loop, &r->leave_timer);
+	region_shutdown(r);
+	if (r->cfg.on_stopped)
+		r->cfg.on_stopped(r->cfg.on_stopped_arg, r);
+}
+
+/* Until every shard has been handed off (or handoff_timeout_ms passed), the
+ * region goes on routing and serving what it still hosts. */
+void region_on_leave_check(struct evloop *loop, void *arg)
+{
+	struct region *r = arg;
+	if (r->nlocal == 0 || evloop_now_ms(loop) >= r->leave_deadline) {
+		finish_leaving(r);
+		return;
+	}
+	evloop_timer_start(loop, &r->leave_timer, LEAVE_CHECK_MS);
+}
+
+/* The coordinator moves this region's shards to the others with handoffs,
+ * as it does for a leaving node (region_leaving). Alone in the cluster,
+ * there is nowhere to move them: the region stops at once. */
+void region_begin_leaving(struct region *r)
+{
+	if (r->leaving || r->stopped)
+		return;
+	const char *nodes[256];
+	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, 256)
+					  : 0;
+	bool others = false;
+	for (size_t k = 0; k < n; k++)
+		others = others || strcmp(nodes[k], dist_node_name(r->cfg.node)) != 0;
+	if (!others || r->nlocal == 0 || !r->registered) {
+		finish_leaving(r);
+		return;
+	}
+	r->leaving = true;
+	r->leave_deadline = evloop_now_ms(r->cfg.loop) + r->cfg.handoff_timeout_ms;
+	region_send_to_coordinator(r, SMSG_REGION_LEAVING, 0);
+	evloop_timer_start(r->cfg.loop, &r->leave_timer, LEAVE_CHECK_MS);
+}
+
+void region_shutdown(struct region *r)
+{
+	if (r->stopped)
+		return;
+	r->stopped = true;
+	evloop_timer_stop(r->cfg.loop, &r->leave_timer);
+	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
+	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		region_refuse_buffered(r, slot);
+		shard_free(slot->shard);
+		slot->shard = NULL;
+	}
+	r->nlocal = 0;
+	region_send_to_coordinator(r, SMSG_REGION_STOPPED, 0);
+	dist_node_exit(r->cfg.node, r->proc, "normal");
+	r->proc = NULL;
+	log_info(r->cfg.log, "region %s stopped", r->cfg.type->name);
+}
+
+bool region_stopped(const struct region *r) { return r->stopped; }

@@ -1,0 +1,160 @@
+/* region_slot.c — the shard-slot state machine of region_slot.h. */
+#include "sharding/region_slot.h"
+
+#include <errno.h>
+
+bool region_slot_hosted(const struct region_slot *s)
+{
+	return s->state == SLOT_LOCAL || s->state == SLOT_HANDING_OFF;
+}
+
+bool region_slot_handoff_ready(const struct region_slot *s)
+{
+	return s->state == SLOT_HANDING_OFF && s->acks >= s->acks_needed;
+}
+
+const char *region_slot_state_name(enum region_slot_state state)
+{
+	switch (state) {
+	case SLOT_UNKNOWN:
+		return "unknown";
+	case SLOT_ASKED:
+		return "asked";
+	case SLOT_LOCAL:
+		return "local";
+	case SLOT_HANDING_OFF:
+		return "handing_off";
+	case SLOT_REMOTE:
+		return "remote";
+	case SLOT_MOVING:
+		return "moving";
+	}
+	return "?";
+}
+
+static unsigned ask(struct region_slot *s, uint64_t now)
+{
+	s->state = SLOT_ASKED;
+	s->since = now;
+	return SLOT_DO_ASK;
+}
+
+/* A coordinator named the home. Any state takes it: the coordinator's word
+ * is the allocation (a region ignores orders from any other coordinator,
+ * see from_coordinator in region_coordinator.c). Counting acks starts
+ * afresh: a handoff under way is over. */
+static unsigned settle(struct region_slot *s, enum region_slot_state home)
+{
+	s->state = home;
+	s->acks = 0;
+	s->acks_needed = 0;
+	return SLOT_DO_FLUSH;
+}
+
+/* The shard stops here: what arrives from now on waits for the new home. */
+static unsigned moved_off(struct region_slot *s, uint64_t now)
+{
+	s->state = SLOT_MOVING;
+	s->since = now;
+	s->acks = 0;
+	s->acks_needed = 0;
+	return SLOT_DO_STOP;
+}
+
+/* The region's retry timer: a request or a move that took too long. Only
+ * states with a clock take it. */
+static int tick(struct region_slot *s, const struct region_slot_timing *t, uint64_t now, unsigned *todo)
+{
+	switch (s->state) {
+	case SLOT_ASKED:
+		if (now - s->since >= t->retry_ms)
+			*todo = ask(s, now);
+		return 0;
+	case SLOT_HANDING_OFF:
+		/* A region never answered: go on without it. */
+		if (now >= s->deadline)
+			*todo = moved_off(s, now);
+		return 0;
+	case SLOT_MOVING:
+		/* The move was abandoned: ask where the shard lives. */
+		if (now - s->since >= t->handoff_timeout_ms)
+			*todo = ask(s, now);
+		return 0;
+	default:
+		return -EPERM;
+	}
+}
+
+int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, const struct region_slot_event *ev,
+		     unsigned *todo)
+{
+	*todo = 0;
+	switch (ev->kind) {
+	case SLOT_NEED_HOME:
+		if (s->state != SLOT_UNKNOWN)
+			return -EPERM; /* asked already, or the home is known or coming */
+		*todo = ask(s, ev->now);
+		return 0;
+	case SLOT_REGISTERED:
+		/* A shard with remembered entities gets a home without waiting
+		 * for a message, so they run again; a request sent before the
+		 * registration (or to an earlier coordinator) is sent again,
+		 * its clock left running. */
+		if (s->state == SLOT_UNKNOWN && ev->remembered) {
+			*todo = ask(s, ev->now);
+			return 0;
+		}
+		if (s->state == SLOT_ASKED) {
+			*todo = SLOT_DO_ASK;
+			return 0;
+		}
+		return -EPERM;
+	case SLOT_HOME_HERE:
+		*todo = settle(s, SLOT_LOCAL);
+		return 0;
+	case SLOT_HOME_THERE:
+		*todo = settle(s, SLOT_REMOTE);
+		return 0;
+	case SLOT_HOME_LOST:
+		if (s->state != SLOT_REMOTE)
+			return -EPERM;
+		s->state = SLOT_UNKNOWN;
+		return 0;
+	case SLOT_BEGIN_HANDOFF:
+		/* The home itself is told by handoff; a region that hosts the
+		 * shard keeps serving it. Others stop sending it anything. */
+		if (region_slot_hosted(s))
+			return -EPERM;
+		s->state = SLOT_MOVING;
+		s->since = ev->now;
+		return 0;
+	case SLOT_HANDOFF:
+		if (!region_slot_hosted(s)) {
+			*todo = SLOT_DO_REPORT_STOPPED; /* nothing here to stop */
+			return 0;
+		}
+		s->state = SLOT_HANDING_OFF;
+		s->acks_needed = ev->acks_needed;
+		s->deadline = ev->now + t->handoff_timeout_ms;
+		if (s->acks >= s->acks_needed)
+			*todo = SLOT_DO_HAND_OFF;
+		return 0;
+	case SLOT_HANDOFF_ACK:
+		/* Acks may come before the coordinator's handoff order: a
+		 * hosted slot counts them. */
+		if (!region_slot_hosted(s))
+			return -EPERM;
+		s->acks++;
+		if (region_slot_handoff_ready(s))
+			*todo = SLOT_DO_HAND_OFF;
+		return 0;
+	case SLOT_HANDED_OFF:
+		if (s->state != SLOT_HANDING_OFF)
+			return -EPERM;
+		*todo = moved_off(s, ev->now);
+		return 0;
+	case SLOT_TICK:
+		return tick(s, t, ev->now, todo);
+	}
+	return -EINVAL;
+}

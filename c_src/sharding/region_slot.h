@@ -1,0 +1,128 @@
+/*
+ * region_slot.h — the states a shard goes through in one region, and the
+ * transitions between them. Pure: no I/O, no clock (the caller passes the
+ * time), no allocation. The region keeps one slot per shard and does what a
+ * step tells it (ask the coordinator, send on buffered messages, stop the
+ * shard); the messages themselves and the shard's entities are its own.
+ *
+ *   UNKNOWN      nobody asked where the shard lives, or its home was lost
+ *                (the node went down, or was downed)
+ *   ASKED        the coordinator was asked; messages wait in the buffer
+ *   LOCAL        hosted here; messages go to its entities
+ *   HANDING_OFF  hosted here, and being handed off: messages still go to its
+ *                entities until every region has acknowledged (or the
+ *                deadline passed) and the buffer is flushed
+ *   REMOTE       hosted by another region; messages are forwarded there
+ *   MOVING       being moved between regions (another region hands it off,
+ *                or this one did): messages wait for the new home
+ *
+ *   UNKNOWN      -need_home / registered with remembered entities-> ASKED
+ *   ASKED        -registered / tick after retry_ms-> ASKED (asks again)
+ *   any          -home_here-> LOCAL     -home_there-> REMOTE
+ *   REMOTE       -home_lost-> UNKNOWN
+ *   not hosted   -begin_handoff-> MOVING
+ *   LOCAL, HANDING_OFF -handoff-> HANDING_OFF (with every ack in: hand off)
+ *   LOCAL, HANDING_OFF -handoff_ack-> counted (the last one: hand off)
+ *   not hosted   -handoff-> unchanged: shard_stopped, nothing to stop
+ *   HANDING_OFF  -handed_off / tick past its deadline-> MOVING (stop it)
+ *   MOVING       -tick after handoff_timeout_ms-> ASKED (the move was
+ *                abandoned: ask where it lives)
+ *
+ * Anything else is refused: the slot is left as it was, nothing to do.
+ * See docs/contract.md ("A cluster") for what handoff promises.
+ */
+#ifndef SN_REGION_SLOT_H
+#define SN_REGION_SLOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum region_slot_state {
+	SLOT_UNKNOWN, /* zero: a fresh slot */
+	SLOT_ASKED,
+	SLOT_LOCAL,
+	SLOT_HANDING_OFF,
+	SLOT_REMOTE,
+	SLOT_MOVING,
+};
+
+/* Zero-initialised is a valid slot: UNKNOWN. */
+struct region_slot {
+	enum region_slot_state state;
+	uint64_t since;       /* ASKED: when asked; MOVING: when the move began */
+	uint64_t deadline;    /* HANDING_OFF: when to stop waiting for acks */
+	uint32_t acks;        /* LOCAL, HANDING_OFF: handoff acks received */
+	uint32_t acks_needed; /* HANDING_OFF: how many the coordinator said */
+};
+
+enum region_slot_event_kind {
+	/* A message had to wait for the shard's home. */
+	SLOT_NEED_HOME,
+	/* The coordinator acknowledged the region's registration. */
+	SLOT_REGISTERED,
+	/* The coordinator named this region the home; the caller has the
+	 * shard (created it if it had none). */
+	SLOT_HOME_HERE,
+	/* The coordinator named another region the home. */
+	SLOT_HOME_THERE,
+	/* The home's node went down, or was downed. */
+	SLOT_HOME_LOST,
+	/* Another region is handing the shard off. */
+	SLOT_BEGIN_HANDOFF,
+	/* The coordinator orders this region to hand the shard off. */
+	SLOT_HANDOFF,
+	/* A region acknowledged our begin_handoff. */
+	SLOT_HANDOFF_ACK,
+	/* Every ack is in and nothing waits in the buffer: the shard goes. */
+	SLOT_HANDED_OFF,
+	/* The region's retry timer. */
+	SLOT_TICK,
+};
+
+struct region_slot_event {
+	enum region_slot_event_kind kind;
+	uint64_t now;          /* the loop's clock, ms */
+	uint32_t acks_needed;  /* SLOT_HANDOFF */
+	bool remembered;       /* SLOT_REGISTERED: the shard has remembered
+				* entities, so it wants a home at once */
+};
+
+/* The region's settings a step reads. */
+struct region_slot_timing {
+	uint32_t retry_ms;           /* an unanswered request is repeated after this */
+	uint32_t handoff_timeout_ms; /* a handoff gives up waiting after this */
+};
+
+/* What the region must do after a step, in this order. */
+enum {
+	/* Ask the coordinator for the shard's home (get_shard_home). */
+	SLOT_DO_ASK = 1u << 0,
+	/* The home is known: deliver or forward what waits, in order. */
+	SLOT_DO_FLUSH = 1u << 1,
+	/* Every ack is in: flush what waits here, then, once nothing does,
+	 * step SLOT_HANDED_OFF. */
+	SLOT_DO_HAND_OFF = 1u << 2,
+	/* Stop the shard's entities and tell the coordinator shard_stopped. */
+	SLOT_DO_STOP = 1u << 3,
+	/* Tell the coordinator shard_stopped: there was nothing here to stop. */
+	SLOT_DO_REPORT_STOPPED = 1u << 4,
+};
+
+/* Applies one event. Returns 0 with *todo the SLOT_DO_ bits (maybe none: an
+ * ack counted, a tick with nothing due), -EPERM if the slot's state refuses
+ * the event (the slot is unchanged, *todo is 0), or -EINVAL for an unknown
+ * event kind (likewise). */
+int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, const struct region_slot_event *ev,
+		     unsigned *todo);
+
+/* Whether the shard is hosted here: LOCAL or HANDING_OFF. */
+bool region_slot_hosted(const struct region_slot *s);
+
+/* Whether a handing-off slot has every ack it waits for, so it goes as soon
+ * as its buffer is flushed. */
+bool region_slot_handoff_ready(const struct region_slot *s);
+
+/* The state's name, for logs and test messages. */
+const char *region_slot_state_name(enum region_slot_state state);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * region_stats.c — what a region tells of itself (docs/contract.md, "Region
+ * requests"): get_shard_region_state, get_region_stats, and
+ * get_cluster_sharding_stats, which gathers the counts of every member's
+ * region of the type. A cluster-wide call waits for the other regions'
+ * `stats` answers, 2 s at most, in a list of requests with a timer each.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "etf/term.h"
+#include "sharding/region_internal.h"
+
+/* How long a cluster-wide stats call waits for the other members. */
+#define STATS_TIMEOUT_MS 2000
+
+/* A get_cluster_sharding_stats call waiting for the other members' regions. */
+struct stats_request {
+	struct stats_request *next;
+	struct region *region;
+	uint32_t id;
+	erlang_pid caller;
+	char *tag;
+	size_t tag_len;
+	uint32_t waiting;  /* answers still to come */
+	uint32_t entries;  /* Node => Map pairs in `pairs` */
+	ei_x_buff pairs;   /* raw Node atom, raw map, ... */
+	struct ev_timer timer;
+};
+
+void region_get_stats(const struct region *r, struct region_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		if (r->slots[s].shard)
+			out->entities += r->slots[s].shard->entities.count;
+	out->shards = r->nlocal;
+	out->buffered = r->buffered;
+	out->delivered = r->delivered;
+	out->dropped = r->dropped;
+	out->forwarded = r->forwarded;
+}
+
+/* ---- this region ---- */
+
+struct id_list_ctx {
+	ei_x_buff *x;
+};
+
+static void append_id(struct entity *e, void *arg)
+{
+	struct id_list_ctx *c = arg;
+	ei_x_encode_list_header(c->x, 1);
+	term_x_append_raw(c->x, entity_id(e), e->id_len);
+}
+
+void region_encode_state(struct region *r, ei_x_buff *x)
+{
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	ei_x_encode_map_header(x, r->nlocal);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard *sh = r->slots[s].shard;
+		if (sh == NULL)
+			continue;
+		ei_x_encode_ulong(x, s);
+		/* One cons cell per id keeps the encoding a single pass. */
+		struct id_list_ctx c = {.x = x};
+		entity_table_each(&sh->entities, append_id, &c);
+		ei_x_encode_empty_list(x);
+	}
+}
+
+void region_encode_stats(struct region *r, ei_x_buff *x)
+{
+	struct region_stats st;
+	region_get_stats(r, &st);
+	ei_x_encode_tuple_header(x, 2);
+	ei_x_encode_atom(x, "ok");
+	ei_x_encode_map_header(x, 6);
+	ei_x_encode_atom(x, "entities");
+	ei_x_encode_ulonglong(x, st.entities);
+	ei_x_encode_atom(x, "shards");
+	ei_x_encode_ulong(x, st.shards);
+	ei_x_encode_atom(x, "buffered");
+	ei_x_encode_ulong(x, st.buffered);
+	ei_x_encode_atom(x, "delivered");
+	ei_x_encode_ulonglong(x, st.delivered);
+	ei_x_encode_atom(x, "dropped");
+	ei_x_encode_ulonglong(x, st.dropped);
+	ei_x_encode_atom(x, "forwarded");
+	ei_x_encode_ulonglong(x, st.forwarded);
+}
+
+/* #{ShardId => EntityCount} for this region. */
+static void encode_local_counts(struct region *r, ei_x_buff *x)
+{
+	ei_x_encode_map_header(x, r->nlocal);
+	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+		struct shard *sh = r->slots[s].shard;
+		if (sh == NULL)
+			continue;
+		ei_x_encode_ulong(x, s);
+		ei_x_encode_ulong(x, sh->entities.count);
+	}
+}
+
+/* ---- the cluster ---- */
+
+static void free_request(struct region *r, struct stats_request *q)
+{
+	evloop_timer_stop(r->cfg.loop, &q->timer);
+	ei_x_free(&q->pairs);
+	free(q->tag);
+	free(q);
+}
+
+/* Answers a stats call with {ok, #{Node => Map}} from what has arrived,
+ * and forgets it. */
+static void finish_stats(struct stats_request *q)
+{
+	struct region *r = q->region;
+	ei_x_buff x;
+	if (ei_x_new(&x) == 0) {
+		ei_x_encode_tuple_header(&x, 2);
+		ei_x_encode_atom(&x, "ok");
+		ei_x_encode_map_header(&x, q->entries);
+		term_x_append_raw(&x, q->pairs.buff, (size_t)q->pairs.index);
+		region_send_call_reply(r, &q->caller, q->tag, q->tag_len, &x);
+		ei_x_free(&x);
+	}
+	for (struct stats_request **pq = &r->stats_requests; *pq; pq = &(*pq)->next) {
+		if (*pq == q) {
+			*pq = q->next;
+			break;
+		}
+	}
+	free_request(r, q);
+}
+
+static void on_stats_timeout(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	finish_stats(arg); /* a member that did not answer in time is left out */
+}
+
+/* This region's counts, and those of the regions of every other member
+ * hosting the type, asked for now. */
+void region_stats_start(struct region *r, const struct gen_call *call)
+{
+	const char *nodes[256];
+	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, 256)
+					  : 0;
+	struct stats_request *q = calloc(1, sizeof *q);
+	if (q == NULL || ei_x_new(&q->pairs) < 0 || (q->tag = malloc(call->tag_len)) == NULL) {
+		if (q != NULL) {
+			ei_x_free(&q->pairs);
+			free(q);
+		}
+		return;
+	}
+	q->region = r;
+	q->id = r->next_stats_id++;
+	q->caller = call->from;
+	memcpy(q->tag, call->tag, call->tag_len);
+	q->tag_len = call->tag_len;
+	ev_timer_init(&q->timer, on_stats_timeout, q);
+	ei_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node));
+	encode_local_counts(r, &q->pairs);
+	q->entries = 1;
+	q->next = r->stats_requests;
+	r->stats_requests = q;
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(nodes[k], dist_node_name(r->cfg.node)) == 0)
+			continue;
+		ei_x_buff x;
+		if (ei_x_new(&x) < 0)
+			continue;
+		if (shard_msg_encode_shard(&x, SMSG_GET_STATS, q->id, &r->self) == 0 &&
+		    dist_node_reg_send(r->cfg.node, &r->self, r->cfg.type->name, nodes[k], x.buff, (size_t)x.index) == 0)
+			q->waiting++;
+		ei_x_free(&x);
+	}
+	if (q->waiting == 0)
+		finish_stats(q);
+	else
+		evloop_timer_start(r->cfg.loop, &q->timer, STATS_TIMEOUT_MS);
+}
+
+void region_stats_on_get(struct region *r, uint32_t id, const erlang_pid *asker)
+{
+	ei_x_buff counts, x;
+	if (ei_x_new(&counts) < 0)
+		return;
+	encode_local_counts(r, &counts);
+	if (ei_x_new(&x) == 0) {
+		if (shard_msg_encode_stats(&x, id, dist_node_name(r->cfg.node), counts.buff, (size_t)counts.index) == 0)
+			dist_node_send(r->cfg.node, asker, x.buff, (size_t)x.index);
+		ei_x_free(&x);
+	}
+	ei_x_free(&counts);
+}
+
+/* An answer for no request we have (late, after the timeout) is ignored. */
+void region_stats_on_answer(struct region *r, const struct shard_msg *sm)
+{
+	for (struct stats_request *q = r->stats_requests; q; q = q->next) {
+		if (q->id != sm->shard)
+			continue;
+		term_x_append_raw(&q->pairs, sm->id, sm->id_len);
+		term_x_append_raw(&q->pairs, sm->msg, sm->msg_len);
+		q->entries++;
+		if (--q->waiting == 0)
+			finish_stats(q);
+		return;
+	}
+}
+
+void region_stats_free(struct region *r)
+{
+	while (r->stats_requests) {
+		struct stats_request *q = r->stats_requests;
+		r->stats_requests = q->next;
+		free_request(r, q);
+	}
+}
