@@ -261,7 +261,10 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 
 void region_resume(struct region *r)
 {
-	if (!region_may_deliver(r))
+	/* A stopped region has freed its shards: nothing of it may resume
+	 * (remembered entities waiting for the lease would start in a shard
+	 * that is gone). The glue calls this on every membership change. */
+	if (r->stopped || !region_may_deliver(r))
 		return;
 	region_remember_resume(r);
 	for (uint32_t s = 0; s < r->cfg.nshards && region_may_deliver(r); s++) {
@@ -414,7 +417,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		free(r);
 		return NULL;
 	}
-	r->self = r->proc->pid;
+	r->pid = r->proc->pid;
 	int rc = region_remember_start(r);
 	if (rc != 0) {
 		*err = rc;
@@ -438,7 +441,7 @@ void region_free(struct region *r)
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
 	remember_replica_free(r->replica);
-	free(r->downed);
+	node_set_free(&r->downed);
 	free(r->slots);
 	scratch_free(&r->canon_buf);
 	scratch_free(&r->reply_buf);

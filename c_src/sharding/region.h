@@ -85,7 +85,7 @@ void region_set_coordinator_node(struct region *r, const char *node);
  * shard homed on one is unknown again, and a home on one that a
  * coordinator still names (until the downed node's lease has run out) is
  * not taken; the request is retried and the messages wait. `nodes` is
- * copied. Returns 0 or -ENOMEM (the old list stays). */
+ * copied. Returns 0, or -ENOMEM or -ENAMETOOLONG (the old list stays). */
 int region_set_downed(struct region *r, const char *const *nodes, size_t n);
 
 /* After a membership change: with remembered entities, members that joined

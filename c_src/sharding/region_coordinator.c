@@ -22,7 +22,7 @@ void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint
 	if (ei_x_new(&x) < 0)
 		return;
 	bool with_shard = kind == SMSG_GET_SHARD_HOME || kind == SMSG_SHARD_STOPPED;
-	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->self) : shard_msg_encode_pid(&x, kind, &r->self);
+	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->pid) : shard_msg_encode_pid(&x, kind, &r->pid);
 	if (rc == 0)
 		dist_node_send(r->cfg.node, &r->coordinator, x.buff, (size_t)x.index);
 	ei_x_free(&x);
@@ -94,8 +94,8 @@ static void send_registration(struct region *r)
 	if (ei_x_new(&x) < 0)
 		return;
 	enum shard_msg_kind kind = r->cfg.proxy_only ? SMSG_REGISTER_PROXY : SMSG_REGISTER;
-	if (shard_msg_encode_pid(&x, kind, &r->self) == 0)
-		dist_node_reg_send(r->cfg.node, &r->self, r->coordinator_name, r->coordinator_node, x.buff,
+	if (shard_msg_encode_pid(&x, kind, &r->pid) == 0)
+		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
 				   (size_t)x.index);
 	if (r->cfg.proxy_only) {
 		ei_x_free(&x);
@@ -107,8 +107,8 @@ static void send_registration(struct region *r)
 		if (region_slot_hosted(&r->slots[s].st))
 			hosted[n++] = s;
 	x.index = 0;
-	if (hosted != NULL && shard_msg_encode_hosting(&x, &r->self, hosted, n) == 0)
-		dist_node_reg_send(r->cfg.node, &r->self, r->coordinator_name, r->coordinator_node, x.buff,
+	if (hosted != NULL && shard_msg_encode_hosting(&x, &r->pid, hosted, n) == 0)
+		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
 				   (size_t)x.index);
 	free(hosted);
 	ei_x_free(&x);
@@ -179,22 +179,14 @@ void region_on_nodedown(void *arg, const char *peer)
 
 bool region_is_downed(const struct region *r, const char *node)
 {
-	for (size_t k = 0; k < r->ndowned; k++)
-		if (strcmp(r->downed[k], node) == 0)
-			return true;
-	return false;
+	return node_set_contains(&r->downed, node);
 }
 
 int region_set_downed(struct region *r, const char *const *nodes, size_t n)
 {
-	char (*copy)[256] = NULL;
-	if (n > 0 && (copy = malloc(n * sizeof *copy)) == NULL)
-		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		snprintf(copy[k], sizeof copy[k], "%s", nodes[k]);
-	free(r->downed);
-	r->downed = copy;
-	r->ndowned = n;
+	int rc = node_set_assign(&r->downed, nodes, n);
+	if (rc)
+		return rc;
 	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
 		struct shard_slot *slot = &r->slots[s];
 		if (slot->st.state == SLOT_REMOTE && region_is_downed(r, slot->home_region.node))
@@ -210,7 +202,7 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	if (shard >= r->cfg.nshards)
 		return;
 	struct shard_slot *slot = &r->slots[shard];
-	bool here = term_pid_equal(home, &r->self);
+	bool here = term_pid_equal(home, &r->pid);
 	if (!here && region_is_downed(r, home->node))
 		return; /* its lease may not have run out: ask again later */
 	if (here && r->cfg.proxy_only)
@@ -232,7 +224,7 @@ static void send_shard_msg(struct region *r, const erlang_pid *to, enum shard_ms
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	if (shard_msg_encode_shard(&x, kind, shard, &r->self) == 0)
+	if (shard_msg_encode_shard(&x, kind, shard, &r->pid) == 0)
 		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }

@@ -21,6 +21,7 @@
 
 #include <ei.h>
 
+#include "dist/node_set.h"
 #include "base/evloop.h"
 #include "base/scratch.h"
 #include "dist/gen_call.h"
@@ -53,11 +54,10 @@ struct shard_slot {
 struct region {
 	struct region_config cfg;
 	struct proc *proc;
-	erlang_pid self;
+	erlang_pid pid;
 	bool registered;  /* the coordinator acknowledged us */
-	char coordinator_node[256]; /* where the active coordinator runs; "" if none */
-	char (*downed)[256];        /* region_set_downed */
-	size_t ndowned;
+	char coordinator_node[NODE_NAME_BUF]; /* where the active coordinator runs; "" if none */
+	struct node_set downed;     /* region_set_downed */
 	struct remember_replica *replica; /* NULL: remember_entities is off */
 	bool remembered_pending;          /* some slot's remembered_pending is set */
 	char coordinator_name[256]; /* its registered name */
@@ -145,7 +145,7 @@ void region_on_nodedown(void *arg, const char *peer);
 
 /* ---- region_remember.c ---- */
 
-/* With cfg.remember, creates the replica (r->self must be set). Returns 0
+/* With cfg.remember, creates the replica (r->pid must be set). Returns 0
  * (also without remember), -EINVAL (remember without members_hosting), or
  * -ENOMEM. */
 int region_remember_start(struct region *r);

@@ -21,7 +21,7 @@ int region_remember_start(struct region *r)
 		return -EINVAL; /* remembered entities go to the members hosting the type */
 	struct remember_replica_config rcfg = {
 		.node = cfg->node, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
-		.type_name = cfg->type->name, .from = r->self,
+		.type_name = cfg->type->name, .from = r->pid,
 		.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
 	};
 	int err = -ENOMEM;
