@@ -51,18 +51,24 @@ struct dist_node {
 	 * and REG_SEND write theirs on the stack (dist_ctl.h). */
 	struct scratch reply_buf;
 	struct scratch ctl_buf;
-	struct {
+	struct nodedown_listener {
 		nodedown_fn fn;
 		void *arg;
-	} nodedown[16];
-	size_t nnodedown;
+	} *nodedown;                     /* grown as listeners are added */
+	size_t nnodedown, nodedown_cap;
 	struct peer_backoff unreachable; /* peers our attempts failed to reach */
 };
 
 int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg)
 {
-	if (n->nnodedown == sizeof n->nodedown / sizeof n->nodedown[0])
-		return -ENOSPC;
+	if (n->nnodedown == n->nodedown_cap) {
+		size_t cap = n->nodedown_cap ? 2 * n->nodedown_cap : 8;
+		struct nodedown_listener *l = realloc(n->nodedown, cap * sizeof *l);
+		if (l == NULL)
+			return -ENOMEM;
+		n->nodedown = l;
+		n->nodedown_cap = cap;
+	}
 	n->nodedown[n->nnodedown].fn = fn;
 	n->nodedown[n->nnodedown++].arg = arg;
 	return 0;
@@ -787,6 +793,7 @@ void dist_node_free(struct dist_node *n)
 		free(m);
 	}
 	proc_table_free(&n->procs);
+	free(n->nodedown);
 	scratch_free(&n->reply_buf);
 	scratch_free(&n->ctl_buf);
 	peer_backoff_free(&n->unreachable);

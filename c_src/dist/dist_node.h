@@ -84,7 +84,8 @@ int dist_node_reply_to(struct dist_node *n, const erlang_pid *to, const char *ta
 /* Called when the last up connection to `peer` closes (as nodedown). */
 typedef void (*nodedown_fn)(void *arg, const char *peer);
 
-/* Adds a nodedown listener (at most 16). Returns 0 or -ENOSPC. */
+/* Adds a nodedown listener: fn(arg, peer) is called for every nodedown
+ * until dist_node_off_nodedown. As many as wanted. Returns 0 or -ENOMEM. */
 int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
 /* Removes a listener added with the same fn and arg (before arg is freed). */
 void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);

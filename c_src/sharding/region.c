@@ -426,7 +426,15 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		free(r);
 		return NULL;
 	}
-	dist_node_on_nodedown(cfg->node, region_on_nodedown, r);
+	/* Without nodedown a region would wait for ever on a home that died. */
+	if ((rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
+		*err = rc;
+		remember_replica_free(r->replica);
+		dist_node_exit(cfg->node, r->proc, "normal");
+		free(r->slots);
+		free(r);
+		return NULL;
+	}
 	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
 	if (cfg->passivate_idle_ms > 0)
 		on_idle_sweep(cfg->loop, r);
