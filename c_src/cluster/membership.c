@@ -167,8 +167,10 @@ static int read_types(const char *t, size_t *i, struct member *e)
 		char atom[TERM_ATOM_BUF];
 		if (term_get_atom(t, i, atom))
 			return -EPROTO;
-		if (e->ntypes < MEMBER_MAX_TYPES)
-			strlcpy(e->types[e->ntypes++], atom, sizeof e->types[0]);
+		/* A member hosts at most NODE_TYPES_MAX types with names of
+		 * [a-z0-9_]; anything beyond is no type we could share with it. */
+		if (e->ntypes < NODE_TYPES_MAX && strlen(atom) < sizeof e->types[0])
+			memcpy(e->types[e->ntypes++], atom, strlen(atom) + 1);
 	}
 	if (arity > 0) {
 		ii = (int)*i;
@@ -581,7 +583,7 @@ void membership_set_types(struct membership *m, const char *const *types, size_t
 {
 	struct member *me = membership_member(m, m->our_node);
 	me->ntypes = 0;
-	for (size_t t = 0; t < n && t < MEMBER_MAX_TYPES; t++)
+	for (size_t t = 0; t < n && t < NODE_TYPES_MAX; t++)
 		strlcpy(me->types[me->ntypes++], types[t], sizeof me->types[0]);
 	me->version++;
 	gossip_all(m);
@@ -615,7 +617,7 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 			*err = -ENOMEM;
 		return NULL;
 	}
-	for (size_t t = 0; t < cfg->ntypes && t < MEMBER_MAX_TYPES; t++)
+	for (size_t t = 0; t < cfg->ntypes && t < NODE_TYPES_MAX; t++)
 		strlcpy(me->types[me->ntypes++], cfg->types[t], sizeof me->types[0]);
 	if (cfg->nseeds == 0) {
 		me->status = MEMBER_UP;

@@ -56,17 +56,16 @@
 #include "dist/dist_node.h"
 #include "dist/node_name.h"
 #include "base/evloop.h"
+#include "base/node_limits.h"
 #include "base/log.h"
 #include "cluster/membership_rules.h" /* enum member_status */
-
-#define MEMBER_MAX_TYPES 16
 
 struct member {
 	char node[NODE_NAME_BUF];
 	uint32_t up_number; /* 0 while joining */
 	enum member_status status;
 	uint32_t version;
-	char types[MEMBER_MAX_TYPES][256];
+	char types[NODE_TYPES_MAX][TYPE_NAME_BUF];
 	size_t ntypes;
 	/* Not gossiped: what this node has seen of the member. */
 	bool unreachable;      /* silent for failure_timeout_ms */
@@ -153,7 +152,8 @@ size_t membership_others(const struct membership *m);
 int membership_down(struct membership *m, const char *node);
 
 /* Replaces the entity types this node says it hosts (a region stopped by
- * graceful_shutdown is no longer one) and gossips the change. */
+ * graceful_shutdown is no longer one) and gossips the change. At most
+ * NODE_TYPES_MAX are kept; the configuration allows no more. */
 void membership_set_types(struct membership *m, const char *const *types, size_t n);
 
 /* True once this node has been downed by the others. */

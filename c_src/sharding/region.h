@@ -37,6 +37,7 @@
 #include "entity/entity.h"
 #include "base/evloop.h"
 #include "base/log.h"
+#include "sharding/members_hosting.h"
 
 struct region;
 
@@ -51,9 +52,10 @@ struct region_config {
 	uint32_t passivate_idle_ms;      /* 0: never */
 	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
 	bool proxy_only;                 /* route, never host a shard */
-	/* The members hosting the type (for get_cluster_sharding_stats): up to
-	 * max node names into out; returns how many. NULL: this node only. */
-	size_t (*members_hosting)(void *arg, const char *type, const char **out, size_t max);
+	/* The members hosting the type (members_hosting.h), for
+	 * get_cluster_sharding_stats, graceful shutdown and remembered
+	 * entities. NULL: this node only. */
+	members_hosting_fn *members_hosting;
 	void *members_arg;
 	/* False while this node must not run entities (no quorum lease, see
 	 * membership.h): their messages wait in the shard's buffer until

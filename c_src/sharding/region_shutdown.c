@@ -37,8 +37,8 @@ void region_begin_leaving(struct region *r)
 {
 	if (r->leaving || r->stopped)
 		return;
-	const char *nodes[256];
-	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, 256)
+	const char *nodes[CLUSTER_MEMBERS_MAX];
+	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, CLUSTER_MEMBERS_MAX)
 					  : 0;
 	bool others = false;
 	for (size_t k = 0; k < n; k++)

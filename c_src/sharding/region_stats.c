@@ -148,8 +148,8 @@ static void on_stats_timeout(struct evloop *loop, void *arg)
  * hosting the type, asked for now. */
 void region_stats_start(struct region *r, const struct gen_call *call)
 {
-	const char *nodes[256];
-	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, 256)
+	const char *nodes[CLUSTER_MEMBERS_MAX];
+	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, CLUSTER_MEMBERS_MAX)
 					  : 0;
 	struct stats_request *q = calloc(1, sizeof *q);
 	if (q == NULL || ei_x_new(&q->pairs) < 0 || (q->tag = malloc(call->tag_len)) == NULL) {

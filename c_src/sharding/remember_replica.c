@@ -16,7 +16,6 @@
  * and a big snapshot from holding up the loop for long. */
 #define BATCH 1000
 #define BATCH_BYTES (256 * 1024)
-#define MAX_MEMBERS 256
 
 struct remember_replica {
 	struct remember_replica_config cfg;
@@ -48,8 +47,8 @@ static void send_entries(struct remember_replica *rr, const char *to, const ei_x
 		if (to != NULL) {
 			dist_node_reg_send(rr->cfg.node, &rr->cfg.from, rr->cfg.type_name, to, x.buff, (size_t)x.index);
 		} else {
-			const char *members[MAX_MEMBERS];
-			size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, MAX_MEMBERS);
+			const char *members[CLUSTER_MEMBERS_MAX];
+			size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, CLUSTER_MEMBERS_MAX);
 			for (size_t k = 0; k < m; k++)
 				if (strcmp(members[k], rr->our_node) != 0)
 					dist_node_reg_send(rr->cfg.node, &rr->cfg.from, rr->cfg.type_name, members[k], x.buff,
@@ -222,8 +221,8 @@ static void send_snapshot(struct remember_replica *rr, const char *to, const uin
 
 void remember_replica_sync(struct remember_replica *rr, const uint32_t *shards, size_t n)
 {
-	const char *members[MAX_MEMBERS];
-	size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, MAX_MEMBERS);
+	const char *members[CLUSTER_MEMBERS_MAX];
+	size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, CLUSTER_MEMBERS_MAX);
 	struct node_set now;
 	node_set_init(&now);
 	flush(rr); /* changes first, so a snapshot is never older than them */

@@ -25,6 +25,7 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "store/remember.h"
+#include "sharding/members_hosting.h"
 
 struct remember_replica;
 
@@ -35,8 +36,8 @@ struct remember_replica_config {
 	struct remember *store;    /* not owned; outlives the replica */
 	const char *type_name;     /* the regions' registered name; not owned */
 	erlang_pid from;           /* the sender of our messages: the region */
-	/* The members hosting the type, this one included (see region.h). */
-	size_t (*members_hosting)(void *arg, const char *type, const char **out, size_t max);
+	/* The members hosting the type, this one included (members_hosting.h). */
+	members_hosting_fn *members_hosting;
 	void *members_arg;
 };
 
