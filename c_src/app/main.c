@@ -238,6 +238,8 @@ int main(int argc, char **argv)
 	int rc = config_parse_args(&cfg, argc - 1, argv + 1, builtin_names, known_names, err);
 	if (rc == 1)
 		return 0;
+	if (rc == 0)
+		rc = config_resolve_cookie(&cfg, err);
 	if (rc) {
 		fprintf(stderr, "shardnode: %s\n", err);
 		return 2;
