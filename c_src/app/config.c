@@ -575,9 +575,18 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		*strchr(alive, '@') = '\0';
 		snprintf(c->data_dir, sizeof c->data_dir, "./shardnode-data/%s", alive);
 	}
-	if (cookie_file)
-		return read_cookie_file(cookie_file, c->cookie, err);
-	if (!have_cookie)
-		return default_cookie(c->cookie, err);
+	/* A path this long cannot be opened: refused after every other check,
+	 * with the message config_resolve_cookie would give for it. */
+	if (cookie_file && strlcpy(c->cookie_file, cookie_file, sizeof c->cookie_file) >= sizeof c->cookie_file)
+		return fail(err, "cookie file %s: %s", cookie_file, strerror(ENAMETOOLONG));
 	return 0;
+}
+
+int config_resolve_cookie(struct sn_config *c, char err[CONFIG_ERR_BUF])
+{
+	if (c->cookie_file[0] != '\0')
+		return read_cookie_file(c->cookie_file, c->cookie, err);
+	if (c->cookie[0] != '\0')
+		return 0;
+	return default_cookie(c->cookie, err);
 }

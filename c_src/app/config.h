@@ -5,6 +5,11 @@
  * Precedence: built-in defaults < config file < --set, whatever their order
  * on the command line. Every error names the flag or key and what was
  * expected, in one line, so main can print it and exit 2.
+ *
+ * Parsing reads the files it is pointed at (--config) and writes none. The
+ * cookie is a separate step, config_resolve_cookie, since without --cookie
+ * it may create ~/.erlang.cookie: a --help or a refused flag must leave the
+ * home directory as it was.
  */
 #ifndef SN_CONFIG_H
 #define SN_CONFIG_H
@@ -26,7 +31,8 @@ struct sn_config {
 	/* flags */
 	char name[CONFIG_NAME_BUF]; /* full node name, "alive@host" */
 	bool short_names;
-	char cookie[CONFIG_NAME_BUF];
+	char cookie[CONFIG_NAME_BUF]; /* --cookie; else set by config_resolve_cookie */
+	char cookie_file[PATH_MAX];   /* --cookie-file; empty: none given */
 	uint16_t port;
 	char join[CONFIG_MAX_LIST][CONFIG_NAME_BUF];
 	size_t njoin;
@@ -35,7 +41,7 @@ struct sn_config {
 	bool proxy_only;
 	bool stop_on_stdin_eof; /* leave when stdin closes: its parent is gone */
 
-	/* keys of the config file and --set (SPEC §2) */
+	/* keys of the config file and --set (docs/contract.md, "Config keys") */
 	uint32_t number_of_shards;
 	uint32_t buffer_size;
 	uint32_t retry_interval_ms;
@@ -52,7 +58,7 @@ struct sn_config {
 	uint32_t stable_after_ms;
 	char data_dir[PATH_MAX];
 
-	/* keys of the runtime, beyond the SPEC's table */
+	/* keys of the runtime (in the same table) */
 	uint32_t net_ticktime;       /* seconds, as the kernel parameter */
 	uint32_t max_message_bytes;  /* largest packet accepted from a peer */
 	uint32_t max_connections;
@@ -63,14 +69,26 @@ struct sn_config {
 /* Fills defaults (data_dir is left empty; config_parse_args derives it). */
 void config_defaults(struct sn_config *cfg);
 
-/* Parses argv (without argv[0]) into cfg, reading --config and
- * --cookie-file, and the default cookie file ~/.erlang.cookie (created with a
- * random cookie if missing, as erl does). `known_types` (NULL-terminated) are
- * the entity types that may be named in --types; `default_types` those hosted
- * without --types. Returns 0; 1 when --help was asked (usage printed to
- * stdout); or -EINVAL with a one-line message in err. */
+/* Parses argv (without argv[0]) into cfg (filled by config_defaults
+ * first), reading the --config file. The cookie is not resolved: cfg->cookie
+ * holds --cookie, or stays empty; cfg->cookie_file holds --cookie-file, which
+ * is not read. No file is created or written. `known_types`
+ * (NULL-terminated) are the entity types that may be named in --types;
+ * `default_types` those hosted without --types. Nothing is kept of argv.
+ * Returns 0; 1 when --help was asked (usage printed to stdout); or -EINVAL
+ * with a one-line message in err. */
 int config_parse_args(struct sn_config *cfg, int argc, char *const argv[], const char *const *default_types,
 		      const char *const *known_types, char err[CONFIG_ERR_BUF]);
+
+/* The cookie, after a successful config_parse_args, as erl finds it: the
+ * --cookie given; else the one line of the --cookie-file (blanks around it
+ * dropped); else the one line of $HOME/.erlang.cookie, which is first
+ * created, mode 0400, holding 20 random capital letters, when it does not
+ * exist (a file another process creates meanwhile is read as it is). Sets
+ * cfg->cookie. Returns 0, or -EINVAL with a one-line message in err (HOME
+ * unset, no randomness, the new file not written, or a cookie file that
+ * cannot be read or is not one line of 1 to 255 characters). */
+int config_resolve_cookie(struct sn_config *cfg, char err[CONFIG_ERR_BUF]);
 
 /* Applies one KEY=VALUE (as --set does). Returns 0 or -EINVAL with err set. */
 int config_set(struct sn_config *cfg, const char *key_eq_value, char err[CONFIG_ERR_BUF]);

@@ -1,11 +1,13 @@
 /*
- * test_config.c — defaults, the config file reader, --set and the flags.
+ * test_config.c — defaults, the config file reader, --set, the flags, and
+ * the cookie step that follows parsing.
  *
  * Tests that reach the default cookie point HOME at a fresh directory, so the
  * user's own ~/.erlang.cookie is never read or created. Criterion runs each
  * test in its own process, so setenv() does not leak between tests.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -67,6 +69,12 @@ static int parse(struct sn_config *c, char err[CONFIG_ERR_BUF], const char *cons
 }
 
 #define PARSE(c, err, ...) parse((c), (err), (const char *const[]){__VA_ARGS__, NULL})
+
+static int resolve(struct sn_config *c, char err[CONFIG_ERR_BUF])
+{
+	err[0] = '\0';
+	return config_resolve_cookie(c, err);
+}
 
 /* Applies text from an exact-size copy, so a read past its end is seen. */
 static int apply(struct sn_config *c, const char *text, char err[CONFIG_ERR_BUF])
@@ -563,6 +571,9 @@ Test(config, cookie_flag)
 	char err[CONFIG_ERR_BUF];
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "ABC def"), 0, "%s", err);
 	cr_assert_str_eq(c.cookie, "ABC def");
+	cr_assert_eq(c.cookie_file[0], '\0');
+	cr_assert_eq(resolve(&c, err), 0, "%s", err);
+	cr_assert_str_eq(c.cookie, "ABC def", "a cookie given is the cookie");
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", ""), -EINVAL);
 	assert_err_has(err, "--cookie");
 
@@ -583,22 +594,47 @@ Test(config, cookie_file, .init = make_scratch)
 	struct sn_config c;
 	char err[CONFIG_ERR_BUF];
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", path), 0, "%s", err);
+	cr_assert_str_eq(c.cookie_file, path);
+	cr_assert_eq(c.cookie[0], '\0', "parsing does not read the cookie file");
+	cr_assert_eq(resolve(&c, err), 0, "%s", err);
 	cr_assert_str_eq(c.cookie, "FROMFILE", "blanks around the cookie are dropped");
 
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", path, "--cookie", "x"), -EINVAL,
 		     "both --cookie and --cookie-file");
 
 	write_file(path, "two\nlines\n", 0600);
-	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", path), -EINVAL);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", path), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), -EINVAL);
 	assert_err_has(err, path);
 	write_file(path, " \n", 0600);
-	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", path), -EINVAL, "a blank file");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", path), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), -EINVAL, "a blank file");
 
 	char missing[PATH_MAX];
 	scratch_path(missing, sizeof missing, "absent");
-	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", missing), -EINVAL);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", missing), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), -EINVAL);
 	assert_err_has(err, missing);
 	remove_scratch((const char *const[]){"cookie", NULL});
+}
+
+Test(config, cookie_file_path_too_long)
+{
+	/* No such path can be opened: refused when parsing (the message is
+	 * cut at CONFIG_ERR_BUF, before the reason), after every other check. */
+	char longest[PATH_MAX + 1];
+	memset(longest, 'p', PATH_MAX);
+	longest[0] = '/';
+	longest[PATH_MAX] = '\0';
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", longest), -EINVAL);
+	assert_err_has(err, "cookie file /ppp");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", longest, "--types", "ledger"), -EINVAL);
+	assert_err_has(err, "ledger");
+	longest[PATH_MAX - 1] = '\0';
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", longest), 0, "%s", err);
+	cr_assert_eq(strlen(c.cookie_file), PATH_MAX - 1);
 }
 
 Test(config, config_file_and_set_precedence, .init = make_scratch)
@@ -644,19 +680,66 @@ static bool all_upper(const char *s, size_t n)
 	return true;
 }
 
-Test(config, default_cookie_is_created, .init = make_scratch)
+/* How many entries the scratch directory holds. */
+static size_t scratch_entries(void)
 {
+	DIR *d = opendir(scratch_dir);
+	cr_assert_not_null(d);
+	size_t n = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+static void scratch_home(void)
+{
+	make_scratch();
 	cr_assert_eq(setenv("HOME", scratch_dir, 1), 0);
+}
+
+static void scratch_home_quiet(void)
+{
+	scratch_home();
+	cr_redirect_stdout();
+}
+
+Test(config, parsing_writes_no_file, .init = scratch_home_quiet)
+{
+	/* With no cookie given, parsing succeeds or fails without creating
+	 * ~/.erlang.cookie: that is config_resolve_cookie's, called only once
+	 * the command line is known to be good. */
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	char missing[PATH_MAX];
+	scratch_path(missing, sizeof missing, "absent");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h"), 0, "%s", err);
+	cr_assert_eq(c.cookie[0], '\0');
+	cr_assert_eq(c.cookie_file[0], '\0');
+	cr_assert_eq(PARSE(&c, err, "--sname", "a", "--set", "number_of_shards=5"), 0, "%s", err);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", missing), 0, "%s", err);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--help"), 1);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--types", "ledger"), -EINVAL);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--set", "number_of_shards=0"), -EINVAL);
+	cr_assert_eq(PARSE(&c, err, "--name", "a"), -EINVAL);
+	cr_assert_eq(scratch_entries(), 0, "parsing created a file in HOME");
+	remove_scratch((const char *const[]){NULL});
+}
+
+Test(config, default_cookie_is_created, .init = scratch_home)
+{
 	char path[PATH_MAX];
 	scratch_path(path, sizeof path, ".erlang.cookie");
 
 	struct sn_config c;
 	char err[CONFIG_ERR_BUF];
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h"), 0, "%s", err);
+	struct stat st;
+	cr_assert_neq(stat(path, &st), 0, "~/.erlang.cookie created by parsing");
+	cr_assert_eq(resolve(&c, err), 0, "%s", err);
 	cr_assert_eq(strlen(c.cookie), 20);
 	cr_assert(all_upper(c.cookie, 20), "cookie '%s'", c.cookie);
 
-	struct stat st;
 	cr_assert_eq(stat(path, &st), 0, "~/.erlang.cookie not created");
 	cr_assert(S_ISREG(st.st_mode));
 	cr_assert_eq(st.st_mode & 07777, 0400, "mode %o", (unsigned)(st.st_mode & 07777));
@@ -670,23 +753,43 @@ Test(config, default_cookie_is_created, .init = make_scratch)
 
 	/* A second start reads the same file. */
 	char first[CONFIG_NAME_BUF];
-	strcpy(first, c.cookie);
+	snprintf(first, sizeof first, "%s", c.cookie);
 	cr_assert_eq(PARSE(&c, err, "--name", "b@h"), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), 0, "%s", err);
 	cr_assert_str_eq(c.cookie, first);
 	remove_scratch((const char *const[]){".erlang.cookie", NULL});
 }
 
-Test(config, default_cookie_existing_file, .init = make_scratch)
+Test(config, default_cookie_existing_file, .init = scratch_home)
 {
-	cr_assert_eq(setenv("HOME", scratch_dir, 1), 0);
 	char path[PATH_MAX];
 	scratch_path(path, sizeof path, ".erlang.cookie");
 	write_file(path, "MYCOOKIE\n", 0400);
 	struct sn_config c;
 	char err[CONFIG_ERR_BUF];
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h"), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), 0, "%s", err);
 	cr_assert_str_eq(c.cookie, "MYCOOKIE");
 	remove_scratch((const char *const[]){".erlang.cookie", NULL});
+}
+
+Test(config, default_cookie_unused_when_one_is_given, .init = scratch_home)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "given"), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), 0, "%s", err);
+	cr_assert_str_eq(c.cookie, "given");
+	cr_assert_eq(scratch_entries(), 0, "~/.erlang.cookie created though --cookie was given");
+
+	char path[PATH_MAX];
+	scratch_path(path, sizeof path, "cookie");
+	write_file(path, "FROMFILE\n", 0600);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie-file", path), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), 0, "%s", err);
+	cr_assert_str_eq(c.cookie, "FROMFILE");
+	cr_assert_eq(scratch_entries(), 1, "~/.erlang.cookie created though --cookie-file was given");
+	remove_scratch((const char *const[]){"cookie", NULL});
 }
 
 Test(config, default_cookie_without_home)
@@ -694,7 +797,8 @@ Test(config, default_cookie_without_home)
 	cr_assert_eq(unsetenv("HOME"), 0);
 	struct sn_config c;
 	char err[CONFIG_ERR_BUF];
-	cr_assert_eq(PARSE(&c, err, "--name", "a@h"), -EINVAL);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h"), 0, "%s", err);
+	cr_assert_eq(resolve(&c, err), -EINVAL);
 	assert_err_has(err, "HOME");
 }
 

@@ -1,0 +1,146 @@
+/* cluster_glue.c — see cluster_glue.h. */
+#include "app/cluster_glue.h"
+
+#include <string.h>
+
+#include "app/config.h"
+#include "cluster/membership.h"
+#include "sharding/coordinator.h"
+#include "sharding/region.h"
+
+/* Member lists are read into arrays of this many names. */
+#define GLUE_MAX_NODES 256
+
+/* How often a leave looks whether its shards have gone. */
+#define LEAVE_CHECK_MS 50
+
+static void on_leave_timer(struct evloop *loop, void *arg);
+
+void cluster_glue_init(struct cluster_glue *g, const struct cluster_glue_config *cfg)
+{
+	*g = (struct cluster_glue){.cfg = *cfg};
+	ev_timer_init(&g->leave_timer, on_leave_timer, g);
+}
+
+void cluster_glue_set_hosted(struct cluster_glue *g, struct hosted_type *hosted, size_t n)
+{
+	g->hosted = hosted;
+	g->nhosted = n;
+}
+
+void cluster_glue_set_membership(struct cluster_glue *g, struct membership *m) { g->membership = m; }
+
+void cluster_glue_stop(struct cluster_glue *g)
+{
+	/* A zeroed timer looks armed; only an initialised glue has a loop. */
+	if (g->cfg.loop != NULL)
+		evloop_timer_stop(g->cfg.loop, &g->leave_timer);
+}
+
+/* One hosted type after a membership change: see the top of the header. */
+static void apply_to_type(struct cluster_glue *g, struct hosted_type *h)
+{
+	struct membership *m = g->membership;
+	const char *oldest = membership_oldest_with(m, h->type->name);
+	const char *nodes[GLUE_MAX_NODES], *downed[GLUE_MAX_NODES], *joining[GLUE_MAX_NODES];
+	size_t ndown = membership_downed(m, downed, GLUE_MAX_NODES);
+	if (region_set_downed(h->region, downed, ndown) != 0)
+		log_warn(g->cfg.log, "out of memory: region %s keeps an old list of downed members", h->type->name);
+	size_t n = membership_nodes_with(m, h->type->name, nodes, GLUE_MAX_NODES);
+	size_t njoining = membership_joining_with(m, h->type->name, joining, GLUE_MAX_NODES);
+	if (h->coordinator != NULL) {
+		/* Active first: a coordinator that is about to stand down must
+		 * not start handoffs it will not see through. */
+		coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, g->cfg.self) == 0);
+		/* Downed proxies first: a handoff the next calls start must not
+		 * wait for their acks. */
+		coordinator_set_downed(h->coordinator, downed, ndown);
+		coordinator_set_members(h->coordinator, nodes, n, joining, njoining);
+		n = membership_leaving_with(m, h->type->name, nodes, GLUE_MAX_NODES);
+		coordinator_set_draining(h->coordinator, nodes, n);
+	}
+	region_set_coordinator_node(h->region, oldest);
+	region_members_changed(h->region);
+	region_resume(h->region);
+}
+
+void cluster_glue_membership_changed(void *glue)
+{
+	struct cluster_glue *g = glue;
+	if (membership_self_down(g->membership)) {
+		log_error(g->cfg.log, "this node was marked down by the cluster: stopping");
+		g->stop_reason = "downed";
+		evloop_stop(g->cfg.loop);
+	}
+	for (size_t k = 0; k < g->nhosted; k++)
+		apply_to_type(g, &g->hosted[k]);
+}
+
+size_t cluster_glue_members_hosting(void *glue, const char *type, const char **out, size_t max)
+{
+	struct cluster_glue *g = glue;
+	return g->membership ? membership_nodes_with(g->membership, type, out, max) : 0;
+}
+
+bool cluster_glue_may_deliver(void *glue)
+{
+	struct cluster_glue *g = glue;
+	return g->membership == NULL || membership_may_deliver(g->membership);
+}
+
+void cluster_glue_region_stopped(void *glue, struct region *r)
+{
+	(void)r;
+	struct cluster_glue *g = glue;
+	if (g->membership == NULL || g->cfg.proxy_only)
+		return;
+	const char *types[CONFIG_MAX_LIST];
+	size_t n = 0;
+	for (size_t k = 0; k < g->nhosted && n < CONFIG_MAX_LIST; k++)
+		if (!region_stopped(g->hosted[k].region))
+			types[n++] = g->hosted[k].type->name;
+	membership_set_types(g->membership, types, n);
+}
+
+/* The leave is over when no shard is left here, when nobody is left to
+ * take them, or at the deadline; then the node is marked exiting and the
+ * loop stops. */
+static void on_leave_timer(struct evloop *loop, void *arg)
+{
+	struct cluster_glue *g = arg;
+	bool empty = true;
+	for (size_t k = 0; k < g->nhosted; k++) {
+		struct region_stats st;
+		region_get_stats(g->hosted[k].region, &st);
+		empty = empty && st.shards == 0;
+	}
+	bool alone = g->membership == NULL || membership_others(g->membership) == 0;
+	if (empty || alone || evloop_now_ms(loop) >= g->leave_deadline) {
+		if (!empty && !alone)
+			log_warn(g->cfg.log, "leaving with shards still here: handoff did not finish in time");
+		if (g->membership != NULL)
+			membership_exit(g->membership);
+		evloop_stop(loop);
+		return;
+	}
+	evloop_timer_start(loop, &g->leave_timer, LEAVE_CHECK_MS);
+}
+
+void cluster_glue_leave(struct cluster_glue *g, const char *why)
+{
+	if (g->leaving)
+		return;
+	g->leaving = true;
+	g->stop_reason = why;
+	g->leave_deadline = evloop_now_ms(g->cfg.loop) + g->cfg.handoff_timeout_ms;
+	if (g->membership != NULL)
+		membership_leave(g->membership);
+	/* On the next turn, so a reply already queued (to `leave`) goes out. */
+	evloop_timer_start(g->cfg.loop, &g->leave_timer, 0);
+}
+
+void cluster_glue_request_leave(void *glue) { cluster_glue_leave(glue, "leave requested"); }
+
+bool cluster_glue_leaving(const struct cluster_glue *g) { return g->leaving; }
+
+const char *cluster_glue_stop_reason(const struct cluster_glue *g) { return g->stop_reason; }

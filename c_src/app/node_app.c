@@ -1,0 +1,309 @@
+/* node_app.c — see node_app.h. */
+#include "app/node_app.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <ei.h>
+
+#include "app/admin.h"
+#include "cluster/membership.h"
+#include "dist/dist_node.h"
+#include "sharding/coordinator.h"
+#include "sharding/region.h"
+#include "store/remember.h"
+
+/* A failed call that left errno unset still fails. */
+static int neg_errno(int e) { return e > 0 ? -e : -EIO; }
+
+/* A signal starts the graceful leave; a second one stops at once. */
+static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)events;
+	struct node_app *app = arg;
+	struct signalfd_siginfo si;
+	if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
+		return;
+	if (cluster_glue_leaving(&app->glue)) {
+		evloop_stop(loop);
+		return;
+	}
+	cluster_glue_leave(&app->glue, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* --stop-on-stdin-eof: whoever started us holds the other end of stdin (the
+ * Erlang wrapper's port); when it closes, that owner is gone, and a node
+ * nobody supervises any more leaves the cluster rather than lingering. */
+static void on_stdin(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)events;
+	struct node_app *app = arg;
+	char buf[512];
+	ssize_t n = read(fd, buf, sizeof buf);
+	if (n > 0 || (n < 0 && errno == EINTR))
+		return; /* input is ignored */
+	evloop_unwatch(loop, fd);
+	cluster_glue_leave(&app->glue, "stdin closed");
+}
+
+/* The process's signals, the event loop, and what it watches before the
+ * node exists. */
+static int start_loop(struct node_app *app)
+{
+	ei_init();
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* Before the loop's own descriptor: with stdin closed at start, fd 0
+	 * is then the signalfd, which the stdin check below recognises. */
+	app->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	app->loop = evloop_new();
+	if (app->loop == NULL || app->sigfd < 0) {
+		int rc = neg_errno(errno);
+		log_error(&app->log, "cannot start the event loop: %s", strerror(-rc));
+		return rc;
+	}
+	evloop_watch(app->loop, app->sigfd, EPOLLIN, on_signal, app);
+	/* stdin stays blocking (it may be a terminal shared with the parent):
+	 * it is read only when epoll says it is readable. If stdin was closed
+	 * at start, fd 0 may now be something else, such as the signalfd. */
+	if (app->cfg->stop_on_stdin_eof) {
+		if (app->sigfd == STDIN_FILENO || fcntl(STDIN_FILENO, F_GETFD) < 0 ||
+		    evloop_watch(app->loop, STDIN_FILENO, EPOLLIN, on_stdin, app) != 0)
+			log_warn(&app->log, "--stop-on-stdin-eof: stdin cannot be watched (closed, or a file); ignored");
+	}
+	return 0;
+}
+
+/* The distribution node and the admin; then the glue, which needs the
+ * node's name. */
+static int start_node(struct node_app *app)
+{
+	const struct sn_config *cfg = app->cfg;
+	struct dist_node_config ncfg = {
+		.loop = app->loop,
+		.log = &app->log,
+		.name = cfg->name,
+		.cookie = cfg->cookie,
+		.port = cfg->port,
+		.max_packet = cfg->max_message_bytes,
+		.outq_max = cfg->outq_max_bytes,
+		.outq_pause = cfg->outq_max_bytes / 8,
+		.setup_ms = 7000,
+		.ticktime_ms = cfg->net_ticktime * 1000u,
+		.max_connections = cfg->max_connections,
+	};
+	int rc = 0;
+	app->node = dist_node_start(&ncfg, &rc);
+	if (app->node == NULL) {
+		log_error(&app->log, "cannot start node %s: %s", cfg->name,
+			  rc == -EADDRINUSE ? "the name is taken in epmd, or the port is in use" : strerror(-rc));
+		return neg_errno(-rc);
+	}
+
+	for (size_t k = 0; k < cfg->ntypes; k++)
+		app->type_names[k] = cfg->types[k];
+	struct admin_config acfg = {
+		.node = app->node, .log = &app->log, .types = app->type_names, .ntypes = cfg->ntypes,
+		.proxy_only = cfg->proxy_only, .request_leave = cluster_glue_request_leave, .leave_arg = &app->glue,
+	};
+	app->admin = admin_start(&acfg, &rc);
+	if (app->admin == NULL) {
+		log_error(&app->log, "cannot register the admin: %s", strerror(-rc));
+		return neg_errno(-rc);
+	}
+
+	struct cluster_glue_config gcfg = {
+		.loop = app->loop, .log = &app->log, .self = dist_node_name(app->node),
+		.proxy_only = cfg->proxy_only, .handoff_timeout_ms = cfg->handoff_timeout_ms,
+	};
+	cluster_glue_init(&app->glue, &gcfg);
+	return 0;
+}
+
+/* One hosted type: coordinator, remembered entities, region. A part that
+ * fails leaves the earlier ones in *h for node_app_stop. */
+static int start_type(struct node_app *app, struct hosted_type *h, const struct entity_type *type)
+{
+	const struct sn_config *cfg = app->cfg;
+	int rc = 0;
+	h->type = type;
+	char coord_name[CONFIG_NAME_BUF + 32];
+	snprintf(coord_name, sizeof coord_name, "shardnode_coordinator_%s", type->name);
+	/* A proxy-only node never coordinates: the oldest member hosting the
+	 * type does, and a proxy hosts nothing. */
+	if (!cfg->proxy_only) {
+		struct coordinator_config ccfg = {
+			.node = app->node, .log = &app->log, .type_name = type->name, .name = coord_name,
+			.nshards = cfg->number_of_shards, .loop = app->loop,
+			.rebalance_interval_ms = cfg->rebalance_interval_ms,
+			.rebalance_threshold = cfg->rebalance_threshold,
+			.max_simultaneous_rebalance = cfg->max_simultaneous_rebalance,
+			.handoff_timeout_ms = cfg->handoff_timeout_ms,
+			.min_members = cfg->min_nr_of_members,
+		};
+		h->coordinator = coordinator_start(&ccfg, &rc);
+		if (h->coordinator == NULL) {
+			log_error(&app->log, "cannot start the %s coordinator: %s", type->name, strerror(-rc));
+			return neg_errno(-rc);
+		}
+	}
+	if (cfg->remember_entities && !cfg->proxy_only) {
+		h->remember = remember_open(cfg->data_dir, type->name, cfg->number_of_shards, &app->log, &rc);
+		if (h->remember == NULL) {
+			log_error(&app->log, "cannot open the remembered %s entities in %s: %s", type->name,
+				  cfg->data_dir, strerror(-rc));
+			return neg_errno(-rc);
+		}
+	}
+	struct region_config rcfg = {
+		.node = app->node, .loop = app->loop, .log = &app->log, .type = type,
+		.nshards = cfg->number_of_shards, .buffer_size = cfg->buffer_size,
+		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_ms = cfg->passivate_idle_after_ms,
+		.coordinator_name = coord_name, .handoff_timeout_ms = cfg->handoff_timeout_ms,
+		.proxy_only = cfg->proxy_only,
+		.members_hosting = cluster_glue_members_hosting, .members_arg = &app->glue,
+		.may_deliver = cluster_glue_may_deliver, .may_deliver_arg = &app->glue,
+		.remember = h->remember,
+		.on_stopped = cluster_glue_region_stopped, .on_stopped_arg = &app->glue,
+	};
+	h->region = region_start(&rcfg, &rc);
+	if (h->region == NULL) {
+		log_error(&app->log, "cannot start the %s region: %s", type->name, strerror(-rc));
+		return neg_errno(-rc);
+	}
+	return 0;
+}
+
+/* Every type of cfg->types, from `known` (config_parse_args accepted only
+ * known names). */
+static int start_hosted(struct node_app *app, const struct entity_type *const *known, size_t nknown)
+{
+	const struct sn_config *cfg = app->cfg;
+	for (size_t k = 0; k < cfg->ntypes; k++) {
+		const struct entity_type *type = NULL;
+		for (size_t t = 0; t < nknown; t++)
+			if (strcmp(known[t]->name, cfg->types[k]) == 0)
+				type = known[t];
+		if (type == NULL) {
+			log_error(&app->log, "cannot host %s: no such entity type", cfg->types[k]);
+			return -EINVAL;
+		}
+		/* Counted before it starts, so a part that did start is stopped. */
+		app->nhosted++;
+		int rc = start_type(app, &app->hosted[k], type);
+		if (rc)
+			return rc;
+	}
+	cluster_glue_set_hosted(&app->glue, app->hosted, app->nhosted);
+	return 0;
+}
+
+/* Membership last: its first change places the coordinators. */
+static int start_membership(struct node_app *app)
+{
+	const struct sn_config *cfg = app->cfg;
+	for (size_t k = 0; k < cfg->njoin; k++)
+		app->seeds[k] = cfg->join[k];
+	/* Members know a proxy-only node as hosting nothing. */
+	size_t nhosted_names = 0;
+	for (size_t k = 0; k < app->nhosted && !cfg->proxy_only; k++)
+		app->hosted_names[nhosted_names++] = app->hosted[k].type->name;
+	struct membership_config mcfg = {
+		.node = app->node, .from = *admin_pid(app->admin), .loop = app->loop, .log = &app->log,
+		.seeds = app->seeds, .nseeds = cfg->njoin, .types = app->hosted_names, .ntypes = nhosted_names,
+		.gossip_interval_ms = cfg->heartbeat_interval_ms,
+		.failure_timeout_ms = cfg->failure_timeout_ms, .stable_after_ms = cfg->stable_after_ms,
+		.keep_majority = cfg->downing == DOWNING_KEEP_MAJORITY,
+		.on_change = cluster_glue_membership_changed, .on_change_arg = &app->glue,
+	};
+	int rc = 0;
+	app->membership = membership_start(&mcfg, &rc);
+	if (app->membership == NULL) {
+		log_error(&app->log, "cannot start membership: %s", strerror(-rc));
+		return neg_errno(-rc);
+	}
+	admin_set_membership(app->admin, app->membership);
+	cluster_glue_set_membership(&app->glue, app->membership);
+	cluster_glue_membership_changed(&app->glue);
+	return 0;
+}
+
+int node_app_start(struct node_app *app, const struct sn_config *cfg, const struct entity_type *const *known,
+		   size_t nknown)
+{
+	*app = (struct node_app){
+		.cfg = cfg,
+		.log = {.min_level = cfg->log_level, .out = stderr, .node = cfg->name},
+		.sigfd = -1,
+	};
+	int rc = start_loop(app);
+	if (rc == 0)
+		rc = start_node(app);
+	if (rc == 0)
+		rc = start_hosted(app, known, nknown);
+	if (rc == 0)
+		rc = start_membership(app);
+	if (rc)
+		return rc;
+	app->started = true;
+	log_info(&app->log, "node %s up: port %u, creation %u, types %zu%s", cfg->name, dist_node_port(app->node),
+		 dist_node_creation(app->node), cfg->ntypes, cfg->proxy_only ? " (proxy only)" : "");
+	return 0;
+}
+
+int node_app_run(struct node_app *app)
+{
+	int rc = evloop_run(app->loop);
+	if (rc)
+		log_error(&app->log, "event loop failed: %s", strerror(-rc));
+	const char *why = cluster_glue_stop_reason(&app->glue);
+	log_info(&app->log, "stopping (%s)", why ? why : "loop ended");
+	return rc;
+}
+
+void node_app_stop(struct node_app *app)
+{
+	/* Regions first: their entities stop, and membership still answers
+	 * them (who hosts the type, for the last remembered-entity changes;
+	 * whether a lease is held). Then the coordinators hear of no more
+	 * regions, and the stores close after their regions' last changes. */
+	for (size_t k = 0; k < app->nhosted; k++)
+		region_free(app->hosted[k].region);
+	for (size_t k = 0; k < app->nhosted; k++) {
+		coordinator_stop(app->hosted[k].coordinator);
+		remember_close(app->hosted[k].remember);
+	}
+	cluster_glue_set_hosted(&app->glue, NULL, 0);
+	app->nhosted = 0;
+	if (app->admin != NULL)
+		admin_set_membership(app->admin, NULL);
+	cluster_glue_set_membership(&app->glue, NULL);
+	membership_free(app->membership);
+	app->membership = NULL;
+	admin_stop(app->admin);
+	app->admin = NULL;
+	dist_node_free(app->node);
+	app->node = NULL;
+	cluster_glue_stop(&app->glue);
+	if (app->sigfd >= 0) {
+		if (app->loop != NULL)
+			evloop_unwatch(app->loop, app->sigfd);
+		close(app->sigfd);
+		app->sigfd = -1;
+	}
+	evloop_free(app->loop);
+	app->loop = NULL;
+	if (app->started)
+		log_info(&app->log, "stopped");
+	app->started = false;
+}

@@ -1,0 +1,73 @@
+/*
+ * node_app.h — the running node as one object: it starts the parts in
+ * order, runs the loop, and stops them in the reverse order.
+ *
+ * The parts, in the order they start: the event loop and the signal
+ * descriptor (SIGTERM and SIGINT, blocked and read through a signalfd);
+ * the distribution node (listener, epmd); the admin (`net_kernel`,
+ * `shardnode`); for each hosted type its coordinator (not on a proxy-only
+ * node), its remembered-entity store (with remember_entities) and its
+ * region; and membership last, whose first change places the coordinators.
+ * How they work together while the node runs is cluster_glue.h's.
+ *
+ * What asks the node to stop (docs/contract.md): SIGTERM or SIGINT, stdin
+ * closing with --stop-on-stdin-eof, or the admin's `leave`, each starting
+ * the graceful leave (a second signal stops at once); and the cluster
+ * marking the node down.
+ */
+#ifndef SN_NODE_APP_H
+#define SN_NODE_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "app/cluster_glue.h"
+#include "app/config.h"
+#include "base/evloop.h"
+#include "base/log.h"
+#include "entity/entity.h"
+
+struct admin;
+struct dist_node;
+struct membership;
+
+/* Held by the caller (it is large: one static object); the fields are
+ * node_app.c's own. */
+struct node_app {
+	const struct sn_config *cfg;
+	struct logger log;
+	struct evloop *loop;
+	int sigfd;                   /* -1: not open */
+	struct dist_node *node;
+	struct admin *admin;
+	struct hosted_type hosted[CONFIG_MAX_LIST];
+	size_t nhosted;              /* started, or partly started, types */
+	struct membership *membership;
+	struct cluster_glue glue;
+	/* Name lists the admin and membership keep pointers into. */
+	const char *type_names[CONFIG_MAX_LIST]; /* cfg->types */
+	const char *seeds[CONFIG_MAX_LIST];      /* cfg->join */
+	const char *hosted_names[CONFIG_MAX_LIST];
+	bool started;                /* node_app_start succeeded */
+};
+
+/* Builds the node of `cfg` (parsed, cookie resolved; not copied: it must
+ * outlive the app, whose log lines name the node from it). `known` are the
+ * nknown entity types cfg->types names come from (not owned; they must
+ * outlive the app). Ignores SIGPIPE and blocks SIGTERM and SIGINT for the
+ * process. Each failure is logged. Returns 0, or a negative errno (the part
+ * that failed said why); either way node_app_stop must follow. */
+int node_app_start(struct node_app *app, const struct sn_config *cfg, const struct entity_type *const *known,
+		   size_t nknown);
+
+/* Serves until the node stops (a leave done, a second signal, a down).
+ * Returns 0, or the negative errno of a failed event loop. */
+int node_app_run(struct node_app *app);
+
+/* Stops and frees whatever node_app_start built, all of it or part: regions
+ * first (while membership still answers them), then coordinators and
+ * stores, membership, the admin (its names are unregistered), the node
+ * (unregistered from epmd), the loop. Call it once, after node_app_start. */
+void node_app_stop(struct node_app *app);
+
+#endif
