@@ -33,7 +33,8 @@
 -behaviour(gen_server).
 
 %% API
--export([start_link/1,
+-export([command/1,
+         start_link/1,
          await_ready/1,
          stop/2,
          kill/1,
@@ -44,7 +45,7 @@
 %% gen_server callbacks
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
--export_type([info/0, stop_result/0]).
+-export_type([command/0, info/0, stop_result/0]).
 
 -define(MAX_LINES, 200).
 -define(LINE_LENGTH, 4096).
@@ -57,6 +58,7 @@
 -define(DRAIN_TIMEOUT, 1000).
 
 -type command() :: shardnode_args:command().
+%% The same as {@link shardnode_args:command()}.
 
 -type info() :: #{node := node(),
                   os_pid := non_neg_integer(),
@@ -92,6 +94,13 @@
 %%====================================================================
 %% API
 %%====================================================================
+
+%% @doc Validates start options and turns them into the command line of the
+%% C node: the same as {@link shardnode_args:command/1}, where it is built
+%% and documented. Kept here for callers of this module.
+-spec command(shardnode:start_opts()) -> {ok, command()} | {error, term()}.
+command(Opts) ->
+    shardnode_args:command(Opts).
 
 %% @private
 -spec start_link(command()) -> {ok, pid()} | {error, term()}.
