@@ -84,7 +84,7 @@ groups() ->
        leave_exits_cleanly]}].
 
 init_per_suite(Config) ->
-    case {erlang:is_alive(), shardnode_node:command(#{name => "probe@127.0.0.1"})} of
+    case {erlang:is_alive(), shardnode_args:command(#{name => "probe@127.0.0.1"})} of
         {false, _} ->
             {fail, "the test node is not distributed; run the suite with "
                    "`rebar3 ct --dir test` (rebar.config sets dist_node)"};

@@ -150,7 +150,7 @@
 %% '''
 -spec start_node(start_opts()) -> {ok, node()} | {error, term()}.
 start_node(Opts) ->
-    case shardnode_node:command(Opts) of
+    case shardnode_args:command(Opts) of
         {ok, #{node := Node} = Command} ->
             case shardnode_node:registered(Node) of
                 true ->

@@ -2,7 +2,8 @@
 %% `priv/shardnode'.
 %%
 %% Use {@link shardnode} rather than this module: `shardnode:start_node/1'
-%% validates the options ({@link command/1}), starts one of these servers
+%% validates the options and builds the command line
+%% ({@link shardnode_args:command/1}), starts one of these servers
 %% under {@link shardnode_sup} and waits for the node to answer.
 %%
 %% What the server does:
@@ -38,21 +39,17 @@
          stop/2,
          kill/1,
          info/1,
-         output/1]).
+         output/1,
+         registered/1]).
 
 %% gen_server callbacks
--export([registered/1]).
-
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -export_type([command/0, info/0, stop_result/0]).
 
--include_lib("kernel/include/file.hrl").
-
 -define(MAX_LINES, 200).
 -define(LINE_LENGTH, 4096).
 -define(POLL_INTERVAL, 50).
--define(DEFAULT_READY_TIMEOUT, 10000).
 %% How long terminate/2 waits for a graceful exit before SIGKILL; the
 %% supervisor's shutdown time (shardnode_sup) is longer than this.
 -define(TERMINATE_GRACE, 15000).
@@ -60,14 +57,8 @@
 %% closes; how long to wait for that close.
 -define(DRAIN_TIMEOUT, 1000).
 
--type check() :: ping | {epmd, Alive :: string()}.
-
--type command() ::
-        #{node := node(),
-          executable := file:filename(),
-          args := [string()],
-          check := check(),
-          ready_timeout := non_neg_integer()}.
+-type command() :: shardnode_args:command().
+%% The same as {@link shardnode_args:command()}.
 
 -type info() :: #{node := node(),
                   os_pid := non_neg_integer(),
@@ -104,28 +95,12 @@
 %% API
 %%====================================================================
 
-%% @doc Validates start options (see {@link shardnode:start_opts()}) and
-%% turns them into the command line of the C node.
-%%
-%% Errors: `{unknown_option, Key}', `{bad_option, {Key, Value}}',
-%% `missing_name' (neither `name' nor `sname'), `{executable_not_found,
-%% Tried}'.
+%% @doc Validates start options and turns them into the command line of the
+%% C node: the same as {@link shardnode_args:command/1}, where it is built
+%% and documented. Kept here for callers of this module.
 -spec command(shardnode:start_opts()) -> {ok, command()} | {error, term()}.
-command(Opts) when is_map(Opts) ->
-    Known = [name, sname, cookie, cookie_file, port, join, types, proxy_only,
-             config, config_file, extra_args, executable, ready_timeout, netns],
-    case [K || K <- maps:keys(Opts), not lists:member(K, Known)] of
-        [] ->
-            try
-                {ok, build_command(Opts)}
-            catch
-                throw:{command_error, Reason} -> {error, Reason}
-            end;
-        [Unknown | _] ->
-            {error, {unknown_option, Unknown}}
-    end;
 command(Opts) ->
-    {error, {bad_option, Opts}}.
+    shardnode_args:command(Opts).
 
 %% @private
 -spec start_link(command()) -> {ok, pid()} | {error, term()}.
@@ -201,7 +176,7 @@ init(#{node := Node, executable := Exe, args := Args,
         Port ->
             {os_pid, OsPid} = erlang:port_info(Port, os_pid),
             logger:info("shardnode ~ts: started as OS process ~b: ~ts ~ts",
-                        [Node, OsPid, Exe, lists:join(" ", redact(Args))]),
+                        [Node, OsPid, Exe, lists:join(" ", shardnode_args:redact(Args))]),
             State = #state{node = Node, command = Command, port = Port, os_pid = OsPid},
             Timer = erlang:start_timer(ReadyTimeout, self(), ready_timeout),
             {ok, start_poller(State#state{ready_timer = Timer})}
@@ -391,11 +366,6 @@ answers(Node, ping) ->
 answers(_Node, {epmd, Alive}) ->
     registered(Alive).
 
-%% The cookie is a password: keep it out of the logs.
-redact(["--cookie", _ | Rest]) -> ["--cookie", "********" | redact(Rest)];
-redact([Arg | Rest]) -> [Arg | redact(Rest)];
-redact([]) -> [].
-
 cancel_timers(#state{ready_timer = R, stop_timer = T} = S) ->
     _ = [erlang:cancel_timer(Timer) || Timer <- [R, T], Timer =/= undefined],
     S#state{ready_timer = undefined, stop_timer = undefined}.
@@ -430,222 +400,6 @@ lines(#state{lines = Q}) ->
 last(N, List) ->
     lists:nthtail(max(0, length(List) - N), List).
 
-%%--------------------------------------------------------------------
-%% The command line
-
-build_command(Opts) ->
-    {NameArgs, Node, Mode} = name(Opts),
-    %% The port is the node's stdin: when this BEAM dies, the node sees EOF
-    %% and leaves, instead of running on unsupervised.
-    Args = lists:append([NameArgs,
-                         ["--stop-on-stdin-eof"],
-                         cookie_args(Opts),
-                         port_args(Opts),
-                         list_args("--join", join, Opts),
-                         list_args("--types", types, Opts),
-                         proxy_args(Opts),
-                         config_file_args(Opts),
-                         set_args(Opts),
-                         extra_args(Opts)]),
-    {Exe, ExeArgs} = in_netns(Opts, executable(Opts), Args),
-    #{node => Node,
-      executable => Exe,
-      args => ExeArgs,
-      check => check(Node, Mode),
-      ready_timeout => ready_timeout(Opts)}.
-
-%% `netns': run the node inside a Linux network namespace, as
-%% `ip netns exec NS Exe Args'. ip execs the node in its place, so the OS
-%% pid, the signals and the port's stdin are the node's own.
-in_netns(#{netns := NS0}, Exe, Args) ->
-    NS = to_string(netns, NS0),
-    case os:find_executable("ip") of
-        false -> throw({command_error, {executable_not_found, ["ip"]}});
-        Ip -> {Ip, ["netns", "exec", NS, Exe | Args]}
-    end;
-in_netns(_, Exe, Args) ->
-    {Exe, Args}.
-
-name(#{name := _, sname := _}) ->
-    bad(name_and_sname);
-name(#{name := Name0}) ->
-    Name = to_string(name, Name0),
-    case string:split(Name, "@") of
-        [Alive, Host] when Alive =/= "", Host =/= "" ->
-            {["--name", Name], list_to_atom(Name), longnames};
-        _ ->
-            %% erl would guess the host; the C node is told exactly
-            bad({name, Name0})
-    end;
-name(#{sname := SName0}) ->
-    SName = to_string(sname, SName0),
-    case string:split(SName, "@") of
-        [Alive] when Alive =/= "" ->
-            {ok, Host} = inet:gethostname(),
-            Short = hd(string:split(Host, ".")),
-            {["--sname", SName], list_to_atom(Alive ++ "@" ++ Short), shortnames};
-        [Alive, Host] when Alive =/= "", Host =/= "" ->
-            {["--sname", SName], list_to_atom(SName), shortnames};
-        _ ->
-            bad({sname, SName0})
-    end;
-name(_) ->
-    throw({command_error, missing_name}).
-
-%% Ask with ping when this node can reach the C node; a long-named node
-%% cannot connect to a short-named one or the other way round, so then the
-%% epmd registration is the sign of life.
-check(Node, Mode) ->
-    Ours = case erlang:is_alive() of
-               true ->
-                   case net_kernel:longnames() of
-                       true -> longnames;
-                       false -> shortnames;
-                       _ -> none
-                   end;
-               false ->
-                   none
-           end,
-    case Ours =:= Mode of
-        true -> ping;
-        false -> {epmd, alive(Node)}
-    end.
-
+%% The node name without its host: what epmd knows it by.
 alive(Node) ->
     hd(string:split(atom_to_list(Node), "@")).
-
-cookie_args(#{cookie := _, cookie_file := _}) ->
-    bad(cookie_and_cookie_file);
-cookie_args(#{cookie := Cookie}) ->
-    ["--cookie", to_string(cookie, Cookie)];
-cookie_args(#{cookie_file := File}) ->
-    ["--cookie-file", to_string(cookie_file, File)];
-cookie_args(_) ->
-    case erlang:get_cookie() of
-        nocookie -> [];
-        Cookie -> ["--cookie", atom_to_list(Cookie)]
-    end.
-
-port_args(#{port := Port}) when is_integer(Port), Port >= 0, Port =< 65535 ->
-    ["--port", integer_to_list(Port)];
-port_args(#{port := Port}) ->
-    bad({port, Port});
-port_args(_) ->
-    [].
-
-list_args(Flag, Key, Opts) ->
-    case maps:get(Key, Opts, []) of
-        [] ->
-            [];
-        List when is_list(List) ->
-            [Flag, lists:join(",", [to_string(Key, X) || X <- List])];
-        Other ->
-            bad({Key, Other})
-    end.
-
-proxy_args(#{proxy_only := true}) -> ["--proxy-only"];
-proxy_args(#{proxy_only := false}) -> [];
-proxy_args(#{proxy_only := Other}) -> bad({proxy_only, Other});
-proxy_args(_) -> [].
-
-config_file_args(#{config_file := File}) ->
-    ["--config", to_string(config_file, File)];
-config_file_args(_) ->
-    [].
-
-set_args(#{config := Config}) when is_map(Config) ->
-    lists:append([["--set", to_string(config, K) ++ "=" ++ config_value(V)]
-                  || {K, V} <- lists:sort(maps:to_list(Config))]);
-set_args(#{config := Other}) ->
-    bad({config, Other});
-set_args(_) ->
-    [].
-
-%% Strings and paths go as their characters; every other term as Erlang
-%% source text, which is what file:consult/1 would read in a config file.
-config_value(V) when is_atom(V) -> atom_to_list(V);
-config_value(V) when is_integer(V) -> integer_to_list(V);
-config_value(V) when is_binary(V) -> unicode:characters_to_list(V);
-config_value(V) when is_list(V) ->
-    case io_lib:printable_unicode_list(V) of
-        true -> V;
-        false -> lists:flatten(io_lib:format("~0tp", [V]))
-    end;
-config_value(V) ->
-    lists:flatten(io_lib:format("~0tp", [V])).
-
-extra_args(#{extra_args := Args}) when is_list(Args) ->
-    [to_string(extra_args, A) || A <- Args];
-extra_args(#{extra_args := Other}) ->
-    bad({extra_args, Other});
-extra_args(_) ->
-    [].
-
-ready_timeout(#{ready_timeout := T}) when is_integer(T), T >= 0 -> T;
-ready_timeout(#{ready_timeout := T}) -> bad({ready_timeout, T});
-ready_timeout(_) -> ?DEFAULT_READY_TIMEOUT.
-
-executable(#{executable := Exe0}) ->
-    Exe = filename:absname(to_string(executable, Exe0)),
-    case is_executable(Exe) of
-        true -> Exe;
-        false -> throw({command_error, {executable_not_found, [Exe]}})
-    end;
-executable(_) ->
-    Candidates = default_executables(),
-    case lists:filter(fun is_executable/1, Candidates) of
-        [Exe | _] -> Exe;
-        [] -> throw({command_error, {executable_not_found, Candidates}})
-    end.
-
-%% $SHARDNODE_EXECUTABLE when set (to test another build); else
-%% priv/shardnode of the application; then, for a checkout where the
-%% application was built by rebar3 into _build/ while `make' put the
-%% executable into the project's priv/, priv/shardnode in each directory
-%% above this module's beam file.
-default_executables() ->
-    case os:getenv("SHARDNODE_EXECUTABLE") of
-        Exe when is_list(Exe), Exe =/= "" -> [filename:absname(Exe)];
-        _ -> default_executables_in_tree()
-    end.
-
-default_executables_in_tree() ->
-    PrivDir = case code:priv_dir(shardnode) of
-                  {error, _} -> [];
-                  Dir -> [filename:join(Dir, "shardnode")]
-              end,
-    Above = case code:which(?MODULE) of
-                Beam when is_list(Beam) ->
-                    [filename:join([D, "priv", "shardnode"])
-                     || D <- ancestors(filename:dirname(filename:absname(Beam)))];
-                _ ->
-                    []
-            end,
-    lists:usort(PrivDir) ++ [C || C <- Above, not lists:member(C, PrivDir)].
-
-ancestors(Dir) ->
-    case filename:dirname(Dir) of
-        Dir -> [];
-        Parent -> [Parent | ancestors(Parent)]
-    end.
-
-is_executable(Path) ->
-    case file:read_file_info(Path) of
-        {ok, #file_info{type = regular, mode = Mode}} ->
-            Mode band 8#111 =/= 0;
-        _ ->
-            false
-    end.
-
-to_string(_Key, A) when is_atom(A) -> atom_to_list(A);
-to_string(_Key, B) when is_binary(B) -> unicode:characters_to_list(B);
-to_string(Key, L) when is_list(L) ->
-    case io_lib:printable_unicode_list(L) of
-        true -> L;
-        false -> bad({Key, L})
-    end;
-to_string(_Key, I) when is_integer(I) -> integer_to_list(I);
-to_string(Key, Other) -> bad({Key, Other}).
-
-bad(What) ->
-    throw({command_error, {bad_option, What}}).

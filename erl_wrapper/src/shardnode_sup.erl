@@ -19,8 +19,8 @@ start_link() ->
     supervisor:start_link({local, ?SERVER}, ?MODULE, []).
 
 %% @doc Starts a node server for a validated command (see
-%% {@link shardnode_node:command/1}).
--spec start_child(shardnode_node:command()) -> {ok, pid()} | {error, term()}.
+%% {@link shardnode_args:command/1}).
+-spec start_child(shardnode_args:command()) -> {ok, pid()} | {error, term()}.
 start_child(Command) ->
     supervisor:start_child(?SERVER, [Command]).
 

@@ -1,0 +1,11 @@
+%% Settings shared by the benchmark's modules (bench/shardnode_bench.erl
+%% and the modules it uses).
+
+%% how long a client waits for one reply
+-define(CALL_TIMEOUT, 15000).
+%% entities touched by the tell and ask figures
+-define(HOT_ENTITIES, 10000).
+%% echo payload
+-define(ECHO_BYTES, 100).
+%% shards of the two nodes of the rebalance figure
+-define(REBALANCE_SHARDS, 100).

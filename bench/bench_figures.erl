@@ -1,0 +1,142 @@
+%% The benchmark's figures on paper: time units, percentiles and medians,
+%% number formatting, the progress lines printed while it runs, and the
+%% header and the table (shardnode, BEAM, their ratio) printed by
+%% shardnode_bench. bench/README.md documents the table.
+-module(bench_figures).
+
+-export([us/1, percentile/2, median/1, medians/1,
+         progress/3, fmt/1,
+         print_header/1, print_table/3, loadavg/0]).
+
+-include("bench.hrl").
+
+%%====================================================================
+%% Statistics and output
+%%====================================================================
+
+us(Native) ->
+    erlang:convert_time_unit(Native, native, nanosecond) / 1000.
+
+percentile([], _Q) ->
+    erlang:error(no_samples);
+percentile(Sorted, Q) ->
+    N = length(Sorted),
+    lists:nth(max(1, min(N, ceil(Q * N))), Sorted).
+
+median(Values) ->
+    Sorted = lists:sort(Values),
+    N = length(Sorted),
+    case N rem 2 of
+        1 -> lists:nth(N div 2 + 1, Sorted);
+        0 -> (lists:nth(N div 2, Sorted) + lists:nth(N div 2 + 1, Sorted)) / 2
+    end.
+
+medians([M | _] = Maps) ->
+    maps:from_list([{K, median([maps:get(K, X) || X <- Maps])} || K <- maps:keys(M)]).
+
+progress(What, Fmt, Args) ->
+    io:format("  ~-14s " ++ Fmt ++ "~n", [lists:flatten(What) | Args]).
+
+fmt(X) when is_float(X), abs(X) >= 100 -> fmt(round(X));
+fmt(X) when is_float(X), abs(X) >= 10 -> float_to_list(X, [{decimals, 1}]);
+fmt(X) when is_float(X) -> float_to_list(X, [{decimals, 2}]);
+fmt(X) when is_integer(X), X < 0 -> [$- | fmt(-X)];
+fmt(X) when is_integer(X) -> thousands(integer_to_list(X)).
+
+thousands(Digits) when length(Digits) =< 3 ->
+    Digits;
+thousands(Digits) ->
+    Head = length(Digits) rem 3,
+    {H, T} = lists:split(case Head of 0 -> 3; _ -> Head end, Digits),
+    H ++ [[$\s | G] || G <- groups(T)].
+
+groups([]) -> [];
+groups([A, B, C | T]) -> [[A, B, C] | groups(T)].
+
+print_header(#{rounds := R, entities := E, seconds := S, clients := C, window := W,
+               c_window := CW}) ->
+    io:format("shardnode vs BEAM baseline~n"
+              "machine: ~s, ~b cores, ~s, OTP ~s (erts ~s)~n"
+              "settings: ~b rounds, ~b clients, window ~b tells per client, ~b s per "
+              "throughput figure, ~s hot entities, ~s entities for memory,~n"
+              "          C load generator window ~b calls per client~n"
+              "load average (1, 5, 15 min): ~s~n",
+              [machine(), erlang:system_info(logical_processors_available), cpu_model(),
+               erlang:system_info(otp_release), erlang:system_info(version),
+               R, C, W, S, fmt(?HOT_ENTITIES), fmt(E), CW, loadavg()]).
+
+machine() ->
+    string:trim(os:cmd("uname -m")).
+
+cpu_model() ->
+    case file:read_file("/proc/cpuinfo") of
+        {ok, Bin} ->
+            case re:run(Bin, "^model name\\s*:\\s*(.*)$", [multiline, {capture, [1], list}]) of
+                {match, [Model]} -> string:trim(Model);
+                nomatch -> "unknown CPU"
+            end;
+        _ ->
+            "unknown CPU"
+    end.
+
+print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
+                    client_nodes := LN}) ->
+    Rows =
+        [{io_lib:format("tell throughput, msg/s (~b clients, ~s counters)", [C, fmt(?HOT_ENTITIES)]),
+          tell_rate, higher},
+         {"CPU of the system per tell, us (its OS process, user + sys)", tell_cpu, lower},
+         {io_lib:format("ask throughput, calls/s (~b clients, counter get)", [C]), ask_rate, higher},
+         {"ask latency p50, us", ask_p50, lower},
+         {"ask latency p99, us", ask_p99, lower},
+         {"CPU of the system per ask, us", ask_cpu, lower},
+         {io_lib:format("tell throughput, msg/s, the same clients spread over ~b load nodes", [LN]),
+          spread_tell_rate, higher},
+         {io_lib:format("CPU of the system per tell, us (~b load nodes)", [LN]), spread_tell_cpu, lower},
+         {io_lib:format("ask throughput, calls/s, the same clients spread over ~b load nodes", [LN]),
+          spread_ask_rate, higher},
+         {io_lib:format("ask latency p50, us (~b load nodes)", [LN]), spread_ask_p50, lower},
+         {io_lib:format("ask latency p99, us (~b load nodes)", [LN]), spread_ask_p99, lower},
+         {io_lib:format("CPU of the system per ask, us (~b load nodes)", [LN]), spread_ask_cpu, lower},
+         {io_lib:format("ask echo ~b B throughput, calls/s", [?ECHO_BYTES]), echo_rate, higher},
+         {io_lib:format("ask echo ~b B latency p50, us", [?ECHO_BYTES]), echo_p50, lower},
+         {io_lib:format("ask echo ~b B latency p99, us", [?ECHO_BYTES]), echo_p99, lower},
+         {io_lib:format("memory per idle entity, bytes (~s counters)", [fmt(E)]), mem_per_entity, lower},
+         {io_lib:format("entity creation by tell, entities/s (filling ~s)", [fmt(E)]), create_rate, higher},
+         {"first message, us median: shardnode new shard (coordinator) / BEAM new entity",
+          first_new_shard, lower},
+         {"first message to a new entity in a hosted shard, us median", first_hosted_shard, lower},
+         {io_lib:format("C load generator: ask calls/s (~b clients x ~b in flight, counter incr)",
+                        [C, CW]), c_ask_rate, higher},
+         {"C load generator: ask latency p50, us", c_ask_p50, lower},
+         {"C load generator: ask latency p99, us", c_ask_p99, lower},
+         {"C load generator: CPU of the system per ask, us", c_ask_cpu, lower},
+         {io_lib:format("C load generator: tells/s (~b clients x ~b unanswered)", [C, W]),
+          c_tell_rate, higher},
+         {"C load generator: CPU of the system per tell, us", c_tell_cpu, lower}],
+    io:format("| figure | shardnode | BEAM | ratio | ratio is |~n"
+              "|---|---:|---:|---:|---|~n"),
+    [begin
+         Sv = maps:get(Key, S),
+         Bv = maps:get(Key, B),
+         {Ratio, Reads} = case Better of
+                              higher -> {Sv / Bv, "shardnode/BEAM"};
+                              lower -> {Bv / Sv, "BEAM/shardnode"}
+                          end,
+         io:format("| ~s | ~s | ~s | ~.2f | ~s |~n", [Label, fmt(Sv), fmt(Bv), Ratio, Reads])
+     end || {Label, Key, Better} <- Rows],
+    %% no BEAM baseline does this job
+    [io:format("| ~s | ~s | n/a | n/a | - |~n", [Label, fmt(maps:get(Key, S))])
+     || {Label, Key} <-
+            [{io_lib:format("rebalance time for ~b shards, ms (second node up -> ~b on each node)",
+                            [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_up},
+             {io_lib:format("rebalance time for ~b shards, ms (second node started -> ~b on each node)",
+                            [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_start}]],
+    ok.
+
+%% Everything else running on the machine shares its cores with the three
+%% nodes measured here; the load average says how much there was.
+loadavg() ->
+    case file:read_file("/proc/loadavg") of
+        {ok, Bin} -> lists:join(" ", lists:sublist(string:lexemes(binary_to_list(Bin), " "), 3));
+        _ -> "unknown"
+    end.

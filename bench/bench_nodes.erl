@@ -1,0 +1,229 @@
+%% The nodes of the benchmark: starting and stopping the systems under test
+%% (shardnode C nodes, the BEAM baseline) and the load nodes, tracking
+%% them so that a failed figure still stops them all, proving each one gone
+%% after it stops, and reading the CPU time and memory of their OS
+%% processes from /proc. Used by shardnode_bench and bench_load, always from
+%% the controller's one process: the nodes are tracked in its process
+%% dictionary.
+-module(bench_nodes).
+
+-export([with_load_nodes/2, with_node/4, with_c_node/4,
+         all_gone/0, cleanup/0, note_ospid/2,
+         cpu_us/1, rss_kb/1]).
+
+%%====================================================================
+%% Starting and stopping
+%%====================================================================
+
+%% Starts the load nodes, runs Fun with them and stops them, also when Fun
+%% fails: BENCH_CLIENT_NODES BEAM nodes bench_load<a, b, ...><tag>@127.0.0.1
+%% that only run client processes. They are started once per run and serve
+%% both systems alike. Their schedulers do not busy-wait (+sbwt none and
+%% the same for the dirty schedulers): a load node is idle between the
+%% replies it waits for, and spinning there would take the cores from
+%% whichever system is measured. They are hidden nodes, so that they do not
+%% join global's mesh with each other and the baseline (whose connections
+%% global would otherwise cut and warn about when a node stops).
+with_load_nodes(#{client_nodes := N} = Cfg, Fun) ->
+    Loads = [start_load(<<($a + K)>>, Cfg) || K <- lists:seq(0, N - 1)],
+    Result = try
+                 Fun(Loads)
+             catch
+                 Class:Reason:Stack ->
+                     [stop_quietly(L) || L <- Loads],
+                     erlang:raise(Class, Reason, Stack)
+             end,
+    [stop(L) || L <- Loads],
+    Result.
+
+start_load(Letter, #{tag := Tag} = Cfg) ->
+    start_peer(load, "bench_load" ++ binary_to_list(Letter) ++ Tag,
+               ["-hidden", "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
+                "-pa", filename:absname(filename:dirname(code:which(?MODULE)))], Cfg).
+
+%% A BEAM node Name@127.0.0.1 started with peer (our cookie, Args), tracked
+%% for clean-up from the moment it runs, with its OS pid noted.
+start_peer(System, Name, Args, Cfg) ->
+    {ok, Peer, Node} =
+        peer:start(#{name => Name,
+                     host => "127.0.0.1",
+                     longnames => true,
+                     args => ["-setcookie", atom_to_list(erlang:get_cookie()) | Args]}),
+    Sys0 = #{system => System, node => Node, peer => Peer},
+    track(Sys0),
+    OsPid = list_to_integer(erpc:call(Node, os, getpid, [])),
+    note_ospid(OsPid, Cfg),
+    note_started(Node, OsPid),
+    Sys = Sys0#{ospid => OsPid},
+    track(Sys),
+    Sys.
+
+%% Starts a fresh node of System, runs Fun on it and stops it, also when Fun
+%% fails.
+with_node(System, Config, Cfg, Fun) ->
+    with_started(start(System, Config, Cfg), Fun).
+
+%% The same for a shardnode node named Prefix<tag>@127.0.0.1, started with
+%% the options of shardnode:start_node/1 in Opts.
+with_c_node(Prefix, Opts, Cfg, Fun) ->
+    with_started(start_c(Prefix, Opts, Cfg), Fun).
+
+with_started(Sys, Fun) ->
+    Result = try
+                 Fun(Sys)
+             catch
+                 Class:Reason:Stack ->
+                     stop_quietly(Sys),
+                     erlang:raise(Class, Reason, Stack)
+             end,
+    stop(Sys),
+    Result.
+
+start(shardnode, Config, Cfg) ->
+    start_c("bench_c", #{types => [counter, echo], config => Config}, Cfg);
+start(beam, _Config, #{tag := Tag, entities := Entities} = Cfg) ->
+    %% the process limit must hold the memory figure's entities
+    MaxProcs = max(262144, Entities + 100000),
+    Sys = start_peer(beam, "bench_beam" ++ Tag,
+                     ["+P", integer_to_list(MaxProcs),
+                      "-pa", filename:absname(filename:dirname(code:which(bench_region)))], Cfg),
+    Node = maps:get(node, Sys),
+    [{ok, _} = erpc:call(Node, bench_region, start, [Type]) || Type <- [counter, echo]],
+    Sys.
+
+%% started_at: the time just before shardnode:start_node/1, which spawns
+%% the OS process.
+start_c(Prefix, #{config := Config} = Opts, #{tag := Tag, data_dir := DataDir} = Cfg) ->
+    Name = Prefix ++ Tag ++ "@127.0.0.1",
+    StartOpts = Opts#{name => Name,
+                      config => Config#{data_dir => filename:join(DataDir, Name)},
+                      ready_timeout => 20000},
+    T0 = erlang:monotonic_time(),
+    case shardnode:start_node(StartOpts) of
+        {ok, Node} ->
+            Sys0 = #{system => shardnode, node => Node, started_at => T0},
+            track(Sys0),
+            {ok, OsPid} = shardnode:os_pid(Node),
+            note_ospid(OsPid, Cfg),
+            note_started(Node, OsPid),
+            Sys = Sys0#{ospid => OsPid},
+            track(Sys),
+            Sys;
+        {error, Reason} ->
+            erlang:error({start_shardnode, Name, Reason})
+    end.
+
+%% shardnode:stop_node/1 returns ok once the OS process has exited with
+%% status 0 (a graceful leave after SIGTERM), the name has left epmd and a
+%% ping gets pang; gone/2 checks all of it once more.
+stop(#{system := shardnode, node := Node} = Sys) ->
+    untrack(Sys),
+    case shardnode:stop_node(Node) of
+        ok -> gone(Node, maps:get(ospid, Sys, undefined));
+        {error, Reason} -> erlang:error({stop_shardnode, Node, Reason})
+    end;
+stop(#{system := System, node := Node, peer := Peer} = Sys) when System =:= beam; System =:= load ->
+    untrack(Sys),
+    ok = peer:stop(Peer),
+    gone(Node, maps:get(ospid, Sys, undefined)).
+
+%% Node is gone: its name is not in epmd, a ping gets pang (the check of
+%% shardnode_ct:gone/1), and its OS process has exited.
+gone(Node, OsPid) ->
+    case shardnode_poll:until(fun() -> shardnode_ct:gone(Node) end, 10000) of
+        ok -> ok;
+        timeout -> erlang:error({not_gone, Node})
+    end,
+    case OsPid of
+        undefined -> ok;
+        _ -> await_os_exit(OsPid, 10000)
+    end.
+
+%% At the end of a run: every node the run started is gone, and the
+%% shardnode application runs no C node any more.
+all_gone() ->
+    Started = started(),
+    [] = shardnode:which_nodes(),
+    Left = [{Node, OsPid} || {Node, OsPid} <- Started,
+                             not shardnode_ct:gone(Node)
+                                 orelse filelib:is_file("/proc/" ++ integer_to_list(OsPid))],
+    Left =:= [] orelse erlang:error({nodes_left, Left}),
+    io:format("~nAll ~b nodes started by the run are gone: none in epmd, none answers a ping, "
+              "no OS process left.~n", [length(Started)]).
+
+%% peer:stop/1 returns once the node is disconnected; its OS process may
+%% still be exiting.
+await_os_exit(OsPid, Ms) ->
+    Exited = fun() -> not filelib:is_file("/proc/" ++ integer_to_list(OsPid)) end,
+    case shardnode_poll:until(Exited, Ms, 20) of
+        ok -> ok;
+        timeout -> erlang:error({still_running, OsPid})
+    end.
+
+%% Whatever is still running (a figure failed): stop it, reporting but not
+%% raising errors.
+cleanup() ->
+    [stop_quietly(Sys) || Sys <- tracked()],
+    [shardnode:stop_node(N) || N <- shardnode:which_nodes()],
+    ok.
+
+stop_quietly(Sys) ->
+    try
+        stop(Sys)
+    catch
+        Class:Reason ->
+            io:format(standard_error, "stopping ~p: ~p:~p~n",
+                      [maps:get(node, Sys), Class, Reason])
+    end.
+
+track(#{node := Node} = Sys) ->
+    Others = [S || #{node := N} = S <- tracked(), N =/= Node],
+    put(bench_nodes, [Sys | Others]).
+
+untrack(#{node := Node}) ->
+    put(bench_nodes, [S || #{node := N} = S <- tracked(), N =/= Node]).
+
+tracked() ->
+    case get(bench_nodes) of undefined -> []; L -> L end.
+
+note_started(Node, OsPid) ->
+    put(bench_started, [{Node, OsPid} | started()]).
+
+started() ->
+    case get(bench_started) of undefined -> []; L -> L end.
+
+%% bench/run.sh kills what is listed here if the controller itself dies.
+note_ospid(_OsPid, #{pids_file := ""}) ->
+    ok;
+note_ospid(OsPid, #{pids_file := File}) ->
+    ok = file:write_file(File, [integer_to_list(OsPid), "\n"], [append]).
+
+%%====================================================================
+%% The OS processes of the nodes
+%%====================================================================
+
+%% CPU time (user + system) the OS process has used so far, in microseconds.
+cpu_us(OsPid) ->
+    {ok, Bin} = file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/stat"),
+    %% the fields after the command name, which is in parentheses
+    [_, After] = string:split(Bin, <<")">>, trailing),
+    Fields = string:lexemes(After, " "),
+    %% utime and stime are fields 14 and 15 of the line, 12 and 13 here
+    Ticks = binary_to_integer(lists:nth(12, Fields)) + binary_to_integer(lists:nth(13, Fields)),
+    Ticks * 1.0e6 / clock_ticks().
+
+clock_ticks() ->
+    case persistent_term:get({?MODULE, clk_tck}, undefined) of
+        undefined ->
+            Hz = list_to_integer(string:trim(os:cmd("getconf CLK_TCK"))),
+            persistent_term:put({?MODULE, clk_tck}, Hz),
+            Hz;
+        Hz ->
+            Hz
+    end.
+
+rss_kb(OsPid) ->
+    {ok, Bin} = file:read_file("/proc/" ++ integer_to_list(OsPid) ++ "/status"),
+    [Line] = [L || <<"VmRSS:", L/binary>> <- binary:split(Bin, <<"\n">>, [global])],
+    [Kb, <<"kB">>] = binary:split(string:trim(Line), <<" ">>, [global, trim_all]),
+    binary_to_integer(Kb).
