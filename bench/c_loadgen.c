@@ -93,8 +93,8 @@ struct loadgen {
 	struct dist_node *node;
 	struct client *clients;
 	enum phase phase;
-	struct ev_timer deadline;
-	struct ev_timer watchdog;
+	struct evloop_timer deadline;
+	struct evloop_timer watchdog;
 	ei_x_buff x;       /* reused for every request */
 	uint64_t start_ns, last_ns;
 	uint64_t replies;  /* answered during the timed part */
@@ -471,8 +471,8 @@ static int setup(struct loadgen *lg)
 	lg->clients = calloc(lg->o.clients, sizeof *lg->clients);
 	if (lg->hist == NULL || lg->clients == NULL || ei_x_new(&lg->x) != 0)
 		return -ENOMEM;
-	ev_timer_init(&lg->deadline, on_deadline, lg);
-	ev_timer_init(&lg->watchdog, on_watchdog, lg);
+	evloop_timer_init(&lg->deadline, on_deadline, lg);
+	evloop_timer_init(&lg->watchdog, on_watchdog, lg);
 	struct dist_node_config ncfg = {
 		.loop = lg->loop,
 		.log = &lg->log,

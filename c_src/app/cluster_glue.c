@@ -4,22 +4,21 @@
 #include <string.h>
 
 #include "app/config.h"
+#include "base/node_limits.h"
 #include "cluster/membership.h"
 #include "sharding/coordinator.h"
 #include "sharding/region.h"
 
-/* Member lists are read into arrays of this many names. */
-#define GLUE_MAX_NODES 256
-
 /* How often a leave looks whether its shards have gone. */
 #define LEAVE_CHECK_MS 50
 
-static void on_leave_timer(struct evloop *loop, void *arg);
+static bool left(void *arg);
+static void on_left(void *arg, bool in_time);
 
 void cluster_glue_init(struct cluster_glue *g, const struct cluster_glue_config *cfg)
 {
 	*g = (struct cluster_glue){.cfg = *cfg};
-	ev_timer_init(&g->leave_timer, on_leave_timer, g);
+	poll_until_init(&g->leave_poll, cfg->loop, left, on_left, g);
 }
 
 void cluster_glue_set_hosted(struct cluster_glue *g, struct hosted_type *hosted, size_t n)
@@ -32,9 +31,7 @@ void cluster_glue_set_membership(struct cluster_glue *g, struct membership *m) {
 
 void cluster_glue_stop(struct cluster_glue *g)
 {
-	/* A zeroed timer looks armed; only an initialised glue has a loop. */
-	if (g->cfg.loop != NULL)
-		evloop_timer_stop(g->cfg.loop, &g->leave_timer);
+	poll_until_stop(&g->leave_poll);
 }
 
 /* One hosted type after a membership change: see the top of the header. */
@@ -42,21 +39,21 @@ static void apply_to_type(struct cluster_glue *g, struct hosted_type *h)
 {
 	struct membership *m = g->membership;
 	const char *oldest = membership_oldest_with(m, h->type->name);
-	const char *nodes[GLUE_MAX_NODES], *downed[GLUE_MAX_NODES], *joining[GLUE_MAX_NODES];
-	size_t ndown = membership_downed(m, downed, GLUE_MAX_NODES);
+	const char *nodes[CLUSTER_MEMBERS_MAX], *downed[CLUSTER_MEMBERS_MAX], *joining[CLUSTER_MEMBERS_MAX];
+	size_t ndown = membership_downed(m, downed, CLUSTER_MEMBERS_MAX);
 	if (region_set_downed(h->region, downed, ndown) != 0)
 		log_warn(g->cfg.log, "out of memory: region %s keeps an old list of downed members", h->type->name);
-	size_t n = membership_nodes_with(m, h->type->name, nodes, GLUE_MAX_NODES);
-	size_t njoining = membership_joining_with(m, h->type->name, joining, GLUE_MAX_NODES);
+	size_t n = membership_nodes_with(m, h->type->name, nodes, CLUSTER_MEMBERS_MAX);
+	size_t njoining = membership_joining_with(m, h->type->name, joining, CLUSTER_MEMBERS_MAX);
 	if (h->coordinator != NULL) {
 		/* Active first: a coordinator that is about to stand down must
 		 * not start handoffs it will not see through. */
-		coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, g->cfg.self) == 0);
+		coordinator_set_active(h->coordinator, oldest != NULL && strcmp(oldest, g->cfg.our_node) == 0);
 		/* Downed proxies first: a handoff the next calls start must not
 		 * wait for their acks. */
 		coordinator_set_downed(h->coordinator, downed, ndown);
 		coordinator_set_members(h->coordinator, nodes, n, joining, njoining);
-		n = membership_leaving_with(m, h->type->name, nodes, GLUE_MAX_NODES);
+		n = membership_leaving_with(m, h->type->name, nodes, CLUSTER_MEMBERS_MAX);
 		coordinator_set_draining(h->coordinator, nodes, n);
 	}
 	region_set_coordinator_node(h->region, oldest);
@@ -94,9 +91,9 @@ void cluster_glue_region_stopped(void *glue, struct region *r)
 	struct cluster_glue *g = glue;
 	if (g->membership == NULL || g->cfg.proxy_only)
 		return;
-	const char *types[CONFIG_MAX_LIST];
+	const char *types[NODE_TYPES_MAX];
 	size_t n = 0;
-	for (size_t k = 0; k < g->nhosted && n < CONFIG_MAX_LIST; k++)
+	for (size_t k = 0; k < g->nhosted && n < NODE_TYPES_MAX; k++)
 		if (!region_stopped(g->hosted[k].region))
 			types[n++] = g->hosted[k].type->name;
 	membership_set_types(g->membership, types, n);
@@ -105,7 +102,7 @@ void cluster_glue_region_stopped(void *glue, struct region *r)
 /* The leave is over when no shard is left here, when nobody is left to
  * take them, or at the deadline; then the node is marked exiting and the
  * loop stops. */
-static void on_leave_timer(struct evloop *loop, void *arg)
+static bool left(void *arg)
 {
 	struct cluster_glue *g = arg;
 	bool empty = true;
@@ -115,15 +112,17 @@ static void on_leave_timer(struct evloop *loop, void *arg)
 		empty = empty && st.shards == 0;
 	}
 	bool alone = g->membership == NULL || membership_others(g->membership) == 0;
-	if (empty || alone || evloop_now_ms(loop) >= g->leave_deadline) {
-		if (!empty && !alone)
-			log_warn(g->cfg.log, "leaving with shards still here: handoff did not finish in time");
-		if (g->membership != NULL)
-			membership_exit(g->membership);
-		evloop_stop(loop);
-		return;
-	}
-	evloop_timer_start(loop, &g->leave_timer, LEAVE_CHECK_MS);
+	return empty || alone;
+}
+
+static void on_left(void *arg, bool in_time)
+{
+	struct cluster_glue *g = arg;
+	if (!in_time)
+		log_warn(g->cfg.log, "leaving with shards still here: handoff did not finish in time");
+	if (g->membership != NULL)
+		membership_exit(g->membership);
+	evloop_stop(g->cfg.loop);
 }
 
 void cluster_glue_leave(struct cluster_glue *g, const char *why)
@@ -132,11 +131,12 @@ void cluster_glue_leave(struct cluster_glue *g, const char *why)
 		return;
 	g->leaving = true;
 	g->stop_reason = why;
-	g->leave_deadline = evloop_now_ms(g->cfg.loop) + g->cfg.handoff_timeout_ms;
 	if (g->membership != NULL)
 		membership_leave(g->membership);
-	/* On the next turn, so a reply already queued (to `leave`) goes out. */
-	evloop_timer_start(g->cfg.loop, &g->leave_timer, 0);
+	/* The first look on the next turn, so a reply already queued (to
+	 * `leave`) goes out. */
+	if (poll_until_start(&g->leave_poll, 0, LEAVE_CHECK_MS, g->cfg.handoff_timeout_ms) != 0)
+		on_left(g, false); /* no timer to wait with: leave now, as the deadline would */
 }
 
 void cluster_glue_request_leave(void *glue) { cluster_glue_leave(glue, "leave requested"); }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "base/evloop.h"
+#include "base/poll_until.h"
 #include "base/log.h"
 #include "entity/entity.h"
 
@@ -50,7 +51,7 @@ struct hosted_type {
 struct cluster_glue_config {
 	struct evloop *loop;         /* not owned; outlives the glue */
 	const struct logger *log;    /* not owned; outlives the glue */
-	const char *self;            /* this node's name; not owned; outlives the glue */
+	const char *our_node;            /* this node's name; not owned; outlives the glue */
 	bool proxy_only;             /* the node hosts nothing and coordinates nothing */
 	uint32_t handoff_timeout_ms; /* how long a leave waits for its shards to go */
 };
@@ -61,9 +62,8 @@ struct cluster_glue {
 	struct hosted_type *hosted;     /* not owned */
 	size_t nhosted;
 	struct membership *membership;  /* not owned; NULL: none (yet, or any more) */
-	struct ev_timer leave_timer;
+	struct poll_until leave_poll;   /* a leave: until no shard is left here */
 	bool leaving;
-	uint64_t leave_deadline;
 	const char *stop_reason;
 };
 

@@ -1,5 +1,6 @@
 /* config.c — see config.h. */
 #include "app/config.h"
+#include "base/node_limits.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -535,6 +536,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		for (c->ntypes = 0; default_types[c->ntypes] && c->ntypes < CONFIG_MAX_LIST; c->ntypes++)
 			strlcpy(c->types[c->ntypes], default_types[c->ntypes], CONFIG_NAME_BUF);
 	}
+	if (c->ntypes > NODE_TYPES_MAX)
+		return fail(err, "--types: %zu types; a node hosts at most %d", c->ntypes, NODE_TYPES_MAX);
 	for (size_t k = 0; k < c->ntypes; k++) {
 		if (!valid_type_name(c->types[k]))
 			return fail(err, "--types: '%s' is not an entity type name", c->types[k]);

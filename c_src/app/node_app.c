@@ -123,7 +123,7 @@ static int start_node(struct node_app *app)
 	}
 
 	struct cluster_glue_config gcfg = {
-		.loop = app->loop, .log = &app->log, .self = dist_node_name(app->node),
+		.loop = app->loop, .log = &app->log, .our_node = dist_node_name(app->node),
 		.proxy_only = cfg->proxy_only, .handoff_timeout_ms = cfg->handoff_timeout_ms,
 	};
 	cluster_glue_init(&app->glue, &gcfg);
@@ -221,7 +221,7 @@ static int start_membership(struct node_app *app)
 	struct membership_config mcfg = {
 		.node = app->node, .from = *admin_pid(app->admin), .loop = app->loop, .log = &app->log,
 		.seeds = app->seeds, .nseeds = cfg->njoin, .types = app->hosted_names, .ntypes = nhosted_names,
-		.gossip_interval_ms = cfg->heartbeat_interval_ms,
+		.heartbeat_interval_ms = cfg->heartbeat_interval_ms,
 		.failure_timeout_ms = cfg->failure_timeout_ms, .stable_after_ms = cfg->stable_after_ms,
 		.keep_majority = cfg->downing == DOWNING_KEEP_MAJORITY,
 		.on_change = cluster_glue_membership_changed, .on_change_arg = &app->glue,

@@ -24,6 +24,7 @@
 #include "app/cluster_glue.h"
 #include "app/config.h"
 #include "base/evloop.h"
+#include "base/node_limits.h"
 #include "base/log.h"
 #include "entity/entity.h"
 
@@ -40,14 +41,14 @@ struct node_app {
 	int sigfd;                   /* -1: not open */
 	struct dist_node *node;
 	struct admin *admin;
-	struct hosted_type hosted[CONFIG_MAX_LIST];
+	struct hosted_type hosted[NODE_TYPES_MAX];
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;
 	struct cluster_glue glue;
 	/* Name lists the admin and membership keep pointers into. */
-	const char *type_names[CONFIG_MAX_LIST]; /* cfg->types */
+	const char *type_names[NODE_TYPES_MAX]; /* cfg->types */
 	const char *seeds[CONFIG_MAX_LIST];      /* cfg->join */
-	const char *hosted_names[CONFIG_MAX_LIST];
+	const char *hosted_names[NODE_TYPES_MAX];
 	bool started;                /* node_app_start succeeded */
 };
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 struct fd_watch {
-	ev_io_fn fn;
+	evloop_io_fn fn;
 	void *arg;
 	uint32_t events;
 	bool active;
@@ -21,9 +21,9 @@ struct evloop {
 	uint64_t now_ms;
 	struct fd_watch *watches; /* indexed by fd */
 	size_t nwatches;
-	struct ev_timer **heap;
+	struct evloop_timer **heap;
 	size_t heap_len, heap_cap;
-	ev_idle_fn idle_fn;
+	evloop_idle_fn idle_fn;
 	void *idle_arg;
 };
 
@@ -65,7 +65,7 @@ uint64_t evloop_now_ms(const struct evloop *loop) { return loop->now_ms; }
 
 uint64_t evloop_clock_ms(void) { return monotonic_ms(); }
 
-int evloop_watch(struct evloop *loop, int fd, uint32_t events, ev_io_fn fn, void *arg)
+int evloop_watch(struct evloop *loop, int fd, uint32_t events, evloop_io_fn fn, void *arg)
 {
 	if (fd < 0)
 		return -EBADF;
@@ -110,7 +110,7 @@ void evloop_unwatch(struct evloop *loop, int fd)
 
 /* ---- timer heap ---- */
 
-static void heap_set(struct evloop *loop, size_t i, struct ev_timer *t)
+static void heap_set(struct evloop *loop, size_t i, struct evloop_timer *t)
 {
 	loop->heap[i] = t;
 	t->heap_index = i;
@@ -118,7 +118,7 @@ static void heap_set(struct evloop *loop, size_t i, struct ev_timer *t)
 
 static void heap_up(struct evloop *loop, size_t i)
 {
-	struct ev_timer *t = loop->heap[i];
+	struct evloop_timer *t = loop->heap[i];
 	while (i > 0) {
 		size_t parent = (i - 1) / 2;
 		if (loop->heap[parent]->deadline_ms <= t->deadline_ms)
@@ -131,7 +131,7 @@ static void heap_up(struct evloop *loop, size_t i)
 
 static void heap_down(struct evloop *loop, size_t i)
 {
-	struct ev_timer *t = loop->heap[i];
+	struct evloop_timer *t = loop->heap[i];
 	for (;;) {
 		size_t child = 2 * i + 1;
 		if (child >= loop->heap_len)
@@ -147,7 +147,7 @@ static void heap_down(struct evloop *loop, size_t i)
 	heap_set(loop, i, t);
 }
 
-void ev_timer_init(struct ev_timer *t, ev_timer_fn fn, void *arg)
+void evloop_timer_init(struct evloop_timer *t, evloop_timer_fn fn, void *arg)
 {
 	t->deadline_ms = 0;
 	t->heap_index = SIZE_MAX;
@@ -155,7 +155,7 @@ void ev_timer_init(struct ev_timer *t, ev_timer_fn fn, void *arg)
 	t->arg = arg;
 }
 
-void evloop_timer_stop(struct evloop *loop, struct ev_timer *t)
+void evloop_timer_stop(struct evloop *loop, struct evloop_timer *t)
 {
 	size_t i = t->heap_index;
 	if (i == SIZE_MAX)
@@ -164,18 +164,18 @@ void evloop_timer_stop(struct evloop *loop, struct ev_timer *t)
 	loop->heap_len--;
 	if (i == loop->heap_len)
 		return;
-	struct ev_timer *moved = loop->heap[loop->heap_len];
+	struct evloop_timer *moved = loop->heap[loop->heap_len];
 	heap_set(loop, i, moved);
 	heap_up(loop, i);
 	heap_down(loop, moved->heap_index);
 }
 
-int evloop_timer_start(struct evloop *loop, struct ev_timer *t, uint64_t after_ms)
+int evloop_timer_start(struct evloop *loop, struct evloop_timer *t, uint64_t after_ms)
 {
 	evloop_timer_stop(loop, t);
 	if (loop->heap_len == loop->heap_cap) {
 		size_t cap = loop->heap_cap ? loop->heap_cap * 2 : 64;
-		struct ev_timer **h = realloc(loop->heap, cap * sizeof *h);
+		struct evloop_timer **h = realloc(loop->heap, cap * sizeof *h);
 		if (h == NULL)
 			return -ENOMEM;
 		loop->heap = h;
@@ -188,7 +188,7 @@ int evloop_timer_start(struct evloop *loop, struct ev_timer *t, uint64_t after_m
 	return 0;
 }
 
-void evloop_set_idle(struct evloop *loop, ev_idle_fn fn, void *arg)
+void evloop_set_idle(struct evloop *loop, evloop_idle_fn fn, void *arg)
 {
 	loop->idle_fn = fn;
 	loop->idle_arg = arg;
@@ -200,7 +200,7 @@ static void run_due_timers(struct evloop *loop)
 {
 	/* Cap the work per iteration so a storm of timers cannot starve I/O. */
 	for (int budget = 1024; budget > 0 && loop->heap_len > 0; budget--) {
-		struct ev_timer *t = loop->heap[0];
+		struct evloop_timer *t = loop->heap[0];
 		if (t->deadline_ms > loop->now_ms)
 			break;
 		evloop_timer_stop(loop, t);

@@ -3,7 +3,7 @@
  * one-shot timers, in the manner of Redis's ae.c.
  *
  * Everything the node does runs in a callback from evloop_run(). Callbacks
- * must not block. Timers are caller-owned `struct ev_timer` objects kept in a
+ * must not block. Timers are caller-owned `struct evloop_timer` objects kept in a
  * binary heap, so arming and cancelling never allocate after the heap has
  * grown. Timers fire in deadline order; a timer may be re-armed from its own
  * callback.
@@ -18,16 +18,16 @@
 struct evloop;
 
 /* Readiness callback: `events` is a mask of EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP. */
-typedef void (*ev_io_fn)(struct evloop *loop, int fd, uint32_t events, void *arg);
-typedef void (*ev_timer_fn)(struct evloop *loop, void *arg);
+typedef void (*evloop_io_fn)(struct evloop *loop, int fd, uint32_t events, void *arg);
+typedef void (*evloop_timer_fn)(struct evloop *loop, void *arg);
 /* Runs once per loop iteration before waiting for events. Returns true if it
  * left work queued, so the loop polls without sleeping and calls it again. */
-typedef bool (*ev_idle_fn)(struct evloop *loop, void *arg);
+typedef bool (*evloop_idle_fn)(struct evloop *loop, void *arg);
 
-struct ev_timer {
+struct evloop_timer {
 	uint64_t deadline_ms;
 	size_t heap_index; /* SIZE_MAX when not armed */
-	ev_timer_fn fn;
+	evloop_timer_fn fn;
 	void *arg;
 };
 
@@ -50,7 +50,7 @@ uint64_t evloop_now_ms(const struct evloop *loop);
 uint64_t evloop_clock_ms(void);
 
 /* Watches fd for `events` (EPOLLIN and/or EPOLLOUT). Returns 0 or -errno. */
-int evloop_watch(struct evloop *loop, int fd, uint32_t events, ev_io_fn fn, void *arg);
+int evloop_watch(struct evloop *loop, int fd, uint32_t events, evloop_io_fn fn, void *arg);
 /* Changes the event mask of a watched fd. Returns 0 or -errno. */
 int evloop_rewatch(struct evloop *loop, int fd, uint32_t events);
 /* Stops watching fd. Safe to call for an fd that is not watched. Pending
@@ -58,15 +58,15 @@ int evloop_rewatch(struct evloop *loop, int fd, uint32_t events);
 void evloop_unwatch(struct evloop *loop, int fd);
 
 /* Initialises a timer (not armed). */
-void ev_timer_init(struct ev_timer *t, ev_timer_fn fn, void *arg);
+void evloop_timer_init(struct evloop_timer *t, evloop_timer_fn fn, void *arg);
 /* Arms (or re-arms) t to fire after `after_ms`. Returns 0 or -ENOMEM. */
-int evloop_timer_start(struct evloop *loop, struct ev_timer *t, uint64_t after_ms);
+int evloop_timer_start(struct evloop *loop, struct evloop_timer *t, uint64_t after_ms);
 /* Disarms t if armed. */
-void evloop_timer_stop(struct evloop *loop, struct ev_timer *t);
-static inline bool ev_timer_armed(const struct ev_timer *t) { return t->heap_index != SIZE_MAX; }
+void evloop_timer_stop(struct evloop *loop, struct evloop_timer *t);
+static inline bool evloop_timer_armed(const struct evloop_timer *t) { return t->heap_index != SIZE_MAX; }
 
 /* Sets the hook that runs before every wait (NULL to clear). */
-void evloop_set_idle(struct evloop *loop, ev_idle_fn fn, void *arg);
+void evloop_set_idle(struct evloop *loop, evloop_idle_fn fn, void *arg);
 
 /* Runs until evloop_stop(). Returns 0, or -errno if epoll_wait fails. */
 int evloop_run(struct evloop *loop);

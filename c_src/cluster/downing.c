@@ -46,25 +46,25 @@ static bool has_edge(const struct downing_edge *edges, size_t nedges, const char
 	return false;
 }
 
-enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t self,
+enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider,
 				    const struct downing_edge *edges, size_t nedges, size_t *out, size_t *nout)
 {
 	*nout = 0;
-	if (n == 0 || self >= n)
+	if (n == 0 || decider >= n)
 		return DOWNING_NONE;
-	/* unheard[k]: self cannot hear member k; gone[k]: k is to be downed. */
+	/* unheard[k]: decider cannot hear member k; gone[k]: k is to be downed. */
 	bool *unheard = calloc(n, sizeof *unheard), *gone = calloc(n, sizeof *gone);
 	size_t *count = calloc(n, sizeof *count), *reports = calloc(n, sizeof *reports);
 	enum downing_verdict v = DOWNING_NONE;
 	if (unheard == NULL || gone == NULL || count == NULL || reports == NULL)
 		goto done; /* the next tick decides */
-	const char *me = members[self].node;
+	const char *me = members[decider].node;
 	size_t nunheard = 0;
 	for (size_t k = 0; k < n; k++) {
-		unheard[k] = k != self && has_edge(edges, nedges, me, members[k].node);
+		unheard[k] = k != decider && has_edge(edges, nedges, me, members[k].node);
 		nunheard += unheard[k];
 	}
-	/* 1. Keep-majority over self's own view. */
+	/* 1. Keep-majority over decider's own view. */
 	size_t lowest = 0;
 	for (size_t k = 1; k < n; k++)
 		if (strcmp(members[k].node, members[lowest].node) < 0)
@@ -73,13 +73,13 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		v = DOWNING_SELF;
 		goto done;
 	}
-	/* 2. Cut off from self's whole side: nobody self hears hears them. */
+	/* 2. Cut off from decider's whole side: nobody decider hears hears them. */
 	for (size_t s = 0; s < n; s++) {
 		if (!unheard[s])
 			continue;
 		bool cut_off = true;
 		for (size_t k = 0; k < n && cut_off; k++)
-			if (k != self && !unheard[k] && k != s)
+			if (k != decider && !unheard[k] && k != s)
 				cut_off = has_edge(edges, nedges, members[k].node, members[s].node);
 		if (cut_off) {
 			gone[s] = true;
@@ -87,7 +87,7 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		}
 	}
 	/* 3. Indirect faults, on the leader only: the most named first. */
-	if (downing_leader(members, n, edges, nedges) != (int)self)
+	if (downing_leader(members, n, edges, nedges) != (int)decider)
 		goto done;
 	for (;;) {
 		memset(count, 0, n * sizeof *count);
@@ -105,7 +105,7 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		size_t pick = 0;
 		bool have = false;
 		for (size_t k = 0; k < n; k++) {
-			if (count[k] == 0 || k == self)
+			if (count[k] == 0 || k == decider)
 				continue;
 			if (!have || count[k] > count[pick] ||
 			    (count[k] == count[pick] && reports[k] > reports[pick]) ||

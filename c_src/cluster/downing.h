@@ -54,15 +54,15 @@ int downing_leader(const struct downing_member *members, size_t n, const struct 
 
 enum downing_verdict {
 	DOWNING_NONE,      /* nothing to do */
-	DOWNING_SELF,      /* self's side loses keep-majority: down itself */
+	DOWNING_SELF,      /* decider's side loses keep-majority: down itself */
 	DOWNING_OTHERS,    /* down the members listed in out */
 };
 
-/* The decision of `self` (an index into members) on the view. out has room
+/* The decision of `decider` (an index into members) on the view. out has room
  * for n indexes; *nout gets how many are listed (DOWNING_OTHERS only), in
- * the order chosen: first those cut off from self's side (step 2), then,
+ * the order chosen: first those cut off from decider's side (step 2), then,
  * on the leader, the indirect ones (step 3). */
-enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t self,
+enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider,
 				    const struct downing_edge *edges, size_t nedges, size_t *out, size_t *nout);
 
 #endif

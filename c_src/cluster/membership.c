@@ -142,7 +142,7 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	membership_health_tick(m);
 	admit_joiners(m);
 	membership_refresh_lease(m, true);
-	evloop_timer_start(loop, &m->gossip_timer, m->cfg.gossip_interval_ms);
+	evloop_timer_start(loop, &m->gossip_timer, m->cfg.heartbeat_interval_ms);
 }
 
 /* ---- receiving ---- */
@@ -629,7 +629,7 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 	m->quorum_until = UINT64_MAX;
 	m->lease_holds = true;
 	m->stable_since = now_ms(m);
-	ev_timer_init(&m->gossip_timer, on_gossip_timer, m);
+	evloop_timer_init(&m->gossip_timer, on_gossip_timer, m);
 	on_gossip_timer(cfg->loop, m);
 	*err = 0;
 	return m;

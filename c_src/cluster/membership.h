@@ -87,7 +87,7 @@ struct membership_config {
 	size_t nseeds;
 	const char *const *types; /* entity types this node hosts */
 	size_t ntypes;
-	uint32_t gossip_interval_ms;   /* also the heartbeat interval */
+	uint32_t heartbeat_interval_ms; /* heartbeats, and gossip at the same pace */
 	uint32_t failure_timeout_ms;
 	uint32_t stable_after_ms;
 	bool keep_majority;            /* false: manual downing */

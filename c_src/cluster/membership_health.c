@@ -176,7 +176,7 @@ static void detect_unreachable(struct membership *m)
  * learn of it a gossip round or two later and ack it meanwhile. */
 static uint64_t release_after_ms(const struct membership *m)
 {
-	return (uint64_t)m->cfg.failure_timeout_ms + 2u * (uint64_t)m->cfg.gossip_interval_ms;
+	return (uint64_t)m->cfg.failure_timeout_ms + 2u * (uint64_t)m->cfg.heartbeat_interval_ms;
 }
 
 /* A downed member's shards stay with it until its lease has run out. */
@@ -214,13 +214,13 @@ static enum downing_verdict decide(struct membership *m, struct node_set *downs)
 	enum downing_verdict v = DOWNING_NONE;
 	if (voters == NULL || out == NULL || edges == NULL)
 		goto done; /* the next tick decides */
-	size_t n = 0, self = 0;
+	size_t n = 0, decider = 0;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
 		if (!votes(e))
 			continue;
 		if (is_us(m, e))
-			self = n;
+			decider = n;
 		voters[n++] = (struct downing_member){e->node, e->up_number};
 	}
 	/* Records of members that do not vote are left to downing_decide,
@@ -231,7 +231,7 @@ static enum downing_verdict decide(struct membership *m, struct node_set *downs)
 			edges[nedges++] = (struct downing_edge){m->reach.records[k].observer,
 								m->reach.records[k].subjects[j]};
 	size_t nout = 0;
-	v = downing_decide(voters, n, self, edges, nedges, out, &nout);
+	v = downing_decide(voters, n, decider, edges, nedges, out, &nout);
 	for (size_t k = 0; k < nout && out[k] < n; k++) {
 		if (node_set_add(downs, voters[out[k]].node) < 0) {
 			v = DOWNING_NONE;

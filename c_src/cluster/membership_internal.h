@@ -20,7 +20,7 @@ struct membership {
 	char our_node[NODE_NAME_BUF];
 	struct member *members;
 	size_t n, cap;
-	struct ev_timer gossip_timer;
+	struct evloop_timer gossip_timer;
 	uint64_t stable_since;  /* last change of members or reachability */
 	uint64_t quorum_until;  /* quorum_until() of the leases we hold */
 	bool lease_holds;       /* may deliver, as of the last refresh */

@@ -125,7 +125,7 @@ static void conn_init(struct dist_conn *c, const struct dist_settings *settings,
 	c->fd = -1;
 	/* Closed until accept or connect moves it on, through conn_set_state. */
 	c->state = CONN_CLOSED;
-	ev_timer_init(&c->setup_timer, conn_on_setup_timeout, c);
+	evloop_timer_init(&c->setup_timer, conn_on_setup_timeout, c);
 	c->last_rx_ms = c->last_tx_ms = evloop_now_ms(settings->loop);
 }
 

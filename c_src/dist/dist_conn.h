@@ -104,7 +104,7 @@ struct dist_conn {
 	struct bytebuf in, out;
 	struct bytebuf pending;     /* framed packets queued before UP */
 	uint64_t pending_packets;   /* how many packets `pending` holds */
-	struct ev_timer setup_timer;
+	struct evloop_timer setup_timer;
 	struct resolve_req *resolving; /* host look-up in flight, or NULL */
 	struct in_addr peer_addr;
 	struct epmd_lookup lookup;

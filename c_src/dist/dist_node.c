@@ -38,7 +38,7 @@ struct dist_node {
 	int epmd_fd;
 	uint32_t ticktime_ms;
 	uint32_t max_connections;
-	struct ev_timer tick_timer;
+	struct evloop_timer tick_timer;
 	struct dist_conn *conns; /* live connections */
 	uint32_t nconns;
 	struct dist_conn *dead;  /* closed, freed before the loop sleeps */
@@ -728,7 +728,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 		.owner = n, .arbitrate = hook_arbitrate, .replace = hook_replace, .up = hook_up,
 		.packet = hook_packet, .closed = hook_closed,
 	};
-	ev_timer_init(&n->tick_timer, on_tick, n);
+	evloop_timer_init(&n->tick_timer, on_tick, n);
 	scratch_init(&n->reply_buf);
 	scratch_init(&n->ctl_buf);
 	n->settings.resolver = resolver_new(cfg->loop);

@@ -311,7 +311,7 @@ int epmd_lookup_start(struct epmd_lookup *l, struct evloop *loop, struct in_addr
 	l->fd = -1;
 	l->done = done;
 	l->arg = arg;
-	ev_timer_init(&l->timer, lookup_on_timeout, l);
+	evloop_timer_init(&l->timer, lookup_on_timeout, l);
 	int rc = epmd_encode_port_please2_req(&l->out, alive);
 	if (rc)
 		goto fail;

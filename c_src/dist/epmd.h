@@ -57,7 +57,7 @@ struct epmd_lookup {
 	struct evloop *loop;
 	int fd;
 	struct bytebuf out, in;
-	struct ev_timer timer;
+	struct evloop_timer timer;
 	epmd_lookup_fn done;
 	void *arg;
 };

@@ -32,7 +32,7 @@ struct coordinator {
 	size_t nleaving, leaving_cap;
 	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
 	size_t nproxies, proxies_cap;
-	struct ev_timer rebalance_timer;
+	struct evloop_timer rebalance_timer;
 };
 
 /* A region on a downed node keeps its shards until its lease has run out
@@ -607,7 +607,7 @@ struct coordinator *coordinator_start(const struct coordinator_config *cfg, int 
 		c->cfg.allocate = coordinator_least_shards;
 	for (uint32_t s = 0; s < cfg->nshards; s++)
 		c->home[s] = c->moving_to[s] = -1;
-	ev_timer_init(&c->rebalance_timer, on_rebalance_tick, c);
+	evloop_timer_init(&c->rebalance_timer, on_rebalance_tick, c);
 	c->proc = dist_node_spawn(cfg->node, cfg->name, coordinator_handle, c, err);
 	if (c->proc == NULL) {
 		free(c->home);

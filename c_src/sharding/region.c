@@ -405,9 +405,9 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	if (name_len < MAXATOMLEN && ei_encode_atom_len_as(r->type_atom, &type_atom_len, cfg->type->name,
 							   (int)name_len, ERLANG_LATIN1, ERLANG_UTF8) == 0)
 		r->type_atom_len = (size_t)type_atom_len;
-	ev_timer_init(&r->retry_timer, region_on_retry, r);
-	ev_timer_init(&r->idle_timer, on_idle_sweep, r);
-	ev_timer_init(&r->leave_timer, region_on_leave_check, r);
+	evloop_timer_init(&r->retry_timer, region_on_retry, r);
+	evloop_timer_init(&r->idle_timer, on_idle_sweep, r);
+	region_leave_poll_init(r);
 	scratch_init(&r->canon_buf);
 	scratch_init(&r->reply_buf);
 	scratch_init(&r->tell_buf);

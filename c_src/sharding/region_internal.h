@@ -21,6 +21,7 @@
 
 #include <ei.h>
 
+#include "base/poll_until.h"
 #include "dist/node_set.h"
 #include "base/evloop.h"
 #include "base/scratch.h"
@@ -67,14 +68,13 @@ struct region {
 	uint32_t buffered;          /* the sum of the slots' nbuffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t delivered, dropped, forwarded;
-	struct ev_timer retry_timer;
-	struct ev_timer idle_timer;
+	struct evloop_timer retry_timer;
+	struct evloop_timer idle_timer;
 	struct stats_request *stats_requests;
 	uint32_t next_stats_id;
 	/* graceful_shutdown under way: shards are being handed off */
 	bool leaving;
-	uint64_t leave_deadline;
-	struct ev_timer leave_timer;
+	struct poll_until leave_poll; /* graceful_shutdown: until no shard is left here */
 	/* Reused encode buffers, one per nesting level (scratch.h): route's
 	 * canonical id, then deliver_local's reply, then send_tell_reply's
 	 * {Type, Id, Reply}. */
@@ -195,6 +195,6 @@ void region_stats_free(struct region *r);
 void region_begin_leaving(struct region *r);
 
 /* The leave timer (arg: the region). */
-void region_on_leave_check(struct evloop *loop, void *arg);
+void region_leave_poll_init(struct region *r);
 
 #endif

@@ -12,7 +12,7 @@
 
 static void finish_leaving(struct region *r)
 {
-	evloop_timer_stop(r->cfg.loop, &r->leave_timer);
+	poll_until_stop(&r->leave_poll);
 	region_shutdown(r);
 	if (r->cfg.on_stopped)
 		r->cfg.on_stopped(r->cfg.on_stopped_arg, r);
@@ -20,14 +20,21 @@ static void finish_leaving(struct region *r)
 
 /* Until every shard has been handed off (or handoff_timeout_ms passed), the
  * region goes on routing and serving what it still hosts. */
-void region_on_leave_check(struct evloop *loop, void *arg)
+static bool no_shard_left(void *arg)
 {
-	struct region *r = arg;
-	if (r->nlocal == 0 || evloop_now_ms(loop) >= r->leave_deadline) {
-		finish_leaving(r);
-		return;
-	}
-	evloop_timer_start(loop, &r->leave_timer, LEAVE_CHECK_MS);
+	const struct region *r = arg;
+	return r->nlocal == 0;
+}
+
+static void on_left(void *arg, bool in_time)
+{
+	(void)in_time; /* past the deadline, what is left stops with the region */
+	finish_leaving(arg);
+}
+
+void region_leave_poll_init(struct region *r)
+{
+	poll_until_init(&r->leave_poll, r->cfg.loop, no_shard_left, on_left, r);
 }
 
 /* The coordinator moves this region's shards to the others with handoffs,
@@ -48,9 +55,9 @@ void region_begin_leaving(struct region *r)
 		return;
 	}
 	r->leaving = true;
-	r->leave_deadline = evloop_now_ms(r->cfg.loop) + r->cfg.handoff_timeout_ms;
 	region_send_to_coordinator(r, SMSG_REGION_LEAVING, 0);
-	evloop_timer_start(r->cfg.loop, &r->leave_timer, LEAVE_CHECK_MS);
+	if (poll_until_start(&r->leave_poll, LEAVE_CHECK_MS, LEAVE_CHECK_MS, r->cfg.handoff_timeout_ms) != 0)
+		finish_leaving(r); /* no timer to wait with: stop now, as the deadline would */
 }
 
 void region_shutdown(struct region *r)
@@ -58,7 +65,7 @@ void region_shutdown(struct region *r)
 	if (r->stopped)
 		return;
 	r->stopped = true;
-	evloop_timer_stop(r->cfg.loop, &r->leave_timer);
+	poll_until_stop(&r->leave_poll);
 	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
 	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
 	for (uint32_t s = 0; s < r->cfg.nshards; s++) {

@@ -25,7 +25,7 @@ struct stats_request {
 	uint32_t waiting;  /* answers still to come */
 	uint32_t entries;  /* Node => Map pairs in `pairs` */
 	ei_x_buff pairs;   /* raw Node atom, raw map, ... */
-	struct ev_timer timer;
+	struct evloop_timer timer;
 };
 
 void region_get_stats(const struct region *r, struct region_stats *out)
@@ -164,7 +164,7 @@ void region_stats_start(struct region *r, const struct gen_call *call)
 	q->caller = call->from;
 	memcpy(q->tag, call->tag, call->tag_len);
 	q->tag_len = call->tag_len;
-	ev_timer_init(&q->timer, on_stats_timeout, q);
+	evloop_timer_init(&q->timer, on_stats_timeout, q);
 	ei_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node));
 	encode_local_counts(r, &q->pairs);
 	q->entries = 1;

@@ -22,7 +22,7 @@ struct remember_replica {
 	char our_node[NODE_NAME_BUF];
 	ei_x_buff pending;     /* list elements {Shard, Live, Id}, no list header */
 	size_t npending;
-	struct ev_timer flush_timer;
+	struct evloop_timer flush_timer;
 	struct node_set synced; /* members that were sent our shards' sets */
 };
 
@@ -83,7 +83,7 @@ static void queue(struct remember_replica *rr, uint32_t shard, bool live, const 
 	}
 	if (++rr->npending >= BATCH || rr->pending.index >= BATCH_BYTES)
 		flush(rr);
-	else if (!ev_timer_armed(&rr->flush_timer))
+	else if (!evloop_timer_armed(&rr->flush_timer))
 		evloop_timer_start(rr->cfg.loop, &rr->flush_timer, 0);
 }
 
@@ -255,7 +255,7 @@ struct remember_replica *remember_replica_new(const struct remember_replica_conf
 	rr->cfg = *cfg;
 	snprintf(rr->our_node, sizeof rr->our_node, "%s", dist_node_name(cfg->node));
 	node_set_init(&rr->synced);
-	ev_timer_init(&rr->flush_timer, on_flush_timer, rr);
+	evloop_timer_init(&rr->flush_timer, on_flush_timer, rr);
 	*err = 0;
 	return rr;
 }

@@ -20,6 +20,7 @@
 #include <criterion/redirect.h>
 
 #include "app/config.h"
+#include "base/node_limits.h"
 #include "unit_helpers.h"
 
 static const char *const known_types[] = {"counter", "kv", "session", NULL};
@@ -518,6 +519,36 @@ Test(config, types)
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "Kv"), -EINVAL);
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "kv,"), -EINVAL);
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", ""), -EINVAL);
+}
+
+/* One more type than a node may host: 16 are taken, 17 refused with the
+ * limit named (base/node_limits.h), before anything else looks at them. */
+Test(config, types_at_the_limit)
+{
+	char names[NODE_TYPES_MAX + 1][16];
+	const char *known[NODE_TYPES_MAX + 2];
+	char list[(NODE_TYPES_MAX + 1) * 16] = "";
+	size_t len = 0;
+	for (int k = 0; k <= NODE_TYPES_MAX; k++) {
+		snprintf(names[k], sizeof names[k], "t%d", k);
+		known[k] = names[k];
+	}
+	known[NODE_TYPES_MAX + 1] = NULL;
+	for (int k = 0; k < NODE_TYPES_MAX; k++)
+		len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", k ? "," : "", names[k]);
+
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	char *args16[] = {"--name", "a@h", "--cookie", "c", "--types", list, NULL};
+	config_defaults(&c);
+	cr_assert_eq(config_parse_args(&c, 6, args16, known, known, err), 0, "%s", err);
+	cr_assert_eq(c.ntypes, NODE_TYPES_MAX);
+	cr_assert_str_eq(c.types[NODE_TYPES_MAX - 1], names[NODE_TYPES_MAX - 1]);
+
+	snprintf(list + len, sizeof list - len, ",%s", names[NODE_TYPES_MAX]);
+	config_defaults(&c);
+	cr_assert_eq(config_parse_args(&c, 6, args16, known, known, err), -EINVAL);
+	assert_err_has(err, "at most 16");
 }
 
 Test(config, join_list)

@@ -20,7 +20,7 @@ static const struct downing_member five[] = {
 
 struct downing_case {
 	const char *name;
-	size_t self;                    /* index into five */
+	size_t decider;                    /* index into five */
 	struct downing_edge edges[24];
 	size_t nedges;
 	enum downing_verdict verdict;
@@ -77,7 +77,7 @@ Test(downing, the_cases)
 	for (size_t c = 0; c < SN_ARRAY_LEN(cases); c++) {
 		const struct downing_case *k = &cases[c];
 		size_t out[5], nout = 99;
-		enum downing_verdict v = downing_decide(five, 5, k->self, k->edges, k->nedges, out, &nout);
+		enum downing_verdict v = downing_decide(five, 5, k->decider, k->edges, k->nedges, out, &nout);
 		cr_assert_eq(v, k->verdict, "%s: verdict %d", k->name, v);
 		cr_assert_eq(nout, k->ndown, "%s: %zu downed", k->name, nout);
 		for (size_t d = 0; d < nout; d++)
@@ -94,16 +94,16 @@ Test(downing, a_cut_link_costs_one_member_whoever_leads)
 		for (size_t b = a + 1; b < 5; b++) {
 			struct downing_edge edges[] = {{five[a].node, five[b].node}, {five[b].node, five[a].node}};
 			size_t acting = 0;
-			for (size_t self = 0; self < 5; self++) {
+			for (size_t decider = 0; decider < 5; decider++) {
 				size_t out[5], nout;
-				enum downing_verdict v = downing_decide(five, 5, self, edges, 2, out, &nout);
+				enum downing_verdict v = downing_decide(five, 5, decider, edges, 2, out, &nout);
 				if (v == DOWNING_NONE)
 					continue;
 				acting++;
 				cr_assert_eq(v, DOWNING_OTHERS);
 				cr_assert_eq(nout, 1, "link n%zu-n%zu", a + 1, b + 1);
 				cr_assert(out[0] == a || out[0] == b);
-				cr_assert_neq(out[0], self);
+				cr_assert_neq(out[0], decider);
 			}
 			cr_assert_eq(acting, 1, "link n%zu-n%zu: one decider", a + 1, b + 1);
 		}

@@ -32,7 +32,7 @@ struct order {
 };
 
 struct tagged_timer {
-	struct ev_timer t;
+	struct evloop_timer t;
 	struct order *o;
 	int id;
 };
@@ -49,8 +49,8 @@ static void tagged_init(struct tagged_timer *tt, struct order *o, int id)
 {
 	tt->o = o;
 	tt->id = id;
-	ev_timer_init(&tt->t, record, tt);
-	cr_assert_not(ev_timer_armed(&tt->t));
+	evloop_timer_init(&tt->t, record, tt);
+	cr_assert_not(evloop_timer_armed(&tt->t));
 }
 
 Test(evloop, timers_fire_in_deadline_order)
@@ -65,14 +65,14 @@ Test(evloop, timers_fire_in_deadline_order)
 	cr_assert_eq(evloop_timer_start(loop, &t2.t, 2), 0);
 	cr_assert_eq(evloop_timer_start(loop, &t0.t, 0), 0);
 	cr_assert_eq(evloop_timer_start(loop, &t1.t, 1), 0);
-	cr_assert(ev_timer_armed(&t0.t));
+	cr_assert(evloop_timer_armed(&t0.t));
 	cr_assert_eq(evloop_run(loop), 0);
 	cr_assert_eq(o.n, 3);
 	cr_assert_eq(o.fired[0], 0);
 	cr_assert_eq(o.fired[1], 1);
 	cr_assert_eq(o.fired[2], 2);
-	cr_assert_not(ev_timer_armed(&t0.t), "a fired timer is disarmed");
-	cr_assert_not(ev_timer_armed(&t2.t));
+	cr_assert_not(evloop_timer_armed(&t0.t), "a fired timer is disarmed");
+	cr_assert_not(evloop_timer_armed(&t2.t));
 	evloop_free(loop);
 }
 
@@ -86,7 +86,7 @@ Test(evloop, stopped_timer_never_fires)
 	cr_assert_eq(evloop_timer_start(loop, &early.t, 0), 0);
 	cr_assert_eq(evloop_timer_start(loop, &stopper.t, 2), 0);
 	evloop_timer_stop(loop, &early.t);
-	cr_assert_not(ev_timer_armed(&early.t));
+	cr_assert_not(evloop_timer_armed(&early.t));
 	evloop_timer_stop(loop, &early.t); /* stopping twice is harmless */
 	cr_assert_eq(evloop_run(loop), 0);
 	cr_assert_eq(o.n, 1);
@@ -121,7 +121,7 @@ Test(evloop, rearming_moves_the_deadline)
 }
 
 struct rearm {
-	struct ev_timer t;
+	struct evloop_timer t;
 	int left;
 	uint64_t last_deadline;
 };
@@ -129,7 +129,7 @@ struct rearm {
 static void rearm_self(struct evloop *loop, void *arg)
 {
 	struct rearm *r = arg;
-	cr_assert_not(ev_timer_armed(&r->t), "disarmed while its callback runs");
+	cr_assert_not(evloop_timer_armed(&r->t), "disarmed while its callback runs");
 	cr_assert_geq(r->t.deadline_ms, r->last_deadline);
 	r->last_deadline = r->t.deadline_ms;
 	if (--r->left == 0)
@@ -142,11 +142,11 @@ Test(evloop, timer_rearms_from_its_callback)
 {
 	struct evloop *loop = new_loop();
 	struct rearm r = {.left = 5};
-	ev_timer_init(&r.t, rearm_self, &r);
+	evloop_timer_init(&r.t, rearm_self, &r);
 	cr_assert_eq(evloop_timer_start(loop, &r.t, 0), 0);
 	cr_assert_eq(evloop_run(loop), 0);
 	cr_assert_eq(r.left, 0);
-	cr_assert_not(ev_timer_armed(&r.t));
+	cr_assert_not(evloop_timer_armed(&r.t));
 	evloop_free(loop);
 }
 
@@ -155,7 +155,7 @@ Test(evloop, timer_rearms_from_its_callback)
 #define NTIMERS 1000
 
 struct heap_case {
-	struct ev_timer t[NTIMERS];
+	struct evloop_timer t[NTIMERS];
 	bool cancelled[NTIMERS];
 	bool fired[NTIMERS];
 	uint64_t fire_deadline[NTIMERS];
@@ -197,7 +197,7 @@ Test(evloop, heap_integrity_with_random_cancellations)
 	unsigned seed = 20240601;
 
 	for (size_t i = 0; i < NTIMERS; i++) {
-		ev_timer_init(&hc->t[i], heap_fire, (void *)(uintptr_t)i);
+		evloop_timer_init(&hc->t[i], heap_fire, (void *)(uintptr_t)i);
 		cr_assert_eq(evloop_timer_start(loop, &hc->t[i], (uint64_t)(rand_r(&seed) % 8)), 0);
 	}
 	/* Cancel half, in random order; re-arm a tenth of the rest to new
@@ -210,7 +210,7 @@ Test(evloop, heap_integrity_with_random_cancellations)
 		size_t i = order[k];
 		evloop_timer_stop(loop, &hc->t[i]);
 		hc->cancelled[i] = true;
-		cr_assert_not(ev_timer_armed(&hc->t[i]));
+		cr_assert_not(evloop_timer_armed(&hc->t[i]));
 	}
 	for (size_t k = NTIMERS / 2; k < NTIMERS / 2 + NTIMERS / 10; k++)
 		cr_assert_eq(evloop_timer_start(loop, &hc->t[order[k]], (uint64_t)(rand_r(&seed) % 8)), 0);
@@ -221,7 +221,7 @@ Test(evloop, heap_integrity_with_random_cancellations)
 	for (size_t i = 0; i < NTIMERS; i++) {
 		if (hc->cancelled[i])
 			continue;
-		cr_assert(ev_timer_armed(&hc->t[i]));
+		cr_assert(evloop_timer_armed(&hc->t[i]));
 		size_t h = hc->t[i].heap_index;
 		cr_assert_lt(h, NTIMERS / 2);
 		cr_assert_not(seen[h], "two timers in heap slot %zu", h);
@@ -339,7 +339,7 @@ Test(evloop, watch_bad_descriptors)
 
 struct idle_count {
 	int runs, timer_runs;
-	struct ev_timer t;
+	struct evloop_timer t;
 };
 
 static bool on_idle(struct evloop *loop, void *arg)
@@ -385,7 +385,7 @@ Test(evloop, idle_hook_runs_before_each_wait)
 {
 	struct evloop *loop = new_loop();
 	struct idle_count c = {0};
-	ev_timer_init(&c.t, count_timer, &c);
+	evloop_timer_init(&c.t, count_timer, &c);
 	evloop_set_idle(loop, on_idle, &c);
 	cr_assert_eq(evloop_run(loop), 0);
 	cr_assert_eq(c.runs, 3, "the hook stopped the loop on its third run");

@@ -34,8 +34,8 @@ static void on_deadline(struct evloop *loop, void *arg)
  * wait for a state: the answers stop the loop). */
 static void run(struct evloop *loop)
 {
-	struct ev_timer deadline;
-	ev_timer_init(&deadline, on_deadline, NULL);
+	struct evloop_timer deadline;
+	evloop_timer_init(&deadline, on_deadline, NULL);
 	cr_assert_eq(evloop_timer_start(loop, &deadline, 10000), 0);
 	cr_assert_eq(evloop_run(loop), 0);
 	evloop_timer_stop(loop, &deadline);
