@@ -171,13 +171,13 @@ struct admin *admin_start(const struct admin_config *cfg, int *err)
 	if (a->net_kernel != NULL)
 		a->shardnode = dist_node_spawn(cfg->node, "shardnode", shardnode_handle, a, err);
 	if (a->shardnode == NULL) {
-		admin_stop(a);
+		admin_free(a);
 		return NULL;
 	}
 	return a;
 }
 
-void admin_stop(struct admin *a)
+void admin_free(struct admin *a)
 {
 	if (a == NULL)
 		return;

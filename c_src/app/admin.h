@@ -43,6 +43,6 @@ void admin_set_membership(struct admin *a, struct membership *m);
 const erlang_pid *admin_pid(const struct admin *a);
 
 /* Unregisters both names (their monitors get `normal`) and frees the admin. */
-void admin_stop(struct admin *a);
+void admin_free(struct admin *a);
 
 #endif

@@ -74,6 +74,6 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = node_app_run(&app);
 	node_app_stop(&app);
-	entity_plugins_unload(&plugins);
+	entity_plugins_free(&plugins);
 	return rc ? 1 : 0;
 }

@@ -280,8 +280,8 @@ void node_app_stop(struct node_app *app)
 	for (size_t k = 0; k < app->nhosted; k++)
 		region_free(app->hosted[k].region);
 	for (size_t k = 0; k < app->nhosted; k++) {
-		coordinator_stop(app->hosted[k].coordinator);
-		remember_close(app->hosted[k].remember);
+		coordinator_free(app->hosted[k].coordinator);
+		remember_free(app->hosted[k].remember);
 	}
 	cluster_glue_set_hosted(&app->glue, NULL, 0);
 	app->nhosted = 0;
@@ -290,7 +290,7 @@ void node_app_stop(struct node_app *app)
 	cluster_glue_set_membership(&app->glue, NULL);
 	membership_free(app->membership);
 	app->membership = NULL;
-	admin_stop(app->admin);
+	admin_free(app->admin);
 	app->admin = NULL;
 	dist_node_free(app->node);
 	app->node = NULL;

@@ -92,7 +92,7 @@ int entity_plugins_exe_dir(char *out, size_t outsz)
 	return 0;
 }
 
-void entity_plugins_unload(struct entity_plugins *p)
+void entity_plugins_free(struct entity_plugins *p)
 {
 	for (size_t k = 0; k < p->count; k++)
 		dlclose(p->handles[k]);

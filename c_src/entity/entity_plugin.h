@@ -32,6 +32,6 @@ void entity_plugins_load(struct entity_plugins *p, const char *dir, const struct
 int entity_plugins_exe_dir(char *out, size_t outsz);
 
 /* Closes every loaded shared object. No type of theirs may be used after. */
-void entity_plugins_unload(struct entity_plugins *p);
+void entity_plugins_free(struct entity_plugins *p);
 
 #endif

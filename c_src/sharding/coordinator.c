@@ -623,7 +623,7 @@ struct coordinator *coordinator_start(const struct coordinator_config *cfg, int 
 
 const erlang_pid *coordinator_pid(const struct coordinator *c) { return &c->proc->pid; }
 
-void coordinator_stop(struct coordinator *c)
+void coordinator_free(struct coordinator *c)
 {
 	if (c == NULL)
 		return;

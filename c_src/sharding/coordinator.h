@@ -98,6 +98,8 @@ void coordinator_set_draining(struct coordinator *c, const char *const *nodes, s
  * Copied. */
 void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n);
 
-void coordinator_stop(struct coordinator *c);
+/* Exits the coordinator's process (its monitors get `shutdown`), stops its
+ * timer and frees it. NULL is fine. */
+void coordinator_free(struct coordinator *c);
 
 #endif

@@ -298,7 +298,7 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 		return r;
 	size_t path_len = strlen(dir) + strlen(type) + sizeof "/.entities";
 	if ((r->path = malloc(path_len)) == NULL) {
-		remember_close(r);
+		remember_free(r);
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -314,13 +314,13 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 		log_error(log, "remembered entities: cannot write %s: %s", r->path, strerror(-*err));
 	}
 	if (*err != 0) {
-		remember_close(r);
+		remember_free(r);
 		return NULL;
 	}
 	return r;
 }
 
-void remember_close(struct remember *r)
+void remember_free(struct remember *r)
 {
 	if (r == NULL)
 		return;

@@ -41,7 +41,7 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 
 /* Flushes and closes the log (a write error is logged), releases the
  * lock, frees everything. NULL is fine. */
-void remember_close(struct remember *r);
+void remember_free(struct remember *r);
 
 /* Adds `id` (canonical entity id bytes, entity_id.h) to the set of
  * `shard`. Returns 1 if it was not there, 0 if it was, -ENOMEM, or -EINVAL

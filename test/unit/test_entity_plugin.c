@@ -221,7 +221,7 @@ Test(entity_plugin, junk_is_skipped)
 	cr_assert_null(strstr(log, "junk.so.1"), "%s", log);
 	cr_assert_null(strstr(log, "junkso"), "%s", log);
 	cr_assert_null(strstr(log, "SO"), "%s", log);
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 	cr_assert_eq(p.count, 0);
 	capture_end(&c);
 	tmpdir_remove(&d);
@@ -241,7 +241,7 @@ Test(entity_plugin, no_plugins_in_dir)
 	cr_assert_eq(p.count, 0);
 	cr_assert_null(p.types[0]);
 	cr_assert_str_eq(capture_text(&c), "", "nothing to say");
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 	capture_end(&c);
 
 	/* An empty directory, and no logger at all. */
@@ -250,7 +250,7 @@ Test(entity_plugin, no_plugins_in_dir)
 	cr_assert_eq(mkdir(empty, 0700), 0);
 	entity_plugins_load(&p, empty, NULL, NULL);
 	cr_assert_eq(p.count, 0);
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 	tmpdir_remove(&d);
 }
 
@@ -264,7 +264,7 @@ Test(entity_plugin, missing_dir)
 	cr_assert_eq(p.count, 0);
 	cr_assert_null(p.types[0]);
 	cr_assert_str_eq(capture_text(&c), "", "a missing directory is not an error");
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 
 	/* A path that is a file, not a directory. */
 	struct tmpdir d;
@@ -274,7 +274,7 @@ Test(entity_plugin, missing_dir)
 	tmpdir_path(&d, "file", file, sizeof file);
 	entity_plugins_load(&p, file, NULL, &c.log);
 	cr_assert_eq(p.count, 0);
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 	tmpdir_remove(&d);
 	capture_end(&c);
 }
@@ -345,7 +345,7 @@ Test(entity_plugin, account_loads_and_handles)
 		t->stop(state);
 	free(state);
 
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 	cr_assert_eq(p.count, 0);
 	cr_assert_null(p.types[0]);
 	capture_end(&c);
@@ -376,7 +376,7 @@ Test(entity_plugin, second_copy_is_skipped)
 	cr_assert_not_null(state);
 	cr_assert_eq(call_int(p.types[0], state, "{deposit, 5}"), 5);
 	free(state);
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 	capture_end(&c);
 	tmpdir_remove(&d);
 }
@@ -415,12 +415,12 @@ Test(entity_plugin, taken_name_is_skipped)
 	cr_assert_eq(p.count, 0, "%s", log);
 	cr_assert_null(p.types[0]);
 	cr_assert_not_null(strstr(log, "a type of that name already exists"), "%s", log);
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 
 	/* The same directory with the name free loads it. */
 	entity_plugins_load(&p, d.path, builtins, &c.log);
 	cr_assert_eq(p.count, 1);
-	entity_plugins_unload(&p);
+	entity_plugins_free(&p);
 	capture_end(&c);
 	tmpdir_remove(&d);
 }

@@ -149,8 +149,8 @@ Test(remember, sets_per_shard_in_memory)
 	expect_ids(r, 4, "b c");
 	cr_assert_eq(remember_count(r, 99), 0);
 	remember_flush(r); /* nothing to write: fine */
-	remember_close(r);
-	remember_close(NULL);
+	remember_free(r);
+	remember_free(NULL);
 }
 
 Test(remember, the_log_carries_the_sets_over_a_restart_and_is_compacted)
@@ -168,12 +168,12 @@ Test(remember, the_log_carries_the_sets_over_a_restart_and_is_compacted)
 	}
 	cr_assert_eq(del(r, 8, "e3"), 1);
 	cr_assert_eq(del(r, 8, "e1"), 1);
-	remember_close(r);
+	remember_free(r);
 
 	r = remember_open(sub, "counter", 8, &quiet, &err);
 	cr_assert_not_null(r);
 	expect_ids(r, 8, "e0 e2 e4 e5 e6 e7 e8 e9");
-	remember_close(r);
+	remember_free(r);
 
 	/* Compacted: a header and 8 add records of 7-byte ids, nothing else. */
 	snprintf(path, sizeof path, "%s/counter.entities", sub);
@@ -193,11 +193,11 @@ Test(remember, a_changed_number_of_shards_moves_ids_where_their_messages_go)
 	const char *ids[] = {"a", "b", "c", "d", "e", "f", "g"};
 	for (size_t k = 0; k < SN_ARRAY_LEN(ids); k++)
 		cr_assert_eq(add(r, 4, ids[k]), 1);
-	remember_close(r);
+	remember_free(r);
 	r = remember_open(dir, "counter", 7, &quiet, &err);
 	cr_assert_not_null(r);
 	expect_ids(r, 7, "a b c d e f g"); /* each checked in phash2(Id, 7) */
-	remember_close(r);
+	remember_free(r);
 	rm_dir(dir);
 }
 
@@ -211,14 +211,14 @@ Test(remember, a_store_per_type)
 	cr_assert(a && b);
 	cr_assert_eq(add(a, 2, "x"), 1);
 	cr_assert_eq(add(b, 2, "y"), 1);
-	remember_close(a);
-	remember_close(b);
+	remember_free(a);
+	remember_free(b);
 	a = remember_open(dir, "counter", 2, &quiet, &err);
 	b = remember_open(dir, "kv", 2, &quiet, &err);
 	expect_ids(a, 2, "x");
 	expect_ids(b, 2, "y");
-	remember_close(a);
-	remember_close(b);
+	remember_free(a);
+	remember_free(b);
 	rm_dir(dir);
 }
 
@@ -233,7 +233,7 @@ static unsigned char *reference_log(const char *dir, size_t *len, size_t ends[4]
 	cr_assert_eq(add(r, 4, "beta"), 1);
 	cr_assert_eq(del(r, 4, "alpha"), 1);
 	cr_assert_eq(add(r, 4, "gamma"), 1);
-	remember_close(r); /* no reopen: the log keeps its history */
+	remember_free(r); /* no reopen: the log keeps its history */
 	char path[128];
 	snprintf(path, sizeof path, "%s/t.entities", dir);
 	FILE *f = fopen(path, "rb");
@@ -283,7 +283,7 @@ Test(remember, a_log_cut_at_every_byte_loads_the_whole_records_before_the_cut)
 			 beta ? "beta" : "", (alpha || beta) && gamma ? " " : "", gamma ? "gamma" : "");
 		all_ids(r, 4, got, sizeof got);
 		cr_assert_str_eq(got, want, "cut at %zu", cut);
-		remember_close(r);
+		remember_free(r);
 	}
 	free(log);
 	rm_dir(dir);
@@ -318,14 +318,14 @@ Test(remember, damaged_logs_keep_what_came_before_the_damage)
 		char got[128];
 		all_ids(r, 4, got, sizeof got);
 		cr_assert_str_eq(got, cases[k].want, "%s", cases[k].what);
-		remember_close(r);
+		remember_free(r);
 	}
 
 	/* Not a log at all: the store starts empty and rewrites it. */
 	write_file(dir, (const unsigned char *)"hello, world", 12);
 	struct remember *r = reopen(dir);
 	expect_ids(r, 4, "");
-	remember_close(r);
+	remember_free(r);
 
 	free(bad);
 	free(log);
@@ -350,10 +350,10 @@ Test(remember, one_log_one_node)
 	struct remember *b = remember_open(dir, "counter", 4, &quiet, &err);
 	cr_assert_null(b, "a second opener of the same log is refused");
 	cr_assert_eq(err, -EWOULDBLOCK);
-	remember_close(a);
+	remember_free(a);
 	b = remember_open(dir, "counter", 4, &quiet, &err);
 	cr_assert_not_null(b, "free again once closed");
-	remember_close(b);
+	remember_free(b);
 	rm_dir(dir);
 }
 
@@ -379,10 +379,10 @@ Test(remember, churn_is_compacted_away_while_running)
 	struct stat st;
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_lt(st.st_size, 2 * 1024 * 1024, "compacted at least once: %lld bytes", (long long)st.st_size);
-	remember_close(r);
+	remember_free(r);
 	r = remember_open(dir, "counter", 4, &quiet, &err);
 	cr_assert_not_null(r);
 	expect_ids(r, 4, "stays");
-	remember_close(r);
+	remember_free(r);
 	rm_dir(dir);
 }

@@ -135,7 +135,7 @@ Test(remember_replica, changes_are_applied_and_started_ones_reported)
 	cr_assert_eq(l.n, 3, "stops are not reported live");
 	cr_assert_eq(total(r), 2);
 	cr_assert_eq(apply_entries(r, NULL, 0, &l, from), 1);
-	remember_close(r);
+	remember_free(r);
 }
 
 Test(remember_replica, ids_are_made_canonical)
@@ -147,7 +147,7 @@ Test(remember_replica, ids_are_made_canonical)
 	const struct entry es[] = {{true, "{k, \"y\"}", -1}, {true, "{k, [121]}", -1}};
 	cr_assert_eq(apply_entries(r, es, 2, &l, from), 1);
 	cr_assert_eq(total(r), 1);
-	remember_close(r);
+	remember_free(r);
 }
 
 Test(remember_replica, entries_in_the_wrong_shard_are_skipped)
@@ -160,7 +160,7 @@ Test(remember_replica, entries_in_the_wrong_shard_are_skipped)
 	cr_assert_eq(apply_entries(r, es, 3, &l, from), 1);
 	cr_assert_eq(total(r), 1);
 	cr_assert_eq(l.n, 1, "only what was stored is started");
-	remember_close(r);
+	remember_free(r);
 }
 
 Test(remember_replica, other_terms_are_not_ours)
@@ -172,7 +172,7 @@ Test(remember_replica, other_terms_are_not_ours)
 	cr_assert_eq(apply_fmt(r, "{'$shardnode', remembered, n}", &l, from), 0);
 	cr_assert_eq(apply_fmt(r, "{other, remembered, n, []}", &l, from), 0);
 	cr_assert_eq(apply_fmt(r, "hello", &l, from), 0);
-	remember_close(r);
+	remember_free(r);
 }
 
 Test(remember_replica, malformed_messages_stop_at_the_fault)
@@ -214,7 +214,7 @@ Test(remember_replica, malformed_messages_stop_at_the_fault)
 	cr_assert_eq(remember_count(r, shard_of_fmt("good")), 1, "the entry before the fault is applied");
 	free(t);
 	ei_x_free(&x);
-	remember_close(r);
+	remember_free(r);
 }
 
 Test(remember_replica, every_prefix_that_is_a_term_is_read_safely)
@@ -230,7 +230,7 @@ Test(remember_replica, every_prefix_that_is_a_term_is_read_safely)
 			char from[TERM_ATOM_BUF];
 			int rc = remember_msg_apply(r, t, end, NULL, from);
 			cr_assert(rc == 1 || rc == 0 || rc == -EPROTO, "cut at %zu: %d", cut, rc);
-			remember_close(r);
+			remember_free(r);
 		}
 		free(t);
 	}
@@ -265,5 +265,5 @@ Test(remember_replica, stops_reported_for_a_shard_hosted_here_are_ignored)
 	cr_assert_eq(total(r), 0, "for a shard hosted elsewhere, the stop applies");
 	free(t);
 	ei_x_free(&x);
-	remember_close(r);
+	remember_free(r);
 }
