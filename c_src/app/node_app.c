@@ -72,7 +72,12 @@ static int start_loop(struct node_app *app)
 		log_error(&app->log, "cannot start the event loop: %s", strerror(-rc));
 		return rc;
 	}
-	evloop_watch(app->loop, app->sigfd, EPOLLIN, on_signal, app);
+	/* A node deaf to SIGTERM could not leave gracefully: refuse to start. */
+	int rc = evloop_watch(app->loop, app->sigfd, EPOLLIN, on_signal, app);
+	if (rc != 0) {
+		log_error(&app->log, "cannot watch for signals: %s", strerror(-rc));
+		return rc;
+	}
 	/* stdin stays blocking (it may be a terminal shared with the parent):
 	 * it is read only when epoll says it is readable. If stdin was closed
 	 * at start, fd 0 may now be something else, such as the signalfd. */
