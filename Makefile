@@ -28,7 +28,7 @@ NODE_COOKIE ?= shardnode
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all deps run test check unit ct bench clean erl
+.PHONY: all deps run test check analyze unit ct bench clean erl
 
 all: priv/shardnode $(PLUGINS) erl
 
@@ -75,8 +75,19 @@ check:
 	@scripts/check-layers.sh
 	@scripts/check-tree.sh
 
+# The clang static analyzer over every C file, into build/analyze (objects
+# built aside, so the node's own build is untouched); any report fails.
+analyze:
+	scan-build --status-bugs -o build/analyze/report $(MAKE) --no-print-directory -B -j2 \
+		$(SRC:c_src/%.c=build/analyze/%.o)
+
+build/analyze/%.o: c_src/%.c $(HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 -c $< -o $@
+
 test: deps
 	$(MAKE) check
+	$(MAKE) analyze
 	$(MAKE) all
 	scripts/run-tests.sh
 

@@ -14,6 +14,8 @@ packages=(
 	libssl-dev        # OpenSSL: MD5 for the handshake digest
 	libbsd-dev        # strlcpy
 	libcriterion-dev  # unit tests
+	clang             # the compiler the static analyzer drives
+	clang-tools       # scan-build: make analyze, run by make test
 	iproute2          # network namespaces for partition tests (scripts/partition-scenarios.sh)
 	iptables          # cutting links and dropping packets inside them
 )

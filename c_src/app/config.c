@@ -344,7 +344,7 @@ static int read_file(const char *path, char **text, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	if (f == NULL)
-		return -errno;
+		return errno ? -errno : -EIO; /* never 0: the caller would read *text */
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap);
 	while (buf != NULL) {
@@ -375,8 +375,8 @@ static int read_file(const char *path, char **text, size_t *len)
 
 static int read_cookie_file(const char *path, char cookie[CONFIG_NAME_BUF], char err[CONFIG_ERR_BUF])
 {
-	char *text;
-	size_t len;
+	char *text = NULL;
+	size_t len = 0;
 	int rc = read_file(path, &text, &len);
 	if (rc)
 		return fail(err, "cookie file %s: %s", path, strerror(-rc));
@@ -552,8 +552,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	}
 
 	if (config_file != NULL) {
-		char *text;
-		size_t len;
+		char *text = NULL;
+		size_t len = 0;
 		int rc = read_file(config_file, &text, &len);
 		if (rc)
 			return fail(err, "--config %s: %s", config_file, strerror(-rc));

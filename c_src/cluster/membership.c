@@ -419,7 +419,8 @@ void membership_encode_members(const struct membership *m, ei_x_buff *x)
 	for (size_t k = 0; sorted != NULL && k < m->n; k++)
 		if (m->members[k].status != MEMBER_REMOVED)
 			sorted[n++] = &m->members[k];
-	qsort(sorted, n, sizeof *sorted, by_age);
+	if (n > 1)
+		qsort(sorted, n, sizeof *sorted, by_age);
 	ei_x_encode_tuple_header(x, 2);
 	ei_x_encode_atom(x, "ok");
 	if (n)

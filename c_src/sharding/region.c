@@ -156,7 +156,8 @@ static bool buffer(struct region *r, struct shard_slot *slot, const struct envel
 	p->tag_len = (uint32_t)e->tag_len;
 	p->id_len = (uint32_t)e->id_len;
 	p->msg_len = (uint32_t)e->msg_len;
-	memcpy(p->data, e->tag, e->tag_len);
+	if (e->tag_len > 0) /* a tell has no tag, and e->tag may be NULL */
+		memcpy(p->data, e->tag, e->tag_len);
 	memcpy(p->data + e->tag_len, e->id, e->id_len);
 	memcpy(p->data + e->tag_len + e->id_len, e->msg, e->msg_len);
 	if (slot->tail)
