@@ -479,11 +479,11 @@ static int setup(struct loadgen *lg)
 		.name = lg->name,
 		.cookie = lg->o.cookie,
 		.port = 0,
-		.max_packet = 64u << 20,
+		.max_message_bytes = 64u << 20,
 		/* The windows bound what is queued; these limits only have
 		 * to stay out of the way. */
 		.outq_pause = 64u << 20,
-		.outq_max = 512u << 20,
+		.outq_max_bytes = 512u << 20,
 		.setup_ms = 7000,
 		.ticktime_ms = 60000,
 		.max_connections = 16,

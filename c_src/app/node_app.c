@@ -100,8 +100,8 @@ static int start_node(struct node_app *app)
 		.name = cfg->name,
 		.cookie = cfg->cookie,
 		.port = cfg->port,
-		.max_packet = cfg->max_message_bytes,
-		.outq_max = cfg->outq_max_bytes,
+		.max_message_bytes = cfg->max_message_bytes,
+		.outq_max_bytes = cfg->outq_max_bytes,
 		.outq_pause = cfg->outq_max_bytes / 8,
 		.setup_ms = 7000,
 		.ticktime_ms = cfg->net_ticktime * 1000u,
@@ -149,12 +149,12 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 	if (!cfg->proxy_only) {
 		struct coordinator_config ccfg = {
 			.node = app->node, .log = &app->log, .type_name = type->name, .name = coord_name,
-			.nshards = cfg->number_of_shards, .loop = app->loop,
+			.number_of_shards = cfg->number_of_shards, .loop = app->loop,
 			.rebalance_interval_ms = cfg->rebalance_interval_ms,
 			.rebalance_threshold = cfg->rebalance_threshold,
 			.max_simultaneous_rebalance = cfg->max_simultaneous_rebalance,
 			.handoff_timeout_ms = cfg->handoff_timeout_ms,
-			.min_members = cfg->min_nr_of_members,
+			.min_nr_of_members = cfg->min_nr_of_members,
 		};
 		h->coordinator = coordinator_start(&ccfg, &rc);
 		if (h->coordinator == NULL) {
@@ -172,8 +172,8 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 	}
 	struct region_config rcfg = {
 		.node = app->node, .loop = app->loop, .log = &app->log, .type = type,
-		.nshards = cfg->number_of_shards, .buffer_size = cfg->buffer_size,
-		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_ms = cfg->passivate_idle_after_ms,
+		.number_of_shards = cfg->number_of_shards, .buffer_size = cfg->buffer_size,
+		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_after_ms = cfg->passivate_idle_after_ms,
 		.coordinator_name = coord_name, .handoff_timeout_ms = cfg->handoff_timeout_ms,
 		.proxy_only = cfg->proxy_only,
 		.members_hosting = cluster_glue_members_hosting, .members_arg = &app->glue,

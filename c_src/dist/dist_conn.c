@@ -482,13 +482,13 @@ static void conn_process_input(struct dist_conn *c)
 		const uint8_t *body;
 		size_t body_len, consumed;
 		if (c->state == CONN_UP) {
-			switch (dist_frame_next(head, avail, c->settings->max_packet, &body, &body_len, &consumed)) {
+			switch (dist_frame_next(head, avail, c->settings->max_message_bytes, &body, &body_len, &consumed)) {
 			case DIST_FRAME_NEED_MORE:
 				return;
 			case DIST_FRAME_TOO_BIG: {
 				char why[96];
 				snprintf(why, sizeof why, "packet larger than max_message_bytes (%zu)",
-					 c->settings->max_packet);
+					 c->settings->max_message_bytes);
 				log_warn(c->settings->log, "connection %s: %s", peer_label(c), why);
 				dist_conn_close(c, why);
 				return;
@@ -600,9 +600,9 @@ int dist_conn_send(struct dist_conn *c, const char *ctl, size_t ctl_len, const c
 	if (body > UINT32_MAX)
 		return -EMSGSIZE;
 	struct bytebuf *q = c->state == CONN_UP ? &c->out : &c->pending;
-	if (dist_conn_queued(c) + 4 + body > c->settings->outq_max) {
+	if (dist_conn_queued(c) + 4 + body > c->settings->outq_max_bytes) {
 		char why[96];
-		snprintf(why, sizeof why, "output queue over %zu bytes: peer is not reading", c->settings->outq_max);
+		snprintf(why, sizeof why, "output queue over %zu bytes: peer is not reading", c->settings->outq_max_bytes);
 		log_warn(c->settings->log, "connection %s: %s", peer_label(c), why);
 		dist_conn_close(c, why);
 		return -ENOBUFS;

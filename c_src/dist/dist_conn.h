@@ -67,9 +67,9 @@ struct dist_settings {
 	const char *name;   /* our node name */
 	const char *cookie;
 	uint32_t creation;
-	size_t max_packet;   /* largest packet body accepted from a peer */
+	size_t max_message_bytes;   /* largest packet body accepted from a peer */
 	size_t outq_pause;   /* stop reading from a peer whose output queue is above this */
-	size_t outq_max;     /* close a connection whose output queue is above this */
+	size_t outq_max_bytes;     /* close a connection whose output queue is above this */
 	uint32_t setup_ms;   /* handshake deadline, as net_setuptime */
 	struct resolver *resolver; /* host names of peers we connect to */
 };

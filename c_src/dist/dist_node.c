@@ -721,7 +721,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	n->max_connections = cfg->max_connections;
 	n->settings = (struct dist_settings){
 		.loop = cfg->loop, .log = cfg->log, .name = n->name, .cookie = n->cookie,
-		.max_packet = cfg->max_packet, .outq_pause = cfg->outq_pause, .outq_max = cfg->outq_max,
+		.max_message_bytes = cfg->max_message_bytes, .outq_pause = cfg->outq_pause, .outq_max_bytes = cfg->outq_max_bytes,
 		.setup_ms = cfg->setup_ms,
 	};
 	n->hooks = (struct dist_conn_hooks){

@@ -34,9 +34,9 @@ struct dist_node_config {
 	const char *name;         /* "alive@host"; copied */
 	const char *cookie;       /* copied */
 	uint16_t port;            /* 0: ephemeral */
-	size_t max_packet;        /* largest packet accepted from a peer */
+	size_t max_message_bytes;        /* largest packet accepted from a peer */
 	size_t outq_pause;        /* per-connection output queue: pause reading above */
-	size_t outq_max;          /* per-connection output queue: close above */
+	size_t outq_max_bytes;          /* per-connection output queue: close above */
 	uint32_t setup_ms;        /* handshake deadline */
 	uint32_t ticktime_ms;     /* net_ticktime */
 	uint32_t max_connections; /* connections beyond this are closed at once */

@@ -73,7 +73,7 @@ static void forget_all(struct coordinator *c)
 	c->nproxies = 0;
 	c->nleaving = 0;
 	c->nmoving = 0;
-	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++)
 		c->home[s] = c->moving_to[s] = -1;
 }
 
@@ -313,7 +313,7 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 /* The old home has stopped the shard: it now lives at its new home. */
 static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang_pid *from)
 {
-	if (shard >= c->cfg.nshards || c->moving_to[shard] < 0)
+	if (shard >= c->cfg.number_of_shards || c->moving_to[shard] < 0)
 		return;
 	int32_t old = c->home[shard];
 	if (old < 0 || !term_pid_equal(&c->regions[old].pid, from))
@@ -343,7 +343,7 @@ static int rebalance_state_of(const struct coordinator *c, struct rebalance_stat
 		(*drains)[k] = is_draining(c, k) && !is_downed(c, k);
 	}
 	*st = (struct rebalance_state){
-		.nshards = c->cfg.nshards,
+		.nshards = c->cfg.number_of_shards,
 		.home = c->home,
 		.moving_to = c->moving_to,
 		.nregions = c->nregions,
@@ -364,7 +364,7 @@ static void drain(struct coordinator *c)
 	bool *takes, *drains;
 	if (rebalance_state_of(c, &st, &takes, &drains) != 0)
 		return;
-	struct rebalance_move *moves = malloc((c->cfg.nshards ? c->cfg.nshards : 1) * sizeof *moves);
+	struct rebalance_move *moves = malloc((c->cfg.number_of_shards ? c->cfg.number_of_shards : 1) * sizeof *moves);
 	size_t n = 0;
 	if (moves != NULL && rebalance_drain(&st, moves, &n) == 0)
 		for (size_t k = 0; k < n; k++)
@@ -382,7 +382,7 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	struct coordinator *c = arg;
 	evloop_timer_start(loop, &c->rebalance_timer, c->cfg.rebalance_interval_ms);
 	uint64_t now = evloop_now_ms(loop);
-	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++) {
 		if (c->moving_to[s] >= 0 && rebalance_overdue(c->moving_since[s], now, c->cfg.handoff_timeout_ms)) {
 			log_warn(c->cfg.log, "coordinator %s: move of shard %u abandoned after %u ms",
 				 c->cfg.type_name, s, c->cfg.handoff_timeout_ms);
@@ -400,7 +400,7 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	bool *takes, *drains;
 	if (rebalance_state_of(c, &st, &takes, &drains) != 0)
 		return;
-	size_t cap = room < c->cfg.nshards ? room : c->cfg.nshards;
+	size_t cap = room < c->cfg.number_of_shards ? room : c->cfg.number_of_shards;
 	struct rebalance_move *moves = malloc((cap ? cap : 1) * sizeof *moves);
 	size_t n = 0;
 	if (moves != NULL && rebalance_even_out(&st, c->cfg.rebalance_threshold, room, moves, &n) == 0)
@@ -459,7 +459,7 @@ static void on_hosting(struct coordinator *c, const erlang_pid *region, const ch
 		long long shard;
 		if (ei_decode_longlong(list, &i, &shard) < 0)
 			return;
-		if (shard < 0 || shard >= c->cfg.nshards)
+		if (shard < 0 || shard >= c->cfg.number_of_shards)
 			continue;
 		if (c->home[shard] < 0) {
 			c->home[shard] = k;
@@ -474,7 +474,7 @@ static void on_hosting(struct coordinator *c, const erlang_pid *region, const ch
 
 static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid *requester)
 {
-	if (!c->active || shard >= c->cfg.nshards)
+	if (!c->active || shard >= c->cfg.number_of_shards)
 		return;
 	if (find_region(c, requester) < 0 && find_proxy(c, requester) < 0) {
 		/* It believes it is registered with us, but we forgot it (or it
@@ -490,7 +490,7 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 	}
 	if (c->home[shard] < 0 && !all_reported(c))
 		return; /* allocating now could give away a shard a region still hosts */
-	if (c->home[shard] < 0 && coordinator_members_count(&c->members, CM_OWNERS) < c->cfg.min_members)
+	if (c->home[shard] < 0 && coordinator_members_count(&c->members, CM_OWNERS) < c->cfg.min_nr_of_members)
 		return; /* min_nr_of_members: the region asks again */
 	int32_t h = c->home[shard];
 	if (h < 0) {
@@ -526,9 +526,9 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 		return;
 	log_info(c->cfg.log, "coordinator %s: region %s stopped (%zu regions left)", c->cfg.type_name,
 		 region->node, c->nregions - 1);
-	uint32_t *orphans = malloc(c->cfg.nshards * sizeof *orphans);
+	uint32_t *orphans = malloc(c->cfg.number_of_shards * sizeof *orphans);
 	size_t norphans = 0;
-	for (uint32_t s = 0; s < c->cfg.nshards; s++) {
+	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++) {
 		if (c->moving_to[s] == k) {
 			/* Its new home is gone: the move is off, the shard stays. */
 			c->moving_to[s] = -1;
@@ -549,10 +549,10 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 				orphans[norphans++] = s;
 		}
 	}
-	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++)
 		if (c->home[s] > k)
 			c->home[s]--;
-	for (uint32_t s = 0; s < c->cfg.nshards; s++)
+	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++)
 		if (c->moving_to[s] > k)
 			c->moving_to[s]--;
 	memmove(&c->regions[k], &c->regions[k + 1], (c->nregions - (size_t)k - 1) * sizeof *c->regions);
@@ -591,9 +591,9 @@ static void coordinator_handle(void *ctx, struct proc *self, const struct proc_m
 struct coordinator *coordinator_start(const struct coordinator_config *cfg, int *err)
 {
 	struct coordinator *c = calloc(1, sizeof *c);
-	if (c == NULL || (c->home = malloc(cfg->nshards * sizeof *c->home)) == NULL ||
-	    (c->moving_to = malloc(cfg->nshards * sizeof *c->moving_to)) == NULL ||
-	    (c->moving_since = calloc(cfg->nshards, sizeof *c->moving_since)) == NULL) {
+	if (c == NULL || (c->home = malloc(cfg->number_of_shards * sizeof *c->home)) == NULL ||
+	    (c->moving_to = malloc(cfg->number_of_shards * sizeof *c->moving_to)) == NULL ||
+	    (c->moving_since = calloc(cfg->number_of_shards, sizeof *c->moving_since)) == NULL) {
 		if (c != NULL) {
 			free(c->home);
 			free(c->moving_to);
@@ -605,7 +605,7 @@ struct coordinator *coordinator_start(const struct coordinator_config *cfg, int 
 	c->cfg = *cfg;
 	if (c->cfg.allocate == NULL)
 		c->cfg.allocate = coordinator_least_shards;
-	for (uint32_t s = 0; s < cfg->nshards; s++)
+	for (uint32_t s = 0; s < cfg->number_of_shards; s++)
 		c->home[s] = c->moving_to[s] = -1;
 	evloop_timer_init(&c->rebalance_timer, on_rebalance_tick, c);
 	c->proc = dist_node_spawn(cfg->node, cfg->name, coordinator_handle, c, err);

@@ -52,7 +52,7 @@ struct coordinator_config {
 	const struct logger *log;
 	const char *type_name;
 	const char *name;       /* registered name */
-	uint32_t nshards;
+	uint32_t number_of_shards;
 	allocation_strategy_fn allocate; /* NULL: least shards */
 	void *allocate_arg;
 	struct evloop *loop;
@@ -60,7 +60,7 @@ struct coordinator_config {
 	uint32_t rebalance_threshold;    /* move while most - least > this */
 	uint32_t max_simultaneous_rebalance;
 	uint32_t handoff_timeout_ms;     /* a move not finished by then is abandoned */
-	uint32_t min_members;            /* allocate nothing before this many members host the type */
+	uint32_t min_nr_of_members;            /* allocate nothing before this many members host the type */
 };
 
 /* Spawns the coordinator proc. Returns it, or NULL with *err. */

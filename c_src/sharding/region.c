@@ -222,7 +222,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	int rc = entity_id_canonical(raw_id, raw_id_len, canon);
 	uint32_t shard = 0;
 	if (rc == 0)
-		rc = phash2_range(canon->buff, (size_t)canon->index, r->cfg.nshards, &shard);
+		rc = phash2_range(canon->buff, (size_t)canon->index, r->cfg.number_of_shards, &shard);
 	if (rc) {
 		e->id = raw_id;
 		e->id_len = raw_id_len;
@@ -268,7 +268,7 @@ void region_resume(struct region *r)
 	if (r->stopped || !region_may_deliver(r))
 		return;
 	region_remember_resume(r);
-	for (uint32_t s = 0; s < r->cfg.nshards && region_may_deliver(r); s++) {
+	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_may_deliver(r); s++) {
 		struct shard_slot *slot = &r->slots[s];
 		if (region_slot_hosted(&slot->st) && slot->head != NULL)
 			region_flush_slot(r, slot);
@@ -283,10 +283,10 @@ static void on_idle_sweep(struct evloop *loop, void *arg)
 	uint32_t now = region_now32(r);
 	/* Without a lease, entity code must not run (their stop callbacks), and
 	 * held messages make entities look idle. */
-	for (uint32_t s = 0; s < r->cfg.nshards && region_may_deliver(r); s++)
+	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_may_deliver(r); s++)
 		if (r->slots[s].shard != NULL)
-			shard_passivate_idle(r->slots[s].shard, now, r->cfg.passivate_idle_ms);
-	uint32_t every = r->cfg.passivate_idle_ms / 4;
+			shard_passivate_idle(r->slots[s].shard, now, r->cfg.passivate_idle_after_ms);
+	uint32_t every = r->cfg.passivate_idle_after_ms / 4;
 	evloop_timer_start(loop, &r->idle_timer, every < 10 ? 10 : every);
 }
 
@@ -341,7 +341,7 @@ static void on_internal(struct region *r, const struct shard_msg *sm, const erla
 		region_stats_on_answer(r, sm);
 		return;
 	}
-	if (sm->shard >= r->cfg.nshards)
+	if (sm->shard >= r->cfg.number_of_shards)
 		return;
 	if (sm->kind == SMSG_TELL) {
 		struct envelope e = {.from = sm->has_pid ? &sm->pid : NULL, .msg = sm->msg, .msg_len = sm->msg_len};
@@ -390,7 +390,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 struct region *region_start(const struct region_config *cfg, int *err)
 {
 	struct region *r = calloc(1, sizeof *r);
-	if (r == NULL || (r->slots = calloc(cfg->nshards, sizeof *r->slots)) == NULL) {
+	if (r == NULL || (r->slots = calloc(cfg->number_of_shards, sizeof *r->slots)) == NULL) {
 		free(r);
 		*err = -ENOMEM;
 		return NULL;
@@ -437,7 +437,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
-	if (cfg->passivate_idle_ms > 0)
+	if (cfg->passivate_idle_after_ms > 0)
 		on_idle_sweep(cfg->loop, r);
 	return r;
 }

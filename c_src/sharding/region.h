@@ -46,10 +46,10 @@ struct region_config {
 	struct evloop *loop;             /* not owned */
 	const struct logger *log;        /* not owned */
 	const struct entity_type *type;  /* not owned; static or plugin lifetime */
-	uint32_t nshards;
+	uint32_t number_of_shards;
 	uint32_t buffer_size;
 	uint32_t retry_interval_ms;
-	uint32_t passivate_idle_ms;      /* 0: never */
+	uint32_t passivate_idle_after_ms;      /* 0: never */
 	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
 	bool proxy_only;                 /* route, never host a shard */
 	/* The members hosting the type (members_hosting.h), for

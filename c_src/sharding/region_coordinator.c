@@ -101,9 +101,9 @@ static void send_registration(struct region *r)
 		ei_x_free(&x);
 		return; /* hosts nothing: no report */
 	}
-	uint32_t *hosted = malloc(r->cfg.nshards * sizeof *hosted);
+	uint32_t *hosted = malloc(r->cfg.number_of_shards * sizeof *hosted);
 	size_t n = 0;
-	for (uint32_t s = 0; hosted != NULL && s < r->cfg.nshards; s++)
+	for (uint32_t s = 0; hosted != NULL && s < r->cfg.number_of_shards; s++)
 		if (region_slot_hosted(&r->slots[s].st))
 			hosted[n++] = s;
 	x.index = 0;
@@ -139,7 +139,7 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 	if (first)
 		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.type->name,
 			  coordinator->node);
-	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct region_slot_event ev = event(r, SLOT_REGISTERED);
 		/* Only an unknown home is asked for on this account. */
 		ev.remembered = r->slots[s].st.state == SLOT_UNKNOWN && region_remember_wants_home(r, s);
@@ -168,7 +168,7 @@ static void on_register_again(struct region *r, const erlang_pid *coordinator)
 void region_on_nodedown(void *arg, const char *peer)
 {
 	struct region *r = arg;
-	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
 		if (slot->st.state == SLOT_REMOTE && strcmp(slot->home_region.node, peer) == 0)
 			step(r, s, event(r, SLOT_HOME_LOST));
@@ -187,7 +187,7 @@ int region_set_downed(struct region *r, const char *const *nodes, size_t n)
 	int rc = node_set_assign(&r->downed, nodes, n);
 	if (rc)
 		return rc;
-	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
 		if (slot->st.state == SLOT_REMOTE && region_is_downed(r, slot->home_region.node))
 			step(r, s, event(r, SLOT_HOME_LOST));
@@ -199,7 +199,7 @@ int region_set_downed(struct region *r, const char *const *nodes, size_t n)
 
 static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *home)
 {
-	if (shard >= r->cfg.nshards)
+	if (shard >= r->cfg.number_of_shards)
 		return;
 	struct shard_slot *slot = &r->slots[shard];
 	bool here = term_pid_equal(home, &r->pid);
@@ -310,7 +310,7 @@ void region_on_retry(struct evloop *loop, void *arg)
 	} else {
 		/* Unanswered requests, handoffs past their deadline, moves
 		 * that never ended (region_slot.h). */
-		for (uint32_t s = 0; s < r->cfg.nshards; s++)
+		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 			step(r, s, event(r, SLOT_TICK));
 	}
 	/* Messages held for a lease that came back unnoticed go now. */

@@ -64,7 +64,7 @@ struct region {
 	char coordinator_name[256]; /* its registered name */
 	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
-	struct shard_slot *slots;   /* cfg.nshards of them */
+	struct shard_slot *slots;   /* cfg.number_of_shards of them */
 	uint32_t buffered;          /* the sum of the slots' nbuffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t delivered, dropped, forwarded;

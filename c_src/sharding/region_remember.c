@@ -73,7 +73,7 @@ void region_remember_resume(struct region *r)
 	if (!r->remembered_pending)
 		return;
 	r->remembered_pending = false;
-	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		if (region_slot_hosted(&r->slots[s].st) && r->slots[s].remembered_pending)
 			region_start_remembered(r, r->slots[s].shard);
 }
@@ -90,7 +90,7 @@ bool region_remember_wants_home(const struct region *r, uint32_t shard)
 static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t len)
 {
 	struct region *r = arg;
-	if (shard >= r->cfg.nshards || !region_slot_hosted(&r->slots[shard].st))
+	if (shard >= r->cfg.number_of_shards || !region_slot_hosted(&r->slots[shard].st))
 		return;
 	if (!region_may_deliver(r)) {
 		r->slots[shard].remembered_pending = true; /* region_remember_resume starts it */
@@ -103,7 +103,7 @@ static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t
 static bool hosts_shard(void *arg, uint32_t shard)
 {
 	const struct region *r = arg;
-	return shard < r->cfg.nshards && region_slot_hosted(&r->slots[shard].st);
+	return shard < r->cfg.number_of_shards && region_slot_hosted(&r->slots[shard].st);
 }
 
 static void reannounce(void *arg, uint32_t shard, const char *id, size_t len)
@@ -137,11 +137,11 @@ void region_members_changed(struct region *r)
 {
 	if (r->replica == NULL || r->stopped)
 		return;
-	uint32_t *hosted = malloc(r->cfg.nshards * sizeof *hosted);
+	uint32_t *hosted = malloc(r->cfg.number_of_shards * sizeof *hosted);
 	if (hosted == NULL)
 		return;
 	size_t n = 0;
-	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		if (sends_snapshot_of(r, &r->slots[s]))
 			hosted[n++] = s;
 	remember_replica_sync(r->replica, hosted, n);

@@ -31,7 +31,7 @@ struct stats_request {
 void region_get_stats(const struct region *r, struct region_stats *out)
 {
 	memset(out, 0, sizeof *out);
-	for (uint32_t s = 0; s < r->cfg.nshards; s++)
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		if (r->slots[s].shard)
 			out->entities += r->slots[s].shard->entities.count;
 	out->shards = r->nlocal;
@@ -59,7 +59,7 @@ void region_encode_state(struct region *r, ei_x_buff *x)
 	ei_x_encode_tuple_header(x, 2);
 	ei_x_encode_atom(x, "ok");
 	ei_x_encode_map_header(x, r->nlocal);
-	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard *sh = r->slots[s].shard;
 		if (sh == NULL)
 			continue;
@@ -96,7 +96,7 @@ void region_encode_stats(struct region *r, ei_x_buff *x)
 static void encode_local_counts(struct region *r, ei_x_buff *x)
 {
 	ei_x_encode_map_header(x, r->nlocal);
-	for (uint32_t s = 0; s < r->cfg.nshards; s++) {
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard *sh = r->slots[s].shard;
 		if (sh == NULL)
 			continue;
