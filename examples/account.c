@@ -5,8 +5,13 @@
  *   {withdraw, N} -> the new balance, or {error, insufficient_funds}
  *   balance       -> the balance
  *
+ * Its state, the balance, travels with its shard and survives in a store
+ * (entity API v2: encode_state and decode_state, and handle says when a
+ * message changed it).
+ *
  * Start a node hosting it with `priv/shardnode --name a@127.0.0.1 --types account`.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "entity.h"
@@ -31,18 +36,18 @@ static enum entity_after account_handle(void *state, const char *msg, size_t len
 		if (strcmp(op, "deposit") == 0) {
 			a->balance += amount;
 			ei_x_encode_longlong(reply, a->balance);
-			return ENTITY_CONTINUE;
+			return ENTITY_CONTINUE | ENTITY_CHANGED;
 		}
 		if (strcmp(op, "withdraw") == 0) {
 			if (amount > a->balance) {
 				ei_x_encode_tuple_header(reply, 2);
 				ei_x_encode_atom(reply, "error");
 				ei_x_encode_atom(reply, "insufficient_funds");
-			} else {
-				a->balance -= amount;
-				ei_x_encode_longlong(reply, a->balance);
+				return ENTITY_CONTINUE;
 			}
-			return ENTITY_CONTINUE;
+			a->balance -= amount;
+			ei_x_encode_longlong(reply, a->balance);
+			return ENTITY_CONTINUE | ENTITY_CHANGED;
 		}
 	}
 	/* entity_reply_unknown lives in the node; a plugin encodes the error itself. */
@@ -54,11 +59,31 @@ static enum entity_after account_handle(void *state, const char *msg, size_t len
 	return ENTITY_CONTINUE;
 }
 
+/* The state as a term: the balance, an integer. */
+static int account_encode_state(const void *state, ei_x_buff *out)
+{
+	const struct account *a = state;
+	return ei_x_encode_longlong(out, a->balance) < 0 ? -ENOMEM : 0;
+}
+
+static int account_decode_state(void *state, const char *term, size_t len)
+{
+	struct account *a = state;
+	int i = 0;
+	long long balance;
+	if (ei_decode_longlong(term, &i, &balance) < 0 || (size_t)i != len || balance < 0)
+		return -EPROTO;
+	a->balance = balance;
+	return 0;
+}
+
 static const struct entity_type account_type = {
 	.api_version = ENTITY_API_VERSION,
 	.name = "account",
 	.state_size = sizeof(struct account),
 	.handle = account_handle,
+	.encode_state = account_encode_state,
+	.decode_state = account_decode_state,
 };
 
 const struct entity_type *shardnode_entity_type(void);

@@ -27,16 +27,25 @@
 
 #include <ei.h>
 
-#define ENTITY_API_VERSION 1
+/* The version this header describes. A type sets api_version to the
+ * version it was written for: 1 (no state callbacks: the struct ends at
+ * `stop`) or 2. The node reads the v2 fields only of a type that says 2, so
+ * a v1 plugin built against the older, shorter struct still loads. */
+#define ENTITY_API_VERSION 2
+#define ENTITY_API_VERSION_1 1
 
-/* What handle() asks of the node after its reply is sent. */
+/* What handle() asks of the node after its reply is sent: ENTITY_CONTINUE
+ * or ENTITY_STOP, with ENTITY_CHANGED or-ed in (API v2) when the message
+ * changed the state: `return ENTITY_CONTINUE | ENTITY_CHANGED;`. State a
+ * message did not change is never encoded or written. */
 enum entity_after {
 	ENTITY_CONTINUE = 0, /* keep the entity */
 	ENTITY_STOP = 1,     /* stop it now (passivate); its next message starts it afresh */
+	ENTITY_CHANGED = 2,  /* v2: the message changed the state */
 };
 
 struct entity_type {
-	uint32_t api_version;   /* ENTITY_API_VERSION */
+	uint32_t api_version;   /* ENTITY_API_VERSION (2), or 1 */
 	const char *name;       /* the region's registered name: an atom, [a-z][a-z0-9_]* */
 	size_t state_size;      /* bytes of state per live entity; may be 0 */
 
@@ -56,6 +65,25 @@ struct entity_type {
 	/* Releases what the state points to. The node frees the state itself.
 	 * May be NULL. */
 	void (*stop)(void *state);
+
+	/* ---- API v2: read only when api_version >= 2 ---- */
+
+	/* Encodes the live state as one Erlang term (no version byte) into
+	 * `out`, an initialised ei_x_buff to append to; binary_to_term/1 on a
+	 * BEAM must read it. Returns 0, or -ENOMEM. Must not change the state.
+	 * Both this and decode_state, or neither: a type without them keeps
+	 * no state across moves and restarts (it starts fresh, as in v1). */
+	int (*encode_state)(const void *state, ei_x_buff *out);
+
+	/* Restores a state that encode_state wrote, here or on another node
+	 * (of any shardnode version with this API). Called after start, on
+	 * the zeroed state, before the incarnation's first message. `term`
+	 * (no version byte, len bytes) has been validated: ei's decoders are
+	 * safe on it. Returns 0; -EPROTO (or -EINVAL) when the term is not a
+	 * state of this type: the entity then does not start, and the message
+	 * is answered {error, {entity_start_failed, Errno}}; -ENOMEM. On
+	 * error, stop is still called, so the state must stay releasable. */
+	int (*decode_state)(void *state, const char *term, size_t len);
 };
 
 /* Encodes {error, {unknown_message, Msg}} into reply; for handle(). */

@@ -1,7 +1,7 @@
 /* entity_plugin.c — see entity_plugin.h. */
 #include "entity/entity_plugin.h"
+#include "entity/entity_type.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,16 +12,6 @@
 #include <unistd.h>
 
 typedef const struct entity_type *(*type_fn)(void);
-
-static bool valid_name(const char *s)
-{
-	if (s == NULL || !islower((unsigned char)s[0]) || strlen(s) > 255)
-		return false;
-	for (; *s; s++)
-		if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '_')
-			return false;
-	return true;
-}
 
 static bool name_taken(const struct entity_type *const *list, const char *name)
 {
@@ -54,14 +44,8 @@ void entity_plugins_load(struct entity_plugins *p, const char *dir, const struct
 		type_fn fn;
 		*(void **)(&fn) = dlsym(h, "shardnode_entity_type");
 		const struct entity_type *t = fn ? fn() : NULL;
-		const char *why = NULL;
-		if (fn == NULL)
-			why = "no shardnode_entity_type symbol";
-		else if (t == NULL || t->api_version != ENTITY_API_VERSION)
-			why = "entity API version mismatch";
-		else if (!valid_name(t->name) || t->handle == NULL)
-			why = "invalid name or no handle callback";
-		else if (name_taken(taken, t->name) || name_taken(p->types, t->name))
+		const char *why = fn == NULL ? "no shardnode_entity_type symbol" : entity_type_invalid(t);
+		if (why == NULL && (name_taken(taken, t->name) || name_taken(p->types, t->name)))
 			why = "a type of that name already exists";
 		if (why != NULL) {
 			log_warn(log, "entity plugin %s skipped: %s", path, why);

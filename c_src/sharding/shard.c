@@ -1,5 +1,6 @@
 /* shard.c — see shard.h. */
 #include "sharding/shard.h"
+#include "entity/entity_type.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -95,7 +96,7 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	enum entity_after after = s->type->handle(entity_state(e), msg, msg_len, reply);
 	if (reply->index == 0)
 		entity_reply_unknown(reply, msg, msg_len); /* a type that forgot to reply */
-	if (after == ENTITY_STOP)
+	if (entity_after_stops(after))
 		retire_entity(s, e);
 	return 0;
 }

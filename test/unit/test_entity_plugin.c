@@ -25,6 +25,7 @@
 
 #include "entity/entity_builtin.h"
 #include "entity/entity_plugin.h"
+#include "entity/entity_type.h"
 #include "base/log.h"
 #include "unit_helpers.h"
 
@@ -169,7 +170,7 @@ static enum entity_after call(const struct entity_type *t, void *state, const ch
 static long long call_int(const struct entity_type *t, void *state, const char *fmt)
 {
 	ei_x_buff r;
-	cr_assert_eq(call(t, state, fmt, &r), ENTITY_CONTINUE);
+	cr_assert_not(entity_after_stops(call(t, state, fmt, &r)), "%s keeps the entity", fmt);
 	int i = 0;
 	long long v;
 	cr_assert_eq(ei_decode_longlong(r.buff, &i, &v), 0, "%s: an integer reply", fmt);
@@ -316,8 +317,8 @@ Test(entity_plugin, account_loads_and_handles)
 	cr_assert_null(p.types[1]);
 	const struct entity_type *t = p.types[0];
 	cr_assert_str_eq(t->name, "account");
-	cr_assert_eq(t->api_version, 1);
 	cr_assert_eq(t->api_version, ENTITY_API_VERSION);
+	cr_assert(entity_type_keeps_state(t), "the example implements API v2");
 	cr_assert_not_null(t->handle);
 	cr_assert_gt(t->state_size, 0);
 	cr_assert_not_null(p.handles[0]);
@@ -334,7 +335,22 @@ Test(entity_plugin, account_loads_and_handles)
 	cr_assert_eq(call_int(t, state, "{withdraw, 4}"), 11);
 	cr_assert_eq(call_int(t, state, "balance"), 11);
 	ei_x_buff r;
-	cr_assert_eq(call(t, state, "{withdraw, 100}", &r), ENTITY_CONTINUE);
+	cr_assert_eq(call(t, state, "{deposit, 1}", &r), ENTITY_CONTINUE | ENTITY_CHANGED, "a deposit changes it");
+	ei_x_free(&r);
+	cr_assert_eq(call(t, state, "balance", &r), ENTITY_CONTINUE, "reading changes nothing");
+	ei_x_free(&r);
+	/* API v2: the balance as a term, restored into a fresh state. */
+	ei_x_buff st;
+	sn_x_new(&st);
+	cr_assert_eq(t->encode_state(state, &st), 0);
+	void *copy = calloc(1, t->state_size);
+	cr_assert_not_null(copy);
+	cr_assert_eq(t->decode_state(copy, st.buff, (size_t)st.index), 0);
+	cr_assert_eq(call_int(t, copy, "balance"), 12);
+	cr_assert_eq(t->decode_state(copy, "\x64\x00\x01x", 4), -EPROTO, "an atom is no balance");
+	free(copy);
+	ei_x_free(&st);
+	cr_assert_eq(call(t, state, "{withdraw, 100}", &r), ENTITY_CONTINUE, "a refused withdrawal changes nothing");
 	char *text = NULL;
 	int i = 0;
 	cr_assert_geq(ei_s_print_term(&text, r.buff, &i), 0);
