@@ -28,7 +28,7 @@ NODE_COOKIE ?= shardnode
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all deps run test check analyze unit ct bench clean erl
+.PHONY: all deps run test check analyze unit tsan ct bench clean erl
 
 all: priv/shardnode $(PLUGINS) erl
 
@@ -65,6 +65,19 @@ unit: build/asan/unit $(PLUGINS)
 	if grep -q 'ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:' build/asan/unit.out; then \
 		echo 'unit: a sanitizer reported an error (above)' >&2; exit 1; fi; exit $$rc
 
+# ThreadSanitizer over the code that runs threads: the resolver's look-up
+# threads, which hand their answers to the loop through a pipe. A plain
+# program, test/tsan/*.c (Criterion's runner cannot run under TSan); any
+# race reported fails it.
+TSAN_PROGS := $(patsubst test/tsan/%.c,build/tsan/%,$(wildcard test/tsan/*.c))
+TSAN_SRC := c_src/base/evloop.c c_src/base/resolver.c
+build/tsan/%: test/tsan/%.c $(TSAN_SRC) $(HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 -fsanitize=thread -fno-omit-frame-pointer -o $@ $< $(TSAN_SRC) -lpthread
+
+tsan: $(TSAN_PROGS)
+	@for p in $(TSAN_PROGS); do TSAN_OPTIONS=halt_on_error=1 $$p || exit 1; done
+
 # common_test suites against real OTP nodes.
 ct: all
 	rebar3 ct --dir test
@@ -88,6 +101,7 @@ build/analyze/%.o: c_src/%.c $(HDR)
 test: deps
 	$(MAKE) check
 	$(MAKE) analyze
+	$(MAKE) tsan
 	$(MAKE) all
 	scripts/run-tests.sh
 
