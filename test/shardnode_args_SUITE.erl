@@ -162,6 +162,8 @@ refused(Config) ->
          {Name#{config => [{a, 1}]}, {bad_option, {config, [{a, 1}]}}},
          {Name#{extra_args => verbose}, {bad_option, {extra_args, verbose}}},
          {Name#{extra_args => [{x}]}, {bad_option, {extra_args, {x}}}},
+         %% One string where a list of them belongs: not one argument per character.
+         {Name#{extra_args => "--x"}, {bad_option, {extra_args, "--x"}}},
          {Name#{ready_timeout => -1}, {bad_option, {ready_timeout, -1}}}],
     [?assertEqual({Opts, {error, Reason}}, {Opts, command(Config, Opts)})
      || {Opts, Reason} <- Refused],

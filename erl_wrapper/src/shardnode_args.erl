@@ -228,6 +228,14 @@ config_value(V) when is_list(V) ->
 config_value(V) ->
     lists:flatten(io_lib:format("~0tp", [V])).
 
+%% A list of arguments. One string ("--verbose") is a list of character
+%% codes, each of which would become an argument ("45", "45", ...): refused,
+%% since no one means that.
+extra_args(#{extra_args := [C | _] = Args}) when is_integer(C) ->
+    case io_lib:printable_unicode_list(Args) of
+        true -> bad({extra_args, Args});
+        false -> [to_string(extra_args, A) || A <- Args]
+    end;
 extra_args(#{extra_args := Args}) when is_list(Args) ->
     [to_string(extra_args, A) || A <- Args];
 extra_args(#{extra_args := Other}) ->
