@@ -17,10 +17,15 @@ static enum member_merge_verdict verdict_of(const struct member_facts *in, const
 {
 	bool in_down = is_down(in->status), have_down = is_down(have->status);
 	/* A joining entry has no up-number yet: the seed lists a rejoining
-	 * node with a version above any the old incarnation reached. */
+	 * node with a version above any the old incarnation reached. At the
+	 * same version the joining entry wins: a down made from a joining
+	 * entry is a version above it (membership_down), so a down at the
+	 * same version was made from another entry of an older incarnation
+	 * (two members downing it from entries of different versions), and
+	 * if neither side took the other's, the two would never agree. */
 	if (have_down && !in_down) {
 		if (in->up_number == 0)
-			return in->version > have->version ? MEMBER_MERGE_NEW_INCARNATION : MEMBER_MERGE_KEEP;
+			return in->version >= have->version ? MEMBER_MERGE_NEW_INCARNATION : MEMBER_MERGE_KEEP;
 		return in->up_number > have->up_number ? MEMBER_MERGE_NEW_INCARNATION : MEMBER_MERGE_KEEP;
 	}
 	if (in_down && !have_down) {
