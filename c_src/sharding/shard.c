@@ -35,9 +35,12 @@ static void retire_entity(struct shard *s, struct entity *e)
 	entity_table_remove(&s->entities, e);
 }
 
-/* Inserts and starts an entity. Returns it, or NULL with *rc: -ENOMEM, or
- * the start callback's non-zero result. */
-static struct entity *start_entity(struct shard *s, const char *id, size_t id_len, uint32_t hash, int *rc)
+/* Inserts and starts an entity and, given a state term (state != NULL),
+ * restores it with decode_state. Returns it, or NULL with *rc: -ENOMEM,
+ * the start callback's non-zero result, or decode_state's (the entity is
+ * then stopped and nothing is left behind). */
+static struct entity *start_entity_with(struct shard *s, const char *id, size_t id_len, uint32_t hash,
+					const char *state, size_t state_len, int *rc)
 {
 	struct entity *e = entity_table_insert(&s->entities, id, id_len, hash, s->type->state_size);
 	if (e == NULL) {
@@ -48,10 +51,36 @@ static struct entity *start_entity(struct shard *s, const char *id, size_t id_le
 		entity_table_remove(&s->entities, e);
 		return NULL;
 	}
+	if (state != NULL && (*rc = s->type->decode_state(entity_state(e), state, state_len)) != 0) {
+		/* decode_state's contract: the state stays releasable. */
+		if (s->type->stop)
+			s->type->stop(entity_state(e));
+		entity_table_remove(&s->entities, e);
+		return NULL;
+	}
 	s->started++;
 	if (s->observer.started)
 		s->observer.started(s->observer.arg, s->id, id, id_len);
 	return e;
+}
+
+static struct entity *start_entity(struct shard *s, const char *id, size_t id_len, uint32_t hash, int *rc)
+{
+	return start_entity_with(s, id, id_len, hash, NULL, 0, rc);
+}
+
+int shard_restore_entity(struct shard *s, const char *id, size_t id_len, const char *state, size_t state_len,
+			 uint32_t now_ms)
+{
+	uint32_t hash = entity_table_hash(id, id_len);
+	if (entity_table_find(&s->entities, id, id_len, hash) != NULL)
+		return 0;
+	int rc = 0;
+	struct entity *e = start_entity_with(s, id, id_len, hash, state, state_len, &rc);
+	if (e == NULL)
+		return rc == -ENOMEM ? -ENOMEM : -EPROTO;
+	e->last_active = now_ms;
+	return 1;
 }
 
 int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t now_ms)

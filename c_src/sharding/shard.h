@@ -53,6 +53,15 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
  * left behind). */
 int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t now_ms);
 
+/* Starts the entity with canonical id bytes `id` and restores the state
+ * term state[0..state_len) into it (the type keeps state:
+ * entity_type_keeps_state; the term is validated), for a state moved with
+ * its shard. Returns 1 (started; the observer hears it), 0 (live already:
+ * left as it is), -ENOMEM, or -EPROTO (start or decode_state refused;
+ * nothing is left behind). */
+int shard_restore_entity(struct shard *s, const char *id, size_t id_len, const char *state, size_t state_len,
+			 uint32_t now_ms);
+
 /* Stops entities idle for at least idle_ms. Returns how many. */
 size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms);
 

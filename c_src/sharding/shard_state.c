@@ -54,38 +54,6 @@ int shard_state_export(const struct shard *s, struct shard_state_cursor *cur, si
 	return keeps && next < t->cap ? 1 : 0;
 }
 
-/* Starts the entity with canonical id `id` and restores `state` into it.
- * Returns 1 (started), 0 (live already: left as it is), or an error with
- * nothing left behind. */
-static int restore_one(struct shard *s, const char *id, size_t id_len, const char *state, size_t state_len,
-		       uint32_t now_ms)
-{
-	uint32_t hash = entity_table_hash(id, id_len);
-	if (entity_table_find(&s->entities, id, id_len, hash) != NULL)
-		return 0;
-	struct entity *e = entity_table_insert(&s->entities, id, id_len, hash, s->type->state_size);
-	if (e == NULL)
-		return -ENOMEM;
-	int rc = s->type->start ? s->type->start(entity_state(e), id, id_len) : 0;
-	if (rc != 0) {
-		entity_table_remove(&s->entities, e);
-		return -EPROTO;
-	}
-	rc = s->type->decode_state(entity_state(e), state, state_len);
-	if (rc != 0) {
-		/* decode_state's contract: the state stays releasable. */
-		if (s->type->stop)
-			s->type->stop(entity_state(e));
-		entity_table_remove(&s->entities, e);
-		return rc == -ENOMEM ? -ENOMEM : -EPROTO;
-	}
-	e->last_active = now_ms;
-	s->started++;
-	if (s->observer.started)
-		s->observer.started(s->observer.arg, s->id, id, id_len);
-	return 1;
-}
-
 int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t now_ms, size_t *restored)
 {
 	*restored = 0;
@@ -116,11 +84,11 @@ int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t 
 			rc = -EPROTO;
 			break;
 		}
-		rc = restore_one(s, id.buff, (size_t)id.index, state, state_len, now_ms);
-		if (rc > 0)
+		rc = shard_restore_entity(s, id.buff, (size_t)id.index, state, state_len, now_ms);
+		if (rc > 0) {
 			(*restored)++;
-		if (rc > 0)
 			rc = 0;
+		}
 	}
 	if (rc == 0 && n > 0) {
 		/* The tail of a proper list. */
