@@ -305,7 +305,7 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	if (shard_msg_encode_handoff(&x, shard, acks) == 0)
+	if (shard_msg_encode_handoff(&x, shard, acks, &c->regions[to].pid) == 0)
 		send_to_region(c, from, &x);
 	ei_x_free(&x);
 }

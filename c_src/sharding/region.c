@@ -282,9 +282,10 @@ static void on_idle_sweep(struct evloop *loop, void *arg)
 	struct region *r = arg;
 	uint32_t now = region_now32(r);
 	/* Without a lease, entity code must not run (their stop callbacks), and
-	 * held messages make entities look idle. */
+	 * held messages make entities look idle. A shard sending its states
+	 * to its new home is frozen: not hosted, so left alone. */
 	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_may_deliver(r); s++)
-		if (r->slots[s].shard != NULL)
+		if (r->slots[s].shard != NULL && region_slot_hosted(&r->slots[s].st))
 			shard_passivate_idle(r->slots[s].shard, now, r->cfg.passivate_idle_after_ms);
 	uint32_t every = r->cfg.passivate_idle_after_ms / 4;
 	evloop_timer_start(loop, &r->idle_timer, every < 10 ? 10 : every);

@@ -4,7 +4,8 @@
  * coordinator, asking for shard homes and taking its answers, and handoff
  * between regions (begin_handoff, handoff_ack, handoff, shard_stopped),
  * with what nodedown and downed members change. The states a shard goes
- * through are region_slot.h's; this file does what its steps say.
+ * through are region_slot.h's; this file does what its steps say. The
+ * entity states a handoff carries are region_handoff_state.c's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ static void stop_shard(struct region *r, uint32_t shard)
 		slot->shard = NULL;
 		r->nlocal--;
 	}
+	slot->out.destination_known = false;
 	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
 	log_debug(r->cfg.log, "region %s: shard %u handed off", r->cfg.type->name, shard);
 }
@@ -56,14 +58,21 @@ static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
 	struct shard_slot *slot = &r->slots[shard];
 	struct region_slot_timing t;
 	unsigned todo;
+	ev.carry_state = region_state_to_carry(r, slot);
 	if (region_slot_step(&slot->st, timing(r, &t), &ev, &todo) != 0)
 		return;
+	/* States restored ahead of a move are kept only while the move is
+	 * on (on_shard_home takes them first when it ends here). */
+	if (slot->st.state != SLOT_MOVING)
+		region_state_drop_incoming(slot);
 	if (todo & SLOT_DO_ASK)
 		region_send_to_coordinator(r, SMSG_GET_SHARD_HOME, shard);
 	if (todo & SLOT_DO_FLUSH)
 		region_flush_slot(r, slot);
 	if (todo & SLOT_DO_HAND_OFF)
 		region_hand_off_when_flushed(r, shard);
+	if (todo & SLOT_DO_SEND_STATE)
+		region_state_send_start(r, shard); /* steps again when done */
 	if (todo & SLOT_DO_STOP)
 		stop_shard(r, shard);
 	if (todo & SLOT_DO_REPORT_STOPPED)
@@ -73,6 +82,11 @@ static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
 static struct region_slot_event event(const struct region *r, enum region_slot_event_kind kind)
 {
 	return (struct region_slot_event){.kind = kind, .now = evloop_now_ms(r->cfg.loop)};
+}
+
+void region_step(struct region *r, uint32_t shard, enum region_slot_event_kind kind)
+{
+	step(r, shard, event(r, kind));
 }
 
 /* Unregistered, the request goes out when the coordinator acknowledges
@@ -175,6 +189,7 @@ void region_on_nodedown(void *arg, const char *peer)
 	}
 	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
 		r->registered = false;
+	region_state_on_nodedown(r, peer);
 }
 
 bool region_is_downed(const struct region *r, const char *node)
@@ -191,6 +206,9 @@ int region_set_downed(struct region *r, const char *const *nodes, size_t n)
 		struct shard_slot *slot = &r->slots[s];
 		if (slot->st.state == SLOT_REMOTE && region_is_downed(r, slot->home_region.node))
 			step(r, s, event(r, SLOT_HOME_LOST));
+		/* A downed new home cannot take the shard's states. */
+		if (slot->st.state == SLOT_SENDING_STATE && region_is_downed(r, slot->home_region.node))
+			step(r, s, event(r, SLOT_STATE_SENT));
 	}
 	return 0;
 }
@@ -208,7 +226,11 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	if (here && r->cfg.proxy_only)
 		return; /* never happens with a correct coordinator: a proxy hosts nothing */
 	if (here && slot->shard == NULL) {
-		slot->shard = shard_new(shard, r->cfg.type);
+		/* The entities restored from the states the old home sent, or,
+		 * with none, a fresh shard. */
+		slot->shard = region_state_take_incoming(slot);
+		if (slot->shard == NULL)
+			slot->shard = shard_new(shard, r->cfg.type);
 		if (slot->shard == NULL)
 			return; /* retried: the home request stays outstanding */
 		r->nlocal++;
@@ -253,8 +275,15 @@ void region_hand_off_when_flushed(struct region *r, uint32_t shard)
 	step(r, shard, event(r, SLOT_HANDED_OFF));
 }
 
-static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed)
+static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed, const erlang_pid *to)
 {
+	struct shard_slot *slot = &r->slots[shard];
+	/* Only a hosted slot goes anywhere; a remote one's home_region is its
+	 * home and must stay so. */
+	if (region_slot_hosted(&slot->st)) {
+		slot->home_region = *to;
+		slot->out.destination_known = true;
+	}
 	struct region_slot_event ev = event(r, SLOT_HANDOFF);
 	ev.acks_needed = acks_needed;
 	step(r, shard, ev);
@@ -291,11 +320,15 @@ void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, con
 		on_begin_handoff(r, sm->shard, &sm->pid);
 		break;
 	case SMSG_HANDOFF:
-		on_handoff(r, sm->shard, sm->count);
+		on_handoff(r, sm->shard, sm->count, &sm->pid);
 		break;
 	case SMSG_HANDOFF_ACK:
 		/* Acks may come before the coordinator's handoff message. */
 		step(r, sm->shard, event(r, SLOT_HANDOFF_ACK));
+		break;
+	case SMSG_SHARD_STATE:
+	case SMSG_SHARD_STATE_ACK:
+		region_state_on_msg(r, sm);
 		break;
 	default:
 		break;

@@ -6,6 +6,7 @@
  *                         the mailbox, start and free, the lease gate
  *   region_coordinator.c  registering with the coordinator, shard homes,
  *                         handoff (on the shard slots of region_slot.h)
+ *   region_handoff_state.c entity states streamed to a shard's new home
  *   region_remember.c     remembered entities (remember_replica.h)
  *   region_stats.c        the inspection calls, the cluster-stats aggregator
  *   region_shutdown.c     graceful_shutdown and region_shutdown
@@ -31,6 +32,7 @@
 #include "sharding/remember_replica.h"
 #include "sharding/shard.h"
 #include "sharding/shard_msg.h"
+#include "sharding/shard_state.h"
 
 /* How soon an unregistered region tries again. */
 #define REGION_REGISTER_RETRY_MS 100
@@ -40,9 +42,25 @@ struct pending;
 /* A get_cluster_sharding_stats call waiting for the members (region_stats.c). */
 struct stats_request;
 
+/* The old home's side of a state stream (region_handoff_state.c). */
+struct state_out {
+	bool destination_known;  /* the handoff named the new home (home_region) */
+	struct shard_state_cursor cursor; /* the next chunk starts here */
+	uint32_t next_seq;       /* the next chunk's number */
+	uint32_t acked;          /* chunks the new home acknowledged */
+	bool last_sent;          /* the final chunk is out */
+};
+
 struct shard_slot {
 	struct region_slot st;   /* where the shard lives (region_slot.h) */
-	erlang_pid home_region;  /* SLOT_REMOTE */
+	/* SLOT_REMOTE: the home. HANDING_OFF and SENDING_STATE: the new home
+	 * the shard goes to, once out.destination_known. */
+	erlang_pid home_region;
+	struct state_out out;    /* SENDING_STATE */
+	/* MOVING, at the new home: the entities restored from the state
+	 * chunks that came, taken as the shard when shard_home names this
+	 * region, dropped when the slot leaves MOVING otherwise. Owned. */
+	struct shard *incoming;
 	/* While hosted. A coordinator that names another home for a hosted
 	 * shard (SLOT_HOME_THERE) leaves it here, running. */
 	struct shard *shard;
@@ -127,7 +145,8 @@ bool region_is_downed(const struct region *r, const char *node);
 
 /* The coordinator's messages and the handoff protocol between regions:
  * registered, register_again, shard_home, begin_handoff, handoff,
- * handoff_ack (`sm->shard` < nshards). Orders from a coordinator we are
+ * handoff_ack, and the state stream (shard_state, shard_state_ack), all
+ * with `sm->shard` < nshards. Orders from a coordinator we are
  * not registered with are ignored. Other kinds are ignored. */
 void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, const erlang_pid *from);
 
@@ -142,6 +161,35 @@ void region_on_retry(struct evloop *loop, void *arg);
 
 /* dist_node_on_nodedown's callback (arg: the region). */
 void region_on_nodedown(void *arg, const char *peer);
+
+/* Steps the slot of `shard` with an event that carries nothing but the
+ * clock (region_slot.h) and does what the step says. */
+void region_step(struct region *r, uint32_t shard, enum region_slot_event_kind kind);
+
+/* ---- region_handoff_state.c ---- */
+
+/* Whether the shard has entity states to send to its new home: the type
+ * keeps state, entities are live, and the handoff named a new home that is
+ * not this region. */
+bool region_state_to_carry(const struct region *r, const struct shard_slot *slot);
+
+/* SLOT_DO_SEND_STATE: starts streaming the slot's entity states to
+ * home_region. Steps SLOT_STATE_SENT when the last chunk is acknowledged,
+ * or at once if a chunk cannot be built or sent. */
+void region_state_send_start(struct region *r, uint32_t shard);
+
+/* shard_state (a chunk, at the new home) and shard_state_ack (at the old
+ * home); `sm->shard` < nshards. Anything out of turn is ignored, logged. */
+void region_state_on_msg(struct region *r, const struct shard_msg *sm);
+
+/* A node is gone: streams to it end (the shard stops without the rest). */
+void region_state_on_nodedown(struct region *r, const char *node);
+
+/* Hands the slot's incoming shard to the caller (NULL if none). */
+struct shard *region_state_take_incoming(struct shard_slot *slot);
+
+/* Frees the slot's incoming shard, if any (its entities stop). */
+void region_state_drop_incoming(struct shard_slot *slot);
 
 /* ---- region_remember.c ---- */
 

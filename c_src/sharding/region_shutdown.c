@@ -73,6 +73,7 @@ void region_shutdown(struct region *r)
 		region_refuse_buffered(r, slot);
 		shard_free(slot->shard);
 		slot->shard = NULL;
+		region_state_drop_incoming(slot);
 	}
 	r->nlocal = 0;
 	region_send_to_coordinator(r, SMSG_REGION_STOPPED, 0);

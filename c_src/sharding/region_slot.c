@@ -28,6 +28,8 @@ const char *region_slot_state_name(enum region_slot_state state)
 		return "remote";
 	case SLOT_MOVING:
 		return "moving";
+	case SLOT_SENDING_STATE:
+		return "sending_state";
 	}
 	return "?";
 }
@@ -61,10 +63,26 @@ static unsigned moved_off(struct region_slot *s, uint64_t now)
 	return SLOT_DO_STOP;
 }
 
+/* Every ack is in (or the deadline passed): the shard leaves. Entity
+ * states go to the new home first, with a deadline of their own; without
+ * any, it stops at once. */
+static unsigned hand_off(struct region_slot *s, const struct region_slot_timing *t, uint64_t now, bool carry_state)
+{
+	if (!carry_state)
+		return moved_off(s, now);
+	s->state = SLOT_SENDING_STATE;
+	s->acks = 0;
+	s->acks_needed = 0;
+	s->deadline = now + t->handoff_timeout_ms;
+	return SLOT_DO_SEND_STATE;
+}
+
 /* The region's retry timer: a request or a move that took too long. Only
  * states with a clock take it. */
-static int tick(struct region_slot *s, const struct region_slot_timing *t, uint64_t now, unsigned *todo)
+static int tick(struct region_slot *s, const struct region_slot_timing *t, const struct region_slot_event *ev,
+		unsigned *todo)
 {
+	uint64_t now = ev->now;
 	switch (s->state) {
 	case SLOT_ASKED:
 		if (now - s->since >= t->retry_ms)
@@ -72,6 +90,12 @@ static int tick(struct region_slot *s, const struct region_slot_timing *t, uint6
 		return 0;
 	case SLOT_HANDING_OFF:
 		/* A region never answered: go on without it. */
+		if (now >= s->deadline)
+			*todo = hand_off(s, t, now, ev->carry_state);
+		return 0;
+	case SLOT_SENDING_STATE:
+		/* The new home never acknowledged it all: the states that did
+		 * not arrive are lost, the shard must not stay frozen. */
 		if (now >= s->deadline)
 			*todo = moved_off(s, now);
 		return 0;
@@ -122,13 +146,16 @@ int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, 
 		return 0;
 	case SLOT_BEGIN_HANDOFF:
 		/* The home itself is told by handoff; a region that hosts the
-		 * shard keeps serving it. Others stop sending it anything. */
-		if (region_slot_hosted(s))
+		 * shard keeps serving it, and one sending its state is done
+		 * with it already. Others stop sending it anything. */
+		if (region_slot_hosted(s) || s->state == SLOT_SENDING_STATE)
 			return -EPERM;
 		s->state = SLOT_MOVING;
 		s->since = ev->now;
 		return 0;
 	case SLOT_HANDOFF:
+		if (s->state == SLOT_SENDING_STATE)
+			return -EPERM; /* under way: shard_stopped follows */
 		if (!region_slot_hosted(s)) {
 			*todo = SLOT_DO_REPORT_STOPPED; /* nothing here to stop */
 			return 0;
@@ -151,10 +178,20 @@ int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, 
 	case SLOT_HANDED_OFF:
 		if (s->state != SLOT_HANDING_OFF)
 			return -EPERM;
-		*todo = moved_off(s, ev->now);
+		*todo = hand_off(s, t, ev->now, ev->carry_state);
 		return 0;
 	case SLOT_TICK:
-		return tick(s, t, ev->now, todo);
+		return tick(s, t, ev, todo);
+	case SLOT_STATE_CHUNK:
+		if (s->state != SLOT_MOVING)
+			return -EPERM;
+		s->since = ev->now;
+		return 0;
+	case SLOT_STATE_SENT:
+		if (s->state != SLOT_SENDING_STATE)
+			return -EPERM;
+		*todo = moved_off(s, ev->now);
+		return 0;
 	}
 	return -EINVAL;
 }

@@ -12,6 +12,10 @@
  *   HANDING_OFF  hosted here, and being handed off: messages still go to its
  *                entities until every region has acknowledged (or the
  *                deadline passed) and the buffer is flushed
+ *   SENDING_STATE handed off, its entities frozen: their states stream to
+ *                the new home (region_handoff_state.c) while messages wait;
+ *                once the new home has acknowledged the last chunk, the
+ *                shard stops
  *   REMOTE       hosted by another region; messages are forwarded there
  *   MOVING       being moved between regions (another region hands it off,
  *                or this one did): messages wait for the new home
@@ -20,11 +24,17 @@
  *   ASKED        -registered / tick after retry_ms-> ASKED (asks again)
  *   any          -home_here-> LOCAL     -home_there-> REMOTE
  *   REMOTE       -home_lost-> UNKNOWN
- *   not hosted   -begin_handoff-> MOVING
+ *   not hosted, not SENDING_STATE -begin_handoff-> MOVING
  *   LOCAL, HANDING_OFF -handoff-> HANDING_OFF (with every ack in: hand off)
  *   LOCAL, HANDING_OFF -handoff_ack-> counted (the last one: hand off)
- *   not hosted   -handoff-> unchanged: shard_stopped, nothing to stop
- *   HANDING_OFF  -handed_off / tick past its deadline-> MOVING (stop it)
+ *   not hosted, not SENDING_STATE -handoff-> unchanged: shard_stopped,
+ *                nothing to stop
+ *   HANDING_OFF  -handed_off / tick past its deadline-> MOVING (stop it),
+ *                or, when the event says the shard carries state,
+ *                SENDING_STATE (send it)
+ *   SENDING_STATE -state_sent / tick past its deadline-> MOVING (stop it)
+ *   MOVING       -state_chunk-> MOVING (a chunk of the shard's state came:
+ *                the move is alive, its clock starts again)
  *   MOVING       -tick after handoff_timeout_ms-> ASKED (the move was
  *                abandoned: ask where it lives)
  *
@@ -44,13 +54,16 @@ enum region_slot_state {
 	SLOT_HANDING_OFF,
 	SLOT_REMOTE,
 	SLOT_MOVING,
+	SLOT_SENDING_STATE,
 };
 
 /* Zero-initialised is a valid slot: UNKNOWN. */
 struct region_slot {
 	enum region_slot_state state;
-	uint64_t since;       /* ASKED: when asked; MOVING: when the move began */
-	uint64_t deadline;    /* HANDING_OFF: when to stop waiting for acks */
+	uint64_t since;       /* ASKED: when asked; MOVING: when the move began
+			       * (or its last state chunk came) */
+	uint64_t deadline;    /* HANDING_OFF: when to stop waiting for acks;
+			       * SENDING_STATE: for the new home's last ack */
 	uint32_t acks;        /* LOCAL, HANDING_OFF: handoff acks received */
 	uint32_t acks_needed; /* HANDING_OFF: how many the coordinator said */
 };
@@ -77,6 +90,11 @@ enum region_slot_event_kind {
 	SLOT_HANDED_OFF,
 	/* The region's retry timer. */
 	SLOT_TICK,
+	/* A chunk of the shard's state came from the region handing it off. */
+	SLOT_STATE_CHUNK,
+	/* The new home acknowledged the last chunk of the shard's state, or
+	 * will never (its node went down): the shard goes. */
+	SLOT_STATE_SENT,
 };
 
 struct region_slot_event {
@@ -85,6 +103,8 @@ struct region_slot_event {
 	uint32_t acks_needed;  /* SLOT_HANDOFF */
 	bool remembered;       /* SLOT_REGISTERED: the shard has remembered
 				* entities, so it wants a home at once */
+	bool carry_state;      /* SLOT_HANDED_OFF, SLOT_TICK: the shard has
+				* entity states to send to its new home */
 };
 
 /* The region's settings a step reads. */
@@ -106,6 +126,9 @@ enum {
 	SLOT_DO_STOP = 1u << 3,
 	/* Tell the coordinator shard_stopped: there was nothing here to stop. */
 	SLOT_DO_REPORT_STOPPED = 1u << 4,
+	/* Start streaming the entities' states to the new home; step
+	 * SLOT_STATE_SENT once it has acknowledged the last chunk. */
+	SLOT_DO_SEND_STATE = 1u << 5,
 };
 
 /* Applies one event. Returns 0 with *todo the SLOT_DO_ bits (maybe none: an

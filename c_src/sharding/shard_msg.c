@@ -24,6 +24,8 @@ static const char *const kind_names[] = {
 	[SMSG_STATS] = "stats",
 	[SMSG_REGION_LEAVING] = "region_leaving",
 	[SMSG_REGISTER_AGAIN] = "register_again",
+	[SMSG_SHARD_STATE] = "shard_state",
+	[SMSG_SHARD_STATE_ACK] = "shard_state_ack",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -77,9 +79,30 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 		out->has_pid = true;
 		break;
 	case SMSG_HANDOFF:
-		if (arity != 4 || !get_shard(t, &i, &out->shard) || !get_shard(t, &i, &out->count))
+	case SMSG_SHARD_STATE_ACK:
+		if (arity != 5 || !get_shard(t, &i, &out->shard) || !get_shard(t, &i, &out->count) ||
+		    !get_pid(t, &i, &out->pid))
 			return -EPROTO;
+		out->has_pid = true;
 		break;
+	case SMSG_SHARD_STATE: {
+		if (arity != 7 || !get_shard(t, &i, &out->shard) || !get_shard(t, &i, &out->count))
+			return -EPROTO;
+		if (term_is_atom(t, i, "true"))
+			out->last = true;
+		else if (!term_is_atom(t, i, "false"))
+			return -EPROTO;
+		term_skip(t, &i);
+		if (!get_pid(t, &i, &out->pid))
+			return -EPROTO;
+		out->has_pid = true;
+		/* A list: its elements are shard_state_import's to judge. */
+		int ii = (int)i, type, size;
+		if (ei_get_type(t, &ii, &type, &size) < 0 || (type != ERL_LIST_EXT && type != ERL_NIL_EXT))
+			return -EPROTO;
+		raw(t, &i, &out->msg, &out->msg_len);
+		break;
+	}
 	case SMSG_STATS: {
 		char node[TERM_ATOM_BUF];
 		if (arity != 5 || !get_shard(t, &i, &out->shard))
@@ -177,9 +200,27 @@ int shard_msg_encode_stats(ei_x_buff *x, uint32_t request, const char *node, con
 	return term_x_append_raw(x, map, map_len);
 }
 
-int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks)
+int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks, const erlang_pid *to)
 {
-	if (begin(x, 4, SMSG_HANDOFF) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, acks) < 0)
+	if (begin(x, 5, SMSG_HANDOFF) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, acks) < 0 ||
+	    ei_x_encode_pid(x, to) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shard_msg_encode_state_chunk(ei_x_buff *x, uint32_t shard, uint32_t seq, bool last, const erlang_pid *from,
+				 const char *chunk, size_t chunk_len)
+{
+	if (begin(x, 7, SMSG_SHARD_STATE) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, seq) < 0 ||
+	    ei_x_encode_atom(x, last ? "true" : "false") < 0 || ei_x_encode_pid(x, from) < 0)
+		return -ENOMEM;
+	return term_x_append_raw(x, chunk, chunk_len);
+}
+
+int shard_msg_encode_state_ack(ei_x_buff *x, uint32_t shard, uint32_t seq, const erlang_pid *region)
+{
+	if (begin(x, 5, SMSG_SHARD_STATE_ACK) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, seq) < 0 ||
+	    ei_x_encode_pid(x, region) < 0)
 		return -ENOMEM;
 	return 0;
 }

@@ -21,7 +21,17 @@
  *   {'$shardnode', begin_handoff, ShardId, FromRegionPid} coordinator -> every
  *                                                    region but the shard's home
  *   {'$shardnode', handoff_ack, ShardId, RegionPid}  region -> the shard's home
- *   {'$shardnode', handoff, ShardId, AcksToWaitFor}  coordinator -> the home
+ *   {'$shardnode', handoff, ShardId, AcksToWaitFor, ToRegionPid}
+ *                                                    coordinator -> the home: the
+ *                                                    shard goes to ToRegionPid
+ *   {'$shardnode', shard_state, ShardId, Seq, Last, FromRegionPid, [{Id, State}]}
+ *                                                    the old home -> the new home:
+ *                                                    chunk Seq (0, 1, ...) of the
+ *                                                    shard's entity states; Last is
+ *                                                    true on the final one
+ *   {'$shardnode', shard_state_ack, ShardId, Seq, RegionPid}
+ *                                                    the new home -> the old home:
+ *                                                    chunk Seq is restored
  *   {'$shardnode', shard_stopped, ShardId, RegionPid} the home -> coordinator
  *   {'$shardnode', get_stats, RequestId, RegionPid}  region -> region of another member
  *   {'$shardnode', stats, RequestId, Node, #{ShardId => EntityCount}}  the answer
@@ -57,21 +67,26 @@ enum shard_msg_kind {
 	SMSG_STATS,
 	SMSG_REGION_LEAVING,
 	SMSG_REGISTER_AGAIN,
+	SMSG_SHARD_STATE,
+	SMSG_SHARD_STATE_ACK,
 };
 
 struct shard_msg {
 	enum shard_msg_kind kind;
 	erlang_pid pid;     /* the pid element (register, registered, get_shard_home,
-			     * shard_home, region_stopped, tell's sender) */
+			     * shard_home, region_stopped, tell's sender, handoff's
+			     * destination, shard_state's sender) */
 	bool has_pid;       /* false for a tell without sender */
 	uint32_t shard;     /* get_shard_home, shard_home */
 	const char *id;     /* tell: raw EntityId and Msg, inside the decoded term;
 			     * stats: raw Node atom and #{ShardId => Count} map */
 	size_t id_len;
-	const char *msg;
+	const char *msg;    /* tell: Msg; stats: the map; shard_state: the chunk */
 	size_t msg_len;
 	const char *shards; /* hosting: the raw [ShardId] list, inside the term */
-	uint32_t count;     /* handoff: acks to wait for */
+	uint32_t count;     /* handoff: acks to wait for; shard_state and
+			     * shard_state_ack: the chunk's sequence number */
+	bool last;          /* shard_state: the final chunk */
 };
 
 /* Decodes a validated term (no version byte). Returns 1 and fills *out for a
@@ -86,7 +101,12 @@ int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shar
 /* {'$shardnode', stats, RequestId, Node, Map}: `map` is an encoded map (no
  * version byte). */
 int shard_msg_encode_stats(ei_x_buff *x, uint32_t request, const char *node, const char *map, size_t map_len);
-int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks);
+int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks, const erlang_pid *to);
+/* shard_state: `chunk` is an encoded [{Id, State}] (no version byte,
+ * shard_state_export's output), copied in. */
+int shard_msg_encode_state_chunk(ei_x_buff *x, uint32_t shard, uint32_t seq, bool last, const erlang_pid *from,
+				 const char *chunk, size_t chunk_len);
+int shard_msg_encode_state_ack(ei_x_buff *x, uint32_t shard, uint32_t seq, const erlang_pid *region);
 int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n);
 int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,
 			  const char *msg, size_t msg_len);

@@ -1,8 +1,8 @@
 /*
  * test_region_slot.c — the states a shard goes through in a region
  * (region_slot.h): every event in every state, the ones a state refuses
- * included, and the clocks of asking again, of a handoff's deadline and of
- * an abandoned move.
+ * included, and the clocks of asking again, of a handoff's deadline, of
+ * sending a shard's state and of an abandoned move.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,10 +15,12 @@
 static const struct region_slot_timing timing = {.retry_ms = 1000, .handoff_timeout_ms = 5000};
 
 static const enum region_slot_state all_states[] = {SLOT_UNKNOWN, SLOT_ASKED, SLOT_LOCAL,
-						    SLOT_HANDING_OFF, SLOT_REMOTE, SLOT_MOVING};
+						    SLOT_HANDING_OFF, SLOT_REMOTE, SLOT_MOVING,
+						    SLOT_SENDING_STATE};
 
 /* A slot in `state`, as the region would have it at time 100: asked or
- * moving since 100, a handoff waiting for 2 acks with 1 in, deadline 5100. */
+ * moving since 100, a handoff waiting for 2 acks with 1 in, deadline 5100;
+ * a state being sent, deadline 5100. */
 static struct region_slot slot_in(enum region_slot_state state)
 {
 	struct region_slot s = {.state = state};
@@ -29,6 +31,8 @@ static struct region_slot slot_in(enum region_slot_state state)
 		s.acks_needed = 2;
 		s.deadline = 5100;
 	}
+	if (state == SLOT_SENDING_STATE)
+		s.deadline = 5100;
 	return s;
 }
 
@@ -172,6 +176,8 @@ Test(region_slot, begin_handoff_holds_messages_everywhere_but_at_the_home)
 	/* The home keeps serving until its own handoff. */
 	assert_refused(SLOT_LOCAL, SLOT_BEGIN_HANDOFF, 1200);
 	assert_refused(SLOT_HANDING_OFF, SLOT_BEGIN_HANDOFF, 1200);
+	/* The home sending the state is done with the shard already. */
+	assert_refused(SLOT_SENDING_STATE, SLOT_BEGIN_HANDOFF, 1200);
 }
 
 Test(region_slot, handoff_of_a_hosted_shard_waits_for_its_acks)
@@ -226,6 +232,13 @@ Test(region_slot, handoff_of_a_shard_not_hosted_is_answered_stopped)
 		cr_assert_eq(todo, (unsigned)SLOT_DO_REPORT_STOPPED, "nothing here to stop");
 		cr_assert(same(&s, &before));
 	}
+	/* Sending its state: under way, shard_stopped follows by itself. */
+	struct region_slot s = slot_in(SLOT_SENDING_STATE), before = s;
+	struct region_slot_event ev = {.kind = SLOT_HANDOFF, .now = 2000, .acks_needed = 2};
+	unsigned todo = 9;
+	cr_assert_eq(region_slot_step(&s, &timing, &ev, &todo), -EPERM);
+	cr_assert_eq(todo, 0u);
+	cr_assert(same(&s, &before));
 }
 
 Test(region_slot, acks_count_while_hosted_and_the_last_one_hands_off)
@@ -242,7 +255,8 @@ Test(region_slot, acks_count_while_hosted_and_the_last_one_hands_off)
 	cr_assert_eq(step(&s, SLOT_HANDOFF_ACK, 301, &todo), 0);
 	cr_assert_eq(todo, (unsigned)SLOT_DO_HAND_OFF);
 	/* Not hosted: an ack (a late one, after the deadline) is not counted. */
-	const enum region_slot_state elsewhere[] = {SLOT_UNKNOWN, SLOT_ASKED, SLOT_REMOTE, SLOT_MOVING};
+	const enum region_slot_state elsewhere[] = {SLOT_UNKNOWN, SLOT_ASKED, SLOT_REMOTE, SLOT_MOVING,
+						    SLOT_SENDING_STATE};
 	for (size_t k = 0; k < SN_ARRAY_LEN(elsewhere); k++)
 		assert_refused(elsewhere[k], SLOT_HANDOFF_ACK, 300);
 }
@@ -258,9 +272,76 @@ Test(region_slot, handed_off_stops_the_shard_and_holds_messages_for_the_new_home
 	cr_assert_eq(s.acks, 0u);
 	cr_assert_eq(todo, (unsigned)SLOT_DO_STOP);
 	cr_assert(!region_slot_hosted(&s));
-	const enum region_slot_state others[] = {SLOT_UNKNOWN, SLOT_ASKED, SLOT_LOCAL, SLOT_REMOTE, SLOT_MOVING};
+	const enum region_slot_state others[] = {SLOT_UNKNOWN, SLOT_ASKED, SLOT_LOCAL, SLOT_REMOTE, SLOT_MOVING,
+						 SLOT_SENDING_STATE};
 	for (size_t k = 0; k < SN_ARRAY_LEN(others); k++)
 		assert_refused(others[k], SLOT_HANDED_OFF, 4000);
+}
+
+Test(region_slot, handed_off_with_state_sends_it_before_stopping)
+{
+	struct region_slot s = slot_in(SLOT_HANDING_OFF);
+	s.acks = 2;
+	struct region_slot_event ev = {.kind = SLOT_HANDED_OFF, .now = 4000, .carry_state = true};
+	unsigned todo;
+	cr_assert_eq(region_slot_step(&s, &timing, &ev, &todo), 0);
+	cr_assert_eq(s.state, SLOT_SENDING_STATE);
+	cr_assert_eq(s.deadline, 9000u, "the states get a handoff_timeout_ms of their own");
+	cr_assert_eq(s.acks, 0u);
+	cr_assert_eq(todo, (unsigned)SLOT_DO_SEND_STATE, "not stopped yet: its states are read while sending");
+	cr_assert(!region_slot_hosted(&s), "messages wait for the new home meanwhile");
+	cr_assert(!region_slot_handoff_ready(&s));
+	/* The last chunk is acknowledged: now the shard stops. */
+	cr_assert_eq(step(&s, SLOT_STATE_SENT, 4500, &todo), 0);
+	cr_assert_eq(s.state, SLOT_MOVING);
+	cr_assert_eq(s.since, 4500u);
+	cr_assert_eq(todo, (unsigned)SLOT_DO_STOP);
+}
+
+Test(region_slot, state_sent_is_taken_only_while_sending)
+{
+	for (size_t k = 0; k < SN_ARRAY_LEN(all_states); k++)
+		if (all_states[k] != SLOT_SENDING_STATE)
+			assert_refused(all_states[k], SLOT_STATE_SENT, 4000);
+}
+
+Test(region_slot, tick_past_the_sending_deadline_stops_the_shard_anyway)
+{
+	struct region_slot s = slot_in(SLOT_SENDING_STATE); /* deadline 5100 */
+	unsigned todo;
+	cr_assert_eq(step(&s, SLOT_TICK, 5099, &todo), 0);
+	cr_assert_eq(todo, 0u);
+	cr_assert_eq(s.state, SLOT_SENDING_STATE);
+	cr_assert_eq(step(&s, SLOT_TICK, 5100, &todo), 0);
+	cr_assert_eq(todo, (unsigned)SLOT_DO_STOP, "the new home never acknowledged: the shard must not stay frozen");
+	cr_assert_eq(s.state, SLOT_MOVING);
+	cr_assert_eq(s.since, 5100u);
+}
+
+Test(region_slot, tick_past_the_handoff_deadline_sends_the_state_if_there_is_one)
+{
+	struct region_slot s = slot_in(SLOT_HANDING_OFF); /* deadline 5100 */
+	struct region_slot_event ev = {.kind = SLOT_TICK, .now = 5100, .carry_state = true};
+	unsigned todo;
+	cr_assert_eq(region_slot_step(&s, &timing, &ev, &todo), 0);
+	cr_assert_eq(todo, (unsigned)SLOT_DO_SEND_STATE);
+	cr_assert_eq(s.state, SLOT_SENDING_STATE);
+	cr_assert_eq(s.deadline, 10100u);
+}
+
+Test(region_slot, a_state_chunk_keeps_a_move_alive)
+{
+	struct region_slot s = slot_in(SLOT_MOVING); /* since 100 */
+	unsigned todo;
+	cr_assert_eq(step(&s, SLOT_STATE_CHUNK, 5000, &todo), 0);
+	cr_assert_eq(todo, 0u);
+	cr_assert_eq(s.state, SLOT_MOVING);
+	cr_assert_eq(s.since, 5000u, "the move's clock starts again");
+	cr_assert_eq(step(&s, SLOT_TICK, 5100, &todo), 0);
+	cr_assert_eq(todo, 0u, "not abandoned: a chunk came 100 ms ago");
+	for (size_t k = 0; k < SN_ARRAY_LEN(all_states); k++)
+		if (all_states[k] != SLOT_MOVING)
+			assert_refused(all_states[k], SLOT_STATE_CHUNK, 4000);
 }
 
 Test(region_slot, tick_asks_again_after_retry_ms)
@@ -352,5 +433,6 @@ Test(region_slot, state_names)
 	cr_assert_str_eq(region_slot_state_name(SLOT_HANDING_OFF), "handing_off");
 	cr_assert_str_eq(region_slot_state_name(SLOT_REMOTE), "remote");
 	cr_assert_str_eq(region_slot_state_name(SLOT_MOVING), "moving");
+	cr_assert_str_eq(region_slot_state_name(SLOT_SENDING_STATE), "sending_state");
 	cr_assert_str_eq(region_slot_state_name((enum region_slot_state)42), "?");
 }

@@ -135,22 +135,106 @@ Test(shard_msg, shard_messages_round_trip)
 Test(shard_msg, handoff_round_trip)
 {
 	static const uint32_t counts[] = {0, 1, 2, 1000, UINT32_MAX};
+	erlang_pid to = sn_pid(NODE, 41, 2);
 	for (size_t k = 0; k < SN_ARRAY_LEN(counts); k++) {
 		ei_x_buff x;
 		sn_x_new(&x);
-		cr_assert_eq(shard_msg_encode_handoff(&x, 17, counts[k]), 0);
+		cr_assert_eq(shard_msg_encode_handoff(&x, 17, counts[k], &to), 0);
 		struct shard_msg m;
 		char *p;
 		cr_assert_eq(decode_copy(&x, &m, &p), 1);
 		cr_assert_eq(m.kind, SMSG_HANDOFF);
 		cr_assert_eq(m.shard, 17);
 		cr_assert_eq(m.count, counts[k]);
+		cr_assert(m.has_pid);
+		assert_same_pid(&m.pid, &to);
 		free(p);
 		ei_x_free(&x);
 	}
 	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1}"), -EPROTO);
-	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, -1}"), -EPROTO);
-	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, x}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, 2}"), -EPROTO, "the destination is part of it");
+	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, -1, x}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, x, y}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', handoff, 1, 2, x}"), -EPROTO, "x is no pid");
+}
+
+Test(shard_msg, state_chunk_round_trip)
+{
+	erlang_pid from = sn_pid(NODE, 5, 1);
+	ei_x_buff chunk;
+	sn_x_new(&chunk);
+	cr_assert_eq(ei_x_format_wo_ver(&chunk, "[{~i, ~i}, {~a, ~i}]", 1, 10, "b", 20), 0);
+	static const uint32_t seqs[] = {0, 1, 1000, UINT32_MAX};
+	for (size_t k = 0; k < SN_ARRAY_LEN(seqs); k++) {
+		for (int last = 0; last <= 1; last++) {
+			ei_x_buff x;
+			sn_x_new(&x);
+			cr_assert_eq(shard_msg_encode_state_chunk(&x, 9, seqs[k], last, &from, chunk.buff,
+								  (size_t)chunk.index), 0);
+			struct shard_msg m;
+			char *p;
+			cr_assert_eq(decode_copy(&x, &m, &p), 1);
+			cr_assert_eq(m.kind, SMSG_SHARD_STATE);
+			cr_assert_eq(m.shard, 9);
+			cr_assert_eq(m.count, seqs[k]);
+			cr_assert_eq(m.last, (bool)last);
+			assert_same_pid(&m.pid, &from);
+			cr_assert_eq(m.msg_len, (size_t)chunk.index);
+			cr_assert_eq(memcmp(m.msg, chunk.buff, m.msg_len), 0, "the chunk is carried byte for byte");
+			free(p);
+			ei_x_free(&x);
+		}
+	}
+	/* An empty chunk (a shard whose entities all went idle) is a chunk. */
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(shard_msg_encode_state_chunk(&x, 9, 0, true, &from, "\x6a", 1), 0);
+	cr_assert_eq(decode_x(&x), 1);
+	ei_x_free(&x);
+	ei_x_free(&chunk);
+}
+
+Test(shard_msg, malformed_state_chunks_are_refused)
+{
+	/* Built by hand: arity, Last, the pid and the chunk's type. */
+	static const char *const bad[] = {
+		"{'$shardnode', shard_state, 1, 0, true, []}",
+		"{'$shardnode', shard_state, 1, 0, maybe, x, []}",
+		"{'$shardnode', shard_state, -1, 0, true, x, []}",
+		"{'$shardnode', shard_state, 1, 0, true, x, []}",
+	};
+	for (size_t k = 0; k < SN_ARRAY_LEN(bad); k++)
+		cr_assert_eq(decode_fmt(bad[k]), -EPROTO, "%s", bad[k]);
+	/* A chunk that is no list. */
+	erlang_pid from = sn_pid(NODE, 5, 1);
+	ei_x_buff x;
+	begin_msg(&x, 7, "shard_state");
+	ei_x_encode_ulong(&x, 1);
+	ei_x_encode_ulong(&x, 0);
+	ei_x_encode_atom(&x, "true");
+	ei_x_encode_pid(&x, &from);
+	ei_x_encode_atom(&x, "chunk");
+	cr_assert_eq(decode_x(&x), -EPROTO);
+	ei_x_free(&x);
+}
+
+Test(shard_msg, state_ack_round_trip)
+{
+	erlang_pid region = sn_pid(NODE, 8, 0);
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(shard_msg_encode_state_ack(&x, 3, 77, &region), 0);
+	struct shard_msg m;
+	char *p;
+	cr_assert_eq(decode_copy(&x, &m, &p), 1);
+	cr_assert_eq(m.kind, SMSG_SHARD_STATE_ACK);
+	cr_assert_eq(m.shard, 3);
+	cr_assert_eq(m.count, 77);
+	assert_same_pid(&m.pid, &region);
+	free(p);
+	ei_x_free(&x);
+	cr_assert_eq(decode_fmt("{'$shardnode', shard_state_ack, 3, 77}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', shard_state_ack, 3, x, y}"), -EPROTO);
 }
 
 Test(shard_msg, stats_round_trip)
@@ -533,6 +617,8 @@ static bool decode_if_valid(const char *buf, size_t len)
 		struct shard_msg m;
 		int rc = shard_msg_decode(p, len, &m);
 		cr_assert(rc == 1 || rc == 0 || rc == -EPROTO, "rc %d", rc);
+		if (rc == 1 && m.kind == SMSG_SHARD_STATE)
+			cr_assert(m.msg >= p && m.msg + m.msg_len <= p + len, "the chunk lies inside the term");
 		if (rc == 1 && m.kind == SMSG_TELL) {
 			/* The raw parts lie inside the term. */
 			cr_assert(m.id >= p && m.id + m.id_len <= p + len);
@@ -543,10 +629,13 @@ static bool decode_if_valid(const char *buf, size_t len)
 	return valid;
 }
 
-static void encode_all(ei_x_buff msgs[7])
+/* One of each encoder's messages. */
+#define ALL_MSGS 10
+
+static void encode_all(ei_x_buff msgs[ALL_MSGS])
 {
 	erlang_pid pid = sn_pid(NODE, 4242, 17);
-	for (size_t k = 0; k < 7; k++)
+	for (size_t k = 0; k < ALL_MSGS; k++)
 		sn_x_new(&msgs[k]);
 	cr_assert_eq(shard_msg_encode_pid(&msgs[0], SMSG_REGISTER, &pid), 0);
 	cr_assert_eq(shard_msg_encode_pid(&msgs[1], SMSG_REGISTERED, &pid), 0);
@@ -562,15 +651,22 @@ static void encode_all(ei_x_buff msgs[7])
 		     0);
 	cr_assert_eq(shard_msg_encode_tell(&msgs[6], NULL, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index),
 		     0);
+	cr_assert_eq(shard_msg_encode_handoff(&msgs[7], 12, 3, &pid), 0);
+	ei_x_buff chunk;
+	sn_x_new(&chunk);
+	cr_assert_eq(ei_x_format_wo_ver(&chunk, "[{k, 1}, {\"id\", {a, [2]}}]"), 0);
+	cr_assert_eq(shard_msg_encode_state_chunk(&msgs[8], 12, 4, true, &pid, chunk.buff, (size_t)chunk.index), 0);
+	ei_x_free(&chunk);
+	cr_assert_eq(shard_msg_encode_state_ack(&msgs[9], 12, 4, &pid), 0);
 	ei_x_free(&id);
 	ei_x_free(&msg);
 }
 
 Test(shard_msg, every_truncation)
 {
-	ei_x_buff msgs[7];
+	ei_x_buff msgs[ALL_MSGS];
 	encode_all(msgs);
-	for (size_t k = 0; k < 7; k++) {
+	for (size_t k = 0; k < ALL_MSGS; k++) {
 		const char *body = msgs[k].buff + 1;
 		size_t len = (size_t)msgs[k].index - 1;
 		size_t valid = 0;
@@ -588,10 +684,10 @@ Test(shard_msg, every_single_byte_change, .timeout = 60)
 {
 	/* Each byte replaced by each value: those results that still validate
 	 * are decoded (any answer is fine, no crash, no stray read). */
-	ei_x_buff msgs[7];
+	ei_x_buff msgs[ALL_MSGS];
 	encode_all(msgs);
 	size_t decoded = 0;
-	for (size_t k = 0; k < 7; k++) {
+	for (size_t k = 0; k < ALL_MSGS; k++) {
 		size_t len = (size_t)msgs[k].index - 1;
 		char *body = malloc(len);
 		cr_assert_not_null(body);

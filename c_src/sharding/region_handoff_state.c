@@ -1,0 +1,178 @@
+/*
+ * region_handoff_state.c — entity states moving with their shard
+ * (docs/contract.md, "Entity state"; docs/protocol.md, shard_state).
+ *
+ * The old home, its handoff acknowledged by every region, freezes the
+ * shard (SLOT_SENDING_STATE: messages wait, nothing is passivated) and
+ * streams its entities' states to the new home as shard_state chunks of at
+ * most STATE_CHUNK_BYTES, with at most STATE_WINDOW chunks unacknowledged,
+ * so a shard of a million entities neither builds one huge message nor
+ * floods the connection while other traffic waits behind it. The new home
+ * restores each chunk into a shard of its own that it holds aside
+ * (`incoming`) and acknowledges it. Only after the last acknowledgement
+ * does the old home stop the shard and tell the coordinator shard_stopped,
+ * so the coordinator's shard_home naming the new home comes after every
+ * state is restored there; the new home then takes the held shard as its
+ * own and applies the messages buffered during the move to it.
+ *
+ * A destination that goes down, a send that fails, or the deadline
+ * (region_slot.h) end the stream early: the shard stops anyway, and the
+ * entities whose states did not arrive start afresh, as with API v1.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entity/entity_type.h"
+#include "etf/term.h"
+#include "sharding/region_internal.h"
+#include "sharding/shard_state.h"
+
+/* A chunk ends once it holds this many bytes (an entity is never split). */
+#define STATE_CHUNK_BYTES (64 * 1024)
+/* Chunks sent and not yet acknowledged, at most. */
+#define STATE_WINDOW 4
+
+bool region_state_to_carry(const struct region *r, const struct shard_slot *slot)
+{
+	return slot->shard != NULL && slot->shard->entities.count > 0 && slot->out.destination_known &&
+	       entity_type_keeps_state(r->cfg.type) && !term_pid_equal(&slot->home_region, &r->pid);
+}
+
+/* Sends chunks while the window has room. Returns 0, or a negative errno
+ * when a chunk could not be built or sent (the stream is then over). */
+static int pump(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	struct state_out *out = &slot->out;
+	while (!out->last_sent && out->next_seq - out->acked < STATE_WINDOW) {
+		ei_x_buff chunk, msg;
+		if (ei_x_new(&chunk) < 0)
+			return -ENOMEM;
+		size_t count;
+		int more = shard_state_export(slot->shard, &out->cursor, STATE_CHUNK_BYTES, &chunk, &count);
+		int rc = more < 0 ? more : 0;
+		if (rc == 0 && ei_x_new(&msg) < 0)
+			rc = -ENOMEM;
+		if (rc == 0) {
+			rc = shard_msg_encode_state_chunk(&msg, shard, out->next_seq, more == 0, &r->pid, chunk.buff,
+							  (size_t)chunk.index);
+			if (rc == 0)
+				rc = dist_node_send(r->cfg.node, &slot->home_region, msg.buff, (size_t)msg.index);
+			ei_x_free(&msg);
+		}
+		ei_x_free(&chunk);
+		if (rc)
+			return rc;
+		out->next_seq++;
+		out->last_sent = more == 0;
+	}
+	return 0;
+}
+
+/* The stream cannot go on: the shard stops without the rest. */
+static void give_up(struct region *r, uint32_t shard, int err)
+{
+	log_warn(r->cfg.log, "region %s: shard %u: sending its entity states failed (%d): the rest start afresh",
+		 r->cfg.type->name, shard, err);
+	region_step(r, shard, SLOT_STATE_SENT);
+}
+
+void region_state_send_start(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	slot->out.cursor = (struct shard_state_cursor){0};
+	slot->out.next_seq = 0;
+	slot->out.acked = 0;
+	slot->out.last_sent = false;
+	log_debug(r->cfg.log, "region %s: shard %u: sending %zu entity states to %s", r->cfg.type->name, shard,
+		  slot->shard->entities.count, slot->home_region.node);
+	int rc = pump(r, shard);
+	if (rc)
+		give_up(r, shard, rc);
+}
+
+/* The new home restored chunk `seq`. */
+static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_pid *from)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	struct state_out *out = &slot->out;
+	/* A late ack of an earlier stream, or from a region that is not the
+	 * destination, tells nothing about this one. */
+	if (slot->st.state != SLOT_SENDING_STATE || !term_pid_equal(from, &slot->home_region) || seq != out->acked)
+		return;
+	out->acked++;
+	if (out->last_sent && out->acked == out->next_seq) {
+		region_step(r, shard, SLOT_STATE_SENT);
+		return;
+	}
+	int rc = pump(r, shard);
+	if (rc)
+		give_up(r, shard, rc);
+}
+
+/* A chunk from the old home. Acknowledged whatever becomes of it: the old
+ * home must not stay frozen waiting, and a chunk this region cannot use
+ * would not be any better sent again. */
+static void on_chunk(struct region *r, const struct shard_msg *sm)
+{
+	struct shard_slot *slot = &r->slots[sm->shard];
+	if (slot->st.state != SLOT_MOVING) {
+		log_warn(r->cfg.log, "region %s: shard %u: entity states from %s while %s: dropped", r->cfg.type->name,
+			 sm->shard, sm->pid.node, region_slot_state_name(slot->st.state));
+	} else if (!entity_type_keeps_state(r->cfg.type)) {
+		log_warn(r->cfg.log, "region %s: shard %u: entity states from %s, but this node's type keeps none",
+			 r->cfg.type->name, sm->shard, sm->pid.node);
+	} else {
+		if (sm->count == 0)
+			region_state_drop_incoming(slot); /* a new stream: an earlier one was cut short */
+		if (slot->incoming == NULL)
+			slot->incoming = shard_new(sm->shard, r->cfg.type);
+		size_t restored = 0;
+		int rc = slot->incoming ? shard_state_import(slot->incoming, sm->msg, sm->msg_len, region_now32(r),
+							     &restored)
+					: -ENOMEM;
+		if (rc)
+			log_warn(r->cfg.log, "region %s: shard %u: entity states from %s not all restored (%d)",
+				 r->cfg.type->name, sm->shard, sm->pid.node, rc);
+		region_step(r, sm->shard, SLOT_STATE_CHUNK);
+	}
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_state_ack(&x, sm->shard, sm->count, &r->pid) == 0)
+		dist_node_send(r->cfg.node, &sm->pid, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+void region_state_on_msg(struct region *r, const struct shard_msg *sm)
+{
+	if (sm->kind == SMSG_SHARD_STATE)
+		on_chunk(r, sm);
+	else if (sm->kind == SMSG_SHARD_STATE_ACK)
+		on_ack(r, sm->shard, sm->count, &sm->pid);
+}
+
+void region_state_on_nodedown(struct region *r, const char *node)
+{
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->st.state == SLOT_SENDING_STATE && strcmp(slot->home_region.node, node) == 0)
+			give_up(r, s, -ENOTCONN);
+	}
+}
+
+struct shard *region_state_take_incoming(struct shard_slot *slot)
+{
+	struct shard *s = slot->incoming;
+	slot->incoming = NULL;
+	return s;
+}
+
+void region_state_drop_incoming(struct shard_slot *slot)
+{
+	if (slot->incoming != NULL) {
+		shard_free(slot->incoming);
+		slot->incoming = NULL;
+	}
+}
