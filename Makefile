@@ -9,7 +9,7 @@ CC      ?= cc
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Werror
 CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -Ic_src
 OPT     := -O2
-LDLIBS  := -L$(EI_LIB) -lei -lcrypto -lbsd -lpthread -ldl
+LDLIBS  := -L$(EI_LIB) -lei -llmdb -lcrypto -lbsd -lpthread -ldl
 # The node exports its symbols, and all of ei, so entity plugins loaded
 # from priv/*.so can call any ei function and entity_reply_unknown.
 NODE_LDFLAGS := -rdynamic -Wl,--whole-archive $(EI_LIB)/libei.a -Wl,--no-whole-archive
@@ -66,14 +66,16 @@ unit: build/asan/unit $(PLUGINS)
 		echo 'unit: a sanitizer reported an error (above)' >&2; exit 1; fi; exit $$rc
 
 # ThreadSanitizer over the code that runs threads: the resolver's look-up
-# threads, which hand their answers to the loop through a pipe. A plain
+# threads, which hand their answers to the loop through a pipe, and the
+# state store's writer and reader threads (an eventfd). A plain
 # program, test/tsan/*.c (Criterion's runner cannot run under TSan); any
 # race reported fails it.
 TSAN_PROGS := $(patsubst test/tsan/%.c,build/tsan/%,$(wildcard test/tsan/*.c))
-TSAN_SRC := c_src/base/evloop.c c_src/base/resolver.c
+TSAN_SRC := c_src/base/evloop.c c_src/base/resolver.c c_src/base/log.c c_src/store/state_lmdb.c \
+	c_src/store/store_files.c
 build/tsan/%: test/tsan/%.c $(TSAN_SRC) $(HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 -fsanitize=thread -fno-omit-frame-pointer -o $@ $< $(TSAN_SRC) -lpthread
+	$(CC) $(CFLAGS) -O1 -fsanitize=thread -fno-omit-frame-pointer -o $@ $< $(TSAN_SRC) -llmdb -lcrypto -lpthread
 
 tsan: $(TSAN_PROGS)
 	@for p in $(TSAN_PROGS); do TSAN_OPTIONS=halt_on_error=1 $$p || exit 1; done

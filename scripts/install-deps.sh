@@ -13,6 +13,7 @@ packages=(
 	rebar3            # builds erl_wrapper/ and runs common_test
 	libssl-dev        # OpenSSL: MD5 for the handshake digest
 	libbsd-dev        # strlcpy
+	liblmdb-dev       # state_store = lmdb: the embedded durable store
 	libcriterion-dev  # unit tests
 	clang             # the compiler the static analyzer drives
 	clang-tools       # scan-build: make analyze, run by make test

@@ -53,11 +53,13 @@ void config_defaults(struct sn_config *c)
 	c->max_connections = 1024;
 	c->outq_max_bytes = 256u << 20;
 	c->log_level = LOG_INFO;
+	c->state_store = STATE_STORE_MEMORY;
+	c->store_timeout_ms = 5000;
 }
 
 /* ---- keys ---- */
 
-enum key_kind { K_UINT, K_BOOL, K_DOWNING, K_PATH, K_LOGLEVEL };
+enum key_kind { K_UINT, K_BOOL, K_DOWNING, K_PATH, K_LOGLEVEL, K_STATE_STORE };
 
 struct key_spec {
 	const char *name;
@@ -83,6 +85,8 @@ static const struct key_spec keys[] = {
 	{"downing", K_DOWNING, offsetof(struct sn_config, downing), 0, 0},
 	U(stable_after_ms, 0, 86400000),
 	{"data_dir", K_PATH, offsetof(struct sn_config, data_dir), 0, 0},
+	{"state_store", K_STATE_STORE, offsetof(struct sn_config, state_store), 0, 0},
+	U(store_timeout_ms, 1, 86400000),
 	U(net_ticktime, 1, 86400),
 	U(max_message_bytes, 1024, 2000000000),
 	U(max_connections, 1, 1000000),
@@ -133,6 +137,14 @@ static int apply_value(struct sn_config *c, const struct key_spec *k, const stru
 			c->downing = DOWNING_MANUAL;
 		else
 			return fail(err, "%s: downing expects keep_majority or manual", origin);
+		return 0;
+	case K_STATE_STORE:
+		if (v->kind == V_ATOM && strcmp(v->text, "memory") == 0)
+			c->state_store = STATE_STORE_MEMORY;
+		else if (v->kind == V_ATOM && strcmp(v->text, "lmdb") == 0)
+			c->state_store = STATE_STORE_LMDB;
+		else
+			return fail(err, "%s: state_store expects memory or lmdb", origin);
 		return 0;
 	case K_LOGLEVEL:
 		if (v->kind != V_ATOM || log_level_parse(v->text, &c->log_level) != 0)

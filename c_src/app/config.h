@@ -26,6 +26,8 @@
 #define CONFIG_ERR_BUF 512
 
 enum downing_strategy { DOWNING_KEEP_MAJORITY, DOWNING_MANUAL };
+/* Where entity states are kept (docs/contract.md, "Entity state"). */
+enum state_store_kind { STATE_STORE_MEMORY, STATE_STORE_LMDB };
 
 struct sn_config {
 	/* flags */
@@ -57,6 +59,8 @@ struct sn_config {
 	enum downing_strategy downing;
 	uint32_t stable_after_ms;
 	char data_dir[PATH_MAX];
+	enum state_store_kind state_store;
+	uint32_t store_timeout_ms;
 
 	/* keys of the runtime (in the same table) */
 	uint32_t net_ticktime;       /* seconds, as the kernel parameter */

@@ -17,6 +17,7 @@
 #include "dist/dist_node.h"
 #include "sharding/coordinator.h"
 #include "sharding/region.h"
+#include "store/state_lmdb.h"
 #include "store/remember.h"
 
 /* A failed call that left errno unset still fails. */
@@ -179,6 +180,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		.members_hosting = cluster_glue_members_hosting, .members_arg = &app->glue,
 		.may_deliver = cluster_glue_may_deliver, .may_deliver_arg = &app->glue,
 		.remember = h->remember,
+		.store = app->store, .store_timeout_ms = cfg->store_timeout_ms,
 		.on_stopped = cluster_glue_region_stopped, .on_stopped_arg = &app->glue,
 	};
 	h->region = region_start(&rcfg, &rc);
@@ -194,6 +196,15 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 static int start_hosted(struct node_app *app, const struct entity_type *const *known, size_t nknown)
 {
 	const struct sn_config *cfg = app->cfg;
+	if (cfg->state_store == STATE_STORE_LMDB && !cfg->proxy_only) {
+		int rc = 0;
+		app->store = state_lmdb_open(cfg->data_dir, app->loop, &app->log, &rc);
+		if (app->store == NULL) {
+			log_error(&app->log, "cannot open the entity state store in %s: %s", cfg->data_dir,
+				  rc == -EWOULDBLOCK ? "another node has it open" : strerror(-rc));
+			return neg_errno(-rc);
+		}
+	}
 	for (size_t k = 0; k < cfg->ntypes; k++) {
 		const struct entity_type *type = NULL;
 		for (size_t t = 0; t < nknown; t++)
@@ -288,6 +299,10 @@ void node_app_stop(struct node_app *app)
 		coordinator_free(app->hosted[k].coordinator);
 		remember_free(app->hosted[k].remember);
 	}
+	/* After the regions (they closed their types): commits what they
+	 * queued last. */
+	state_lmdb_free(app->store);
+	app->store = NULL;
 	cluster_glue_set_hosted(&app->glue, NULL, 0);
 	app->nhosted = 0;
 	if (app->admin != NULL)

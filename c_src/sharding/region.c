@@ -29,18 +29,6 @@ struct pending {
 	char data[]; /* tag, canonical id, msg */
 };
 
-/* The message being routed; pointers borrowed from the caller. */
-struct envelope {
-	bool is_call;
-	const erlang_pid *from; /* NULL: a tell with no known sender */
-	const char *tag;
-	size_t tag_len;
-	const char *id; /* canonical */
-	size_t id_len;
-	const char *msg;
-	size_t msg_len;
-};
-
 /* ---- replies ---- */
 
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
@@ -64,7 +52,7 @@ static void send_tell_reply(struct region *r, const erlang_pid *to, const char *
 	scratch_put(&r->tell_buf, x);
 }
 
-static void answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
+void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
 {
 	if (e->is_call)
 		region_send_call_reply(r, e->from, e->tag, e->tag_len, reply);
@@ -78,20 +66,64 @@ static void answer_error_atom(struct region *r, const struct envelope *e, const 
 	if (ei_x_new(&x) < 0)
 		return;
 	term_x_error_atom(&x, reason);
-	answer(r, e, &x);
+	region_answer(r, e, &x);
 	ei_x_free(&x);
 }
 
 /* ---- delivery ---- */
+
+/* With a store: `delete` removes the stored state and stops the entity;
+ * a changed state is queued for writing. Either way the reply waits for
+ * the commit (region_store.c). */
+static void deliver_stored(struct region *r, struct shard *s, const struct envelope *e, ei_x_buff *reply)
+{
+	if (term_is_atom(e->msg, 0, "delete")) {
+		shard_stop_entity(s, e->id, e->id_len);
+		if (region_store_write(r, s->id, e->id, e->id_len, NULL) == 0)
+			ei_x_encode_atom(reply, "ok");
+		else
+			term_x_error_atom(reply, "store_unavailable");
+	} else {
+		ei_x_buff spare, *state = scratch_get(&r->state_buf, &spare);
+		if (state == NULL) {
+			term_x_error_atom(reply, "enomem");
+		} else {
+			int rc = shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, state);
+			if (rc == 0 && state->index > 0)
+				rc = region_store_write(r, s->id, e->id, e->id_len, state);
+			if (rc != 0 && rc != -ENOMEM) {
+				/* The change cannot be kept: the entity stops (so it does
+				 * not answer from it again) and the caller learns it. */
+				shard_stop_entity(s, e->id, e->id_len);
+				reply->index = 0;
+				term_x_error_atom(reply, "store_unavailable");
+			}
+			scratch_put(&r->state_buf, state);
+		}
+	}
+	r->delivered++;
+	region_store_answer(r, s->id, e, reply);
+}
 
 static void deliver_local(struct region *r, struct shard *s, const struct envelope *e)
 {
 	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
 	if (reply == NULL)
 		return;
-	shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply);
-	r->delivered++;
-	answer(r, e, reply);
+	if (region_store_active(r)) {
+		deliver_stored(r, s, e, reply);
+	} else if (r->cfg.store != NULL && !r->cfg.proxy_only && term_is_atom(e->msg, 0, "delete")) {
+		/* A type that keeps no state has nothing stored: `delete` just
+		 * stops the entity, as for every type on a node with a store. */
+		shard_stop_entity(s, e->id, e->id_len);
+		ei_x_encode_atom(reply, "ok");
+		r->delivered++;
+		region_answer(r, e, reply);
+	} else {
+		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, NULL);
+		r->delivered++;
+		region_answer(r, e, reply);
+	}
 	scratch_put(&r->reply_buf, reply);
 }
 
@@ -178,9 +210,13 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 		if (here && !region_may_deliver(r))
 			return; /* region_resume comes back for the rest */
 		struct pending *p = slot->head;
-		slot->head = p->next;
 		struct envelope e;
 		envelope_of(p, &e);
+		/* A load under way (or started now) holds the rest back; the
+		 * slot is flushed again when it is done. */
+		if (here && region_store_must_wait(r, (uint32_t)(slot - r->slots), e.id, e.id_len, e.msg))
+			return;
+		slot->head = p->next;
 		if (here)
 			deliver_local(r, slot->shard, &e);
 		else
@@ -229,7 +265,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 		ei_x_buff x;
 		if (ei_x_new(&x) == 0) {
 			term_x_error_tagged_raw(&x, "bad_entity_id", raw_id, raw_id_len);
-			answer(r, e, &x);
+			region_answer(r, e, &x);
 			ei_x_free(&x);
 		}
 		scratch_put(&r->canon_buf, canon);
@@ -238,7 +274,8 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	e->id = canon->buff;
 	e->id_len = (size_t)canon->index;
 	struct shard_slot *slot = &r->slots[shard];
-	if (slot->head == NULL && region_slot_hosted(&slot->st) && region_may_deliver(r)) {
+	if (slot->head == NULL && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
+	    !region_store_must_wait(r, shard, e->id, e->id_len, e->msg)) {
 		deliver_local(r, slot->shard, e);
 	} else if (slot->head == NULL && slot->st.state == SLOT_REMOTE) {
 		forward(r, &slot->home_region, e);
@@ -413,6 +450,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	scratch_init(&r->canon_buf);
 	scratch_init(&r->reply_buf);
 	scratch_init(&r->tell_buf);
+	scratch_init(&r->state_buf);
 	r->proc = dist_node_spawn(cfg->node, cfg->type->name, region_handle, r, err);
 	if (r->proc == NULL) {
 		free(r->slots);
@@ -429,8 +467,9 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	/* Without nodedown a region would wait for ever on a home that died. */
-	if ((rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
+	if ((rc = region_store_start(r)) != 0 || (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
 		*err = rc;
+		region_store_stop(r);
 		remember_replica_free(r->replica);
 		dist_node_exit(cfg->node, r->proc, "normal");
 		free(r->slots);
@@ -456,5 +495,6 @@ void region_free(struct region *r)
 	scratch_free(&r->canon_buf);
 	scratch_free(&r->reply_buf);
 	scratch_free(&r->tell_buf);
+	scratch_free(&r->state_buf);
 	free(r);
 }

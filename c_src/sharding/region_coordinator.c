@@ -48,6 +48,7 @@ static void stop_shard(struct region *r, uint32_t shard)
 		r->nlocal--;
 	}
 	slot->out.destination_known = false;
+	region_store_drop_loads(slot);
 	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
 	log_debug(r->cfg.log, "region %s: shard %u handed off", r->cfg.type->name, shard);
 }
@@ -270,7 +271,9 @@ void region_hand_off_when_flushed(struct region *r, uint32_t shard)
 	struct shard_slot *slot = &r->slots[shard];
 	if (region_slot_hosted(&slot->st) && slot->head != NULL)
 		region_flush_slot(r, slot); /* stops early if the lease is gone */
-	if (region_slot_hosted(&slot->st) && slot->head != NULL)
+	/* Entities still loading their stored state (region_store.c) would
+	 * miss the states sent to the new home: the load's end comes back. */
+	if (region_slot_hosted(&slot->st) && (slot->head != NULL || slot->loads != NULL))
 		return;
 	step(r, shard, event(r, SLOT_HANDED_OFF));
 }
@@ -348,6 +351,7 @@ void region_on_retry(struct evloop *loop, void *arg)
 	}
 	/* Messages held for a lease that came back unnoticed go now. */
 	region_resume(r);
+	region_store_tick(r);
 	/* Unregistered, retry soon: a coordinator that has just taken over may
 	 * have ignored our first try, sent while it was not active yet. */
 	uint32_t next = r->cfg.retry_interval_ms;

@@ -111,6 +111,24 @@ static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_
 		give_up(r, shard, rc);
 }
 
+/* With a store, each state that came is written here too, so that this
+ * node continues it after a restart (shard_state_sink). */
+struct store_sink_ctx {
+	struct region *r;
+	uint32_t shard;
+};
+
+static void store_restored(void *arg, const char *id, size_t id_len, const char *state, size_t state_len)
+{
+	const struct store_sink_ctx *c = arg;
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (ei_x_encode_version(&x) == 0 && term_x_append_raw(&x, state, state_len) == 0)
+		region_store_write(c->r, c->shard, id, id_len, &x);
+	ei_x_free(&x);
+}
+
 /* A chunk from the old home. Acknowledged whatever becomes of it: the old
  * home must not stay frozen waiting, and a chunk this region cannot use
  * would not be any better sent again. */
@@ -129,8 +147,10 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 		if (slot->incoming == NULL)
 			slot->incoming = shard_new(sm->shard, r->cfg.type);
 		size_t restored = 0;
+		struct store_sink_ctx ctx = {r, sm->shard};
+		const struct shard_state_sink sink = {store_restored, &ctx};
 		int rc = slot->incoming ? shard_state_import(slot->incoming, sm->msg, sm->msg_len, region_now32(r),
-							     &restored)
+							     &restored, region_store_active(r) ? &sink : NULL)
 					: -ENOMEM;
 		if (rc)
 			log_warn(r->cfg.log, "region %s: shard %u: entity states from %s not all restored (%d)",

@@ -7,6 +7,9 @@
  *   region_coordinator.c  registering with the coordinator, shard homes,
  *                         handoff (on the shard slots of region_slot.h)
  *   region_handoff_state.c entity states streamed to a shard's new home
+ *   region_store.c        entities backed by a durable store: loads before
+ *                         delivery, writes of changed states, replies held
+ *                         until their writes are committed
  *   region_remember.c     remembered entities (remember_replica.h)
  *   region_stats.c        the inspection calls, the cluster-stats aggregator
  *   region_shutdown.c     graceful_shutdown and region_shutdown
@@ -33,12 +36,30 @@
 #include "sharding/shard.h"
 #include "sharding/shard_msg.h"
 #include "sharding/shard_state.h"
+#include "store/state_lmdb.h"
 
 /* How soon an unregistered region tries again. */
 #define REGION_REGISTER_RETRY_MS 100
 
 /* A message waiting for its shard's home (region.c). */
 struct pending;
+/* A load of an entity's stored state under way (region_store.c). */
+struct pending_load;
+/* A reply waiting for its write's commit (region_store.c). */
+struct held_reply;
+
+/* The message being routed or answered; pointers borrowed from the
+ * caller. */
+struct envelope {
+	bool is_call;
+	const erlang_pid *from; /* NULL: a tell with no known sender */
+	const char *tag;
+	size_t tag_len;
+	const char *id; /* canonical */
+	size_t id_len;
+	const char *msg;
+	size_t msg_len;
+};
 /* A get_cluster_sharding_stats call waiting for the members (region_stats.c). */
 struct stats_request;
 
@@ -68,6 +89,11 @@ struct shard_slot {
 	uint32_t nbuffered;
 	/* Its remembered entities wait for a quorum lease (region_remember.c). */
 	bool remembered_pending;
+	/* With a store (region_store.c): loads under way, in the order issued
+	 * (owned), and the write a load waits to see committed first (0:
+	 * none). Either makes the shard's messages wait in its buffer. */
+	struct pending_load *loads;
+	uint64_t load_after;
 };
 
 struct region {
@@ -103,6 +129,13 @@ struct region {
 	 * if ei refuses the name; no tell reply can then be sent. */
 	char type_atom[3 + 2 * MAXATOMLEN];
 	size_t type_atom_len;
+	/* With a store (region_store.c); store NULL: memory only. */
+	struct state_lmdb_type *store;
+	uint64_t written_upto;        /* the store's commits reported so far */
+	struct held_reply *held_head, *held_tail; /* in seq order; owned */
+	uint64_t load_counter;
+	bool slots_awaiting_commit;   /* some slot's load_after may be set */
+	struct scratch state_buf;     /* a changed entity's encoded state */
 };
 
 /* The loop's clock as entities see it (their last-activity stamps). */
@@ -115,6 +148,11 @@ static inline bool region_may_deliver(const struct region *r)
 }
 
 /* ---- region.c ---- */
+
+/* Answers the message's sender with `reply` (no version byte): a call's
+ * reply, or a tell's {Type, EntityId, Reply}; a tell without sender gets
+ * nothing. */
+void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply);
 
 /* Answers a gen_server call: `reply` (no version byte) is read only. */
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
@@ -213,6 +251,47 @@ bool region_remember_wants_home(const struct region *r, uint32_t shard);
 
 /* With a lease again: starts the remembered entities that waited for it. */
 void region_remember_resume(struct region *r);
+
+/* ---- region_store.c ---- */
+
+/* With cfg.store and a type that keeps state, opens the type's database.
+ * Returns 0 (also without a store), or the store's error. */
+int region_store_start(struct region *r);
+
+/* Answers every held reply {error, shutting_down}, drops the loads under
+ * way, closes the type's database. Idempotent. */
+void region_store_stop(struct region *r);
+
+/* Whether the region has a store. */
+bool region_store_active(const struct region *r);
+
+/* Whether a message for entity `id` of hosted shard `shard` must wait in
+ * the shard's buffer: an earlier load is under way, or the entity is not
+ * live and its stored state is to be loaded first (this starts the load,
+ * at once or once earlier writes are committed; the shard's buffer is
+ * flushed when it is done). `msg` is the message term (delete and
+ * passivate need no load). False without a store. */
+bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg);
+
+/* Loads a remembered entity's stored state and starts it with it (or
+ * afresh, with none); the shard's messages wait meanwhile. Returns 0 (also
+ * when it is live already) or -ENOMEM. */
+int region_store_load_entity(struct region *r, uint32_t shard, const char *id, size_t id_len);
+
+/* Frees the slot's loads under way (the shard left). */
+void region_store_drop_loads(struct shard_slot *slot);
+
+/* Queues the entity's new state (`state`: a term with its version byte) or,
+ * state NULL, its deletion. Returns 0 or -ENOMEM. */
+int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state);
+
+/* Answers `e` with `reply` once every write queued so far is committed (at
+ * once if they are). */
+void region_store_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply);
+
+/* The retry timer: held replies past store_timeout_ms are answered
+ * {error, store_unavailable}. */
+void region_store_tick(struct region *r);
 
 /* ---- region_stats.c ---- */
 

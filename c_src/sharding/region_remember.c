@@ -40,7 +40,10 @@ struct start_ctx {
 static void start_one(void *arg, const char *id, size_t len)
 {
 	struct start_ctx *c = arg;
-	if (shard_start_entity(c->shard, id, len, region_now32(c->r)) != 0)
+	/* With a store, it starts with its stored state, once loaded. */
+	int rc = region_store_active(c->r) ? region_store_load_entity(c->r, c->shard->id, id, len)
+					   : shard_start_entity(c->shard, id, len, region_now32(c->r));
+	if (rc != 0)
 		c->failed++;
 }
 
@@ -97,7 +100,10 @@ static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t
 		r->remembered_pending = true;
 		return;
 	}
-	shard_start_entity(r->slots[shard].shard, id, len, region_now32(r));
+	if (region_store_active(r))
+		region_store_load_entity(r, shard, id, len);
+	else
+		shard_start_entity(r->slots[shard].shard, id, len, region_now32(r));
 }
 
 static bool hosts_shard(void *arg, uint32_t shard)

@@ -68,6 +68,7 @@ void region_shutdown(struct region *r)
 	poll_until_stop(&r->leave_poll);
 	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
 	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
+	region_store_stop(r); /* before the shards go: held replies name them */
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
 		region_refuse_buffered(r, slot);

@@ -95,7 +95,7 @@ int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t 
 }
 
 int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
-		  uint32_t now_ms, ei_x_buff *reply)
+		  uint32_t now_ms, ei_x_buff *reply, ei_x_buff *changed)
 {
 	uint32_t hash = entity_table_hash(id, id_len);
 	struct entity *e = entity_table_find(&s->entities, id, id_len, hash);
@@ -125,9 +125,29 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	enum entity_after after = s->type->handle(entity_state(e), msg, msg_len, reply);
 	if (reply->index == 0)
 		entity_reply_unknown(reply, msg, msg_len); /* a type that forgot to reply */
+	int rc = 0;
+	if (changed != NULL && entity_after_changed(s->type, after) && entity_type_keeps_state(s->type)) {
+		if (ei_x_encode_version(changed) < 0 || s->type->encode_state(entity_state(e), changed) != 0) {
+			changed->index = 0;
+			rc = -EIO;
+			after = (enum entity_after)(after | ENTITY_STOP);
+		}
+	}
 	if (entity_after_stops(after))
 		retire_entity(s, e);
-	return 0;
+	return rc;
+}
+
+bool shard_entity_live(const struct shard *s, const char *id, size_t id_len)
+{
+	return entity_table_find(&s->entities, id, id_len, entity_table_hash(id, id_len)) != NULL;
+}
+
+void shard_stop_entity(struct shard *s, const char *id, size_t id_len)
+{
+	struct entity *e = entity_table_find(&s->entities, id, id_len, entity_table_hash(id, id_len));
+	if (e != NULL)
+		retire_entity(s, e);
 }
 
 /* One idle sweep: entities quiet since before now - idle stop. */

@@ -10,6 +10,7 @@
 #ifndef SN_SHARD_H
 #define SN_SHARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,10 +43,25 @@ struct shard *shard_new(uint32_t id, const struct entity_type *type);
 /* Delivers msg to the entity with canonical id bytes `id`, starting it if it
  * is not live, and encodes the reply (no version byte) into `reply`.
  * `passivate` is answered `ok` and stops a live entity (without starting a
- * dead one). `now_ms` stamps the entity's last activity. Returns 0, or
- * -ENOMEM (reply holds {error, enomem}). */
+ * dead one). `now_ms` stamps the entity's last activity.
+ *
+ * `changed`: NULL, or an empty buffer that gets the entity's new state
+ * (encode_state's term, version byte first) when the message changed it —
+ * a type that keeps state said so — for a store to write; left empty
+ * otherwise. If encoding fails, the entity is stopped (its change is not
+ * kept anywhere, so it must not answer from it again) and -EIO returned,
+ * the reply left as the entity wrote it.
+ *
+ * Returns 0, -ENOMEM (reply holds {error, enomem}), or -EIO. */
 int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
-		  uint32_t now_ms, ei_x_buff *reply);
+		  uint32_t now_ms, ei_x_buff *reply, ei_x_buff *changed);
+
+/* Whether the entity with canonical id bytes `id` is live. */
+bool shard_entity_live(const struct shard *s, const char *id, size_t id_len);
+
+/* Stops the entity (if live) for good: the observer hears it. For a
+ * `delete`. */
+void shard_stop_entity(struct shard *s, const char *id, size_t id_len);
 
 /* Starts the entity with canonical id bytes `id` if it is not live, without
  * a message (a remembered entity). Returns 0 (started or already live),

@@ -54,7 +54,8 @@ int shard_state_export(const struct shard *s, struct shard_state_cursor *cur, si
 	return keeps && next < t->cap ? 1 : 0;
 }
 
-int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t now_ms, size_t *restored)
+int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t now_ms, size_t *restored,
+		       const struct shard_state_sink *sink)
 {
 	*restored = 0;
 	if (!entity_type_keeps_state(s->type))
@@ -87,6 +88,8 @@ int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t 
 		rc = shard_restore_entity(s, id.buff, (size_t)id.index, state, state_len, now_ms);
 		if (rc > 0) {
 			(*restored)++;
+			if (sink != NULL)
+				sink->restored(sink->arg, id.buff, (size_t)id.index, state, state_len);
 			rc = 0;
 		}
 	}

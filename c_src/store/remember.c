@@ -7,12 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "entity/entity_table.h"
 #include "etf/phash2.h"
+#include "store/store_files.h"
 
 static const char header[8] = {'S', 'N', 'R', 'E', 'M', 'E', 'M', '1'};
 
@@ -250,35 +249,12 @@ static int lock_log(struct remember *r)
 	if (path == NULL)
 		return -ENOMEM;
 	snprintf(path, len, "%s.lock", r->path);
-	r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	int fd = store_lock_file(path);
 	free(path);
-	if (r->lock_fd < 0)
-		return -errno;
-	if (flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0)
-		return -errno;
+	if (fd < 0)
+		return fd;
+	r->lock_fd = fd;
 	return 0;
-}
-
-/* mkdir -p: creates dir and its missing parents. Returns 0 or -errno. */
-static int make_dirs(const char *dir)
-{
-	size_t len = strlen(dir);
-	char *p = malloc(len + 1);
-	if (p == NULL)
-		return -ENOMEM;
-	memcpy(p, dir, len + 1);
-	int rc = 0;
-	for (size_t i = 1; i <= len && rc == 0; i++) {
-		if (p[i] != '/' && p[i] != '\0')
-			continue;
-		char c = p[i];
-		p[i] = '\0';
-		if (mkdir(p, 0777) != 0 && errno != EEXIST)
-			rc = -errno;
-		p[i] = c;
-	}
-	free(p);
-	return rc;
 }
 
 struct remember *remember_open(const char *dir, const char *type, uint32_t nshards, const struct logger *log,
@@ -303,7 +279,7 @@ struct remember *remember_open(const char *dir, const char *type, uint32_t nshar
 		return NULL;
 	}
 	snprintf(r->path, path_len, "%s/%s.entities", dir, type);
-	if ((*err = make_dirs(dir)) != 0) {
+	if ((*err = store_make_dirs(dir)) != 0) {
 		log_error(log, "remembered entities: cannot create %s: %s", dir, strerror(-*err));
 	} else if ((*err = lock_log(r)) != 0) {
 		log_error(log, "remembered entities: %s is in use by another node (each needs its own data_dir)",

@@ -55,7 +55,7 @@ static ei_x_buff deliver_at(struct shard *s, const struct id *id, const ei_x_buf
 	char *mc = sn_dup_exact(msg->buff, (size_t)msg->index);
 	ei_x_buff reply;
 	sn_x_new(&reply);
-	cr_assert_eq(shard_deliver(s, idc, (size_t)id->x.index, mc, (size_t)msg->index, now, &reply), 0);
+	cr_assert_eq(shard_deliver(s, idc, (size_t)id->x.index, mc, (size_t)msg->index, now, &reply, NULL), 0);
 	free(idc);
 	free(mc);
 	end = 0;

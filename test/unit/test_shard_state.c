@@ -48,7 +48,7 @@ static long long deliver_int(struct shard *s, long k, const char *fmt, long arg)
 	sn_x_new(&reply);
 	int_id(&id, k);
 	cr_assert_eq(ei_x_format_wo_ver(&msg, fmt, arg), 0);
-	cr_assert_eq(shard_deliver(s, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply), 0);
+	cr_assert_eq(shard_deliver(s, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
 	int i = 0;
 	long long v = 0;
 	cr_assert_eq(ei_decode_longlong(reply.buff, &i, &v), 0);
@@ -75,7 +75,7 @@ static size_t move_all(const struct shard *from, struct shard *to, size_t max_by
 		size_t end = 0;
 		cr_assert_eq(term_validate(exact, (size_t)x.index, &end), 0, "a chunk is a term");
 		cr_assert_eq(end, (size_t)x.index);
-		cr_assert_eq(shard_state_import(to, exact, (size_t)x.index, 0, &restored), 0);
+		cr_assert_eq(shard_state_import(to, exact, (size_t)x.index, 0, &restored, NULL), 0);
 		cr_assert_eq(restored, n);
 		if (more && n > 1)
 			cr_assert_lt((size_t)x.index - 0, max_bytes + 64, "bounded: at most one entity past the limit");
@@ -143,14 +143,14 @@ Test(shard_state, a_type_without_state_exports_nothing_and_imports_nothing)
 	sn_x_new(&reply);
 	int_id(&id, 1);
 	ei_x_encode_atom(&msg, "hi");
-	cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply), 0);
+	cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
 	struct shard_state_cursor cur = {0};
 	ei_x_buff x;
 	sn_x_new(&x);
 	size_t n, restored;
 	cr_assert_eq(shard_state_export(a, &cur, 1000, &x, &n), 0);
 	cr_assert_eq(n, 0, "echo keeps no state: it starts afresh elsewhere");
-	cr_assert_eq(shard_state_import(a, x.buff, (size_t)x.index, 0, &restored), -EINVAL);
+	cr_assert_eq(shard_state_import(a, x.buff, (size_t)x.index, 0, &restored, NULL), -EINVAL);
 	ei_x_free(&x);
 	ei_x_free(&id);
 	ei_x_free(&msg);
@@ -164,7 +164,7 @@ static int import_fmt(struct shard *s, const char *fmt, size_t *restored)
 	sn_x_new(&x);
 	cr_assert_eq(ei_x_format_wo_ver(&x, fmt), 0, "%s", fmt);
 	char *exact = sn_dup_exact(x.buff, (size_t)x.index);
-	int rc = shard_state_import(s, exact, (size_t)x.index, 0, restored);
+	int rc = shard_state_import(s, exact, (size_t)x.index, 0, restored, NULL);
 	free(exact);
 	ei_x_free(&x);
 	return rc;
@@ -212,7 +212,7 @@ Test(shard_state, kv_maps_move_and_the_observer_hears_of_each)
 		msg.index = 0;
 		ei_x_format_wo_ver(&msg, "{put, key, ~l}", k);
 		sn_x_new(&reply);
-		cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply), 0);
+		cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
 		ei_x_free(&reply);
 	}
 	started = 0;
@@ -225,7 +225,7 @@ Test(shard_state, kv_maps_move_and_the_observer_hears_of_each)
 	msg.index = 0;
 	ei_x_format_wo_ver(&msg, "{get, key}");
 	sn_x_new(&reply);
-	cr_assert_eq(shard_deliver(b, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply), 0);
+	cr_assert_eq(shard_deliver(b, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
 	char *text = NULL;
 	int i = 0;
 	cr_assert_geq(ei_s_print_term(&text, reply.buff, &i), 0);

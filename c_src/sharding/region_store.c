@@ -1,0 +1,346 @@
+/*
+ * region_store.c — a region's entities backed by a durable store
+ * (`state_store = lmdb`; docs/contract.md, "Entity state").
+ *
+ * Three duties, all on the loop:
+ *
+ *   Loading. An entity that is not live loads its stored state before it
+ *   handles anything: its message waits at the head of its shard's buffer
+ *   (and every later message of that shard behind it, which keeps each
+ *   sender's order without a queue per entity) while the store's reader
+ *   thread looks the record up. A load is issued only once every write
+ *   queued before it is committed, so it never reads a state older than
+ *   one already handled here (an entity passivated right after a change).
+ *
+ *   Writing. A message that changed its entity's state queues the new
+ *   state for the writer thread, which commits the changes of many
+ *   entities together.
+ *
+ *   Holding replies. Acknowledged means durable: the reply to a message
+ *   waits until every write queued up to its own handling is committed —
+ *   also the reply to a message that changed nothing, which may show a
+ *   state not yet durable. Replies leave in the order their messages were
+ *   handled. A commit that failed, or one not done within
+ *   store_timeout_ms, answers the waiting replies {error, store_unavailable}
+ *   instead; their entities are stopped, so their next message reloads
+ *   what the store really holds.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entity/entity_type.h"
+#include "etf/term.h"
+#include "sharding/region_internal.h"
+
+/* A load under way: the answer's token finds it in its slot's list. */
+struct pending_load {
+	struct pending_load *next;
+	uint64_t token;
+	uint32_t id_len;
+	char id[]; /* canonical */
+};
+
+/* A reply that waits for a commit. Owns copies of everything. */
+struct held_reply {
+	struct held_reply *next;
+	uint64_t seq;       /* released once the store has written up to this */
+	uint64_t held_at;   /* the loop's clock, for store_timeout_ms */
+	uint32_t shard;
+	bool is_call;
+	bool has_from;
+	erlang_pid from;
+	uint32_t tag_len, id_len, reply_len;
+	char data[]; /* tag, canonical id, reply (no version byte) */
+};
+
+bool region_store_active(const struct region *r)
+{
+	return r->store != NULL;
+}
+
+/* The writes queued so far, by any type of this node's store. */
+static uint64_t last_queued(const struct region *r)
+{
+	return state_lmdb_last_queued(r->cfg.store);
+}
+
+/* ---- loading ---- */
+
+static int start_load(struct region *r, uint32_t shard, const char *id, size_t id_len)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	struct pending_load *l = malloc(sizeof *l + id_len);
+	if (l == NULL)
+		return -ENOMEM;
+	l->next = NULL;
+	l->token = (++r->load_counter << 32) | shard;
+	l->id_len = (uint32_t)id_len;
+	memcpy(l->id, id, id_len);
+	int rc = state_lmdb_load(r->store, shard, id, id_len, l->token);
+	if (rc) {
+		free(l);
+		return rc;
+	}
+	struct pending_load **at = &slot->loads;
+	while (*at)
+		at = &(*at)->next;
+	*at = l;
+	return 0;
+}
+
+bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (r->store == NULL)
+		return false;
+	if (slot->loads != NULL)
+		return true; /* the shard's messages wait for an earlier load */
+	if (slot->load_after > r->written_upto)
+		return true; /* and for the writes before it (on_written) */
+	slot->load_after = 0;
+	if (term_is_atom(msg, 0, "delete") || term_is_atom(msg, 0, "passivate") ||
+	    shard_entity_live(slot->shard, id, id_len))
+		return false;
+	/* The writes queued so far first: one of them may be this entity's
+	 * last change before it was passivated. Only those: later ones do
+	 * not hold the load back, however many keep coming. */
+	uint64_t need = last_queued(r);
+	if (need > r->written_upto) {
+		slot->load_after = need;
+		r->slots_awaiting_commit = true;
+		return true;
+	}
+	int rc = start_load(r, shard, id, id_len);
+	if (rc) {
+		log_warn(r->cfg.log, "region %s: shard %u: loading an entity's state failed (%d): it starts afresh",
+			 r->cfg.type->name, shard, rc);
+		return false;
+	}
+	return true;
+}
+
+/* What waited in a hosted slot for a load goes on; a handoff that waited
+ * for it goes too. */
+static void resume_slot(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->shard == NULL || !region_slot_hosted(&slot->st))
+		return;
+	region_flush_slot(r, slot);
+	if (region_slot_handoff_ready(&slot->st))
+		region_hand_off_when_flushed(r, shard);
+}
+
+/* The store answered a load: the entity starts with its stored state (or
+ * afresh, with none), and what waited for it goes on. */
+static void on_loaded(void *arg, uint64_t token, int found, const char *state, size_t len)
+{
+	struct region *r = arg;
+	uint32_t shard = (uint32_t)(token & 0xffffffffu);
+	if (shard >= r->cfg.number_of_shards)
+		return;
+	struct shard_slot *slot = &r->slots[shard];
+	struct pending_load **at = &slot->loads;
+	while (*at && (*at)->token != token)
+		at = &(*at)->next;
+	struct pending_load *l = *at;
+	if (l == NULL)
+		return; /* the shard left meanwhile */
+	*at = l->next;
+	if (slot->shard != NULL && region_slot_hosted(&slot->st)) {
+		int rc = found < 0 ? found : 0;
+		size_t end = 0;
+		/* The stored bytes are checked as if they came from the network:
+		 * a damaged record must not reach decode_state. */
+		if (found == 1 && (len < 2 || (unsigned char)state[0] != TERM_VERSION_MAGIC ||
+				   term_validate(state + 1, len - 1, &end) != 0 || end != len - 1))
+			rc = -EPROTO;
+		if (rc == 0 && found == 1)
+			rc = shard_restore_entity(slot->shard, l->id, l->id_len, state + 1, len - 1, region_now32(r));
+		if (rc < 0)
+			log_warn(r->cfg.log, "region %s: shard %u: an entity's stored state could not be read (%d): "
+				 "it starts afresh", r->cfg.type->name, shard, rc);
+		if (found != 1 || rc < 0)
+			shard_start_entity(slot->shard, l->id, l->id_len, region_now32(r));
+	}
+	free(l);
+	if (slot->loads == NULL)
+		resume_slot(r, shard);
+}
+
+void region_store_drop_loads(struct shard_slot *slot)
+{
+	while (slot->loads) {
+		struct pending_load *l = slot->loads;
+		slot->loads = l->next;
+		free(l);
+	}
+	slot->load_after = 0;
+}
+
+/* ---- holding replies ---- */
+
+static void send_held(struct region *r, struct held_reply *h, const char *error)
+{
+	struct envelope e = {
+		.is_call = h->is_call,
+		.from = h->has_from ? &h->from : NULL,
+		.tag = h->data,
+		.tag_len = h->tag_len,
+		.id = h->data + h->tag_len,
+		.id_len = h->id_len,
+	};
+	ei_x_buff x;
+	if (error != NULL) {
+		if (ei_x_new(&x) < 0)
+			return;
+		term_x_error_atom(&x, error);
+	} else {
+		x.buff = h->data + h->tag_len + h->id_len;
+		x.index = (int)h->reply_len;
+		x.buffsz = x.index;
+	}
+	region_answer(r, &e, &x);
+	if (error != NULL)
+		ei_x_free(&x);
+}
+
+/* A change that may not be in the store: its entity stops, so that its
+ * next message reloads what the store does hold. */
+static void forget_entity(struct region *r, const struct held_reply *h)
+{
+	struct shard_slot *slot = &r->slots[h->shard];
+	if (slot->shard != NULL)
+		shard_stop_entity(slot->shard, h->data + h->tag_len, h->id_len);
+}
+
+void region_store_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply)
+{
+	uint64_t need = last_queued(r);
+	if (need <= r->written_upto) {
+		region_answer(r, e, reply);
+		return;
+	}
+	if (!e->is_call && e->from == NULL)
+		return; /* nobody to answer */
+	size_t n = e->tag_len + e->id_len + (size_t)reply->index;
+	struct held_reply *h = malloc(sizeof *h + n);
+	if (h == NULL) {
+		/* No room to wait: better no answer than one that is not
+		 * durable yet. The caller's timeout tells it. */
+		log_warn(r->cfg.log, "region %s: out of memory holding a reply", r->cfg.type->name);
+		return;
+	}
+	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .shard = shard,
+				 .is_call = e->is_call, .has_from = e->from != NULL,
+				 .tag_len = (uint32_t)e->tag_len, .id_len = (uint32_t)e->id_len,
+				 .reply_len = (uint32_t)reply->index};
+	if (e->from)
+		h->from = *e->from;
+	if (e->tag_len > 0)
+		memcpy(h->data, e->tag, e->tag_len);
+	memcpy(h->data + e->tag_len, e->id, e->id_len);
+	memcpy(h->data + e->tag_len + e->id_len, reply->buff, (size_t)reply->index);
+	if (r->held_tail)
+		r->held_tail->next = h;
+	else
+		r->held_head = h;
+	r->held_tail = h;
+}
+
+/* Releases the held replies up to `upto`: answered as they are (error
+ * NULL), or with {error, error}. `forget`: their changes may not be in the
+ * store, so their entities stop. */
+static void release(struct region *r, uint64_t upto, const char *error, bool forget)
+{
+	while (r->held_head && r->held_head->seq <= upto) {
+		struct held_reply *h = r->held_head;
+		r->held_head = h->next;
+		if (r->held_head == NULL)
+			r->held_tail = NULL;
+		if (forget)
+			forget_entity(r, h);
+		send_held(r, h, error);
+		free(h);
+	}
+}
+
+static void on_written(void *arg, uint64_t upto, int status)
+{
+	struct region *r = arg;
+	if (upto > r->written_upto)
+		r->written_upto = upto;
+	if (status != 0)
+		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
+			  "{error, store_unavailable}", r->cfg.type->name, status);
+	release(r, upto, status != 0 ? "store_unavailable" : NULL, status != 0);
+	if (!r->slots_awaiting_commit)
+		return;
+	r->slots_awaiting_commit = false;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->load_after == 0)
+			continue;
+		if (slot->load_after > r->written_upto) {
+			r->slots_awaiting_commit = true; /* not yet */
+			continue;
+		}
+		resume_slot(r, s); /* its load starts now */
+	}
+}
+
+void region_store_tick(struct region *r)
+{
+	if (r->held_head == NULL || r->cfg.store_timeout_ms == 0)
+		return;
+	uint64_t now = evloop_now_ms(r->cfg.loop);
+	/* Held in order, so the oldest is first. */
+	while (r->held_head && now - r->held_head->held_at >= r->cfg.store_timeout_ms) {
+		log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): "
+			 "{error, store_unavailable}", r->cfg.type->name, r->cfg.store_timeout_ms);
+		release(r, r->held_head->seq, "store_unavailable", true);
+	}
+}
+
+int region_store_load_entity(struct region *r, uint32_t shard, const char *id, size_t id_len)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->shard != NULL && shard_entity_live(slot->shard, id, id_len))
+		return 0;
+	return start_load(r, shard, id, id_len);
+}
+
+/* ---- writing ---- */
+
+int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state)
+{
+	uint64_t seq;
+	return state_lmdb_write(r->store, shard, id, id_len, state ? state->buff : NULL,
+				state ? (size_t)state->index : 0, &seq);
+}
+
+/* ---- life ---- */
+
+int region_store_start(struct region *r)
+{
+	if (r->cfg.store == NULL || !entity_type_keeps_state(r->cfg.type) || r->cfg.proxy_only)
+		return 0;
+	int err = 0;
+	r->store = state_lmdb_type_open(r->cfg.store, r->cfg.type->name, on_written, on_loaded, r, &err);
+	if (r->store == NULL)
+		return err;
+	r->written_upto = last_queued(r);
+	return 0;
+}
+
+void region_store_stop(struct region *r)
+{
+	/* Their writes still commit (state_lmdb_free waits for them), but no
+	 * answer can wait for that any more. */
+	release(r, UINT64_MAX, "shutting_down", false);
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
+		region_store_drop_loads(&r->slots[s]);
+	state_lmdb_type_close(r->store);
+	r->store = NULL;
+}

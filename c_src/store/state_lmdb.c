@@ -1,0 +1,643 @@
+/* state_lmdb.c — see state_lmdb.h. */
+#include "store/state_lmdb.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "base/byteorder.h"
+#include "base/node_limits.h"
+#include "store/store_files.h"
+
+/* The map is reserved address space, not memory or disk: the file grows
+ * with what it holds. 64 GiB of entity states is far beyond one node. */
+#define MAP_SIZE ((size_t)64 << 30)
+
+/* LMDB's compiled-in key limit (mdb_env_get_maxkeysize). */
+#define KEY_MAX 511
+#define HASHED_KEY_LEN (4 + 1 + SHA256_DIGEST_LENGTH)
+
+/* Named databases the environment can hold: a type's handle stays open
+ * for the environment's life, so types opened and closed in turn need more
+ * than the NODE_TYPES_MAX open at once. */
+#define DBS_MAX (4 * NODE_TYPES_MAX)
+
+/* Commit outcomes waiting for the loop; consecutive ones with the same
+ * status merge, so the ring fills only with alternating failures. */
+#define RESULTS_MAX 64
+
+/* A queued write. */
+struct write_op {
+	struct write_op *next;
+	MDB_dbi dbi;
+	bool del;
+	uint32_t key_len, val_len;
+	char data[]; /* key, then the value */
+};
+
+/* A queued load, and then (the same or a new allocation) its answer. */
+struct load_op {
+	struct load_op *next;
+	uint64_t token;
+	MDB_dbi dbi;
+	uint32_t type_index, type_gen;
+	int found;                 /* the answer: 1, 0 or -errno */
+	uint32_t key_len, val_len; /* data holds the key, then the state */
+	char data[];
+};
+
+struct commit_result {
+	uint64_t upto;
+	int status; /* 0 or -errno */
+	int mdb_rc; /* LMDB's own code, for the log */
+};
+
+struct state_lmdb_type {
+	struct state_lmdb *s;
+	bool in_use;
+	uint32_t index;
+	uint32_t gen; /* bumped at each open: answers to a closed one are dropped */
+	MDB_dbi dbi;
+	state_lmdb_written_fn written;
+	state_lmdb_loaded_fn loaded;
+	void *arg;
+	char name[TYPE_NAME_BUF];
+};
+
+struct state_lmdb {
+	MDB_env *env;
+	struct evloop *loop;
+	const struct logger *log;
+	int lock_fd, event_fd;
+	bool threads_started;
+	pthread_t writer, reader;
+	uint64_t last_queued; /* the loop's alone */
+	struct state_lmdb_type types[NODE_TYPES_MAX];
+
+	/* Shared with the threads, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t writes_cv, loads_cv, results_cv;
+	bool stopping;
+	uint64_t taken; /* writes the writer has taken: the last one's number */
+	struct write_op *writes, **writes_tail;
+	struct load_op *loads, **loads_tail;
+	struct load_op *answers, **answers_tail;
+	struct commit_result results[RESULTS_MAX];
+	unsigned results_head, results_count;
+};
+
+/* LMDB returns errno values for system errors and its own negative codes
+ * for the rest. */
+static int errno_of(int mdb_rc)
+{
+	if (mdb_rc == 0)
+		return 0;
+	if (mdb_rc > 0)
+		return -mdb_rc;
+	if (mdb_rc == MDB_MAP_FULL)
+		return -ENOSPC;
+	return -EIO;
+}
+
+static void wake_loop(struct state_lmdb *s)
+{
+	uint64_t one = 1;
+	/* Can only fail with the counter at its maximum: the loop is woken
+	 * already. */
+	ssize_t w = write(s->event_fd, &one, sizeof one);
+	(void)w;
+}
+
+/* The record's key: the shard and the id, or the id's hash when too long.
+ * `key` has room for KEY_MAX bytes. Returns its length. */
+static uint32_t make_key(char *key, uint32_t shard, const char *id, size_t id_len)
+{
+	be32_write(key, shard);
+	if (4 + id_len <= KEY_MAX) {
+		memcpy(key + 4, id, id_len);
+		return (uint32_t)(4 + id_len);
+	}
+	key[4] = 0;
+	SHA256((const unsigned char *)id, id_len, (unsigned char *)key + 5);
+	return HASHED_KEY_LEN;
+}
+
+static size_t key_len_of(size_t id_len)
+{
+	return 4 + id_len <= KEY_MAX ? 4 + id_len : HASHED_KEY_LEN;
+}
+
+/* ---- the writer thread ---- */
+
+/* Writes the batch in one transaction. Returns 0 or LMDB's code. */
+static int commit_batch(MDB_env *env, const struct write_op *batch)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (rc != 0)
+		return rc;
+	for (const struct write_op *w = batch; w != NULL && rc == 0; w = w->next) {
+		MDB_val key = {.mv_size = w->key_len, .mv_data = (void *)w->data};
+		if (w->del) {
+			rc = mdb_del(txn, w->dbi, &key, NULL);
+			if (rc == MDB_NOTFOUND)
+				rc = 0;
+		} else {
+			MDB_val val = {.mv_size = w->val_len, .mv_data = (void *)(w->data + w->key_len)};
+			rc = mdb_put(txn, w->dbi, &key, &val, 0);
+		}
+	}
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	return mdb_txn_commit(txn); /* the fsync happens here */
+}
+
+/* Reports a commit to the loop. Called with mu held. */
+static void push_result(struct state_lmdb *s, uint64_t upto, int mdb_rc)
+{
+	int status = errno_of(mdb_rc);
+	for (;;) {
+		if (s->results_count > 0) {
+			struct commit_result *last =
+				&s->results[(s->results_head + s->results_count - 1) % RESULTS_MAX];
+			if (last->status == status) {
+				last->upto = upto;
+				break;
+			}
+		}
+		if (s->results_count < RESULTS_MAX) {
+			s->results[(s->results_head + s->results_count) % RESULTS_MAX] =
+				(struct commit_result){.upto = upto, .status = status, .mdb_rc = mdb_rc};
+			s->results_count++;
+			break;
+		}
+		if (s->stopping)
+			return; /* nobody will read it: every type is closed */
+		pthread_cond_wait(&s->results_cv, &s->mu);
+	}
+	wake_loop(s);
+}
+
+static void *writer_main(void *arg)
+{
+	struct state_lmdb *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (s->writes == NULL && !s->stopping)
+			pthread_cond_wait(&s->writes_cv, &s->mu);
+		if (s->writes == NULL)
+			break; /* stopping, and everything is written */
+		struct write_op *batch = s->writes;
+		s->writes = NULL;
+		s->writes_tail = &s->writes;
+		/* The sequence numbers are the queue's order: the last one of the
+		 * batch is the highest. It is not stored in the op: count them. */
+		uint64_t n = 0;
+		for (struct write_op *w = batch; w != NULL; w = w->next)
+			n++;
+		pthread_mutex_unlock(&s->mu);
+
+		int rc = commit_batch(s->env, batch);
+		while (batch) {
+			struct write_op *next = batch->next;
+			free(batch);
+			batch = next;
+		}
+
+		pthread_mutex_lock(&s->mu);
+		s->taken += n;
+		push_result(s, s->taken, rc);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* ---- the reader thread ---- */
+
+/* Looks the load up in `txn`; returns its answer, which may be `l` itself. */
+static struct load_op *answer_load(MDB_txn *txn, struct load_op *l)
+{
+	MDB_val key = {.mv_size = l->key_len, .mv_data = l->data}, val;
+	int rc = mdb_get(txn, l->dbi, &key, &val);
+	if (rc == MDB_NOTFOUND) {
+		l->found = 0;
+		return l;
+	}
+	if (rc != 0) {
+		l->found = errno_of(rc);
+		return l;
+	}
+	struct load_op *a = malloc(sizeof *a + val.mv_size);
+	if (a == NULL) {
+		l->found = -ENOMEM;
+		return l;
+	}
+	*a = *l;
+	a->found = 1;
+	a->key_len = 0;
+	a->val_len = (uint32_t)val.mv_size;
+	memcpy(a->data, val.mv_data, val.mv_size);
+	free(l);
+	return a;
+}
+
+static void *reader_main(void *arg)
+{
+	struct state_lmdb *s = arg;
+	MDB_txn *txn = NULL;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (s->loads == NULL && !s->stopping)
+			pthread_cond_wait(&s->loads_cv, &s->mu);
+		if (s->stopping)
+			break; /* loads still queued are dropped in state_lmdb_free */
+		struct load_op *batch = s->loads;
+		s->loads = NULL;
+		s->loads_tail = &s->loads;
+		pthread_mutex_unlock(&s->mu);
+
+		/* One read transaction answers the whole batch; it is renewed,
+		 * not recreated, between batches. */
+		int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+		struct load_op *answers = NULL, **tail = &answers;
+		while (batch) {
+			struct load_op *l = batch;
+			batch = l->next;
+			l->next = NULL;
+			if (rc != 0) {
+				l->found = errno_of(rc);
+			} else {
+				l = answer_load(txn, l);
+			}
+			*tail = l;
+			tail = &l->next;
+		}
+		if (rc == 0)
+			mdb_txn_reset(txn);
+		else if (txn != NULL) {
+			mdb_txn_abort(txn);
+			txn = NULL;
+		}
+
+		pthread_mutex_lock(&s->mu);
+		*s->answers_tail = answers;
+		s->answers_tail = tail;
+		wake_loop(s);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (txn)
+		mdb_txn_abort(txn);
+	return NULL;
+}
+
+/* ---- the loop's side ---- */
+
+static void report_commit(struct state_lmdb *s, const struct commit_result *c)
+{
+	if (c->status != 0)
+		log_error(s->log, "state store: a commit failed: %s", mdb_strerror(c->mdb_rc));
+	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++) {
+		struct state_lmdb_type *t = &s->types[i];
+		if (t->in_use)
+			t->written(t->arg, c->upto, c->status);
+	}
+}
+
+static void report_load(struct state_lmdb *s, const struct load_op *a)
+{
+	struct state_lmdb_type *t = &s->types[a->type_index];
+	if (!t->in_use || t->gen != a->type_gen)
+		return; /* its type was closed */
+	if (a->found == 1)
+		t->loaded(t->arg, a->token, 1, a->data + a->key_len, a->val_len);
+	else
+		t->loaded(t->arg, a->token, a->found, NULL, 0);
+}
+
+static void on_event(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)loop;
+	(void)events;
+	struct state_lmdb *s = arg;
+	uint64_t n;
+	ssize_t r = read(fd, &n, sizeof n);
+	(void)r; /* EAGAIN: another wake-up took it; the queues say what is new */
+
+	struct commit_result results[RESULTS_MAX];
+	pthread_mutex_lock(&s->mu);
+	unsigned count = s->results_count;
+	for (unsigned i = 0; i < count; i++)
+		results[i] = s->results[(s->results_head + i) % RESULTS_MAX];
+	s->results_head = (s->results_head + count) % RESULTS_MAX;
+	s->results_count = 0;
+	struct load_op *answers = s->answers;
+	s->answers = NULL;
+	s->answers_tail = &s->answers;
+	pthread_cond_signal(&s->results_cv);
+	pthread_mutex_unlock(&s->mu);
+
+	/* Commits first: a region issues a load only after the writes before
+	 * it are reported committed, and never needs the opposite order. */
+	for (unsigned i = 0; i < count; i++)
+		report_commit(s, &results[i]);
+	while (answers) {
+		struct load_op *a = answers;
+		answers = a->next;
+		report_load(s, a);
+		free(a);
+	}
+}
+
+/* Frees what the store owns; the threads must have stopped (or never
+ * started). */
+static void destroy(struct state_lmdb *s)
+{
+	while (s->writes) {
+		struct write_op *w = s->writes;
+		s->writes = w->next;
+		free(w);
+	}
+	struct load_op *lists[2] = {s->loads, s->answers};
+	for (int i = 0; i < 2; i++) {
+		while (lists[i]) {
+			struct load_op *l = lists[i];
+			lists[i] = l->next;
+			free(l);
+		}
+	}
+	if (s->event_fd >= 0) {
+		evloop_unwatch(s->loop, s->event_fd);
+		close(s->event_fd);
+	}
+	if (s->env)
+		mdb_env_close(s->env);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd); /* and with it the lock */
+	pthread_cond_destroy(&s->results_cv);
+	pthread_cond_destroy(&s->loads_cv);
+	pthread_cond_destroy(&s->writes_cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+/* Opens the environment in `path` (which exists and is locked). */
+static int open_env(struct state_lmdb *s, const char *path)
+{
+	int rc = mdb_env_create(&s->env);
+	if (rc == 0)
+		rc = mdb_env_set_maxdbs(s->env, DBS_MAX);
+	if (rc == 0)
+		rc = mdb_env_set_mapsize(s->env, MAP_SIZE);
+	/* MDB_NOTLS: read transactions belong to the transaction, not the
+	 * thread, so the reader's renewed transaction is safe whatever thread
+	 * runs it. Durability is the default: every commit is synced. */
+	if (rc == 0)
+		rc = mdb_env_open(s->env, path, MDB_NOTLS, 0666);
+	if (rc == 0) {
+		int dead;
+		/* Readers a killed earlier process left in the lock file would
+		 * hold old pages forever; we hold the store alone, so they are
+		 * all dead. */
+		rc = mdb_reader_check(s->env, &dead);
+	}
+	if (rc != 0)
+		log_error(s->log, "state store %s: %s", path, mdb_strerror(rc));
+	return errno_of(rc);
+}
+
+struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const struct logger *log, int *err)
+{
+	struct state_lmdb *s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	s->loop = loop;
+	s->log = log;
+	s->lock_fd = -1;
+	s->event_fd = -1;
+	s->writes_tail = &s->writes;
+	s->loads_tail = &s->loads;
+	s->answers_tail = &s->answers;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->writes_cv, NULL);
+	pthread_cond_init(&s->loads_cv, NULL);
+	pthread_cond_init(&s->results_cv, NULL);
+	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++)
+		s->types[i] = (struct state_lmdb_type){.s = s, .index = i};
+
+	size_t len = strlen(dir) + sizeof "/state.lmdb/owner.lock";
+	char *path = malloc(len);
+	int rc = path ? 0 : -ENOMEM;
+	if (rc == 0) {
+		snprintf(path, len, "%s/state.lmdb", dir);
+		rc = store_make_dirs(path);
+		if (rc != 0)
+			log_error(log, "state store: cannot create %s: %s", path, strerror(-rc));
+	}
+	if (rc == 0) {
+		/* LMDB lets processes share an environment; a second node on the
+		 * same data_dir would host the same entities, so we refuse it. */
+		snprintf(path, len, "%s/state.lmdb/owner.lock", dir);
+		s->lock_fd = store_lock_file(path);
+		if (s->lock_fd < 0) {
+			rc = s->lock_fd;
+			log_error(log, "state store: %s: %s", path,
+				  rc == -EWOULDBLOCK ? "another node holds it" : strerror(-rc));
+		}
+	}
+	if (rc == 0) {
+		snprintf(path, len, "%s/state.lmdb", dir);
+		rc = open_env(s, path);
+	}
+	free(path);
+	if (rc == 0) {
+		s->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		rc = s->event_fd < 0 ? -errno : evloop_watch(loop, s->event_fd, EPOLLIN, on_event, s);
+	}
+	if (rc == 0) {
+		rc = -pthread_create(&s->writer, NULL, writer_main, s);
+		if (rc == 0) {
+			rc = -pthread_create(&s->reader, NULL, reader_main, s);
+			if (rc != 0) {
+				pthread_mutex_lock(&s->mu);
+				s->stopping = true;
+				pthread_cond_signal(&s->writes_cv);
+				pthread_mutex_unlock(&s->mu);
+				pthread_join(s->writer, NULL);
+			}
+		}
+		s->threads_started = rc == 0;
+	}
+	if (rc != 0) {
+		destroy(s);
+		*err = rc;
+		return NULL;
+	}
+	*err = 0;
+	return s;
+}
+
+void state_lmdb_free(struct state_lmdb *s)
+{
+	if (s == NULL)
+		return;
+	if (s->threads_started) {
+		pthread_mutex_lock(&s->mu);
+		s->stopping = true;
+		pthread_cond_signal(&s->writes_cv);
+		pthread_cond_signal(&s->loads_cv);
+		pthread_cond_signal(&s->results_cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->writer, NULL); /* it commits what is queued first */
+		pthread_join(s->reader, NULL);
+	}
+	destroy(s);
+}
+
+/* Opens the type's database: in a read transaction when it exists, which
+ * waits for no commit; else in a write transaction of its own, once, when
+ * the type is first stored (the writer thread's commits wait meanwhile,
+ * not the other way round: the environment's write lock is free then but
+ * for one of the writer's batches, which is short). */
+static int open_dbi(struct state_lmdb *s, const char *name, MDB_dbi *dbi)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return rc;
+	rc = mdb_dbi_open(txn, name, 0, dbi);
+	if (rc == 0)
+		return mdb_txn_commit(txn); /* keeps the handle for every transaction */
+	mdb_txn_abort(txn);
+	if (rc != MDB_NOTFOUND)
+		return rc;
+	rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	if (rc != 0)
+		return rc;
+	rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	return mdb_txn_commit(txn);
+}
+
+struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_lmdb_written_fn written,
+					     state_lmdb_loaded_fn loaded, void *arg, int *err)
+{
+	size_t name_len = strlen(type);
+	if (name_len >= TYPE_NAME_BUF) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	struct state_lmdb_type *free_slot = NULL;
+	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++) {
+		struct state_lmdb_type *t = &s->types[i];
+		if (t->in_use && strcmp(t->name, type) == 0) {
+			*err = -EINVAL;
+			return NULL;
+		}
+		/* A type opened before keeps its slot (its handle is kept by
+		 * LMDB for the environment's life). */
+		if (!t->in_use && (free_slot == NULL || strcmp(t->name, type) == 0))
+			free_slot = t;
+	}
+	if (free_slot == NULL) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	struct state_lmdb_type *t = free_slot;
+	if (strcmp(t->name, type) != 0) {
+		MDB_dbi dbi;
+		int rc = open_dbi(s, type, &dbi);
+		if (rc != 0) {
+			log_error(s->log, "state store: cannot open the database of %s: %s", type, mdb_strerror(rc));
+			*err = errno_of(rc);
+			return NULL;
+		}
+		t->dbi = dbi;
+		memcpy(t->name, type, name_len + 1);
+	}
+	t->in_use = true;
+	t->gen++;
+	t->written = written;
+	t->loaded = loaded;
+	t->arg = arg;
+	*err = 0;
+	return t;
+}
+
+void state_lmdb_type_close(struct state_lmdb_type *t)
+{
+	if (t == NULL)
+		return;
+	t->in_use = false;
+	t->written = NULL;
+	t->loaded = NULL;
+	t->arg = NULL;
+}
+
+int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, const char *state,
+		     size_t state_len, uint64_t *seq)
+{
+	struct state_lmdb *s = t->s;
+	size_t key_len = key_len_of(id_len);
+	if (state == NULL)
+		state_len = 0;
+	if (state_len > UINT32_MAX)
+		return -ENOMEM;
+	struct write_op *w = malloc(sizeof *w + key_len + state_len);
+	if (w == NULL)
+		return -ENOMEM;
+	w->next = NULL;
+	w->dbi = t->dbi;
+	w->del = state == NULL;
+	w->key_len = make_key(w->data, shard, id, id_len);
+	w->val_len = (uint32_t)state_len;
+	if (state_len > 0)
+		memcpy(w->data + key_len, state, state_len);
+	pthread_mutex_lock(&s->mu);
+	bool was_empty = s->writes == NULL;
+	*s->writes_tail = w;
+	s->writes_tail = &w->next;
+	*seq = ++s->last_queued;
+	if (was_empty)
+		pthread_cond_signal(&s->writes_cv);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token)
+{
+	struct state_lmdb *s = t->s;
+	size_t key_len = key_len_of(id_len);
+	struct load_op *l = malloc(sizeof *l + key_len);
+	if (l == NULL)
+		return -ENOMEM;
+	*l = (struct load_op){.token = token, .dbi = t->dbi, .type_index = t->index, .type_gen = t->gen};
+	l->key_len = make_key(l->data, shard, id, id_len);
+	pthread_mutex_lock(&s->mu);
+	bool was_empty = s->loads == NULL;
+	*s->loads_tail = l;
+	s->loads_tail = &l->next;
+	if (was_empty)
+		pthread_cond_signal(&s->loads_cv);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+uint64_t state_lmdb_last_queued(const struct state_lmdb *s)
+{
+	return s->last_queued;
+}

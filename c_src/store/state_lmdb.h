@@ -1,0 +1,90 @@
+/*
+ * state_lmdb.h — entity states in an LMDB environment: the embedded
+ * durable store, `state_store = lmdb` (docs/contract.md, "Entity state").
+ *
+ * One environment per node, the directory `<dir>/state.lmdb` (data.mdb,
+ * lock.mdb), locked for this process alone; one named database per entity
+ * type. A record's key is the shard (4 bytes, big-endian) followed by the
+ * entity's canonical id bytes; its value the state as an Erlang term in
+ * external format, version byte included, so binary_to_term/1 reads it.
+ * LMDB keys are short (511 bytes): an id too long for one is keyed by the
+ * shard, a zero byte (no canonical id starts with one) and the SHA-256 of
+ * the id instead.
+ *
+ * Threads. The loop never runs an LMDB write transaction or waits for an
+ * fsync: writes queue for a writer thread, which commits everything queued
+ * (from every type) in one transaction — group commit — and hands the
+ * outcome back through an eventfd the loop watches. Loads queue for a
+ * reader thread of their own, so a load never waits behind a commit's
+ * fsync, and a page of the map not in memory faults on that thread, not on
+ * the loop; it answers everything queued from one read transaction. Every
+ * callback runs on the loop's thread, from the eventfd's handler.
+ *
+ * Sequence numbers: each write gets the next number of the store (1, 2,
+ * ...). Commits happen in that order, so "written up to N" says all there
+ * is to say about a write.
+ */
+#ifndef SN_STATE_LMDB_H
+#define SN_STATE_LMDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/evloop.h"
+#include "base/log.h"
+
+struct state_lmdb;
+struct state_lmdb_type;
+
+/* Every write with a sequence number up to `upto` that was not reported
+ * before has been committed (status 0) or has failed (status: -errno, or
+ * -EIO for an LMDB error: none of those writes is in the store). Called
+ * on the loop for each commit, in order, for every open type (whether or
+ * not the commit held its writes). */
+typedef void (*state_lmdb_written_fn)(void *arg, uint64_t upto, int status);
+
+/* The answer to state_lmdb_load(token): found 1 with the stored state
+ * (state[0..len), version byte included, valid during the call), 0 not
+ * stored (state NULL), or -errno / -EIO. Called on the loop. */
+typedef void (*state_lmdb_loaded_fn)(void *arg, uint64_t token, int found, const char *state, size_t len);
+
+/* Opens (creating directories and files as needed) the environment in
+ * `<dir>/state.lmdb` and starts the two threads; the eventfd is watched on
+ * `loop`. `log` must outlive the store. Returns it, or NULL with *err:
+ * -EWOULDBLOCK (another process has it open), -ENOMEM, or -errno / -EIO of
+ * an LMDB or file operation (logged). */
+struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const struct logger *log, int *err);
+
+/* Commits every write queued so far (waiting for it), stops the threads,
+ * closes the environment and frees the store; no callback runs any more.
+ * Every type must have been closed. NULL is ignored. */
+void state_lmdb_free(struct state_lmdb *s);
+
+/* Opens (creating it if missing) the database of entity type `type` and
+ * sends its callbacks to `written`/`loaded` with `arg`. At most 16 types
+ * (base/node_limits.h). Returns the type's handle, or NULL with *err
+ * (-EINVAL for a second open of the same type or too many, -ENOMEM, -EIO). */
+struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_lmdb_written_fn written,
+					     state_lmdb_loaded_fn loaded, void *arg, int *err);
+
+/* No callback of the type runs after this (loads it queued are dropped
+ * unanswered; its queued writes still commit). NULL is ignored. */
+void state_lmdb_type_close(struct state_lmdb_type *t);
+
+/* Queues the record of (shard, id) to be written: `state` (a term with its
+ * version byte, state_len bytes, copied), or, state NULL, deleted (deleting
+ * what is not stored is no error). *seq gets the write's sequence number.
+ * Returns 0 or -ENOMEM (nothing queued). */
+int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, const char *state,
+		     size_t state_len, uint64_t *seq);
+
+/* Queues a load of (shard, id); the type's `loaded` callback answers with
+ * `token`. A load sees every write committed before it runs, and maybe
+ * later ones: a caller that must not miss a write waits for its commit
+ * first. Returns 0 or -ENOMEM (no answer will come). */
+int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token);
+
+/* The sequence number of the last write queued (0: none yet). */
+uint64_t state_lmdb_last_queued(const struct state_lmdb *s);
+
+#endif

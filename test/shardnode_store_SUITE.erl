@@ -1,0 +1,234 @@
+%% Entity states in a durable store, `state_store = lmdb' (docs/contract.md,
+%% "Entity state"): a node restarted on the same data_dir continues every
+%% entity where it was; kill -9 in the middle of a stream of increments
+%% loses none that was acknowledged; passivate unloads and the next message
+%% reloads; `delete' removes the stored state; a cluster whose shards move
+%% keeps the states on their new homes' stores too.
+%%
+%%   rebar3 ct --dir test --suite shardnode_store_SUITE
+-module(shardnode_store_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([a_restart_continues_every_entity/1,
+         kill_9_loses_no_acknowledged_increment/1,
+         passivate_unloads_and_the_next_message_reloads/1,
+         delete_removes_the_stored_state/1,
+         types_without_state_work_with_a_store/1,
+         moved_states_are_stored_on_their_new_home/1]).
+
+-define(SHARDS, 30).
+
+suite() -> [{timetrap, {minutes, 3}}].
+
+all() ->
+    [a_restart_continues_every_entity,
+     kill_9_loses_no_acknowledged_increment,
+     passivate_unloads_and_the_next_message_reloads,
+     delete_removes_the_stored_state,
+     types_without_state_work_with_a_store,
+     moved_states_are_stored_on_their_new_home].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Config.
+
+end_per_suite(_Config) ->
+    ?assertEqual([], shardnode:which_nodes()),
+    ok.
+
+init_per_testcase(_Case, Config) ->
+    Config.
+
+end_per_testcase(_Case, Config) ->
+    Started = shardnode_ct:started_nodes(Config),
+    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)).
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% 1,000 counters and 1,000 kv entities, then SIGTERM; the node started
+%% again under the same name on the same data_dir answers every one with
+%% its value, and goes on from there.
+a_restart_continues_every_entity(Config) ->
+    Name = shardnode_ct:unique_name("store"),
+    Opts = opts(Config, Name),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    Ids = lists:seq(1, 1000),
+    [begin
+         [_ = call(N, I, incr) || _ <- lists:seq(1, expected(I))],
+         ok = gen_server:call({kv, N}, {I, {put, value, {I, <<"v">>}}})
+     end || I <- Ids],
+    ok = shardnode:stop_node(N),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    Wrong = [I || I <- Ids, {call(N, I, get), gen_server:call({kv, N}, {I, {get, value}})}
+                              =/= {expected(I), {ok, {I, <<"v">>}}}],
+    ?assertEqual([], Wrong),
+    ?assertEqual(expected(7) + 1, call(N, 7, incr)),
+    ok = shardnode:stop_node(N).
+
+%% Four client processes increment their own counters as fast as the node
+%% answers, each remembering the last value acknowledged per counter; the
+%% node is killed with SIGKILL meanwhile. Restarted on its data_dir, every
+%% counter holds at least its last acknowledged value — at most one more,
+%% an increment committed whose reply the kill cut off.
+kill_9_loses_no_acknowledged_increment(Config) ->
+    Name = shardnode_ct:unique_name("store"),
+    Opts = opts(Config, Name),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    Self = self(),
+    Clients = [spawn(fun() -> incrementer(Self, N, [C * 1000 + K || K <- lists:seq(1, 50)], #{}) end)
+               || C <- lists:seq(1, 4)],
+    await(fun() -> lists:all(fun(C) -> acked(C) > 1000 end, Clients) end),
+    ok = shardnode:kill_node(N),
+    %% Each client has counters of its own.
+    Acked = lists:foldl(fun(C, Acc) -> maps:merge(Acc, final_acks(C)) end, #{}, Clients),
+    ?assert(maps:size(Acked) >= 150),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    Lost = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(N, Id, get)], Got < V orelse Got > V + 1],
+    ct:log("~b counters, ~b acknowledged increments before the kill",
+           [maps:size(Acked), lists:sum(maps:values(Acked))]),
+    ?assertEqual([], Lost),
+    ok = shardnode:stop_node(N).
+
+passivate_unloads_and_the_next_message_reloads(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts(Config, shardnode_ct:unique_name("store"))]),
+    [_ = call(N, 42, incr) || _ <- lists:seq(1, 5)],
+    ?assertEqual(ok, call(N, 42, passivate)),
+    await(fun() -> not lists:member(42, live(N, counter)) end),
+    ?assertEqual(5, call(N, 42, get)),
+    ?assert(lists:member(42, live(N, counter))),
+    %% At once after a change, too: the load waits for the commit.
+    [?assertEqual(5 + K, begin
+                             V = call(N, 42, incr),
+                             ok = call(N, 42, passivate),
+                             V
+                         end) || K <- lists:seq(1, 20)],
+    ?assertEqual(25, call(N, 42, get)),
+    ok = shardnode:stop_node(N).
+
+delete_removes_the_stored_state(Config) ->
+    Name = shardnode_ct:unique_name("store"),
+    Opts = opts(Config, Name),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    3 = call(N, 1, {incr, 3}),
+    ok = gen_server:call({kv, N}, {1, {put, a, 1}}),
+    ?assertEqual(ok, call(N, 1, delete)),
+    ?assertEqual(ok, gen_server:call({kv, N}, {1, delete})),
+    ?assertEqual(0, call(N, 1, get)),
+    ?assertEqual({error, not_found}, gen_server:call({kv, N}, {1, {get, a}})),
+    9 = call(N, 2, {incr, 9}),
+    ?assertEqual(ok, call(N, 2, delete)),
+    ok = shardnode:stop_node(N),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    ?assertEqual(0, call(N, 2, get)),
+    ok = shardnode:stop_node(N).
+
+%% echo keeps no state: it answers as ever, and `delete' just stops it.
+types_without_state_work_with_a_store(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts(Config, shardnode_ct:unique_name("store"))]),
+    ?assertEqual(hi, gen_server:call({echo, N}, {1, hi})),
+    ?assertEqual(ok, gen_server:call({echo, N}, {1, delete})),
+    ?assertEqual(again, gen_server:call({echo, N}, {1, again})),
+    ok = shardnode:stop_node(N).
+
+%% Three members with lmdb; a fourth joins and takes shards, states and
+%% all. Killed, then started again on its data_dir as a cluster of its own,
+%% it still has the states it was sent: they were written to its store
+%% when they arrived.
+moved_states_are_stored_on_their_new_home(Config) ->
+    Names = [shardnode_ct:unique_name("store") || _ <- lists:seq(1, 4)],
+    [OA, OB, OC, OD] = [opts(Config, Nm) || Nm <- Names],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+    await_members([A, B, C], [A, B, C]),
+    Ids = lists:seq(1, 300),
+    [[_ = call(lists:nth(1 + I rem 3, [A, B, C]), I, incr) || _ <- lists:seq(1, expected(I))] || I <- Ids],
+    {[D], _} = shardnode_ct:start_nodes(Config, [OD#{join => [A]}]),
+    await(fun() -> balanced([shard_count(X) || X <- [A, B, C, D]]) end),
+    OnD = live(D, counter),
+    ?assert(length(OnD) > 30),
+    [?assertEqual(expected(I), call(A, I, get)) || I <- Ids],
+    ok = shardnode:kill_node(D),
+    %% The others go first, so that nothing of the old cluster reaches it.
+    [ok = shardnode:kill_node(X) || X <- [A, B, C]],
+    {[D], _} = shardnode_ct:start_nodes(Config, [OD]),
+    Wrong = [{I, Got} || I <- OnD, Got <- [call(D, I, get)], Got =/= expected(I)],
+    ?assertEqual([], Wrong),
+    ok.
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+expected(I) -> 1 + I rem 7.
+
+opts(Config, Name) ->
+    Dir = filename:join(?config(priv_dir, Config), Name),
+    #{name => Name ++ "@127.0.0.1",
+      config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
+                  rebalance_interval_ms => 300, retry_interval_ms => 500, failure_timeout_ms => 1000,
+                  stable_after_ms => 1000, state_store => lmdb, data_dir => Dir}}.
+
+%% Increments its counters round robin; each acknowledged value is kept.
+%% Answers {acked, Count} and, once the node is gone, {final, Map}.
+incrementer(Client, N, Ids, Acks) ->
+    receive
+        {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))},
+                         incrementer(Client, N, Ids, Acks);
+        {final, From} -> From ! {final, self(), Acks}
+    after 0 ->
+        [Id | Rest] = Ids,
+        try gen_server:call({counter, N}, {Id, incr}, 2000) of
+            V when is_integer(V) -> incrementer(Client, N, Rest ++ [Id], Acks#{Id => V})
+        catch
+            exit:_ -> finished(Acks)
+        end
+    end.
+
+finished(Acks) ->
+    receive
+        {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))}, finished(Acks);
+        {final, From} -> From ! {final, self(), Acks}
+    end.
+
+acked(C) ->
+    C ! {acked, self()},
+    receive {acked, C, K} -> K after 5000 -> 0 end.
+
+final_acks(C) ->
+    C ! {final, self()},
+    receive {final, C, Acks} -> Acks after 10000 -> ct:fail(client_did_not_finish) end.
+
+call(Node, Id, Msg) ->
+    gen_server:call({counter, Node}, {Id, Msg}, 10000).
+
+live(Node, Type) ->
+    {ok, State} = gen_server:call({Type, Node}, get_shard_region_state),
+    lists:append(maps:values(State)).
+
+shard_count(Node) ->
+    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),
+    maps:size(State).
+
+balanced(Counts) ->
+    lists:max(Counts) - lists:min(Counts) =< 1.
+
+members(Node) ->
+    case catch gen_server:call({shardnode, Node}, members, 2000) of
+        {ok, Ms} -> [X || #{node := X, status := up} <- Ms];
+        _ -> error
+    end.
+
+await_members(At, Expected) ->
+    await(fun() -> lists:all(fun(X) -> members(X) =:= Expected end, At) end).
+
+await(Fun) ->
+    case shardnode_poll:until(Fun, 15000) of
+        ok -> ok;
+        timeout -> ct:fail(condition_not_reached)
+    end.

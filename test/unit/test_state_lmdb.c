@@ -1,0 +1,404 @@
+/*
+ * test_state_lmdb.c — the LMDB state store on real files: writes commit
+ * and are reported in order, loads see them, deletes, restarts, the lock
+ * against a second process, types kept apart, ids too long for a key, and
+ * closing with work in flight.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/evloop.h"
+#include "base/log.h"
+#include "store/state_lmdb.h"
+
+static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};
+
+static void make_tmp(char *out, size_t n)
+{
+	snprintf(out, n, "/tmp/sn-lmdb-XXXXXX");
+	cr_assert_not_null(mkdtemp(out));
+}
+
+static void remove_tmp(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* What the callbacks saw. */
+struct seen {
+	struct evloop *loop;
+	uint64_t written_upto;
+	int written_calls;
+	int failed;
+	bool upto_went_back;
+	uint64_t wait_upto; /* stop the loop once written up to this */
+	int loads;          /* answers */
+	int wait_loads;     /* stop the loop at this many answers */
+	uint64_t last_token;
+	int last_found;
+	char last_state[2048];
+	size_t last_len;
+};
+
+static void on_written(void *arg, uint64_t upto, int status)
+{
+	struct seen *s = arg;
+	if (upto <= s->written_upto)
+		s->upto_went_back = true;
+	s->written_upto = upto;
+	s->written_calls++;
+	if (status != 0)
+		s->failed++;
+	if (s->wait_upto && upto >= s->wait_upto)
+		evloop_stop(s->loop);
+}
+
+static void on_loaded(void *arg, uint64_t token, int found, const char *state, size_t len)
+{
+	struct seen *s = arg;
+	s->loads++;
+	s->last_token = token;
+	s->last_found = found;
+	s->last_len = len;
+	if (found == 1) {
+		cr_assert_leq(len, sizeof s->last_state);
+		memcpy(s->last_state, state, len);
+	} else {
+		cr_assert_null(state);
+	}
+	if (s->wait_loads && s->loads >= s->wait_loads)
+		evloop_stop(s->loop);
+}
+
+static void on_deadline(struct evloop *loop, void *arg)
+{
+	(void)arg;
+	evloop_stop(loop);
+	cr_assert_fail("the store did not answer within 10 s");
+}
+
+/* Runs the loop until a callback stops it; a 10 s deadline fails the test. */
+static void run(struct evloop *loop)
+{
+	struct evloop_timer deadline;
+	evloop_timer_init(&deadline, on_deadline, NULL);
+	cr_assert_eq(evloop_timer_start(loop, &deadline, 10000), 0);
+	cr_assert_eq(evloop_run(loop), 0);
+	evloop_timer_stop(loop, &deadline);
+}
+
+static void wait_written(struct seen *s, uint64_t upto)
+{
+	if (s->written_upto >= upto)
+		return;
+	s->wait_upto = upto;
+	run(s->loop);
+	s->wait_upto = 0;
+	cr_assert_geq(s->written_upto, upto);
+}
+
+/* Loads (shard, id) and waits for the answer. Returns `found`. */
+static int load_one(struct state_lmdb_type *t, struct seen *s, uint32_t shard, const char *id, size_t id_len)
+{
+	int before = s->loads;
+	cr_assert_eq(state_lmdb_load(t, shard, id, id_len, 4242), 0);
+	s->wait_loads = before + 1;
+	run(s->loop);
+	s->wait_loads = 0;
+	cr_assert_eq(s->loads, before + 1);
+	cr_assert_eq(s->last_token, 4242);
+	return s->last_found;
+}
+
+struct fixture {
+	char dir[64];
+	struct evloop *loop;
+	struct state_lmdb *store;
+	struct state_lmdb_type *type;
+	struct seen seen;
+};
+
+static void fixture_open(struct fixture *f)
+{
+	int err = 1;
+	f->store = state_lmdb_open(f->dir, f->loop, &quiet, &err);
+	cr_assert_not_null(f->store, "open: %d", err);
+	cr_assert_eq(err, 0);
+	f->type = state_lmdb_type_open(f->store, "counter", on_written, on_loaded, &f->seen, &err);
+	cr_assert_not_null(f->type, "type open: %d", err);
+	f->seen.written_upto = 0;
+}
+
+static void fixture_close(struct fixture *f)
+{
+	state_lmdb_type_close(f->type);
+	state_lmdb_free(f->store);
+	f->store = NULL;
+	f->type = NULL;
+}
+
+static void fixture_setup(struct fixture *f)
+{
+	memset(f, 0, sizeof *f);
+	make_tmp(f->dir, sizeof f->dir);
+	f->loop = evloop_new();
+	cr_assert_not_null(f->loop);
+	f->seen.loop = f->loop;
+	fixture_open(f);
+}
+
+static void fixture_teardown(struct fixture *f)
+{
+	fixture_close(f);
+	evloop_free(f->loop);
+	remove_tmp(f->dir);
+}
+
+/* A state as the region stores it: an Erlang term with its version byte. */
+static const char small_int_7[] = {(char)131, 97, 7};
+static const char small_int_8[] = {(char)131, 97, 8};
+static const char id_a[] = {109, 0, 0, 0, 1, 'a'}; /* <<"a">> */
+static const char id_b[] = {109, 0, 0, 0, 1, 'b'};
+
+Test(state_lmdb, creates_the_environment_under_data_dir)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	char path[128];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/state.lmdb/data.mdb", f.dir);
+	cr_assert_eq(stat(path, &st), 0, "%s", path);
+	snprintf(path, sizeof path, "%s/state.lmdb/owner.lock", f.dir);
+	cr_assert_eq(stat(path, &st), 0, "%s", path);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, a_committed_write_is_loaded_and_a_delete_removes_it)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	cr_assert_eq(load_one(f.type, &f.seen, 3, id_a, sizeof id_a), 0);
+
+	uint64_t seq = 0;
+	cr_assert_eq(state_lmdb_write(f.type, 3, id_a, sizeof id_a, small_int_7, sizeof small_int_7, &seq), 0);
+	cr_assert_eq(seq, 1);
+	cr_assert_eq(state_lmdb_last_queued(f.store), 1);
+	wait_written(&f.seen, 1);
+	cr_assert_eq(f.seen.failed, 0);
+	cr_assert_eq(load_one(f.type, &f.seen, 3, id_a, sizeof id_a), 1);
+	cr_assert_eq(f.seen.last_len, sizeof small_int_7);
+	cr_assert_arr_eq(f.seen.last_state, small_int_7, sizeof small_int_7);
+
+	/* The same id in another shard, and another id in the same shard, are
+	 * other records. */
+	cr_assert_eq(load_one(f.type, &f.seen, 4, id_a, sizeof id_a), 0);
+	cr_assert_eq(load_one(f.type, &f.seen, 3, id_b, sizeof id_b), 0);
+
+	cr_assert_eq(state_lmdb_write(f.type, 3, id_a, sizeof id_a, NULL, 0, &seq), 0);
+	cr_assert_eq(seq, 2);
+	wait_written(&f.seen, 2);
+	cr_assert_eq(load_one(f.type, &f.seen, 3, id_a, sizeof id_a), 0);
+	/* Deleting what is not stored is no error. */
+	cr_assert_eq(state_lmdb_write(f.type, 9, id_b, sizeof id_b, NULL, 0, &seq), 0);
+	wait_written(&f.seen, 3);
+	cr_assert_eq(f.seen.failed, 0);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, many_writes_commit_in_order_in_few_transactions)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	enum { N = 20000 };
+	for (int i = 0; i < N; i++) {
+		char id[8] = {98, 0, 0, 0, 0};
+		id[1] = (char)(i >> 24);
+		id[2] = (char)(i >> 16);
+		id[3] = (char)(i >> 8);
+		id[4] = (char)i;
+		char state[3] = {(char)131, 97, (char)(i & 0xff)};
+		uint64_t seq;
+		cr_assert_eq(state_lmdb_write(f.type, (uint32_t)(i % 100), id, 5, state, 3, &seq), 0);
+		cr_assert_eq(seq, (uint64_t)i + 1);
+	}
+	wait_written(&f.seen, N);
+	cr_assert_eq(f.seen.written_upto, N);
+	cr_assert_not(f.seen.upto_went_back);
+	cr_assert_eq(f.seen.failed, 0);
+	/* Group commit: far fewer commits than writes (each is an fsync). */
+	cr_assert_lt(f.seen.written_calls, N / 10, "%d commits for %d writes", f.seen.written_calls, N);
+	char id[8] = {98, 0, 0, 0x30, 0x39}; /* 12345 */
+	cr_assert_eq(load_one(f.type, &f.seen, 12345 % 100, id, 5), 1);
+	cr_assert_eq((unsigned char)f.seen.last_state[2], 12345 & 0xff);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, states_survive_closing_and_reopening)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	uint64_t seq;
+	cr_assert_eq(state_lmdb_write(f.type, 1, id_a, sizeof id_a, small_int_7, sizeof small_int_7, &seq), 0);
+	cr_assert_eq(state_lmdb_write(f.type, 1, id_a, sizeof id_a, small_int_8, sizeof small_int_8, &seq), 0);
+	/* Not waited for: closing commits what is queued. */
+	fixture_close(&f);
+	fixture_open(&f);
+	cr_assert_eq(load_one(f.type, &f.seen, 1, id_a, sizeof id_a), 1);
+	cr_assert_arr_eq(f.seen.last_state, small_int_8, sizeof small_int_8);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, a_second_open_of_the_same_dir_is_refused)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	int err = 0;
+	cr_assert_null(state_lmdb_open(f.dir, f.loop, &quiet, &err));
+	cr_assert_eq(err, -EWOULDBLOCK);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, a_dir_that_cannot_be_made_is_an_error)
+{
+	struct evloop *loop = evloop_new();
+	int err = 0;
+	cr_assert_null(state_lmdb_open("/proc/no/such/dir", loop, &quiet, &err));
+	cr_assert_lt(err, 0);
+	evloop_free(loop);
+}
+
+Test(state_lmdb, types_are_kept_apart)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	struct seen kv_seen = {.loop = f.loop};
+	int err = 0;
+	struct state_lmdb_type *kv = state_lmdb_type_open(f.store, "kv", on_written, on_loaded, &kv_seen, &err);
+	cr_assert_not_null(kv);
+	cr_assert_null(state_lmdb_type_open(f.store, "kv", on_written, on_loaded, &kv_seen, &err));
+	cr_assert_eq(err, -EINVAL);
+
+	uint64_t seq;
+	cr_assert_eq(state_lmdb_write(f.type, 0, id_a, sizeof id_a, small_int_7, sizeof small_int_7, &seq), 0);
+	wait_written(&f.seen, seq);
+	/* Every open type hears of every commit. */
+	cr_assert_eq(kv_seen.written_upto, seq);
+	cr_assert_eq(load_one(kv, &kv_seen, 0, id_a, sizeof id_a), 0);
+	cr_assert_eq(f.seen.loads, 0);
+	cr_assert_eq(load_one(f.type, &f.seen, 0, id_a, sizeof id_a), 1);
+	state_lmdb_type_close(kv);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, at_most_node_types_max_types)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	struct state_lmdb_type *types[15];
+	int err = 0;
+	for (int i = 0; i < 15; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "t%d", i);
+		types[i] = state_lmdb_type_open(f.store, name, on_written, on_loaded, &f.seen, &err);
+		cr_assert_not_null(types[i], "%s: %d", name, err);
+	}
+	cr_assert_null(state_lmdb_type_open(f.store, "one_too_many", on_written, on_loaded, &f.seen, &err));
+	cr_assert_eq(err, -EINVAL);
+	/* A closed type's place is free again. */
+	state_lmdb_type_close(types[3]);
+	types[3] = state_lmdb_type_open(f.store, "one_too_many", on_written, on_loaded, &f.seen, &err);
+	cr_assert_not_null(types[3]);
+	for (int i = 0; i < 15; i++)
+		state_lmdb_type_close(types[i]);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, ids_too_long_for_a_key_are_stored_by_their_hash)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	/* Two binaries of 1000 bytes differing in the last one. */
+	enum { LEN = 1005 };
+	char *a = calloc(1, LEN), *b = calloc(1, LEN);
+	a[0] = b[0] = 109;
+	a[3] = b[3] = (char)(1000 >> 8);
+	a[4] = b[4] = (char)(1000 & 0xff);
+	a[LEN - 1] = 1;
+	b[LEN - 1] = 2;
+	uint64_t seq;
+	cr_assert_eq(state_lmdb_write(f.type, 5, a, LEN, small_int_7, sizeof small_int_7, &seq), 0);
+	cr_assert_eq(state_lmdb_write(f.type, 5, b, LEN, small_int_8, sizeof small_int_8, &seq), 0);
+	wait_written(&f.seen, seq);
+	cr_assert_eq(f.seen.failed, 0);
+	cr_assert_eq(load_one(f.type, &f.seen, 5, a, LEN), 1);
+	cr_assert_arr_eq(f.seen.last_state, small_int_7, sizeof small_int_7);
+	cr_assert_eq(load_one(f.type, &f.seen, 5, b, LEN), 1);
+	cr_assert_arr_eq(f.seen.last_state, small_int_8, sizeof small_int_8);
+	/* At the limit: 507 id bytes still make a plain key. */
+	cr_assert_eq(state_lmdb_write(f.type, 5, a, 507, small_int_8, sizeof small_int_8, &seq), 0);
+	cr_assert_eq(state_lmdb_write(f.type, 5, a, 508, small_int_7, sizeof small_int_7, &seq), 0);
+	wait_written(&f.seen, seq);
+	cr_assert_eq(f.seen.failed, 0);
+	cr_assert_eq(load_one(f.type, &f.seen, 5, a, 507), 1);
+	cr_assert_arr_eq(f.seen.last_state, small_int_8, sizeof small_int_8);
+	cr_assert_eq(load_one(f.type, &f.seen, 5, a, 508), 1);
+	cr_assert_arr_eq(f.seen.last_state, small_int_7, sizeof small_int_7);
+	free(a);
+	free(b);
+	fixture_teardown(&f);
+}
+
+static void on_loaded_must_not_run(void *arg, uint64_t token, int found, const char *state, size_t len)
+{
+	(void)arg, (void)token, (void)found, (void)state, (void)len;
+	cr_assert_fail("a closed type was answered");
+}
+
+Test(state_lmdb, a_closed_type_hears_nothing_and_its_writes_still_commit)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	struct seen other = {.loop = f.loop};
+	int err;
+	struct state_lmdb_type *t = state_lmdb_type_open(f.store, "kv", on_written, on_loaded_must_not_run, &other, &err);
+	cr_assert_not_null(t);
+	uint64_t seq;
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(state_lmdb_load(t, 1, id_a, sizeof id_a, (uint64_t)i), 0);
+	cr_assert_eq(state_lmdb_write(t, 1, id_a, sizeof id_a, small_int_7, sizeof small_int_7, &seq), 0);
+	state_lmdb_type_close(t);
+	int before = other.written_calls;
+	/* A later commit is reported to the open type only. */
+	cr_assert_eq(state_lmdb_write(f.type, 2, id_b, sizeof id_b, small_int_8, sizeof small_int_8, &seq), 0);
+	wait_written(&f.seen, seq);
+	cr_assert_eq(other.written_calls, before);
+	/* Opened again, the type finds what was queued before it closed. */
+	t = state_lmdb_type_open(f.store, "kv", on_written, on_loaded, &other, &err);
+	cr_assert_not_null(t);
+	cr_assert_eq(load_one(t, &other, 1, id_a, sizeof id_a), 1);
+	cr_assert_arr_eq(other.last_state, small_int_7, sizeof small_int_7);
+	state_lmdb_type_close(t);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, freed_with_loads_and_writes_in_flight)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	uint64_t seq;
+	for (int i = 0; i < 1000; i++) {
+		cr_assert_eq(state_lmdb_write(f.type, (uint32_t)i, id_a, sizeof id_a, small_int_7, sizeof small_int_7,
+					      &seq), 0);
+		cr_assert_eq(state_lmdb_load(f.type, (uint32_t)i, id_a, sizeof id_a, (uint64_t)i), 0);
+	}
+	fixture_close(&f); /* ASan: nothing leaks */
+	fixture_open(&f);
+	cr_assert_eq(load_one(f.type, &f.seen, 999, id_a, sizeof id_a), 1);
+	fixture_teardown(&f);
+}
