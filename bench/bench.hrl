@@ -9,3 +9,5 @@
 -define(ECHO_BYTES, 100).
 %% shards of the two nodes of the rebalance figure
 -define(REBALANCE_SHARDS, 100).
+%% shards of the two nodes of the state-move figure (half of them move)
+-define(MOVE_SHARDS, 200).

@@ -80,7 +80,7 @@ cpu_model() ->
     end.
 
 print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
-                    client_nodes := LN}) ->
+                    c_durable_window := DW, client_nodes := LN}) ->
     Rows =
         [{io_lib:format("tell throughput, msg/s (~b clients, ~s counters)", [C, fmt(?HOT_ENTITIES)]),
           tell_rate, higher},
@@ -130,7 +130,20 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
             [{io_lib:format("rebalance time for ~b shards, ms (second node up -> ~b on each node)",
                             [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_up},
              {io_lib:format("rebalance time for ~b shards, ms (second node started -> ~b on each node)",
-                            [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_start}]],
+                            [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_start},
+             {io_lib:format("lmdb, C load generator: durable incr calls/s (~b clients x ~b in flight)",
+                            [C, DW]), durable_c_rate},
+             {"lmdb, C load generator: durable incr latency p50, us", durable_c_p50},
+             {"lmdb, C load generator: durable incr latency p99, us", durable_c_p99},
+             {"lmdb, C load generator: CPU of the system per durable incr, us", durable_c_cpu},
+             {io_lib:format("lmdb: durable incr calls/s, ~b clients on ~b load nodes", [C, LN]),
+              durable_load_rate},
+             {io_lib:format("lmdb: durable incr latency p50, us (~b load nodes)", [LN]), durable_load_p50},
+             {io_lib:format("lmdb: durable incr latency p99, us (~b load nodes)", [LN]), durable_load_p99},
+             {io_lib:format("state move: ~s counters in ~b shards to a joining node, ms (up -> balanced)",
+                            [fmt(E), ?MOVE_SHARDS div 2]), move_ms},
+             {"state move: p99 of other traffic meanwhile, us (get calls to shards not moving)",
+              move_other_p99}]],
     ok.
 
 %% Everything else running on the machine shares its cores with the three

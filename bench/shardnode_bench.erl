@@ -34,7 +34,7 @@
 %%
 %% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
 %% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_CLIENT_NODES,
-%% BENCH_WINDOW, BENCH_C_WINDOW,
+%% BENCH_WINDOW, BENCH_C_WINDOW, BENCH_C_DURABLE_WINDOW,
 %% BENCH_C_LOADGEN, BENCH_TAG, BENCH_PIDS_FILE, BENCH_DATA_DIR.
 -module(shardnode_bench).
 
@@ -44,6 +44,13 @@
 
 -include("bench.hrl").
 
+%% the state-move figure: shards of its two nodes (half of them move) and
+%% the clients of the traffic measured meanwhile
+-define(MOVE_CONFIG, #{number_of_shards => ?MOVE_SHARDS,
+                       rebalance_interval_ms => 100,
+                       max_simultaneous_rebalance => ?MOVE_SHARDS,
+                       rebalance_threshold => 1}).
+-define(MOVE_TRAFFIC_CLIENTS, 4).
 %% shards of the node that measures the first message to a new shard
 -define(FIRST_NUM_SHARDS, 1000).
 -define(FIRST_SAMPLES, 50).
@@ -84,6 +91,7 @@ config() ->
       client_nodes => env_int("BENCH_CLIENT_NODES", 4, 1, 26),
       window => env_int("BENCH_WINDOW", 100, 1),
       c_window => env_int("BENCH_C_WINDOW", 10, 1),
+      c_durable_window => env_int("BENCH_C_DURABLE_WINDOW", 64, 1),
       c_loadgen => filename:absname(env_str("BENCH_C_LOADGEN", "build/bench/c_loadgen")),
       tag => env_str("BENCH_TAG", os:getpid()),
       pids_file => env_str("BENCH_PIDS_FILE", ""),
@@ -153,7 +161,8 @@ measure(System, Round, Cfg) ->
     M3 = bench_nodes:with_node(System, #{}, Cfg,
                                fun(Sys) -> memory_figures(Sys, Cfg) end),
     M4 = case System of
-             shardnode -> rebalance_figures(Cfg);
+             shardnode -> maps:merge(rebalance_figures(Cfg),
+                                     maps:merge(durable_figures(Cfg), state_move_figures(Cfg)));
              beam -> #{}
          end,
     maps:merge(M1, maps:merge(M2, maps:merge(M3, M4))).
@@ -334,6 +343,130 @@ rebalance_figures(#{tag := Tag} = Cfg) ->
               end
       end).
 
+%% Durable increments: a node with state_store = lmdb (its environment in
+%% the node's data_dir under build/bench/data), the hot counters created
+%% first, then `incr' asks from the C load generator (each client keeping
+%% BENCH_C_DURABLE_WINDOW calls in flight) and from the clients on the load
+%% nodes. Every reply waits for the commit of its write. No BEAM baseline
+%% does this job.
+durable_figures(#{clients := C, window := W, seconds := Secs, load_nodes := Loads,
+                  c_durable_window := DW} = Cfg) ->
+    bench_nodes:with_node(
+      shardnode, #{state_store => lmdb}, Cfg,
+      fun(#{ospid := OsPid} = Sys) ->
+              bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
+              Cpu0 = bench_nodes:cpu_us(OsPid),
+              Ask = bench_load:c_loadgen(Sys, ask, DW, Cfg),
+              Cpu1 = bench_nodes:cpu_us(OsPid),
+              #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
+              Nodes = [N || #{node := N} <- Loads],
+              {LRate, LP50, LP99, _} = bench_load:ask(Sys, counter, incr, ?HOT_ENTITIES, C, Secs, Nodes),
+              progress("durable, C gen", "~s incr/s, p50 ~s us, p99 ~s us, ~s us CPU per call",
+                       [fmt(Rate), fmt(P50), fmt(P99), fmt((Cpu1 - Cpu0) / Calls)]),
+              progress("durable, load nodes", "~s incr/s, p50 ~s us, p99 ~s us",
+                       [fmt(LRate), fmt(LP50), fmt(LP99)]),
+              #{durable_c_rate => Rate, durable_c_p50 => P50, durable_c_p99 => P99,
+                durable_c_cpu => (Cpu1 - Cpu0) / Calls,
+                durable_load_rate => LRate, durable_load_p50 => LP50, durable_load_p99 => LP99}
+      end).
+
+%% Entity state moving with its shards: a node hosting MOVE_SHARDS shards
+%% holds 2 x BENCH_ENTITIES counters (each at 1); a second node joins and
+%% the coordinator moves half of the shards, so BENCH_ENTITIES counters'
+%% states stream to it. Measured: the time from the second node being up
+%% to 100 shards on each node (a shard shows on its new home once its last
+%% state has arrived), and meanwhile, the round trips of `get' calls that
+%% MOVE_TRAFFIC_CLIENTS clients make through the first node to counters of
+%% the shards that stay there (other traffic; calls to a moving shard wait
+%% for its move by design). The moved counters are checked afterwards.
+state_move_figures(#{tag := Tag, entities := E, clients := C, window := W} = Cfg) ->
+    Opts = #{types => [counter], config => ?MOVE_CONFIG},
+    bench_nodes:with_c_node(
+      "bench_c", Opts, Cfg,
+      fun(#{node := A} = SysA) ->
+              bench_load:fill(SysA, counter, incr, 1, 2 * E, C, W),
+              2 * E =:= entity_count(SysA, counter)
+                  orelse erlang:error({not_all_counters_created, entity_count(SysA, counter)}),
+              B = list_to_atom("bench_cb" ++ Tag ++ "@127.0.0.1"),
+              Poller = start_rebalance_poller(A, B, ?MOVE_SHARDS div 2),
+              Traffic = start_move_traffic(SysA, 2 * E),
+              try
+                  bench_nodes:with_c_node(
+                    "bench_cb", Opts#{join => [A]}, Cfg,
+                    fun(_) ->
+                            {TUp, TDone} = await_rebalance(Poller),
+                            Samples = stop_move_traffic(Traffic),
+                            {ok, Stats} = gen_server:call({counter, A}, get_cluster_sharding_stats,
+                                                          ?CALL_TIMEOUT),
+                            Stayed = maps:get(A, Stats),
+                            During = [{Id, Us} || {Id, Us, T} <- Samples, T >= TUp, T =< TDone],
+                            Other = lists:sort([Us || {Id, Us} <- During,
+                                                      maps:is_key(erlang:phash2(Id, ?MOVE_SHARDS), Stayed)]),
+                            All = lists:sort([Us || {_, Us} <- During]),
+                            Moved = [Id || Id <- lists:seq(1, 2 * E, max(1, E div 500)),
+                                           not maps:is_key(erlang:phash2(Id, ?MOVE_SHARDS), Stayed)],
+                            Wrong = [Id || Id <- Moved, bench_load:ask_one(SysA, counter, Id, get) =/= 1],
+                            Wrong =:= [] orelse erlang:error({moved_counters_lost_their_value, length(Wrong)}),
+                            Ms = bench_figures:us(TDone - TUp) / 1000,
+                            P99 = bench_figures:percentile(Other, 0.99),
+                            progress("state move", "~s counters in ~b shards moved in ~s ms; other traffic "
+                                     "meanwhile: ~b calls, p99 ~s us (all calls, moving shards too: p99 ~s us)",
+                                     [fmt(E), ?MOVE_SHARDS div 2, fmt(Ms), length(Other), fmt(P99),
+                                      fmt(bench_figures:percentile(All, 0.99))]),
+                            #{move_ms => Ms, move_other_p99 => P99}
+                    end)
+              after
+                  stop_poller(Poller),
+                  [exit(P, kill) || P <- Traffic]
+              end
+      end).
+
+%% Open-loop traffic: each of MOVE_TRAFFIC_CLIENTS generators starts a
+%% `get' call through Sys to a random counter among 1..N every millisecond,
+%% each in a process of its own, so a call that waits for its shard's move
+%% holds up no other. Each answered call is kept as {Id, Microseconds,
+%% Time it was answered}.
+start_move_traffic(Sys, N) ->
+    Self = self(),
+    [spawn(fun() -> move_traffic(Self, Sys, N, 0, []) end) || _ <- lists:seq(1, ?MOVE_TRAFFIC_CLIENTS)].
+
+move_traffic(Parent, Sys, N, Out, Acc) ->
+    receive
+        {sample, _, _, _} = S -> move_traffic(Parent, Sys, N, Out - 1, [S | Acc]);
+        {stop, Parent} -> Parent ! {samples, self(), drain_samples(Out, Acc)}
+    after 1 ->
+            Self = self(),
+            Id = rand:uniform(N),
+            spawn(fun() ->
+                          T0 = erlang:monotonic_time(),
+                          _ = bench_load:ask_one(Sys, counter, Id, get),
+                          T1 = erlang:monotonic_time(),
+                          Self ! {sample, Id, bench_figures:us(T1 - T0), T1}
+                  end),
+            move_traffic(Parent, Sys, N, Out + 1, Acc)
+    end.
+
+drain_samples(0, Acc) ->
+    [{Id, Us, T} || {sample, Id, Us, T} <- Acc];
+drain_samples(Out, Acc) ->
+    receive {sample, _, _, _} = S -> drain_samples(Out - 1, [S | Acc])
+    after ?CALL_TIMEOUT -> erlang:error({traffic_calls_unanswered, Out})
+    end.
+
+stop_move_traffic(Clients) ->
+    [C ! {stop, self()} || C <- Clients],
+    lists:append([receive {samples, C, S} -> S after 2 * ?CALL_TIMEOUT -> erlang:error(traffic_silent) end
+                  || C <- Clients]).
+
+await_rebalance({_Pid, Mon, Ref}) ->
+    receive
+        {Ref, {ok, TUp, TDone}} -> {TUp, TDone};
+        {Ref, {error, Reason}} -> erlang:error(Reason);
+        {'DOWN', Mon, process, _, Reason} -> erlang:error({rebalance_poller_died, Reason})
+    after ?REBALANCE_DEADLINE_MS + 5000 ->
+            erlang:error(rebalance_poller_silent)
+    end.
+
 start_rebalance_poller(A, B, Half) ->
     Self = self(),
     Ref = make_ref(),
@@ -379,22 +512,14 @@ poll_until(Fun, Deadline, What) ->
         timeout -> erlang:error({rebalance_timeout, What})
     end.
 
-rebalance_result({_Pid, Mon, Ref}, T0) ->
-    receive
-        {Ref, {ok, TUp, TDone}} ->
-            FromUp = bench_figures:us(TDone - TUp) / 1000,
-            FromStart = bench_figures:us(TDone - T0) / 1000,
-            progress("rebalance", "50 + 50 shards ~s ms after the second node was up, "
-                     "~s ms after it was started (up after ~s ms)",
-                     [fmt(FromUp), fmt(FromStart), fmt(bench_figures:us(TUp - T0) / 1000)]),
-            #{rebalance_from_up => FromUp, rebalance_from_start => FromStart};
-        {Ref, {error, Reason}} ->
-            erlang:error(Reason);
-        {'DOWN', Mon, process, _, Reason} ->
-            erlang:error({rebalance_poller_died, Reason})
-    after ?REBALANCE_DEADLINE_MS + 5000 ->
-            erlang:error(rebalance_poller_silent)
-    end.
+rebalance_result(Poller, T0) ->
+    {TUp, TDone} = await_rebalance(Poller),
+    FromUp = bench_figures:us(TDone - TUp) / 1000,
+    FromStart = bench_figures:us(TDone - T0) / 1000,
+    progress("rebalance", "50 + 50 shards ~s ms after the second node was up, "
+             "~s ms after it was started (up after ~s ms)",
+             [fmt(FromUp), fmt(FromStart), fmt(bench_figures:us(TUp - T0) / 1000)]),
+    #{rebalance_from_up => FromUp, rebalance_from_start => FromStart}.
 
 stop_poller({Pid, Mon, Ref}) ->
     exit(Pid, kill),

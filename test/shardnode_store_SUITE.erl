@@ -18,7 +18,8 @@
          passivate_unloads_and_the_next_message_reloads/1,
          delete_removes_the_stored_state/1,
          types_without_state_work_with_a_store/1,
-         moved_states_are_stored_on_their_new_home/1]).
+         moved_states_are_stored_on_their_new_home/1,
+         passivated_entities_move_with_their_shard/1]).
 
 -define(SHARDS, 30).
 
@@ -30,7 +31,8 @@ all() ->
      passivate_unloads_and_the_next_message_reloads,
      delete_removes_the_stored_state,
      types_without_state_work_with_a_store,
-     moved_states_are_stored_on_their_new_home].
+     moved_states_are_stored_on_their_new_home,
+     passivated_entities_move_with_their_shard].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -161,6 +163,40 @@ moved_states_are_stored_on_their_new_home(Config) ->
     ?assertEqual([], Wrong),
     ok.
 
+%% With a store a shard's move carries every stored state, not only the
+%% live entities': counters passivated on A keep their values when their
+%% shards move to B. And what a node stored of a shard it hosted before is
+%% replaced when the shard comes back: B changes and deletes some, then
+%% leaves; A, which still holds the old records, answers the new values
+%% and 0 for the deleted.
+passivated_entities_move_with_their_shard(Config) ->
+    [OA, OB] = [opts(Config, shardnode_ct:unique_name("store")) || _ <- [a, b]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    Ids = lists:seq(1, 200),
+    [[_ = call(A, I, incr) || _ <- lists:seq(1, expected(I))] || I <- Ids],
+    [ok = call(A, I, passivate) || I <- Ids],
+    await(fun() -> live(A, counter) =:= [] end),
+    {[B], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}]),
+    await(fun() -> balanced([shard_count(X) || X <- [A, B]]) end),
+    OnB = [I || I <- Ids, lists:member(erlang:phash2(I, ?SHARDS), hosted(B))],
+    ?assert(length(OnB) > 20),
+    ?assertEqual([], [{I, V} || I <- Ids, V <- [call(B, I, get)], V =/= expected(I)]),
+    %% On B: half of its counters go on by 10, the rest are deleted.
+    {Changed, Deleted} = lists:partition(fun(I) -> I rem 2 =:= 0 end, OnB),
+    [?assertEqual(expected(I) + 10, call(B, I, {incr, 10})) || I <- Changed],
+    [ok = call(B, I, delete) || I <- Deleted],
+    ok = shardnode:stop_node(B),
+    await(fun() -> shard_count(A) =:= ?SHARDS end),
+    Want = fun(I) ->
+                   case {lists:member(I, Changed), lists:member(I, Deleted)} of
+                       {true, _} -> expected(I) + 10;
+                       {_, true} -> 0;
+                       _ -> expected(I)
+                   end
+           end,
+    ?assertEqual([], [{I, V, Want(I)} || I <- Ids, V <- [call(A, I, get)], V =/= Want(I)]),
+    ok = shardnode:stop_node(A).
+
 %%====================================================================
 %% Helpers
 %%====================================================================
@@ -210,6 +246,10 @@ call(Node, Id, Msg) ->
 live(Node, Type) ->
     {ok, State} = gen_server:call({Type, Node}, get_shard_region_state),
     lists:append(maps:values(State)).
+
+hosted(Node) ->
+    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),
+    maps:keys(State).
 
 shard_count(Node) ->
     {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),

@@ -35,37 +35,68 @@
 
 bool region_state_to_carry(const struct region *r, const struct shard_slot *slot)
 {
-	return slot->shard != NULL && slot->shard->entities.count > 0 && slot->out.destination_known &&
-	       entity_type_keeps_state(r->cfg.type) && !term_pid_equal(&slot->home_region, &r->pid);
+	/* With a store the stream also tells the new home to forget what it
+	 * held of the shard before, so it goes even with nothing live. */
+	return slot->shard != NULL && (slot->shard->entities.count > 0 || region_store_active(r)) &&
+	       slot->out.destination_known && entity_type_keeps_state(r->cfg.type) &&
+	       !term_pid_equal(&slot->home_region, &r->pid);
+}
+
+/* Sends one chunk (a term, no version byte) as the stream's next. Returns
+ * 0 or a negative errno. */
+static int send_chunk(struct region *r, uint32_t shard, const char *chunk, size_t len, bool last)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	struct state_out *out = &slot->out;
+	ei_x_buff msg;
+	if (ei_x_new(&msg) < 0)
+		return -ENOMEM;
+	int rc = shard_msg_encode_state_chunk(&msg, shard, out->next_seq, last, &r->pid, chunk, len);
+	if (rc == 0)
+		rc = dist_node_send(r->cfg.node, &slot->home_region, msg.buff, (size_t)msg.index);
+	ei_x_free(&msg);
+	if (rc == 0) {
+		out->next_seq++;
+		out->last_sent = last;
+	}
+	return rc;
+}
+
+/* With a store: asks it for the next chunk when the window has room and
+ * the writes before the stream are committed. Returns 0 or -errno. */
+static int pump_store(struct region *r, uint32_t shard)
+{
+	struct state_out *out = &r->slots[shard].out;
+	if (out->last_sent || out->scan_in_flight || out->next_seq - out->acked >= STATE_WINDOW)
+		return 0;
+	if (out->commit_needed > r->written_upto) {
+		r->streams_awaiting_commit = true; /* region_state_on_committed */
+		return 0;
+	}
+	int rc = state_lmdb_scan(r->store, shard, out->scan_key, out->scan_key_len, STATE_CHUNK_BYTES,
+				 ((uint64_t)out->gen << 32) | shard);
+	out->scan_in_flight = rc == 0;
+	return rc;
 }
 
 /* Sends chunks while the window has room. Returns 0, or a negative errno
  * when a chunk could not be built or sent (the stream is then over). */
 static int pump(struct region *r, uint32_t shard)
 {
+	if (r->slots[shard].out.from_store)
+		return pump_store(r, shard);
 	struct shard_slot *slot = &r->slots[shard];
 	struct state_out *out = &slot->out;
 	while (!out->last_sent && out->next_seq - out->acked < STATE_WINDOW) {
-		ei_x_buff chunk, msg;
+		ei_x_buff chunk;
 		if (ei_x_new(&chunk) < 0)
 			return -ENOMEM;
 		size_t count;
 		int more = shard_state_export(slot->shard, &out->cursor, STATE_CHUNK_BYTES, &chunk, &count);
-		int rc = more < 0 ? more : 0;
-		if (rc == 0 && ei_x_new(&msg) < 0)
-			rc = -ENOMEM;
-		if (rc == 0) {
-			rc = shard_msg_encode_state_chunk(&msg, shard, out->next_seq, more == 0, &r->pid, chunk.buff,
-							  (size_t)chunk.index);
-			if (rc == 0)
-				rc = dist_node_send(r->cfg.node, &slot->home_region, msg.buff, (size_t)msg.index);
-			ei_x_free(&msg);
-		}
+		int rc = more < 0 ? more : send_chunk(r, shard, chunk.buff, (size_t)chunk.index, more == 0);
 		ei_x_free(&chunk);
 		if (rc)
 			return rc;
-		out->next_seq++;
-		out->last_sent = more == 0;
 	}
 	return 0;
 }
@@ -85,6 +116,13 @@ void region_state_send_start(struct region *r, uint32_t shard)
 	slot->out.next_seq = 0;
 	slot->out.acked = 0;
 	slot->out.last_sent = false;
+	slot->out.from_store = region_store_active(r);
+	slot->out.scan_in_flight = false;
+	slot->out.gen++;
+	slot->out.scan_key_len = 0;
+	/* The shard is frozen now: the writes queued so far hold all its
+	 * changes, and the records are read once they are committed. */
+	slot->out.commit_needed = slot->out.from_store ? region_store_last_queued(r) : 0;
 	log_debug(r->cfg.log, "region %s: shard %u: sending %zu entity states to %s", r->cfg.type->name, shard,
 		  slot->shard->entities.count, slot->home_region.node);
 	int rc = pump(r, shard);
@@ -107,6 +145,48 @@ static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_
 		return;
 	}
 	int rc = pump(r, shard);
+	if (rc)
+		give_up(r, shard, rc);
+}
+
+void region_state_on_committed(struct region *r)
+{
+	r->streams_awaiting_commit = false;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->st.state != SLOT_SENDING_STATE || !slot->out.from_store || slot->out.scan_in_flight ||
+		    slot->out.last_sent)
+			continue;
+		int rc = pump_store(r, s); /* sets the flag again if it still waits */
+		if (rc)
+			give_up(r, s, rc);
+	}
+}
+
+void region_state_on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
+			     const char *last_key, size_t last_key_len)
+{
+	struct region *r = arg;
+	uint32_t shard = (uint32_t)(token & 0xffffffffu);
+	if (shard >= r->cfg.number_of_shards)
+		return;
+	struct shard_slot *slot = &r->slots[shard];
+	struct state_out *out = &slot->out;
+	/* An answer to a stream that ended, or to an earlier one. */
+	if (slot->st.state != SLOT_SENDING_STATE || !out->from_store || !out->scan_in_flight ||
+	    (uint32_t)(token >> 32) != out->gen)
+		return;
+	out->scan_in_flight = false;
+	int rc = status;
+	if (rc == 0) {
+		if (last_key_len > 0 && last_key_len <= sizeof out->scan_key) {
+			memcpy(out->scan_key, last_key, last_key_len);
+			out->scan_key_len = (uint16_t)last_key_len;
+		}
+		rc = send_chunk(r, shard, chunk, len, !more);
+	}
+	if (rc == 0)
+		rc = pump_store(r, shard);
 	if (rc)
 		give_up(r, shard, rc);
 }
@@ -142,8 +222,15 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 		log_warn(r->cfg.log, "region %s: shard %u: entity states from %s, but this node's type keeps none",
 			 r->cfg.type->name, sm->shard, sm->pid.node);
 	} else {
-		if (sm->count == 0)
+		if (sm->count == 0) {
 			region_state_drop_incoming(slot); /* a new stream: an earlier one was cut short */
+			/* What this node stored of the shard, when it last hosted
+			 * it, is out of date: the stream brings what there is now
+			 * (entities deleted since must not come back). */
+			if (region_store_active(r) && region_store_delete_shard(r, sm->shard) != 0)
+				log_warn(r->cfg.log, "region %s: shard %u: out of memory clearing its old records",
+					 r->cfg.type->name, sm->shard);
+		}
 		if (slot->incoming == NULL)
 			slot->incoming = shard_new(sm->shard, r->cfg.type);
 		size_t restored = 0;

@@ -70,6 +70,15 @@ struct state_out {
 	uint32_t next_seq;       /* the next chunk's number */
 	uint32_t acked;          /* chunks the new home acknowledged */
 	bool last_sent;          /* the final chunk is out */
+	/* With a store, the chunks are the shard's stored records (passivated
+	 * entities too), read once every write queued before the stream
+	 * began (commit_needed) is committed. */
+	bool from_store;
+	bool scan_in_flight;
+	uint32_t gen;            /* this stream's number, in its scans' tokens */
+	uint64_t commit_needed;
+	uint16_t scan_key_len;   /* the last record sent: the next scan's start */
+	char scan_key[STATE_LMDB_KEY_MAX];
 };
 
 struct shard_slot {
@@ -135,6 +144,7 @@ struct region {
 	struct held_reply *held_head, *held_tail; /* in seq order; owned */
 	uint64_t load_counter;
 	bool slots_awaiting_commit;   /* some slot's load_after may be set */
+	bool streams_awaiting_commit; /* some stream's commit_needed may be set */
 	struct scratch state_buf;     /* a changed entity's encoded state */
 };
 
@@ -207,8 +217,8 @@ void region_step(struct region *r, uint32_t shard, enum region_slot_event_kind k
 /* ---- region_handoff_state.c ---- */
 
 /* Whether the shard has entity states to send to its new home: the type
- * keeps state, entities are live, and the handoff named a new home that is
- * not this region. */
+ * keeps state, entities are live (or, with a store, may be stored), and
+ * the handoff named a new home that is not this region. */
 bool region_state_to_carry(const struct region *r, const struct shard_slot *slot);
 
 /* SLOT_DO_SEND_STATE: starts streaming the slot's entity states to
@@ -222,6 +232,14 @@ void region_state_on_msg(struct region *r, const struct shard_msg *sm);
 
 /* A node is gone: streams to it end (the shard stops without the rest). */
 void region_state_on_nodedown(struct region *r, const char *node);
+
+/* The store committed more: streams that waited for it go on. */
+void region_state_on_committed(struct region *r);
+
+/* The store's answer to a stream's scan (state_lmdb_scanned_fn; arg the
+ * region). */
+void region_state_on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
+			     const char *last_key, size_t last_key_len);
 
 /* Hands the slot's incoming shard to the caller (NULL if none). */
 struct shard *region_state_take_incoming(struct shard_slot *slot);
@@ -284,6 +302,14 @@ void region_store_drop_loads(struct shard_slot *slot);
 /* Queues the entity's new state (`state`: a term with its version byte) or,
  * state NULL, its deletion. Returns 0 or -ENOMEM. */
 int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state);
+
+/* Queues the deletion of every stored record of `shard` (a stream of its
+ * states begins: what this node held of it before is out of date).
+ * Returns 0 or -ENOMEM. */
+int region_store_delete_shard(struct region *r, uint32_t shard);
+
+/* The writes queued so far, by any type of this node's store. */
+uint64_t region_store_last_queued(const struct region *r);
 
 /* Answers `e` with `reply` once every write queued so far is committed (at
  * once if they are). */

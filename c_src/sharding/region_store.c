@@ -59,10 +59,14 @@ bool region_store_active(const struct region *r)
 	return r->store != NULL;
 }
 
-/* The writes queued so far, by any type of this node's store. */
-static uint64_t last_queued(const struct region *r)
+uint64_t region_store_last_queued(const struct region *r)
 {
 	return state_lmdb_last_queued(r->cfg.store);
+}
+
+static uint64_t last_queued(const struct region *r)
+{
+	return region_store_last_queued(r);
 }
 
 /* ---- loading ---- */
@@ -275,6 +279,8 @@ static void on_written(void *arg, uint64_t upto, int status)
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
 			  "{error, store_unavailable}", r->cfg.type->name, status);
 	release(r, upto, status != 0 ? "store_unavailable" : NULL, status != 0);
+	if (r->streams_awaiting_commit)
+		region_state_on_committed(r);
 	if (!r->slots_awaiting_commit)
 		return;
 	r->slots_awaiting_commit = false;
@@ -320,6 +326,12 @@ int region_store_write(struct region *r, uint32_t shard, const char *id, size_t 
 				state ? (size_t)state->index : 0, &seq);
 }
 
+int region_store_delete_shard(struct region *r, uint32_t shard)
+{
+	uint64_t seq;
+	return state_lmdb_delete_shard(r->store, shard, &seq);
+}
+
 /* ---- life ---- */
 
 int region_store_start(struct region *r)
@@ -327,7 +339,8 @@ int region_store_start(struct region *r)
 	if (r->cfg.store == NULL || !entity_type_keeps_state(r->cfg.type) || r->cfg.proxy_only)
 		return 0;
 	int err = 0;
-	r->store = state_lmdb_type_open(r->cfg.store, r->cfg.type->name, on_written, on_loaded, r, &err);
+	r->store = state_lmdb_type_open(r->cfg.store, r->cfg.type->name, on_written, on_loaded,
+					 region_state_on_scanned, r, &err);
 	if (r->store == NULL)
 		return err;
 	r->written_upto = last_queued(r);

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <lmdb.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,15 +14,12 @@
 
 #include "base/byteorder.h"
 #include "base/node_limits.h"
+#include "store/state_lmdb_records.h"
 #include "store/store_files.h"
 
 /* The map is reserved address space, not memory or disk: the file grows
  * with what it holds. 64 GiB of entity states is far beyond one node. */
 #define MAP_SIZE ((size_t)64 << 30)
-
-/* LMDB's compiled-in key limit (mdb_env_get_maxkeysize). */
-#define KEY_MAX 511
-#define HASHED_KEY_LEN (4 + 1 + SHA256_DIGEST_LENGTH)
 
 /* Named databases the environment can hold: a type's handle stays open
  * for the environment's life, so types opened and closed in turn need more
@@ -33,26 +29,6 @@
 /* Commit outcomes waiting for the loop; consecutive ones with the same
  * status merge, so the ring fills only with alternating failures. */
 #define RESULTS_MAX 64
-
-/* A queued write. */
-struct write_op {
-	struct write_op *next;
-	MDB_dbi dbi;
-	bool del;
-	uint32_t key_len, val_len;
-	char data[]; /* key, then the value */
-};
-
-/* A queued load, and then (the same or a new allocation) its answer. */
-struct load_op {
-	struct load_op *next;
-	uint64_t token;
-	MDB_dbi dbi;
-	uint32_t type_index, type_gen;
-	int found;                 /* the answer: 1, 0 or -errno */
-	uint32_t key_len, val_len; /* data holds the key, then the state */
-	char data[];
-};
 
 struct commit_result {
 	uint64_t upto;
@@ -68,6 +44,7 @@ struct state_lmdb_type {
 	MDB_dbi dbi;
 	state_lmdb_written_fn written;
 	state_lmdb_loaded_fn loaded;
+	state_lmdb_scanned_fn scanned;
 	void *arg;
 	char name[TYPE_NAME_BUF];
 };
@@ -94,19 +71,6 @@ struct state_lmdb {
 	unsigned results_head, results_count;
 };
 
-/* LMDB returns errno values for system errors and its own negative codes
- * for the rest. */
-static int errno_of(int mdb_rc)
-{
-	if (mdb_rc == 0)
-		return 0;
-	if (mdb_rc > 0)
-		return -mdb_rc;
-	if (mdb_rc == MDB_MAP_FULL)
-		return -ENOSPC;
-	return -EIO;
-}
-
 static void wake_loop(struct state_lmdb *s)
 {
 	uint64_t one = 1;
@@ -116,56 +80,12 @@ static void wake_loop(struct state_lmdb *s)
 	(void)w;
 }
 
-/* The record's key: the shard and the id, or the id's hash when too long.
- * `key` has room for KEY_MAX bytes. Returns its length. */
-static uint32_t make_key(char *key, uint32_t shard, const char *id, size_t id_len)
-{
-	be32_write(key, shard);
-	if (4 + id_len <= KEY_MAX) {
-		memcpy(key + 4, id, id_len);
-		return (uint32_t)(4 + id_len);
-	}
-	key[4] = 0;
-	SHA256((const unsigned char *)id, id_len, (unsigned char *)key + 5);
-	return HASHED_KEY_LEN;
-}
-
-static size_t key_len_of(size_t id_len)
-{
-	return 4 + id_len <= KEY_MAX ? 4 + id_len : HASHED_KEY_LEN;
-}
-
 /* ---- the writer thread ---- */
-
-/* Writes the batch in one transaction. Returns 0 or LMDB's code. */
-static int commit_batch(MDB_env *env, const struct write_op *batch)
-{
-	MDB_txn *txn;
-	int rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (rc != 0)
-		return rc;
-	for (const struct write_op *w = batch; w != NULL && rc == 0; w = w->next) {
-		MDB_val key = {.mv_size = w->key_len, .mv_data = (void *)w->data};
-		if (w->del) {
-			rc = mdb_del(txn, w->dbi, &key, NULL);
-			if (rc == MDB_NOTFOUND)
-				rc = 0;
-		} else {
-			MDB_val val = {.mv_size = w->val_len, .mv_data = (void *)(w->data + w->key_len)};
-			rc = mdb_put(txn, w->dbi, &key, &val, 0);
-		}
-	}
-	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return rc;
-	}
-	return mdb_txn_commit(txn); /* the fsync happens here */
-}
 
 /* Reports a commit to the loop. Called with mu held. */
 static void push_result(struct state_lmdb *s, uint64_t upto, int mdb_rc)
 {
-	int status = errno_of(mdb_rc);
+	int status = state_lmdb_errno(mdb_rc);
 	for (;;) {
 		if (s->results_count > 0) {
 			struct commit_result *last =
@@ -207,7 +127,7 @@ static void *writer_main(void *arg)
 			n++;
 		pthread_mutex_unlock(&s->mu);
 
-		int rc = commit_batch(s->env, batch);
+		int rc = state_lmdb_commit_batch(s->env, batch);
 		while (batch) {
 			struct write_op *next = batch->next;
 			free(batch);
@@ -223,33 +143,6 @@ static void *writer_main(void *arg)
 }
 
 /* ---- the reader thread ---- */
-
-/* Looks the load up in `txn`; returns its answer, which may be `l` itself. */
-static struct load_op *answer_load(MDB_txn *txn, struct load_op *l)
-{
-	MDB_val key = {.mv_size = l->key_len, .mv_data = l->data}, val;
-	int rc = mdb_get(txn, l->dbi, &key, &val);
-	if (rc == MDB_NOTFOUND) {
-		l->found = 0;
-		return l;
-	}
-	if (rc != 0) {
-		l->found = errno_of(rc);
-		return l;
-	}
-	struct load_op *a = malloc(sizeof *a + val.mv_size);
-	if (a == NULL) {
-		l->found = -ENOMEM;
-		return l;
-	}
-	*a = *l;
-	a->found = 1;
-	a->key_len = 0;
-	a->val_len = (uint32_t)val.mv_size;
-	memcpy(a->data, val.mv_data, val.mv_size);
-	free(l);
-	return a;
-}
 
 static void *reader_main(void *arg)
 {
@@ -275,9 +168,9 @@ static void *reader_main(void *arg)
 			batch = l->next;
 			l->next = NULL;
 			if (rc != 0) {
-				l->found = errno_of(rc);
+				l->found = state_lmdb_errno(rc);
 			} else {
-				l = answer_load(txn, l);
+				l = state_lmdb_answer(txn, l);
 			}
 			*tail = l;
 			tail = &l->next;
@@ -318,7 +211,13 @@ static void report_load(struct state_lmdb *s, const struct load_op *a)
 	struct state_lmdb_type *t = &s->types[a->type_index];
 	if (!t->in_use || t->gen != a->type_gen)
 		return; /* its type was closed */
-	if (a->found == 1)
+	if (a->kind == READ_SCAN) {
+		if (a->found < 0)
+			t->scanned(t->arg, a->token, a->found, NULL, 0, false, NULL, 0);
+		else
+			t->scanned(t->arg, a->token, 0, a->data, a->val_len, a->more, a->data + a->val_len,
+				   a->key_len);
+	} else if (a->found == 1)
 		t->loaded(t->arg, a->token, 1, a->data + a->key_len, a->val_len);
 	else
 		t->loaded(t->arg, a->token, a->found, NULL, 0);
@@ -412,7 +311,7 @@ static int open_env(struct state_lmdb *s, const char *path)
 	}
 	if (rc != 0)
 		log_error(s->log, "state store %s: %s", path, mdb_strerror(rc));
-	return errno_of(rc);
+	return state_lmdb_errno(rc);
 }
 
 struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const struct logger *log, int *err)
@@ -534,7 +433,8 @@ static int open_dbi(struct state_lmdb *s, const char *name, MDB_dbi *dbi)
 }
 
 struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_lmdb_written_fn written,
-					     state_lmdb_loaded_fn loaded, void *arg, int *err)
+					     state_lmdb_loaded_fn loaded, state_lmdb_scanned_fn scanned, void *arg,
+					     int *err)
 {
 	size_t name_len = strlen(type);
 	if (name_len >= TYPE_NAME_BUF) {
@@ -563,7 +463,7 @@ struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *t
 		int rc = open_dbi(s, type, &dbi);
 		if (rc != 0) {
 			log_error(s->log, "state store: cannot open the database of %s: %s", type, mdb_strerror(rc));
-			*err = errno_of(rc);
+			*err = state_lmdb_errno(rc);
 			return NULL;
 		}
 		t->dbi = dbi;
@@ -573,6 +473,7 @@ struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *t
 	t->gen++;
 	t->written = written;
 	t->loaded = loaded;
+	t->scanned = scanned;
 	t->arg = arg;
 	*err = 0;
 	return t;
@@ -585,28 +486,13 @@ void state_lmdb_type_close(struct state_lmdb_type *t)
 	t->in_use = false;
 	t->written = NULL;
 	t->loaded = NULL;
+	t->scanned = NULL;
 	t->arg = NULL;
 }
 
-int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, const char *state,
-		     size_t state_len, uint64_t *seq)
+/* Queues `w` for the writer thread; *seq gets its number. */
+static void queue_write(struct state_lmdb *s, struct write_op *w, uint64_t *seq)
 {
-	struct state_lmdb *s = t->s;
-	size_t key_len = key_len_of(id_len);
-	if (state == NULL)
-		state_len = 0;
-	if (state_len > UINT32_MAX)
-		return -ENOMEM;
-	struct write_op *w = malloc(sizeof *w + key_len + state_len);
-	if (w == NULL)
-		return -ENOMEM;
-	w->next = NULL;
-	w->dbi = t->dbi;
-	w->del = state == NULL;
-	w->key_len = make_key(w->data, shard, id, id_len);
-	w->val_len = (uint32_t)state_len;
-	if (state_len > 0)
-		memcpy(w->data + key_len, state, state_len);
 	pthread_mutex_lock(&s->mu);
 	bool was_empty = s->writes == NULL;
 	*s->writes_tail = w;
@@ -615,18 +501,33 @@ int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, 
 	if (was_empty)
 		pthread_cond_signal(&s->writes_cv);
 	pthread_mutex_unlock(&s->mu);
+}
+
+int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, const char *state,
+		     size_t state_len, uint64_t *seq)
+{
+	if (state != NULL && state_len < 1)
+		return -EINVAL;
+	struct write_op *w = state ? state_lmdb_record_put(t->dbi, shard, id, id_len, state, state_len)
+				   : state_lmdb_record_delete(t->dbi, shard, id, id_len);
+	if (w == NULL)
+		return -ENOMEM;
+	queue_write(t->s, w, seq);
 	return 0;
 }
 
-int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token)
+int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t *seq)
 {
-	struct state_lmdb *s = t->s;
-	size_t key_len = key_len_of(id_len);
-	struct load_op *l = malloc(sizeof *l + key_len);
-	if (l == NULL)
+	struct write_op *w = state_lmdb_record_delete_shard(t->dbi, shard);
+	if (w == NULL)
 		return -ENOMEM;
-	*l = (struct load_op){.token = token, .dbi = t->dbi, .type_index = t->index, .type_gen = t->gen};
-	l->key_len = make_key(l->data, shard, id, id_len);
+	queue_write(t->s, w, seq);
+	return 0;
+}
+
+/* Queues `l` for the reader thread. */
+static void queue_read(struct state_lmdb *s, struct load_op *l)
+{
 	pthread_mutex_lock(&s->mu);
 	bool was_empty = s->loads == NULL;
 	*s->loads_tail = l;
@@ -634,7 +535,31 @@ int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, s
 	if (was_empty)
 		pthread_cond_signal(&s->loads_cv);
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* Queues a load or scan built for type `t`. */
+static int queue_read_for(struct state_lmdb_type *t, struct load_op *l, uint64_t token)
+{
+	if (l == NULL)
+		return -ENOMEM;
+	l->token = token;
+	l->type_index = t->index;
+	l->type_gen = t->gen;
+	queue_read(t->s, l);
 	return 0;
+}
+
+int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token)
+{
+	return queue_read_for(t, state_lmdb_record_load(t->dbi, shard, id, id_len), token);
+}
+
+int state_lmdb_scan(struct state_lmdb_type *t, uint32_t shard, const char *after_key, size_t after_len,
+		    size_t max_bytes, uint64_t token)
+{
+	if (after_len > STATE_LMDB_KEY_MAX)
+		return -EINVAL;
+	return queue_read_for(t, state_lmdb_record_scan(t->dbi, shard, after_key, after_len, max_bytes), token);
 }
 
 uint64_t state_lmdb_last_queued(const struct state_lmdb *s)

@@ -9,7 +9,8 @@
  * external format, version byte included, so binary_to_term/1 reads it.
  * LMDB keys are short (511 bytes): an id too long for one is keyed by the
  * shard, a zero byte (no canonical id starts with one) and the SHA-256 of
- * the id instead.
+ * the id instead, and its value is the term {Id, State}, so that the id
+ * can be read back (a shard's scan).
  *
  * Threads. The loop never runs an LMDB write transaction or waits for an
  * fsync: writes queue for a writer thread, which commits everything queued
@@ -27,6 +28,7 @@
 #ifndef SN_STATE_LMDB_H
 #define SN_STATE_LMDB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +50,17 @@ typedef void (*state_lmdb_written_fn)(void *arg, uint64_t upto, int status);
  * stored (state NULL), or -errno / -EIO. Called on the loop. */
 typedef void (*state_lmdb_loaded_fn)(void *arg, uint64_t token, int found, const char *state, size_t len);
 
+/* The answer to state_lmdb_scan(token): status 0 with the next records of
+ * the shard as one term [{Id, State}] (no version byte; [] when none is
+ * left), chunk[0..len), and the key of the last record in it, to scan on
+ * from (both valid during the call); `more` says whether records remain
+ * after it. Or status -errno / -EIO (chunk NULL). Called on the loop. */
+typedef void (*state_lmdb_scanned_fn)(void *arg, uint64_t token, int status, const char *chunk, size_t len,
+				      bool more, const char *last_key, size_t last_key_len);
+
+/* The most bytes a key has: state_lmdb_scan's cursor fits in this. */
+#define STATE_LMDB_KEY_MAX 511
+
 /* Opens (creating directories and files as needed) the environment in
  * `<dir>/state.lmdb` and starts the two threads; the eventfd is watched on
  * `loop`. `log` must outlive the store. Returns it, or NULL with *err:
@@ -61,11 +74,12 @@ struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const s
 void state_lmdb_free(struct state_lmdb *s);
 
 /* Opens (creating it if missing) the database of entity type `type` and
- * sends its callbacks to `written`/`loaded` with `arg`. At most 16 types
+ * sends its callbacks to `written`/`loaded`/`scanned` with `arg`. At most 16 types
  * (base/node_limits.h). Returns the type's handle, or NULL with *err
  * (-EINVAL for a second open of the same type or too many, -ENOMEM, -EIO). */
 struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_lmdb_written_fn written,
-					     state_lmdb_loaded_fn loaded, void *arg, int *err);
+					     state_lmdb_loaded_fn loaded, state_lmdb_scanned_fn scanned, void *arg,
+					     int *err);
 
 /* No callback of the type runs after this (loads it queued are dropped
  * unanswered; its queued writes still commit). NULL is ignored. */
@@ -83,6 +97,20 @@ int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, 
  * later ones: a caller that must not miss a write waits for its commit
  * first. Returns 0 or -ENOMEM (no answer will come). */
 int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token);
+
+/* Queues the deletion of every record of `shard`, as one write (*seq):
+ * ordered with the others, so records written after it stay. Returns 0 or
+ * -ENOMEM. */
+int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t *seq);
+
+/* Queues a scan of the records of `shard`, in key order, from the one
+ * after `after_key` (after_len 0: from the first), for the reader thread;
+ * the chunk ends once it holds at least max_bytes (a record is never
+ * split). The type's `scanned` callback answers with `token`. Like a load,
+ * it sees every write committed before it runs. Returns 0, -EINVAL
+ * (after_len above STATE_LMDB_KEY_MAX) or -ENOMEM (no answer will come). */
+int state_lmdb_scan(struct state_lmdb_type *t, uint32_t shard, const char *after_key, size_t after_len,
+		    size_t max_bytes, uint64_t token);
 
 /* The sequence number of the last write queued (0: none yet). */
 uint64_t state_lmdb_last_queued(const struct state_lmdb *s);

@@ -10,6 +10,7 @@
  * type closed with loads in flight, and the store freed with writes and
  * loads still queued. The writes of each round are all found by the next.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,18 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 		evloop_stop(r->loop);
 }
 
+static void on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
+		       const char *last_key, size_t last_key_len)
+{
+	struct round *r = arg;
+	(void)token, (void)more, (void)last_key, (void)last_key_len;
+	CHECK(status == 0 && len >= 1);
+	CHECK((unsigned char)chunk[0] == 108 || (unsigned char)chunk[0] == 106);
+	r->loads++;
+	if (r->wait_upto > 0 && r->loads >= r->wait_loads && r->written_upto >= r->wait_upto)
+		evloop_stop(r->loop);
+}
+
 static void on_deadline(struct evloop *loop, void *arg)
 {
 	(void)arg;
@@ -89,10 +102,10 @@ int main(void)
 		struct state_lmdb *s = state_lmdb_open(dir, loop, &quiet, &err);
 		CHECK(s != NULL);
 		struct round r = {.loop = loop};
-		struct state_lmdb_type *t = state_lmdb_type_open(s, "counter", on_written, on_loaded, &r, &err);
+		struct state_lmdb_type *t = state_lmdb_type_open(s, "counter", on_written, on_loaded, on_scanned, &r, &err);
 		CHECK(t != NULL);
 		struct round other = {.loop = loop};
-		struct state_lmdb_type *kv = state_lmdb_type_open(s, "kv", on_written, on_loaded, &other, &err);
+		struct state_lmdb_type *kv = state_lmdb_type_open(s, "kv", on_written, on_loaded, on_scanned, &other, &err);
 		CHECK(kv != NULL);
 
 		/* Loads of what the previous round wrote, interleaved with this
@@ -106,15 +119,19 @@ int main(void)
 				CHECK(state_lmdb_load(t, (uint32_t)(i % 64), id, sizeof id, (uint64_t)i) == 0);
 			if (i % 16 == 0)
 				CHECK(state_lmdb_load(kv, 0, id, sizeof id, (uint64_t)i) == 0);
+			if (i % 100 == 0) {
+				CHECK(state_lmdb_scan(t, (uint32_t)(i % 64), NULL, 0, 4096, (uint64_t)i) == 0);
+				CHECK(state_lmdb_delete_shard(kv, (uint32_t)(i % 64), &seq) == 0);
+			}
 		}
 		r.wait_upto = seq;
-		r.wait_loads = WRITES / 4;
+		r.wait_loads = WRITES / 4 + WRITES / 100;
 		struct evloop_timer deadline;
 		evloop_timer_init(&deadline, on_deadline, NULL);
 		CHECK(evloop_timer_start(loop, &deadline, 10000) == 0);
 		CHECK(evloop_run(loop) == 0);
 		CHECK(r.written_upto == seq);
-		CHECK(r.loads == WRITES / 4);
+		CHECK(r.loads == WRITES / 4 + WRITES / 100);
 		if (round > 0)
 			CHECK(r.found == WRITES / 4); /* every id was written before */
 

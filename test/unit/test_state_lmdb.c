@@ -44,6 +44,14 @@ struct seen {
 	int last_found;
 	char last_state[2048];
 	size_t last_len;
+	/* the last scan's answer */
+	int scans;
+	int scan_status;
+	bool scan_more;
+	char *scan_chunk; /* malloc'ed copy */
+	size_t scan_len;
+	char scan_key[STATE_LMDB_KEY_MAX];
+	size_t scan_key_len;
 };
 
 static void on_written(void *arg, uint64_t upto, int status)
@@ -74,6 +82,28 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 	}
 	if (s->wait_loads && s->loads >= s->wait_loads)
 		evloop_stop(s->loop);
+}
+
+static void on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
+		       const char *last_key, size_t last_key_len)
+{
+	struct seen *s = arg;
+	s->scans++;
+	s->last_token = token;
+	s->scan_status = status;
+	s->scan_more = more;
+	free(s->scan_chunk);
+	s->scan_chunk = NULL;
+	s->scan_len = len;
+	if (status == 0) {
+		s->scan_chunk = malloc(len);
+		cr_assert_not_null(s->scan_chunk);
+		memcpy(s->scan_chunk, chunk, len);
+		cr_assert_leq(last_key_len, sizeof s->scan_key);
+		memcpy(s->scan_key, last_key, last_key_len);
+		s->scan_key_len = last_key_len;
+	}
+	evloop_stop(s->loop);
 }
 
 static void on_deadline(struct evloop *loop, void *arg)
@@ -130,7 +160,7 @@ static void fixture_open(struct fixture *f)
 	f->store = state_lmdb_open(f->dir, f->loop, &quiet, &err);
 	cr_assert_not_null(f->store, "open: %d", err);
 	cr_assert_eq(err, 0);
-	f->type = state_lmdb_type_open(f->store, "counter", on_written, on_loaded, &f->seen, &err);
+	f->type = state_lmdb_type_open(f->store, "counter", on_written, on_loaded, on_scanned, &f->seen, &err);
 	cr_assert_not_null(f->type, "type open: %d", err);
 	f->seen.written_upto = 0;
 }
@@ -155,6 +185,7 @@ static void fixture_setup(struct fixture *f)
 
 static void fixture_teardown(struct fixture *f)
 {
+	free(f->seen.scan_chunk);
 	fixture_close(f);
 	evloop_free(f->loop);
 	remove_tmp(f->dir);
@@ -279,9 +310,9 @@ Test(state_lmdb, types_are_kept_apart)
 	fixture_setup(&f);
 	struct seen kv_seen = {.loop = f.loop};
 	int err = 0;
-	struct state_lmdb_type *kv = state_lmdb_type_open(f.store, "kv", on_written, on_loaded, &kv_seen, &err);
+	struct state_lmdb_type *kv = state_lmdb_type_open(f.store, "kv", on_written, on_loaded, on_scanned, &kv_seen, &err);
 	cr_assert_not_null(kv);
-	cr_assert_null(state_lmdb_type_open(f.store, "kv", on_written, on_loaded, &kv_seen, &err));
+	cr_assert_null(state_lmdb_type_open(f.store, "kv", on_written, on_loaded, on_scanned, &kv_seen, &err));
 	cr_assert_eq(err, -EINVAL);
 
 	uint64_t seq;
@@ -305,14 +336,14 @@ Test(state_lmdb, at_most_node_types_max_types)
 	for (int i = 0; i < 15; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "t%d", i);
-		types[i] = state_lmdb_type_open(f.store, name, on_written, on_loaded, &f.seen, &err);
+		types[i] = state_lmdb_type_open(f.store, name, on_written, on_loaded, on_scanned, &f.seen, &err);
 		cr_assert_not_null(types[i], "%s: %d", name, err);
 	}
-	cr_assert_null(state_lmdb_type_open(f.store, "one_too_many", on_written, on_loaded, &f.seen, &err));
+	cr_assert_null(state_lmdb_type_open(f.store, "one_too_many", on_written, on_loaded, on_scanned, &f.seen, &err));
 	cr_assert_eq(err, -EINVAL);
 	/* A closed type's place is free again. */
 	state_lmdb_type_close(types[3]);
-	types[3] = state_lmdb_type_open(f.store, "one_too_many", on_written, on_loaded, &f.seen, &err);
+	types[3] = state_lmdb_type_open(f.store, "one_too_many", on_written, on_loaded, on_scanned, &f.seen, &err);
 	cr_assert_not_null(types[3]);
 	for (int i = 0; i < 15; i++)
 		state_lmdb_type_close(types[i]);
@@ -366,7 +397,7 @@ Test(state_lmdb, a_closed_type_hears_nothing_and_its_writes_still_commit)
 	fixture_setup(&f);
 	struct seen other = {.loop = f.loop};
 	int err;
-	struct state_lmdb_type *t = state_lmdb_type_open(f.store, "kv", on_written, on_loaded_must_not_run, &other, &err);
+	struct state_lmdb_type *t = state_lmdb_type_open(f.store, "kv", on_written, on_loaded_must_not_run, on_scanned, &other, &err);
 	cr_assert_not_null(t);
 	uint64_t seq;
 	for (int i = 0; i < 50; i++)
@@ -379,7 +410,7 @@ Test(state_lmdb, a_closed_type_hears_nothing_and_its_writes_still_commit)
 	wait_written(&f.seen, seq);
 	cr_assert_eq(other.written_calls, before);
 	/* Opened again, the type finds what was queued before it closed. */
-	t = state_lmdb_type_open(f.store, "kv", on_written, on_loaded, &other, &err);
+	t = state_lmdb_type_open(f.store, "kv", on_written, on_loaded, on_scanned, &other, &err);
 	cr_assert_not_null(t);
 	cr_assert_eq(load_one(t, &other, 1, id_a, sizeof id_a), 1);
 	cr_assert_arr_eq(other.last_state, small_int_7, sizeof small_int_7);
@@ -400,5 +431,140 @@ Test(state_lmdb, freed_with_loads_and_writes_in_flight)
 	fixture_close(&f); /* ASan: nothing leaks */
 	fixture_open(&f);
 	cr_assert_eq(load_one(f.type, &f.seen, 999, id_a, sizeof id_a), 1);
+	fixture_teardown(&f);
+}
+
+/* Scans the shard from after the last scan's key (from the start when
+ * `from_start`) and waits for the answer. */
+static void scan_one(struct fixture *f, uint32_t shard, bool from_start, size_t max_bytes)
+{
+	int before = f->seen.scans;
+	cr_assert_eq(state_lmdb_scan(f->type, shard, f->seen.scan_key, from_start ? 0 : f->seen.scan_key_len,
+				     max_bytes, 77), 0);
+	run(f->loop);
+	cr_assert_eq(f->seen.scans, before + 1);
+	cr_assert_eq(f->seen.scan_status, 0);
+}
+
+/* The chunk [{Id, State}] the records of ids a..a+n-1 (small integers,
+ * state 7) make. */
+static size_t expected_chunk(char *out, int a, int n)
+{
+	size_t k = 0;
+	out[k++] = 108;
+	out[k++] = 0, out[k++] = 0, out[k++] = 0, out[k++] = (char)n;
+	for (int i = 0; i < n; i++) {
+		out[k++] = 104, out[k++] = 2;
+		out[k++] = 97, out[k++] = (char)(a + i); /* the id: a small integer */
+		out[k++] = 97, out[k++] = 7;             /* the state */
+	}
+	out[k++] = 106;
+	return k;
+}
+
+Test(state_lmdb, a_scan_gives_a_shards_records_in_chunks)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	uint64_t seq;
+	/* ids 1..10 in shard 2, id 1 in shards 1 and 3 (not to be seen) */
+	for (int i = 1; i <= 10; i++) {
+		char id[2] = {97, (char)i};
+		cr_assert_eq(state_lmdb_write(f.type, 2, id, 2, small_int_7, sizeof small_int_7, &seq), 0);
+	}
+	char one[2] = {97, 1};
+	cr_assert_eq(state_lmdb_write(f.type, 1, one, 2, small_int_8, sizeof small_int_8, &seq), 0);
+	cr_assert_eq(state_lmdb_write(f.type, 3, one, 2, small_int_8, sizeof small_int_8, &seq), 0);
+	wait_written(&f.seen, seq);
+
+	char want[128];
+	size_t n;
+	/* Whole, in one chunk. */
+	scan_one(&f, 2, true, 1 << 20);
+	n = expected_chunk(want, 1, 10);
+	cr_assert_eq(f.seen.scan_len, n);
+	cr_assert_arr_eq(f.seen.scan_chunk, want, n);
+	cr_assert_not(f.seen.scan_more);
+
+	/* In chunks of at least 20 bytes: 5 + 6 per record, so 3 records (23
+	 * bytes) each, then the last one alone. */
+	scan_one(&f, 2, true, 20);
+	cr_assert(f.seen.scan_more);
+	n = expected_chunk(want, 1, 3);
+	cr_assert_eq(f.seen.scan_len, n);
+	cr_assert_arr_eq(f.seen.scan_chunk, want, n);
+	for (int c = 1; c < 3; c++) {
+		scan_one(&f, 2, false, 20);
+		cr_assert(f.seen.scan_more);
+		n = expected_chunk(want, 1 + 3 * c, 3);
+		cr_assert_arr_eq(f.seen.scan_chunk, want, n);
+	}
+	scan_one(&f, 2, false, 20);
+	n = expected_chunk(want, 10, 1);
+	cr_assert_eq(f.seen.scan_len, n);
+	cr_assert_arr_eq(f.seen.scan_chunk, want, n);
+	cr_assert_not(f.seen.scan_more);
+
+	/* A shard with no record: []. */
+	scan_one(&f, 7, true, 20);
+	cr_assert_eq(f.seen.scan_len, 1);
+	cr_assert_eq(f.seen.scan_chunk[0], 106);
+	cr_assert_not(f.seen.scan_more);
+	cr_assert_eq(state_lmdb_scan(f.type, 2, want, STATE_LMDB_KEY_MAX + 1, 20, 1), -EINVAL);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, a_scan_gives_long_ids_back)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	enum { LEN = 600 };
+	char *id = calloc(1, LEN);
+	id[0] = 109;
+	id[3] = (char)((LEN - 5) >> 8);
+	id[4] = (char)((LEN - 5) & 0xff);
+	memset(id + 5, 'x', LEN - 5);
+	uint64_t seq;
+	cr_assert_eq(state_lmdb_write(f.type, 4, id, LEN, small_int_7, sizeof small_int_7, &seq), 0);
+	wait_written(&f.seen, seq);
+	scan_one(&f, 4, true, 1 << 20);
+	/* [{Id, 7}] */
+	cr_assert_eq(f.seen.scan_len, 5 + 2 + LEN + 2 + 1);
+	cr_assert_eq(f.seen.scan_chunk[0], 108);
+	cr_assert_eq(f.seen.scan_chunk[4], 1);
+	cr_assert_eq(f.seen.scan_chunk[5], 104);
+	cr_assert_arr_eq(f.seen.scan_chunk + 7, id, LEN);
+	cr_assert_eq(f.seen.scan_chunk[7 + LEN], 97);
+	cr_assert_eq(f.seen.scan_chunk[8 + LEN], 7);
+	free(id);
+	fixture_teardown(&f);
+}
+
+Test(state_lmdb, deleting_a_shard_removes_its_records_only)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	uint64_t seq;
+	for (int i = 1; i <= 50; i++) {
+		char id[2] = {97, (char)i};
+		for (uint32_t shard = 5; shard <= 7; shard++)
+			cr_assert_eq(state_lmdb_write(f.type, shard, id, 2, small_int_7, sizeof small_int_7, &seq), 0);
+	}
+	cr_assert_eq(state_lmdb_delete_shard(f.type, 6, &seq), 0);
+	/* Written after the delete: it stays. */
+	char id[2] = {97, 99};
+	cr_assert_eq(state_lmdb_write(f.type, 6, id, 2, small_int_8, sizeof small_int_8, &seq), 0);
+	wait_written(&f.seen, seq);
+	cr_assert_eq(f.seen.failed, 0);
+	scan_one(&f, 6, true, 1 << 20);
+	const char only[] = {108, 0, 0, 0, 1, 104, 2, 97, 99, 97, 8, 106};
+	cr_assert_eq(f.seen.scan_len, sizeof only);
+	cr_assert_arr_eq(f.seen.scan_chunk, only, sizeof only);
+	char want[512];
+	size_t n = expected_chunk(want, 1, 50);
+	scan_one(&f, 5, true, 1 << 20);
+	cr_assert_arr_eq(f.seen.scan_chunk, want, n);
+	scan_one(&f, 7, true, 1 << 20);
+	cr_assert_arr_eq(f.seen.scan_chunk, want, n);
 	fixture_teardown(&f);
 }

@@ -1,0 +1,77 @@
+/*
+ * state_lmdb_records.h — the records of the LMDB state store
+ * (state_lmdb.h) and the transactions that read and write them: private
+ * to state_lmdb.c, which queues these operations for its threads.
+ *
+ * A record's key is the shard (4 bytes, big-endian) and the canonical id;
+ * its value the state term with its version byte. An id too long for an
+ * LMDB key (STATE_LMDB_KEY_MAX) is keyed by the shard, a zero byte and
+ * the id's SHA-256, and its value is {Id, State}, so a scan can give the
+ * id back and a load can tell a collision from its own record.
+ */
+#ifndef SN_STATE_LMDB_RECORDS_H
+#define SN_STATE_LMDB_RECORDS_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum write_kind { WRITE_PUT, WRITE_DELETE, WRITE_DELETE_SHARD };
+
+/* A queued write: malloc'ed, owned by the queue it is on. */
+struct write_op {
+	struct write_op *next;
+	MDB_dbi dbi;
+	enum write_kind kind;
+	uint32_t key_len, val_len;
+	char data[]; /* key, then the value */
+};
+
+enum read_kind { READ_LOAD, READ_SCAN };
+
+/* A queued load or scan, and then (the same or a new allocation) its
+ * answer: malloc'ed, owned by the queue it is on. */
+struct load_op {
+	struct load_op *next;
+	uint64_t token;
+	MDB_dbi dbi;
+	enum read_kind kind;
+	uint32_t type_index, type_gen;
+	uint32_t shard;            /* a scan's */
+	size_t max_bytes;          /* a scan's */
+	int found;                 /* a load's answer: 1, 0 or -errno; a scan's: 0 or -errno */
+	bool more;                 /* a scan's answer: records remain after it */
+	/* Queued: data holds the key (a hashed load's id after it, its length
+	 * in val_len). Answered: a load's state (version byte included), or
+	 * a scan's chunk (val_len bytes) and then its last key (key_len). */
+	uint32_t key_len, val_len;
+	char data[];
+};
+
+/* -errno for an LMDB return code: errno values as they are, MDB_MAP_FULL
+ * as -ENOSPC, LMDB's other codes as -EIO. */
+int state_lmdb_errno(int mdb_rc);
+
+/* New operations, next NULL. Each returns NULL when out of memory.
+ * record_put: `state` is state_len (>= 1) bytes, version byte included. */
+struct write_op *state_lmdb_record_put(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len,
+				       const char *state, size_t state_len);
+struct write_op *state_lmdb_record_delete(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len);
+struct write_op *state_lmdb_record_delete_shard(MDB_dbi dbi, uint32_t shard);
+struct load_op *state_lmdb_record_load(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len);
+/* after_len at most STATE_LMDB_KEY_MAX. */
+struct load_op *state_lmdb_record_scan(MDB_dbi dbi, uint32_t shard, const char *after_key, size_t after_len,
+				       size_t max_bytes);
+
+/* Writes the batch (a list) in one transaction and commits it, the fsync
+ * with it. Returns 0 or LMDB's code (then none of it is written). The
+ * writer thread's. */
+int state_lmdb_commit_batch(MDB_env *env, const struct write_op *batch);
+
+/* Answers a queued load or scan from the read transaction `txn`: returns
+ * the answer, `l` itself or a new allocation that replaced it (l freed).
+ * The reader thread's. */
+struct load_op *state_lmdb_answer(MDB_txn *txn, struct load_op *l);
+
+#endif
