@@ -30,8 +30,12 @@
 
 /* A chunk ends once it holds this many bytes (an entity is never split). */
 #define STATE_CHUNK_BYTES (64 * 1024)
-/* Chunks sent and not yet acknowledged, at most. */
+/* Chunks sent and not yet acknowledged, at most, per stream and in all
+ * the region's streams together: a rebalance that moves a hundred shards
+ * at once must not build hundreds of chunks in one turn of the loop while
+ * other traffic waits; each acknowledgement lets one more be built. */
 #define STATE_WINDOW 4
+#define REGION_STATE_WINDOW 8
 
 bool region_state_to_carry(const struct region *r, const struct shard_slot *slot)
 {
@@ -62,12 +66,27 @@ static int send_chunk(struct region *r, uint32_t shard, const char *chunk, size_
 	return rc;
 }
 
-/* With a store: asks it for the next chunk when the window has room and
+/* Chunks (and scans for chunks) the region's streams have out. Counted
+ * when needed rather than kept, so no way a stream ends can leave it
+ * wrong; a few hundred slots per acknowledgement cost nothing. */
+static uint32_t region_chunks_out(const struct region *r)
+{
+	uint32_t n = 0;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		const struct shard_slot *slot = &r->slots[s];
+		if (slot->st.state == SLOT_SENDING_STATE)
+			n += slot->out.next_seq - slot->out.acked + (slot->out.scan_in_flight ? 1 : 0);
+	}
+	return n;
+}
+
+/* With a store: asks it for the next chunk when the windows have room and
  * the writes before the stream are committed. Returns 0 or -errno. */
 static int pump_store(struct region *r, uint32_t shard)
 {
 	struct state_out *out = &r->slots[shard].out;
-	if (out->last_sent || out->scan_in_flight || out->next_seq - out->acked >= STATE_WINDOW)
+	if (out->last_sent || out->scan_in_flight || out->next_seq - out->acked >= STATE_WINDOW ||
+	    region_chunks_out(r) >= REGION_STATE_WINDOW)
 		return 0;
 	if (out->commit_needed > r->written_upto) {
 		r->streams_awaiting_commit = true; /* region_state_on_committed */
@@ -87,7 +106,8 @@ static int pump(struct region *r, uint32_t shard)
 		return pump_store(r, shard);
 	struct shard_slot *slot = &r->slots[shard];
 	struct state_out *out = &slot->out;
-	while (!out->last_sent && out->next_seq - out->acked < STATE_WINDOW) {
+	while (!out->last_sent && out->next_seq - out->acked < STATE_WINDOW &&
+	       region_chunks_out(r) < REGION_STATE_WINDOW) {
 		ei_x_buff chunk;
 		if (ei_x_new(&chunk) < 0)
 			return -ENOMEM;
@@ -130,23 +150,37 @@ void region_state_send_start(struct region *r, uint32_t shard)
 		give_up(r, shard, rc);
 }
 
+/* Room in the region's window: the streams that wait for it go on, the
+ * lowest shard first. */
+static void pump_waiting(struct region *r)
+{
+	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_chunks_out(r) < REGION_STATE_WINDOW; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->st.state != SLOT_SENDING_STATE || slot->out.last_sent || slot->out.scan_in_flight ||
+		    slot->out.next_seq - slot->out.acked >= STATE_WINDOW)
+			continue;
+		int rc = pump(r, s);
+		if (rc)
+			give_up(r, s, rc);
+	}
+}
+
 /* The new home restored chunk `seq`. */
 static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_pid *from)
 {
 	struct shard_slot *slot = &r->slots[shard];
 	struct state_out *out = &slot->out;
+	int rc;
 	/* A late ack of an earlier stream, or from a region that is not the
 	 * destination, tells nothing about this one. */
 	if (slot->st.state != SLOT_SENDING_STATE || !term_pid_equal(from, &slot->home_region) || seq != out->acked)
 		return;
 	out->acked++;
-	if (out->last_sent && out->acked == out->next_seq) {
+	if (out->last_sent && out->acked == out->next_seq)
 		region_step(r, shard, SLOT_STATE_SENT);
-		return;
-	}
-	int rc = pump(r, shard);
-	if (rc)
+	else if ((rc = pump(r, shard)) != 0)
 		give_up(r, shard, rc);
+	pump_waiting(r);
 }
 
 void region_state_on_committed(struct region *r)
@@ -267,6 +301,7 @@ void region_state_on_nodedown(struct region *r, const char *node)
 		if (slot->st.state == SLOT_SENDING_STATE && strcmp(slot->home_region.node, node) == 0)
 			give_up(r, s, -ENOTCONN);
 	}
+	pump_waiting(r); /* the streams that ended left room */
 }
 
 struct shard *region_state_take_incoming(struct shard_slot *slot)
