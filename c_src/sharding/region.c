@@ -214,7 +214,8 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 		envelope_of(p, &e);
 		/* A load under way (or started now) holds the rest back; the
 		 * slot is flushed again when it is done. */
-		if (here && region_store_must_wait(r, (uint32_t)(slot - r->slots), e.id, e.id_len, e.msg))
+		if (here && region_store_active(r) &&
+		    region_store_must_wait(r, (uint32_t)(slot - r->slots), e.id, e.id_len, e.msg))
 			return;
 		slot->head = p->next;
 		if (here)
@@ -275,7 +276,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	e->id_len = (size_t)canon->index;
 	struct shard_slot *slot = &r->slots[shard];
 	if (slot->head == NULL && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
-	    !region_store_must_wait(r, shard, e->id, e->id_len, e->msg)) {
+	    !(region_store_active(r) && region_store_must_wait(r, shard, e->id, e->id_len, e->msg))) {
 		deliver_local(r, slot->shard, e);
 	} else if (slot->head == NULL && slot->st.state == SLOT_REMOTE) {
 		forward(r, &slot->home_region, e);

@@ -280,8 +280,9 @@ int region_store_start(struct region *r);
  * way, closes the type's database. Idempotent. */
 void region_store_stop(struct region *r);
 
-/* Whether the region has a store. */
-bool region_store_active(const struct region *r);
+/* Whether the region has a store. Inline: the memory-only message path
+ * asks it twice per message. */
+static inline bool region_store_active(const struct region *r) { return r->store != NULL; }
 
 /* Whether a message for entity `id` of hosted shard `shard` must wait in
  * the shard's buffer: an earlier load is under way, or the entity is not

@@ -54,11 +54,6 @@ struct held_reply {
 	char data[]; /* tag, canonical id, reply (no version byte) */
 };
 
-bool region_store_active(const struct region *r)
-{
-	return r->store != NULL;
-}
-
 uint64_t region_store_last_queued(const struct region *r)
 {
 	return state_lmdb_last_queued(r->cfg.store);
