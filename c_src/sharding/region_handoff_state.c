@@ -183,8 +183,63 @@ static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_
 	pump_waiting(r);
 }
 
+/* With a store, a chunk is acknowledged once its states are committed
+ * here: the old home stops the shard after the last acknowledgement, and
+ * the states must not then exist only in this node's memory. */
+struct held_state_ack {
+	struct held_state_ack *next;
+	uint64_t need; /* sent once the store has written up to this */
+	uint32_t shard, seq;
+	erlang_pid to;
+};
+
+static void send_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_pid *to)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (shard_msg_encode_state_ack(&x, shard, seq, &r->pid) == 0)
+		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* Acknowledges chunk `seq` now, or once the writes queued so far are
+ * committed. */
+static void ack_when_durable(struct region *r, uint32_t shard, uint32_t seq, const erlang_pid *to)
+{
+	uint64_t need = region_store_active(r) ? region_store_last_queued(r) : 0;
+	struct held_state_ack *a = need > r->written_upto ? malloc(sizeof *a) : NULL;
+	if (a == NULL) {
+		send_ack(r, shard, seq, to); /* durable already, or no room to wait */
+		return;
+	}
+	*a = (struct held_state_ack){.need = need, .shard = shard, .seq = seq, .to = *to};
+	if (r->acks_tail)
+		r->acks_tail->next = a;
+	else
+		r->acks_head = a;
+	r->acks_tail = a;
+}
+
+void region_state_release_acks(struct region *r, uint64_t upto)
+{
+	while (r->acks_head && r->acks_head->need <= upto) {
+		struct held_state_ack *a = r->acks_head;
+		r->acks_head = a->next;
+		if (r->acks_head == NULL)
+			r->acks_tail = NULL;
+		send_ack(r, a->shard, a->seq, &a->to);
+		free(a);
+	}
+}
+
 void region_state_on_committed(struct region *r)
 {
+	/* A failed commit releases them too: the states are live here, and the
+	 * old home must not wait for a store that fails. */
+	region_state_release_acks(r, r->written_upto);
+	if (!r->streams_awaiting_commit)
+		return;
 	r->streams_awaiting_commit = false;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
@@ -243,9 +298,10 @@ static void store_restored(void *arg, const char *id, size_t id_len, const char 
 	ei_x_free(&x);
 }
 
-/* A chunk from the old home. Acknowledged whatever becomes of it: the old
- * home must not stay frozen waiting, and a chunk this region cannot use
- * would not be any better sent again. */
+/* A chunk from the old home. Acknowledged whatever becomes of it (with a
+ * store, once its writes are committed): the old home must not stay
+ * frozen waiting, and a chunk this region cannot use would not be any
+ * better sent again. */
 static void on_chunk(struct region *r, const struct shard_msg *sm)
 {
 	struct shard_slot *slot = &r->slots[sm->shard];
@@ -278,12 +334,7 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 				 r->cfg.type->name, sm->shard, sm->pid.node, rc);
 		region_step(r, sm->shard, SLOT_STATE_CHUNK);
 	}
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return;
-	if (shard_msg_encode_state_ack(&x, sm->shard, sm->count, &r->pid) == 0)
-		dist_node_send(r->cfg.node, &sm->pid, x.buff, (size_t)x.index);
-	ei_x_free(&x);
+	ack_when_durable(r, sm->shard, sm->count, &sm->pid);
 }
 
 void region_state_on_msg(struct region *r, const struct shard_msg *sm)

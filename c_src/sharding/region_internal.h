@@ -47,6 +47,7 @@ struct pending;
 struct pending_load;
 /* A reply waiting for its write's commit (region_store.c). */
 struct held_reply;
+struct held_state_ack;
 
 /* The message being routed or answered; pointers borrowed from the
  * caller. */
@@ -142,6 +143,9 @@ struct region {
 	struct state_lmdb_type *store;
 	uint64_t written_upto;        /* the store's commits reported so far */
 	struct held_reply *held_head, *held_tail; /* in seq order; owned */
+	/* Acknowledgements of state chunks whose writes are not yet committed
+	 * (region_handoff_state.c), in seq order; owned. */
+	struct held_state_ack *acks_head, *acks_tail;
 	uint64_t load_counter;
 	bool slots_awaiting_commit;   /* some slot's load_after may be set */
 	bool streams_awaiting_commit; /* some stream's commit_needed may be set */
@@ -233,8 +237,14 @@ void region_state_on_msg(struct region *r, const struct shard_msg *sm);
 /* A node is gone: streams to it end (the shard stops without the rest). */
 void region_state_on_nodedown(struct region *r, const char *node);
 
-/* The store committed more: streams that waited for it go on. */
+/* The store committed more: streams that waited for it go on, and the
+ * chunks whose writes are now durable are acknowledged. */
 void region_state_on_committed(struct region *r);
+
+/* Sends the held acknowledgements whose writes are up to `upto` (the
+ * region stops: UINT64_MAX, as the store commits what is queued before it
+ * closes). */
+void region_state_release_acks(struct region *r, uint64_t upto);
 
 /* The store's answer to a stream's scan (state_lmdb_scanned_fn; arg the
  * region). */

@@ -274,7 +274,7 @@ static void on_written(void *arg, uint64_t upto, int status)
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
 			  "{error, store_unavailable}", r->cfg.type->name, status);
 	release(r, upto, status != 0 ? "store_unavailable" : NULL, status != 0);
-	if (r->streams_awaiting_commit)
+	if (r->streams_awaiting_commit || r->acks_head != NULL)
 		region_state_on_committed(r);
 	if (!r->slots_awaiting_commit)
 		return;
@@ -347,6 +347,7 @@ void region_store_stop(struct region *r)
 	/* Their writes still commit (state_lmdb_free waits for them), but no
 	 * answer can wait for that any more. */
 	release(r, UINT64_MAX, "shutting_down", false);
+	region_state_release_acks(r, UINT64_MAX);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		region_store_drop_loads(&r->slots[s]);
 	state_lmdb_type_close(r->store);
