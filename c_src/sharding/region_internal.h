@@ -143,6 +143,7 @@ struct region {
 	struct state_lmdb_type *store;
 	uint64_t written_upto;        /* the store's commits reported so far */
 	struct held_reply *held_head, *held_tail; /* in seq order; owned */
+	uint32_t held_count;
 	/* Acknowledgements of state chunks whose writes are not yet committed
 	 * (region_handoff_state.c), in seq order; owned. */
 	struct held_state_ack *acks_head, *acks_tail;

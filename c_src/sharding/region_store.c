@@ -98,6 +98,15 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	if (slot->load_after > r->written_upto)
 		return true; /* and for the writes before it (on_written) */
 	slot->load_after = 0;
+	if (r->held_count >= r->cfg.buffer_size) {
+		/* As many replies wait for commits as a region may buffer
+		 * messages: a slow store holds the next messages in the shards'
+		 * buffers (bounded by buffer_size) rather than taking on more
+		 * changes it cannot confirm. */
+		slot->load_after = last_queued(r);
+		r->slots_awaiting_commit = true;
+		return true;
+	}
 	if (term_is_atom(msg, 0, "delete") || term_is_atom(msg, 0, "passivate") ||
 	    shard_entity_live(slot->shard, id, id_len))
 		return false;
@@ -246,6 +255,7 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 	else
 		r->held_head = h;
 	r->held_tail = h;
+	r->held_count++;
 }
 
 /* Releases the held replies up to `upto`: answered as they are (error
@@ -258,6 +268,7 @@ static void release(struct region *r, uint64_t upto, const char *error, bool for
 		r->held_head = h->next;
 		if (r->held_head == NULL)
 			r->held_tail = NULL;
+		r->held_count--;
 		if (forget)
 			forget_entity(r, h);
 		send_held(r, h, error);
@@ -297,11 +308,18 @@ void region_store_tick(struct region *r)
 		return;
 	uint64_t now = evloop_now_ms(r->cfg.loop);
 	/* Held in order, so the oldest is first. */
-	while (r->held_head && now - r->held_head->held_at >= r->cfg.store_timeout_ms) {
-		log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): "
-			 "{error, store_unavailable}", r->cfg.type->name, r->cfg.store_timeout_ms);
-		release(r, r->held_head->seq, "store_unavailable", true);
-	}
+	if (now - r->held_head->held_at < r->cfg.store_timeout_ms)
+		return;
+	/* The store is in trouble. Its replies say the change was not applied,
+	 * so the type's writes not yet taken by the writer are cancelled — and
+	 * then no held reply can be sent as it is: all get the error, and their
+	 * entities stop, to reload what the store holds. Only a write already
+	 * committing (taken before this) may still land. */
+	log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): "
+		 "{error, store_unavailable} to the %u replies waiting", r->cfg.type->name,
+		 r->cfg.store_timeout_ms, r->held_count);
+	state_lmdb_cancel_queued(r->store);
+	release(r, UINT64_MAX, "store_unavailable", true);
 }
 
 int region_store_load_entity(struct region *r, uint32_t shard, const char *id, size_t id_len)

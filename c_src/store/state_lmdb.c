@@ -516,6 +516,16 @@ int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, 
 	return 0;
 }
 
+void state_lmdb_cancel_queued(struct state_lmdb_type *t)
+{
+	struct state_lmdb *s = t->s;
+	pthread_mutex_lock(&s->mu);
+	for (struct write_op *w = s->writes; w != NULL; w = w->next)
+		if (w->dbi == t->dbi)
+			w->kind = WRITE_CANCELLED;
+	pthread_mutex_unlock(&s->mu);
+}
+
 int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t *seq)
 {
 	struct write_op *w = state_lmdb_record_delete_shard(t->dbi, shard);

@@ -98,6 +98,12 @@ int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, 
  * first. Returns 0 or -ENOMEM (no answer will come). */
 int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token);
 
+/* Cancels the type's writes still queued, not yet taken by the writer
+ * thread: they will not be written (their sequence numbers are still
+ * reported, as if written). A write the writer has taken is committing and
+ * cannot be recalled. For giving up on a store that does not answer. */
+void state_lmdb_cancel_queued(struct state_lmdb_type *t);
+
 /* Queues the deletion of every record of `shard`, as one write (*seq):
  * ordered with the others, so records written after it stay. Returns 0 or
  * -ENOMEM. */

@@ -93,7 +93,9 @@ int state_lmdb_commit_batch(MDB_env *env, const struct write_op *batch)
 		return rc;
 	for (const struct write_op *w = batch; w != NULL && rc == 0; w = w->next) {
 		MDB_val key = {.mv_size = w->key_len, .mv_data = (void *)w->data};
-		if (w->kind == WRITE_DELETE) {
+		if (w->kind == WRITE_CANCELLED) {
+			continue;
+		} else if (w->kind == WRITE_DELETE) {
 			rc = mdb_del(txn, w->dbi, &key, NULL);
 			if (rc == MDB_NOTFOUND)
 				rc = 0;

@@ -17,7 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum write_kind { WRITE_PUT, WRITE_DELETE, WRITE_DELETE_SHARD };
+/* WRITE_CANCELLED: taken by the writer and skipped (state_lmdb_cancel_queued). */
+enum write_kind { WRITE_PUT, WRITE_DELETE, WRITE_DELETE_SHARD, WRITE_CANCELLED };
 
 /* A queued write: malloc'ed, owned by the queue it is on. */
 struct write_op {
