@@ -7,9 +7,11 @@ EI_LIB   := $(ERL_ROOT)/usr/lib
 
 CC      ?= cc
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Werror
-CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -Ic_src
+# libpq's headers: Debian puts them in their own folder.
+PQ_INC  := /usr/include/postgresql
+CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -I$(PQ_INC) -Ic_src
 OPT     := -O2
-LDLIBS  := -L$(EI_LIB) -lei -llmdb -lcrypto -lbsd -lpthread -ldl
+LDLIBS  := -L$(EI_LIB) -lei -llmdb -lpq -lcrypto -lbsd -lpthread -ldl
 # The node exports its symbols, and all of ei, so entity plugins loaded
 # from priv/*.so can call any ei function and entity_reply_unknown.
 NODE_LDFLAGS := -rdynamic -Wl,--whole-archive $(EI_LIB)/libei.a -Wl,--no-whole-archive

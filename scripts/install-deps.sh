@@ -14,6 +14,8 @@ packages=(
 	libssl-dev        # OpenSSL: MD5 for the handshake digest
 	libbsd-dev        # strlcpy
 	liblmdb-dev       # state_store = lmdb: the embedded durable store
+	libpq-dev         # state_store = postgres: libpq
+	postgresql        # the real server the postgres tests start (scripts/pg-server.sh)
 	libcriterion-dev  # unit tests
 	clang             # the compiler the static analyzer drives
 	clang-tools       # scan-build: make analyze, run by make test

@@ -1,0 +1,399 @@
+/* pg_conn.c — see pg_conn.h. */
+#include "store/pg_conn.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+
+/* A statement, or a sync point, queued or sent. One allocation. */
+struct pg_item {
+	struct pg_item *next;
+	bool is_sync;
+	bool answered; /* sent, and its result given to `done` */
+	pg_result_fn done;
+	void *arg;
+	int nparams, result_format;
+	const char *sql;
+	const char **values;
+	int *lengths, *formats;
+	char data[];
+};
+
+enum pg_phase { PHASE_WAITING, PHASE_CONNECTING, PHASE_UP };
+
+struct pg_conn {
+	struct evloop *loop;
+	const struct logger *log;
+	char *conninfo;
+	PGconn *pg;
+	int fd; /* the socket watched, -1: none */
+	enum pg_phase phase;
+	struct evloop_timer retry;
+	uint32_t backoff_ms;
+	pg_state_fn on_state;
+	void *arg;
+	struct pg_item *sent, **sent_tail;   /* in the order sent */
+	struct pg_item *queue, **queue_tail; /* not sent yet */
+	size_t pending;                      /* statements in both */
+	bool reading;                        /* in read_results: no sending */
+	bool logged_down;                    /* one line per outage */
+};
+
+static void start_connect(struct pg_conn *c);
+
+/* ---- lists ---- */
+
+static void append(struct pg_item ***tail, struct pg_item *it)
+{
+	it->next = NULL;
+	**tail = it;
+	*tail = &it->next;
+}
+
+/* Answers every item of `list` with NULL and frees them. The list is
+ * detached first: a callback may queue new statements. */
+static void fail_all(struct pg_conn *c, struct pg_item *list)
+{
+	while (list) {
+		struct pg_item *it = list;
+		list = it->next;
+		if (!it->is_sync) {
+			c->pending--;
+			if (!it->answered)
+				it->done(it->arg, NULL);
+		}
+		free(it);
+	}
+}
+
+/* ---- the socket ---- */
+
+static void on_io(struct evloop *loop, int fd, uint32_t events, void *arg);
+
+/* Watches libpq's current socket (it may change while connecting) for
+ * `events`. Returns 0 or -errno. */
+static int watch(struct pg_conn *c, uint32_t events)
+{
+	int fd = PQsocket(c->pg);
+	if (fd != c->fd) {
+		if (c->fd >= 0)
+			evloop_unwatch(c->loop, c->fd);
+		c->fd = -1;
+		if (fd < 0)
+			return -EBADF;
+		int rc = evloop_watch(c->loop, fd, events, on_io, c);
+		if (rc == 0)
+			c->fd = fd;
+		return rc;
+	}
+	return evloop_rewatch(c->loop, fd, events);
+}
+
+/* The connection failed or was lost: everything waiting is answered
+ * NULL, and a new attempt comes after the back-off. */
+static void lost(struct pg_conn *c, const char *why)
+{
+	bool was_up = c->phase == PHASE_UP;
+	if (!c->logged_down) {
+		const char *msg = c->pg ? PQerrorMessage(c->pg) : "";
+		size_t n = strlen(msg);
+		while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+			n--;
+		log_warn(c->log, "postgres: %s: %.*s (retrying every %u ms at most)", why, (int)n, msg,
+			 BACKOFF_MAX_MS);
+		c->logged_down = true;
+	}
+	if (c->fd >= 0)
+		evloop_unwatch(c->loop, c->fd);
+	c->fd = -1;
+	if (c->pg)
+		PQfinish(c->pg);
+	c->pg = NULL;
+	c->phase = PHASE_WAITING;
+	struct pg_item *sent = c->sent, *queued = c->queue;
+	c->sent = NULL;
+	c->sent_tail = &c->sent;
+	c->queue = NULL;
+	c->queue_tail = &c->queue;
+	evloop_timer_start(c->loop, &c->retry, c->backoff_ms);
+	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
+	fail_all(c, sent);
+	fail_all(c, queued);
+	if (was_up && c->on_state)
+		c->on_state(c->arg, false);
+}
+
+/* Writes what libpq holds; watches for writability while some is left.
+ * Returns false if the connection was lost. */
+static bool flush(struct pg_conn *c)
+{
+	int rc = PQflush(c->pg);
+	if (rc < 0) {
+		lost(c, "sending failed");
+		return false;
+	}
+	if (watch(c, EPOLLIN | (rc == 1 ? EPOLLOUT : 0)) != 0) {
+		lost(c, "cannot watch the socket");
+		return false;
+	}
+	return true;
+}
+
+/* Sends every queued item, in order. */
+static void send_queued(struct pg_conn *c)
+{
+	if (c->phase != PHASE_UP || c->reading || c->queue == NULL)
+		return;
+	while (c->queue) {
+		struct pg_item *it = c->queue;
+		c->queue = it->next;
+		if (c->queue == NULL)
+			c->queue_tail = &c->queue;
+		append(&c->sent_tail, it);
+		int ok = it->is_sync ? PQpipelineSync(c->pg)
+				     : PQsendQueryParams(c->pg, it->sql, it->nparams, NULL, it->values, it->lengths,
+							 it->formats, it->result_format);
+		if (!ok) {
+			lost(c, "sending a statement failed");
+			return;
+		}
+	}
+	flush(c);
+}
+
+/* Hands out the results that have come, in order. */
+static void read_results(struct pg_conn *c)
+{
+	c->reading = true;
+	while (c->pg && !PQisBusy(c->pg)) {
+		PGresult *res = PQgetResult(c->pg);
+		struct pg_item *head = c->sent;
+		if (res == NULL) {
+			/* The end of one statement's results, or nothing more now. */
+			if (head == NULL || head->is_sync || !head->answered)
+				break;
+		} else if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+			PQclear(res);
+			if (head == NULL || !head->is_sync)
+				continue; /* not ours to count */
+		} else {
+			if (head != NULL && !head->is_sync && !head->answered) {
+				head->answered = true;
+				head->done(head->arg, res);
+			}
+			PQclear(res); /* a second result of one statement: not asked for */
+			continue;
+		}
+		c->sent = head->next;
+		if (c->sent == NULL)
+			c->sent_tail = &c->sent;
+		if (!head->is_sync)
+			c->pending--;
+		free(head);
+	}
+	c->reading = false;
+}
+
+static void connected(struct pg_conn *c)
+{
+	if (PQsetnonblocking(c->pg, 1) != 0 || PQenterPipelineMode(c->pg) != 1) {
+		lost(c, "cannot enter pipeline mode");
+		return;
+	}
+	c->phase = PHASE_UP;
+	c->backoff_ms = BACKOFF_FIRST_MS;
+	if (c->logged_down)
+		log_info(c->log, "postgres: connected again");
+	c->logged_down = false;
+	if (!flush(c))
+		return;
+	if (c->on_state)
+		c->on_state(c->arg, true);
+	send_queued(c);
+}
+
+static void on_io(struct evloop *loop, int fd, uint32_t events, void *arg)
+{
+	(void)loop;
+	(void)fd;
+	struct pg_conn *c = arg;
+	if (c->phase == PHASE_CONNECTING) {
+		switch (PQconnectPoll(c->pg)) {
+		case PGRES_POLLING_READING:
+			if (watch(c, EPOLLIN) != 0)
+				lost(c, "cannot watch the socket");
+			return;
+		case PGRES_POLLING_WRITING:
+			if (watch(c, EPOLLOUT) != 0)
+				lost(c, "cannot watch the socket");
+			return;
+		case PGRES_POLLING_OK:
+			connected(c);
+			return;
+		default:
+			lost(c, "connecting failed");
+			return;
+		}
+	}
+	if (c->phase != PHASE_UP)
+		return;
+	if ((events & EPOLLOUT) && !flush(c))
+		return;
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+		if (!PQconsumeInput(c->pg)) {
+			lost(c, "the connection broke");
+			return;
+		}
+		read_results(c);
+	}
+	if (c->pg && PQstatus(c->pg) == CONNECTION_BAD) {
+		lost(c, "the connection broke");
+		return;
+	}
+	send_queued(c); /* what callbacks queued meanwhile */
+}
+
+static void start_connect(struct pg_conn *c)
+{
+	c->pg = PQconnectStart(c->conninfo);
+	if (c->pg == NULL || PQstatus(c->pg) == CONNECTION_BAD) {
+		lost(c, "cannot start connecting");
+		return;
+	}
+	c->phase = PHASE_CONNECTING;
+	/* As if PQconnectPoll had said PGRES_POLLING_WRITING. */
+	if (watch(c, EPOLLOUT) != 0)
+		lost(c, "cannot watch the socket");
+}
+
+static void on_retry(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	start_connect(arg);
+}
+
+/* ---- the interface ---- */
+
+struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const char *conninfo,
+			    pg_state_fn on_state, void *arg, int *err)
+{
+	char *why = NULL;
+	PQconninfoOption *opts = PQconninfoParse(conninfo, &why);
+	if (opts == NULL) {
+		log_error(log, "postgres: bad postgres_conninfo: %s", why ? why : "out of memory");
+		*err = why ? -EINVAL : -ENOMEM;
+		PQfreemem(why);
+		return NULL;
+	}
+	PQconninfoFree(opts);
+	struct pg_conn *c = calloc(1, sizeof *c);
+	if (c == NULL || (c->conninfo = strdup(conninfo)) == NULL) {
+		free(c);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	c->loop = loop;
+	c->log = log;
+	c->fd = -1;
+	c->on_state = on_state;
+	c->arg = arg;
+	c->backoff_ms = BACKOFF_FIRST_MS;
+	c->sent_tail = &c->sent;
+	c->queue_tail = &c->queue;
+	evloop_timer_init(&c->retry, on_retry, c);
+	*err = 0;
+	start_connect(c);
+	return c;
+}
+
+void pg_conn_free(struct pg_conn *c)
+{
+	if (c == NULL)
+		return;
+	evloop_timer_stop(c->loop, &c->retry);
+	if (c->fd >= 0)
+		evloop_unwatch(c->loop, c->fd);
+	if (c->pg)
+		PQfinish(c->pg);
+	c->pg = NULL;
+	c->phase = PHASE_WAITING;
+	struct pg_item *sent = c->sent, *queued = c->queue;
+	c->sent = c->queue = NULL;
+	fail_all(c, sent);
+	fail_all(c, queued);
+	free(c->conninfo);
+	free(c);
+}
+
+bool pg_conn_up(const struct pg_conn *c)
+{
+	return c->phase == PHASE_UP;
+}
+
+size_t pg_conn_pending(const struct pg_conn *c)
+{
+	return c->pending;
+}
+
+int pg_conn_query(struct pg_conn *c, const char *sql, int nparams, const char *const *values, const int *lengths,
+		  const int *formats, int result_format, pg_result_fn done, void *arg)
+{
+	if (nparams < 0)
+		return -EINVAL;
+	size_t n = (size_t)nparams;
+	size_t sql_len = strlen(sql) + 1;
+	size_t bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		if (values[i] != NULL)
+			bytes += formats && formats[i] ? (size_t)lengths[i] : strlen(values[i]) + 1;
+	/* Arrays first (aligned), then the SQL and the parameters' bytes. */
+	size_t arrays = n * (sizeof(char *) + 2 * sizeof(int));
+	struct pg_item *it = malloc(sizeof *it + arrays + sql_len + bytes);
+	if (it == NULL)
+		return -ENOMEM;
+	*it = (struct pg_item){.done = done, .arg = arg, .nparams = nparams, .result_format = result_format};
+	it->values = (const char **)(void *)it->data;
+	it->lengths = (int *)(void *)(it->data + n * sizeof(char *));
+	it->formats = it->lengths + n;
+	char *p = it->data + arrays;
+	memcpy(p, sql, sql_len);
+	it->sql = p;
+	p += sql_len;
+	for (size_t i = 0; i < n; i++) {
+		bool binary = formats && formats[i];
+		it->formats[i] = binary ? 1 : 0;
+		it->lengths[i] = binary ? lengths[i] : 0;
+		if (values[i] == NULL) {
+			it->values[i] = NULL;
+			continue;
+		}
+		size_t len = binary ? (size_t)lengths[i] : strlen(values[i]) + 1;
+		memcpy(p, values[i], len);
+		it->values[i] = p;
+		p += len;
+	}
+	if (n == 0) {
+		it->values = NULL;
+		it->lengths = NULL;
+		it->formats = NULL;
+	}
+	append(&c->queue_tail, it);
+	c->pending++;
+	return 0;
+}
+
+int pg_conn_sync(struct pg_conn *c)
+{
+	struct pg_item *it = calloc(1, sizeof *it);
+	if (it == NULL)
+		return -ENOMEM;
+	it->is_sync = true;
+	append(&c->queue_tail, it);
+	send_queued(c);
+	return 0;
+}

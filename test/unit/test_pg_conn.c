@@ -1,0 +1,290 @@
+/*
+ * test_pg_conn.c — the loop-driven PostgreSQL connection against a real
+ * server (scripts/pg-server.sh starts a private one per test): statements
+ * pipelined and answered in order, an error aborting the rest of its batch
+ * only, binary parameters and results, a server that is not there yet, one
+ * that goes away and comes back.
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/evloop.h"
+#include "base/log.h"
+#include "store/pg_conn.h"
+
+static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};
+
+struct server {
+	char dir[64];
+	int port;
+};
+
+/* Runs scripts/pg-server.sh `cmd` on the server's dir; for start, reads
+ * the port it prints. */
+static void server_cmd(struct server *s, const char *cmd)
+{
+	char line[256];
+	snprintf(line, sizeof line, "scripts/pg-server.sh %s '%s'", cmd, s->dir);
+	FILE *p = popen(line, "r");
+	cr_assert_not_null(p);
+	char out[64] = "";
+	if (fgets(out, sizeof out, p) == NULL)
+		out[0] = 0;
+	cr_assert_eq(pclose(p), 0, "%s failed", line);
+	if (strcmp(cmd, "start") == 0) {
+		s->port = atoi(out);
+		cr_assert_gt(s->port, 0, "no port from %s: %s", line, out);
+	}
+}
+
+static void server_start(struct server *s)
+{
+	snprintf(s->dir, sizeof s->dir, "/tmp/sn-pg-unit-XXXXXX");
+	cr_assert_not_null(mkdtemp(s->dir));
+	server_cmd(s, "start");
+}
+
+/* Each test (its own process) has one server, stopped and removed by the
+ * fixture's fini even when the test fails half-way. */
+static struct server srv;
+
+static void setup(void)
+{
+	server_start(&srv);
+}
+
+static void teardown(void)
+{
+	if (srv.dir[0] != 0)
+		server_cmd(&srv, "stop");
+}
+
+static void conninfo_of(const struct server *s, char *out, size_t n)
+{
+	snprintf(out, n, "host=127.0.0.1 port=%d user=postgres dbname=postgres connect_timeout=5", s->port);
+}
+
+/* What the callbacks saw. */
+struct seen {
+	struct evloop *loop;
+	int ups, downs;
+	int answered, wait_for; /* stop the loop at this many answers */
+	bool wait_up, wait_down;
+	ExecStatusType status[64];
+	char value[64][32]; /* the first field of the first row, as text */
+	int nulls;          /* answers with a NULL result */
+};
+
+struct answer_ctx {
+	struct seen *seen;
+	int index;
+};
+
+static void on_state(void *arg, bool up)
+{
+	struct seen *s = arg;
+	if (up)
+		s->ups++;
+	else
+		s->downs++;
+	if ((up && s->wait_up) || (!up && s->wait_down))
+		evloop_stop(s->loop);
+}
+
+static void on_result(void *arg, const PGresult *res)
+{
+	struct answer_ctx *a = arg;
+	struct seen *s = a->seen;
+	if (res == NULL) {
+		s->nulls++;
+		s->status[a->index] = PGRES_FATAL_ERROR;
+	} else {
+		s->status[a->index] = PQresultStatus(res);
+		if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
+			snprintf(s->value[a->index], sizeof s->value[a->index], "%s", PQgetvalue(res, 0, 0));
+	}
+	if (++s->answered == s->wait_for)
+		evloop_stop(s->loop);
+}
+
+static void on_deadline(struct evloop *loop, void *arg)
+{
+	(void)arg;
+	evloop_stop(loop);
+	cr_assert_fail("no answer within 15 s");
+}
+
+static void run(struct evloop *loop)
+{
+	struct evloop_timer deadline;
+	evloop_timer_init(&deadline, on_deadline, NULL);
+	cr_assert_eq(evloop_timer_start(loop, &deadline, 15000), 0);
+	cr_assert_eq(evloop_run(loop), 0);
+	evloop_timer_stop(loop, &deadline);
+}
+
+static struct answer_ctx ctx[64];
+
+static void query(struct pg_conn *c, struct seen *s, int index, const char *sql)
+{
+	ctx[index] = (struct answer_ctx){s, index};
+	cr_assert_eq(pg_conn_query(c, sql, 0, NULL, NULL, NULL, 0, on_result, &ctx[index]), 0);
+}
+
+static void wait_answers(struct seen *s, int n)
+{
+	if (s->answered >= n)
+		return;
+	s->wait_for = n;
+	run(s->loop);
+	cr_assert_eq(s->answered, n);
+}
+
+Test(pg_conn, statements_are_pipelined_and_answered_in_order, .init = setup, .fini = teardown)
+{
+	struct evloop *loop = evloop_new();
+	struct seen s = {.loop = loop};
+	char ci[160];
+	conninfo_of(&srv, ci, sizeof ci);
+	int err = 1;
+	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
+	cr_assert_not_null(c);
+	cr_assert_eq(err, 0);
+	/* Queued before the connection is up: they go when it is. */
+	query(c, &s, 0, "CREATE TABLE t (k int PRIMARY KEY, v bytea)");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	query(c, &s, 1, "BEGIN");
+	ctx[2] = (struct answer_ctx){&s, 2};
+	for (int i = 1; i <= 1000; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "%d", i);
+		const char *values[2] = {k, "\x83\x61\x07"};
+		int lengths[2] = {0, 3};
+		int formats[2] = {0, 1};
+		cr_assert_eq(pg_conn_query(c, "INSERT INTO t VALUES ($1, $2)", 2, values, lengths, formats, 0,
+					   on_result, &ctx[2]), 0);
+	}
+	query(c, &s, 3, "COMMIT");
+	query(c, &s, 4, "SELECT count(*) FROM t");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	cr_assert_eq(pg_conn_pending(c), 1 + 1 + 1000 + 2);
+	wait_answers(&s, 1 + 1 + 1000 + 2);
+	cr_assert_eq(s.ups, 1);
+	cr_assert_eq(s.status[0], PGRES_COMMAND_OK);
+	cr_assert_eq(s.status[2], PGRES_COMMAND_OK);
+	cr_assert_eq(s.status[3], PGRES_COMMAND_OK);
+	cr_assert_eq(s.status[4], PGRES_TUPLES_OK);
+	cr_assert_str_eq(s.value[4], "1000");
+	cr_assert_eq(pg_conn_pending(c), 0);
+
+	/* Binary parameters come back as they went. */
+	const char *values[1] = {"7"};
+	ctx[5] = (struct answer_ctx){&s, 5};
+	cr_assert_eq(pg_conn_query(c, "SELECT encode(v, 'hex') FROM t WHERE k = $1", 1, values, NULL, NULL, 0,
+				   on_result, &ctx[5]), 0);
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 1005);
+	cr_assert_str_eq(s.value[5], "836107");
+	pg_conn_free(c);
+	evloop_free(loop);
+}
+
+Test(pg_conn, an_error_aborts_the_rest_of_its_batch_only, .init = setup, .fini = teardown)
+{
+	struct evloop *loop = evloop_new();
+	struct seen s = {.loop = loop};
+	char ci[160];
+	conninfo_of(&srv, ci, sizeof ci);
+	int err;
+	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
+	cr_assert_not_null(c);
+	query(c, &s, 0, "SELECT 1");
+	query(c, &s, 1, "SELECT * FROM no_such_table");
+	query(c, &s, 2, "SELECT 2");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	query(c, &s, 3, "SELECT 3");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 4);
+	cr_assert_eq(s.status[0], PGRES_TUPLES_OK);
+	cr_assert_eq(s.status[1], PGRES_FATAL_ERROR);
+	cr_assert_eq(s.status[2], PGRES_PIPELINE_ABORTED);
+	cr_assert_eq(s.status[3], PGRES_TUPLES_OK);
+	cr_assert_str_eq(s.value[3], "3");
+	cr_assert_eq(s.nulls, 0);
+	pg_conn_free(c);
+	evloop_free(loop);
+}
+
+Test(pg_conn, a_conninfo_libpq_cannot_parse_is_refused)
+{
+	struct evloop *loop = evloop_new();
+	int err = 0;
+	cr_assert_null(pg_conn_new(loop, &quiet, "host=127.0.0.1 no_such_option=1", NULL, NULL, &err));
+	cr_assert_eq(err, -EINVAL);
+	evloop_free(loop);
+}
+
+Test(pg_conn, a_server_that_goes_and_comes_back, .init = setup, .fini = teardown)
+{
+	struct evloop *loop = evloop_new();
+	struct seen s = {.loop = loop};
+	char ci[160];
+	conninfo_of(&srv, ci, sizeof ci);
+	int err;
+	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
+	cr_assert_not_null(c);
+	query(c, &s, 0, "SELECT 1");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 1);
+	cr_assert_eq(s.ups, 1);
+
+	/* Gone: what is in flight fails — NULL, or the error the server sent
+	 * as it shut down — and the owner is told. */
+	server_cmd(&srv, "halt");
+	query(c, &s, 1, "SELECT pg_sleep(0.1)");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 2);
+	cr_assert_eq(s.status[1], PGRES_FATAL_ERROR, "%s", PQresStatus(s.status[1]));
+	if (s.downs == 0) {
+		s.wait_down = true;
+		run(loop);
+		s.wait_down = false;
+	}
+	cr_assert_eq(s.downs, 1);
+	cr_assert_not(pg_conn_up(c));
+
+	/* Back on the same port: the connection comes up by itself. */
+	server_cmd(&srv, "start");
+	s.wait_up = true;
+	run(loop);
+	s.wait_up = false;
+	cr_assert_eq(s.ups, 2);
+	query(c, &s, 2, "SELECT 42");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 3);
+	cr_assert_str_eq(s.value[2], "42");
+	pg_conn_free(c);
+	evloop_free(loop);
+}
+
+Test(pg_conn, freed_with_statements_in_flight_answers_them, .init = setup, .fini = teardown)
+{
+	struct evloop *loop = evloop_new();
+	struct seen s = {.loop = loop};
+	char ci[160];
+	conninfo_of(&srv, ci, sizeof ci);
+	int err;
+	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
+	cr_assert_not_null(c);
+	for (int i = 0; i < 10; i++)
+		query(c, &s, i, "SELECT pg_sleep(10)");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	pg_conn_free(c);
+	cr_assert_eq(s.answered, 10);
+	cr_assert_eq(s.nulls, 10);
+	evloop_free(loop);
+}
