@@ -144,16 +144,26 @@ static void wait_answers(struct seen *s, int n)
 	cr_assert_eq(s->answered, n);
 }
 
-Test(pg_conn, statements_are_pipelined_and_answered_in_order, .init = setup, .fini = teardown)
+/* A loop and a connection to the test's server, its callbacks into `s`. */
+static struct pg_conn *connect_to_srv(struct seen *s)
 {
 	struct evloop *loop = evloop_new();
-	struct seen s = {.loop = loop};
+	cr_assert_not_null(loop);
+	*s = (struct seen){.loop = loop};
 	char ci[160];
 	conninfo_of(&srv, ci, sizeof ci);
 	int err = 1;
-	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
+	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, s, &err);
 	cr_assert_not_null(c);
 	cr_assert_eq(err, 0);
+	return c;
+}
+
+Test(pg_conn, statements_are_pipelined_and_answered_in_order, .init = setup, .fini = teardown)
+{
+	struct seen s;
+	struct pg_conn *c = connect_to_srv(&s);
+	struct evloop *loop = s.loop;
 	/* Queued before the connection is up: they go when it is. */
 	query(c, &s, 0, "CREATE TABLE t (k int PRIMARY KEY, v bytea)");
 	cr_assert_eq(pg_conn_sync(c), 0);
@@ -195,13 +205,9 @@ Test(pg_conn, statements_are_pipelined_and_answered_in_order, .init = setup, .fi
 
 Test(pg_conn, an_error_aborts_the_rest_of_its_batch_only, .init = setup, .fini = teardown)
 {
-	struct evloop *loop = evloop_new();
-	struct seen s = {.loop = loop};
-	char ci[160];
-	conninfo_of(&srv, ci, sizeof ci);
-	int err;
-	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
-	cr_assert_not_null(c);
+	struct seen s;
+	struct pg_conn *c = connect_to_srv(&s);
+	struct evloop *loop = s.loop;
 	query(c, &s, 0, "SELECT 1");
 	query(c, &s, 1, "SELECT * FROM no_such_table");
 	query(c, &s, 2, "SELECT 2");
@@ -230,13 +236,9 @@ Test(pg_conn, a_conninfo_libpq_cannot_parse_is_refused)
 
 Test(pg_conn, a_server_that_goes_and_comes_back, .init = setup, .fini = teardown)
 {
-	struct evloop *loop = evloop_new();
-	struct seen s = {.loop = loop};
-	char ci[160];
-	conninfo_of(&srv, ci, sizeof ci);
-	int err;
-	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
-	cr_assert_not_null(c);
+	struct seen s;
+	struct pg_conn *c = connect_to_srv(&s);
+	struct evloop *loop = s.loop;
 	query(c, &s, 0, "SELECT 1");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	wait_answers(&s, 1);
@@ -273,13 +275,9 @@ Test(pg_conn, a_server_that_goes_and_comes_back, .init = setup, .fini = teardown
 
 Test(pg_conn, freed_with_statements_in_flight_answers_them, .init = setup, .fini = teardown)
 {
-	struct evloop *loop = evloop_new();
-	struct seen s = {.loop = loop};
-	char ci[160];
-	conninfo_of(&srv, ci, sizeof ci);
-	int err;
-	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
-	cr_assert_not_null(c);
+	struct seen s;
+	struct pg_conn *c = connect_to_srv(&s);
+	struct evloop *loop = s.loop;
 	for (int i = 0; i < 10; i++)
 		query(c, &s, i, "SELECT pg_sleep(10)");
 	cr_assert_eq(pg_conn_sync(c), 0);
