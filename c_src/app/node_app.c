@@ -198,7 +198,8 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 	const struct sn_config *cfg = app->cfg;
 	if (cfg->state_store == STATE_STORE_LMDB && !cfg->proxy_only) {
 		int rc = 0;
-		app->store = state_lmdb_open(cfg->data_dir, app->loop, &app->log, &rc);
+		struct state_lmdb *lmdb = state_lmdb_open(cfg->data_dir, app->loop, &app->log, &rc);
+		app->store = lmdb ? state_lmdb_store(lmdb) : NULL;
 		if (app->store == NULL) {
 			log_error(&app->log, "cannot open the entity state store in %s: %s", cfg->data_dir,
 				  rc == -EWOULDBLOCK ? "another node has it open" : strerror(-rc));
@@ -301,7 +302,7 @@ void node_app_stop(struct node_app *app)
 	}
 	/* After the regions (they closed their types): commits what they
 	 * queued last. */
-	state_lmdb_free(app->store);
+	state_store_free(app->store);
 	app->store = NULL;
 	cluster_glue_set_hosted(&app->glue, NULL, 0);
 	app->nhosted = 0;

@@ -34,7 +34,7 @@ struct membership;
 
 /* Held by the caller (it is large: one static object); the fields are
  * node_app.c's own. */
-struct state_lmdb;
+struct state_store;
 
 struct node_app {
 	const struct sn_config *cfg;
@@ -43,7 +43,7 @@ struct node_app {
 	int sigfd;                   /* -1: not open */
 	struct dist_node *node;
 	struct admin *admin;
-	struct state_lmdb *store;    /* state_store = lmdb; NULL: memory */
+	struct state_store *store;   /* state_store = lmdb; NULL: memory */
 	struct hosted_type hosted[NODE_TYPES_MAX];
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;

@@ -40,7 +40,7 @@
 #include "sharding/members_hosting.h"
 
 struct region;
-struct state_lmdb;
+struct state_store;
 
 struct region_config {
 	struct dist_node *node;          /* not owned */
@@ -67,9 +67,9 @@ struct region_config {
 	 * off. Not owned; outlives the region. Needs members_hosting. */
 	struct remember *remember;
 	const char *coordinator_name;    /* the coordinators' registered name; copied */
-	/* The node's durable store (state_lmdb.h), or NULL: states live in
+	/* The node's durable store (store/state_store.h), or NULL: states live in
 	 * memory only. Not owned; outlives the region. */
-	struct state_lmdb *store;
+	struct state_store *store;
 	uint32_t store_timeout_ms;       /* a held reply gives up after this */
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner frees it later with region_free. */

@@ -92,7 +92,7 @@ static int pump_store(struct region *r, uint32_t shard)
 		r->streams_awaiting_commit = true; /* region_state_on_committed */
 		return 0;
 	}
-	int rc = state_lmdb_scan(r->store, shard, out->scan_key, out->scan_key_len, STATE_CHUNK_BYTES,
+	int rc = state_store_scan(r->store, shard, out->scan_key, out->scan_key_len, STATE_CHUNK_BYTES,
 				 ((uint64_t)out->gen << 32) | shard);
 	out->scan_in_flight = rc == 0;
 	return rc;

@@ -36,7 +36,7 @@
 #include "sharding/shard.h"
 #include "sharding/shard_msg.h"
 #include "sharding/shard_state.h"
-#include "store/state_lmdb.h"
+#include "store/state_store.h"
 
 /* How soon an unregistered region tries again. */
 #define REGION_REGISTER_RETRY_MS 100
@@ -79,7 +79,7 @@ struct state_out {
 	uint32_t gen;            /* this stream's number, in its scans' tokens */
 	uint64_t commit_needed;
 	uint16_t scan_key_len;   /* the last record sent: the next scan's start */
-	char scan_key[STATE_LMDB_KEY_MAX];
+	char scan_key[STATE_STORE_KEY_MAX];
 };
 
 struct shard_slot {
@@ -140,7 +140,7 @@ struct region {
 	char type_atom[3 + 2 * MAXATOMLEN];
 	size_t type_atom_len;
 	/* With a store (region_store.c); store NULL: memory only. */
-	struct state_lmdb_type *store;
+	struct state_store_type *store;
 	uint64_t written_upto;        /* the store's commits reported so far */
 	struct held_reply *held_head, *held_tail; /* in seq order; owned */
 	uint32_t held_count;
@@ -247,7 +247,7 @@ void region_state_on_committed(struct region *r);
  * closes). */
 void region_state_release_acks(struct region *r, uint64_t upto);
 
-/* The store's answer to a stream's scan (state_lmdb_scanned_fn; arg the
+/* The store's answer to a stream's scan (state_store_scanned_fn; arg the
  * region). */
 void region_state_on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
 			     const char *last_key, size_t last_key_len);

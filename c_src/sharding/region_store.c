@@ -56,7 +56,7 @@ struct held_reply {
 
 uint64_t region_store_last_queued(const struct region *r)
 {
-	return state_lmdb_last_queued(r->cfg.store);
+	return state_store_last_queued(r->cfg.store);
 }
 
 static uint64_t last_queued(const struct region *r)
@@ -76,7 +76,7 @@ static int start_load(struct region *r, uint32_t shard, const char *id, size_t i
 	l->token = (++r->load_counter << 32) | shard;
 	l->id_len = (uint32_t)id_len;
 	memcpy(l->id, id, id_len);
-	int rc = state_lmdb_load(r->store, shard, id, id_len, l->token);
+	int rc = state_store_load(r->store, shard, id, id_len, l->token);
 	if (rc) {
 		free(l);
 		return rc;
@@ -318,7 +318,7 @@ void region_store_tick(struct region *r)
 	log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): "
 		 "{error, store_unavailable} to the %u replies waiting", r->cfg.type->name,
 		 r->cfg.store_timeout_ms, r->held_count);
-	state_lmdb_cancel_queued(r->store);
+	state_store_cancel_queued(r->store);
 	release(r, UINT64_MAX, "store_unavailable", true);
 }
 
@@ -335,14 +335,14 @@ int region_store_load_entity(struct region *r, uint32_t shard, const char *id, s
 int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state)
 {
 	uint64_t seq;
-	return state_lmdb_write(r->store, shard, id, id_len, state ? state->buff : NULL,
+	return state_store_write(r->store, shard, id, id_len, state ? state->buff : NULL,
 				state ? (size_t)state->index : 0, &seq);
 }
 
 int region_store_delete_shard(struct region *r, uint32_t shard)
 {
 	uint64_t seq;
-	return state_lmdb_delete_shard(r->store, shard, &seq);
+	return state_store_delete_shard(r->store, shard, &seq);
 }
 
 /* ---- life ---- */
@@ -352,8 +352,8 @@ int region_store_start(struct region *r)
 	if (r->cfg.store == NULL || !entity_type_keeps_state(r->cfg.type) || r->cfg.proxy_only)
 		return 0;
 	int err = 0;
-	r->store = state_lmdb_type_open(r->cfg.store, r->cfg.type->name, on_written, on_loaded,
-					 region_state_on_scanned, r, &err);
+	const struct state_store_callbacks cb = {on_written, on_loaded, region_state_on_scanned, r};
+	r->store = state_store_type_open(r->cfg.store, r->cfg.type->name, &cb, &err);
 	if (r->store == NULL)
 		return err;
 	r->written_upto = last_queued(r);
@@ -362,12 +362,12 @@ int region_store_start(struct region *r)
 
 void region_store_stop(struct region *r)
 {
-	/* Their writes still commit (state_lmdb_free waits for them), but no
+	/* Their writes still commit (state_store_free waits for them), but no
 	 * answer can wait for that any more. */
 	release(r, UINT64_MAX, "shutting_down", false);
 	region_state_release_acks(r, UINT64_MAX);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		region_store_drop_loads(&r->slots[s]);
-	state_lmdb_type_close(r->store);
+	state_store_type_close(r->store);
 	r->store = NULL;
 }

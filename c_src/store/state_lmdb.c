@@ -37,19 +37,21 @@ struct commit_result {
 };
 
 struct state_lmdb_type {
+	struct state_store_type base; /* first: a state_store_type is one of these */
 	struct state_lmdb *s;
 	bool in_use;
 	uint32_t index;
 	uint32_t gen; /* bumped at each open: answers to a closed one are dropped */
 	MDB_dbi dbi;
-	state_lmdb_written_fn written;
-	state_lmdb_loaded_fn loaded;
-	state_lmdb_scanned_fn scanned;
+	state_store_written_fn written;
+	state_store_loaded_fn loaded;
+	state_store_scanned_fn scanned;
 	void *arg;
 	char name[TYPE_NAME_BUF];
 };
 
 struct state_lmdb {
+	struct state_store base; /* first: a state_store is one of these */
 	MDB_env *env;
 	struct evloop *loop;
 	const struct logger *log;
@@ -314,6 +316,8 @@ static int open_env(struct state_lmdb *s, const char *path)
 	return state_lmdb_errno(rc);
 }
 
+static const struct state_store_ops lmdb_ops;
+
 struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const struct logger *log, int *err)
 {
 	struct state_lmdb *s = calloc(1, sizeof *s);
@@ -332,8 +336,9 @@ struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const s
 	pthread_cond_init(&s->writes_cv, NULL);
 	pthread_cond_init(&s->loads_cv, NULL);
 	pthread_cond_init(&s->results_cv, NULL);
+	s->base.ops = &lmdb_ops;
 	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++)
-		s->types[i] = (struct state_lmdb_type){.s = s, .index = i};
+		s->types[i] = (struct state_lmdb_type){.base = {.store = &s->base}, .s = s, .index = i};
 
 	size_t len = strlen(dir) + sizeof "/state.lmdb/owner.lock";
 	char *path = malloc(len);
@@ -432,8 +437,8 @@ static int open_dbi(struct state_lmdb *s, const char *name, MDB_dbi *dbi)
 	return mdb_txn_commit(txn);
 }
 
-struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_lmdb_written_fn written,
-					     state_lmdb_loaded_fn loaded, state_lmdb_scanned_fn scanned, void *arg,
+struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_store_written_fn written,
+					     state_store_loaded_fn loaded, state_store_scanned_fn scanned, void *arg,
 					     int *err)
 {
 	size_t name_len = strlen(type);
@@ -575,4 +580,80 @@ int state_lmdb_scan(struct state_lmdb_type *t, uint32_t shard, const char *after
 uint64_t state_lmdb_last_queued(const struct state_lmdb *s)
 {
 	return s->last_queued;
+}
+
+/* ---- as a state_store ---- */
+
+/* The handles are this file's own: a state_store_type of this store is
+ * the first member of a state_lmdb_type, and the store of a state_lmdb. */
+static struct state_lmdb_type *lmdb_type(struct state_store_type *t)
+{
+	return (struct state_lmdb_type *)(void *)t;
+}
+
+static void op_free(struct state_store *s)
+{
+	state_lmdb_free((struct state_lmdb *)(void *)s);
+}
+
+static struct state_store_type *op_type_open(struct state_store *s, const char *type,
+					     const struct state_store_callbacks *cb, int *err)
+{
+	struct state_lmdb_type *t = state_lmdb_type_open((struct state_lmdb *)(void *)s, type, cb->written, cb->loaded,
+							 cb->scanned, cb->arg, err);
+	return t ? &t->base : NULL;
+}
+
+static void op_type_close(struct state_store_type *t)
+{
+	state_lmdb_type_close(lmdb_type(t));
+}
+
+static int op_write(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len, const char *state,
+		    size_t state_len, uint64_t *seq)
+{
+	return state_lmdb_write(lmdb_type(t), shard, id, id_len, state, state_len, seq);
+}
+
+static int op_delete_shard(struct state_store_type *t, uint32_t shard, uint64_t *seq)
+{
+	return state_lmdb_delete_shard(lmdb_type(t), shard, seq);
+}
+
+static int op_load(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token)
+{
+	return state_lmdb_load(lmdb_type(t), shard, id, id_len, token);
+}
+
+static int op_scan(struct state_store_type *t, uint32_t shard, const char *after_key, size_t after_len,
+		   size_t max_bytes, uint64_t token)
+{
+	return state_lmdb_scan(lmdb_type(t), shard, after_key, after_len, max_bytes, token);
+}
+
+static void op_cancel_queued(struct state_store_type *t)
+{
+	state_lmdb_cancel_queued(lmdb_type(t));
+}
+
+static uint64_t op_last_queued(const struct state_store *s)
+{
+	return state_lmdb_last_queued((const struct state_lmdb *)(const void *)s);
+}
+
+static const struct state_store_ops lmdb_ops = {
+	.free = op_free,
+	.type_open = op_type_open,
+	.type_close = op_type_close,
+	.write = op_write,
+	.delete_shard = op_delete_shard,
+	.load = op_load,
+	.scan = op_scan,
+	.cancel_queued = op_cancel_queued,
+	.last_queued = op_last_queued,
+};
+
+struct state_store *state_lmdb_store(struct state_lmdb *s)
+{
+	return &s->base;
 }

@@ -12,6 +12,8 @@
  * the id instead, and its value is the term {Id, State}, so that the id
  * can be read back (a shard's scan).
  *
+ * It is a state_store (state_store.h): the callbacks' contracts are there.
+ *
  * Threads. The loop never runs an LMDB write transaction or waits for an
  * fsync: writes queue for a writer thread, which commits everything queued
  * (from every type) in one transaction — group commit — and hands the
@@ -34,32 +36,13 @@
 
 #include "base/evloop.h"
 #include "base/log.h"
+#include "store/state_store.h"
 
 struct state_lmdb;
 struct state_lmdb_type;
 
-/* Every write with a sequence number up to `upto` that was not reported
- * before has been committed (status 0) or has failed (status: -errno, or
- * -EIO for an LMDB error: none of those writes is in the store). Called
- * on the loop for each commit, in order, for every open type (whether or
- * not the commit held its writes). */
-typedef void (*state_lmdb_written_fn)(void *arg, uint64_t upto, int status);
-
-/* The answer to state_lmdb_load(token): found 1 with the stored state
- * (state[0..len), version byte included, valid during the call), 0 not
- * stored (state NULL), or -errno / -EIO. Called on the loop. */
-typedef void (*state_lmdb_loaded_fn)(void *arg, uint64_t token, int found, const char *state, size_t len);
-
-/* The answer to state_lmdb_scan(token): status 0 with the next records of
- * the shard as one term [{Id, State}] (no version byte; [] when none is
- * left), chunk[0..len), and the key of the last record in it, to scan on
- * from (both valid during the call); `more` says whether records remain
- * after it. Or status -errno / -EIO (chunk NULL). Called on the loop. */
-typedef void (*state_lmdb_scanned_fn)(void *arg, uint64_t token, int status, const char *chunk, size_t len,
-				      bool more, const char *last_key, size_t last_key_len);
-
 /* The most bytes a key has: state_lmdb_scan's cursor fits in this. */
-#define STATE_LMDB_KEY_MAX 511
+#define STATE_LMDB_KEY_MAX STATE_STORE_KEY_MAX
 
 /* Opens (creating directories and files as needed) the environment in
  * `<dir>/state.lmdb` and starts the two threads; the eventfd is watched on
@@ -67,6 +50,9 @@ typedef void (*state_lmdb_scanned_fn)(void *arg, uint64_t token, int status, con
  * -EWOULDBLOCK (another process has it open), -ENOMEM, or -errno / -EIO of
  * an LMDB or file operation (logged). */
 struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const struct logger *log, int *err);
+
+/* The store as a state_store (state_store.h), for the regions. */
+struct state_store *state_lmdb_store(struct state_lmdb *s);
 
 /* Commits every write queued so far (waiting for it), stops the threads,
  * closes the environment and frees the store; no callback runs any more.
@@ -77,8 +63,8 @@ void state_lmdb_free(struct state_lmdb *s);
  * sends its callbacks to `written`/`loaded`/`scanned` with `arg`. At most 16 types
  * (base/node_limits.h). Returns the type's handle, or NULL with *err
  * (-EINVAL for a second open of the same type or too many, -ENOMEM, -EIO). */
-struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_lmdb_written_fn written,
-					     state_lmdb_loaded_fn loaded, state_lmdb_scanned_fn scanned, void *arg,
+struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_store_written_fn written,
+					     state_store_loaded_fn loaded, state_store_scanned_fn scanned, void *arg,
 					     int *err);
 
 /* No callback of the type runs after this (loads it queued are dropped

@@ -1,0 +1,159 @@
+/*
+ * state_store.h — what a region asks of a durable store of entity states,
+ * whichever store it is (docs/contract.md, "Entity state"): `lmdb`
+ * (state_lmdb.h) today.
+ *
+ * A store is one object per node; each entity type opens a handle on it.
+ * Records are keyed by (type, shard, canonical id) and hold the state as an
+ * Erlang term in external format, version byte included. Every operation
+ * returns at once: writes and reads complete later, through the type's
+ * callbacks, always on the loop's thread.
+ *
+ * Writes are numbered in the order queued (1, 2, ...), across all types of
+ * the store, and are reported committed in that order: "written up to N"
+ * says all there is to say about a write.
+ *
+ * An implementation embeds `struct state_store` as the first member of its
+ * store and `struct state_store_type` as the first member of its type
+ * handle, and fills in the ops; the inline functions below dispatch.
+ */
+#ifndef SN_STATE_STORE_H
+#define SN_STATE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct state_store_type;
+
+/* Every write numbered up to `upto` not reported before has been committed
+ * (status 0) or has failed (status -errno: none of those writes is in the
+ * store). Called for each commit, in order, for every open type. */
+typedef void (*state_store_written_fn)(void *arg, uint64_t upto, int status);
+
+/* The answer to a load: found 1 with the stored state (state[0..len),
+ * version byte included, valid during the call), 0 not stored (state
+ * NULL), or -errno. */
+typedef void (*state_store_loaded_fn)(void *arg, uint64_t token, int found, const char *state, size_t len);
+
+/* The answer to a scan: status 0 with the shard's next records as one term
+ * [{Id, State}] (no version byte; [] when none is left) and the key of the
+ * last record in it, to scan on from (both valid during the call); `more`
+ * says whether records remain after it. Or status -errno (chunk NULL). */
+typedef void (*state_store_scanned_fn)(void *arg, uint64_t token, int status, const char *chunk, size_t len,
+				       bool more, const char *last_key, size_t last_key_len);
+
+/* The most bytes a scan's cursor key has. */
+#define STATE_STORE_KEY_MAX 511
+
+struct state_store_callbacks {
+	state_store_written_fn written;
+	state_store_loaded_fn loaded;
+	state_store_scanned_fn scanned;
+	void *arg;
+};
+
+struct state_store;
+
+/* The operations, with the contracts of the inline functions below. */
+struct state_store_ops {
+	void (*free)(struct state_store *s);
+	struct state_store_type *(*type_open)(struct state_store *s, const char *type,
+					      const struct state_store_callbacks *cb, int *err);
+	void (*type_close)(struct state_store_type *t);
+	int (*write)(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len, const char *state,
+		     size_t state_len, uint64_t *seq);
+	int (*delete_shard)(struct state_store_type *t, uint32_t shard, uint64_t *seq);
+	int (*load)(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token);
+	int (*scan)(struct state_store_type *t, uint32_t shard, const char *after_key, size_t after_len,
+		    size_t max_bytes, uint64_t token);
+	void (*cancel_queued)(struct state_store_type *t);
+	uint64_t (*last_queued)(const struct state_store *s);
+};
+
+struct state_store {
+	const struct state_store_ops *ops;
+};
+
+struct state_store_type {
+	struct state_store *store;
+};
+
+/* Commits what is queued (waiting for it), closes the store and frees it;
+ * no callback runs any more. Every type must have been closed. NULL is
+ * ignored. */
+static inline void state_store_free(struct state_store *s)
+{
+	if (s != NULL)
+		s->ops->free(s);
+}
+
+/* Opens the store's records of entity type `type`; its callbacks go to
+ * `cb` (copied). Returns the handle, or NULL with *err (-EINVAL for a type
+ * open already or too many types, -ENOMEM, -EIO). */
+static inline struct state_store_type *state_store_type_open(struct state_store *s, const char *type,
+							     const struct state_store_callbacks *cb, int *err)
+{
+	return s->ops->type_open(s, type, cb, err);
+}
+
+/* No callback of the type runs after this (its loads and scans are
+ * dropped unanswered; its queued writes still commit). NULL is ignored. */
+static inline void state_store_type_close(struct state_store_type *t)
+{
+	if (t != NULL)
+		t->store->ops->type_close(t);
+}
+
+/* Queues the record of (shard, id): `state` (state_len >= 1 bytes, version
+ * byte included, copied), or, state NULL, its deletion (deleting what is
+ * not stored is no error). *seq gets the write's number. Returns 0,
+ * -EINVAL, or -ENOMEM (nothing queued). */
+static inline int state_store_write(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len,
+				    const char *state, size_t state_len, uint64_t *seq)
+{
+	return t->store->ops->write(t, shard, id, id_len, state, state_len, seq);
+}
+
+/* Queues the deletion of every record of `shard`, as one write (*seq),
+ * ordered with the others. Returns 0 or -ENOMEM. */
+static inline int state_store_delete_shard(struct state_store_type *t, uint32_t shard, uint64_t *seq)
+{
+	return t->store->ops->delete_shard(t, shard, seq);
+}
+
+/* Queues a load of (shard, id), answered with `token`. A load sees every
+ * write committed before it runs, maybe later ones: a caller that must not
+ * miss a write waits for its commit first. Returns 0 or -ENOMEM (no answer
+ * will come). */
+static inline int state_store_load(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len,
+				   uint64_t token)
+{
+	return t->store->ops->load(t, shard, id, id_len, token);
+}
+
+/* Queues a scan of the records of `shard` in key order from the one after
+ * `after_key` (after_len 0: from the first), answered with `token`; the
+ * chunk ends once it holds at least max_bytes. Returns 0, -EINVAL
+ * (after_len above STATE_STORE_KEY_MAX) or -ENOMEM. */
+static inline int state_store_scan(struct state_store_type *t, uint32_t shard, const char *after_key,
+				   size_t after_len, size_t max_bytes, uint64_t token)
+{
+	return t->store->ops->scan(t, shard, after_key, after_len, max_bytes, token);
+}
+
+/* Cancels the type's writes not yet being committed: they will not be
+ * written (their numbers are still reported, as if written). For giving up
+ * on a store that does not answer. */
+static inline void state_store_cancel_queued(struct state_store_type *t)
+{
+	t->store->ops->cancel_queued(t);
+}
+
+/* The number of the last write queued (0: none yet). */
+static inline uint64_t state_store_last_queued(const struct state_store *s)
+{
+	return s->ops->last_queued(s);
+}
+
+#endif
