@@ -84,7 +84,8 @@ static const struct key_spec keys[] = {
 	U(failure_timeout_ms, 1, 86400000),
 	{"downing", K_DOWNING, offsetof(struct sn_config, downing), 0, 0},
 	U(stable_after_ms, 0, 86400000),
-	{"data_dir", K_PATH, offsetof(struct sn_config, data_dir), 0, 0},
+	{"data_dir", K_PATH, offsetof(struct sn_config, data_dir), 0, PATH_MAX},
+	{"postgres_conninfo", K_PATH, offsetof(struct sn_config, postgres_conninfo), 0, CONFIG_CONNINFO_BUF},
 	{"state_store", K_STATE_STORE, offsetof(struct sn_config, state_store), 0, 0},
 	U(store_timeout_ms, 1, 86400000),
 	U(net_ticktime, 1, 86400),
@@ -143,17 +144,20 @@ static int apply_value(struct sn_config *c, const struct key_spec *k, const stru
 			c->state_store = STATE_STORE_MEMORY;
 		else if (v->kind == V_ATOM && strcmp(v->text, "lmdb") == 0)
 			c->state_store = STATE_STORE_LMDB;
+		else if (v->kind == V_ATOM && strcmp(v->text, "postgres") == 0)
+			c->state_store = STATE_STORE_POSTGRES;
 		else
-			return fail(err, "%s: state_store expects memory or lmdb", origin);
+			return fail(err, "%s: state_store expects memory, lmdb or postgres", origin);
 		return 0;
 	case K_LOGLEVEL:
 		if (v->kind != V_ATOM || log_level_parse(v->text, &c->log_level) != 0)
 			return fail(err, "%s: log_level expects debug, info, warn or error", origin);
 		return 0;
-	case K_PATH:
+	case K_PATH: /* a string into a char array of k->max bytes */
 		if (v->kind == V_INT || v->text[0] == '\0')
-			return fail(err, "%s: data_dir expects a path", origin);
-		strlcpy(c->data_dir, v->text, sizeof c->data_dir);
+			return fail(err, "%s: %s expects a string", origin, k->name);
+		if (strlcpy(field, v->text, k->max) >= k->max)
+			return fail(err, "%s: %s is longer than %u bytes", origin, k->name, k->max - 1);
 		return 0;
 	}
 	return fail(err, "%s: %s cannot be set", origin, k->name);
@@ -584,6 +588,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	if (c->failure_timeout_ms <= c->heartbeat_interval_ms)
 		return fail(err, "failure_timeout_ms (%u) must be greater than heartbeat_interval_ms (%u)",
 			    c->failure_timeout_ms, c->heartbeat_interval_ms);
+	if (c->state_store == STATE_STORE_POSTGRES && c->postgres_conninfo[0] == '\0')
+		return fail(err, "state_store postgres needs postgres_conninfo (a libpq connection string)");
 	if (c->data_dir[0] == '\0') {
 		char alive[CONFIG_NAME_BUF];
 		strlcpy(alive, c->name, sizeof alive);

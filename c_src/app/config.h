@@ -27,7 +27,10 @@
 
 enum downing_strategy { DOWNING_KEEP_MAJORITY, DOWNING_MANUAL };
 /* Where entity states are kept (docs/contract.md, "Entity state"). */
-enum state_store_kind { STATE_STORE_MEMORY, STATE_STORE_LMDB };
+enum state_store_kind { STATE_STORE_MEMORY, STATE_STORE_LMDB, STATE_STORE_POSTGRES };
+
+/* Bytes of postgres_conninfo plus its NUL. */
+#define CONFIG_CONNINFO_BUF 1024
 
 struct sn_config {
 	/* flags */
@@ -60,6 +63,7 @@ struct sn_config {
 	uint32_t stable_after_ms;
 	char data_dir[PATH_MAX];
 	enum state_store_kind state_store;
+	char postgres_conninfo[CONFIG_CONNINFO_BUF]; /* a libpq connection string */
 	uint32_t store_timeout_ms;
 
 	/* keys of the runtime (in the same table) */

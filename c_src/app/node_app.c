@@ -18,6 +18,7 @@
 #include "sharding/coordinator.h"
 #include "sharding/region.h"
 #include "store/state_lmdb.h"
+#include "store/state_pg.h"
 #include "store/remember.h"
 
 /* A failed call that left errno unset still fails. */
@@ -196,6 +197,15 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 static int start_hosted(struct node_app *app, const struct entity_type *const *known, size_t nknown)
 {
 	const struct sn_config *cfg = app->cfg;
+	if (cfg->state_store == STATE_STORE_POSTGRES && !cfg->proxy_only) {
+		int rc = 0;
+		struct state_pg *pg = state_pg_open(cfg->postgres_conninfo, app->loop, &app->log, &rc);
+		app->store = pg ? state_pg_store(pg) : NULL;
+		if (app->store == NULL) {
+			log_error(&app->log, "cannot open the entity state store: %s", strerror(-rc));
+			return neg_errno(-rc);
+		}
+	}
 	if (cfg->state_store == STATE_STORE_LMDB && !cfg->proxy_only) {
 		int rc = 0;
 		struct state_lmdb *lmdb = state_lmdb_open(cfg->data_dir, app->loop, &app->log, &rc);

@@ -43,7 +43,7 @@ struct node_app {
 	int sigfd;                   /* -1: not open */
 	struct dist_node *node;
 	struct admin *admin;
-	struct state_store *store;   /* state_store = lmdb; NULL: memory */
+	struct state_store *store;   /* state_store = lmdb or postgres; NULL: memory */
 	struct hosted_type hosted[NODE_TYPES_MAX];
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;

@@ -229,6 +229,28 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 	slot->tail = NULL;
 }
 
+void region_refuse_entity(struct region *r, struct shard_slot *slot, const char *id, size_t id_len,
+			  const char *error)
+{
+	struct pending **at = &slot->head, *last = NULL;
+	while (*at) {
+		struct pending *p = *at;
+		struct envelope e;
+		envelope_of(p, &e);
+		if (e.id_len != id_len || memcmp(e.id, id, id_len) != 0) {
+			last = p;
+			at = &p->next;
+			continue;
+		}
+		*at = p->next;
+		answer_error_atom(r, &e, error); /* a call, or a tell with a sender */
+		free(p);
+		slot->nbuffered--;
+		r->buffered--;
+	}
+	slot->tail = last;
+}
+
 void region_refuse_buffered(struct region *r, struct shard_slot *slot)
 {
 	while (slot->head) {

@@ -92,6 +92,12 @@ static int pump_store(struct region *r, uint32_t shard)
 		r->streams_awaiting_commit = true; /* region_state_on_committed */
 		return 0;
 	}
+	if (region_store_shared(r)) {
+		/* The new home reads the states from the store itself: the
+		 * stream is one empty chunk, sent once the writes are in. */
+		const char nil = ERL_NIL_EXT;
+		return send_chunk(r, shard, &nil, 1, true);
+	}
 	int rc = state_store_scan(r->store, shard, out->scan_key, out->scan_key_len, STATE_CHUNK_BYTES,
 				 ((uint64_t)out->gen << 32) | shard);
 	out->scan_in_flight = rc == 0;
@@ -317,7 +323,8 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 			/* What this node stored of the shard, when it last hosted
 			 * it, is out of date: the stream brings what there is now
 			 * (entities deleted since must not come back). */
-			if (region_store_active(r) && region_store_delete_shard(r, sm->shard) != 0)
+			if (region_store_active(r) && !region_store_shared(r) &&
+			    region_store_delete_shard(r, sm->shard) != 0)
 				log_warn(r->cfg.log, "region %s: shard %u: out of memory clearing its old records",
 					 r->cfg.type->name, sm->shard);
 		}

@@ -178,6 +178,12 @@ void region_send_call_reply(struct region *r, const erlang_pid *to, const char *
  * gone: region_resume comes back for the rest. */
 void region_flush_slot(struct region *r, struct shard_slot *slot);
 
+/* Takes the messages for entity `id` out of the slot's buffer, each
+ * answered {error, `error`} (a tell, to its sender if known); the others
+ * keep their order. */
+void region_refuse_entity(struct region *r, struct shard_slot *slot, const char *id, size_t id_len,
+			  const char *error);
+
 /* Empties the slot's buffer for good: each waiting call is answered
  * {error, shutting_down}, tells are dropped. */
 void region_refuse_buffered(struct region *r, struct shard_slot *slot);
@@ -294,6 +300,10 @@ void region_store_stop(struct region *r);
 /* Whether the region has a store. Inline: the memory-only message path
  * asks it twice per message. */
 static inline bool region_store_active(const struct region *r) { return r->store != NULL; }
+
+/* Whether every member reads the same store (state_store.shared): then a
+ * move streams no states, only waits for the old home's commits. */
+static inline bool region_store_shared(const struct region *r) { return r->store != NULL && r->cfg.store->shared; }
 
 /* Whether a message for entity `id` of hosted shard `shard` must wait in
  * the shard's buffer: an earlier load is under way, or the entity is not

@@ -156,8 +156,16 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 	if (l == NULL)
 		return; /* the shard left meanwhile */
 	*at = l->next;
-	if (slot->shard != NULL && region_slot_hosted(&slot->st)) {
-		int rc = found < 0 ? found : 0;
+	if (found < 0 && slot->shard != NULL && region_slot_hosted(&slot->st)) {
+		/* The store could not answer. Starting the entity afresh would
+		 * let its next change overwrite the state it has: its waiting
+		 * messages get {error, store_unavailable} instead, and its next
+		 * message loads again. */
+		log_warn(r->cfg.log, "region %s: shard %u: loading an entity's state failed (%d): "
+			 "{error, store_unavailable}", r->cfg.type->name, shard, found);
+		region_refuse_entity(r, slot, l->id, l->id_len, "store_unavailable");
+	} else if (slot->shard != NULL && region_slot_hosted(&slot->st)) {
+		int rc = 0;
 		size_t end = 0;
 		/* The stored bytes are checked as if they came from the network:
 		 * a damaged record must not reach decode_state. */
@@ -167,7 +175,7 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 		if (rc == 0 && found == 1)
 			rc = shard_restore_entity(slot->shard, l->id, l->id_len, state + 1, len - 1, region_now32(r));
 		if (rc < 0)
-			log_warn(r->cfg.log, "region %s: shard %u: an entity's stored state could not be read (%d): "
+			log_warn(r->cfg.log, "region %s: shard %u: an entity's stored state is damaged (%d): "
 				 "it starts afresh", r->cfg.type->name, shard, rc);
 		if (found != 1 || rc < 0)
 			shard_start_entity(slot->shard, l->id, l->id_len, region_now32(r));

@@ -258,6 +258,17 @@ static void on_io(struct evloop *loop, int fd, uint32_t events, void *arg)
 	send_queued(c); /* what callbacks queued meanwhile */
 }
 
+/* The server's notices ("relation already exists, skipping") go to the
+ * log at debug level, not to stderr as libpq's default does. */
+static void on_notice(void *arg, const char *message)
+{
+	const struct pg_conn *c = arg;
+	size_t n = strlen(message);
+	while (n > 0 && message[n - 1] == '\n')
+		n--;
+	log_debug(c->log, "postgres: %.*s", (int)n, message);
+}
+
 static void start_connect(struct pg_conn *c)
 {
 	c->pg = PQconnectStart(c->conninfo);
@@ -265,6 +276,7 @@ static void start_connect(struct pg_conn *c)
 		lost(c, "cannot start connecting");
 		return;
 	}
+	PQsetNoticeProcessor(c->pg, on_notice, c);
 	c->phase = PHASE_CONNECTING;
 	/* As if PQconnectPoll had said PGRES_POLLING_WRITING. */
 	if (watch(c, EPOLLOUT) != 0)

@@ -73,6 +73,10 @@ struct state_store_ops {
 
 struct state_store {
 	const struct state_store_ops *ops;
+	/* Every member reads the same records (a database), so a shard's move
+	 * carries no states: the new home reads them, once the old home's
+	 * writes are committed. False: each node has its own (lmdb). */
+	bool shared;
 };
 
 struct state_store_type {

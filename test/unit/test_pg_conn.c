@@ -15,57 +15,23 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "store/pg_conn.h"
+#include "pg_server.h"
+#include "unit_helpers.h"
 
 static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};
 
-struct server {
-	char dir[64];
-	int port;
-};
-
-/* Runs scripts/pg-server.sh `cmd` on the server's dir; for start, reads
- * the port it prints. */
-static void server_cmd(struct server *s, const char *cmd)
-{
-	char line[256];
-	snprintf(line, sizeof line, "scripts/pg-server.sh %s '%s'", cmd, s->dir);
-	FILE *p = popen(line, "r");
-	cr_assert_not_null(p);
-	char out[64] = "";
-	if (fgets(out, sizeof out, p) == NULL)
-		out[0] = 0;
-	cr_assert_eq(pclose(p), 0, "%s failed", line);
-	if (strcmp(cmd, "start") == 0) {
-		s->port = atoi(out);
-		cr_assert_gt(s->port, 0, "no port from %s: %s", line, out);
-	}
-}
-
-static void server_start(struct server *s)
-{
-	snprintf(s->dir, sizeof s->dir, "/tmp/sn-pg-unit-XXXXXX");
-	cr_assert_not_null(mkdtemp(s->dir));
-	server_cmd(s, "start");
-}
-
 /* Each test (its own process) has one server, stopped and removed by the
  * fixture's fini even when the test fails half-way. */
-static struct server srv;
+static struct pg_server srv;
 
 static void setup(void)
 {
-	server_start(&srv);
+	pg_server_start(&srv);
 }
 
 static void teardown(void)
 {
-	if (srv.dir[0] != 0)
-		server_cmd(&srv, "stop");
-}
-
-static void conninfo_of(const struct server *s, char *out, size_t n)
-{
-	snprintf(out, n, "host=127.0.0.1 port=%d user=postgres dbname=postgres connect_timeout=5", s->port);
+	pg_server_stop(&srv);
 }
 
 /* What the callbacks saw. */
@@ -111,22 +77,6 @@ static void on_result(void *arg, const PGresult *res)
 		evloop_stop(s->loop);
 }
 
-static void on_deadline(struct evloop *loop, void *arg)
-{
-	(void)arg;
-	evloop_stop(loop);
-	cr_assert_fail("no answer within 15 s");
-}
-
-static void run(struct evloop *loop)
-{
-	struct evloop_timer deadline;
-	evloop_timer_init(&deadline, on_deadline, NULL);
-	cr_assert_eq(evloop_timer_start(loop, &deadline, 15000), 0);
-	cr_assert_eq(evloop_run(loop), 0);
-	evloop_timer_stop(loop, &deadline);
-}
-
 static struct answer_ctx ctx[64];
 
 static void query(struct pg_conn *c, struct seen *s, int index, const char *sql)
@@ -140,7 +90,7 @@ static void wait_answers(struct seen *s, int n)
 	if (s->answered >= n)
 		return;
 	s->wait_for = n;
-	run(s->loop);
+	sn_run_loop(s->loop, 15000);
 	cr_assert_eq(s->answered, n);
 }
 
@@ -151,7 +101,7 @@ static struct pg_conn *connect_to_srv(struct seen *s)
 	cr_assert_not_null(loop);
 	*s = (struct seen){.loop = loop};
 	char ci[160];
-	conninfo_of(&srv, ci, sizeof ci);
+	pg_server_conninfo(&srv, ci, sizeof ci);
 	int err = 1;
 	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, s, &err);
 	cr_assert_not_null(c);
@@ -246,23 +196,23 @@ Test(pg_conn, a_server_that_goes_and_comes_back, .init = setup, .fini = teardown
 
 	/* Gone: what is in flight fails — NULL, or the error the server sent
 	 * as it shut down — and the owner is told. */
-	server_cmd(&srv, "halt");
+	pg_server_cmd(&srv, "halt");
 	query(c, &s, 1, "SELECT pg_sleep(0.1)");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	wait_answers(&s, 2);
 	cr_assert_eq(s.status[1], PGRES_FATAL_ERROR, "%s", PQresStatus(s.status[1]));
 	if (s.downs == 0) {
 		s.wait_down = true;
-		run(loop);
+		sn_run_loop(loop, 15000);
 		s.wait_down = false;
 	}
 	cr_assert_eq(s.downs, 1);
 	cr_assert_not(pg_conn_up(c));
 
 	/* Back on the same port: the connection comes up by itself. */
-	server_cmd(&srv, "start");
+	pg_server_cmd(&srv, "start");
 	s.wait_up = true;
-	run(loop);
+	sn_run_loop(loop, 15000);
 	s.wait_up = false;
 	cr_assert_eq(s.ups, 2);
 	query(c, &s, 2, "SELECT 42");

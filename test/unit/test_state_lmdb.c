@@ -14,6 +14,7 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "store/state_lmdb.h"
+#include "unit_helpers.h"
 
 static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};
 
@@ -106,29 +107,12 @@ static void on_scanned(void *arg, uint64_t token, int status, const char *chunk,
 	evloop_stop(s->loop);
 }
 
-static void on_deadline(struct evloop *loop, void *arg)
-{
-	(void)arg;
-	evloop_stop(loop);
-	cr_assert_fail("the store did not answer within 10 s");
-}
-
-/* Runs the loop until a callback stops it; a 10 s deadline fails the test. */
-static void run(struct evloop *loop)
-{
-	struct evloop_timer deadline;
-	evloop_timer_init(&deadline, on_deadline, NULL);
-	cr_assert_eq(evloop_timer_start(loop, &deadline, 10000), 0);
-	cr_assert_eq(evloop_run(loop), 0);
-	evloop_timer_stop(loop, &deadline);
-}
-
 static void wait_written(struct seen *s, uint64_t upto)
 {
 	if (s->written_upto >= upto)
 		return;
 	s->wait_upto = upto;
-	run(s->loop);
+	sn_run_loop(s->loop, 10000);
 	s->wait_upto = 0;
 	cr_assert_geq(s->written_upto, upto);
 }
@@ -139,7 +123,7 @@ static int load_one(struct state_lmdb_type *t, struct seen *s, uint32_t shard, c
 	int before = s->loads;
 	cr_assert_eq(state_lmdb_load(t, shard, id, id_len, 4242), 0);
 	s->wait_loads = before + 1;
-	run(s->loop);
+	sn_run_loop(s->loop, 10000);
 	s->wait_loads = 0;
 	cr_assert_eq(s->loads, before + 1);
 	cr_assert_eq(s->last_token, 4242);
@@ -441,7 +425,7 @@ static void scan_one(struct fixture *f, uint32_t shard, bool from_start, size_t 
 	int before = f->seen.scans;
 	cr_assert_eq(state_lmdb_scan(f->type, shard, f->seen.scan_key, from_start ? 0 : f->seen.scan_key_len,
 				     max_bytes, 77), 0);
-	run(f->loop);
+	sn_run_loop(f->loop, 10000);
 	cr_assert_eq(f->seen.scans, before + 1);
 	cr_assert_eq(f->seen.scan_status, 0);
 }

@@ -16,6 +16,7 @@
 #include <ei.h>
 
 #include "base/bytebuf.h"
+#include "base/evloop.h"
 
 #define SN_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -87,6 +88,24 @@ static inline void sn_assert_bytes(const struct bytebuf *b, const void *want, si
 {
 	cr_assert_eq(bytebuf_size(b), n, "size %zu, expected %zu", bytebuf_size(b), n);
 	cr_assert_eq(memcmp(bytebuf_head(b), want, n), 0, "bytes differ");
+}
+
+static inline void sn_loop_deadline(struct evloop *loop, void *arg)
+{
+	(void)arg;
+	evloop_stop(loop);
+	cr_assert_fail("nothing stopped the loop within its deadline");
+}
+
+/* Runs the loop until a callback stops it; failing the test if none has
+ * within deadline_ms. */
+static inline void sn_run_loop(struct evloop *loop, uint64_t deadline_ms)
+{
+	struct evloop_timer deadline;
+	evloop_timer_init(&deadline, sn_loop_deadline, NULL);
+	cr_assert_eq(evloop_timer_start(loop, &deadline, deadline_ms), 0);
+	cr_assert_eq(evloop_run(loop), 0);
+	evloop_timer_stop(loop, &deadline);
 }
 
 #endif

@@ -1,0 +1,477 @@
+/* state_pg.c — see state_pg.h. */
+#include "store/state_pg.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/byteorder.h"
+#include "base/node_limits.h"
+#include "store/pg_conn.h"
+
+/* Writes in one transaction, at most: a bound on a batch's statements, so
+ * a backlog after an outage goes out in transactions of sane size. */
+#define BATCH_MAX 4096
+
+/* Any number, the same on every member: the schema is created under it. */
+#define SCHEMA_LOCK_KEY "7424130"
+
+static const char *const schema_sql[] = {
+	"BEGIN",
+	"SELECT pg_advisory_xact_lock(" SCHEMA_LOCK_KEY ")",
+	"CREATE TABLE IF NOT EXISTS shardnode_entity_state ("
+	"type text NOT NULL, id bytea NOT NULL, shard integer NOT NULL, state bytea NOT NULL, "
+	"revision bigint NOT NULL DEFAULT 1, epoch bigint NOT NULL DEFAULT 0, PRIMARY KEY (type, id))",
+	"CREATE INDEX IF NOT EXISTS shardnode_entity_state_shard ON shardnode_entity_state (type, shard)",
+	"CREATE TABLE IF NOT EXISTS shardnode_schema (version integer NOT NULL)",
+	"INSERT INTO shardnode_schema SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM shardnode_schema)",
+	"COMMIT",
+};
+
+static const char upsert_sql[] =
+	"INSERT INTO shardnode_entity_state (type, id, shard, state) VALUES ($1, $2, $3, $4) "
+	"ON CONFLICT (type, id) DO UPDATE SET shard = EXCLUDED.shard, state = EXCLUDED.state, "
+	"revision = shardnode_entity_state.revision + 1";
+static const char delete_sql[] = "DELETE FROM shardnode_entity_state WHERE type = $1 AND id = $2";
+static const char delete_shard_sql[] = "DELETE FROM shardnode_entity_state WHERE type = $1 AND shard = $2";
+static const char load_sql[] = "SELECT state FROM shardnode_entity_state WHERE type = $1 AND id = $2";
+
+enum write_kind { W_PUT, W_DELETE, W_DELETE_SHARD, W_CANCELLED };
+
+/* A write waiting for its batch. */
+struct pg_write {
+	struct pg_write *next;
+	enum write_kind kind;
+	uint32_t type_index;
+	uint32_t shard;
+	uint32_t id_len, state_len;
+	char data[]; /* id, then state */
+};
+
+/* A load waiting to be sent, then sent: the callback's argument. */
+struct pg_load {
+	struct pg_load *next;
+	struct state_pg *s;
+	uint64_t token;
+	uint32_t type_index, type_gen;
+	uint32_t id_len;
+	char id[];
+};
+
+struct pg_type {
+	struct state_store_type base; /* first: a state_store_type is one of these */
+	struct state_pg *s;
+	bool in_use;
+	uint32_t index, gen;
+	struct state_store_callbacks cb;
+	char name[TYPE_NAME_BUF];
+};
+
+struct state_pg {
+	struct state_store base; /* first: a state_store is one of these */
+	struct evloop *loop;
+	const struct logger *log;
+	struct pg_conn *conn;
+	bool schema_ok, schema_sent;
+	struct evloop_timer flush_timer;
+	uint64_t last_queued; /* the number of the last write queued */
+	uint64_t last_sent;   /* ... of the last write put into a batch */
+	struct pg_write *writes, **writes_tail;
+	struct pg_load *loads, **loads_tail;
+	/* The one batch out: its last write's number, and whether a statement
+	 * before its COMMIT failed. */
+	bool batch_out, batch_failed;
+	uint64_t batch_upto;
+	bool closing; /* in op_free: answers are not acted on */
+	struct pg_type types[NODE_TYPES_MAX];
+};
+
+static void kick(struct state_pg *s);
+
+/* ---- reporting ---- */
+
+static void report_written(struct state_pg *s, uint64_t upto, int status)
+{
+	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++) {
+		struct pg_type *t = &s->types[i];
+		if (t->in_use)
+			t->cb.written(t->cb.arg, upto, status);
+	}
+}
+
+/* ---- the schema ---- */
+
+static void on_schema_step(void *arg, const PGresult *res)
+{
+	struct state_pg *s = arg;
+	(void)res;
+	(void)s;
+}
+
+static void on_schema_done(void *arg, const PGresult *res)
+{
+	struct state_pg *s = arg;
+	if (s->closing)
+		return;
+	s->schema_sent = false;
+	if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
+		s->schema_ok = true;
+		kick(s);
+	} else if (res != NULL) {
+		log_error(s->log, "postgres: creating the schema failed: %s", PQresultErrorMessage(res));
+	}
+}
+
+static void send_schema(struct state_pg *s)
+{
+	size_t n = sizeof schema_sql / sizeof schema_sql[0];
+	for (size_t i = 0; i < n; i++)
+		if (pg_conn_query(s->conn, schema_sql[i], 0, NULL, NULL, NULL, 0,
+				  i + 1 == n ? on_schema_done : on_schema_step, s) != 0)
+			return; /* out of memory: tried again on the next connect */
+	if (pg_conn_sync(s->conn) == 0)
+		s->schema_sent = true;
+}
+
+static void on_conn_state(void *arg, bool up)
+{
+	struct state_pg *s = arg;
+	if (up && !s->schema_ok && !s->schema_sent)
+		send_schema(s);
+	else if (up)
+		kick(s);
+}
+
+/* ---- writes ---- */
+
+static void on_statement(void *arg, const PGresult *res)
+{
+	struct state_pg *s = arg;
+	if (s->closing)
+		return;
+	if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)) {
+		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR && !s->batch_failed)
+			log_error(s->log, "postgres: a write failed: %s", PQresultErrorMessage(res));
+		s->batch_failed = true;
+	}
+}
+
+/* The batch's outcome reported; the next one may go. */
+static void batch_done(struct state_pg *s, int status)
+{
+	s->batch_out = false;
+	report_written(s, s->batch_upto, status);
+	kick(s);
+}
+
+static void on_commit(void *arg, const PGresult *res)
+{
+	struct state_pg *s = arg;
+	if (s->closing)
+		return;
+	int status = 0;
+	if (res == NULL)
+		status = -ECONNRESET; /* whether it committed is not known */
+	else if (s->batch_failed || PQresultStatus(res) != PGRES_COMMAND_OK)
+		status = -EIO;
+	batch_done(s, status);
+}
+
+/* One write as a statement of the batch. Returns 0 or -ENOMEM. */
+static int send_write(struct state_pg *s, const struct pg_write *w)
+{
+	const struct pg_type *t = &s->types[w->type_index];
+	char shard[4];
+	be32_write(shard, w->shard);
+	/* The shard travels as a binary int4 (big-endian), id and state as
+	 * bytea, the type's name as text. */
+	if (w->kind == W_DELETE_SHARD) {
+		const char *values[2] = {t->name, shard};
+		const int lengths[2] = {0, 4}, formats[2] = {0, 1};
+		return pg_conn_query(s->conn, delete_shard_sql, 2, values, lengths, formats, 0, on_statement, s);
+	}
+	const char *values[4] = {t->name, w->data, shard, w->data + w->id_len};
+	const int lengths[4] = {0, (int)w->id_len, 4, (int)w->state_len}, formats[4] = {0, 1, 1, 1};
+	if (w->kind == W_DELETE)
+		return pg_conn_query(s->conn, delete_sql, 2, values, lengths, formats, 0, on_statement, s);
+	return pg_conn_query(s->conn, upsert_sql, 4, values, lengths, formats, 0, on_statement, s);
+}
+
+/* Sends the writes queued (at most BATCH_MAX) as one transaction. */
+static void send_batch(struct state_pg *s)
+{
+	s->batch_failed = false;
+	int rc = pg_conn_query(s->conn, "BEGIN", 0, NULL, NULL, NULL, 0, on_statement, s);
+	size_t n = 0;
+	while (rc == 0 && s->writes && n < BATCH_MAX) {
+		struct pg_write *w = s->writes;
+		if (w->kind != W_CANCELLED)
+			rc = send_write(s, w);
+		if (rc != 0)
+			break;
+		s->writes = w->next;
+		if (s->writes == NULL)
+			s->writes_tail = &s->writes;
+		free(w);
+		s->last_sent++;
+		n++;
+	}
+	s->batch_upto = s->last_sent;
+	s->batch_out = true;
+	if (rc == 0)
+		rc = pg_conn_query(s->conn, "COMMIT", 0, NULL, NULL, NULL, 0, on_commit, s);
+	if (rc == 0)
+		rc = pg_conn_sync(s->conn);
+	if (rc != 0) {
+		/* Out of memory half-way: no COMMIT will answer. The batch is
+		 * reported failed now (the statements sent may still run in a
+		 * transaction a later batch commits: malloc failing is the end
+		 * of the line anyway). */
+		log_error(s->log, "postgres: out of memory building a batch");
+		batch_done(s, -ENOMEM);
+	}
+}
+
+/* ---- loads ---- */
+
+static void on_load(void *arg, const PGresult *res)
+{
+	struct pg_load *l = arg;
+	struct state_pg *s = l->s;
+	struct pg_type *t = &s->types[l->type_index];
+	if (!s->closing && t->in_use && t->gen == l->type_gen) {
+		if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+			t->cb.loaded(t->cb.arg, l->token, res == NULL ? -ECONNRESET : -EIO, NULL, 0);
+		else if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
+			t->cb.loaded(t->cb.arg, l->token, 0, NULL, 0);
+		else
+			t->cb.loaded(t->cb.arg, l->token, 1, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0));
+	}
+	free(l);
+}
+
+static void send_loads(struct state_pg *s)
+{
+	bool sent = false;
+	while (s->loads) {
+		struct pg_load *l = s->loads;
+		const char *values[2] = {s->types[l->type_index].name, l->id};
+		const int lengths[2] = {0, (int)l->id_len};
+		const int formats[2] = {0, 1};
+		if (pg_conn_query(s->conn, load_sql, 2, values, lengths, formats, 1, on_load, l) != 0)
+			break; /* out of memory: the rest go on the next kick */
+		s->loads = l->next;
+		if (s->loads == NULL)
+			s->loads_tail = &s->loads;
+		sent = true;
+	}
+	if (sent)
+		pg_conn_sync(s->conn);
+}
+
+/* ---- sending ---- */
+
+static void on_flush(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	struct state_pg *s = arg;
+	if (!pg_conn_up(s->conn) || !s->schema_ok)
+		return; /* on_conn_state / on_schema_done kick again */
+	if (!s->batch_out && s->writes != NULL)
+		send_batch(s);
+	if (s->loads != NULL)
+		send_loads(s);
+}
+
+/* Sends what waits at the end of this loop turn, so that the writes of
+ * the turn share a transaction. */
+static void kick(struct state_pg *s)
+{
+	if (!evloop_timer_armed(&s->flush_timer))
+		evloop_timer_start(s->loop, &s->flush_timer, 0);
+}
+
+/* ---- the state_store operations ---- */
+
+static struct pg_type *pg_type(struct state_store_type *t)
+{
+	return (struct pg_type *)(void *)t;
+}
+
+static struct state_pg *pg_store(const struct state_store *s)
+{
+	return (struct state_pg *)(void *)(uintptr_t)s;
+}
+
+static void op_free(struct state_store *base)
+{
+	struct state_pg *s = pg_store(base);
+	s->closing = true;
+	pg_conn_free(s->conn); /* answers what is out; nothing acts on it now */
+	evloop_timer_stop(s->loop, &s->flush_timer);
+	while (s->writes) {
+		struct pg_write *w = s->writes;
+		s->writes = w->next;
+		free(w);
+	}
+	while (s->loads) {
+		struct pg_load *l = s->loads;
+		s->loads = l->next;
+		free(l);
+	}
+	free(s);
+}
+
+static struct state_store_type *op_type_open(struct state_store *base, const char *type,
+					     const struct state_store_callbacks *cb, int *err)
+{
+	struct state_pg *s = pg_store(base);
+	size_t len = strlen(type);
+	struct pg_type *slot = NULL;
+	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++) {
+		struct pg_type *t = &s->types[i];
+		if (t->in_use && strcmp(t->name, type) == 0)
+			slot = NULL, i = NODE_TYPES_MAX; /* open already */
+		else if (!t->in_use && slot == NULL)
+			slot = t;
+	}
+	if (slot == NULL || len >= TYPE_NAME_BUF) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	memcpy(slot->name, type, len + 1);
+	slot->in_use = true;
+	slot->gen++;
+	slot->cb = *cb;
+	*err = 0;
+	return &slot->base;
+}
+
+static void op_type_close(struct state_store_type *base)
+{
+	struct pg_type *t = pg_type(base);
+	t->in_use = false;
+	/* The name stays: its queued writes still go out under it. */
+}
+
+static int op_write(struct state_store_type *base, uint32_t shard, const char *id, size_t id_len,
+		    const char *state, size_t state_len, uint64_t *seq)
+{
+	struct pg_type *t = pg_type(base);
+	struct state_pg *s = t->s;
+	if (state == NULL)
+		state_len = 0;
+	else if (state_len < 1)
+		return -EINVAL;
+	if (id_len > INT32_MAX || state_len > INT32_MAX)
+		return -ENOMEM;
+	struct pg_write *w = malloc(sizeof *w + id_len + state_len);
+	if (w == NULL)
+		return -ENOMEM;
+	*w = (struct pg_write){.kind = state ? W_PUT : W_DELETE, .type_index = t->index, .shard = shard,
+			       .id_len = (uint32_t)id_len, .state_len = (uint32_t)state_len};
+	memcpy(w->data, id, id_len);
+	if (state_len > 0)
+		memcpy(w->data + id_len, state, state_len);
+	*s->writes_tail = w;
+	s->writes_tail = &w->next;
+	*seq = ++s->last_queued;
+	kick(s);
+	return 0;
+}
+
+static int op_delete_shard(struct state_store_type *base, uint32_t shard, uint64_t *seq)
+{
+	struct pg_type *t = pg_type(base);
+	struct state_pg *s = t->s;
+	struct pg_write *w = malloc(sizeof *w);
+	if (w == NULL)
+		return -ENOMEM;
+	*w = (struct pg_write){.kind = W_DELETE_SHARD, .type_index = t->index, .shard = shard};
+	*s->writes_tail = w;
+	s->writes_tail = &w->next;
+	*seq = ++s->last_queued;
+	kick(s);
+	return 0;
+}
+
+static int op_load(struct state_store_type *base, uint32_t shard, const char *id, size_t id_len, uint64_t token)
+{
+	(void)shard; /* an entity's record is found by its id alone */
+	struct pg_type *t = pg_type(base);
+	struct state_pg *s = t->s;
+	if (id_len > INT32_MAX)
+		return -ENOMEM;
+	struct pg_load *l = malloc(sizeof *l + id_len);
+	if (l == NULL)
+		return -ENOMEM;
+	*l = (struct pg_load){.s = s, .token = token, .type_index = t->index, .type_gen = t->gen,
+			      .id_len = (uint32_t)id_len};
+	memcpy(l->id, id, id_len);
+	*s->loads_tail = l;
+	s->loads_tail = &l->next;
+	kick(s);
+	return 0;
+}
+
+static int op_scan(struct state_store_type *t, uint32_t shard, const char *after_key, size_t after_len,
+		   size_t max_bytes, uint64_t token)
+{
+	(void)t, (void)shard, (void)after_key, (void)after_len, (void)max_bytes, (void)token;
+	return -EOPNOTSUPP;
+}
+
+static void op_cancel_queued(struct state_store_type *base)
+{
+	struct pg_type *t = pg_type(base);
+	for (struct pg_write *w = t->s->writes; w != NULL; w = w->next)
+		if (w->type_index == t->index)
+			w->kind = W_CANCELLED;
+}
+
+static uint64_t op_last_queued(const struct state_store *base)
+{
+	return pg_store(base)->last_queued;
+}
+
+static const struct state_store_ops pg_ops = {
+	.free = op_free,
+	.type_open = op_type_open,
+	.type_close = op_type_close,
+	.write = op_write,
+	.delete_shard = op_delete_shard,
+	.load = op_load,
+	.scan = op_scan,
+	.cancel_queued = op_cancel_queued,
+	.last_queued = op_last_queued,
+};
+
+struct state_pg *state_pg_open(const char *conninfo, struct evloop *loop, const struct logger *log, int *err)
+{
+	struct state_pg *s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	s->base.ops = &pg_ops;
+	s->base.shared = true;
+	s->loop = loop;
+	s->log = log;
+	s->writes_tail = &s->writes;
+	s->loads_tail = &s->loads;
+	evloop_timer_init(&s->flush_timer, on_flush, s);
+	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++)
+		s->types[i] = (struct pg_type){.base = {.store = &s->base}, .s = s, .index = i};
+	s->conn = pg_conn_new(loop, log, conninfo, on_conn_state, s, err);
+	if (s->conn == NULL) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct state_store *state_pg_store(struct state_pg *s)
+{
+	return &s->base;
+}

@@ -1,0 +1,237 @@
+%% Entity states in PostgreSQL, `state_store = postgres' (docs/contract.md,
+%% "Entity state"), against a real server the suite starts for itself
+%% (scripts/pg-server.sh: initdb into a temporary directory, a free port on
+%% 127.0.0.1) and stops. Each case has a database of its own.
+%%
+%%   rebar3 ct --dir test --suite shardnode_postgres_SUITE
+-module(shardnode_postgres_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([a_restart_continues_every_entity/1,
+         a_move_reads_the_states_from_the_database/1,
+         a_killed_member_loses_no_acknowledged_increment/1,
+         the_database_away_for_3_s_loses_nothing/1]).
+
+-define(SHARDS, 30).
+
+suite() -> [{timetrap, {minutes, 3}}].
+
+all() ->
+    [a_restart_continues_every_entity,
+     a_move_reads_the_states_from_the_database,
+     a_killed_member_loses_no_acknowledged_increment,
+     the_database_away_for_3_s_loses_nothing].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Dir = string:trim(os:cmd("mktemp -d -u /tmp/sn-pg-ct-XXXXXX")),
+    case sh(script() ++ " start " ++ Dir) of
+        {0, Port} -> [{pg_dir, Dir}, {pg_port, list_to_integer(string:trim(Port))} | Config];
+        {_, Why} -> {skip, "cannot start a PostgreSQL server: " ++ Why}
+    end.
+
+end_per_suite(Config) ->
+    {0, _} = sh(script() ++ " stop " ++ ?config(pg_dir, Config)),
+    ?assertEqual([], shardnode:which_nodes()),
+    ok.
+
+init_per_testcase(Case, Config) ->
+    Db = atom_to_list(Case),
+    {0, _} = psql(Config, "postgres", "CREATE DATABASE " ++ Db),
+    [{db, Db} | Config].
+
+end_per_testcase(_Case, Config) ->
+    sh(script() ++ " resume " ++ ?config(pg_dir, Config)),
+    Started = shardnode_ct:started_nodes(Config),
+    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)).
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% 500 counters and 500 kv entities; the node is stopped and started again
+%% (a new data_dir: nothing of it is kept on the node) and answers every
+%% one with its value. The rows are readable from SQL, the state as
+%% term_to_binary/1 wrote it.
+a_restart_continues_every_entity(Config) ->
+    Opts = opts(Config, "pg"),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    Ids = lists:seq(1, 500),
+    [begin
+         [_ = call(N, I, incr) || _ <- lists:seq(1, expected(I))],
+         ok = gen_server:call({kv, N}, {I, {put, value, {I, <<"v">>}}})
+     end || I <- Ids],
+    ok = shardnode:stop_node(N),
+    {[M], _} = shardnode_ct:start_nodes(Config, [opts(Config, "pg")]),
+    Wrong = [I || I <- Ids, {call(M, I, get), gen_server:call({kv, M}, {I, {get, value}})}
+                              =/= {expected(I), {ok, {I, <<"v">>}}}],
+    ?assertEqual([], Wrong),
+    {0, Hex} = psql(Config, ?config(db, Config),
+                    "SELECT encode(state, 'hex') FROM shardnode_entity_state WHERE type = 'counter' "
+                    "AND id = decode('" ++ hex(canonical(7)) ++ "', 'hex')"),
+    ?assertEqual(hex(term_to_binary(expected(7))), string:trim(Hex)),
+    ok = shardnode:stop_node(M).
+
+%% A second member joins and takes shards: their entities continue there
+%% with the values the first member wrote, read from the database (no
+%% state is streamed), also the ones passivated before the move.
+a_move_reads_the_states_from_the_database(Config) ->
+    {[A], _} = shardnode_ct:start_nodes(Config, [opts(Config, "pg")]),
+    Ids = lists:seq(1, 300),
+    [[_ = call(A, I, incr) || _ <- lists:seq(1, expected(I))] || I <- Ids],
+    [ok = call(A, I, passivate) || I <- lists:seq(1, 300, 2)],
+    {[B], _} = shardnode_ct:start_nodes(Config, [(opts(Config, "pg"))#{join => [A]}]),
+    await(fun() -> balanced([shard_count(X) || X <- [A, B]]) end),
+    ?assert(shard_count(B) >= ?SHARDS div 2 - 1),
+    ?assertEqual([], [{I, V} || I <- Ids, V <- [call(B, I, get)], V =/= expected(I)]),
+    ?assertEqual([], [{I, V} || I <- Ids, V <- [call(A, I, incr)], V =/= expected(I) + 1]).
+
+%% Three members; two clients increment their counters through A and B as
+%% fast as they are answered, remembering each acknowledged value; C is
+%% killed with SIGKILL meanwhile. Once it is downed and its shards have
+%% moved, every counter holds at least its last acknowledged value — at
+%% most one more, an increment committed whose reply was cut off.
+a_killed_member_loses_no_acknowledged_increment(Config) ->
+    [OA, OB, OC] = [opts(Config, "pg") || _ <- [a, b, c]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort([A, B, C]) end, [A, B, C]) end),
+    %% Shards are allocated on first use: these spread them over all three.
+    [_ = call(A, I, get) || I <- lists:seq(1, 200)],
+    await(fun() -> shard_count(C) > 0 end),
+    Self = self(),
+    Clients = [spawn(fun() -> incrementer(Self, X, [K * 1000 + I || I <- lists:seq(1, 40)], #{}) end)
+               || {K, X} <- [{1, A}, {2, B}]],
+    await(fun() -> lists:all(fun(Cl) -> acked(Cl) > 300 end, Clients) end),
+    ok = shardnode:kill_node(C),
+    await(fun() -> members(A) =:= lists:sort([A, B]) andalso shard_count(A) + shard_count(B) =:= ?SHARDS end),
+    timer:sleep(500),
+    Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_client(Cl)) end, #{}, Clients),
+    Lost = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(A, Id, get)], Got < V],
+    ct:log("~b counters, ~b acknowledged increments", [maps:size(Acked), lists:sum(maps:values(Acked))]),
+    ?assertEqual([], Lost).
+
+%% The server is paused (SIGSTOP) for 3 s while a client increments:
+%% each call gets its value or {error, store_unavailable}, none is lost
+%% or applied twice; once the server is back, the node goes on by itself.
+the_database_away_for_3_s_loses_nothing(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts(Config, "pg")]),
+    Self = self(),
+    Client = spawn(fun() -> incrementer(Self, N, lists:seq(1, 20), #{}) end),
+    await(fun() -> acked(Client) > 100 end),
+    {0, _} = sh(script() ++ " pause " ++ ?config(pg_dir, Config)),
+    timer:sleep(3000),
+    {0, _} = sh(script() ++ " resume " ++ ?config(pg_dir, Config)),
+    Before = acked(Client),
+    await(fun() -> acked(Client) > Before + 100 end),
+    Acked = stop_client(Client),
+    Wrong = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(N, Id, get)], Got < V],
+    ?assertEqual([], Wrong).
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+expected(I) -> 1 + I rem 7.
+
+opts(Config, Prefix) ->
+    Name = shardnode_ct:unique_name(Prefix),
+    Conninfo = io_lib:format("host=127.0.0.1 port=~b user=postgres dbname=~s",
+                             [?config(pg_port, Config), ?config(db, Config)]),
+    #{name => Name ++ "@127.0.0.1",
+      config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
+                  rebalance_interval_ms => 300, retry_interval_ms => 500, failure_timeout_ms => 1000,
+                  stable_after_ms => 1000, state_store => postgres,
+                  postgres_conninfo => lists:flatten(Conninfo),
+                  data_dir => filename:join(?config(priv_dir, Config), Name)}}.
+
+%% Increments its counters round robin, keeping each acknowledged value;
+%% an {error, store_unavailable} is neither. Answers {acked, Count} and,
+%% asked to stop, {final, Map}.
+incrementer(Parent, N, Ids, Acks) ->
+    receive
+        {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))},
+                         incrementer(Parent, N, Ids, Acks);
+        {stop, From} -> From ! {final, self(), Acks}
+    after 0 ->
+        [Id | Rest] = Ids,
+        case catch gen_server:call({counter, N}, {Id, incr}, 10000) of
+            V when is_integer(V) ->
+                Prev = maps:get(Id, Acks, 0),
+                V > Prev orelse exit({went_back, Id, Prev, V}),
+                incrementer(Parent, N, Rest ++ [Id], Acks#{Id => V});
+            _ ->
+                incrementer(Parent, N, Rest ++ [Id], Acks)
+        end
+    end.
+
+acked(C) ->
+    C ! {acked, self()},
+    receive {acked, C, K} -> K after 15000 -> ct:fail(client_silent) end.
+
+stop_client(C) ->
+    C ! {stop, self()},
+    receive {final, C, Acks} -> Acks after 15000 -> ct:fail(client_did_not_finish) end.
+
+call(Node, Id, Msg) ->
+    gen_server:call({counter, Node}, {Id, Msg}, 10000).
+
+shard_count(Node) ->
+    case catch gen_server:call({counter, Node}, get_shard_region_state, 2000) of
+        {ok, State} -> maps:size(State);
+        _ -> 0
+    end.
+
+balanced(Counts) ->
+    lists:max(Counts) - lists:min(Counts) =< 1.
+
+members(Node) ->
+    case catch gen_server:call({shardnode, Node}, members, 2000) of
+        {ok, Ms} -> lists:sort([X || #{node := X, status := up} <- Ms]);
+        _ -> error
+    end.
+
+await(Fun) ->
+    case shardnode_poll:until(Fun, 20000) of
+        ok -> ok;
+        timeout -> ct:fail(condition_not_reached)
+    end.
+
+%% scripts/pg-server.sh of the checkout: the first directory above this
+%% module (or the working directory) that holds it.
+script() ->
+    Starts = [filename:dirname(filename:absname(P))
+              || P <- [?FILE, code:which(?MODULE)], is_list(P)] ++ [element(2, file:get_cwd())],
+    Found = [F || S <- Starts, D <- [S | ancestors(S)],
+                  F <- [filename:join([D, "scripts", "pg-server.sh"])], filelib:is_regular(F)],
+    case Found of
+        [F | _] -> F;
+        [] -> ct:fail({pg_server_script_not_found, Starts})
+    end.
+
+ancestors(Dir) ->
+    case filename:dirname(Dir) of
+        Dir -> [];
+        Up -> [Up | ancestors(Up)]
+    end.
+
+psql(Config, Db, Sql) ->
+    sh(io_lib:format("psql -X -q -t -A -h 127.0.0.1 -p ~b -U postgres -d ~s -c \"~s\"",
+                     [?config(pg_port, Config), Db, Sql])).
+
+%% An integer id's canonical form: its external term format without the
+%% version byte.
+canonical(Term) ->
+    <<131, Rest/binary>> = term_to_binary(Term),
+    Rest.
+
+hex(Bin) -> lists:flatten([io_lib:format("~2.16.0b", [B]) || <<B>> <= Bin]).
+
+sh(Cmd) ->
+    Out = os:cmd(lists:flatten(Cmd) ++ " 2>&1; echo \"rc=$?\""),
+    [Rc | Rest] = lists:reverse(string:lexemes(Out, "\n")),
+    {list_to_integer(string:prefix(Rc, "rc=")), string:join(lists:reverse(Rest), "\n")}.
