@@ -126,7 +126,7 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
      end || {Label, Key, Better} <- Rows],
     %% no BEAM baseline does this job
     [io:format("| ~s | ~s | n/a | n/a | - |~n", [Label, fmt(maps:get(Key, S))])
-     || {Label, Key} <-
+     || {Label, Key} <- lists:filter(fun({_, K}) -> maps:is_key(K, S) end,
             [{io_lib:format("rebalance time for ~b shards, ms (second node up -> ~b on each node)",
                             [?REBALANCE_SHARDS, ?REBALANCE_SHARDS div 2]), rebalance_from_up},
              {io_lib:format("rebalance time for ~b shards, ms (second node started -> ~b on each node)",
@@ -140,10 +140,17 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
               durable_load_rate},
              {io_lib:format("lmdb: durable incr latency p50, us (~b load nodes)", [LN]), durable_load_p50},
              {io_lib:format("lmdb: durable incr latency p99, us (~b load nodes)", [LN]), durable_load_p99},
+             {io_lib:format("postgres, C load generator: durable incr calls/s (~b clients x ~b in flight)",
+                            [C, DW]), pg_c_rate},
+             {"postgres, C load generator: durable incr latency p50, us", pg_c_p50},
+             {"postgres, C load generator: durable incr latency p99, us", pg_c_p99},
+             {"postgres, C load generator: CPU of the system per durable incr, us", pg_c_cpu},
+             {"postgres: raw pgbench rate, upserts/s (one connection, pipelined transactions of 200)",
+              pg_raw_rate},
              {io_lib:format("state move: ~s counters in ~b shards to a joining node, ms (up -> balanced)",
                             [fmt(E), ?MOVE_SHARDS div 2]), move_ms},
              {"state move: p99 of other traffic meanwhile, us (get calls to shards not moving)",
-              move_other_p99}]],
+              move_other_p99}])],
     ok.
 
 %% Everything else running on the machine shares its cores with the three

@@ -35,6 +35,24 @@ PIDS="$OUT/ospids.$TAG"
 DATA="$OUT/data.$TAG"
 : > "$PIDS"
 ERL_PID=
+# A private PostgreSQL server for the postgres rows (scripts/pg-server.sh),
+# and the pgbench script of the raw-rate row: pipelined transactions of
+# PG_BATCH upserts into the table the node writes, on random counters.
+PG_DIR="/tmp/sn-pg-bench-$TAG"
+PG_PORT=$(scripts/pg-server.sh start "$PG_DIR") || { echo "make bench: cannot start PostgreSQL" >&2; exit 1; }
+PG_BATCH=200
+PG_SCRIPT="$OUT/pg_upserts.$TAG.sql"
+{
+    # printf, not echo: sh's echo would read the backslashes as escapes.
+    for i in $(seq 1 "$PG_BATCH"); do
+        printf '\\set k%d random(1, 10000)\n' "$i"
+    done
+    printf '%s\n' '\startpipeline' 'BEGIN;'
+    for i in $(seq 1 "$PG_BATCH"); do
+        printf "INSERT INTO shardnode_entity_state (type, id, shard, state) VALUES ('counter', int4send(:k%d), 0, '\\\\x836107') ON CONFLICT (type, id) DO UPDATE SET state = EXCLUDED.state, revision = shardnode_entity_state.revision + 1;\\n" "$i"
+    done
+    printf '%s\n' 'COMMIT;' '\endpipeline'
+} > "$PG_SCRIPT"
 
 # The controller stops every node it starts, also when a figure fails. This
 # is the fallback for when the controller itself is stopped or dies: the
@@ -55,7 +73,8 @@ cleanup() {
             kill -KILL "$pid" 2>/dev/null || true
         fi
     done < "$PIDS"
-    rm -rf "$PIDS" "$DATA"
+    scripts/pg-server.sh stop "$PG_DIR" || true
+    rm -rf "$PIDS" "$DATA" "$PG_SCRIPT"
     exit "$status"
 }
 trap cleanup EXIT
@@ -64,6 +83,7 @@ trap 'exit 143' TERM
 
 # In the background, so that a signal to this script is handled at once.
 BENCH_TAG=$TAG BENCH_PIDS_FILE=$PIDS BENCH_DATA_DIR=$DATA BENCH_C_LOADGEN=$LOADGEN \
+    BENCH_PG_PORT=$PG_PORT BENCH_PG_SCRIPT=$PG_SCRIPT BENCH_PG_BATCH=$PG_BATCH \
     erl -noshell -noinput \
         -name "bench$TAG@127.0.0.1" -setcookie shardnode_bench \
         -pa "$EBIN" -pa "$OUT" \

@@ -34,7 +34,8 @@
 %%
 %% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
 %% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_CLIENT_NODES,
-%% BENCH_WINDOW, BENCH_C_WINDOW, BENCH_C_DURABLE_WINDOW,
+%% BENCH_WINDOW, BENCH_C_WINDOW, BENCH_C_DURABLE_WINDOW, BENCH_PG_PORT, BENCH_PG_SCRIPT,
+%% BENCH_PG_BATCH,
 %% BENCH_C_LOADGEN, BENCH_TAG, BENCH_PIDS_FILE, BENCH_DATA_DIR.
 -module(shardnode_bench).
 
@@ -92,6 +93,9 @@ config() ->
       window => env_int("BENCH_WINDOW", 100, 1),
       c_window => env_int("BENCH_C_WINDOW", 10, 1),
       c_durable_window => env_int("BENCH_C_DURABLE_WINDOW", 64, 1),
+      pg_port => env_int("BENCH_PG_PORT", 0, 0),
+      pg_script => env_str("BENCH_PG_SCRIPT", ""),
+      pg_batch => env_int("BENCH_PG_BATCH", 200, 1),
       c_loadgen => filename:absname(env_str("BENCH_C_LOADGEN", "build/bench/c_loadgen")),
       tag => env_str("BENCH_TAG", os:getpid()),
       pids_file => env_str("BENCH_PIDS_FILE", ""),
@@ -161,8 +165,9 @@ measure(System, Round, Cfg) ->
     M3 = bench_nodes:with_node(System, #{}, Cfg,
                                fun(Sys) -> memory_figures(Sys, Cfg) end),
     M4 = case System of
-             shardnode -> maps:merge(rebalance_figures(Cfg),
-                                     maps:merge(durable_figures(Cfg), state_move_figures(Cfg)));
+             shardnode -> lists:foldl(fun maps:merge/2, #{},
+                                      [rebalance_figures(Cfg), durable_figures(Cfg),
+                                       postgres_figures(Cfg), state_move_figures(Cfg)]);
              beam -> #{}
          end,
     maps:merge(M1, maps:merge(M2, maps:merge(M3, M4))).
@@ -369,6 +374,42 @@ durable_figures(#{clients := C, window := W, seconds := Secs, load_nodes := Load
                 durable_c_cpu => (Cpu1 - Cpu0) / Calls,
                 durable_load_rate => LRate, durable_load_p50 => LP50, durable_load_p99 => LP99}
       end).
+
+%% Durable increments with state_store = postgres, on the private server
+%% bench/run.sh started (BENCH_PG_PORT): the hot counters created, then the
+%% C load generator's `incr' asks as in the lmdb rows. Then the same
+%% machine's raw rate for batched upserts into the same table: pgbench on
+%% one connection (as the node uses), each transaction BENCH_PG_BATCH
+%% upserts of random counters sent pipelined (bench/run.sh writes the
+%% script), for BENCH_SECONDS; upserts/s = transactions/s x batch.
+postgres_figures(#{pg_port := 0}) ->
+    #{};
+postgres_figures(#{clients := C, window := W, seconds := Secs, c_durable_window := DW, pg_port := Port,
+                   pg_script := Script, pg_batch := Batch} = Cfg) ->
+    Conninfo = lists:flatten(io_lib:format("host=127.0.0.1 port=~b user=postgres dbname=postgres", [Port])),
+    Durable = bench_nodes:with_node(
+                shardnode, #{state_store => postgres, postgres_conninfo => Conninfo}, Cfg,
+                fun(#{ospid := OsPid} = Sys) ->
+                        bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
+                        Cpu0 = bench_nodes:cpu_us(OsPid),
+                        Ask = bench_load:c_loadgen(Sys, ask, DW, Cfg),
+                        Cpu1 = bench_nodes:cpu_us(OsPid),
+                        #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
+                        #{pg_c_rate => Rate, pg_c_p50 => P50, pg_c_p99 => P99,
+                          pg_c_cpu => (Cpu1 - Cpu0) / Calls}
+                end),
+    Out = os:cmd(lists:flatten(io_lib:format(
+                   "pgbench -n -M extended -c 1 -j 1 -T ~b -h 127.0.0.1 -p ~b -U postgres -f ~s postgres 2>&1",
+                   [Secs, Port, Script]))),
+    Tps = case re:run(Out, "tps = ([0-9.]+)", [{capture, [1], list}]) of
+              {match, [T]} -> list_to_float(T);
+              nomatch -> erlang:error({pgbench_failed, Out})
+          end,
+    Raw = Tps * Batch,
+    #{pg_c_rate := Rate, pg_c_p50 := P50, pg_c_p99 := P99} = Durable,
+    progress("durable, pg", "~s incr/s, p50 ~s us, p99 ~s us; raw pgbench ~s upserts/s (~s x ~b): ~.2f of it",
+             [fmt(Rate), fmt(P50), fmt(P99), fmt(Raw), fmt(Tps), Batch, Rate / Raw]),
+    Durable#{pg_raw_rate => Raw}.
 
 %% Entity state moving with its shards: a node hosting MOVE_SHARDS shards
 %% holds 2 x BENCH_ENTITIES counters (each at 1); a second node joins and
