@@ -80,7 +80,7 @@ cpu_model() ->
     end.
 
 print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
-                    c_durable_window := DW, client_nodes := LN}) ->
+                    c_durable_window := DW, c_pg_window := PW, client_nodes := LN}) ->
     Rows =
         [{io_lib:format("tell throughput, msg/s (~b clients, ~s counters)", [C, fmt(?HOT_ENTITIES)]),
           tell_rate, higher},
@@ -141,7 +141,7 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
              {io_lib:format("lmdb: durable incr latency p50, us (~b load nodes)", [LN]), durable_load_p50},
              {io_lib:format("lmdb: durable incr latency p99, us (~b load nodes)", [LN]), durable_load_p99},
              {io_lib:format("postgres, C load generator: durable incr calls/s (~b clients x ~b in flight)",
-                            [C, DW]), pg_c_rate},
+                            [C, PW]), pg_c_rate},
              {"postgres, C load generator: durable incr latency p50, us", pg_c_p50},
              {"postgres, C load generator: durable incr latency p99, us", pg_c_p99},
              {"postgres, C load generator: CPU of the system per durable incr, us", pg_c_cpu},

@@ -34,7 +34,7 @@
 %%
 %% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
 %% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_CLIENT_NODES,
-%% BENCH_WINDOW, BENCH_C_WINDOW, BENCH_C_DURABLE_WINDOW, BENCH_PG_PORT, BENCH_PG_SCRIPT,
+%% BENCH_WINDOW, BENCH_C_WINDOW, BENCH_C_DURABLE_WINDOW, BENCH_C_PG_WINDOW, BENCH_PG_PORT, BENCH_PG_SCRIPT,
 %% BENCH_PG_BATCH,
 %% BENCH_C_LOADGEN, BENCH_TAG, BENCH_PIDS_FILE, BENCH_DATA_DIR.
 -module(shardnode_bench).
@@ -93,6 +93,7 @@ config() ->
       window => env_int("BENCH_WINDOW", 100, 1),
       c_window => env_int("BENCH_C_WINDOW", 10, 1),
       c_durable_window => env_int("BENCH_C_DURABLE_WINDOW", 64, 1),
+      c_pg_window => env_int("BENCH_C_PG_WINDOW", 16, 1),
       pg_port => env_int("BENCH_PG_PORT", 0, 0),
       pg_script => env_str("BENCH_PG_SCRIPT", ""),
       pg_batch => env_int("BENCH_PG_BATCH", 200, 1),
@@ -377,14 +378,16 @@ durable_figures(#{clients := C, window := W, seconds := Secs, load_nodes := Load
 
 %% Durable increments with state_store = postgres, on the private server
 %% bench/run.sh started (BENCH_PG_PORT): the hot counters created, then the
-%% C load generator's `incr' asks as in the lmdb rows. Then the same
+%% C load generator's `incr' asks, BENCH_C_PG_WINDOW in flight per client
+%% (16: the database's rate is reached with them, and more only wait
+%% longer). Then the same
 %% machine's raw rate for batched upserts into the same table: pgbench on
 %% one connection (as the node uses), each transaction BENCH_PG_BATCH
 %% upserts of random counters sent pipelined (bench/run.sh writes the
 %% script), for BENCH_SECONDS; upserts/s = transactions/s x batch.
 postgres_figures(#{pg_port := 0}) ->
     #{};
-postgres_figures(#{clients := C, window := W, seconds := Secs, c_durable_window := DW, pg_port := Port,
+postgres_figures(#{clients := C, window := W, seconds := Secs, c_pg_window := PW, pg_port := Port,
                    pg_script := Script, pg_batch := Batch} = Cfg) ->
     Conninfo = lists:flatten(io_lib:format("host=127.0.0.1 port=~b user=postgres dbname=postgres", [Port])),
     Durable = bench_nodes:with_node(
@@ -392,7 +395,7 @@ postgres_figures(#{clients := C, window := W, seconds := Secs, c_durable_window 
                 fun(#{ospid := OsPid} = Sys) ->
                         bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
                         Cpu0 = bench_nodes:cpu_us(OsPid),
-                        Ask = bench_load:c_loadgen(Sys, ask, DW, Cfg),
+                        Ask = bench_load:c_loadgen(Sys, ask, PW, Cfg),
                         Cpu1 = bench_nodes:cpu_us(OsPid),
                         #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
                         #{pg_c_rate => Rate, pg_c_p50 => P50, pg_c_p99 => P99,

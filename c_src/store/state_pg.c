@@ -14,6 +14,11 @@
  * a backlog after an outage goes out in transactions of sane size. */
 #define BATCH_MAX 4096
 
+/* Transactions out at once: while one commits, the next is on its way,
+ * so the server never waits for the node between them. Their results
+ * come back in the order sent. */
+#define BATCHES_OUT 2
+
 /* Any number, the same on every member: the schema is created under it. */
 #define SCHEMA_LOCK_KEY "7424130"
 
@@ -59,6 +64,14 @@ struct pg_load {
 	char id[];
 };
 
+/* A transaction out: the number of its last write, and whether a
+ * statement before its COMMIT failed. */
+struct pg_batch {
+	struct state_pg *s;
+	bool out, failed;
+	uint64_t upto;
+};
+
 struct pg_type {
 	struct state_store_type base; /* first: a state_store_type is one of these */
 	struct state_pg *s;
@@ -79,10 +92,8 @@ struct state_pg {
 	uint64_t last_sent;   /* ... of the last write put into a batch */
 	struct pg_write *writes, **writes_tail;
 	struct pg_load *loads, **loads_tail;
-	/* The one batch out: its last write's number, and whether a statement
-	 * before its COMMIT failed. */
-	bool batch_out, batch_failed;
-	uint64_t batch_upto;
+	struct pg_batch batches[BATCHES_OUT]; /* sent in turn, answered in turn */
+	unsigned next_batch;                 /* the slot the next one takes */
 	bool closing; /* in op_free: answers are not acted on */
 	struct pg_type types[NODE_TYPES_MAX];
 };
@@ -147,39 +158,39 @@ static void on_conn_state(void *arg, bool up)
 
 static void on_statement(void *arg, const PGresult *res)
 {
-	struct state_pg *s = arg;
-	if (s->closing)
+	struct pg_batch *b = arg;
+	if (b->s->closing)
 		return;
 	if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)) {
-		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR && !s->batch_failed)
-			log_error(s->log, "postgres: a write failed: %s", PQresultErrorMessage(res));
-		s->batch_failed = true;
+		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR && !b->failed)
+			log_error(b->s->log, "postgres: a write failed: %s", PQresultErrorMessage(res));
+		b->failed = true;
 	}
 }
 
-/* The batch's outcome reported; the next one may go. */
-static void batch_done(struct state_pg *s, int status)
+/* The batch's outcome reported; another may go. */
+static void batch_done(struct pg_batch *b, int status)
 {
-	s->batch_out = false;
-	report_written(s, s->batch_upto, status);
-	kick(s);
+	b->out = false;
+	report_written(b->s, b->upto, status);
+	kick(b->s);
 }
 
 static void on_commit(void *arg, const PGresult *res)
 {
-	struct state_pg *s = arg;
-	if (s->closing)
+	struct pg_batch *b = arg;
+	if (b->s->closing)
 		return;
 	int status = 0;
 	if (res == NULL)
 		status = -ECONNRESET; /* whether it committed is not known */
-	else if (s->batch_failed || PQresultStatus(res) != PGRES_COMMAND_OK)
+	else if (b->failed || PQresultStatus(res) != PGRES_COMMAND_OK)
 		status = -EIO;
-	batch_done(s, status);
+	batch_done(b, status);
 }
 
-/* One write as a statement of the batch. Returns 0 or -ENOMEM. */
-static int send_write(struct state_pg *s, const struct pg_write *w)
+/* One write as a statement of batch `b`. Returns 0 or -ENOMEM. */
+static int send_write(struct state_pg *s, struct pg_batch *b, const struct pg_write *w)
 {
 	const struct pg_type *t = &s->types[w->type_index];
 	char shard[4];
@@ -189,25 +200,26 @@ static int send_write(struct state_pg *s, const struct pg_write *w)
 	if (w->kind == W_DELETE_SHARD) {
 		const char *values[2] = {t->name, shard};
 		const int lengths[2] = {0, 4}, formats[2] = {0, 1};
-		return pg_conn_query(s->conn, delete_shard_sql, 2, values, lengths, formats, 0, on_statement, s);
+		return pg_conn_query(s->conn, delete_shard_sql, 2, values, lengths, formats, 0, on_statement, b);
 	}
 	const char *values[4] = {t->name, w->data, shard, w->data + w->id_len};
 	const int lengths[4] = {0, (int)w->id_len, 4, (int)w->state_len}, formats[4] = {0, 1, 1, 1};
 	if (w->kind == W_DELETE)
-		return pg_conn_query(s->conn, delete_sql, 2, values, lengths, formats, 0, on_statement, s);
-	return pg_conn_query(s->conn, upsert_sql, 4, values, lengths, formats, 0, on_statement, s);
+		return pg_conn_query(s->conn, delete_sql, 2, values, lengths, formats, 0, on_statement, b);
+	return pg_conn_query(s->conn, upsert_sql, 4, values, lengths, formats, 0, on_statement, b);
 }
 
-/* Sends the writes queued (at most BATCH_MAX) as one transaction. */
-static void send_batch(struct state_pg *s)
+/* Sends the writes queued (at most BATCH_MAX) as one transaction, in the
+ * free batch slot `b`. */
+static void send_batch(struct state_pg *s, struct pg_batch *b)
 {
-	s->batch_failed = false;
-	int rc = pg_conn_query(s->conn, "BEGIN", 0, NULL, NULL, NULL, 0, on_statement, s);
+	*b = (struct pg_batch){.s = s, .out = true};
+	int rc = pg_conn_query(s->conn, "BEGIN", 0, NULL, NULL, NULL, 0, on_statement, b);
 	size_t n = 0;
 	while (rc == 0 && s->writes && n < BATCH_MAX) {
 		struct pg_write *w = s->writes;
 		if (w->kind != W_CANCELLED)
-			rc = send_write(s, w);
+			rc = send_write(s, b, w);
 		if (rc != 0)
 			break;
 		s->writes = w->next;
@@ -217,10 +229,9 @@ static void send_batch(struct state_pg *s)
 		s->last_sent++;
 		n++;
 	}
-	s->batch_upto = s->last_sent;
-	s->batch_out = true;
+	b->upto = s->last_sent;
 	if (rc == 0)
-		rc = pg_conn_query(s->conn, "COMMIT", 0, NULL, NULL, NULL, 0, on_commit, s);
+		rc = pg_conn_query(s->conn, "COMMIT", 0, NULL, NULL, NULL, 0, on_commit, b);
 	if (rc == 0)
 		rc = pg_conn_sync(s->conn);
 	if (rc != 0) {
@@ -229,7 +240,7 @@ static void send_batch(struct state_pg *s)
 		 * transaction a later batch commits: malloc failing is the end
 		 * of the line anyway). */
 		log_error(s->log, "postgres: out of memory building a batch");
-		batch_done(s, -ENOMEM);
+		batch_done(b, -ENOMEM);
 	}
 }
 
@@ -278,8 +289,11 @@ static void on_flush(struct evloop *loop, void *arg)
 	struct state_pg *s = arg;
 	if (!pg_conn_up(s->conn) || !s->schema_ok)
 		return; /* on_conn_state / on_schema_done kick again */
-	if (!s->batch_out && s->writes != NULL)
-		send_batch(s);
+	struct pg_batch *b = &s->batches[s->next_batch];
+	if (!b->out && s->writes != NULL) {
+		send_batch(s, b);
+		s->next_batch = (s->next_batch + 1) % BATCHES_OUT;
+	}
 	if (s->loads != NULL)
 		send_loads(s);
 }

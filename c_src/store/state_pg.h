@@ -14,7 +14,7 @@
  *
  * All of it runs on the loop through one pg_conn (pg_conn.h): the writes
  * queued in a loop turn go out as one transaction (group commit: one
- * round trip for them all, one batch in flight at a time, the next
+ * round trip for them all, at most two transactions out at a time, the next
  * gathering meanwhile); loads go out together after them. Nothing is sent
  * before the schema is in place. While the database is away, writes and
  * loads wait; the connection comes back by itself.
