@@ -14,7 +14,9 @@
 -export([a_restart_continues_every_entity/1,
          a_move_reads_the_states_from_the_database/1,
          a_killed_member_loses_no_acknowledged_increment/1,
-         the_database_away_for_3_s_loses_nothing/1]).
+         the_database_away_for_3_s_loses_nothing/1,
+         the_database_away_past_store_timeout_fails_calls/1,
+         a_whole_cluster_restart_keeps_every_value/1]).
 
 -define(SHARDS, 30).
 
@@ -24,7 +26,9 @@ all() ->
     [a_restart_continues_every_entity,
      a_move_reads_the_states_from_the_database,
      a_killed_member_loses_no_acknowledged_increment,
-     the_database_away_for_3_s_loses_nothing].
+     the_database_away_for_3_s_loses_nothing,
+     the_database_away_past_store_timeout_fails_calls,
+     a_whole_cluster_restart_keeps_every_value].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -131,6 +135,45 @@ the_database_away_for_3_s_loses_nothing(Config) ->
     Acked = stop_client(Client),
     Wrong = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(N, Id, get)], Got < V],
     ?assertEqual([], Wrong).
+
+%% With store_timeout_ms at 1 s, the server paused for 3 s: a call whose
+%% change cannot be committed gets {error, store_unavailable}, and its
+%% change is not applied; a counter read back after the server returns
+%% holds exactly its acknowledged increments, plus any whose commit was
+%% already on its way when the timeout struck (at most one per counter,
+%% as the client has one call out at a time).
+the_database_away_past_store_timeout_fails_calls(Config) ->
+    Opts = opts(Config, "pg"),
+    Short = Opts#{config => (maps:get(config, Opts))#{store_timeout_ms => 1000}},
+    {[N], _} = shardnode_ct:start_nodes(Config, [Short]),
+    [1 = call(N, I, incr) || I <- lists:seq(1, 10)],
+    {0, _} = sh(script() ++ " pause " ++ ?config(pg_dir, Config)),
+    Results = [catch gen_server:call({counter, N}, {I, incr}, 10000) || I <- lists:seq(1, 3)],
+    {0, _} = sh(script() ++ " resume " ++ ?config(pg_dir, Config)),
+    ?assertEqual([{error, store_unavailable}], lists:usort(Results)),
+    Got = [call(N, I, get) || I <- lists:seq(1, 3)],
+    ct:log("after the outage: ~p", [Got]),
+    ?assert(lists:all(fun(V) -> V =:= 1 orelse V =:= 2 end, Got)),
+    %% The store goes on by itself.
+    await(fun() -> is_integer(catch gen_server:call({counter, N}, {9, incr}, 2000)) end),
+    ?assertEqual(2, call(N, 10, incr)).
+
+%% Three members written to, all stopped, three new members (new names, new
+%% data_dirs) started on the same database: every value is there.
+a_whole_cluster_restart_keeps_every_value(Config) ->
+    Start = fun() ->
+                    [OA, OB, OC] = [opts(Config, "pg") || _ <- [a, b, c]],
+                    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+                    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+                    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort([A, B, C]) end, [A, B, C]) end),
+                    [A, B, C]
+            end,
+    Ids = lists:seq(1, 300),
+    Nodes = Start(),
+    [[_ = call(lists:nth(1 + I rem 3, Nodes), I, incr) || _ <- lists:seq(1, expected(I))] || I <- Ids],
+    [ok = shardnode:stop_node(X) || X <- lists:reverse(Nodes)],
+    [A2 | _] = Start(),
+    ?assertEqual([], [{I, V} || I <- Ids, V <- [call(A2, I, get)], V =/= expected(I)]).
 
 %%====================================================================
 %% Helpers
