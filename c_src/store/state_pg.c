@@ -40,7 +40,7 @@ static const char upsert_sql[] =
 	"revision = shardnode_entity_state.revision + 1";
 static const char delete_sql[] = "DELETE FROM shardnode_entity_state WHERE type = $1 AND id = $2";
 static const char delete_shard_sql[] = "DELETE FROM shardnode_entity_state WHERE type = $1 AND shard = $2";
-static const char load_sql[] = "SELECT state FROM shardnode_entity_state WHERE type = $1 AND id = $2";
+static const char load_sql[] = "SELECT id, state FROM shardnode_entity_state WHERE type = $1 AND id = ANY($2)";
 
 enum write_kind { W_PUT, W_DELETE, W_DELETE_SHARD, W_CANCELLED };
 
@@ -246,35 +246,139 @@ static void send_batch(struct state_pg *s, struct pg_batch *b)
 
 /* ---- loads ---- */
 
-static void on_load(void *arg, const PGresult *res)
+/* Loads of one type that go out as one query (a shard's remembered
+ * entities start together): at most this many ids in it, so matching the
+ * rows to the loads stays cheap. */
+#define LOAD_BATCH 256
+
+/* PostgreSQL's type oid of bytea, for the binary array of ids. */
+#define BYTEA_OID 17
+
+struct pg_load_group {
+	struct state_pg *s;
+	struct pg_load *loads; /* owned */
+};
+
+static void answer(struct state_pg *s, const struct pg_load *l, int found, const char *state, size_t len)
 {
-	struct pg_load *l = arg;
-	struct state_pg *s = l->s;
-	struct pg_type *t = &s->types[l->type_index];
-	if (!s->closing && t->in_use && t->gen == l->type_gen) {
-		if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
-			t->cb.loaded(t->cb.arg, l->token, res == NULL ? -ECONNRESET : -EIO, NULL, 0);
-		else if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
-			t->cb.loaded(t->cb.arg, l->token, 0, NULL, 0);
-		else
-			t->cb.loaded(t->cb.arg, l->token, 1, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0));
-	}
-	free(l);
+	const struct pg_type *t = &s->types[l->type_index];
+	if (!s->closing && t->in_use && t->gen == l->type_gen)
+		t->cb.loaded(t->cb.arg, l->token, found, state, len);
 }
 
+/* The rows of a group's query: each load gets its id's row, or not found. */
+static void on_load_group(void *arg, const PGresult *res)
+{
+	struct pg_load_group *g = arg;
+	struct state_pg *s = g->s;
+	bool ok = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK;
+	int rows = ok ? PQntuples(res) : 0;
+	while (g->loads) {
+		struct pg_load *l = g->loads;
+		g->loads = l->next;
+		int row = -1;
+		for (int i = 0; i < rows && row < 0; i++)
+			if ((size_t)PQgetlength(res, i, 0) == l->id_len && !PQgetisnull(res, i, 1) &&
+			    memcmp(PQgetvalue(res, i, 0), l->id, l->id_len) == 0)
+				row = i;
+		if (!ok)
+			answer(s, l, res == NULL ? -ECONNRESET : -EIO, NULL, 0);
+		else if (row < 0)
+			answer(s, l, 0, NULL, 0);
+		else
+			answer(s, l, 1, PQgetvalue(res, row, 1), (size_t)PQgetlength(res, row, 1));
+		free(l);
+	}
+	free(g);
+}
+
+/* The ids of the group as a binary bytea[] parameter: dimensions, flags,
+ * element type, then each element's length and bytes, all big-endian.
+ * Returns a malloc'ed array (*len bytes), or NULL. */
+static char *id_array(const struct pg_load *loads, int *len)
+{
+	size_t n = 0, bytes = 20;
+	for (const struct pg_load *l = loads; l != NULL; l = l->next, n++)
+		bytes += 4 + l->id_len;
+	if (bytes > INT32_MAX)
+		return NULL;
+	char *a = malloc(bytes);
+	if (a == NULL)
+		return NULL;
+	be32_write(a, 1);                 /* dimensions */
+	be32_write(a + 4, 0);             /* no NULL in it */
+	be32_write(a + 8, BYTEA_OID);     /* element type */
+	be32_write(a + 12, (uint32_t)n);  /* the dimension's length */
+	be32_write(a + 16, 1);            /* and lower bound */
+	char *p = a + 20;
+	for (const struct pg_load *l = loads; l != NULL; l = l->next) {
+		be32_write(p, l->id_len);
+		memcpy(p + 4, l->id, l->id_len);
+		p += 4 + l->id_len;
+	}
+	*len = (int)bytes;
+	return a;
+}
+
+/* Takes the next loads of the first one's type (at most LOAD_BATCH) off
+ * the queue, in order. */
+static struct pg_load *take_group(struct state_pg *s)
+{
+	uint32_t type = s->loads->type_index;
+	struct pg_load *head = NULL, **tail = &head, **at = &s->loads;
+	size_t n = 0;
+	while (*at && n < LOAD_BATCH) {
+		struct pg_load *l = *at;
+		if (l->type_index != type) {
+			at = &l->next;
+			continue;
+		}
+		*at = l->next;
+		l->next = NULL;
+		*tail = l;
+		tail = &l->next;
+		n++;
+	}
+	/* The queue's tail, wherever the taking left it. */
+	s->loads_tail = &s->loads;
+	while (*s->loads_tail)
+		s->loads_tail = &(*s->loads_tail)->next;
+	return head;
+}
+
+/* Puts a group's loads back at the queue's head (sending it failed). */
+static void put_back(struct state_pg *s, struct pg_load *group)
+{
+	struct pg_load **tail = &group;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = s->loads;
+	s->loads = group;
+	s->loads_tail = &s->loads;
+	while (*s->loads_tail)
+		s->loads_tail = &(*s->loads_tail)->next;
+}
+
+/* Sends the queued loads, one query per group of a type's ids. */
 static void send_loads(struct state_pg *s)
 {
 	bool sent = false;
 	while (s->loads) {
-		struct pg_load *l = s->loads;
-		const char *values[2] = {s->types[l->type_index].name, l->id};
-		const int lengths[2] = {0, (int)l->id_len};
+		struct pg_load *loads = take_group(s);
+		struct pg_load_group *g = malloc(sizeof *g);
+		int len = 0;
+		char *ids = g ? id_array(loads, &len) : NULL;
+		const char *values[2] = {s->types[loads->type_index].name, ids};
+		const int lengths[2] = {0, len};
 		const int formats[2] = {0, 1};
-		if (pg_conn_query(s->conn, load_sql, 2, values, lengths, formats, 1, on_load, l) != 0)
-			break; /* out of memory: the rest go on the next kick */
-		s->loads = l->next;
-		if (s->loads == NULL)
-			s->loads_tail = &s->loads;
+		if (ids == NULL || pg_conn_query(s->conn, load_sql, 2, values, lengths, formats, 1, on_load_group, g) != 0) {
+			free(ids);
+			free(g);
+			put_back(s, loads); /* out of memory: they go on the next kick */
+			break;
+		}
+		free(ids);
+		*g = (struct pg_load_group){.s = s, .loads = loads};
 		sent = true;
 	}
 	if (sent)

@@ -15,7 +15,9 @@
  * All of it runs on the loop through one pg_conn (pg_conn.h): the writes
  * queued in a loop turn go out as one transaction (group commit: one
  * round trip for them all, at most two transactions out at a time, the next
- * gathering meanwhile); loads go out together after them. Nothing is sent
+ * gathering meanwhile); the loads of a turn go out after them, one query
+ * for up to 256 ids of a type (`id = ANY($2)`: a shard whose remembered
+ * entities start loads them in a few round trips). Nothing is sent
  * before the schema is in place. While the database is away, writes and
  * loads wait; the connection comes back by itself.
  */

@@ -33,6 +33,7 @@ static void teardown(void)
 
 struct seen {
 	struct evloop *loop;
+	int found_by_token[700]; /* many loads at once: 1 found, 0 not, -1 no answer yet */
 	uint64_t written_upto;
 	int commits, failed;
 	bool went_back;
@@ -59,7 +60,8 @@ static void on_written(void *arg, uint64_t upto, int status)
 static void on_loaded(void *arg, uint64_t token, int found, const char *state, size_t len)
 {
 	struct seen *s = arg;
-	(void)token;
+	if (token < 700)
+		s->found_by_token[token] = found == 1 ? (unsigned char)state[2] : found;
 	s->loads++;
 	s->last_found = found;
 	s->last_len = len;
@@ -231,4 +233,29 @@ Test(state_pg, a_conninfo_libpq_cannot_parse_is_refused)
 	cr_assert_null(state_pg_open("host=127.0.0.1 no_such_option=1", loop, &quiet, &err));
 	cr_assert_eq(err, -EINVAL);
 	evloop_free(loop);
+}
+
+Test(state_pg, many_loads_go_out_together_and_each_gets_its_row, .init = setup, .fini = teardown)
+{
+	struct fixture f;
+	open_store(&f);
+	uint64_t seq;
+	/* Ids 0..299 hold (small integer) i % 200; 300..599 are not stored. */
+	for (int i = 0; i < 300; i++) {
+		char id[5] = {98, 0, 0, (char)(i >> 8), (char)i};
+		char state[3] = {(char)131, 97, (char)(i % 200)};
+		cr_assert_eq(state_store_write(f.type, (uint32_t)(i % 7), id, sizeof id, state, sizeof state, &seq), 0);
+	}
+	wait_written(&f.seen, seq);
+	for (int i = 0; i < 600; i++)
+		f.seen.found_by_token[i] = -1;
+	for (int i = 0; i < 600; i++) {
+		char id[5] = {98, 0, 0, (char)(i >> 8), (char)i};
+		cr_assert_eq(state_store_load(f.type, (uint32_t)(i % 7), id, sizeof id, (uint64_t)i), 0);
+	}
+	f.seen.wait_loads = 600;
+	sn_run_loop(f.loop, 20000);
+	for (int i = 0; i < 600; i++)
+		cr_assert_eq(f.seen.found_by_token[i], i < 300 ? i % 200 : 0, "id %d: %d", i, f.seen.found_by_token[i]);
+	close_store(&f);
 }
