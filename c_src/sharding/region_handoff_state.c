@@ -286,22 +286,34 @@ void region_state_on_scanned(void *arg, uint64_t token, int status, const char *
 		give_up(r, shard, rc);
 }
 
-/* With a store, each state that came is written here too, so that this
- * node continues it after a restart (shard_state_sink). */
-struct store_sink_ctx {
+/* With a store of this node's own, the states that come are written to
+ * it, not started: the entities load them on their first message, as
+ * after a restart, so a shard whose stored entities were mostly
+ * passivated does not make them all live here. */
+struct store_ctx {
 	struct region *r;
 	uint32_t shard;
+	ei_x_buff x;
 };
 
-static void store_restored(void *arg, const char *id, size_t id_len, const char *state, size_t state_len)
+static int store_record(void *arg, const char *id, size_t id_len, const char *state, size_t state_len)
 {
-	const struct store_sink_ctx *c = arg;
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return;
-	if (ei_x_encode_version(&x) == 0 && term_x_append_raw(&x, state, state_len) == 0)
-		region_store_write(c->r, c->shard, id, id_len, &x);
-	ei_x_free(&x);
+	struct store_ctx *c = arg;
+	c->x.index = 0;
+	if (ei_x_encode_version(&c->x) < 0 || term_x_append_raw(&c->x, state, state_len) != 0)
+		return -ENOMEM;
+	return region_store_write(c->r, c->shard, id, id_len, &c->x);
+}
+
+/* Writes the chunk's states to the store. Returns 0 or a negative errno. */
+static int store_chunk(struct region *r, const struct shard_msg *sm)
+{
+	struct store_ctx c = {.r = r, .shard = sm->shard};
+	if (ei_x_new(&c.x) < 0)
+		return -ENOMEM;
+	int rc = shard_state_each(sm->msg, sm->msg_len, store_record, &c);
+	ei_x_free(&c.x);
+	return rc;
 }
 
 /* A chunk from the old home. Acknowledged whatever becomes of it (with a
@@ -328,14 +340,17 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 				log_warn(r->cfg.log, "region %s: shard %u: out of memory clearing its old records",
 					 r->cfg.type->name, sm->shard);
 		}
-		if (slot->incoming == NULL)
-			slot->incoming = shard_new(sm->shard, r->cfg.type);
-		size_t restored = 0;
-		struct store_sink_ctx ctx = {r, sm->shard};
-		const struct shard_state_sink sink = {store_restored, &ctx};
-		int rc = slot->incoming ? shard_state_import(slot->incoming, sm->msg, sm->msg_len, region_now32(r),
-							     &restored, region_store_active(r) ? &sink : NULL)
-					: -ENOMEM;
+		int rc;
+		if (region_store_active(r)) {
+			rc = store_chunk(r, sm);
+		} else {
+			if (slot->incoming == NULL)
+				slot->incoming = shard_new(sm->shard, r->cfg.type);
+			size_t restored = 0;
+			rc = slot->incoming ? shard_state_import(slot->incoming, sm->msg, sm->msg_len, region_now32(r),
+								 &restored)
+					    : -ENOMEM;
+		}
 		if (rc)
 			log_warn(r->cfg.log, "region %s: shard %u: entity states from %s not all restored (%d)",
 				 r->cfg.type->name, sm->shard, sm->pid.node, rc);

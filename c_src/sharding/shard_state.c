@@ -54,12 +54,8 @@ int shard_state_export(const struct shard *s, struct shard_state_cursor *cur, si
 	return keeps && next < t->cap ? 1 : 0;
 }
 
-int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t now_ms, size_t *restored,
-		       const struct shard_state_sink *sink)
+int shard_state_each(const char *chunk, size_t len, shard_state_each_fn fn, void *arg)
 {
-	*restored = 0;
-	if (!entity_type_keeps_state(s->type))
-		return -EINVAL;
 	int ii = 0, n;
 	if (ei_decode_list_header(chunk, &ii, &n) < 0)
 		return -EPROTO;
@@ -80,18 +76,12 @@ int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t 
 		term_skip(chunk, &i);
 		size_t state_len = (size_t)(chunk + i - state);
 		id.index = 0;
-		/* Ids travel as terms; the table keys on canonical bytes. */
+		/* Ids travel as terms; tables and stores key on canonical bytes. */
 		if (entity_id_canonical(raw_id, raw_id_len, &id) != 0) {
 			rc = -EPROTO;
 			break;
 		}
-		rc = shard_restore_entity(s, id.buff, (size_t)id.index, state, state_len, now_ms);
-		if (rc > 0) {
-			(*restored)++;
-			if (sink != NULL)
-				sink->restored(sink->arg, id.buff, (size_t)id.index, state, state_len);
-			rc = 0;
-		}
+		rc = fn(arg, id.buff, (size_t)id.index, state, state_len);
 	}
 	if (rc == 0 && n > 0) {
 		/* The tail of a proper list. */
@@ -105,4 +95,30 @@ int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t 
 		rc = -EPROTO;
 	ei_x_free(&id);
 	return rc;
+}
+
+struct import_ctx {
+	struct shard *s;
+	uint32_t now_ms;
+	size_t *restored;
+};
+
+static int import_one(void *arg, const char *id, size_t id_len, const char *state, size_t state_len)
+{
+	struct import_ctx *c = arg;
+	int rc = shard_restore_entity(c->s, id, id_len, state, state_len, c->now_ms);
+	if (rc > 0) {
+		(*c->restored)++;
+		rc = 0;
+	}
+	return rc;
+}
+
+int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t now_ms, size_t *restored)
+{
+	*restored = 0;
+	if (!entity_type_keeps_state(s->type))
+		return -EINVAL;
+	struct import_ctx c = {s, now_ms, restored};
+	return shard_state_each(chunk, len, import_one, &c);
 }

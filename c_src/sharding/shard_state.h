@@ -42,24 +42,27 @@ struct shard_state_cursor {
 int shard_state_export(const struct shard *s, struct shard_state_cursor *cur, size_t max_bytes, ei_x_buff *out,
 		       size_t *count);
 
-/* Told of each entity a chunk restored: its canonical id and its state
- * term (no version byte), valid during the call. For a store to keep. */
-struct shard_state_sink {
-	void (*restored)(void *arg, const char *id, size_t id_len, const char *state, size_t state_len);
-	void *arg;
-};
+/* One entity of a chunk: its canonical id and its state term (no version
+ * byte), valid during the call. Returns 0 to go on, or a negative errno
+ * that ends the walk and is returned. */
+typedef int (*shard_state_each_fn)(void *arg, const char *id, size_t id_len, const char *state, size_t state_len);
+
+/* Walks a chunk [{Id, State}] (a validated term, no version byte, `len`
+ * bytes), calling `fn` for each entity in order. Returns 0; -EPROTO for a
+ * chunk that is not [{Id, State}] or an id that is no entity id; -ENOMEM;
+ * or fn's error. The entities before a fault have been seen. */
+int shard_state_each(const char *chunk, size_t len, shard_state_each_fn fn, void *arg);
 
 /* Restores the entities of one chunk (a validated term, no version byte,
  * `len` bytes) into `s`: each is started (the type's start callback) and
  * given its state (decode_state), and the observer hears it started. An id
  * that is live already is left as it is. *restored gets how many were
- * started; `sink` (NULL: none) hears of each.
+ * started.
  *
  * Returns 0; -EPROTO for a chunk that is not [{Id, State}], an id that is
  * no entity id, or a state the type refuses; -EINVAL when the shard's
  * type keeps no state; -ENOMEM. On an error the entities before the fault
  * stay restored and the one at fault is not left behind. */
-int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t now_ms, size_t *restored,
-		       const struct shard_state_sink *sink);
+int shard_state_import(struct shard *s, const char *chunk, size_t len, uint32_t now_ms, size_t *restored);
 
 #endif

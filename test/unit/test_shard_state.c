@@ -75,7 +75,7 @@ static size_t move_all(const struct shard *from, struct shard *to, size_t max_by
 		size_t end = 0;
 		cr_assert_eq(term_validate(exact, (size_t)x.index, &end), 0, "a chunk is a term");
 		cr_assert_eq(end, (size_t)x.index);
-		cr_assert_eq(shard_state_import(to, exact, (size_t)x.index, 0, &restored, NULL), 0);
+		cr_assert_eq(shard_state_import(to, exact, (size_t)x.index, 0, &restored), 0);
 		cr_assert_eq(restored, n);
 		if (more && n > 1)
 			cr_assert_lt((size_t)x.index - 0, max_bytes + 64, "bounded: at most one entity past the limit");
@@ -150,7 +150,7 @@ Test(shard_state, a_type_without_state_exports_nothing_and_imports_nothing)
 	size_t n, restored;
 	cr_assert_eq(shard_state_export(a, &cur, 1000, &x, &n), 0);
 	cr_assert_eq(n, 0, "echo keeps no state: it starts afresh elsewhere");
-	cr_assert_eq(shard_state_import(a, x.buff, (size_t)x.index, 0, &restored, NULL), -EINVAL);
+	cr_assert_eq(shard_state_import(a, x.buff, (size_t)x.index, 0, &restored), -EINVAL);
 	ei_x_free(&x);
 	ei_x_free(&id);
 	ei_x_free(&msg);
@@ -164,7 +164,7 @@ static int import_fmt(struct shard *s, const char *fmt, size_t *restored)
 	sn_x_new(&x);
 	cr_assert_eq(ei_x_format_wo_ver(&x, fmt), 0, "%s", fmt);
 	char *exact = sn_dup_exact(x.buff, (size_t)x.index);
-	int rc = shard_state_import(s, exact, (size_t)x.index, 0, restored, NULL);
+	int rc = shard_state_import(s, exact, (size_t)x.index, 0, restored);
 	free(exact);
 	ei_x_free(&x);
 	return rc;
