@@ -66,10 +66,11 @@ static int send_chunk(struct region *r, uint32_t shard, const char *chunk, size_
 	return rc;
 }
 
-/* Chunks (and scans for chunks) the region's streams have out. Counted
- * when needed rather than kept, so no way a stream ends can leave it
- * wrong; a few hundred slots per acknowledgement cost nothing. */
-static uint32_t region_chunks_out(const struct region *r)
+/* Room left in the region's window: REGION_STATE_WINDOW less the chunks
+ * (and scans for chunks) its streams have out. Counted once per event
+ * rather than kept, so no way a stream ends can leave a count wrong; the
+ * pumps below take it as `room` and spend it. */
+static uint32_t region_window_room(const struct region *r)
 {
 	uint32_t n = 0;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
@@ -77,16 +78,21 @@ static uint32_t region_chunks_out(const struct region *r)
 		if (slot->st.state == SLOT_SENDING_STATE)
 			n += slot->out.next_seq - slot->out.acked + (slot->out.scan_in_flight ? 1 : 0);
 	}
-	return n;
+	return n < REGION_STATE_WINDOW ? REGION_STATE_WINDOW - n : 0;
+}
+
+/* Whether the stream may put another chunk out, room permitting. */
+static bool stream_open(const struct state_out *out)
+{
+	return !out->last_sent && !out->scan_in_flight && out->next_seq - out->acked < STATE_WINDOW;
 }
 
 /* With a store: asks it for the next chunk when the windows have room and
  * the writes before the stream are committed. Returns 0 or -errno. */
-static int pump_store(struct region *r, uint32_t shard)
+static int pump_store(struct region *r, uint32_t shard, uint32_t *room)
 {
 	struct state_out *out = &r->slots[shard].out;
-	if (out->last_sent || out->scan_in_flight || out->next_seq - out->acked >= STATE_WINDOW ||
-	    region_chunks_out(r) >= REGION_STATE_WINDOW)
+	if (!stream_open(out) || *room == 0)
 		return 0;
 	if (out->commit_needed > r->written_upto) {
 		r->streams_awaiting_commit = true; /* region_state_on_committed */
@@ -96,24 +102,27 @@ static int pump_store(struct region *r, uint32_t shard)
 		/* The new home reads the states from the store itself: the
 		 * stream is one empty chunk, sent once the writes are in. */
 		const char nil = ERL_NIL_EXT;
+		(*room)--;
 		return send_chunk(r, shard, &nil, 1, true);
 	}
 	int rc = state_store_scan(r->store, shard, out->scan_key, out->scan_key_len, STATE_CHUNK_BYTES,
 				 ((uint64_t)out->gen << 32) | shard);
 	out->scan_in_flight = rc == 0;
+	if (rc == 0)
+		(*room)--;
 	return rc;
 }
 
-/* Sends chunks while the window has room. Returns 0, or a negative errno
- * when a chunk could not be built or sent (the stream is then over). */
-static int pump(struct region *r, uint32_t shard)
+/* Sends chunks while the stream's window and `room` allow. Returns 0, or
+ * a negative errno when a chunk could not be built or sent (the stream is
+ * then over). */
+static int pump(struct region *r, uint32_t shard, uint32_t *room)
 {
 	if (r->slots[shard].out.from_store)
-		return pump_store(r, shard);
+		return pump_store(r, shard, room);
 	struct shard_slot *slot = &r->slots[shard];
 	struct state_out *out = &slot->out;
-	while (!out->last_sent && out->next_seq - out->acked < STATE_WINDOW &&
-	       region_chunks_out(r) < REGION_STATE_WINDOW) {
+	while (stream_open(out) && *room > 0) {
 		ei_x_buff chunk;
 		if (ei_x_new(&chunk) < 0)
 			return -ENOMEM;
@@ -123,6 +132,7 @@ static int pump(struct region *r, uint32_t shard)
 		ei_x_free(&chunk);
 		if (rc)
 			return rc;
+		(*room)--;
 	}
 	return 0;
 }
@@ -151,21 +161,21 @@ void region_state_send_start(struct region *r, uint32_t shard)
 	slot->out.commit_needed = slot->out.from_store ? region_store_last_queued(r) : 0;
 	log_debug(r->cfg.log, "region %s: shard %u: sending %zu entity states to %s", r->cfg.type->name, shard,
 		  slot->shard->entities.count, slot->home_region.node);
-	int rc = pump(r, shard);
+	uint32_t room = region_window_room(r);
+	int rc = pump(r, shard, &room);
 	if (rc)
 		give_up(r, shard, rc);
 }
 
-/* Room in the region's window: the streams that wait for it go on, the
- * lowest shard first. */
-static void pump_waiting(struct region *r)
+/* The streams that wait go on while `room` lasts, the lowest shard first:
+ * after an acknowledgement, a stream's end, or a commit they waited for. */
+static void pump_waiting(struct region *r, uint32_t *room)
 {
-	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_chunks_out(r) < REGION_STATE_WINDOW; s++) {
+	for (uint32_t s = 0; s < r->cfg.number_of_shards && *room > 0; s++) {
 		struct shard_slot *slot = &r->slots[s];
-		if (slot->st.state != SLOT_SENDING_STATE || slot->out.last_sent || slot->out.scan_in_flight ||
-		    slot->out.next_seq - slot->out.acked >= STATE_WINDOW)
+		if (slot->st.state != SLOT_SENDING_STATE || !stream_open(&slot->out))
 			continue;
-		int rc = pump(r, s);
+		int rc = pump(r, s, room);
 		if (rc)
 			give_up(r, s, rc);
 	}
@@ -184,9 +194,10 @@ static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_
 	out->acked++;
 	if (out->last_sent && out->acked == out->next_seq)
 		region_step(r, shard, SLOT_STATE_SENT);
-	else if ((rc = pump(r, shard)) != 0)
+	uint32_t room = region_window_room(r);
+	if (slot->st.state == SLOT_SENDING_STATE && (rc = pump(r, shard, &room)) != 0)
 		give_up(r, shard, rc);
-	pump_waiting(r);
+	pump_waiting(r, &room);
 }
 
 /* With a store, a chunk is acknowledged once its states are committed
@@ -247,15 +258,8 @@ void region_state_on_committed(struct region *r)
 	if (!r->streams_awaiting_commit)
 		return;
 	r->streams_awaiting_commit = false;
-	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
-		struct shard_slot *slot = &r->slots[s];
-		if (slot->st.state != SLOT_SENDING_STATE || !slot->out.from_store || slot->out.scan_in_flight ||
-		    slot->out.last_sent)
-			continue;
-		int rc = pump_store(r, s); /* sets the flag again if it still waits */
-		if (rc)
-			give_up(r, s, rc);
-	}
+	uint32_t room = region_window_room(r);
+	pump_waiting(r, &room); /* a stream still waiting sets the flag again */
 }
 
 void region_state_on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
@@ -280,8 +284,9 @@ void region_state_on_scanned(void *arg, uint64_t token, int status, const char *
 		}
 		rc = send_chunk(r, shard, chunk, len, !more);
 	}
+	uint32_t room = region_window_room(r);
 	if (rc == 0)
-		rc = pump_store(r, shard);
+		rc = pump_store(r, shard, &room);
 	if (rc)
 		give_up(r, shard, rc);
 }
@@ -374,7 +379,8 @@ void region_state_on_nodedown(struct region *r, const char *node)
 		if (slot->st.state == SLOT_SENDING_STATE && strcmp(slot->home_region.node, node) == 0)
 			give_up(r, s, -ENOTCONN);
 	}
-	pump_waiting(r); /* the streams that ended left room */
+	uint32_t room = region_window_room(r);
+	pump_waiting(r, &room); /* the streams that ended left room */
 }
 
 struct shard *region_state_take_incoming(struct shard_slot *slot)
