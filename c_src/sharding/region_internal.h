@@ -313,10 +313,11 @@ static inline bool region_store_shared(const struct region *r) { return r->store
  * passivate need no load). False without a store. */
 bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg);
 
-/* Loads a remembered entity's stored state and starts it with it (or
- * afresh, with none); the shard's messages wait meanwhile. Returns 0 (also
- * when it is live already) or -ENOMEM. */
-int region_store_load_entity(struct region *r, uint32_t shard, const char *id, size_t id_len);
+/* Starts a remembered entity of hosted shard `shard` without a message:
+ * at once, or with a store once its stored state is loaded (the shard's
+ * messages wait meanwhile). Returns 0 (also when it is live already) or
+ * -ENOMEM. */
+int region_start_entity(struct region *r, uint32_t shard, const char *id, size_t id_len);
 
 /* Frees the slot's loads under way (the shard left). */
 void region_store_drop_loads(struct shard_slot *slot);

@@ -40,10 +40,7 @@ struct start_ctx {
 static void start_one(void *arg, const char *id, size_t len)
 {
 	struct start_ctx *c = arg;
-	/* With a store, it starts with its stored state, once loaded. */
-	int rc = region_store_active(c->r) ? region_store_load_entity(c->r, c->shard->id, id, len)
-					   : shard_start_entity(c->shard, id, len, region_now32(c->r));
-	if (rc != 0)
+	if (region_start_entity(c->r, c->shard->id, id, len) != 0)
 		c->failed++;
 }
 
@@ -100,10 +97,7 @@ static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t
 		r->remembered_pending = true;
 		return;
 	}
-	if (region_store_active(r))
-		region_store_load_entity(r, shard, id, len);
-	else
-		shard_start_entity(r->slots[shard].shard, id, len, region_now32(r));
+	region_start_entity(r, shard, id, len);
 }
 
 static bool hosts_shard(void *arg, uint32_t shard)

@@ -59,11 +59,6 @@ uint64_t region_store_last_queued(const struct region *r)
 	return state_store_last_queued(r->cfg.store);
 }
 
-static uint64_t last_queued(const struct region *r)
-{
-	return region_store_last_queued(r);
-}
-
 /* ---- loading ---- */
 
 static int start_load(struct region *r, uint32_t shard, const char *id, size_t id_len)
@@ -103,7 +98,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 		 * messages: a slow store holds the next messages in the shards'
 		 * buffers (bounded by buffer_size) rather than taking on more
 		 * changes it cannot confirm. */
-		slot->load_after = last_queued(r);
+		slot->load_after = region_store_last_queued(r);
 		r->slots_awaiting_commit = true;
 		return true;
 	}
@@ -113,7 +108,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	/* The writes queued so far first: one of them may be this entity's
 	 * last change before it was passivated. Only those: later ones do
 	 * not hold the load back, however many keep coming. */
-	uint64_t need = last_queued(r);
+	uint64_t need = region_store_last_queued(r);
 	if (need > r->written_upto) {
 		slot->load_after = need;
 		r->slots_awaiting_commit = true;
@@ -233,7 +228,7 @@ static void forget_entity(struct region *r, const struct held_reply *h)
 
 void region_store_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply)
 {
-	uint64_t need = last_queued(r);
+	uint64_t need = region_store_last_queued(r);
 	if (need <= r->written_upto) {
 		region_answer(r, e, reply);
 		return;
@@ -330,9 +325,11 @@ void region_store_tick(struct region *r)
 	release(r, UINT64_MAX, "store_unavailable", true);
 }
 
-int region_store_load_entity(struct region *r, uint32_t shard, const char *id, size_t id_len)
+int region_start_entity(struct region *r, uint32_t shard, const char *id, size_t id_len)
 {
 	struct shard_slot *slot = &r->slots[shard];
+	if (!region_store_active(r))
+		return shard_start_entity(slot->shard, id, id_len, region_now32(r));
 	if (slot->shard != NULL && shard_entity_live(slot->shard, id, id_len))
 		return 0;
 	return start_load(r, shard, id, id_len);
@@ -364,7 +361,7 @@ int region_store_start(struct region *r)
 	r->store = state_store_type_open(r->cfg.store, r->cfg.type->name, &cb, &err);
 	if (r->store == NULL)
 		return err;
-	r->written_upto = last_queued(r);
+	r->written_upto = region_store_last_queued(r);
 	return 0;
 }
 
