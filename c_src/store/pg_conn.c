@@ -31,7 +31,8 @@ struct pg_conn {
 	const struct logger *log;
 	char *conninfo;
 	PGconn *pg;
-	int fd; /* the socket watched, -1: none */
+	int fd;          /* the socket watched, -1: none */
+	uint32_t events; /* what it is watched for */
 	enum pg_phase phase;
 	struct evloop_timer retry;
 	uint32_t backoff_ms;
@@ -87,11 +88,18 @@ static int watch(struct pg_conn *c, uint32_t events)
 		if (fd < 0)
 			return -EBADF;
 		int rc = evloop_watch(c->loop, fd, events, on_io, c);
-		if (rc == 0)
+		if (rc == 0) {
 			c->fd = fd;
+			c->events = events;
+		}
 		return rc;
 	}
-	return evloop_rewatch(c->loop, fd, events);
+	if (events == c->events)
+		return 0; /* every batch flushes: no epoll_ctl for nothing */
+	int rc = evloop_rewatch(c->loop, fd, events);
+	if (rc == 0)
+		c->events = events;
+	return rc;
 }
 
 /* The connection failed or was lost: everything waiting is answered
