@@ -235,6 +235,7 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 		if (slot->shard == NULL)
 			return; /* retried: the home request stays outstanding */
 		r->nlocal++;
+		region_store_claim(r, shard); /* before anything of it is loaded */
 		region_start_remembered(r, slot->shard);
 	}
 	if (!here)

@@ -104,6 +104,9 @@ struct shard_slot {
 	 * none). Either makes the shard's messages wait in its buffer. */
 	struct pending_load *loads;
 	uint64_t load_after;
+	/* With a shared store: claims of the shard not yet committed
+	 * (state_store_claim). Its messages wait in its buffer until none is. */
+	uint32_t claims_waiting;
 };
 
 struct region {
@@ -322,8 +325,14 @@ int region_start_entity(struct region *r, uint32_t shard, const char *id, size_t
 /* Frees the slot's loads under way (the shard left). */
 void region_store_drop_loads(struct shard_slot *slot);
 
+/* The shard is hosted here from now on: with a shared store, claim it
+ * (fencing, state_store.h) — its messages wait until the claim is
+ * committed. Nothing to do otherwise. */
+void region_store_claim(struct region *r, uint32_t shard);
+
 /* Queues the entity's new state (`state`: a term with its version byte) or,
- * state NULL, its deletion. Returns 0 or -ENOMEM. */
+ * state NULL, its deletion. Returns 0, -ENOMEM, or -ESTALE (a shared
+ * store: the shard is not claimed, or was claimed by another member). */
 int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state);
 
 /* Queues the deletion of every stored record of `shard` (a stream of its

@@ -192,6 +192,17 @@ int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, 
 			return -EPERM;
 		*todo = moved_off(s, ev->now);
 		return 0;
+	case SLOT_FENCED:
+		/* shard_stopped ends a handoff the coordinator may have under
+		 * way (it ignores one otherwise); the answer to the request
+		 * says where the shard lives — maybe here again, which claims
+		 * it anew. */
+		if (!region_slot_hosted(s))
+			return -EPERM;
+		s->acks = 0;
+		s->acks_needed = 0;
+		*todo = ask(s, ev->now) | SLOT_DO_STOP;
+		return 0;
 	}
 	return -EINVAL;
 }

@@ -37,6 +37,8 @@
  *                the move is alive, its clock starts again)
  *   MOVING       -tick after handoff_timeout_ms-> ASKED (the move was
  *                abandoned: ask where it lives)
+ *   LOCAL, HANDING_OFF -fenced-> ASKED (stop it, tell the coordinator
+ *                shard_stopped, ask where it lives)
  *
  * Anything else is refused: the slot is left as it was, nothing to do.
  * See docs/contract.md ("A cluster") for what handoff promises.
@@ -95,6 +97,10 @@ enum region_slot_event_kind {
 	/* The new home acknowledged the last chunk of the shard's state, or
 	 * will never (its node went down): the shard goes. */
 	SLOT_STATE_SENT,
+	/* The shared store refused the shard's writes: another member claimed
+	 * it since (state_store.h, fencing). It goes, and the coordinator is
+	 * asked where it lives now. */
+	SLOT_FENCED,
 };
 
 struct region_slot_event {

@@ -16,6 +16,12 @@
  *   state for the writer thread, which commits the changes of many
  *   entities together.
  *
+ *   Fencing. With a store every member shares (postgres), a shard hosted
+ *   here is claimed first, and its messages wait for the claim; a store
+ *   that reports the shard fenced (another member claimed it since) has
+ *   refused its writes: their replies get {error, store_unavailable}, and
+ *   the shard stops here and asks where it lives.
+ *
  *   Holding replies. Acknowledged means durable: the reply to a message
  *   waits until every write queued up to its own handling is committed —
  *   also the reply to a message that changed nothing, which may show a
@@ -88,6 +94,8 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	struct shard_slot *slot = &r->slots[shard];
 	if (r->store == NULL)
 		return false;
+	if (slot->claims_waiting > 0)
+		return true; /* nothing of the shard is handled before its claim */
 	if (slot->loads != NULL)
 		return true; /* the shard's messages wait for an earlier load */
 	if (slot->load_after > r->written_upto)
@@ -190,6 +198,43 @@ void region_store_drop_loads(struct shard_slot *slot)
 	slot->load_after = 0;
 }
 
+/* ---- fencing ---- */
+
+void region_store_claim(struct region *r, uint32_t shard)
+{
+	if (r->store == NULL)
+		return;
+	int rc = state_store_claim(r->store, shard);
+	if (rc == 0)
+		r->slots[shard].claims_waiting++;
+	else if (rc < 0)
+		/* Its writes will be refused (-ESTALE): the callers learn it. */
+		log_error(r->cfg.log, "region %s: shard %u: claiming it in the store failed (%d)",
+			  r->cfg.type->name, shard, rc);
+}
+
+static void on_claimed(void *arg, uint32_t shard)
+{
+	struct region *r = arg;
+	if (shard >= r->cfg.number_of_shards || r->slots[shard].claims_waiting == 0)
+		return;
+	if (--r->slots[shard].claims_waiting == 0)
+		resume_slot(r, shard);
+}
+
+static void release_shard(struct region *r, uint32_t shard, const char *error);
+
+static void on_fenced(void *arg, uint32_t shard)
+{
+	struct region *r = arg;
+	if (shard >= r->cfg.number_of_shards)
+		return;
+	log_warn(r->cfg.log, "region %s: shard %u: another member claimed it in the store; its writes from "
+		 "here are refused: it stops here", r->cfg.type->name, shard);
+	release_shard(r, shard, "store_unavailable");
+	region_step(r, shard, SLOT_FENCED);
+}
+
 /* ---- holding replies ---- */
 
 static void send_held(struct region *r, struct held_reply *h, const char *error)
@@ -279,6 +324,28 @@ static void release(struct region *r, uint64_t upto, const char *error, bool for
 	}
 }
 
+/* Answers every held reply of `shard` {error, error}: its writes were
+ * refused. The entities stop too (the shard goes). */
+static void release_shard(struct region *r, uint32_t shard, const char *error)
+{
+	struct held_reply **at = &r->held_head, *prev = NULL;
+	while (*at) {
+		struct held_reply *h = *at;
+		if (h->shard != shard) {
+			prev = h;
+			at = &h->next;
+			continue;
+		}
+		*at = h->next;
+		if (r->held_tail == h)
+			r->held_tail = prev;
+		r->held_count--;
+		forget_entity(r, h);
+		send_held(r, h, error);
+		free(h);
+	}
+}
+
 static void on_written(void *arg, uint64_t upto, int status)
 {
 	struct region *r = arg;
@@ -357,7 +424,14 @@ int region_store_start(struct region *r)
 	if (r->cfg.store == NULL || !entity_type_keeps_state(r->cfg.type) || r->cfg.proxy_only)
 		return 0;
 	int err = 0;
-	const struct state_store_callbacks cb = {on_written, on_loaded, region_state_on_scanned, r};
+	const struct state_store_callbacks cb = {
+		.written = on_written,
+		.loaded = on_loaded,
+		.scanned = region_state_on_scanned,
+		.claimed = on_claimed,
+		.fenced = on_fenced,
+		.arg = r,
+	};
 	r->store = state_store_type_open(r->cfg.store, r->cfg.type->name, &cb, &err);
 	if (r->store == NULL)
 		return err;

@@ -1,7 +1,7 @@
 /*
  * state_store.h — what a region asks of a durable store of entity states,
  * whichever store it is (docs/contract.md, "Entity state"): `lmdb`
- * (state_lmdb.h) today.
+ * (state_lmdb.h) and `postgres` (state_pg.h).
  *
  * A store is one object per node; each entity type opens a handle on it.
  * Records are keyed by (type, shard, canonical id) and hold the state as an
@@ -11,7 +11,16 @@
  *
  * Writes are numbered in the order queued (1, 2, ...), across all types of
  * the store, and are reported committed in that order: "written up to N"
- * says all there is to say about a write.
+ * says all there is to say about a write — except, in a store every member
+ * shares, that a write may be refused as stale (fenced, below).
+ *
+ * Fencing (a shared store): a node that starts hosting a shard claims it
+ * first (state_store_claim). The claim takes an epoch greater than any
+ * claim of the shard before, by any member, and the store keeps the
+ * shard's newest epoch; each write carries its node's epoch of the shard,
+ * and a write whose epoch is not the newest is not applied. So a node that
+ * lost a shard while paused or cut off cannot overwrite what the shard's
+ * new home wrote, whatever it still has queued or still believes.
  *
  * An implementation embeds `struct state_store` as the first member of its
  * store and `struct state_store_type` as the first member of its type
@@ -43,6 +52,18 @@ typedef void (*state_store_loaded_fn)(void *arg, uint64_t token, int found, cons
 typedef void (*state_store_scanned_fn)(void *arg, uint64_t token, int status, const char *chunk, size_t len,
 				       bool more, const char *last_key, size_t last_key_len);
 
+/* The claim of `shard` (state_store_claim) is committed: this node's
+ * writes of it now carry the shard's newest epoch, and its loads are
+ * answered from here on. */
+typedef void (*state_store_claimed_fn)(void *arg, uint32_t shard);
+
+/* Another member claimed `shard` since this node did: this node's writes
+ * of it not yet reported written are not in the store, and no later one
+ * will be, until it claims the shard again. Called before the written()
+ * that covers them (which reports the status of the others in their
+ * commit). Called once per claim lost. */
+typedef void (*state_store_fenced_fn)(void *arg, uint32_t shard);
+
 /* The most bytes a scan's cursor key has. */
 #define STATE_STORE_KEY_MAX 511
 
@@ -50,6 +71,8 @@ struct state_store_callbacks {
 	state_store_written_fn written;
 	state_store_loaded_fn loaded;
 	state_store_scanned_fn scanned;
+	state_store_claimed_fn claimed; /* a shared store only */
+	state_store_fenced_fn fenced;   /* likewise */
 	void *arg;
 };
 
@@ -69,6 +92,7 @@ struct state_store_ops {
 		    size_t max_bytes, uint64_t token);
 	void (*cancel_queued)(struct state_store_type *t);
 	uint64_t (*last_queued)(const struct state_store *s);
+	int (*claim)(struct state_store_type *t, uint32_t shard); /* NULL: nothing to claim */
 };
 
 struct state_store {
@@ -128,8 +152,9 @@ static inline int state_store_delete_shard(struct state_store_type *t, uint32_t 
 
 /* Queues a load of (shard, id), answered with `token`. A load sees every
  * write committed before it runs, maybe later ones: a caller that must not
- * miss a write waits for its commit first. Returns 0 or -ENOMEM (no answer
- * will come). */
+ * miss a write waits for its commit first. A load of a shard whose claim
+ * is under way runs after the claim is committed. Returns 0 or -ENOMEM (no
+ * answer will come). */
 static inline int state_store_load(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len,
 				   uint64_t token)
 {
@@ -152,6 +177,20 @@ static inline int state_store_scan(struct state_store_type *t, uint32_t shard, c
 static inline void state_store_cancel_queued(struct state_store_type *t)
 {
 	t->store->ops->cancel_queued(t);
+}
+
+/* Claims `shard` for this node (fencing, above): the shard's epoch grows
+ * past every claim before, and claimed() says when it is committed — the
+ * store keeps trying until it is (while its server is away, say), unless
+ * the type closes. Until then this node must not write the shard; its
+ * loads of it wait. Claiming a shard again (it came back) takes a newer
+ * epoch. Returns 0 (claimed() will follow), 1 (a store of this node's own:
+ * nobody else writes it, nothing to claim, no callback), or -ENOMEM. */
+static inline int state_store_claim(struct state_store_type *t, uint32_t shard)
+{
+	if (t->store->ops->claim == NULL)
+		return 1;
+	return t->store->ops->claim(t, shard);
 }
 
 /* The number of the last write queued (0: none yet). */

@@ -436,3 +436,26 @@ Test(region_slot, state_names)
 	cr_assert_str_eq(region_slot_state_name(SLOT_SENDING_STATE), "sending_state");
 	cr_assert_str_eq(region_slot_state_name((enum region_slot_state)42), "?");
 }
+
+Test(region_slot, fenced_stops_a_hosted_shard_and_asks_where_it_lives)
+{
+	const enum region_slot_state hosted[] = {SLOT_LOCAL, SLOT_HANDING_OFF};
+	for (size_t k = 0; k < SN_ARRAY_LEN(hosted); k++) {
+		struct region_slot s = slot_in(hosted[k]);
+		unsigned todo;
+		cr_assert_eq(step(&s, SLOT_FENCED, 700, &todo), 0);
+		cr_assert_eq(todo, (unsigned)(SLOT_DO_ASK | SLOT_DO_STOP), "%s", region_slot_state_name(hosted[k]));
+		cr_assert_eq(s.state, SLOT_ASKED);
+		cr_assert_eq(s.since, 700u, "asking again after retry_ms from now");
+		cr_assert_eq(s.acks, 0u, "a handoff under way is over here");
+		cr_assert_eq(s.acks_needed, 0u);
+		cr_assert(!region_slot_hosted(&s));
+	}
+}
+
+Test(region_slot, fenced_is_taken_only_while_hosted)
+{
+	for (size_t k = 0; k < SN_ARRAY_LEN(all_states); k++)
+		if (all_states[k] != SLOT_LOCAL && all_states[k] != SLOT_HANDING_OFF)
+			assert_refused(all_states[k], SLOT_FENCED, 4000);
+}

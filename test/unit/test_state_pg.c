@@ -3,7 +3,8 @@
  * interface, against a real server (pg_server.h): the schema made on
  * connect, writes committed in order and few transactions, loads and
  * deletes, the rows as SQL sees them, a server that goes away with a batch
- * out and comes back, cancelled writes.
+ * out and comes back, cancelled writes; claims and fencing between two
+ * members' stores on one database.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -42,6 +43,10 @@ struct seen {
 	int last_found;
 	char last_state[64];
 	size_t last_len;
+	int claimed, wait_claimed;
+	int loads_before_claimed; /* loads answered while a claim was out */
+	int fenced[64];           /* by shard */
+	uint64_t written_when_fenced;
 };
 
 static void on_written(void *arg, uint64_t upto, int status)
@@ -57,9 +62,28 @@ static void on_written(void *arg, uint64_t upto, int status)
 		evloop_stop(s->loop);
 }
 
+static void on_claimed(void *arg, uint32_t shard)
+{
+	(void)shard;
+	struct seen *s = arg;
+	s->claimed++;
+	if (s->wait_claimed && s->claimed >= s->wait_claimed)
+		evloop_stop(s->loop);
+}
+
+static void on_fenced(void *arg, uint32_t shard)
+{
+	struct seen *s = arg;
+	cr_assert_lt(shard, 64);
+	s->fenced[shard]++;
+	s->written_when_fenced = s->written_upto;
+}
+
 static void on_loaded(void *arg, uint64_t token, int found, const char *state, size_t len)
 {
 	struct seen *s = arg;
+	if (s->wait_claimed && s->claimed < s->wait_claimed)
+		s->loads_before_claimed++;
 	if (token < 700)
 		s->found_by_token[token] = found == 1 ? (unsigned char)state[2] : found;
 	s->loads++;
@@ -99,6 +123,17 @@ static int load_one(struct state_store_type *t, struct seen *s, const char *id, 
 	return s->last_found;
 }
 
+/* Claims shards [from, to) and waits until every claim is committed. */
+static void claim(struct state_store_type *t, struct seen *s, uint32_t from, uint32_t to)
+{
+	for (uint32_t shard = from; shard < to; shard++)
+		cr_assert_eq(state_store_claim(t, shard), 0);
+	s->wait_claimed = s->claimed + (int)(to - from);
+	sn_run_loop(s->loop, 20000);
+	cr_assert_geq(s->claimed, s->wait_claimed);
+	s->wait_claimed = 0;
+}
+
 struct fixture {
 	struct evloop *loop;
 	struct state_store *store;
@@ -106,10 +141,11 @@ struct fixture {
 	struct seen seen;
 };
 
-static void open_store(struct fixture *f)
+/* A store on the test's server on `loop`, type "counter" open, shards
+ * 0..39 claimed unless `claim_none`. */
+static void open_store_on(struct fixture *f, struct evloop *loop, bool claim_none)
 {
-	f->loop = evloop_new();
-	cr_assert_not_null(f->loop);
+	f->loop = loop;
 	f->seen = (struct seen){.loop = f->loop};
 	char ci[160];
 	pg_server_conninfo(&srv, ci, sizeof ci);
@@ -118,15 +154,30 @@ static void open_store(struct fixture *f)
 	cr_assert_not_null(pg, "%d", err);
 	f->store = state_pg_store(pg);
 	cr_assert(f->store->shared);
-	const struct state_store_callbacks cb = {on_written, on_loaded, on_scanned, &f->seen};
+	const struct state_store_callbacks cb = {.written = on_written, .loaded = on_loaded, .scanned = on_scanned,
+						 .claimed = on_claimed, .fenced = on_fenced, .arg = &f->seen};
 	f->type = state_store_type_open(f->store, "counter", &cb, &err);
 	cr_assert_not_null(f->type);
+	if (!claim_none)
+		claim(f->type, &f->seen, 0, 40);
+}
+
+static void open_store(struct fixture *f)
+{
+	struct evloop *loop = evloop_new();
+	cr_assert_not_null(loop);
+	open_store_on(f, loop, false);
+}
+
+static void close_store_only(struct fixture *f)
+{
+	state_store_type_close(f->type);
+	state_store_free(f->store);
 }
 
 static void close_store(struct fixture *f)
 {
-	state_store_type_close(f->type);
-	state_store_free(f->store);
+	close_store_only(f);
 	evloop_free(f->loop);
 }
 
@@ -258,4 +309,93 @@ Test(state_pg, many_loads_go_out_together_and_each_gets_its_row, .init = setup, 
 	for (int i = 0; i < 600; i++)
 		cr_assert_eq(f.seen.found_by_token[i], i < 300 ? i % 200 : 0, "id %d: %d", i, f.seen.found_by_token[i]);
 	close_store(&f);
+}
+
+Test(state_pg, loads_of_a_shard_wait_for_its_claim_and_unclaimed_shards_are_not_written, .init = setup,
+     .fini = teardown)
+{
+	struct fixture f;
+	struct evloop *loop = evloop_new();
+	open_store_on(&f, loop, true);
+	uint64_t seq = 0;
+	cr_assert_eq(state_store_write(f.type, 2, id_a, sizeof id_a, seven, sizeof seven, &seq), -ESTALE,
+		     "a shard not claimed is not written");
+	/* Queued in the same turn, the load goes out after the claim and is
+	 * answered only once it is committed. */
+	cr_assert_eq(state_store_claim(f.type, 2), 0);
+	cr_assert_eq(state_store_load(f.type, 2, id_a, sizeof id_a, 1), 0);
+	f.seen.wait_claimed = 1;
+	f.seen.wait_loads = 1;
+	sn_run_loop(f.loop, 20000);
+	if (f.seen.loads < 1) {
+		f.seen.wait_claimed = 0;
+		sn_run_loop(f.loop, 20000);
+	}
+	cr_assert_eq(f.seen.claimed, 1);
+	cr_assert_eq(f.seen.loads, 1);
+	cr_assert_eq(f.seen.loads_before_claimed, 0);
+	cr_assert_eq(state_store_write(f.type, 2, id_a, sizeof id_a, seven, sizeof seven, &seq), 0);
+	wait_written(&f.seen, seq);
+	cr_assert_eq(f.seen.failed, 0);
+
+	char out[128];
+	psql("SELECT version FROM shardnode_schema", out, sizeof out);
+	cr_assert_str_eq(out, "2");
+	psql("SELECT o.epoch = e.epoch FROM shardnode_shard_owner o JOIN shardnode_entity_state e "
+	     "ON o.type = e.type AND o.shard = e.shard WHERE o.type = 'counter' AND o.shard = 2", out, sizeof out);
+	cr_assert_str_eq(out, "t", "the row carries its writer's epoch");
+	close_store(&f);
+}
+
+/* Two members' stores on one database, as after a pause: `old` claimed
+ * shard 5 first, `now` claims it since. */
+Test(state_pg, a_member_whose_shard_was_claimed_since_is_refused_and_told, .init = setup, .fini = teardown)
+{
+	struct evloop *loop = evloop_new();
+	struct fixture old, now;
+	open_store_on(&old, loop, false);
+	uint64_t seq;
+	cr_assert_eq(state_store_write(old.type, 5, id_a, sizeof id_a, seven, sizeof seven, &seq), 0);
+	wait_written(&old.seen, seq);
+	cr_assert_eq(old.seen.failed, 0);
+
+	open_store_on(&now, loop, true);
+	claim(now.type, &now.seen, 5, 6);
+	/* The old owner's next write, and a write of a shard it still owns,
+	 * in one batch: the first is refused and reported, the second
+	 * commits. */
+	static const char id_b[] = {109, 0, 0, 0, 1, 'b'};
+	cr_assert_eq(state_store_write(old.type, 5, id_a, sizeof id_a, eight, sizeof eight, &seq), 0);
+	cr_assert_eq(state_store_write(old.type, 6, id_b, sizeof id_b, eight, sizeof eight, &seq), 0);
+	uint64_t before = old.seen.written_upto;
+	wait_written(&old.seen, seq);
+	cr_assert_eq(old.seen.failed, 0, "the batch itself commits");
+	cr_assert_eq(old.seen.fenced[5], 1);
+	cr_assert_eq(old.seen.fenced[6], 0);
+	cr_assert_eq(old.seen.written_when_fenced, before, "told before the commit that covers the write");
+	cr_assert_eq(state_store_write(old.type, 5, id_a, sizeof id_a, eight, sizeof eight, &seq), -ESTALE,
+		     "nor is a later write queued");
+	cr_assert_eq(load_one(now.type, &now.seen, id_a, sizeof id_a), 1);
+	cr_assert_arr_eq(now.seen.last_state, seven, sizeof seven, "the stale write is not in the store");
+	cr_assert_eq(load_one(now.type, &now.seen, id_b, sizeof id_b), 1);
+
+	/* The new owner writes; the old one claims again (its coordinator
+	 * says so) and then it is the new owner that is refused. */
+	cr_assert_eq(state_store_write(now.type, 5, id_a, sizeof id_a, eight, sizeof eight, &seq), 0);
+	wait_written(&now.seen, seq);
+	cr_assert_eq(now.seen.fenced[5], 0);
+	claim(old.type, &old.seen, 5, 6);
+	cr_assert_eq(state_store_write(now.type, 5, id_a, sizeof id_a, seven, sizeof seven, &seq), 0);
+	wait_written(&now.seen, seq);
+	cr_assert_eq(now.seen.fenced[5], 1);
+	cr_assert_eq(load_one(old.type, &old.seen, id_a, sizeof id_a), 1);
+	cr_assert_arr_eq(old.seen.last_state, eight, sizeof eight);
+
+	char out[128];
+	psql("SELECT count(DISTINCT epoch) FROM shardnode_shard_owner WHERE type = 'counter' AND shard = 5", out,
+	     sizeof out);
+	cr_assert_str_eq(out, "1");
+	close_store_only(&now);
+	close_store_only(&old);
+	evloop_free(loop);
 }
