@@ -16,7 +16,9 @@
          a_killed_member_loses_no_acknowledged_increment/1,
          the_database_away_for_3_s_loses_nothing/1,
          the_database_away_past_store_timeout_fails_calls/1,
-         a_whole_cluster_restart_keeps_every_value/1]).
+         a_whole_cluster_restart_keeps_every_value/1,
+         a_paused_members_stale_write_is_refused/1,
+         two_clusters_on_one_database_take_turns_never_both/1]).
 
 -define(SHARDS, 30).
 
@@ -28,7 +30,9 @@ all() ->
      a_killed_member_loses_no_acknowledged_increment,
      the_database_away_for_3_s_loses_nothing,
      the_database_away_past_store_timeout_fails_calls,
-     a_whole_cluster_restart_keeps_every_value].
+     a_whole_cluster_restart_keeps_every_value,
+     a_paused_members_stale_write_is_refused,
+     two_clusters_on_one_database_take_turns_never_both].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -175,6 +179,69 @@ a_whole_cluster_restart_keeps_every_value(Config) ->
     [A2 | _] = Start(),
     ?assertEqual([], [{I, V} || I <- Ids, V <- [call(A2, I, get)], V =/= expected(I)]).
 
+%% Fencing. C's connection to the database runs through a relay the test
+%% holds: C takes an increment, and its write transaction waits in the
+%% relay while C is paused (SIGSTOP). A and B down C, the counter's shard
+%% gets a new home, which claims it and increments the counter further.
+%% Then the relay lets C's transaction through: the database refuses it,
+%% and the counter keeps the new home's value (without fencing C's stale
+%% value would overwrite it). Woken, C never answers the call with a value.
+a_paused_members_stale_write_is_refused(Config) ->
+    {Relay, RelayPort} = start_relay(?config(pg_port, Config)),
+    [OA, OB, OC] = [opts(Config, "pg") || _ <- [a, b, c]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]},
+                                                    (opts(Config, "pg", RelayPort))#{join => [A]}]),
+    _ = OC,
+    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort([A, B, C]) end, [A, B, C]) end),
+    [_ = call(A, I, get) || I <- lists:seq(1, 200)],
+    await(fun() -> shard_count(C) > 0 end),
+    [Id | _] = [I || I <- lists:seq(1, 200), hosts(C, I)],
+    [1, 2, 3] = [call(C, Id, incr) || _ <- [1, 2, 3]],
+    ok = relay(Relay, hold),
+    Self = self(),
+    spawn(fun() -> Self ! {late, catch gen_server:call({counter, C}, {Id, incr}, 60000)} end),
+    await(fun() -> relay(Relay, held_bytes) > 0 end),
+    pause(C),
+    await(fun() -> members(A) =:= lists:sort([A, B]) andalso members(B) =:= lists:sort([A, B]) end),
+    %% The new home reads what was committed: C's fourth increment is not.
+    await(fun() -> try_call(A, Id, get) =:= {ok, 3} end),
+    [4, 5, 6] = [call(B, Id, incr) || _ <- [1, 2, 3]],
+    Back = relay(Relay, back_bytes),
+    ok = relay(Relay, release),
+    %% The server answers C's transaction (C, paused, does not read it).
+    await(fun() -> relay(Relay, back_bytes) > Back end),
+    ?assertEqual(hex(term_to_binary(6)), stored(Config, Id)),
+    resume(C),
+    receive
+        {late, V} when is_integer(V) -> ct:fail({stale_reply, V});
+        {late, Other} -> ct:log("the call C took ended with ~p", [Other])
+    after 30000 -> ct:fail(late_call_never_ended)
+    end,
+    ?assertEqual(6, call(A, Id, get)),
+    ?assertEqual(7, call(B, Id, incr)),
+    ?assertEqual(hex(term_to_binary(7)), stored(Config, Id)).
+
+%% Split brain at its worst: two single-member clusters on one database
+%% (each its own coordinator), both serving one counter. Whichever claimed
+%% its shard last writes; the other's next write is refused — that call
+%% gets {error, store_unavailable} — and its shard stops there; the
+%% member's own coordinator gives it back, so the next call claims it
+%% again and continues from the stored value. The values acknowledged,
+%% on either side, only ever go up.
+two_clusters_on_one_database_take_turns_never_both(Config) ->
+    {[X], _} = shardnode_ct:start_nodes(Config, [opts(Config, "pg")]),
+    {[Y], _} = shardnode_ct:start_nodes(Config, [opts(Config, "pg")]),
+    ?assertEqual([1, 2, 3], [call(X, 7, incr) || _ <- [1, 2, 3]]),
+    ?assertEqual(4, call(Y, 7, incr)),
+    ?assertEqual({error, store_unavailable}, call(X, 7, incr)),
+    ?assertEqual(5, call(X, 7, incr)),
+    ?assertEqual({error, store_unavailable}, call(Y, 7, incr)),
+    ?assertEqual([6, 7], [call(Y, 7, incr) || _ <- [1, 2]]),
+    ?assertEqual(hex(term_to_binary(7)), stored(Config, 7)),
+    {ok, Lines} = shardnode:output(X),
+    ?assert(lists:any(fun(L) -> binary:match(L, <<"another member claimed it">>) =/= nomatch end, Lines)).
+
 %%====================================================================
 %% Helpers
 %%====================================================================
@@ -182,9 +249,13 @@ a_whole_cluster_restart_keeps_every_value(Config) ->
 expected(I) -> 1 + I rem 7.
 
 opts(Config, Prefix) ->
+    opts(Config, Prefix, ?config(pg_port, Config)).
+
+%% A member whose connection goes to `Port' (the server's, or a relay's).
+opts(Config, Prefix, Port) ->
     Name = shardnode_ct:unique_name(Prefix),
     Conninfo = io_lib:format("host=127.0.0.1 port=~b user=postgres dbname=~s",
-                             [?config(pg_port, Config), ?config(db, Config)]),
+                             [Port, ?config(db, Config)]),
     #{name => Name ++ "@127.0.0.1",
       config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
                   rebalance_interval_ms => 300, retry_interval_ms => 500, failure_timeout_ms => 1000,
@@ -222,6 +293,90 @@ stop_client(C) ->
 
 call(Node, Id, Msg) ->
     gen_server:call({counter, Node}, {Id, Msg}, 10000).
+
+%% A call that may find its shard moving: {ok, Reply} or error.
+try_call(Node, Id, Msg) ->
+    try gen_server:call({counter, Node}, {Id, Msg}, 1000) of
+        Reply -> {ok, Reply}
+    catch
+        exit:_ -> error
+    end.
+
+hosts(Node, Id) ->
+    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),
+    maps:is_key(erlang:phash2(Id, ?SHARDS), State).
+
+%% SIGSTOP: the process stops answering but its sockets stay open.
+pause(Node) -> signal(Node, "STOP").
+
+resume(Node) -> signal(Node, "CONT").
+
+signal(Node, Sig) ->
+    {ok, OsPid} = shardnode:os_pid(Node),
+    [] = os:cmd(io_lib:format("kill -~s ~b", [Sig, OsPid])),
+    ok.
+
+%% The counter's stored state, in hex, as the database holds it.
+stored(Config, Id) ->
+    {0, Hex} = psql(Config, ?config(db, Config),
+                    "SELECT encode(state, 'hex') FROM shardnode_entity_state WHERE type = 'counter' "
+                    "AND id = decode('" ++ hex(canonical(Id)) ++ "', 'hex')"),
+    string:trim(Hex).
+
+%% A TCP relay between members and the server, run by the test (not a mock:
+%% the bytes are the real protocol's, passed on untouched). Told to hold,
+%% it keeps what members send until told to release, so the server sees
+%% a transaction late; it counts the bytes the server sends back.
+start_relay(ServerPort) ->
+    {ok, L} = gen_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(L),
+    Ctl = spawn(fun() -> relay_loop(ServerPort, #{pairs => [], hold => false, held => [], back => 0}) end),
+    ok = gen_tcp:controlling_process(L, Ctl),
+    spawn(fun() -> relay_accept(L, Ctl) end),
+    {Ctl, Port}.
+
+relay_accept(L, Ctl) ->
+    case gen_tcp:accept(L) of
+        {ok, S} ->
+            ok = gen_tcp:controlling_process(S, Ctl),
+            Ctl ! {accepted, S},
+            relay_accept(L, Ctl);
+        {error, _} -> ok
+    end.
+
+relay_loop(ServerPort, St = #{pairs := Pairs, hold := Hold, held := Held, back := Back}) ->
+    receive
+        {accepted, S} ->
+            {ok, P} = gen_tcp:connect({127, 0, 0, 1}, ServerPort, [binary, {active, true}]),
+            ok = inet:setopts(S, [{active, true}]),
+            relay_loop(ServerPort, St#{pairs := [{S, P} | Pairs]});
+        {tcp, Sock, Data} ->
+            case {lists:keyfind(Sock, 1, Pairs), lists:keyfind(Sock, 2, Pairs)} of
+                {{_, P}, _} when Hold -> relay_loop(ServerPort, St#{held := [{P, Data} | Held]});
+                {{_, P}, _} -> gen_tcp:send(P, Data), relay_loop(ServerPort, St);
+                {false, {S, _}} ->
+                    gen_tcp:send(S, Data),
+                    relay_loop(ServerPort, St#{back := Back + byte_size(Data)});
+                _ -> relay_loop(ServerPort, St)
+            end;
+        {tcp_closed, Sock} ->
+            [begin gen_tcp:close(S), gen_tcp:close(P) end
+             || {S, P} <- Pairs, Sock =:= S orelse Sock =:= P],
+            relay_loop(ServerPort, St#{pairs := [X || X = {S, P} <- Pairs, Sock =/= S, Sock =/= P]});
+        {hold, From} -> From ! {relay, ok}, relay_loop(ServerPort, St#{hold := true});
+        {release, From} ->
+            [gen_tcp:send(P, Data) || {P, Data} <- lists:reverse(Held)],
+            From ! {relay, ok},
+            relay_loop(ServerPort, St#{hold := false, held := []});
+        {held_bytes, From} ->
+            From ! {relay, lists:sum([byte_size(D) || {_, D} <- Held])},
+            relay_loop(ServerPort, St);
+        {back_bytes, From} -> From ! {relay, Back}, relay_loop(ServerPort, St)
+    end.
+
+relay(Ctl, What) ->
+    Ctl ! {What, self()},
+    receive {relay, Answer} -> Answer after 5000 -> ct:fail(relay_silent) end.
 
 shard_count(Node) ->
     case catch gen_server:call({counter, Node}, get_shard_region_state, 2000) of
