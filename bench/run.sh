@@ -36,11 +36,14 @@ DATA="$OUT/data.$TAG"
 : > "$PIDS"
 ERL_PID=
 # A private PostgreSQL server for the postgres rows (scripts/pg-server.sh),
-# and the pgbench script of the raw-rate row: pipelined transactions of
-# PG_BATCH upserts into the table the node writes, on random counters.
+# and the pgbench script of the raw-rate row: the transactions the node
+# sends, of PG_BATCH writes on random counters — the fence statement over
+# the shards written, then each upsert conditional on its shard's epoch —
+# under a type of its own ('raw', whose owner rows the bench inserts).
 PG_DIR="/tmp/sn-pg-bench-$TAG"
 PG_PORT=$(scripts/pg-server.sh start "$PG_DIR") || { echo "make bench: cannot start PostgreSQL" >&2; exit 1; }
 PG_BATCH=200
+PG_SHARDS=100
 PG_SCRIPT="$OUT/pg_upserts.$TAG.sql"
 {
     # printf, not echo: sh's echo would read the backslashes as escapes.
@@ -48,8 +51,10 @@ PG_SCRIPT="$OUT/pg_upserts.$TAG.sql"
         printf '\\set k%d random(1, 10000)\n' "$i"
     done
     printf '%s\n' '\startpipeline' 'BEGIN;'
+    printf "SELECT o.shard FROM shardnode_shard_owner o JOIN unnest('{%s}'::integer[], '{%s}'::bigint[]) AS f(shard, epoch) ON o.shard = f.shard AND o.epoch = f.epoch WHERE o.type = 'raw' FOR SHARE OF o;\n" \
+        "$(seq -s, 0 $((PG_SHARDS - 1)))" "$(seq -s, 1 "$PG_SHARDS" | sed 's/[0-9][0-9]*/1/g')"
     for i in $(seq 1 "$PG_BATCH"); do
-        printf "INSERT INTO shardnode_entity_state (type, id, shard, state) VALUES ('counter', int4send(:k%d), 0, '\\\\x836107') ON CONFLICT (type, id) DO UPDATE SET state = EXCLUDED.state, revision = shardnode_entity_state.revision + 1;\\n" "$i"
+        printf "INSERT INTO shardnode_entity_state (type, id, shard, state, epoch) SELECT 'raw'::text, int4send(:k%d), (:k%d %% $PG_SHARDS)::integer, '\\\\x836107'::bytea, 1::bigint WHERE EXISTS (SELECT 1 FROM shardnode_shard_owner WHERE type = 'raw' AND shard = :k%d %% $PG_SHARDS AND epoch = 1) ON CONFLICT (type, id) DO UPDATE SET shard = EXCLUDED.shard, state = EXCLUDED.state, revision = shardnode_entity_state.revision + 1, epoch = EXCLUDED.epoch WHERE shardnode_entity_state.epoch <= EXCLUDED.epoch;\\n" "$i" "$i" "$i"
     done
     printf '%s\n' 'COMMIT;' '\endpipeline'
 } > "$PG_SCRIPT"
@@ -83,7 +88,7 @@ trap 'exit 143' TERM
 
 # In the background, so that a signal to this script is handled at once.
 BENCH_TAG=$TAG BENCH_PIDS_FILE=$PIDS BENCH_DATA_DIR=$DATA BENCH_C_LOADGEN=$LOADGEN \
-    BENCH_PG_PORT=$PG_PORT BENCH_PG_SCRIPT=$PG_SCRIPT BENCH_PG_BATCH=$PG_BATCH \
+    BENCH_PG_PORT=$PG_PORT BENCH_PG_SCRIPT=$PG_SCRIPT BENCH_PG_BATCH=$PG_BATCH BENCH_PG_SHARDS=$PG_SHARDS \
     erl -noshell -noinput \
         -name "bench$TAG@127.0.0.1" -setcookie shardnode_bench \
         -pa "$EBIN" -pa "$OUT" \

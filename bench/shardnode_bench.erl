@@ -35,7 +35,7 @@
 %% Settings come from the environment (see bench/README.md): BENCH_ROUNDS,
 %% BENCH_ENTITIES, BENCH_SECONDS, BENCH_CLIENTS, BENCH_CLIENT_NODES,
 %% BENCH_WINDOW, BENCH_C_WINDOW, BENCH_C_DURABLE_WINDOW, BENCH_C_PG_WINDOW, BENCH_PG_PORT, BENCH_PG_SCRIPT,
-%% BENCH_PG_BATCH,
+%% BENCH_PG_BATCH, BENCH_PG_SHARDS,
 %% BENCH_C_LOADGEN, BENCH_TAG, BENCH_PIDS_FILE, BENCH_DATA_DIR.
 -module(shardnode_bench).
 
@@ -97,6 +97,7 @@ config() ->
       pg_port => env_int("BENCH_PG_PORT", 0, 0),
       pg_script => env_str("BENCH_PG_SCRIPT", ""),
       pg_batch => env_int("BENCH_PG_BATCH", 200, 1),
+      pg_shards => env_int("BENCH_PG_SHARDS", 100, 1),
       c_loadgen => filename:absname(env_str("BENCH_C_LOADGEN", "build/bench/c_loadgen")),
       tag => env_str("BENCH_TAG", os:getpid()),
       pids_file => env_str("BENCH_PIDS_FILE", ""),
@@ -381,14 +382,16 @@ durable_figures(#{clients := C, window := W, seconds := Secs, load_nodes := Load
 %% C load generator's `incr' asks, BENCH_C_PG_WINDOW in flight per client
 %% (16: the database's rate is reached with them, and more only wait
 %% longer). Then the same
-%% machine's raw rate for batched upserts into the same table: pgbench on
-%% one connection (as the node uses), each transaction BENCH_PG_BATCH
-%% upserts of random counters sent pipelined (bench/run.sh writes the
-%% script), for BENCH_SECONDS; upserts/s = transactions/s x batch.
+%% machine's raw rate for the same transactions into the same table:
+%% pgbench on one connection (as the node uses), prepared statements (as
+%% the node's), each transaction the fence statement and BENCH_PG_BATCH
+%% fenced upserts of random counters sent pipelined (bench/run.sh writes
+%% the script; the owner rows of its type are inserted here first), for
+%% BENCH_SECONDS; upserts/s = transactions/s x batch.
 postgres_figures(#{pg_port := 0}) ->
     #{};
 postgres_figures(#{clients := C, window := W, seconds := Secs, c_pg_window := PW, pg_port := Port,
-                   pg_script := Script, pg_batch := Batch} = Cfg) ->
+                   pg_script := Script, pg_batch := Batch, pg_shards := Shards} = Cfg) ->
     Conninfo = lists:flatten(io_lib:format("host=127.0.0.1 port=~b user=postgres dbname=postgres", [Port])),
     Durable = bench_nodes:with_node(
                 shardnode, #{state_store => postgres, postgres_conninfo => Conninfo}, Cfg,
@@ -401,8 +404,13 @@ postgres_figures(#{clients := C, window := W, seconds := Secs, c_pg_window := PW
                         #{pg_c_rate => Rate, pg_c_p50 => P50, pg_c_p99 => P99,
                           pg_c_cpu => (Cpu1 - Cpu0) / Calls}
                 end),
+    Owners = os:cmd(lists:flatten(io_lib:format(
+                      "psql -X -q -h 127.0.0.1 -p ~b -U postgres -c \"INSERT INTO shardnode_shard_owner "
+                      "SELECT 'raw', g, 1 FROM generate_series(0, ~b) g ON CONFLICT DO NOTHING\" postgres 2>&1",
+                      [Port, Shards - 1]))),
+    Owners =:= "" orelse erlang:error({pg_owner_rows_failed, Owners}),
     Out = os:cmd(lists:flatten(io_lib:format(
-                   "pgbench -n -M extended -c 1 -j 1 -T ~b -h 127.0.0.1 -p ~b -U postgres -f ~s postgres 2>&1",
+                   "pgbench -n -M prepared -c 1 -j 1 -T ~b -h 127.0.0.1 -p ~b -U postgres -f ~s postgres 2>&1",
                    [Secs, Port, Script]))),
     Tps = case re:run(Out, "tps = ([0-9.]+)", [{capture, [1], list}]) of
               {match, [T]} -> list_to_float(T);

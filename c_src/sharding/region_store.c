@@ -1,6 +1,6 @@
 /*
  * region_store.c — a region's entities backed by a durable store
- * (`state_store = lmdb`; docs/contract.md, "Entity state").
+ * (`state_store = lmdb` or `postgres`; docs/contract.md, "Entity state").
  *
  * Three duties, all on the loop:
  *

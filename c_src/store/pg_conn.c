@@ -10,14 +10,21 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 
+/* Prepared statements a connection keeps track of; beyond that, a
+ * statement goes out unnamed (parsed each time), as pg_conn_query's. */
+#define PREPARED_MAX 16
+
 /* A statement, or a sync point, queued or sent. One allocation. */
 struct pg_item {
 	struct pg_item *next;
 	bool is_sync;
+	bool is_prepare; /* pg_conn's own: preparing `prepared` */
 	bool answered; /* sent, and its result given to `done` */
 	pg_result_fn done;
 	void *arg;
 	int nparams, result_format;
+	const struct pg_prepared *prepared; /* executed by name (or, is_prepare, prepared) */
+	struct pg_conn *owner;              /* is_prepare */
 	const char *sql;
 	const char **values;
 	int *lengths, *formats;
@@ -43,6 +50,9 @@ struct pg_conn {
 	size_t pending;                      /* statements in both */
 	bool reading;                        /* in read_results: no sending */
 	bool logged_down;                    /* one line per outage */
+	/* Prepared on this connection (or their prepare is on its way). */
+	const struct pg_prepared *ready[PREPARED_MAX];
+	unsigned nready;
 };
 
 static void start_connect(struct pg_conn *c);
@@ -64,7 +74,8 @@ static void fail_all(struct pg_conn *c, struct pg_item *list)
 		struct pg_item *it = list;
 		list = it->next;
 		if (!it->is_sync) {
-			c->pending--;
+			if (!it->is_prepare)
+				c->pending--;
 			if (!it->answered)
 				it->done(it->arg, NULL);
 		}
@@ -123,6 +134,7 @@ static void lost(struct pg_conn *c, const char *why)
 		PQfinish(c->pg);
 	c->pg = NULL;
 	c->phase = PHASE_WAITING;
+	c->nready = 0; /* a new connection prepares afresh */
 	struct pg_item *sent = c->sent, *queued = c->queue;
 	c->sent = NULL;
 	c->sent_tail = &c->sent;
@@ -152,6 +164,72 @@ static bool flush(struct pg_conn *c)
 	return true;
 }
 
+/* ---- prepared statements ---- */
+
+static bool is_ready(const struct pg_conn *c, const struct pg_prepared *st)
+{
+	for (unsigned i = 0; i < c->nready; i++)
+		if (c->ready[i] == st)
+			return true;
+	return false;
+}
+
+static void unready(struct pg_conn *c, const struct pg_prepared *st)
+{
+	for (unsigned i = 0; i < c->nready; i++)
+		if (c->ready[i] == st) {
+			c->ready[i] = c->ready[--c->nready];
+			return;
+		}
+}
+
+/* The answer to a prepare: a refusal (or a lost connection) means the
+ * next use prepares again. */
+static void on_prepared(void *arg, const PGresult *res)
+{
+	struct pg_item *p = arg;
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+		unready(p->owner, p->prepared);
+}
+
+/* Sends the prepare of `st` ahead of its first execution on this
+ * connection. Returns 1 if sent (or not needed), 0 if libpq refused to
+ * send, -1 if the statement is to go unnamed instead (no memory, or the
+ * table of prepared statements is full). */
+static int prepare(struct pg_conn *c, const struct pg_prepared *st)
+{
+	if (is_ready(c, st))
+		return 1;
+	struct pg_item *p = c->nready < PREPARED_MAX ? calloc(1, sizeof *p) : NULL;
+	if (p == NULL)
+		return -1;
+	p->is_prepare = true;
+	p->prepared = st;
+	p->owner = c;
+	p->done = on_prepared;
+	p->arg = p;
+	append(&c->sent_tail, p);
+	c->ready[c->nready++] = st;
+	return PQsendPrepare(c->pg, st->name, st->sql, st->nparams, NULL);
+}
+
+/* Sends one statement: by name if it is a prepared one (prepared first if
+ * need be). Returns libpq's 1 (sent) or 0. */
+static int send_statement(struct pg_conn *c, struct pg_item *it)
+{
+	int named = it->prepared ? prepare(c, it->prepared) : -1;
+	append(&c->sent_tail, it); /* answered with the rest if sending fails */
+	if (named == 0)
+		return 0;
+	if (named == 1)
+		return PQsendQueryPrepared(c->pg, it->prepared->name, it->nparams, it->values, it->lengths,
+					   it->formats, it->result_format);
+	return PQsendQueryParams(c->pg, it->sql, it->nparams, NULL, it->values, it->lengths, it->formats,
+				 it->result_format);
+}
+
+/* ---- sending and reading ---- */
+
 /* Sends every queued item, in order. */
 static void send_queued(struct pg_conn *c)
 {
@@ -162,10 +240,13 @@ static void send_queued(struct pg_conn *c)
 		c->queue = it->next;
 		if (c->queue == NULL)
 			c->queue_tail = &c->queue;
-		append(&c->sent_tail, it);
-		int ok = it->is_sync ? PQpipelineSync(c->pg)
-				     : PQsendQueryParams(c->pg, it->sql, it->nparams, NULL, it->values, it->lengths,
-							 it->formats, it->result_format);
+		int ok;
+		if (it->is_sync) {
+			append(&c->sent_tail, it);
+			ok = PQpipelineSync(c->pg);
+		} else {
+			ok = send_statement(c, it);
+		}
 		if (!ok) {
 			lost(c, "sending a statement failed");
 			return;
@@ -200,7 +281,7 @@ static void read_results(struct pg_conn *c)
 		c->sent = head->next;
 		if (c->sent == NULL)
 			c->sent_tail = &c->sent;
-		if (!head->is_sync)
+		if (!head->is_sync && !head->is_prepare)
 			c->pending--;
 		free(head);
 	}
@@ -360,13 +441,16 @@ size_t pg_conn_pending(const struct pg_conn *c)
 	return c->pending;
 }
 
-int pg_conn_query(struct pg_conn *c, const char *sql, int nparams, const char *const *values, const int *lengths,
-		  const int *formats, int result_format, pg_result_fn done, void *arg)
+/* Queues a statement: `st` a prepared one (its SQL is not copied), or
+ * NULL and `sql` copied. */
+static int queue_statement(struct pg_conn *c, const struct pg_prepared *st, const char *sql, int nparams,
+			   const char *const *values, const int *lengths, const int *formats, int result_format,
+			   pg_result_fn done, void *arg)
 {
 	if (nparams < 0)
 		return -EINVAL;
 	size_t n = (size_t)nparams;
-	size_t sql_len = strlen(sql) + 1;
+	size_t sql_len = st ? 0 : strlen(sql) + 1;
 	size_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		if (values[i] != NULL)
@@ -376,14 +460,19 @@ int pg_conn_query(struct pg_conn *c, const char *sql, int nparams, const char *c
 	struct pg_item *it = malloc(sizeof *it + arrays + sql_len + bytes);
 	if (it == NULL)
 		return -ENOMEM;
-	*it = (struct pg_item){.done = done, .arg = arg, .nparams = nparams, .result_format = result_format};
+	*it = (struct pg_item){.done = done, .arg = arg, .nparams = nparams, .result_format = result_format,
+			       .prepared = st};
 	it->values = (const char **)(void *)it->data;
 	it->lengths = (int *)(void *)(it->data + n * sizeof(char *));
 	it->formats = it->lengths + n;
 	char *p = it->data + arrays;
-	memcpy(p, sql, sql_len);
-	it->sql = p;
-	p += sql_len;
+	if (st) {
+		it->sql = st->sql;
+	} else {
+		memcpy(p, sql, sql_len);
+		it->sql = p;
+		p += sql_len;
+	}
 	for (size_t i = 0; i < n; i++) {
 		bool binary = formats && formats[i];
 		it->formats[i] = binary ? 1 : 0;
@@ -405,6 +494,18 @@ int pg_conn_query(struct pg_conn *c, const char *sql, int nparams, const char *c
 	append(&c->queue_tail, it);
 	c->pending++;
 	return 0;
+}
+
+int pg_conn_query(struct pg_conn *c, const char *sql, int nparams, const char *const *values, const int *lengths,
+		  const int *formats, int result_format, pg_result_fn done, void *arg)
+{
+	return queue_statement(c, NULL, sql, nparams, values, lengths, formats, result_format, done, arg);
+}
+
+int pg_conn_query_prepared(struct pg_conn *c, const struct pg_prepared *st, const char *const *values,
+			   const int *lengths, const int *formats, int result_format, pg_result_fn done, void *arg)
+{
+	return queue_statement(c, st, st->sql, st->nparams, values, lengths, formats, result_format, done, arg);
 }
 
 int pg_conn_sync(struct pg_conn *c)

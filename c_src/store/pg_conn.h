@@ -59,6 +59,23 @@ bool pg_conn_up(const struct pg_conn *c);
 int pg_conn_query(struct pg_conn *c, const char *sql, int nparams, const char *const *values, const int *lengths,
 		  const int *formats, int result_format, pg_result_fn done, void *arg);
 
+/* A statement parsed and planned once per connection, then executed by
+ * name: a write the node sends thousands of times a second costs the
+ * server its execution only. The caller keeps it (a static) for as long
+ * as the connection lives; `name` is unique among them. */
+struct pg_prepared {
+	const char *name;
+	const char *sql;
+	int nparams;
+};
+
+/* As pg_conn_query, for a prepared statement: the first use on each
+ * connection prepares it just before (in the same pipeline, so a batch
+ * needs no extra round trip). A prepare the server refuses is tried again
+ * at the next use (the execution then fails as the statement would). */
+int pg_conn_query_prepared(struct pg_conn *c, const struct pg_prepared *st, const char *const *values,
+			   const int *lengths, const int *formats, int result_format, pg_result_fn done, void *arg);
+
 /* Ends the current batch: the statements queued since the last sync go
  * out (at once if connected) and their results follow. Returns 0 or
  * -ENOMEM. */

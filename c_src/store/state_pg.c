@@ -9,18 +9,10 @@
 #include "base/byteorder.h"
 #include "base/node_limits.h"
 #include "store/pg_conn.h"
+#include "store/state_pg_internal.h"
 
 /* The schema's version: 1 had no fencing; 2 adds the shard owners. */
 #define SCHEMA_VERSION "2"
-
-/* Writes in one transaction, at most: a bound on a batch's statements, so
- * a backlog after an outage goes out in transactions of sane size. */
-#define BATCH_MAX 4096
-
-/* Transactions out at once: while one commits, the next is on its way,
- * so the server never waits for the node between them. Their results
- * come back in the order sent. */
-#define BATCHES_OUT 2
 
 /* Any number, the same on every member: the schema is created under it. */
 #define SCHEMA_LOCK_KEY "7424130"
@@ -41,140 +33,24 @@ static const char *const schema_sql[] = {
 	"COMMIT",
 };
 
-/* A claim takes the next number of one sequence, so every claim of a
- * shard, by any member, under any coordinator, has a greater epoch than
- * the claims before it. */
-static const char claim_sql[] =
-	"INSERT INTO shardnode_shard_owner (type, shard, epoch) VALUES ($1, $2, nextval('shardnode_epoch')) "
-	"ON CONFLICT (type, shard) DO UPDATE SET epoch = EXCLUDED.epoch RETURNING epoch";
-
-/* First in each write transaction, once per type: the shards it writes
- * that are still this node's at the epochs it writes them with. FOR SHARE
- * holds their owner rows until the commit, so a claim by another member
- * waits for it — the new owner's loads then see these writes — and a claim
- * committed before makes the row not match: those shards are fenced. */
-static const char fence_sql[] =
-	"SELECT o.shard FROM shardnode_shard_owner o "
-	"JOIN unnest($2::integer[], $3::bigint[]) AS f(shard, epoch) ON o.shard = f.shard AND o.epoch = f.epoch "
-	"WHERE o.type = $1 FOR SHARE OF o";
-
 /* Each write applies only if its epoch is the shard's newest (whatever the
  * fence statement found: its answer comes after the writes are sent), and
  * never over a row written with a newer one. */
-static const char upsert_sql[] =
+static const struct pg_prepared upsert = {"sn_upsert",
 	"INSERT INTO shardnode_entity_state (type, id, shard, state, epoch) "
 	"SELECT $1::text, $2::bytea, $3::integer, $4::bytea, $5::bigint WHERE EXISTS (SELECT 1 FROM "
 	"shardnode_shard_owner WHERE type = $1::text AND shard = $3::integer AND epoch = $5::bigint) "
 	"ON CONFLICT (type, id) DO UPDATE SET shard = EXCLUDED.shard, state = EXCLUDED.state, "
 	"revision = shardnode_entity_state.revision + 1, epoch = EXCLUDED.epoch "
-	"WHERE shardnode_entity_state.epoch <= EXCLUDED.epoch";
-static const char delete_sql[] =
+	"WHERE shardnode_entity_state.epoch <= EXCLUDED.epoch", 5};
+static const struct pg_prepared delete_one = {"sn_delete",
 	"DELETE FROM shardnode_entity_state WHERE type = $1::text AND id = $2::bytea AND epoch <= $4::bigint "
 	"AND EXISTS (SELECT 1 FROM shardnode_shard_owner WHERE type = $1::text AND shard = $3::integer "
-	"AND epoch = $4::bigint)";
+	"AND epoch = $4::bigint)", 4};
 static const char delete_shard_sql[] = "DELETE FROM shardnode_entity_state WHERE type = $1 AND shard = $2";
-static const char load_sql[] = "SELECT id, state FROM shardnode_entity_state WHERE type = $1 AND id = ANY($2)";
+static const struct pg_prepared load = {"sn_load",
+	"SELECT id, state FROM shardnode_entity_state WHERE type = $1 AND id = ANY($2)", 2};
 
-enum write_kind { W_PUT, W_DELETE, W_DELETE_SHARD, W_CANCELLED };
-
-/* A write waiting for its batch. */
-struct pg_write {
-	struct pg_write *next;
-	enum write_kind kind;
-	uint32_t type_index;
-	uint32_t shard;
-	uint64_t epoch; /* the shard's claim when the write was queued */
-	uint32_t id_len, state_len;
-	char data[]; /* id, then state */
-};
-
-/* A claim waiting to be sent, then sent: the callback's argument. */
-struct pg_claim {
-	struct pg_claim *next;
-	struct state_pg *s;
-	uint32_t type_index, type_gen;
-	uint32_t shard;
-};
-
-/* What a type knows of one of its shards. */
-struct pg_shard {
-	uint64_t epoch;      /* this node's claim, committed; 0: none */
-	uint32_t claims_out; /* claims not yet committed: its loads wait */
-	uint64_t asked_in;   /* the last batch whose fence statement asks for it */
-	uint64_t asked_epoch;
-	uint64_t owned_in;   /* the last batch whose fence statement found it */
-};
-
-/* A shard a batch's fence statement asks about. */
-struct pg_fence_ask {
-	uint32_t type_index, type_gen;
-	uint32_t shard;
-	uint64_t epoch;
-};
-
-struct pg_batch;
-
-/* The argument of one fence statement: a batch's asks of one type. */
-struct pg_fence_query {
-	struct pg_batch *b;
-	uint32_t type_index;
-};
-
-/* A load waiting to be sent, then sent: the callback's argument. */
-struct pg_load {
-	struct pg_load *next;
-	struct state_pg *s;
-	uint64_t token;
-	uint32_t type_index, type_gen;
-	uint32_t shard;
-	uint32_t id_len;
-	char id[];
-};
-
-/* A transaction out: the number of its last write, and whether a
- * statement before its COMMIT failed. */
-struct pg_batch {
-	struct state_pg *s;
-	bool out, failed;
-	uint64_t upto;
-	uint64_t serial; /* the batch's number, for marks in pg_shard */
-	struct pg_fence_ask *asks; /* owned; in type order */
-	size_t nasks;
-	struct pg_fence_query fence[NODE_TYPES_MAX];
-};
-
-struct pg_type {
-	struct state_store_type base; /* first: a state_store_type is one of these */
-	struct state_pg *s;
-	bool in_use;
-	uint32_t index, gen;
-	struct state_store_callbacks cb;
-	struct pg_shard *shards; /* owned; indexed by shard, nshards of them */
-	uint32_t nshards;
-	char name[TYPE_NAME_BUF];
-};
-
-struct state_pg {
-	struct state_store base; /* first: a state_store is one of these */
-	struct evloop *loop;
-	const struct logger *log;
-	struct pg_conn *conn;
-	bool schema_ok, schema_sent;
-	struct evloop_timer flush_timer;
-	uint64_t last_queued; /* the number of the last write queued */
-	uint64_t last_sent;   /* ... of the last write put into a batch */
-	struct pg_write *writes, **writes_tail;
-	struct pg_load *loads, **loads_tail;
-	struct pg_claim *claims, **claims_tail; /* waiting to be sent */
-	struct evloop_timer claim_retry; /* a claim the server refused goes again */
-	uint64_t batch_serial;            /* batches built so far */
-	struct pg_batch batches[BATCHES_OUT]; /* sent in turn, answered in turn */
-	unsigned next_batch;                 /* the slot the next one takes */
-	bool closing; /* in op_free: answers are not acted on */
-	struct pg_type types[NODE_TYPES_MAX];
-};
-
-static void kick(struct state_pg *s);
 
 /* ---- reporting ---- */
 
@@ -204,7 +80,7 @@ static void on_schema_done(void *arg, const PGresult *res)
 	s->schema_sent = false;
 	if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
 		s->schema_ok = true;
-		kick(s);
+		state_pg_kick(s);
 	} else if (res != NULL) {
 		log_error(s->log, "postgres: creating the schema failed: %s", PQresultErrorMessage(res));
 	}
@@ -227,12 +103,12 @@ static void on_conn_state(void *arg, bool up)
 	if (up && !s->schema_ok && !s->schema_sent)
 		send_schema(s);
 	else if (up)
-		kick(s);
+		state_pg_kick(s);
 }
 
 /* ---- writes ---- */
 
-static void on_statement(void *arg, const PGresult *res)
+void state_pg_on_statement(void *arg, const PGresult *res)
 {
 	struct pg_batch *b = arg;
 	if (b->s->closing)
@@ -252,7 +128,7 @@ static void batch_done(struct pg_batch *b, int status)
 	b->asks = NULL;
 	b->nasks = 0;
 	report_written(b->s, b->upto, status);
-	kick(b->s);
+	state_pg_kick(b->s);
 }
 
 static void on_commit(void *arg, const PGresult *res)
@@ -280,140 +156,16 @@ static int send_write(struct state_pg *s, struct pg_batch *b, const struct pg_wr
 	if (w->kind == W_DELETE_SHARD) {
 		const char *values[2] = {t->name, shard};
 		const int lengths[2] = {0, 4}, formats[2] = {0, 1};
-		return pg_conn_query(s->conn, delete_shard_sql, 2, values, lengths, formats, 0, on_statement, b);
+		return pg_conn_query(s->conn, delete_shard_sql, 2, values, lengths, formats, 0, state_pg_on_statement, b);
 	}
 	if (w->kind == W_DELETE) {
 		const char *values[4] = {t->name, w->data, shard, epoch};
 		const int lengths[4] = {0, (int)w->id_len, 4, 8}, formats[4] = {0, 1, 1, 1};
-		return pg_conn_query(s->conn, delete_sql, 4, values, lengths, formats, 0, on_statement, b);
+		return pg_conn_query_prepared(s->conn, &delete_one, values, lengths, formats, 0, state_pg_on_statement, b);
 	}
 	const char *values[5] = {t->name, w->data, shard, w->data + w->id_len, epoch};
 	const int lengths[5] = {0, (int)w->id_len, 4, (int)w->state_len, 8}, formats[5] = {0, 1, 1, 1, 1};
-	return pg_conn_query(s->conn, upsert_sql, 5, values, lengths, formats, 0, on_statement, b);
-}
-
-/* ---- fencing a batch ---- */
-
-/* The claim of an ask's shard is lost: the type hears it (once: the
- * shard has no epoch any more, so its next writes are refused at once). */
-static void fence_lost(struct state_pg *s, const struct pg_fence_ask *a)
-{
-	struct pg_type *t = &s->types[a->type_index];
-	if (!t->in_use || t->gen != a->type_gen || a->shard >= t->nshards)
-		return;
-	struct pg_shard *sh = &t->shards[a->shard];
-	if (sh->epoch != a->epoch)
-		return; /* claimed again since */
-	sh->epoch = 0;
-	log_warn(s->log, "postgres: %s shard %u was claimed by another member (epoch %llu is stale): "
-		 "its writes from here are refused", t->name, a->shard, (unsigned long long)a->epoch);
-	if (t->cb.fenced)
-		t->cb.fenced(t->cb.arg, a->shard);
-}
-
-/* The fence statement's rows: the shards of its type still this node's. */
-static void on_fence(void *arg, const PGresult *res)
-{
-	struct pg_fence_query *q = arg;
-	struct pg_batch *b = q->b;
-	struct state_pg *s = b->s;
-	if (s->closing)
-		return;
-	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
-		on_statement(b, res); /* the batch fails as a whole */
-		return;
-	}
-	struct pg_type *t = &s->types[q->type_index];
-	int rows = PQntuples(res);
-	/* Rows mark their shards, then every ask not marked is lost. */
-	for (int i = 0; i < rows; i++) {
-		unsigned long shard = strtoul(PQgetvalue(res, i, 0), NULL, 10);
-		if (shard < t->nshards)
-			t->shards[shard].owned_in = b->serial;
-	}
-	for (size_t i = 0; i < b->nasks; i++) {
-		const struct pg_fence_ask *a = &b->asks[i];
-		if (a->type_index != q->type_index)
-			continue;
-		if (a->shard >= t->nshards || t->shards[a->shard].owned_in != b->serial)
-			fence_lost(s, a);
-	}
-}
-
-static int ask_order(const void *x, const void *y)
-{
-	const struct pg_fence_ask *a = x, *b = y;
-	return a->type_index < b->type_index ? -1 : a->type_index > b->type_index;
-}
-
-/* The shards the next writes of the queue (at most BATCH_MAX) write, at
- * the epochs they carry, in type order, into b->asks. Returns 0 or
- * -ENOMEM. */
-static int gather_asks(struct state_pg *s, struct pg_batch *b)
-{
-	size_t n = 0;
-	for (const struct pg_write *w = s->writes; w != NULL && n < BATCH_MAX; w = w->next)
-		n++;
-	b->asks = malloc(n * sizeof *b->asks + 1);
-	if (b->asks == NULL)
-		return -ENOMEM;
-	n = 0;
-	for (const struct pg_write *w = s->writes; w != NULL && n < BATCH_MAX; w = w->next, n++) {
-		struct pg_type *t = &s->types[w->type_index];
-		if ((w->kind != W_PUT && w->kind != W_DELETE) || w->shard >= t->nshards)
-			continue;
-		struct pg_shard *sh = &t->shards[w->shard];
-		if (sh->asked_in == b->serial && sh->asked_epoch == w->epoch)
-			continue;
-		sh->asked_in = b->serial;
-		sh->asked_epoch = w->epoch;
-		b->asks[b->nasks++] = (struct pg_fence_ask){.type_index = w->type_index, .type_gen = t->gen,
-							    .shard = w->shard, .epoch = w->epoch};
-	}
-	qsort(b->asks, b->nasks, sizeof *b->asks, ask_order);
-	return 0;
-}
-
-/* `{a,b,c}`: an array parameter in text form. Returns a malloc'ed string,
- * or NULL. */
-static char *text_array(const struct pg_fence_ask *asks, size_t n, bool epochs)
-{
-	size_t cap = 3 + n * 21; /* a uint64 has at most 20 digits, then a comma */
-	char *a = malloc(cap);
-	if (a == NULL)
-		return NULL;
-	size_t at = 0;
-	a[at++] = '{';
-	for (size_t i = 0; i < n; i++)
-		at += (size_t)snprintf(a + at, cap - at, "%s%llu", i ? "," : "",
-				       epochs ? (unsigned long long)asks[i].epoch : (unsigned long long)asks[i].shard);
-	a[at++] = '}';
-	a[at] = 0;
-	return a;
-}
-
-/* One fence statement per type the batch writes. Returns 0 or -ENOMEM. */
-static int send_fences(struct state_pg *s, struct pg_batch *b)
-{
-	size_t i = 0;
-	while (i < b->nasks) {
-		size_t j = i;
-		while (j < b->nasks && b->asks[j].type_index == b->asks[i].type_index)
-			j++;
-		uint32_t type = b->asks[i].type_index;
-		char *shards = text_array(b->asks + i, j - i, false), *epochs = text_array(b->asks + i, j - i, true);
-		const char *values[3] = {s->types[type].name, shards, epochs};
-		b->fence[type] = (struct pg_fence_query){.b = b, .type_index = type};
-		int rc = shards && epochs ? pg_conn_query(s->conn, fence_sql, 3, values, NULL, NULL, 0, on_fence,
-							  &b->fence[type])
-					  : -ENOMEM;
-		free(shards);
-		free(epochs);
-		if (rc != 0)
-			return rc;
-		i = j;
-	}
-	return 0;
+	return pg_conn_query_prepared(s->conn, &upsert, values, lengths, formats, 0, state_pg_on_statement, b);
 }
 
 /* Sends the writes queued (at most BATCH_MAX) as one transaction, in the
@@ -421,11 +173,9 @@ static int send_fences(struct state_pg *s, struct pg_batch *b)
 static void send_batch(struct state_pg *s, struct pg_batch *b)
 {
 	*b = (struct pg_batch){.s = s, .out = true, .serial = ++s->batch_serial};
-	int rc = gather_asks(s, b);
+	int rc = pg_conn_query(s->conn, "BEGIN", 0, NULL, NULL, NULL, 0, state_pg_on_statement, b);
 	if (rc == 0)
-		rc = pg_conn_query(s->conn, "BEGIN", 0, NULL, NULL, NULL, 0, on_statement, b);
-	if (rc == 0)
-		rc = send_fences(s, b);
+		rc = state_pg_send_fences(s, b);
 	size_t n = 0;
 	while (rc == 0 && s->writes && n < BATCH_MAX) {
 		struct pg_write *w = s->writes;
@@ -452,79 +202,6 @@ static void send_batch(struct state_pg *s, struct pg_batch *b)
 		 * of the line anyway). */
 		log_error(s->log, "postgres: out of memory building a batch");
 		batch_done(b, -ENOMEM);
-	}
-}
-
-/* ---- claims ---- */
-
-/* A claim the server refused (not a lost connection, which the reconnect
- * answers) is sent again after this long. */
-#define CLAIM_RETRY_MS 1000
-
-static void on_claim(void *arg, const PGresult *res)
-{
-	struct pg_claim *c = arg;
-	struct state_pg *s = c->s;
-	struct pg_type *t = &s->types[c->type_index];
-	if (s->closing || !t->in_use || t->gen != c->type_gen) {
-		free(c);
-		return;
-	}
-	if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
-		struct pg_shard *sh = &t->shards[c->shard];
-		uint64_t epoch = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-		if (epoch > sh->epoch)
-			sh->epoch = epoch;
-		sh->claims_out--;
-		uint32_t shard = c->shard;
-		free(c);
-		log_debug(s->log, "postgres: %s shard %u claimed, epoch %llu", t->name, shard,
-			  (unsigned long long)epoch);
-		if (t->cb.claimed)
-			t->cb.claimed(t->cb.arg, shard);
-		kick(s); /* its loads may go */
-		return;
-	}
-	/* Not claimed: again, after the reconnect (res NULL: it kicks) or a
-	 * while (the server refused it). */
-	if (res != NULL) {
-		log_error(s->log, "postgres: claiming %s shard %u failed: %s", t->name, c->shard,
-			  PQresultErrorMessage(res));
-		if (!evloop_timer_armed(&s->claim_retry))
-			evloop_timer_start(s->loop, &s->claim_retry, CLAIM_RETRY_MS);
-	}
-	c->next = NULL;
-	*s->claims_tail = c;
-	s->claims_tail = &c->next;
-}
-
-static void on_claim_retry(struct evloop *loop, void *arg)
-{
-	(void)loop;
-	kick(arg);
-}
-
-/* Sends the claims queued, each its own transaction: one that waits for
- * an owner row never holds another (no deadlock with a batch's fence). */
-static void send_claims(struct state_pg *s)
-{
-	while (s->claims) {
-		struct pg_claim *c = s->claims;
-		const struct pg_type *t = &s->types[c->type_index];
-		if (t->in_use && t->gen == c->type_gen) {
-			char shard[4];
-			be32_write(shard, c->shard);
-			const char *values[2] = {t->name, shard};
-			const int lengths[2] = {0, 4}, formats[2] = {0, 1};
-			if (pg_conn_query(s->conn, claim_sql, 2, values, lengths, formats, 0, on_claim, c) != 0)
-				return; /* out of memory: on the next kick */
-			(void)pg_conn_sync(s->conn); /* failing, the next sync sends it */
-		}
-		s->claims = c->next;
-		if (s->claims == NULL)
-			s->claims_tail = &s->claims;
-		if (!(t->in_use && t->gen == c->type_gen))
-			free(c); /* its type closed */
 	}
 }
 
@@ -609,7 +286,7 @@ static char *id_array(const struct pg_load *loads, int *len)
 static bool load_ready(const struct state_pg *s, const struct pg_load *l)
 {
 	const struct pg_type *t = &s->types[l->type_index];
-	return !t->in_use || t->gen != l->type_gen || l->shard >= t->nshards || t->shards[l->shard].claims_out == 0;
+	return !t->in_use || t->gen != l->type_gen || !state_pg_claim_pending(t, l->shard);
 }
 
 /* Takes the next loads that may go of the first such one's type (at most
@@ -668,7 +345,7 @@ static void send_loads(struct state_pg *s)
 		const char *values[2] = {s->types[loads->type_index].name, ids};
 		const int lengths[2] = {0, len};
 		const int formats[2] = {0, 1};
-		if (ids == NULL || pg_conn_query(s->conn, load_sql, 2, values, lengths, formats, 1, on_load_group, g) != 0) {
+		if (ids == NULL || pg_conn_query_prepared(s->conn, &load, values, lengths, formats, 1, on_load_group, g) != 0) {
 			free(ids);
 			free(g);
 			put_back(s, loads); /* out of memory: they go on the next kick */
@@ -691,7 +368,7 @@ static void on_flush(struct evloop *loop, void *arg)
 	if (!pg_conn_up(s->conn) || !s->schema_ok)
 		return; /* on_conn_state / on_schema_done kick again */
 	if (s->claims != NULL && !evloop_timer_armed(&s->claim_retry))
-		send_claims(s); /* before the loads that wait for them */
+		state_pg_send_claims(s); /* before the loads that wait for them */
 	struct pg_batch *b = &s->batches[s->next_batch];
 	if (!b->out && s->writes != NULL) {
 		send_batch(s, b);
@@ -703,7 +380,7 @@ static void on_flush(struct evloop *loop, void *arg)
 
 /* Sends what waits at the end of this loop turn, so that the writes of
  * the turn share a transaction. */
-static void kick(struct state_pg *s)
+void state_pg_kick(struct state_pg *s)
 {
 	if (!evloop_timer_armed(&s->flush_timer))
 		evloop_timer_start(s->loop, &s->flush_timer, 0);
@@ -794,7 +471,7 @@ static int op_write(struct state_store_type *base, uint32_t shard, const char *i
 		return -EINVAL;
 	if (id_len > INT32_MAX || state_len > INT32_MAX)
 		return -ENOMEM;
-	uint64_t epoch = shard < t->nshards ? t->shards[shard].epoch : 0;
+	uint64_t epoch = state_pg_epoch(t, shard);
 	if (epoch == 0)
 		return -ESTALE; /* not claimed, or claimed by another member since */
 	struct pg_write *w = malloc(sizeof *w + id_len + state_len);
@@ -808,7 +485,7 @@ static int op_write(struct state_store_type *base, uint32_t shard, const char *i
 	*s->writes_tail = w;
 	s->writes_tail = &w->next;
 	*seq = ++s->last_queued;
-	kick(s);
+	state_pg_kick(s);
 	return 0;
 }
 
@@ -823,7 +500,7 @@ static int op_delete_shard(struct state_store_type *base, uint32_t shard, uint64
 	*s->writes_tail = w;
 	s->writes_tail = &w->next;
 	*seq = ++s->last_queued;
-	kick(s);
+	state_pg_kick(s);
 	return 0;
 }
 
@@ -843,7 +520,7 @@ static int op_load(struct state_store_type *base, uint32_t shard, const char *id
 	memcpy(l->id, id, id_len);
 	*s->loads_tail = l;
 	s->loads_tail = &l->next;
-	kick(s);
+	state_pg_kick(s);
 	return 0;
 }
 
@@ -867,36 +544,9 @@ static uint64_t op_last_queued(const struct state_store *base)
 	return pg_store(base)->last_queued;
 }
 
-/* A shard number no configuration reaches (number_of_shards is at most a
- * million): the table indexed by it stays small. */
-#define SHARD_LIMIT (1u << 24)
-
 static int op_claim(struct state_store_type *base, uint32_t shard)
 {
-	struct pg_type *t = pg_type(base);
-	struct state_pg *s = t->s;
-	if (shard >= SHARD_LIMIT)
-		return -EINVAL;
-	if (shard >= t->nshards) {
-		uint32_t n = t->nshards ? t->nshards : 64;
-		while (n <= shard)
-			n *= 2;
-		struct pg_shard *grown = realloc(t->shards, n * sizeof *grown);
-		if (grown == NULL)
-			return -ENOMEM;
-		memset(grown + t->nshards, 0, (n - t->nshards) * sizeof *grown);
-		t->shards = grown;
-		t->nshards = n;
-	}
-	struct pg_claim *c = malloc(sizeof *c);
-	if (c == NULL)
-		return -ENOMEM;
-	*c = (struct pg_claim){.s = s, .type_index = t->index, .type_gen = t->gen, .shard = shard};
-	*s->claims_tail = c;
-	s->claims_tail = &c->next;
-	t->shards[shard].claims_out++;
-	kick(s);
-	return 0;
+	return state_pg_claim(pg_type(base), shard);
 }
 
 static const struct state_store_ops pg_ops = {
@@ -927,7 +577,7 @@ struct state_pg *state_pg_open(const char *conninfo, struct evloop *loop, const 
 	s->loads_tail = &s->loads;
 	s->claims_tail = &s->claims;
 	evloop_timer_init(&s->flush_timer, on_flush, s);
-	evloop_timer_init(&s->claim_retry, on_claim_retry, s);
+	evloop_timer_init(&s->claim_retry, state_pg_on_claim_retry, s);
 	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++)
 		s->types[i] = (struct pg_type){.base = {.store = &s->base}, .s = s, .index = i};
 	s->conn = pg_conn_new(loop, log, conninfo, on_conn_state, s, err);

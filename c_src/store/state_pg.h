@@ -10,7 +10,16 @@
  * bytea, shard integer, state bytea, revision bigint, epoch bigint),
  * primary key (type, id); `id` is the canonical id and `state` the state
  * in external term format (binary_to_term/1 reads it), with an index on
- * (type, shard). shardnode_schema holds the schema's version (1).
+ * (type, shard). shardnode_schema holds the schema's version (2).
+ *
+ * Fencing (state_store.h): shardnode_shard_owner (type, shard, epoch)
+ * holds each shard's newest claim, numbered by the sequence
+ * shardnode_epoch. A claim is a transaction of its own; a type's loads of
+ * a shard wait for its claims. Each write transaction starts with one
+ * statement per type that locks (FOR SHARE) the owner rows of the shards
+ * it writes at the epochs its writes carry, and each write applies only
+ * at its shard's current epoch; the shards the statement does not find
+ * are reported fenced before the commit's written().
  *
  * All of it runs on the loop through one pg_conn (pg_conn.h): the writes
  * queued in a loop turn go out as one transaction (group commit: one
@@ -38,7 +47,8 @@ struct state_pg *state_pg_open(const char *conninfo, struct evloop *loop, const 
 /* The store as a state_store, for the regions. Freeing it (state_store_free)
  * closes the connection: writes not yet committed are dropped — no reply
  * was sent for any of them. Its scans answer -EOPNOTSUPP (a shared store
- * moves no states). */
+ * moves no states); its writes of a shard not claimed (or fenced since)
+ * answer -ESTALE. */
 struct state_store *state_pg_store(struct state_pg *s);
 
 #endif

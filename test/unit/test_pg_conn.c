@@ -236,3 +236,60 @@ Test(pg_conn, freed_with_statements_in_flight_answers_them, .init = setup, .fini
 	cr_assert_eq(s.nulls, 10);
 	evloop_free(loop);
 }
+
+static const struct pg_prepared add_one = {"t_add_one", "SELECT v + 1 FROM t WHERE k = $1::integer", 1};
+
+static void query_prepared(struct pg_conn *c, struct seen *s, int index, const char *k)
+{
+	ctx[index] = (struct answer_ctx){s, index};
+	const char *values[1] = {k};
+	cr_assert_eq(pg_conn_query_prepared(c, &add_one, values, NULL, NULL, 0, on_result, &ctx[index]), 0);
+}
+
+Test(pg_conn, a_prepared_statement_is_prepared_again_when_refused_and_after_a_reconnect, .init = setup,
+     .fini = teardown)
+{
+	struct seen s;
+	struct pg_conn *c = connect_to_srv(&s);
+	struct evloop *loop = s.loop;
+	/* Its table does not exist yet: the prepare is refused, and so is the
+	 * execution in the same batch. */
+	query_prepared(c, &s, 0, "1");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 1);
+	cr_assert_eq(s.status[0], PGRES_PIPELINE_ABORTED, "the batch ends at the failed prepare");
+	query(c, &s, 1, "CREATE TABLE t (k int PRIMARY KEY, v int)");
+	query(c, &s, 2, "INSERT INTO t VALUES (1, 41), (2, 9)");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	/* Prepared again at its next use, then executed by name. */
+	query_prepared(c, &s, 3, "1");
+	query_prepared(c, &s, 4, "2");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 5);
+	cr_assert_eq(s.status[3], PGRES_TUPLES_OK);
+	cr_assert_str_eq(s.value[3], "42");
+	cr_assert_str_eq(s.value[4], "10");
+	cr_assert_eq(pg_conn_pending(c), 0, "a prepare is not a statement of the caller's");
+	/* A new connection has no prepared statements: it prepares again. */
+	pg_server_cmd(&srv, "halt");
+	query(c, &s, 5, "SELECT 1");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 6);
+	if (s.downs == 0) {
+		s.wait_down = true;
+		sn_run_loop(loop, 15000);
+		s.wait_down = false;
+	}
+	pg_server_cmd(&srv, "start");
+	s.wait_up = true;
+	sn_run_loop(loop, 15000);
+	s.wait_up = false;
+	cr_assert_eq(s.ups, 2);
+	query_prepared(c, &s, 6, "1");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 7);
+	cr_assert_eq(s.status[6], PGRES_TUPLES_OK);
+	cr_assert_str_eq(s.value[6], "42");
+	pg_conn_free(c);
+	evloop_free(loop);
+}
