@@ -28,6 +28,7 @@
          admin_members/1,
          admin_bad_request/1,
          call_tag_echo/1,
+         late_replies_are_dropped/1,
          tell_to_admin_ignored/1,
          unknown_name_noproc/1,
          monitor_noconnection/1,
@@ -70,6 +71,7 @@ groups() ->
        admin_members,
        admin_bad_request,
        call_tag_echo,
+       late_replies_are_dropped,
        tell_to_admin_ignored,
        unknown_name_noproc,
        c_node_initiates,
@@ -207,7 +209,10 @@ admin_bad_request(Config) ->
 %% newer) alike.
 call_tag_echo(Config) ->
     CNode = ?config(cnode, Config),
-    Tags = [make_ref(), [alias | make_ref()]],
+    %% An [alias | Ref] tag's reply goes to the alias, as a BEAM server's
+    %% does: Ref must be an active alias for it to arrive.
+    Alias = alias(),
+    Tags = [make_ref(), [alias | Alias]],
     lists:foreach(
       fun(Tag) ->
               {shardnode, CNode} ! {'$gen_call', {self(), Tag}, shard_types},
@@ -216,7 +221,22 @@ call_tag_echo(Config) ->
               after 5000 ->
                       ct:fail({no_reply_with_tag, Tag, flush()})
               end
-      end, Tags).
+      end, Tags),
+    unalias(Alias).
+
+%% Calls that time out at once (timeout 0), to the admin and to a region:
+%% their replies come after the callers gave up, and the caller's runtime
+%% drops them (they go to the call's alias, no longer active), as it does a
+%% BEAM server's. The next call's reply, sent after all of them on the same
+%% connection, finds the mailbox empty.
+late_replies_are_dropped(Config) ->
+    CNode = ?config(cnode, Config),
+    Late = [catch gen_server:call({shardnode, CNode}, shard_types, 0) || _ <- lists:seq(1, 20)]
+        ++ [catch gen_server:call({echo, CNode}, {I, hello}, 0) || I <- lists:seq(1, 20)],
+    ct:log("~b of 40 calls timed out", [length([T || {'EXIT', {timeout, _}} = T <- Late])]),
+    ?assertMatch({ok, [_ | _]}, gen_server:call({shardnode, CNode}, shard_types)),
+    _ = gen_server:call({echo, CNode}, {21, hello}),
+    ?assertEqual([], flush()).
 
 %% Messages to the admin that are not calls, or are malformed calls, are
 %% ignored: no reply, no crash, and the next call is answered.

@@ -23,7 +23,7 @@ const erlang_pid *admin_pid(const struct admin *a) { return &a->shardnode->pid; 
 /* Sends `reply` (encoded without version byte) and frees it. */
 static void reply_and_free(struct admin *a, const struct gen_call *call, ei_x_buff *reply)
 {
-	int rc = dist_node_reply(a->cfg.node, call, reply->buff, (size_t)reply->index);
+	int rc = dist_node_reply(a->cfg.node, &a->shardnode->pid, call, reply->buff, (size_t)reply->index);
 	if (rc)
 		log_warn(a->cfg.log, "reply to a call could not be sent: %s", strerror(-rc));
 	ei_x_free(reply);

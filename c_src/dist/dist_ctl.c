@@ -80,6 +80,19 @@ int dist_ctl_send(char *out, const erlang_pid *to)
 	return n < 0 ? n : (int)i + n;
 }
 
+int dist_ctl_alias_send(char *out, const erlang_pid *from, const char *alias, size_t alias_len)
+{
+	if (alias_len > DIST_CTL_REF_MAX)
+		return -EINVAL;
+	size_t i = put_head(out, 3, DOP_ALIAS_SEND);
+	int n = put_pid(out + i, from);
+	if (n < 0)
+		return n;
+	i += (size_t)n;
+	memcpy(out + i, alias, alias_len);
+	return (int)(i + alias_len);
+}
+
 int dist_ctl_reg_send(char *out, const erlang_pid *from, const char *to_name)
 {
 	size_t i = put_head(out, 4, DOP_REG_SEND);

@@ -1,6 +1,7 @@
 /*
  * dist_ctl.h — the control tuples of the packets the node sends for almost
  * every message, SEND {2, '', ToPid} and REG_SEND {6, FromPid, '', ToName},
+ * and of a call's reply to an alias, ALIAS_SEND {33, FromPid, Alias},
  * written byte by byte into a caller's fixed-size buffer.
  *
  * ei_x_encode_* sizes every term in one pass and writes it in a second, and
@@ -39,5 +40,17 @@ int dist_ctl_send(char *out, const erlang_pid *to);
  * most 255 bytes). Returns the length, or -EINVAL if ei would not encode
  * `from` or the name. */
 int dist_ctl_reg_send(char *out, const erlang_pid *from, const char *to_name);
+
+/* The longest reference: NEWER_REFERENCE_EXT with its node atom (header and
+ * up to 1020 bytes), creation and at most 5 id words. */
+#define DIST_CTL_REF_MAX (1 + 2 + 3 + (MAXATOMLEN_UTF8 - 1) + 4 + 5 * 4)
+/* The longest ALIAS_SEND control tuple. */
+#define DIST_CTL_ALIAS_MAX (1 + 2 + 2 + DIST_CTL_PID_MAX + DIST_CTL_REF_MAX)
+
+/* Writes 131 and {33, From, Alias} to out (DIST_CTL_ALIAS_MAX bytes).
+ * `alias` is the encoded reference (alias_len bytes, no version byte, at
+ * most DIST_CTL_REF_MAX), copied as it is. Returns the length, or -EINVAL
+ * if ei would not encode `from` or the alias is too long. */
+int dist_ctl_alias_send(char *out, const erlang_pid *from, const char *alias, size_t alias_len);
 
 #endif

@@ -322,19 +322,42 @@ int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *
 	return send_to_node(n, to_node, ctl, (size_t)ctl_len, msg, len);
 }
 
-int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len)
+int dist_node_reply(struct dist_node *n, const erlang_pid *from, const struct gen_call *call, const char *reply,
+		    size_t reply_len)
 {
-	return dist_node_reply_to(n, &call->from, call->tag, call->tag_len, reply, reply_len);
+	return dist_node_reply_to(n, from, &call->from, call->tag, call->tag_len, reply, reply_len);
 }
 
-int dist_node_reply_to(struct dist_node *n, const erlang_pid *to, const char *tag, size_t tag_len,
-		       const char *reply, size_t reply_len)
+/* Sends a reply to the alias in its tag if the caller's node takes alias
+ * sends (it has a connection up with DFLAG_ALIAS): 0 or -errno once sent
+ * that way, 1 if it is for the plain path. */
+static int send_to_alias(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
+			 size_t tag_len, const char *msg, size_t len)
+{
+	const char *ref;
+	size_t ref_len;
+	if (is_local(n, to) || !gen_call_tag_alias(tag, tag_len, &ref, &ref_len))
+		return 1;
+	struct dist_conn *c = find_conn(n, to->node, NULL);
+	if (c == NULL || c->state != CONN_UP || !(c->peer_flags & DFLAG_ALIAS))
+		return 1;
+	char ctl[DIST_CTL_ALIAS_MAX];
+	int ctl_len = dist_ctl_alias_send(ctl, from, ref, ref_len);
+	if (ctl_len < 0)
+		return 1;
+	return dist_conn_send(c, ctl, (size_t)ctl_len, msg, len);
+}
+
+int dist_node_reply_to(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
+		       size_t tag_len, const char *reply, size_t reply_len)
 {
 	ei_x_buff spare, *x = scratch_get(&n->reply_buf, &spare);
 	if (x == NULL)
 		return -ENOMEM;
 	int rc = gen_call_encode_reply_tag(x, tag, tag_len, reply, reply_len);
 	if (rc == 0)
+		rc = send_to_alias(n, from, to, tag, tag_len, x->buff, (size_t)x->index);
+	if (rc == 1)
 		rc = dist_node_send(n, to, x->buff, (size_t)x->index);
 	scratch_put(&n->reply_buf, x);
 	return rc;

@@ -72,14 +72,17 @@ int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, s
 int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,
 		       const char *to_node, const char *msg, size_t len);
 
-/* Replies to a gen_server call: sends {Tag, Reply} to the caller. `reply` is
- * an encoded term WITHOUT version byte. Returns as dist_node_send. */
-int dist_node_reply(struct dist_node *n, const struct gen_call *call, const char *reply, size_t reply_len);
+/* Replies from `from` (a proc of this node) to a gen_server call: sends
+ * {Tag, Reply} to the caller, or, with an [alias | Ref] tag and a peer that
+ * knows aliases, to the alias (gen_call.h). `reply` is an encoded term
+ * WITHOUT version byte. Returns as dist_node_send. */
+int dist_node_reply(struct dist_node *n, const erlang_pid *from, const struct gen_call *call, const char *reply,
+		    size_t reply_len);
 
 /* The same for a caller `to` and its raw encoded Tag, borrowed for the call:
  * nothing of the (1 KB) pid is copied. Returns as dist_node_send. */
-int dist_node_reply_to(struct dist_node *n, const erlang_pid *to, const char *tag, size_t tag_len,
-		       const char *reply, size_t reply_len);
+int dist_node_reply_to(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
+		       size_t tag_len, const char *reply, size_t reply_len);
 
 /* Called when the last up connection to `peer` closes (as nodedown). */
 typedef void (*nodedown_fn)(void *arg, const char *peer);

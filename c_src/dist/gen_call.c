@@ -2,6 +2,7 @@
 #include "dist/gen_call.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "etf/term.h"
 
@@ -23,6 +24,22 @@ int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
 	out->request_len = (size_t)(msg + i - out->request);
 	if (i != len)
 		return -EPROTO;
+	return 1;
+}
+
+int gen_call_tag_alias(const char *tag, size_t tag_len, const char **ref, size_t *ref_len)
+{
+	int index = 0, arity = 0, type = 0, size = 0;
+	char atom[MAXATOMLEN_UTF8];
+	if (ei_decode_list_header(tag, &index, &arity) < 0 || arity != 1 || ei_decode_atom(tag, &index, atom) < 0 ||
+	    strcmp(atom, "alias") != 0 || ei_get_type(tag, &index, &type, &size) < 0 ||
+	    (type != ERL_NEWER_REFERENCE_EXT && type != ERL_NEW_REFERENCE_EXT))
+		return 0;
+	int start = index;
+	if (ei_skip_term(tag, &index) < 0 || (size_t)index != tag_len)
+		return 0;
+	*ref = tag + start;
+	*ref_len = (size_t)(index - start);
 	return 1;
 }
 

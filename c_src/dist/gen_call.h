@@ -4,7 +4,10 @@
  * gen_server:call/3 sends {'$gen_call', {Pid, Tag}, Request}. From OTP 24 the
  * Tag is [alias | Ref], an improper list; older nodes send a plain reference.
  * The reply is {Tag, Reply} sent to Pid, with Tag echoed byte for byte: we
- * never decode or re-encode it, so whatever the caller chose matches.
+ * never decode or re-encode it, so whatever the caller chose matches. With
+ * an [alias | Ref] tag the reply goes to the alias Ref (as gen:reply/2 does:
+ * Alias ! {Tag, Reply}), which the caller's runtime drops once the call is
+ * over — a late reply never lands in its mailbox.
  */
 #ifndef SN_GEN_CALL_H
 #define SN_GEN_CALL_H
@@ -26,6 +29,11 @@ struct gen_call {
  * 0 if the message is not a '$gen_call' at all; -EPROTO if it is a
  * '$gen_call' whose From is not {Pid, Tag}, so no reply can be sent. */
 int gen_call_parse(const char *msg, size_t len, struct gen_call *out);
+
+/* Whether a raw Tag is [alias | Ref] with Ref a reference: returns 1 and
+ * points *ref at Ref's bytes inside tag (*ref_len of them), or 0 (a plain
+ * reference, or anything else: the reply goes to the caller's pid). */
+int gen_call_tag_alias(const char *tag, size_t tag_len, const char **ref, size_t *ref_len);
 
 /* Encodes the reply message {Tag, Reply} with the version byte into x (an
  * initialised ei_x_buff). `reply` is an encoded term without version byte.

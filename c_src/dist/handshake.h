@@ -44,6 +44,10 @@
 #define DFLAG_UNLINK_ID 0x2000000ULL
 #define DFLAG_MANDATORY_25_DIGEST 0x4000000ULL
 #define DFLAG_V4_NC (0x4ULL << 32)
+/* Process aliases (OTP 24): a reply to a call whose tag is [alias | Ref]
+ * goes to the alias with ALIAS_SEND, so the caller's runtime drops it once
+ * the call is over. */
+#define DFLAG_ALIAS (0x8ULL << 32)
 
 /* What an OTP 25 node insists on; a peer lacking any of these is refused. */
 #define DFLAG_MANDATORY_25                                                          \
@@ -58,7 +62,7 @@
  * cache and no fragments, so every packet is a plain 'p' packet. */
 #define DFLAG_OURS                                                                  \
 	(DFLAG_MANDATORY_25 | DFLAG_MANDATORY_25_DIGEST | DFLAG_DIST_MONITOR |      \
-	 DFLAG_DIST_MONITOR_NAME | DFLAG_UNLINK_ID | DFLAG_V4_NC)
+	 DFLAG_DIST_MONITOR_NAME | DFLAG_UNLINK_ID | DFLAG_V4_NC | DFLAG_ALIAS)
 
 /* No handshake message is larger than this; longer lengths are refused. */
 #define HANDSHAKE_MAX_MESSAGE 1024

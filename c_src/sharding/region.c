@@ -34,7 +34,7 @@ struct pending {
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
 			    const ei_x_buff *reply)
 {
-	dist_node_reply_to(r->cfg.node, to, tag, tag_len, reply->buff, (size_t)reply->index);
+	dist_node_reply_to(r->cfg.node, &r->pid, to, tag, tag_len, reply->buff, (size_t)reply->index);
 }
 
 /* {Type, EntityId, Reply} to the sender of a tell. */

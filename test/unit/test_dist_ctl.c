@@ -163,3 +163,36 @@ Test(dist_ctl, the_bound_holds_for_the_longest_fields)
 	free(out);
 	free(node);
 }
+
+/* ALIAS_SEND {33, From, Alias} as ei writes it, the alias copied as it is;
+ * the longest pid and reference fit the bound. */
+Test(dist_ctl, alias_send_matches_ei)
+{
+	char *node = node_of("\xF0\x9F\x98\x80", 1020);
+	const char *nodes[] = {"a@h", node};
+	for (size_t k = 0; k < SN_ARRAY_LEN(nodes); k++) {
+		erlang_pid from = pid_on(nodes[k], 0xffffffffu, 0xffffffffu, 0xffffffffu);
+		erlang_ref alias = sn_ref(nodes[k], 5);
+		alias.len = 5;
+		ei_x_buff ref, want;
+		sn_x_new(&ref);
+		cr_assert_eq(ei_x_encode_ref(&ref, &alias), 0);
+		sn_x_new_with_version(&want);
+		cr_assert_eq(ei_x_encode_tuple_header(&want, 3), 0);
+		cr_assert_eq(ei_x_encode_long(&want, DOP_ALIAS_SEND), 0);
+		cr_assert_eq(ei_x_encode_pid(&want, &from), 0);
+		cr_assert_eq(ei_x_encode_ref(&want, &alias), 0);
+		char *out = malloc(DIST_CTL_ALIAS_MAX);
+		cr_assert_not_null(out);
+		int n = dist_ctl_alias_send(out, &from, ref.buff, (size_t)ref.index);
+		cr_assert_eq(n, want.index);
+		cr_assert_eq(memcmp(out, want.buff, (size_t)n), 0);
+		if (k == 1)
+			cr_assert_eq(n, DIST_CTL_ALIAS_MAX, "the bound is exact");
+		cr_assert_eq(dist_ctl_alias_send(out, &from, ref.buff, DIST_CTL_REF_MAX + 1), -EINVAL);
+		free(out);
+		ei_x_free(&ref);
+		ei_x_free(&want);
+	}
+	free(node);
+}
