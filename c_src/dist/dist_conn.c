@@ -473,6 +473,47 @@ static void on_packet(struct dist_conn *c, const uint8_t *body, size_t len)
 	c->hooks->packet(c->hooks->owner, c, &m);
 }
 
+/* A packet over max_message_bytes begins (its 4-byte length is at the
+ * head of `in`): it is read past as it comes, never held whole, keeping
+ * its first bytes for the owner. The framing stays intact, so the
+ * connection and the peer's other messages carry on. */
+static void begin_oversized(struct dist_conn *c, const uint8_t *head)
+{
+	size_t n = be32_read(head);
+	bytebuf_consume(&c->in, 4);
+	c->oversize_left = c->oversize_total = n;
+	c->oversize_have = 0;
+	c->oversize_head = malloc(DIST_CONN_OVERSIZED_HEAD); /* NULL: discarded all the same */
+	if (c->oversized++ < MALFORMED_LOG_LIMIT)
+		log_warn(c->settings->log, "connection %s: a packet of %zu bytes, over max_message_bytes (%zu), "
+			 "is discarded", peer_label(c), n, c->settings->max_message_bytes);
+}
+
+/* Reads past what has come of the packet being discarded. Returns true
+ * once it is all past (the owner told), false while more is to come. */
+static bool discard_oversized(struct dist_conn *c)
+{
+	size_t avail = bytebuf_size(&c->in);
+	size_t take = avail < c->oversize_left ? avail : c->oversize_left;
+	if (c->oversize_head != NULL && c->oversize_have < DIST_CONN_OVERSIZED_HEAD) {
+		size_t keep = DIST_CONN_OVERSIZED_HEAD - c->oversize_have;
+		if (keep > take)
+			keep = take;
+		memcpy(c->oversize_head + c->oversize_have, bytebuf_head(&c->in), keep);
+		c->oversize_have += keep;
+	}
+	bytebuf_consume(&c->in, take);
+	c->oversize_left -= take;
+	if (c->oversize_left > 0)
+		return false;
+	uint8_t *kept = c->oversize_head;
+	c->oversize_head = NULL;
+	if (c->hooks->oversized)
+		c->hooks->oversized(c->hooks->owner, c, kept, kept ? c->oversize_have : 0, c->oversize_total);
+	free(kept);
+	return true;
+}
+
 /* Consumes whole messages from `in` while the connection stays open. */
 static void conn_process_input(struct dist_conn *c)
 {
@@ -481,18 +522,16 @@ static void conn_process_input(struct dist_conn *c)
 		size_t avail = bytebuf_size(&c->in);
 		const uint8_t *body;
 		size_t body_len, consumed;
-		if (c->state == CONN_UP) {
+		if (c->state == CONN_UP && c->oversize_left > 0) {
+			if (!discard_oversized(c))
+				return;
+		} else if (c->state == CONN_UP) {
 			switch (dist_frame_next(head, avail, c->settings->max_message_bytes, &body, &body_len, &consumed)) {
 			case DIST_FRAME_NEED_MORE:
 				return;
-			case DIST_FRAME_TOO_BIG: {
-				char why[96];
-				snprintf(why, sizeof why, "packet larger than max_message_bytes (%zu)",
-					 c->settings->max_message_bytes);
-				log_warn(c->settings->log, "connection %s: %s", peer_label(c), why);
-				dist_conn_close(c, why);
-				return;
-			}
+			case DIST_FRAME_TOO_BIG:
+				begin_oversized(c, head);
+				break;
 			case DIST_FRAME_TICK:
 				bytebuf_consume(&c->in, consumed);
 				/* Answer, so a peer with a short net_ticktime hears us. */
@@ -691,6 +730,8 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 
 void dist_conn_free(struct dist_conn *c)
 {
+	free(c->oversize_head);
+	c->oversize_head = NULL;
 	bytebuf_free(&c->in);
 	bytebuf_free(&c->out);
 	bytebuf_free(&c->pending);

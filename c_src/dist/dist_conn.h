@@ -77,6 +77,11 @@ struct dist_settings {
 struct dist_conn;
 
 /* Upcalls into the owner. Each may close connections (including this one). */
+/* How much of a packet over max_message_bytes is kept while the rest is
+ * read past: the control tuple and a call's '$gen_call', pid and tag fit
+ * (each pid or reference is at most ~1 KB). */
+#define DIST_CONN_OVERSIZED_HEAD 8192
+
 struct dist_conn_hooks {
 	void *owner;
 	enum conn_arbitration (*arbitrate)(void *owner, struct dist_conn *incoming);
@@ -84,6 +89,11 @@ struct dist_conn_hooks {
 	void (*replace)(void *owner, struct dist_conn *incoming);
 	void (*up)(void *owner, struct dist_conn *c);
 	void (*packet)(void *owner, struct dist_conn *c, const struct dist_msg *m);
+	/* A packet longer than max_message_bytes went by, discarded: only its
+	 * first head_len bytes (at most DIST_CONN_OVERSIZED_HEAD; maybe 0) are
+	 * shown, valid during the call, not validated — enough to tell a
+	 * call's caller it was too large. `total` is its length. */
+	void (*oversized)(void *owner, struct dist_conn *c, const uint8_t *head, size_t head_len, size_t total);
 	/* The connection is closing; `why` says why. Called once, before the
 	 * owner may free it. A connection we initiated that never came up is
 	 * not logged here: the owner says what it means (peer_backoff.h), and
@@ -113,6 +123,13 @@ struct dist_conn {
 	bool was_up;                /* reached CONN_UP at some point */
 	uint64_t logged_ops;        /* unknown control ops already logged, by bit */
 	uint32_t malformed;         /* malformed packets dropped */
+	uint32_t oversized;         /* packets over max_message_bytes discarded */
+	/* The packet over max_message_bytes being discarded: bytes still to
+	 * read past, its length, and its first bytes kept for the owner
+	 * (oversize_have of them, in a buffer of DIST_CONN_OVERSIZED_HEAD;
+	 * owned, NULL when none is under way or no memory was there). */
+	size_t oversize_left, oversize_total, oversize_have;
+	uint8_t *oversize_head;
 	uint64_t packets_in, packets_out;
 	struct dist_conn *next;     /* the owner's list */
 };

@@ -26,16 +26,17 @@ enum dist_frame_result dist_frame_next(const uint8_t *buf, size_t len, size_t ma
 	return DIST_FRAME_PACKET;
 }
 
-int dist_frame_parse(const uint8_t *body, size_t len, struct dist_msg *out)
+/* The control tuple at the start of a body (after 'p' and its version
+ * byte): validated, its op and elements recorded. *end gets its length.
+ * Returns 0 or -EPROTO. */
+static int parse_ctl(const uint8_t *body, size_t len, struct dist_msg *out, size_t *end)
 {
 	if (len < 3 || body[0] != 'p' || body[1] != TERM_VERSION_MAGIC)
 		return -EPROTO;
 	const char *ctl = (const char *)body + 2;
-	size_t ctl_space = len - 2;
-	size_t end = 0;
-	if (term_validate(ctl, ctl_space, &end))
+	*end = 0;
+	if (term_validate(ctl, len - 2, end))
 		return -EPROTO;
-
 	size_t i = 0;
 	long arity = term_get_tuple(ctl, &i);
 	if (arity < 1)
@@ -51,15 +52,38 @@ int dist_frame_parse(const uint8_t *body, size_t len, struct dist_msg *out)
 			out->elem[out->nelems++] = i;
 		term_skip(ctl, &i);
 	}
-
 	out->payload = NULL;
 	out->payload_len = 0;
+	return 0;
+}
+
+int dist_frame_parse_prefix(const uint8_t *prefix, size_t len, struct dist_msg *out)
+{
+	size_t end;
+	if (parse_ctl(prefix, len, out, &end))
+		return -EPROTO;
+	size_t ctl_space = len - 2;
+	if (end == ctl_space)
+		return 0;
+	if (out->ctl[end] != (char)TERM_VERSION_MAGIC)
+		return -EPROTO;
+	out->payload = out->ctl + end + 1;
+	out->payload_len = ctl_space - end - 1;
+	return 0;
+}
+
+int dist_frame_parse(const uint8_t *body, size_t len, struct dist_msg *out)
+{
+	size_t end;
+	if (parse_ctl(body, len, out, &end))
+		return -EPROTO;
+	size_t ctl_space = len - 2;
 	if (end == ctl_space)
 		return 0;
 	/* A message follows: version byte, then exactly one term. */
-	if (ctl[end] != (char)TERM_VERSION_MAGIC)
+	if (out->ctl[end] != (char)TERM_VERSION_MAGIC)
 		return -EPROTO;
-	const char *msg = ctl + end + 1;
+	const char *msg = out->ctl + end + 1;
 	size_t msg_space = ctl_space - end - 1;
 	size_t mend = 0;
 	if (term_validate(msg, msg_space, &mend) || mend != msg_space)

@@ -75,4 +75,12 @@ struct dist_msg {
  * tuple that does not start with a small integer op. */
 int dist_frame_parse(const uint8_t *body, size_t len, struct dist_msg *out);
 
+/* Parses the first `len` bytes of a packet body too large to keep (the
+ * rest was discarded): the control tuple must be whole and valid within
+ * them, as dist_frame_parse checks it; the message is cut. On 0, *out is
+ * as dist_frame_parse fills it, but `payload` holds only the message's
+ * first payload_len bytes, NOT validated (NULL if none came): read it with
+ * term_validate on bounded pieces only. Returns 0 or -EPROTO. */
+int dist_frame_parse_prefix(const uint8_t *prefix, size_t len, struct dist_msg *out);
+
 #endif

@@ -580,6 +580,36 @@ static void on_exit_signal(struct dist_node *n, struct dist_conn *c, const struc
 	log_debug(n->settings.log, "exit signal (op %ld) from %s ignored", m->op, c->peer);
 }
 
+/* A packet over max_message_bytes was discarded (dist_conn.h). If it was
+ * a call to one of our procs, the caller hears {error, message_too_large}
+ * from that proc, as from any reply; anything else is gone (logged by the
+ * connection). Sender and tag come before the request, so the head the
+ * connection kept holds them. */
+static void hook_oversized(void *owner, struct dist_conn *c, const uint8_t *head, size_t head_len, size_t total)
+{
+	(void)c, (void)total;
+	struct dist_node *n = owner;
+	n->stats.oversized_dropped++;
+	struct dist_msg m;
+	if (head_len == 0 || dist_frame_parse_prefix(head, head_len, &m) != 0 || m.payload == NULL)
+		return;
+	struct proc *p = NULL;
+	if ((m.op == DOP_REG_SEND || m.op == DOP_REG_SEND_TT) && m.nelems >= 3)
+		p = elem_target(n, &m, 2);
+	else if ((m.op == DOP_SEND || m.op == DOP_SEND_TT || m.op == DOP_SEND_SENDER ||
+		  m.op == DOP_SEND_SENDER_TT) && m.nelems >= 2)
+		p = elem_target(n, &m, 1);
+	struct gen_call call;
+	if (p == NULL || gen_call_parse_head(m.payload, m.payload_len, &call) != 1)
+		return;
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (term_x_error_atom(&x, "message_too_large") == 0)
+		dist_node_reply(n, &p->pid, &call, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
 static void hook_packet(void *owner, struct dist_conn *c, const struct dist_msg *m)
 {
 	struct dist_node *n = owner;
@@ -749,7 +779,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	};
 	n->hooks = (struct dist_conn_hooks){
 		.owner = n, .arbitrate = hook_arbitrate, .replace = hook_replace, .up = hook_up,
-		.packet = hook_packet, .closed = hook_closed,
+		.packet = hook_packet, .oversized = hook_oversized, .closed = hook_closed,
 	};
 	evloop_timer_init(&n->tick_timer, on_tick, n);
 	scratch_init(&n->reply_buf);

@@ -99,6 +99,7 @@ struct dist_node_stats {
 	uint64_t connections_refused;  /* over max_connections */
 	uint64_t unknown_control_ops;
 	uint64_t undeliverable;        /* to unknown names or pids */
+	uint64_t oversized_dropped;    /* packets over max_message_bytes discarded */
 	uint32_t connections_up;
 };
 void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out);

@@ -27,8 +27,53 @@ int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
 	return 1;
 }
 
+int gen_call_parse_head(const char *msg, size_t avail, struct gen_call *out)
+{
+	/* {'$gen_call', {Pid, Tag}, ...}: the BEAM writes a tuple of 3 as a
+	 * SMALL_TUPLE_EXT. */
+	if (avail < 2 || (unsigned char)msg[0] != ERL_SMALL_TUPLE_EXT || msg[1] != 3)
+		return 0;
+	size_t i = 2, atom = i;
+	if (term_validate(msg, avail, &i) || !term_is_atom(msg, atom, "$gen_call"))
+		return 0;
+	if (avail - i < 2 || (unsigned char)msg[i] != ERL_SMALL_TUPLE_EXT || msg[i + 1] != 2)
+		return 0;
+	i += 2;
+	size_t pid = i;
+	if (term_validate(msg, avail, &i))
+		return 0;
+	size_t tag = i;
+	if (term_validate(msg, avail, &i))
+		return 0;
+	size_t at = pid;
+	if (term_get_pid(msg, &at, &out->from))
+		return 0;
+	out->tag = msg + tag;
+	out->tag_len = i - tag;
+	out->request = NULL;
+	out->request_len = 0;
+	return 1;
+}
+
+/* [alias | Ref] as every BEAM writes it: a one-element LIST_EXT and the
+ * atom as SMALL_ATOM_UTF8_EXT, then the reference. */
+static const char alias_head[] = {(char)ERL_LIST_EXT, 0, 0, 0, 1, (char)ERL_SMALL_ATOM_UTF8_EXT, 5,
+				  'a', 'l', 'i', 'a', 's'};
+
 int gen_call_tag_alias(const char *tag, size_t tag_len, const char **ref, size_t *ref_len)
 {
+	/* Bounded first: ei's decoders trust their input (term.h). */
+	size_t end = 0;
+	if (term_validate(tag, tag_len, &end) || end != tag_len)
+		return 0;
+	/* Every reply asks this: the usual encoding is matched in place. */
+	size_t head = sizeof alias_head;
+	if (tag_len > head && memcmp(tag, alias_head, head) == 0 &&
+	    (tag[head] == (char)ERL_NEWER_REFERENCE_EXT || tag[head] == (char)ERL_NEW_REFERENCE_EXT)) {
+		*ref = tag + head;
+		*ref_len = tag_len - head;
+		return 1;
+	}
 	int index = 0, arity = 0, type = 0, size = 0;
 	char atom[MAXATOMLEN_UTF8];
 	if (ei_decode_list_header(tag, &index, &arity) < 0 || arity != 1 || ei_decode_atom(tag, &index, atom) < 0 ||

@@ -30,9 +30,18 @@ struct gen_call {
  * '$gen_call' whose From is not {Pid, Tag}, so no reply can be sent. */
 int gen_call_parse(const char *msg, size_t len, struct gen_call *out);
 
+/* Recognises the head of a '$gen_call' in the first `avail` bytes of a
+ * message too large to keep (its request was discarded): the 3-tuple's
+ * '$gen_call' and {Pid, Tag} must lie whole within them, each checked with
+ * term_validate. Returns 1 with out->from and out->tag set (request NULL,
+ * request_len 0), or 0 (not a call, or cut before its tag ends). Reads
+ * only msg[0..avail). */
+int gen_call_parse_head(const char *msg, size_t avail, struct gen_call *out);
+
 /* Whether a raw Tag is [alias | Ref] with Ref a reference: returns 1 and
  * points *ref at Ref's bytes inside tag (*ref_len of them), or 0 (a plain
- * reference, or anything else: the reply goes to the caller's pid). */
+ * reference, or anything else: the reply goes to the caller's pid). Reads
+ * only tag[0..tag_len). */
 int gen_call_tag_alias(const char *tag, size_t tag_len, const char **ref, size_t *ref_len);
 
 /* Encodes the reply message {Tag, Reply} with the version byte into x (an

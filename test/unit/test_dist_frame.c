@@ -482,3 +482,44 @@ Test(dist_frame, malformed_control_term)
 	cr_assert_eq(parse_copy("", 0, &m, &p), -EPROTO);
 	free(p);
 }
+
+/* The head of a packet too large to keep: every prefix that holds the
+ * control tuple whole parses, with the message's bytes so far as its
+ * (unvalidated) payload; a shorter one is refused. */
+Test(dist_frame, every_prefix_of_a_packet_parses_once_its_control_tuple_is_whole)
+{
+	erlang_pid from = sn_pid(NODE, 5, 0);
+	ei_x_buff x;
+	body_start(&x);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 4), 0);
+	cr_assert_eq(ei_x_encode_long(&x, DOP_REG_SEND), 0);
+	cr_assert_eq(ei_x_encode_pid(&x, &from), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, ""), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "shardnode"), 0);
+	size_t ctl_end = (size_t)x.index; /* 'p', 131 and the control tuple */
+	append_message(&x);
+	for (size_t n = 0; n <= (size_t)x.index; n++) {
+		char *cut = sn_dup_exact(x.buff, n);
+		struct dist_msg m;
+		int rc = dist_frame_parse_prefix((const uint8_t *)cut, n, &m);
+		if (n < ctl_end) {
+			cr_assert_eq(rc, -EPROTO, "%zu bytes", n);
+		} else {
+			cr_assert_eq(rc, 0, "%zu bytes", n);
+			cr_assert_eq(m.op, DOP_REG_SEND);
+			cr_assert_eq(m.nelems, 3u);
+			if (n == ctl_end) {
+				cr_assert_null(m.payload);
+			} else {
+				cr_assert_eq(m.payload, cut + ctl_end + 1, "after the message's version byte");
+				cr_assert_eq(m.payload_len, n - ctl_end - 1);
+			}
+		}
+		free(cut);
+	}
+	/* A byte after the control tuple that is not a version byte. */
+	x.buff[ctl_end] = 0;
+	struct dist_msg m;
+	cr_assert_eq(dist_frame_parse_prefix((const uint8_t *)x.buff, (size_t)x.index, &m), -EPROTO);
+	ei_x_free(&x);
+}

@@ -374,3 +374,42 @@ Test(gen_call, an_alias_tag_names_its_reference_and_nothing_else_does)
 	ei_x_free(&tag);
 	ei_x_free(&want);
 }
+
+/* The head of a call too large to keep: every prefix that holds its
+ * '$gen_call', pid and tag whole gives the caller and the tag; a shorter
+ * one, or a message that is not a call, gives nothing. */
+Test(gen_call, the_head_of_a_call_names_its_caller_in_every_prefix_that_holds_the_tag)
+{
+	erlang_pid from = sn_pid(NODE, 3, 0);
+	for (int alias = 0; alias < 2; alias++) {
+		ei_x_buff msg, tag, req;
+		build_call(&msg, &tag, &req, &from, alias == 1);
+		size_t tag_end = (size_t)(msg.index - req.index);
+		for (size_t n = 0; n <= (size_t)msg.index; n++) {
+			char *cut = sn_dup_exact(msg.buff, n);
+			struct gen_call c;
+			int rc = gen_call_parse_head(cut, n, &c);
+			cr_assert_eq(rc, n >= tag_end ? 1 : 0, "%zu of %d bytes", n, msg.index);
+			if (rc == 1) {
+				cr_assert(term_pid_equal(&c.from, &from));
+				cr_assert_eq(c.tag_len, (size_t)tag.index);
+				cr_assert_eq(memcmp(c.tag, tag.buff, c.tag_len), 0);
+				cr_assert_null(c.request);
+			}
+			free(cut);
+		}
+		ei_x_free(&msg);
+		ei_x_free(&tag);
+		ei_x_free(&req);
+	}
+	ei_x_buff other;
+	sn_x_new(&other);
+	cr_assert_eq(ei_x_encode_tuple_header(&other, 3), 0);
+	cr_assert_eq(ei_x_encode_atom(&other, "$gen_cast"), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&other, 2), 0);
+	cr_assert_eq(ei_x_encode_pid(&other, &from), 0);
+	cr_assert_eq(ei_x_encode_long(&other, 1), 0);
+	struct gen_call c;
+	cr_assert_eq(gen_call_parse_head(other.buff, (size_t)other.index, &c), 0);
+	ei_x_free(&other);
+}
