@@ -29,6 +29,7 @@
          admin_bad_request/1,
          call_tag_echo/1,
          late_replies_are_dropped/1,
+         impostor_cluster_messages_ignored/1,
          tell_to_admin_ignored/1,
          unknown_name_noproc/1,
          monitor_noconnection/1,
@@ -72,6 +73,7 @@ groups() ->
        admin_bad_request,
        call_tag_echo,
        late_replies_are_dropped,
+       impostor_cluster_messages_ignored,
        tell_to_admin_ignored,
        unknown_name_noproc,
        c_node_initiates,
@@ -237,6 +239,27 @@ late_replies_are_dropped(Config) ->
     ?assertMatch({ok, [_ | _]}, gen_server:call({shardnode, CNode}, shard_types)),
     _ = gen_server:call({echo, CNode}, {21, hello}),
     ?assertEqual([], flush()).
+
+%% Cluster messages count only from the node they name as their sender:
+%% anyone with the cookie could otherwise rewrite the member list. Joins,
+%% gossip and a heartbeat that name another node — one a name too long for
+%% a node name (129 two-byte characters) — are ignored and logged: the
+%% member list is as it was, and well-formed.
+impostor_cluster_messages_ignored(Config) ->
+    CNode = ?config(cnode, Config),
+    {ok, Before} = gen_server:call({shardnode, CNode}, members),
+    Long = binary_to_atom(iolist_to_binary([[<<"\x{e9}"/utf8>> || _ <- lists:seq(1, 129)], <<"@h">>])),
+    Fake = 'impostor@127.0.0.1',
+    Msgs = [{'$shardnode', join, Fake, [counter]},
+            {'$shardnode', join, Long, [counter]},
+            {'$shardnode', gossip, Fake, [{Fake, 1, up, 1, [counter]}]},
+            {'$shardnode', gossip, Long, [{Long, 1, up, 1, [counter]}]},
+            {'$shardnode', heartbeat, Fake, 1}],
+    [{shardnode, CNode} ! M || M <- Msgs],
+    ?assertEqual({ok, Before}, gen_server:call({shardnode, CNode}, members)),
+    {ok, Lines} = shardnode:output(CNode),
+    ?assert(lists:any(fun(L) -> binary:match(L, <<"naming impostor@127.0.0.1 as its sender ignored">>) =/= nomatch end,
+                      Lines)).
 
 %% Messages to the admin that are not calls, or are malformed calls, are
 %% ignored: no reply, no crash, and the next call is answered.

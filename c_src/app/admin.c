@@ -102,7 +102,7 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 	(void)self;
 	struct admin *a = ctx;
 	struct gen_call call;
-	if (a->membership != NULL && membership_handle(a->membership, m->term, m->len) == 1)
+	if (a->membership != NULL && membership_handle(a->membership, m->term, m->len, m->via) == 1)
 		return;
 	if (!as_call(a, m, &call, "shardnode"))
 		return;

@@ -10,6 +10,7 @@
 
 #include "cluster/membership_internal.h"
 #include "etf/shardnode_msg.h"
+#include "dist/node_name.h"
 #include "etf/term.h"
 
 static const char *const status_names[] = {
@@ -255,7 +256,7 @@ done:
 static void on_join(struct membership *m, const char *t, size_t i)
 {
 	struct member joiner = {0};
-	if (term_get_atom(t, &i, joiner.node) || read_types(t, &i, &joiner))
+	if (node_name_decode(t, &i, joiner.node) || read_types(t, &i, &joiner))
 		return;
 	struct member *e = membership_member(m, joiner.node);
 	struct member_facts have = e != NULL ? facts_of(e) : (struct member_facts){0};
@@ -292,8 +293,8 @@ static void reset_local(struct membership *m, struct member *e)
 
 static void on_gossip(struct membership *m, const char *t, size_t i)
 {
-	char from[TERM_ATOM_BUF];
-	if (term_get_atom(t, &i, from))
+	char from[NODE_NAME_BUF];
+	if (node_name_decode(t, &i, from))
 		return;
 	int ii = (int)i, count;
 	if (ei_decode_list_header(t, &ii, &count) < 0)
@@ -304,7 +305,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		struct member in = {0};
 		char status[TERM_ATOM_BUF];
 		long up, version;
-		if (term_get_tuple(t, &i) != 5 || term_get_atom(t, &i, in.node) || term_get_long(t, &i, &up) ||
+		if (term_get_tuple(t, &i) != 5 || node_name_decode(t, &i, in.node) || term_get_long(t, &i, &up) ||
 		    term_get_atom(t, &i, status) || term_get_long(t, &i, &version) || read_types(t, &i, &in))
 			return;
 		int s = status_of(status);
@@ -352,13 +353,37 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	}
 }
 
-int membership_handle(struct membership *m, const char *t, size_t len)
+/* Whether the sender a message names first (at t[i]) is the node it came
+ * from. */
+static bool sent_by(struct membership *m, const char *t, size_t i, const char *via, const char *kind)
+{
+	char claimed[NODE_NAME_BUF];
+	bool named = node_name_decode(t, &i, claimed) == 0;
+	if (named && strcmp(claimed, via) == 0)
+		return true;
+	if (m->impostors++ < IMPOSTORS_LOGGED)
+		log_warn(m->cfg.log, "a %s from %s naming %s as its sender ignored", kind, via,
+			 named ? claimed : "no valid node name");
+	return false;
+}
+
+int membership_handle(struct membership *m, const char *t, size_t len, const char *via)
 {
 	(void)len;
 	size_t i;
 	long arity;
 	if (!shardnode_msg_head(t, &i, &arity) || arity != 4)
 		return 0;
+	static const char *const kinds[] = {"join", "gossip", "reachability", "heartbeat", "heartbeat_ack"};
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		if (!term_is_atom(t, i, kinds[k]))
+			continue;
+		size_t after = i;
+		term_skip(t, &after);
+		if (!sent_by(m, t, after, via, kinds[k]))
+			return 1;
+		break;
+	}
 	if (term_is_atom(t, i, "join")) {
 		term_skip(t, &i);
 		on_join(m, t, i);

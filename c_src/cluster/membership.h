@@ -99,9 +99,13 @@ struct membership_config {
 struct membership *membership_start(const struct membership_config *cfg, int *err);
 void membership_free(struct membership *m);
 
-/* Handles a '$shardnode' join, gossip, heartbeat or heartbeat_ack message.
- * Returns 1 if it was one, 0 if not. */
-int membership_handle(struct membership *m, const char *term, size_t len);
+/* Handles a '$shardnode' join, gossip, reachability, heartbeat or
+ * heartbeat_ack message that came from node `via` (proc_msg.via: the
+ * connection's peer). Each names its sender first; one whose sender is not
+ * `via` — anyone with the cookie speaking for another node — or is no
+ * valid node name is ignored (and logged). Returns 1 if it was one of
+ * these messages, 0 if not. */
+int membership_handle(struct membership *m, const char *term, size_t len, const char *via);
 
 /* Encodes {ok, [#{node := Node, status := Status}]}, oldest first. */
 void membership_encode_members(const struct membership *m, ei_x_buff *x);

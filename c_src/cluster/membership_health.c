@@ -8,6 +8,7 @@
 #include "cluster/membership_internal.h"
 #include "cluster/quorum.h"
 #include "dist/node_set.h"
+#include "dist/node_name.h"
 #include "etf/term.h"
 
 void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)
@@ -122,8 +123,8 @@ static bool publish_own_view(struct membership *m)
 
 void membership_on_reachability(struct membership *m, const char *t, size_t i)
 {
-	char from[TERM_ATOM_BUF];
-	if (term_get_atom(t, &i, from))
+	char from[NODE_NAME_BUF];
+	if (node_name_decode(t, &i, from))
 		return;
 	struct member *sender = membership_member(m, from);
 	if (sender == NULL || is_us(m, sender) || sender->status >= MEMBER_DOWN)
@@ -286,9 +287,9 @@ static void keep_majority(struct membership *m)
  * the member's quorum lease from the time we sent the heartbeat. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
 {
-	char from[TERM_ATOM_BUF];
+	char from[NODE_NAME_BUF];
 	long sent_at;
-	if (term_get_atom(t, &i, from) || term_get_long(t, &i, &sent_at) || sent_at < 0)
+	if (node_name_decode(t, &i, from) || term_get_long(t, &i, &sent_at) || sent_at < 0)
 		return;
 	struct member *e = membership_member(m, from);
 	if (e == NULL || is_us(m, e))

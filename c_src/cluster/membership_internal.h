@@ -15,7 +15,12 @@
 #include "cluster/membership.h"
 #include "cluster/reachability.h"
 
+/* Messages naming another sender than their connection's peer: the first
+ * few are logged. */
+#define IMPOSTORS_LOGGED 5
+
 struct membership {
+	uint32_t impostors; /* messages so ignored (membership_handle) */
 	struct membership_config cfg;
 	char our_node[NODE_NAME_BUF];
 	struct member *members;

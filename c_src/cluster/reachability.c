@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/node_name.h"
 #include "etf/term.h"
 
 void reachability_free(struct reachability *r)
@@ -144,9 +145,9 @@ static bool read_list_end(const char *t, size_t *i, int arity)
 /* One {Observer, Version, [Subject]}: merged, or -EPROTO / -ENOMEM. */
 static int merge_one(struct reachability *r, const char *t, size_t *i)
 {
-	char observer[TERM_ATOM_BUF];
+	char observer[NODE_NAME_BUF];
 	unsigned long long version;
-	if (term_get_tuple(t, i) != 3 || term_get_atom(t, i, observer))
+	if (term_get_tuple(t, i) != 3 || term_get_atom_sized(t, i, observer, sizeof observer))
 		return -EPROTO;
 	int ii = (int)*i;
 	if (ei_decode_ulonglong(t, &ii, &version) < 0)
@@ -155,13 +156,13 @@ static int merge_one(struct reachability *r, const char *t, size_t *i)
 	int n = read_list(t, i);
 	if (n < 0)
 		return -EPROTO;
-	char (*names)[TERM_ATOM_BUF] = n ? calloc((size_t)n, sizeof *names) : NULL;
+	char (*names)[NODE_NAME_BUF] = n ? calloc((size_t)n, sizeof *names) : NULL;
 	const char **subjects = n ? calloc((size_t)n, sizeof *subjects) : NULL;
 	int rc = 0;
 	if (n && (names == NULL || subjects == NULL))
 		rc = -ENOMEM;
 	for (int s = 0; rc == 0 && s < n; s++) {
-		if (term_get_atom(t, i, names[s]))
+		if (term_get_atom_sized(t, i, names[s], sizeof names[s]))
 			rc = -EPROTO;
 		subjects[s] = names[s];
 	}

@@ -410,11 +410,10 @@ void dist_node_exit(struct dist_node *n, struct proc *p, const char *reason)
 
 /* ---- routing incoming control messages ---- */
 
-static void deliver(struct dist_node *n, struct proc *p, const erlang_pid *from, const char *term, size_t len)
+static void deliver(struct proc *p, const char *via, const erlang_pid *from, const char *term, size_t len)
 {
-	struct proc_msg m = {.from = from, .term = term, .len = len};
+	struct proc_msg m = {.from = from, .term = term, .len = len, .via = via};
 	p->handler(p->ctx, p, &m);
-	(void)n;
 }
 
 /* Decodes a pid element of the control tuple; false if it is not one. */
@@ -473,7 +472,7 @@ static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct d
 		log_debug(n->settings.log, "message from %s to unregistered name %s dropped", c->peer, name);
 		return;
 	}
-	deliver(n, p, &from, m->payload, m->payload_len);
+	deliver(p, c->peer, &from, m->payload, m->payload_len);
 }
 
 /* SEND {2, Unused, ToPid} and SEND_SENDER {22, FromPid, ToPid}. */
@@ -490,7 +489,7 @@ static void on_send(struct dist_node *n, struct dist_conn *c, const struct dist_
 		n->stats.undeliverable++;
 		return;
 	}
-	deliver(n, p, has_from ? &from : NULL, m->payload, m->payload_len);
+	deliver(p, c->peer, has_from ? &from : NULL, m->payload, m->payload_len);
 }
 
 /* MONITOR_P {19, FromPid, ToProc, Ref}. */
@@ -728,7 +727,7 @@ static bool on_idle(struct evloop *loop, void *arg)
 		batch = m->next;
 		struct proc *p = proc_by_pid(&n->procs, &m->to);
 		if (p != NULL)
-			deliver(n, p, m->has_from ? &m->from : NULL, m->term, m->len);
+			deliver(p, n->name, m->has_from ? &m->from : NULL, m->term, m->len);
 		else
 			n->stats.undeliverable++;
 		free(m);

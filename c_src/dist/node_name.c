@@ -1,7 +1,10 @@
 /* node_name.c — see node_name.h. */
 #include "dist/node_name.h"
 
+#include <errno.h>
 #include <string.h>
+
+#include "etf/term.h"
 
 bool node_name_valid(const char *name, size_t len)
 {
@@ -18,4 +21,13 @@ bool node_name_valid(const char *name, size_t len)
 			return false;
 	}
 	return true;
+}
+
+int node_name_decode(const char *buf, size_t *idx, char *out)
+{
+	size_t i = *idx;
+	if (term_get_atom_sized(buf, &i, out, NODE_NAME_BUF) || !node_name_valid(out, strlen(out)))
+		return -EPROTO;
+	*idx = i;
+	return 0;
 }

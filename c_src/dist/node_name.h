@@ -20,4 +20,12 @@
  * '@', no control bytes (below 0x20, or 0x7f) and len < NODE_NAME_BUF. */
 bool node_name_valid(const char *name, size_t len);
 
+/* Decodes the (validated) atom at buf[*idx] as a node name into out
+ * (NODE_NAME_BUF bytes, NUL-terminated) and advances *idx. Returns 0, or
+ * -EPROTO (*idx unchanged, out unspecified) if it is not an atom or not a
+ * valid node name — one too long for out among them: nothing is written
+ * past out. Every node name read from a peer's message goes through
+ * here. */
+int node_name_decode(const char *buf, size_t *idx, char *out);
+
 #endif

@@ -27,6 +27,11 @@ struct proc_msg {
 	const erlang_pid *from;
 	const char *term;
 	size_t len;
+	/* The node the message came from: the peer of the connection it
+	 * arrived on, as its handshake proved (not what the message or its
+	 * control tuple claims), or this node for a local send. What a node
+	 * says about itself in a message is believed only if it is `via`. */
+	const char *via;
 };
 
 typedef void (*proc_handler_fn)(void *ctx, struct proc *self, const struct proc_msg *m);

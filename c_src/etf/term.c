@@ -290,6 +290,11 @@ bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name,
 
 int term_get_atom(const char *buf, size_t *idx, char *out)
 {
+	return term_get_atom_sized(buf, idx, out, TERM_ATOM_BUF);
+}
+
+int term_get_atom_sized(const char *buf, size_t *idx, char *out, size_t out_size)
+{
 	/* Not ei_decode_atom_as: for Latin-1 text of 1021 bytes as UTF-8 it
 	 * writes 1022 bytes (text and NUL) into a buffer it was told holds
 	 * 1021. Here the whole conversion is bounded first. */
@@ -298,13 +303,15 @@ int term_get_atom(const char *buf, size_t *idx, char *out)
 	bool latin1;
 	if (!atom_text((const unsigned char *)buf, SIZE_MAX, *idx, &t, &n, &latin1))
 		return -EPROTO;
+	if (out_size < 1 || out_size > TERM_ATOM_BUF)
+		return -EPROTO;
 	if (!latin1) {
-		if (n > TERM_ATOM_BUF - 1)
+		if (n > out_size - 1)
 			return -EPROTO;
 		memcpy(out, t, n);
 		o = n;
 	} else {
-		if (latin1_utf8_len(t, n) > TERM_ATOM_BUF - 1)
+		if (latin1_utf8_len(t, n) > out_size - 1)
 			return -EPROTO;
 		for (size_t k = 0; k < n; k++) {
 			unsigned char c = t[k];

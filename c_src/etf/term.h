@@ -67,6 +67,12 @@ static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
  * of which may take two). */
 int term_get_atom(const char *buf, size_t *idx, char *out);
 
+/* The same into out[0..out_size): text longer than out_size - 1 bytes as
+ * UTF-8 is refused (-EPROTO, *idx unchanged), so a name decoded into a
+ * smaller buffer (a node name's, say) fits it by construction. out_size
+ * is at least 1 and at most TERM_ATOM_BUF. */
+int term_get_atom_sized(const char *buf, size_t *idx, char *out, size_t out_size);
+
 /* Decodes a (validated) PID_EXT or NEW_PID_EXT at buf[*idx] into *out, as
  * ei_decode_pid does (node name as NUL-terminated UTF-8; a PID_EXT's
  * creation is its low 2 bits), and advances *idx. Returns 0, or -EPROTO

@@ -426,7 +426,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.type->name);
 		return;
 	}
-	if (region_remember_handle(r, m->term, m->len))
+	if (region_remember_handle(r, m->term, m->len, m->via))
 		return;
 	struct shard_msg sm;
 	rc = shard_msg_decode(m->term, m->len, &sm);

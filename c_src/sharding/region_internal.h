@@ -274,9 +274,10 @@ void region_state_drop_incoming(struct shard_slot *slot);
  * -ENOMEM. */
 int region_remember_start(struct region *r);
 
-/* Offers a received term to the replica. Returns true if it was a
- * `remembered` message (handled, or malformed and logged). */
-bool region_remember_handle(struct region *r, const char *term, size_t len);
+/* Offers a received term, which came from node `via`, to the replica.
+ * Returns true if it was a `remembered` message (handled, or malformed or
+ * not from the member it names, and logged). */
+bool region_remember_handle(struct region *r, const char *term, size_t len, const char *via);
 
 /* A shard that just came here: its entities are watched and the ones
  * remembered for it started, or, without a quorum lease, started by

@@ -112,12 +112,12 @@ static void reannounce(void *arg, uint32_t shard, const char *id, size_t len)
 	remember_replica_announce(r->replica, shard, id, len);
 }
 
-bool region_remember_handle(struct region *r, const char *term, size_t len)
+bool region_remember_handle(struct region *r, const char *term, size_t len, const char *via)
 {
 	if (r->replica == NULL)
 		return false;
 	const struct remember_msg_hooks hooks = {on_remembered_live, hosts_shard, reannounce, r};
-	return remember_replica_handle(r->replica, term, len, &hooks) != 0;
+	return remember_replica_handle(r->replica, term, len, &hooks, via) != 0;
 }
 
 /* ---- members that join ---- */

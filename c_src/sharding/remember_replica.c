@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/node_name.h"
 #include "dist/node_set.h"
 #include "etf/entity_id.h"
 #include "etf/shardnode_msg.h"
@@ -20,6 +21,7 @@
 struct remember_replica {
 	struct remember_replica_config cfg;
 	char our_node[NODE_NAME_BUF];
+	uint32_t impostors; /* messages naming another sender, ignored */
 	ei_x_buff pending;     /* list elements {Shard, Live, Id}, no list header */
 	size_t npending;
 	struct evloop_timer flush_timer;
@@ -116,8 +118,10 @@ int remember_msg_apply(struct remember *store, const char *t, size_t len, const 
 		return 0;
 	term_skip(t, &i);
 	int ii, count;
-	if (term_get_atom(t, &i, from))
+	if (term_get_atom_sized(t, &i, from, NODE_NAME_BUF)) {
+		from[0] = '\0';
 		return -EPROTO;
+	}
 	ii = (int)i;
 	if (ei_decode_list_header(t, &ii, &count) < 0)
 		return -EPROTO;
@@ -158,10 +162,29 @@ int remember_msg_apply(struct remember *store, const char *t, size_t len, const 
 	return rc;
 }
 
-int remember_replica_handle(struct remember_replica *rr, const char *t, size_t len,
-			    const struct remember_msg_hooks *hooks)
+/* Whether a `remembered` message names `via`, the node it came from, as
+ * its sender (anything else is left to remember_msg_apply). */
+static bool names_its_sender(const char *t, const char *via, char *from)
 {
-	char from[TERM_ATOM_BUF];
+	size_t i;
+	long arity;
+	if (!shardnode_msg_head(t, &i, &arity) || arity != 4 || !term_is_atom(t, i, "remembered"))
+		return true;
+	term_skip(t, &i);
+	return node_name_decode(t, &i, from) == 0 && strcmp(from, via) == 0;
+}
+
+int remember_replica_handle(struct remember_replica *rr, const char *t, size_t len,
+			    const struct remember_msg_hooks *hooks, const char *via)
+{
+	char from[NODE_NAME_BUF] = "";
+	if (!names_its_sender(t, via, from)) {
+		/* Anyone with the cookie could otherwise speak for a member. */
+		if (rr->impostors++ < 5)
+			log_warn(rr->cfg.log, "remembered entities: a message from %s naming %s as its sender "
+				 "ignored", via, from[0] ? from : "no valid node name");
+		return 1;
+	}
 	int rc = remember_msg_apply(rr->cfg.store, t, len, hooks, from);
 	if (rc != 0)
 		remember_flush(rr->cfg.store); /* the others' changes are logged too */

@@ -72,16 +72,19 @@ struct remember_msg_hooks {
 	void *arg;
 };
 
-/* Handles a `remembered` message (a validated term, no version byte):
- * applies it to the store, with `hooks` (NULL: none). Returns 1 if it was
- * one, 0 if the term is not a `remembered` message, -EPROTO if it is
- * malformed (entries before the fault are applied; logged), -ENOMEM. */
+/* Handles a `remembered` message (a validated term, no version byte) that
+ * came from node `via` (proc_msg.via): applies it to the store, with
+ * `hooks` (NULL: none) — unless the sender it names is not `via`: then it
+ * is ignored (logged) and 1 returned. Returns 1 if it was one, 0 if the
+ * term is not a `remembered` message, -EPROTO if it is malformed (entries
+ * before the fault are applied; logged), -ENOMEM. */
 int remember_replica_handle(struct remember_replica *rr, const char *term, size_t len,
-			    const struct remember_msg_hooks *hooks);
+			    const struct remember_msg_hooks *hooks, const char *via);
 
 /* The core of remember_replica_handle, without a replica and without
- * logging: `from` (TERM_ATOM_BUF bytes) gets the sender's node name, or ""
- * if it could not be read. Same returns. */
+ * logging: `from` (NODE_NAME_BUF bytes) gets the sender's node name, or ""
+ * if it could not be read (not an atom, or too long for a node name: the
+ * message is malformed). Same returns. */
 int remember_msg_apply(struct remember *store, const char *term, size_t len, const struct remember_msg_hooks *hooks,
 		       char *from);
 
