@@ -57,16 +57,16 @@ static int read_big(struct id_io *c, unsigned char tag)
 		if (id_io_avail(c) < 3)
 			return -EPROTO;
 		n = b[1];
-		sign = b[2];
+		sign = b[2] != 0; /* any byte but 0 is negative, as binary_to_term reads it */
 		h = 3;
 	} else {
 		if (id_io_avail(c) < 6)
 			return -EPROTO;
 		n = be32_read(b + 1);
-		sign = b[5];
+		sign = b[5] != 0;
 		h = 6;
 	}
-	if (sign > 1 || id_io_avail(c) - h < n)
+	if (id_io_avail(c) - h < n)
 		return -EPROTO;
 	const unsigned char *d = b + h;
 	c->i += h + n;

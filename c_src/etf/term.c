@@ -3,10 +3,79 @@
 #include "base/byteorder.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
-/* Atom lengths larger than this cannot come from a BEAM (255 characters). */
-#define ATOM_MAX_BYTES (255u * 4u)
+/* An atom holds at most 255 characters: 255 bytes as Latin-1, at most four
+ * bytes each as UTF-8. binary_to_term refuses longer ones. */
+#define ATOM_MAX_CHARS 255u
+#define ATOM_MAX_BYTES (ATOM_MAX_CHARS * 4u)
+
+/* True if none of s[0..n) has its high bit set, a word at a time: most
+ * atoms (every node name) are ASCII and need no more checking. */
+static inline bool all_ascii(const unsigned char *s, size_t n)
+{
+	uint64_t high = 0, w;
+	size_t k = 0;
+	for (; n - k >= sizeof w; k += sizeof w) {
+		memcpy(&w, s + k, sizeof w);
+		high |= w;
+	}
+	for (; k < n; k++)
+		high |= s[k];
+	return (high & 0x8080808080808080u) == 0;
+}
+
+/* Whether s[0..n) is UTF-8 as the BEAM takes it in an atom: well-formed
+ * (no overlong form, no surrogate, nothing above U+10FFFF, no stray or
+ * missing continuation byte) and at most ATOM_MAX_CHARS characters. */
+static bool atom_utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t chars = 0;
+	for (size_t k = 0; k < n; chars++) {
+		unsigned char c = s[k];
+		size_t more;
+		unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+		if (c < 0x80)
+			more = 0;
+		else if (c >= 0xC2 && c <= 0xDF)
+			more = 1;
+		else if (c >= 0xE0 && c <= 0xEF) {
+			more = 2;
+			if (c == 0xE0)
+				lo = 0xA0; /* overlong below */
+			else if (c == 0xED)
+				hi = 0x9F; /* surrogates above */
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			more = 3;
+			if (c == 0xF0)
+				lo = 0x90;
+			else if (c == 0xF4)
+				hi = 0x8F; /* above U+10FFFF */
+		} else {
+			return false;
+		}
+		if (n - k - 1 < more)
+			return false;
+		for (size_t j = 1; j <= more; j++) {
+			unsigned char d = s[k + j];
+			if (j == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF))
+				return false;
+		}
+		k += 1 + more;
+	}
+	return chars <= ATOM_MAX_CHARS;
+}
+
+/* Whether an atom's text of n bytes (Latin-1 or UTF-8 as its tag says) is
+ * one binary_to_term takes. */
+static inline bool atom_text_ok(const unsigned char *s, size_t n, bool utf8)
+{
+	if (!utf8 || all_ascii(s, n))
+		return n <= ATOM_MAX_CHARS;
+	return n <= ATOM_MAX_BYTES && atom_utf8_ok(s, n);
+}
 
 /* Validates an atom term in place (used inside pids, refs, ports).
  * Inline: every message has several atoms, and the call cost as much as
@@ -30,7 +99,8 @@ static inline int skip_atom(const unsigned char *b, size_t len, size_t *i)
 	} else {
 		return -EPROTO;
 	}
-	if (n > ATOM_MAX_BYTES || len - *i < n)
+	if (n > ATOM_MAX_BYTES || len - *i < n ||
+	    !atom_text_ok(b + *i, n, tag == ERL_ATOM_UTF8_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT))
 		return -EPROTO;
 	*i += n;
 	return 0;
@@ -173,15 +243,13 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 			break;
 		case ERL_SMALL_BIG_EXT:
 			if (len - i < 2) return -EPROTO;
-			n = b[i];
-			if (b[i + 1] > 1) return -EPROTO;
+			n = b[i]; /* then the sign: any byte but 0 is negative */
 			i += 2;
 			if (need(len, &i, n)) return -EPROTO;
 			break;
 		case ERL_LARGE_BIG_EXT:
 			if (len - i < 5) return -EPROTO;
-			n = be32_read(b + i);
-			if (b[i + 4] > 1) return -EPROTO;
+			n = be32_read(b + i); /* then the sign, as above */
 			i += 5;
 			if (need(len, &i, n)) return -EPROTO;
 			break;

@@ -148,7 +148,7 @@ Test(term, atoms_latin1_and_utf8)
 	static const uint8_t small_atom[] = {115, 3, 'a', 'b', 'c'};
 	static const uint8_t latin1_e_acute[] = {100, 0, 4, 'c', 'a', 'f', 0xE9};
 	static const uint8_t atom_utf8[] = {118, 0, 2, 0xC3, 0xB6};
-	static const uint8_t small_utf8[] = {119, 7, 's', 'm', 0xC3, 0xB6, 'r', 'g', 0xC3};
+	static const uint8_t small_utf8[] = {119, 8, 's', 'm', 0xC3, 0xB6, 'r', 'g', 0xC3, 0xA5};
 	static const uint8_t empty_atom[] = {119, 0};
 	CHECK_LIT("ATOM_EXT", atom_ext);
 	CHECK_LIT("SMALL_ATOM_EXT", small_atom);
@@ -173,17 +173,62 @@ Test(term, atoms_latin1_and_utf8)
 	CHECK_LIT("510-byte utf8 atom", long_atom);
 }
 
-Test(term, atom_of_1020_bytes_is_the_limit)
+Test(term, atoms_hold_255_characters_as_binary_to_term_takes_them)
 {
-	uint8_t b[3 + 1021];
-	memset(b, 'a', sizeof b);
+	/* 255 four-byte characters: 1020 bytes, the longest UTF-8 atom. */
+	uint8_t b[3 + 1024];
 	b[0] = ERL_ATOM_UTF8_EXT;
+	for (size_t k = 0; k < 256; k++)
+		memcpy(b + 3 + 4 * k, "\xF0\x9F\x98\x80", 4);
 	sn_put16(b + 1, 1020);
-	check_valid("1020-byte atom", b, 3 + 1020);
-	sn_put16(b + 1, 1021);
-	check_invalid("1021-byte atom", b, sizeof b);
-	b[0] = ERL_ATOM_EXT;
-	check_invalid("1021-byte latin1 atom", b, sizeof b);
+	check_valid("255 four-byte characters", b, 3 + 1020);
+	sn_put16(b + 1, 1024);
+	check_invalid("256 four-byte characters", b, 3 + 1024);
+	/* 255 and 256 characters of one byte, in every atom tag. */
+	memset(b + 3, 'a', 256);
+	static const uint8_t long_tags[] = {ERL_ATOM_EXT, ERL_ATOM_UTF8_EXT};
+	for (size_t k = 0; k < 2; k++) {
+		b[0] = long_tags[k];
+		sn_put16(b + 1, 255);
+		check_valid("255 characters", b, 3 + 255);
+		sn_put16(b + 1, 256);
+		check_invalid("256 characters", b, 3 + 256);
+	}
+	uint8_t small[2 + 255];
+	small[0] = ERL_SMALL_ATOM_EXT;
+	small[1] = 255;
+	memset(small + 2, 0xE9, 255);
+	check_valid("255 Latin-1 characters", small, sizeof small);
+}
+
+Test(term, utf8_atoms_must_be_well_formed)
+{
+	static const struct {
+		uint8_t bytes[6];
+		size_t n;
+		bool ok;
+	} cases[] = {
+		{{0xC3, 0xA9}, 2, true},          {{0xC3}, 1, false},                 {{0xA9}, 1, false},
+		{{0xC0, 0x80}, 2, false},         {{0xC1, 0xBF}, 2, false},           {{0xE0, 0x80, 0x80}, 3, false},
+		{{0xE0, 0xA0, 0x80}, 3, true},    {{0xED, 0x9F, 0xBF}, 3, true},      {{0xED, 0xA0, 0x80}, 3, false},
+		{{0xEF, 0xBF, 0xBF}, 3, true},    {{0xF0, 0x8F, 0xBF, 0xBF}, 4, false}, {{0xF0, 0x90, 0x80, 0x80}, 4, true},
+		{{0xF4, 0x8F, 0xBF, 0xBF}, 4, true}, {{0xF4, 0x90, 0x80, 0x80}, 4, false}, {{0xF5, 0x80, 0x80, 0x80}, 4, false},
+		{{0xFF}, 1, false},               {{0xC3, 0x41}, 2, false},           {{0}, 1, true},
+		{{'a', 0xE2, 0x82}, 3, false},
+	};
+	for (size_t k = 0; k < SN_ARRAY_LEN(cases); k++) {
+		uint8_t b[2 + 6];
+		b[0] = ERL_SMALL_ATOM_UTF8_EXT;
+		b[1] = (uint8_t)cases[k].n;
+		memcpy(b + 2, cases[k].bytes, cases[k].n);
+		if (cases[k].ok)
+			check_valid("well-formed UTF-8", b, 2 + cases[k].n);
+		else
+			check_invalid("ill-formed UTF-8", b, 2 + cases[k].n);
+		/* The same text as Latin-1 is always an atom. */
+		b[0] = ERL_SMALL_ATOM_EXT;
+		check_valid("the same bytes as Latin-1", b, 2 + cases[k].n);
+	}
 }
 
 /* ---- strings, lists, tuples, maps ---- */
@@ -484,7 +529,7 @@ Test(term, malformed_fields)
 	static const uint8_t bits_zero[] = {77, 0, 0, 0, 1, 0, 32};
 	static const uint8_t bits_nine[] = {77, 0, 0, 0, 1, 9, 32};
 	static const uint8_t bits_empty[] = {77, 0, 0, 0, 0, 3};
-	static const uint8_t big_sign[] = {110, 1, 2, 5};
+	static const uint8_t big_sign[] = {110, 1, 2, 5}; /* -5: any sign byte but 0 is negative */
 	static const uint8_t fun_tiny[] = {112, 0, 0, 0, 3, 0, 0, 0};
 	static const uint8_t ref_words[] = {90, 0, 6, 119, 1, 'a', 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2,
 					    0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 6};
@@ -492,7 +537,7 @@ Test(term, malformed_fields)
 	CHECK_BAD("bitstring with 0 bits in the last byte", bits_zero);
 	CHECK_BAD("bitstring with 9 bits in the last byte", bits_nine);
 	CHECK_BAD("bitstring of no bytes", bits_empty);
-	CHECK_BAD("bignum sign 2", big_sign);
+	check_valid("bignum sign 2", big_sign, sizeof big_sign);
 	CHECK_BAD("fun size below 4", fun_tiny);
 	CHECK_BAD("reference of 6 words", ref_words);
 	CHECK_BAD("pid whose node is an integer", pid_node_int);
@@ -1063,7 +1108,9 @@ Test(term, get_atom_too_long_for_the_buffer)
 	memset(b + 3, 0xE9, 1020);
 	char *copy = sn_dup_exact(b, sizeof b);
 	size_t idx = 0;
-	cr_assert_eq(term_validate(copy, sizeof b, &idx), 0);
+	/* The validator refuses it (over 255 characters); read without it,
+	 * it must still be refused, not overflow. */
+	cr_assert_eq(term_validate(copy, sizeof b, &idx), -EPROTO);
 	char out[TERM_ATOM_BUF];
 	idx = 0;
 	cr_assert_eq(term_get_atom(copy, &idx, out), -EPROTO);
@@ -1194,7 +1241,7 @@ Test(term, get_pid_refuses_a_node_name_too_long_for_the_buffer)
 	memset(b + 4, 0xE9, 1020);
 	char *copy = sn_dup_exact(b, sizeof b);
 	size_t idx = 0;
-	cr_assert_eq(term_validate(copy, sizeof b, &idx), 0);
+	cr_assert_eq(term_validate(copy, sizeof b, &idx), -EPROTO, "over 255 characters");
 	erlang_pid out;
 	idx = 0;
 	cr_assert_eq(term_get_pid(copy, &idx, &out), -EPROTO);
@@ -1220,7 +1267,7 @@ Test(term, get_pid_node_name_at_the_buffer_bound)
 		size_t len = 1 + 3 + latin1_len + 12;
 		char *copy = sn_dup_exact(b, len);
 		size_t idx = 0;
-		cr_assert_eq(term_validate(copy, len, &idx), 0);
+		cr_assert_eq(term_validate(copy, len, &idx), -EPROTO, "over 255 characters: read without it");
 		erlang_pid out;
 		idx = 0;
 		if (utf8_len == 1020) {
@@ -1257,9 +1304,9 @@ Test(term, skip_leaves_and_compounds)
 	cr_assert_eq(ei_x_encode_atom(&x, "a"), 0);
 	cr_assert_eq(ei_x_encode_long(&x, 1), 0);
 	cr_assert_eq(ei_x_encode_longlong(&x, 1LL << 40), 0);
-	static const char big_atom_head[] = {ERL_ATOM_UTF8_EXT, 1, 0};
+	static const char big_atom_head[] = {ERL_ATOM_UTF8_EXT, 0, (char)255};
 	cr_assert_eq(ei_x_append_buf(&x, big_atom_head, 3), 0);
-	char text[256];
+	char text[255];
 	memset(text, 'z', sizeof text);
 	cr_assert_eq(ei_x_append_buf(&x, text, sizeof text), 0);
 	size_t len = (size_t)x.index, walked = 0, skipped = 0;
