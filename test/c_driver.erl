@@ -3,12 +3,12 @@
 %% common_test suite can compare a C module with the live BEAM term by term.
 %%
 %%   init_per_suite(Config) ->
-%%       c_driver:build(Config, "phash2_driver", ["c_src/etf/phash2.c", "c_src/etf/term.c"]).
+%%       c_driver:build(Config, "phash2_driver", ["c_src/etf/phash2.c" | c_driver:term_sources()]).
 %%   init_per_testcase(_, Config) -> [{port, c_driver:open(Config)} | Config].
 %%   end_per_testcase(_, Config) -> c_driver:close(Config).
 -module(c_driver).
 
--export([build/3, open/1, close/1]).
+-export([build/3, open/1, close/1, term_sources/0]).
 
 -include_lib("common_test/include/ct.hrl").
 
@@ -28,6 +28,12 @@ build(Config, Name, Sources) ->
                 {error, Out} -> {fail, "compiling " ++ Name ++ " failed:\n" ++ Out}
             end
     end.
+
+%% @doc The sources term_validate needs (c_src/etf/term.c checks map keys
+%% through their canonical form), for the drivers that validate terms.
+-spec term_sources() -> [string()].
+term_sources() ->
+    ["c_src/etf/term.c", "c_src/etf/term_map_keys.c", "c_src/etf/entity_id.c", "c_src/etf/entity_id_scalar.c"].
 
 %% @doc Starts the driver built by build/3.
 -spec open(list()) -> port().

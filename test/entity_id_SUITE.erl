@@ -53,7 +53,7 @@ all() ->
 %%====================================================================
 
 init_per_suite(Config) ->
-    c_driver:build(Config, "entity_id_driver", ["c_src/etf/entity_id.c", "c_src/etf/entity_id_scalar.c", "c_src/etf/term.c"]).
+    c_driver:build(Config, "entity_id_driver", c_driver:term_sources()).
 
 end_per_suite(_Config) ->
     ok.

@@ -36,7 +36,7 @@ all() ->
 %%====================================================================
 
 init_per_suite(Config) ->
-    c_driver:build(Config, "phash2_driver", ["c_src/etf/phash2.c", "c_src/etf/term.c"]).
+    c_driver:build(Config, "phash2_driver", ["c_src/etf/phash2.c" | c_driver:term_sources()]).
 
 end_per_suite(_Config) ->
     ok.

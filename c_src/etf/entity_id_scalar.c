@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etf/term.h"
+
 /* The buffer stays plain malloc memory, as ei_x_free() expects. */
 int id_io_put(struct id_io *io, const void *p, size_t n)
 {
@@ -111,54 +113,15 @@ static int put_double(struct id_io *c, double v)
 	return id_io_put(c, b, 9);
 }
 
-static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
-
-/* FLOAT_EXT: 31 bytes of text, NUL-terminated (or filling all 31). Accepts
- * what the BEAM accepts: [+-]d+[.,]d+([eE][+-]d+)?. */
+/* FLOAT_EXT: 31 bytes of text, as the BEAM reads it (term.h). */
 static int read_text_float(struct id_io *c)
 {
 	if (id_io_avail(c) < 32)
 		return -EPROTO;
-	char t[32];
-	memcpy(t, c->in + c->i + 1, 31);
-	t[31] = '\0';
+	double v;
+	if (term_float_text_value((const char *)c->in + c->i + 1, id_io_avail(c) - 1, &v))
+		return -EPROTO;
 	c->i += 32;
-
-	char *s = t;
-	if (*s == '+' || *s == '-')
-		s++;
-	if (!is_digit(*s))
-		return -EPROTO;
-	while (is_digit(*s))
-		s++;
-	if (*s != '.' && *s != ',')
-		return -EPROTO;
-	char *dp = s++;
-	if (!is_digit(*s))
-		return -EPROTO;
-	while (is_digit(*s))
-		s++;
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-')
-			s++;
-		if (!is_digit(*s))
-			return -EPROTO;
-		while (is_digit(*s))
-			s++;
-	}
-	if (*s)
-		return -EPROTO;
-
-	/* strtod's radix character is the locale's: try both, as the BEAM does. */
-	char *end;
-	double v = strtod(t, &end);
-	if (end != s) {
-		*dp = *dp == '.' ? ',' : '.';
-		v = strtod(t, &end);
-		if (end != s)
-			return -EPROTO;
-	}
 	return put_double(c, v);
 }
 

@@ -54,6 +54,8 @@
 
 #include <ei.h>
 
+#include "etf/term.h"
+
 /* ---- mixing ---- */
 
 #define GOLDEN_RATIO 0x9e3779b9u
@@ -492,15 +494,9 @@ static int dispatch(struct walk *w)
 		hash_double(w, d);
 		break;
 	}
-	case ERL_FLOAT_EXT: { /* old form: 31 bytes of "%.20e" text, NUL-padded */
-		char text[32];
-		char *end;
-		if (take(w, 31, &p))
-			return -EPROTO;
-		memcpy(text, p, 31);
-		text[31] = '\0';
-		double d = strtod(text, &end);
-		if (end == text)
+	case ERL_FLOAT_EXT: { /* old form: 31 bytes of text, read as the BEAM reads it */
+		double d;
+		if (take(w, 31, &p) || term_float_text_value((const char *)p, w->len - (w->pos - 31), &d))
 			return -EPROTO;
 		hash_double(w, d);
 		break;

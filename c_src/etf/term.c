@@ -1,10 +1,13 @@
 /* term.c — see term.h. */
 #include "etf/term.h"
 #include "base/byteorder.h"
+#include "etf/term_map_keys.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* An atom holds at most 255 characters: 255 bytes as Latin-1, at most four
@@ -106,6 +109,63 @@ static inline int skip_atom(const unsigned char *b, size_t len, size_t *i)
 	return 0;
 }
 
+static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+/* The longest float text read: the BEAM reads on to the NUL, even past the
+ * field's 31 bytes; no BEAM writes more than 31. */
+#define FLOAT_TEXT_MAX 255
+
+int term_float_text_value(const char *text, size_t avail, double *out)
+{
+	char t[FLOAT_TEXT_MAX + 1];
+	size_t n = 0;
+	while (n < avail && n < FLOAT_TEXT_MAX && text[n] != '\0')
+		n++;
+	if (n == avail || n == FLOAT_TEXT_MAX)
+		return -EPROTO; /* no NUL where the BEAM would find one */
+	memcpy(t, text, n);
+	t[n] = '\0';
+	char *s = t;
+	if (*s == '+' || *s == '-')
+		s++;
+	if (!is_digit(*s))
+		return -EPROTO;
+	while (is_digit(*s))
+		s++;
+	if (*s != '.' && *s != ',')
+		return -EPROTO;
+	char *point = s++;
+	if (!is_digit(*s))
+		return -EPROTO;
+	while (is_digit(*s))
+		s++;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!is_digit(*s))
+			return -EPROTO;
+		while (is_digit(*s))
+			s++;
+	}
+	if (*s != '\0')
+		return -EPROTO;
+	/* strtod's radix character is the locale's: the grammar is settled
+	 * above, so whichever of '.' and ',' it takes reads the whole text. */
+	char *end;
+	double v = strtod(t, &end);
+	if (end != s) {
+		*point = *point == '.' ? ',' : '.';
+		v = strtod(t, &end);
+		if (end != s)
+			return -EPROTO;
+	}
+	if (!isfinite(v))
+		return -EPROTO; /* too large: binary_to_term refuses it */
+	*out = v;
+	return 0;
+}
+
 /* Advances *i by n fixed bytes if they are there. */
 static int need(size_t len, size_t *i, size_t n)
 {
@@ -115,31 +175,68 @@ static int need(size_t len, size_t *i, size_t n)
 	return 0;
 }
 
-/* Validates a SMALL_INTEGER_EXT or INTEGER_EXT in place (inside funs). */
-static int skip_int(const unsigned char *b, size_t len, size_t *i)
+/* The most bytes of a bignum binary_to_term takes, whatever their value. */
+#define BIG_BYTES_MAX 4194296u
+
+/* Validates, in place, a term that decodes to a small integer (below 2^59
+ * in magnitude), as the BEAM wants an export's arity (then >= 0) and a
+ * fun's OldIndex and OldUniq: any integer encoding, inside any number of
+ * empty-list wrappers (LIST_EXT of 0 elements is its tail). */
+static int skip_small_int(const unsigned char *b, size_t len, size_t *i, bool negative_ok)
 {
-	if (*i >= len)
+	size_t j = *i;
+	while (len - j >= 5 && b[j] == ERL_LIST_EXT && be32_read(b + j + 1) == 0)
+		j += 5;
+	if (j >= len)
 		return -EPROTO;
-	if (b[*i] == ERL_SMALL_INTEGER_EXT)
-		return need(len, i, 2);
-	if (b[*i] == ERL_INTEGER_EXT)
-		return need(len, i, 5);
-	return -EPROTO;
+	const uint64_t max = (UINT64_C(1) << 59) - 1;
+	uint64_t mag = 0;
+	bool neg = false;
+	switch (b[j]) {
+	case ERL_SMALL_INTEGER_EXT:
+		if (len - j < 2) return -EPROTO;
+		j += 2;
+		break;
+	case ERL_INTEGER_EXT:
+		if (len - j < 5) return -EPROTO;
+		neg = (b[j + 1] & 0x80) != 0;
+		j += 5;
+		break;
+	case ERL_SMALL_BIG_EXT:
+	case ERL_LARGE_BIG_EXT: {
+		bool small = b[j] == ERL_SMALL_BIG_EXT;
+		size_t h = small ? 3 : 6;
+		if (len - j < h) return -EPROTO;
+		uint64_t n = small ? b[j + 1] : be32_read(b + j + 1);
+		neg = b[j + h - 1] != 0;
+		if (n > BIG_BYTES_MAX || len - j - h < n) return -EPROTO;
+		const unsigned char *d = b + j + h;
+		while (n > 0 && d[n - 1] == 0)
+			n--;
+		if (n > 8) return -EPROTO;
+		for (size_t k = n; k > 0; k--)
+			mag = mag << 8 | d[k - 1];
+		if (mag == 0)
+			neg = false;
+		if (mag > max + (neg ? 1 : 0)) return -EPROTO;
+		j += h + (small ? b[j + 1] : be32_read(b + j + 1));
+		break;
+	}
+	default:
+		return -EPROTO;
+	}
+	if (neg && !negative_ok)
+		return -EPROTO;
+	*i = j;
+	return 0;
 }
 
-/* Validates a PID_EXT or NEW_PID_EXT in place (inside funs). */
-static int skip_pid(const unsigned char *b, size_t len, size_t *i)
-{
-	if (*i >= len || (b[*i] != ERL_PID_EXT && b[*i] != ERL_NEW_PID_EXT))
-		return -EPROTO;
-	size_t tail = b[*i] == ERL_PID_EXT ? 9 : 12; /* ID:4 Serial:4 Creation:1|4 */
-	(*i)++;
-	if (skip_atom(b, len, i))
-		return -EPROTO;
-	return need(len, i, tail);
-}
 
-int term_validate(const char *buf, size_t len, size_t *idx)
+/* The structural walk of term_validate: every length against the bytes
+ * left, every leaf's content as binary_to_term checks it. *maps says
+ * whether a map of two or more pairs was seen (its keys are checked after
+ * the walk, once everything in them is known to be whole). */
+static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
 {
 	const unsigned char *b = (const unsigned char *)buf;
 	size_t i = *idx;
@@ -161,11 +258,16 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 		case ERL_INTEGER_EXT:
 			if (need(len, &i, 4)) return -EPROTO;
 			break;
-		case ERL_FLOAT_EXT:
-			if (need(len, &i, 31)) return -EPROTO;
+		case ERL_FLOAT_EXT: {
+			double v;
+			if (len - i < 31 || term_float_text_value(buf + i, len - i, &v)) return -EPROTO;
+			i += 31;
 			break;
+		}
 		case NEW_FLOAT_EXT:
-			if (need(len, &i, 8)) return -EPROTO;
+			/* An exponent of all ones is infinity or NaN: refused. */
+			if (len - i < 8 || ((b[i] & 0x7f) == 0x7f && (b[i + 1] & 0xf0) == 0xf0)) return -EPROTO;
+			i += 8;
 			break;
 		case ERL_ATOM_EXT:
 		case ERL_ATOM_UTF8_EXT:
@@ -174,20 +276,25 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 			i--;
 			if (skip_atom(b, len, &i)) return -EPROTO;
 			break;
-		case ERL_REFERENCE_EXT: /* Node, ID:4, Creation:1 */
-			if (skip_atom(b, len, &i) || need(len, &i, 5)) return -EPROTO;
+		case ERL_REFERENCE_EXT: /* Node, ID:4 (18 bits), Creation:1 (2 bits) */
+			if (skip_atom(b, len, &i) || need(len, &i, 5) || b[i - 1] > 3 || be32_read(b + i - 5) >> 18)
+				return -EPROTO;
 			break;
 		case ERL_NEW_REFERENCE_EXT: /* Len:2, Node, Creation:1, ID:4*Len */
 		case ERL_NEWER_REFERENCE_EXT: /* Len:2, Node, Creation:4, ID:4*Len */
 			if (len - i < 2) return -EPROTO;
 			n = be16_read(b + i);
 			i += 2;
-			if (n > 5 || skip_atom(b, len, &i) ||
-			    need(len, &i, (tag == ERL_NEW_REFERENCE_EXT ? 1 : 4) + 4 * n))
+			/* 1 to 5 words (the BEAM reads words it did not size for
+			 * none); the old form's creation has 2 bits and its first
+			 * word 18. */
+			if (n < 1 || n > 5 || skip_atom(b, len, &i) ||
+			    need(len, &i, (tag == ERL_NEW_REFERENCE_EXT ? 1 : 4) + 4 * n) ||
+			    (tag == ERL_NEW_REFERENCE_EXT && (b[i - 4 * n - 1] > 3 || be32_read(b + i - 4 * n) >> 18)))
 				return -EPROTO;
 			break;
-		case ERL_PORT_EXT: /* Node, ID:4, Creation:1 */
-			if (skip_atom(b, len, &i) || need(len, &i, 5)) return -EPROTO;
+		case ERL_PORT_EXT: /* Node, ID:4, Creation:1 (2 bits) */
+			if (skip_atom(b, len, &i) || need(len, &i, 5) || b[i - 1] > 3) return -EPROTO;
 			break;
 		case ERL_NEW_PORT_EXT: /* Node, ID:4, Creation:4 */
 			if (skip_atom(b, len, &i) || need(len, &i, 8)) return -EPROTO;
@@ -195,8 +302,8 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 		case ERL_V4_PORT_EXT: /* Node, ID:8, Creation:4 */
 			if (skip_atom(b, len, &i) || need(len, &i, 12)) return -EPROTO;
 			break;
-		case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 */
-			if (skip_atom(b, len, &i) || need(len, &i, 9)) return -EPROTO;
+		case ERL_PID_EXT: /* Node, ID:4, Serial:4, Creation:1 (2 bits) */
+			if (skip_atom(b, len, &i) || need(len, &i, 9) || b[i - 1] > 3) return -EPROTO;
 			break;
 		case ERL_NEW_PID_EXT: /* Node, ID:4, Serial:4, Creation:4 */
 			if (skip_atom(b, len, &i) || need(len, &i, 12)) return -EPROTO;
@@ -212,6 +319,8 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 			break;
 		case ERL_MAP_EXT:
 			if (len - i < 4) return -EPROTO;
+			if (be32_read(b + i) >= 2)
+				*maps = true;
 			pending += 2 * (uint64_t)be32_read(b + i);
 			i += 4;
 			break;
@@ -237,7 +346,8 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 		case ERL_BIT_BINARY_EXT: /* Len:4, Bits:1, Data */
 			if (len - i < 5) return -EPROTO;
 			n = be32_read(b + i);
-			if (b[i + 4] < 1 || b[i + 4] > 8 || n == 0) return -EPROTO;
+			/* 1 to 8 bits in the last byte; no bytes, no bits. */
+			if (n == 0 ? b[i + 4] != 0 : (b[i + 4] < 1 || b[i + 4] > 8)) return -EPROTO;
 			i += 5;
 			if (need(len, &i, n)) return -EPROTO;
 			break;
@@ -250,27 +360,27 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 		case ERL_LARGE_BIG_EXT:
 			if (len - i < 5) return -EPROTO;
 			n = be32_read(b + i); /* then the sign, as above */
+			if (n > BIG_BYTES_MAX) return -EPROTO;
 			i += 5;
 			if (need(len, &i, n)) return -EPROTO;
 			break;
-		case ERL_NEW_FUN_EXT: { /* Size:4 counts itself and all that follows */
-			if (len - i < 4) return -EPROTO;
-			n = be32_read(b + i);
-			if (n < 4 || len - i < n) return -EPROTO;
-			/* The free variables are skipped, not walked: the node never
-			 * decodes a fun, it only refuses or echoes one. But the
-			 * header (Arity:1 Uniq:16 Index:4 NumFree:4 Module OldIndex
-			 * OldUniq Pid) is read by ei_decode_fun without bounds, so it
-			 * must fit inside Size. */
-			size_t end = i + (size_t)n, j = i + 4 + 1 + 16 + 4 + 4;
-			if (j > end || skip_atom(b, end, &j) || skip_int(b, end, &j) || skip_int(b, end, &j) ||
-			    skip_pid(b, end, &j))
+		case ERL_NEW_FUN_EXT: {
+			/* Size:4 Arity:1 Uniq:16 Index:4 NumFree:4, then Module (an
+			 * atom), OldIndex and OldUniq (small integers), Pid (any term:
+			 * the BEAM does not look) and NumFree free variables. The
+			 * BEAM ignores Size: so does the walk. */
+			if (len - i < 29) return -EPROTO;
+			n = be32_read(b + i + 25); /* NumFree */
+			if (n > 255) return -EPROTO;
+			i += 29;
+			if (skip_atom(b, len, &i) || skip_small_int(b, len, &i, true) || skip_small_int(b, len, &i, true))
 				return -EPROTO;
-			i = end;
+			pending += 1 + n;
 			break;
 		}
-		case ERL_EXPORT_EXT: /* Module, Function, Arity (three terms) */
-			pending += 3;
+		case ERL_EXPORT_EXT: /* Module and Function atoms, a small Arity >= 0 */
+			if (skip_atom(b, len, &i) || skip_atom(b, len, &i) || skip_small_int(b, len, &i, false))
+				return -EPROTO;
 			break;
 		default:
 			/* ERL_FUN_EXT (obsolete), atom cache refs, unknown tags. */
@@ -278,6 +388,21 @@ int term_validate(const char *buf, size_t len, size_t *idx)
 		}
 	}
 	*idx = i;
+	return 0;
+}
+
+int term_validate(const char *buf, size_t len, size_t *idx)
+{
+	size_t start = *idx, end = start;
+	bool maps = false;
+	if (walk(buf, len, &end, &maps))
+		return -EPROTO;
+	if (maps) {
+		int rc = term_map_keys_check(buf + start, end - start);
+		if (rc)
+			return rc;
+	}
+	*idx = end;
 	return 0;
 }
 
@@ -504,7 +629,8 @@ void term_skip(const char *buf, size_t *idx)
 	 * may send a term nested a million deep, which term_validate accepts.
 	 * The term is already validated, so the validator's iterative walk
 	 * finds its end; SIZE_MAX stands for "no bound left to check". */
-	(void)term_validate(buf, SIZE_MAX, idx);
+	bool maps;
+	(void)walk(buf, SIZE_MAX, idx, &maps);
 }
 
 int term_get_long(const char *buf, size_t *idx, long *out)

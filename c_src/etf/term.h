@@ -26,11 +26,32 @@
 /* The first byte of every encoded term on the wire. */
 #define TERM_VERSION_MAGIC 131
 
-/* Checks that buf[*idx ..] holds one complete, well-formed term within len
- * bytes, and advances *idx past it. Atom cache references, which need
- * negotiated state we never advertise, are rejected. Iterative: nesting depth
- * costs no stack. Returns 0, or -EPROTO (*idx unchanged). */
+/* Checks that buf[*idx ..] holds one complete term within len bytes that
+ * binary_to_term/1 would take, and advances *idx past it: every length
+ * against the bytes left, and what the BEAM checks inside leaves — atoms
+ * of at most 255 characters, UTF-8 atoms well-formed; floats finite, the
+ * old text form in the BEAM's grammar; pids, ports and references with
+ * the creations and ids it allows; exports of two atoms and a small
+ * non-negative arity; bit strings with 1 to 8 bits in their last byte;
+ * maps without duplicate keys (term_map_keys.h). Refused beyond the BEAM:
+ * atom cache references (we never negotiate a cache) and internal atom
+ * references ('I', 'K': an index into one runtime's atom table); a bit
+ * of tolerance: maps inside a fun's free variables are not checked for
+ * duplicate keys. Iterative: nesting depth costs no stack. Returns 0, or
+ * -EPROTO, or -ENOMEM (checking a map's keys); *idx is unchanged on
+ * error. test/term_validate_SUITE.erl compares it with binary_to_term/1
+ * on random and mutated terms. */
 int term_validate(const char *buf, size_t len, size_t *idx);
+
+/* The value of a FLOAT_EXT's text (text[0..avail): the bytes after the
+ * tag, to the end of the input), as binary_to_term reads it: the text runs
+ * to its first NUL — the BEAM reads on past the field's 31 bytes if none is
+ * in them — and is [+-]d+[.,]d+([eE][+-]d+)? (a comma may stand for the
+ * point); its value must be finite (one that rounds to 0 is 0). Returns 0
+ * with *out, or -EPROTO (also for no NUL within avail bytes). Independent
+ * of the C locale's radix character. The term itself is always 31 bytes
+ * long. */
+int term_float_text_value(const char *text, size_t avail, double *out);
 
 /* True if the term at buf[idx], which must lie within buf[0..len), is an
  * atom whose text, as UTF-8, is name[0..name_len). Latin-1 atoms (ATOM_EXT,

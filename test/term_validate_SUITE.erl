@@ -1,0 +1,232 @@
+%% term_validate (c_src/etf/term.c) against the live BEAM, differentially:
+%% a term the node accepts from a peer must be one binary_to_term/1 accepts
+%% too, and the other way round — a term the node stored and handed back
+%% that the BEAM then refuses makes the BEAM drop the connection. And on
+%% every input both accept, the node's phash2 (its shard choice) must be
+%% erlang:phash2/2 of what the BEAM decodes.
+%%
+%% The inputs: term_to_binary of random terms, and mutations of them
+%% (bytes changed, cut, inserted, repeated, length fields blown up), and a
+%% list of hand-made edge cases. binary_to_term/1 reads the first term and
+%% ignores any bytes after it; so does the driver (term_validate_driver.c)
+%% here. (The node itself also refuses a packet with bytes after its
+%% message: that is framing, not term validity.)
+%%
+%%   rebar3 ct --dir test --suite term_validate_SUITE
+%%   TERM_VALIDATE_SEED=7 TERM_VALIDATE_COUNT=100000 rebar3 ct ... (longer)
+-module(term_validate_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([random_terms_agree/1, mutated_terms_agree/1, edge_cases_agree/1]).
+
+-define(DEFAULT_SEED, 20261125).
+-define(DEFAULT_COUNT, 20000).
+
+suite() -> [{timetrap, {minutes, 5}}].
+
+all() -> [random_terms_agree, mutated_terms_agree, edge_cases_agree].
+
+init_per_suite(Config) ->
+    c_driver:build(Config, "term_validate_driver", ["c_src/etf/phash2.c" | c_driver:term_sources()]).
+
+end_per_suite(_Config) -> ok.
+
+init_per_testcase(_Case, Config) -> [{port, c_driver:open(Config)} | Config].
+
+end_per_testcase(_Case, Config) -> c_driver:close(Config).
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% What term_to_binary writes, both ways it can write atoms and floats.
+random_terms_agree(Config) ->
+    rand:seed(exsss, seed()),
+    Ts = [random_term:term(4) || _ <- lists:seq(1, count() div 10)],
+    Bins = lists:append([[term_to_binary(T), term_to_binary(T, [{minor_version, 0}]),
+                          term_to_binary(T, [{minor_version, 2}])] || T <- Ts]),
+    agree(Config, Bins).
+
+%% Mutations of valid terms: most are refused by both, some are accepted
+%% by both as other terms, and none may split them.
+mutated_terms_agree(Config) ->
+    rand:seed(exsss, seed() + 1),
+    N = count(),
+    Bins = [mutate(term_to_binary(random_term:term(3), pick_opts())) || _ <- lists:seq(1, N)],
+    agree(Config, Bins).
+
+%% Inputs a structural check gets wrong: atom text, float text, bignum
+%% signs, references, bit binaries, exports, funs, maps.
+edge_cases_agree(Config) ->
+    agree(Config, edge_cases()).
+
+%%====================================================================
+%% Comparing
+%%====================================================================
+
+agree(Config, Bins) ->
+    Port = ?config(port, Config),
+    Results = [{B, beam(B), c(Port, B)} || B <- Bins],
+    Split = [{B, Beam, C} || {B, Beam, C} <- Results, not same(Beam, C), not internal_atom_ref(Port, B, Beam, C)],
+    Accepted = length([x || {_, {ok, _}, _} <- Results]),
+    ct:log("~b inputs, ~b accepted by the BEAM, ~b disagreements", [length(Bins), Accepted, length(Split)]),
+    [ct:log("DISAGREE~n input: ~w~n BEAM: ~P~n C:    ~p", [B, show(Beam), 20, C])
+     || {B, Beam, C} <- lists:sublist(Split, 40)],
+    case Split of
+        [] -> ok;
+        _ -> ct:fail("~b of ~b inputs split term_validate and binary_to_term", [length(Split), length(Bins)])
+    end.
+
+%% The one refusal the node makes on purpose: an atom written as 'I' or 'K'
+%% (its index in this runtime's atom table, which the node cannot know). A
+%% mutation can still move such a byte into a tag's place: the input has
+%% one, and the term the BEAM read, written the usual way, is accepted.
+internal_atom_ref(Port, B, {ok, T}, refused) ->
+    (binary:match(B, [<<73>>, <<75>>]) =/= nomatch) andalso c(Port, term_to_binary(T)) =/= refused;
+internal_atom_ref(_, _, _, _) -> false.
+
+show({ok, T}) -> {ok, T};
+show(R) -> R.
+
+beam(B) ->
+    try binary_to_term(B) of
+        T -> {ok, T}
+    catch
+        error:badarg -> refused
+    end.
+
+c(Port, B) ->
+    true = port_command(Port, B),
+    receive
+        {Port, {data, <<1, _:96>>}} -> refused;
+        {Port, {data, <<0, 16#FFFFFFFF:32, E:32, 0:32>>}} -> {accepted, {errno, E}};
+        {Port, {data, <<0, A:32, H:32, W:32>>}} -> {accepted, {A, H, W}};
+        {Port, {exit_status, S}} -> ct:fail("driver exited with ~p", [S])
+    after 10000 -> ct:fail("no answer from the driver")
+    end.
+
+%% Both refuse; or both accept, and where the node hashes the term (not a
+%% pid, port, reference or fun) its hash is the BEAM's.
+same(refused, refused) -> true;
+same({ok, _}, {accepted, {errno, _}}) -> true;
+same({ok, T}, {accepted, Hash}) -> Hash =:= {erlang:phash2(T), erlang:phash2(T, 100), erlang:phash2(T, 1 bsl 32)};
+same(_, _) -> false.
+
+%%====================================================================
+%% Inputs
+%%====================================================================
+
+seed() -> random_term:env_int("TERM_VALIDATE_SEED", ?DEFAULT_SEED).
+count() -> random_term:env_int("TERM_VALIDATE_COUNT", ?DEFAULT_COUNT).
+
+pick(L) -> lists:nth(rand:uniform(length(L)), L).
+
+pick_opts() -> pick([[], [{minor_version, 0}], [{minor_version, 2}]]).
+
+%% One to three mutations of a valid external term.
+mutate(B) ->
+    lists:foldl(fun(_, Acc) -> mutate_once(Acc) end, B, lists:seq(1, rand:uniform(3))).
+
+mutate_once(<<131>>) -> <<131, (rand:uniform(256) - 1)>>;
+mutate_once(B) ->
+    Size = byte_size(B),
+    At = 1 + rand:uniform(Size - 1) - 1, % never the version byte
+    case rand:uniform(8) of
+        1 -> set_byte(B, At, not_internal_atom_tag(rand:uniform(256) - 1));
+        2 -> set_byte(B, At, pick([0, 1, 2, 4, 5, 31, 127, 128, 254, 255 | tags()]));
+        3 -> binary:part(B, 0, At);
+        4 -> <<B/binary, (crypto:strong_rand_bytes(rand:uniform(8)))/binary>>;
+        5 -> Len = rand:uniform(Size - At), <<(binary:part(B, 0, At + Len))/binary,
+                                              (binary:part(B, At, Size - At))/binary>>;
+        6 -> Len = rand:uniform(Size - At), <<(binary:part(B, 0, At))/binary,
+                                              (binary:part(B, At + Len, Size - At - Len))/binary>>;
+        7 -> set_word(B, At, pick([0, 1, 16#FF, 16#FFFF, 16#7FFFFFFF, 16#FFFFFFFF]));
+        8 -> set_byte(B, At, pick(tags()))
+    end.
+
+tags() -> [70, 77, 82, 88, 89, 90, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108,
+           109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121].
+
+%% 'I' and 'K' name atoms by their index in this runtime's atom table, which
+%% binary_to_term/1 takes and the node, which cannot know that table,
+%% refuses: a mutation never writes them.
+not_internal_atom_tag(73) -> 72;
+not_internal_atom_tag(75) -> 74;
+not_internal_atom_tag(V) -> V.
+
+set_byte(B, At, V) ->
+    <<Pre:At/binary, _, Post/binary>> = B,
+    <<Pre/binary, V, Post/binary>>.
+
+set_word(B, At, V) when At + 4 =< byte_size(B) ->
+    <<Pre:At/binary, _:32, Post/binary>> = B,
+    <<Pre/binary, V:32, Post/binary>>;
+set_word(B, At, V) -> set_byte(B, At, V band 255).
+
+%% Hand-made inputs, each an external term (with its version byte).
+edge_cases() ->
+    Utf8 = fun(Bytes) -> <<131, 119, (byte_size(Bytes)), Bytes/binary>> end,
+    Latin1 = fun(Bytes) -> <<131, 115, (byte_size(Bytes)), Bytes/binary>> end,
+    Float = fun(Text) -> <<131, 99, (pad31(Text))/binary>> end,
+    Node = <<119, 3, "a@h">>,
+    Atoms = [Utf8(<<"ok">>), Utf8(<<>>), Utf8(<<16#C3, 16#A9>>), Utf8(<<16#C3>>), Utf8(<<16#A9>>),
+             Utf8(<<16#C0, 16#80>>), Utf8(<<16#E0, 16#80, 16#80>>), Utf8(<<16#ED, 16#A0, 16#80>>),
+             Utf8(<<16#F4, 16#90, 16#80, 16#80>>), Utf8(<<16#F8, 16#88, 16#80, 16#80, 16#80>>),
+             Utf8(<<16#FF>>), Utf8(<<0>>), Utf8(<<"a", 0, "b">>), Latin1(<<255, 0, 128>>),
+             <<131, 118, 1020:16, (binary:copy(<<240, 159, 152, 128>>, 255))/binary>>,
+             <<131, 118, 1024:16, (binary:copy(<<240, 159, 152, 128>>, 256))/binary>>,
+             <<131, 100, 256:16, (binary:copy(<<"a">>, 256))/binary>>,
+             <<131, 100, 255:16, (binary:copy(<<"a">>, 255))/binary>>],
+    Floats = [Float(T) || T <- [<<"1.5">>, <<"0,2">>, <<"nan">>, <<"inf">>, <<"-inf">>, <<"1.5junk">>,
+                                 <<" 1.5">>, <<"1.5 ">>, <<"">>, <<"1e400">>, <<"-0.0">>, <<"1">>,
+                                 <<"1.">>, <<".5">>, <<"0x10">>, <<"1.0e-400">>, <<"+1.5">>,
+                                 <<"1.50000000000000000000e+00">>]],
+    NewFloats = [<<131, 70, F/binary>> || F <- [<<0:64>>, <<16#7FF0000000000000:64>>,
+                                                <<16#7FF8000000000000:64>>, <<16#FFF0000000000000:64>>,
+                                                <<16#8000000000000000:64>>, <<1:64>>]],
+    Bigs = [<<131, 110, 1, S, 5>> || S <- [0, 1, 2, 255]] ++
+        [<<131, 110, 0, 0>>, <<131, 110, 0, 1>>, <<131, 111, 0:32, 0>>, <<131, 110, 2, 0, 5, 0>>,
+         <<131, 110, 8, 0, 0:64>>, <<131, 111, 1:32, 2, 7>>],
+    %% (A reference of no words is left out: the BEAM reads words it did not
+    %% size for, and answers differently from run to run. The node refuses it.)
+    Refs = [<<131, 90, N:16, Node/binary, 1:32, 0:(N * 32)>> || N <- [1, 2, 3, 4, 5, 6]] ++
+        [<<131, 114, N:16, Node/binary, C, W:32, 0:((N - 1) * 32)>>
+         || N <- [1, 3, 5, 6], C <- [0, 3, 4], W <- [0, 16#3FFFF, 16#40000]] ++
+        [<<131, 101, Node/binary, W:32, C>> || W <- [0, 16#3FFFF, 16#40000], C <- [0, 3, 4]] ++
+        [<<131, 90, 1:16, 97, 7, 0:32, 0:32>>],
+    Pids = [<<131, 88, Node/binary, 0:32, 0:32, 0:32>>, <<131, 103, Node/binary, 0:32, 0:32, 3>>,
+            <<131, 103, Node/binary, 0:32, 0:32, 4>>, <<131, 88, 97, 1, 0:32, 0:32, 0:32>>,
+            <<131, 88, 106, 0:32, 0:32, 0:32>>],
+    Ports = [<<131, 89, Node/binary, 1:32, 1:32>>, <<131, 120, Node/binary, 1:64, 1:32>>,
+             <<131, 102, Node/binary, 1:32, 1>>],
+    Bits = [<<131, 77, L:32, B, 0:(L * 8)>> || L <- [0, 1, 2], B <- [0, 1, 7, 8, 9]],
+    Exports = [<<131, 113, M/binary, F/binary, A/binary>>
+               || M <- [<<119, 1, "m">>, <<97, 1>>], F <- [<<119, 1, "f">>, <<106>>],
+                  A <- [<<97, 2>>, <<98, 2:32>>, <<98, 256:32>>, <<98, -1:32>>, <<119, 1, "a">>,
+                        <<110, 1, 0, 5>>, <<110, 1, 1, 5>>, <<110, 0, 1>>, <<110, 8, 0, 16#7FFFFFFFFFFFFFF:64/little>>,
+                        <<110, 8, 0, 16#800000000000000:64/little>>, <<108, 0:32, 97, 3>>,
+                        <<108, 0:32, 108, 0:32, 98, 7:32>>, <<108, 1:32, 97, 3, 106>>, <<70, 0:64>>]],
+    Maps = [<<131, 116, 2:32, 97, 1, 97, 2, 97, 1, 97, 3>>, <<131, 116, 2:32, 97, 1, 97, 2, 98, 1:32, 97, 3>>,
+            <<131, 116, 1:32, 106, 106>>, <<131, 116, 0:32>>],
+    Lists = [<<131, 108, 0:32, 106>>, <<131, 108, 1:32, 108, 0:32, 106, 106>>, <<131, 108, 0:32, 97, 1>>,
+             <<131, 104, 1, 108, 0:32, 106>>, <<131, 107, 0:16>>],
+    Misc = [<<131>>, <<>>, <<130, 106>>, <<131, 106, 0>>, <<131, 82, 0>>, <<131, 121>>,
+            <<131, 80, 0:32>>, <<131, 117, 0:32>>,
+            <<131, 111, 4194296:32, 0, 0:(4194296 * 8)>>, <<131, 111, 4194297:32, 0, 0:(4194297 * 8)>>,
+            <<131, 99, "1.00000000000000000000e+00000000", 0>>,
+            <<131, 99, "1.00000000000000000000e+00000000", "1", 0>>,
+            <<131, 99, "1.00000000000000000000e+00000000">>],
+    Fun = term_to_binary(fun() -> ok end),
+    %% The same fun with its Size field wrong (the BEAM ignores it), and its
+    %% Pid field replaced by an atom (the BEAM does not look).
+    <<131, 112, Size:32, FunRest/binary>> = Fun,
+    Funs = [term_to_binary(fun lists:map/2), Fun, <<131, 112, (Size + 7):32, FunRest/binary>>,
+            <<131, 112, 0:32, FunRest/binary>>],
+    Atoms ++ Floats ++ NewFloats ++ Bigs ++ Refs ++ Pids ++ Ports ++ Bits ++ Exports ++ Maps ++ Lists ++ Misc
+        ++ Funs.
+
+pad31(Text) -> <<Text/binary, 0:((31 - byte_size(Text)) * 8)>>.
