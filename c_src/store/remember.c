@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "entity/entity_table.h"
+#include "etf/entity_id.h"
 #include "etf/phash2.h"
+#include "etf/term.h"
 #include "store/store_files.h"
 
 static const char header[8] = {'S', 'N', 'R', 'E', 'M', 'E', 'M', '1'};
@@ -87,6 +89,22 @@ static int set_remove(struct remember *r, uint32_t shard, const char *id, size_t
 	return 1;
 }
 
+/* Whether a record's id bytes are one whole entity id in canonical form,
+ * as every id the store is given is: the check a peer's id gets. */
+static bool record_id_ok(const char *id, size_t len)
+{
+	size_t end = 0;
+	if (term_validate(id, len, &end) || end != len)
+		return false;
+	ei_x_buff canon;
+	if (ei_x_new(&canon) < 0)
+		return true; /* no memory to check with: phash2 still walks it bounded */
+	bool ok = entity_id_canonical(id, len, &canon) == 0 && (size_t)canon.index == len &&
+		  memcmp(canon.buff, id, len) == 0;
+	ei_x_free(&canon);
+	return ok;
+}
+
 /* Applies the records of buf[0..len). Returns 0, or -ENOMEM. A damaged or
  * truncated record ends the load with a warning. */
 static int load_records(struct remember *r, const unsigned char *buf, size_t len)
@@ -110,11 +128,13 @@ static int load_records(struct remember *r, const unsigned char *buf, size_t len
 		const char *id = (const char *)buf + i + 9;
 		/* The shard is recomputed: if number_of_shards changed since, the id
 		 * now lives in another shard, and starting it in the recorded one
-		 * would give it a second instance. An id that is not a term is
-		 * damage: the record is dropped (at compaction). */
+		 * would give it a second instance. An id that is not exactly one
+		 * canonical term, as a peer's id is checked (term_validate, then
+		 * entity_id_canonical), is damage: the record is dropped (at
+		 * compaction). */
 		uint32_t now_in;
 		(void)shard;
-		if (phash2_range(id, id_len, r->nshards, &now_in) == 0) {
+		if (record_id_ok(id, id_len) && phash2_range(id, id_len, r->nshards, &now_in) == 0) {
 			int rc = op == '+' ? set_add(r, now_in, id, id_len) : set_remove(r, now_in, id, id_len);
 			if (rc < 0)
 				return rc;

@@ -309,6 +309,8 @@ Test(remember, damaged_logs_keep_what_came_before_the_damage)
 		{"an absurd id length", 5, 0x7f, "alpha"},
 		{"a wrong shard recorded: the id goes where phash2 puts it", 4, 3, "beta gamma"},
 		{"an id that is no term: that record is dropped, the rest read", 9, 0xff ^ ERL_BINARY_EXT, "gamma"},
+		{"an id with bytes after its term: dropped, as a peer's would be", 9, ERL_STRING_EXT ^ ERL_BINARY_EXT,
+		 "gamma"},
 	};
 	for (size_t k = 0; k < SN_ARRAY_LEN(cases); k++) {
 		memcpy(bad, log, len);
@@ -383,6 +385,43 @@ Test(remember, churn_is_compacted_away_while_running)
 	r = remember_open(dir, "counter", 4, &quiet, &err);
 	cr_assert_not_null(r);
 	expect_ids(r, 4, "stays");
+	remember_free(r);
+	rm_dir(dir);
+}
+
+/* A record whose id is a term phash2 can hash but a peer's id check would
+ * refuse — an atom of ill-formed UTF-8, an integer not in its canonical
+ * encoding — is damage too: dropped, the others read. */
+Test(remember, ids_that_are_no_canonical_entity_id_are_dropped_on_load)
+{
+	char dir[64];
+	make_dir(dir, sizeof dir);
+	static const unsigned char bad_atom[] = {ERL_SMALL_ATOM_UTF8_EXT, 1, 0xFF};
+	static const unsigned char long_int[] = {ERL_INTEGER_EXT, 0, 0, 0, 5};
+	char good[16];
+	size_t good_len = encode_id("ok", good, sizeof good);
+	unsigned char log[8 + 3 * 9 + sizeof bad_atom + sizeof long_int + 16];
+	memcpy(log, "SNREMEM1", 8); /* the log's header */
+	size_t n = 8;
+	const unsigned char *ids[] = {bad_atom, long_int, (const unsigned char *)good};
+	const size_t lens[] = {sizeof bad_atom, sizeof long_int, good_len};
+	for (size_t k = 0; k < 3; k++) {
+		log[n] = '+';
+		memset(log + n + 1, 0, 4); /* the shard is recomputed on load */
+		log[n + 5] = 0;
+		log[n + 6] = 0;
+		log[n + 7] = 0;
+		log[n + 8] = (unsigned char)lens[k];
+		memcpy(log + n + 9, ids[k], lens[k]);
+		n += 9 + lens[k];
+	}
+	write_file(dir, log, n);
+	struct remember *r = reopen(dir);
+	size_t total = 0;
+	for (uint32_t s = 0; s < 4; s++)
+		total += remember_count(r, s);
+	cr_assert_eq(total, 1, "only the canonical binary id is loaded (%zu)", total);
+	expect_ids(r, 4, "ok");
 	remember_free(r);
 	rm_dir(dir);
 }
