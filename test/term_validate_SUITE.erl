@@ -75,7 +75,8 @@ edge_cases_agree(Config) ->
 agree(Config, Bins) ->
     Port = ?config(port, Config),
     Results = [{B, beam(B), c(Port, B)} || B <- Bins],
-    Split = [{B, Beam, C} || {B, Beam, C} <- Results, not same(Beam, C), not internal_atom_ref(Port, B, Beam, C)],
+    Split = [{B, Beam, C} || {B, Beam, C} <- Results, not same(Beam, C), not internal_atom_ref(Port, B, Beam, C),
+                             not float_text_off_the_end(B, Beam, C)],
     Accepted = length([x || {_, {ok, _}, _} <- Results]),
     ct:log("~b inputs, ~b accepted by the BEAM, ~b disagreements", [length(Bins), Accepted, length(Split)]),
     [ct:log("DISAGREE~n input: ~w~n BEAM: ~P~n C:    ~p", [B, show(Beam), 20, C])
@@ -92,6 +93,18 @@ agree(Config, Bins) ->
 internal_atom_ref(Port, B, {ok, T}, refused) ->
     (binary:match(B, [<<73>>, <<75>>]) =/= nomatch) andalso c(Port, term_to_binary(T)) =/= refused;
 internal_atom_ref(_, _, _, _) -> false.
+
+%% A FLOAT_EXT's text ends at a NUL, which the BEAM looks for past the
+%% field's 31 bytes — and past the binary's end, where what it finds is
+%% whatever memory holds. The node refuses a text with no NUL before the
+%% end of its input; the BEAM's answer there is not the input's.
+float_text_off_the_end(B, {ok, _}, refused) ->
+    case binary:matches(B, <<99>>) of
+        [] -> false;
+        Ms -> {At, _} = lists:last(Ms),
+              binary:match(B, <<0>>, [{scope, {At, byte_size(B) - At}}]) =:= nomatch
+    end;
+float_text_off_the_end(_, _, _) -> false.
 
 show({ok, T}) -> {ok, T};
 show(R) -> R.
