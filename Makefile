@@ -30,7 +30,7 @@ NODE_COOKIE ?= shardnode
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all deps run test check analyze unit tsan ct bench clean erl
+.PHONY: all deps run test check analyze unit tsan ct bench clean erl fuzz fuzz-check
 
 all: priv/shardnode $(PLUGINS) erl
 
@@ -102,10 +102,43 @@ build/analyze/%.o: c_src/%.c $(HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -O1 -c $< -o $@
 
+# libFuzzer targets, fuzz/*_fuzz.c, built by clang with ASan and UBSan
+# over the parsers they drive; each has a seed corpus in fuzz/corpus/<name>.
+# `make fuzz` runs each for FUZZ_SECONDS, growing a working corpus in
+# build/fuzz/corpus/<name>; a failure leaves its input in build/fuzz/crashes
+# (turn it into a unit test). `make fuzz-check`, part of make test, runs
+# each over its checked-in corpus and FUZZ_CHECK_SECONDS more, so a
+# regression on a known input fails the build.
+FUZZ_PROGS := $(patsubst fuzz/%.c,build/fuzz/%,$(wildcard fuzz/*_fuzz.c))
+FUZZ_LIB := c_src/etf/term.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_src/etf/entity_id_scalar.c \
+	c_src/etf/phash2.c
+FUZZ_SECONDS ?= 600
+FUZZ_CHECK_SECONDS ?= 5
+build/fuzz/%_fuzz: fuzz/%_fuzz.c $(FUZZ_LIB) $(HDR)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I$(EI_INC) -Ic_src -o $@ $< $(FUZZ_LIB) -L$(EI_LIB) -lei -lm
+
+fuzz: $(FUZZ_PROGS)
+	@mkdir -p build/fuzz/crashes
+	@for p in $(FUZZ_PROGS); do n=$$(basename $$p _fuzz); mkdir -p build/fuzz/corpus/$$n; \
+		echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
+		$$p -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/ \
+			build/fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done
+
+fuzz-check: $(FUZZ_PROGS)
+	@mkdir -p build/fuzz/crashes
+	@for p in $(FUZZ_PROGS); do n=$$(basename $$p _fuzz); rm -rf build/fuzz/check/$$n; mkdir -p build/fuzz/check/$$n; \
+		$$p -max_total_time=$(FUZZ_CHECK_SECONDS) -artifact_prefix=build/fuzz/crashes/ \
+			build/fuzz/check/$$n fuzz/corpus/$$n >build/fuzz/check/$$n.log 2>&1 \
+			|| { tail -40 build/fuzz/check/$$n.log; echo "fuzz-check: $$n failed" >&2; exit 1; }; \
+		echo "fuzz-check: $$n: $$(grep -o 'DONE.*' build/fuzz/check/$$n.log | tail -1)"; done
+
 test: deps
 	$(MAKE) check
 	$(MAKE) analyze
 	$(MAKE) tsan
+	$(MAKE) fuzz-check
 	$(MAKE) all
 	scripts/run-tests.sh
 

@@ -592,6 +592,11 @@ static int dispatch(struct walk *w)
 	case ERL_LIST_EXT: {
 		if (take(w, 4, &p))
 			return -EPROTO;
+		/* No elements: the term is its tail (never written by
+		 * term_to_binary, but binary_to_term reads it so), which is
+		 * dispatched next in this term's place. */
+		if (be32_read(p) == 0)
+			return 0;
 		struct frame f = {.kind = FRAME_LIST, .phase = LIST_ELEMS, .left = be32_read(p)};
 		f.u.run.word = 0;
 		f.u.run.count = 0;
@@ -633,6 +638,12 @@ static int list_next(struct walk *w, struct frame *f)
 			return -EPROTO;
 		uint8_t tag = w->b[w->pos];
 		if (f->phase == LIST_ELEMS) {
+			/* An element that is a list of no elements is its tail:
+			 * what follows is the element (a byte goes on in the run). */
+			if (tag == ERL_LIST_EXT && w->len - w->pos >= 5 && be32_read(w->b + w->pos + 1) == 0) {
+				w->pos += 5;
+				continue;
+			}
 			if (!is_integer_tag(tag))
 				break;
 			size_t start = w->pos;

@@ -1040,3 +1040,22 @@ Test(phash2, long_byte_list)
 	put_byte(&s, ERL_NIL_EXT);
 	check_built("70000 bytes", &s, 1643450384u);
 }
+
+/* A list of no elements is its tail, wherever it stands (found by
+ * fuzzing): {[0|92]} and [1,0,0] written with such lists hash as the BEAM
+ * hashes those terms (erlang:phash2(T, 1 bsl 32), OTP 25). */
+Test(phash2, a_list_of_no_elements_is_its_tail)
+{
+	static const uint8_t tuple[] = {104, 1, 108, 0, 0, 0, 1, 108, 0, 0, 0, 0, 97, 0, 97, 92};
+	static const uint8_t bytes[] = {108, 0, 0, 0, 0, 108, 0, 0, 0, 3, 98, 0, 0, 0, 1, 98, 0, 0, 0, 0,
+					108, 0, 0, 0, 0, 98, 0, 0, 0, 0, 106};
+	uint32_t h;
+	char *t = sn_dup_exact(tuple, sizeof tuple);
+	cr_assert_eq(phash2_range(t, sizeof tuple, UINT64_C(1) << 32, &h), 0);
+	cr_assert_eq(h, 1311742375u);
+	free(t);
+	char *b = sn_dup_exact(bytes, sizeof bytes);
+	cr_assert_eq(phash2_range(b, sizeof bytes, UINT64_C(1) << 32, &h), 0);
+	cr_assert_eq(h, 1447870706u);
+	free(b);
+}
