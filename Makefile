@@ -111,13 +111,14 @@ build/analyze/%.o: c_src/%.c $(HDR)
 # regression on a known input fails the build.
 FUZZ_PROGS := $(patsubst fuzz/%.c,build/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 FUZZ_LIB := c_src/etf/term.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_src/etf/entity_id_scalar.c \
-	c_src/etf/phash2.c
+	c_src/etf/phash2.c c_src/etf/shardnode_msg.c c_src/dist/dist_frame.c c_src/dist/gen_call.c \
+	c_src/dist/handshake.c c_src/dist/node_name.c c_src/sharding/shard_msg.c c_src/base/bytebuf.c
 FUZZ_SECONDS ?= 600
 FUZZ_CHECK_SECONDS ?= 5
 build/fuzz/%_fuzz: fuzz/%_fuzz.c $(FUZZ_LIB) $(HDR)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I$(EI_INC) -Ic_src -o $@ $< $(FUZZ_LIB) -L$(EI_LIB) -lei -lm
+		-I$(EI_INC) -Ic_src -o $@ $< $(FUZZ_LIB) -L$(EI_LIB) -lei -lm -lcrypto
 
 fuzz: $(FUZZ_PROGS)
 	@mkdir -p build/fuzz/crashes
