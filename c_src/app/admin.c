@@ -68,22 +68,26 @@ static bool hosts_type(const struct admin *a, const char *type)
 	return false;
 }
 
-/* {ok, [#{node => Node, status => up}]} */
-static void encode_members(struct admin *a, ei_x_buff *x)
+/* {ok, [#{node => Node, status => up}]}. Returns 0 or -ENOMEM. */
+static int encode_members(struct admin *a, ei_x_buff *x)
 {
-	if (a->membership != NULL) {
-		membership_encode_members(a->membership, x);
+	if (a->membership != NULL)
+		return membership_encode_members(a->membership, x);
+	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "ok") < 0 || ei_x_encode_list_header(x, 1) < 0 ||
+	    ei_x_encode_map_header(x, 2) < 0 || ei_x_encode_atom(x, "node") < 0 ||
+	    ei_x_encode_atom(x, dist_node_name(a->cfg.node)) < 0 || ei_x_encode_atom(x, "status") < 0 ||
+	    ei_x_encode_atom(x, "up") < 0 || ei_x_encode_empty_list(x) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* A reply that could not be encoded whole becomes {error, enomem}. */
+static void encoded_or_enomem(ei_x_buff *x, int rc)
+{
+	if (rc == 0)
 		return;
-	}
-	ei_x_encode_tuple_header(x, 2);
-	ei_x_encode_atom(x, "ok");
-	ei_x_encode_list_header(x, 1);
-	ei_x_encode_map_header(x, 2);
-	ei_x_encode_atom(x, "node");
-	ei_x_encode_atom(x, dist_node_name(a->cfg.node));
-	ei_x_encode_atom(x, "status");
-	ei_x_encode_atom(x, "up");
-	ei_x_encode_empty_list(x);
+	x->index = 0;
+	(void)term_x_error_atom(x, "enomem");
 }
 
 static void encode_shard_types(struct admin *a, ei_x_buff *x)
@@ -116,12 +120,12 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 	long arity = term_get_tuple(req, &i);
 	if (arity < 0 && term_get_atom(req, &i, atom) == 0) {
 		if (strcmp(atom, "members") == 0) {
-			encode_members(a, &reply);
+			encoded_or_enomem(&reply, encode_members(a, &reply));
 		} else if (strcmp(atom, "shard_types") == 0) {
 			encode_shard_types(a, &reply);
 		} else if (strcmp(atom, "reachability") == 0) {
 			if (a->membership != NULL) {
-				membership_encode_reachability(a->membership, &reply);
+				encoded_or_enomem(&reply, membership_encode_reachability(a->membership, &reply));
 			} else {
 				ei_x_encode_tuple_header(&reply, 2);
 				ei_x_encode_atom(&reply, "ok");

@@ -78,24 +78,25 @@ int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *k
 	return 0;
 }
 
-/* [Type] of a member. */
-static void encode_types(ei_x_buff *x, const struct member *e)
+/* [Type] of a member. Returns 0 or -ENOMEM (ei refuses only for want of
+ * memory: names fit their buffers by construction). */
+static int encode_types(ei_x_buff *x, const struct member *e)
 {
-	if (e->ntypes)
-		ei_x_encode_list_header(x, (long)e->ntypes);
+	if (e->ntypes && ei_x_encode_list_header(x, (long)e->ntypes) < 0)
+		return -ENOMEM;
 	for (size_t t = 0; t < e->ntypes; t++)
-		ei_x_encode_atom(x, e->types[t]);
-	ei_x_encode_empty_list(x);
+		if (ei_x_encode_atom(x, e->types[t]) < 0)
+			return -ENOMEM;
+	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 
-static void encode_member(ei_x_buff *x, const struct member *e)
+static int encode_member(ei_x_buff *x, const struct member *e)
 {
-	ei_x_encode_tuple_header(x, 5);
-	ei_x_encode_atom(x, e->node);
-	ei_x_encode_ulong(x, e->up_number);
-	ei_x_encode_atom(x, status_names[e->status]);
-	ei_x_encode_ulong(x, e->version);
-	encode_types(x, e);
+	if (ei_x_encode_tuple_header(x, 5) < 0 || ei_x_encode_atom(x, e->node) < 0 ||
+	    ei_x_encode_ulong(x, e->up_number) < 0 || ei_x_encode_atom(x, status_names[e->status]) < 0 ||
+	    ei_x_encode_ulong(x, e->version) < 0)
+		return -ENOMEM;
+	return encode_types(x, e);
 }
 
 void membership_gossip_to(struct membership *m, const char *to)
@@ -103,12 +104,13 @@ void membership_gossip_to(struct membership *m, const char *to)
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "gossip") != 0)
 		return;
-	if (m->n)
-		ei_x_encode_list_header(&x, (long)m->n);
-	for (size_t k = 0; k < m->n; k++)
-		encode_member(&x, &m->members[k]);
-	ei_x_encode_empty_list(&x);
-	membership_send_admin(m, to, &x);
+	int rc = m->n && ei_x_encode_list_header(&x, (long)m->n) < 0 ? -ENOMEM : 0;
+	for (size_t k = 0; rc == 0 && k < m->n; k++)
+		rc = encode_member(&x, &m->members[k]);
+	if (rc == 0 && ei_x_encode_empty_list(&x) < 0)
+		rc = -ENOMEM;
+	if (rc == 0)
+		membership_send_admin(m, to, &x); /* else the next gossip tries again */
 	ei_x_free(&x);
 }
 
@@ -126,8 +128,8 @@ static void send_join(struct membership *m, const char *seed)
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "join") != 0)
 		return;
-	encode_types(&x, membership_member(m, m->our_node));
-	membership_send_admin(m, seed, &x);
+	if (encode_types(&x, membership_member(m, m->our_node)) == 0)
+		membership_send_admin(m, seed, &x); /* else the join is sent again */
 	ei_x_free(&x);
 }
 
@@ -437,30 +439,33 @@ static int by_age(const void *a, const void *b)
 	return strcmp(x->node, y->node);
 }
 
-void membership_encode_members(const struct membership *m, ei_x_buff *x)
+int membership_encode_members(const struct membership *m, ei_x_buff *x)
 {
 	const struct member **sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
+	if (sorted == NULL)
+		return -ENOMEM;
 	size_t n = 0;
-	for (size_t k = 0; sorted != NULL && k < m->n; k++)
+	for (size_t k = 0; k < m->n; k++)
 		if (m->members[k].status != MEMBER_REMOVED)
 			sorted[n++] = &m->members[k];
 	if (n > 1)
 		qsort(sorted, n, sizeof *sorted, by_age);
-	ei_x_encode_tuple_header(x, 2);
-	ei_x_encode_atom(x, "ok");
-	if (n)
-		ei_x_encode_list_header(x, (long)n);
-	for (size_t k = 0; k < n; k++) {
-		ei_x_encode_map_header(x, 2);
-		ei_x_encode_atom(x, "node");
-		ei_x_encode_atom(x, sorted[k]->node);
-		ei_x_encode_atom(x, "status");
+	int rc = ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "ok") < 0 ||
+			 (n && ei_x_encode_list_header(x, (long)n) < 0)
+		 ? -ENOMEM
+		 : 0;
+	for (size_t k = 0; rc == 0 && k < n; k++) {
 		/* Unreachable says more than up or leaving, less than down. */
 		bool show_unreachable = sorted[k]->unreachable && sorted[k]->status < MEMBER_DOWN;
-		ei_x_encode_atom(x, show_unreachable ? "unreachable" : status_names[sorted[k]->status]);
+		if (ei_x_encode_map_header(x, 2) < 0 || ei_x_encode_atom(x, "node") < 0 ||
+		    ei_x_encode_atom(x, sorted[k]->node) < 0 || ei_x_encode_atom(x, "status") < 0 ||
+		    ei_x_encode_atom(x, show_unreachable ? "unreachable" : status_names[sorted[k]->status]) < 0)
+			rc = -ENOMEM;
 	}
-	ei_x_encode_empty_list(x);
+	if (rc == 0 && ei_x_encode_empty_list(x) < 0)
+		rc = -ENOMEM;
 	free(sorted);
+	return rc;
 }
 
 /* Neither down nor removed: its records and the records about it count. */
@@ -470,10 +475,10 @@ static bool present(const struct membership *m, const char *node)
 	return e != NULL && e->status < MEMBER_DOWN;
 }
 
-void membership_encode_reachability(const struct membership *m, ei_x_buff *x)
+int membership_encode_reachability(const struct membership *m, ei_x_buff *x)
 {
-	ei_x_encode_tuple_header(x, 2);
-	ei_x_encode_atom(x, "ok");
+	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "ok") < 0)
+		return -ENOMEM;
 	for (size_t k = 0; k < m->reach.n; k++) {
 		const struct reach_record *rec = &m->reach.records[k];
 		if (!present(m, rec->observer))
@@ -483,16 +488,16 @@ void membership_encode_reachability(const struct membership *m, ei_x_buff *x)
 			n += present(m, rec->subjects[s]);
 		if (n == 0)
 			continue;
-		ei_x_encode_list_header(x, 1);
-		ei_x_encode_tuple_header(x, 2);
-		ei_x_encode_atom(x, rec->observer);
-		ei_x_encode_list_header(x, (long)n);
+		if (ei_x_encode_list_header(x, 1) < 0 || ei_x_encode_tuple_header(x, 2) < 0 ||
+		    ei_x_encode_atom(x, rec->observer) < 0 || ei_x_encode_list_header(x, (long)n) < 0)
+			return -ENOMEM;
 		for (size_t s = 0; s < rec->nsubjects; s++)
-			if (present(m, rec->subjects[s]))
-				ei_x_encode_atom(x, rec->subjects[s]);
-		ei_x_encode_empty_list(x);
+			if (present(m, rec->subjects[s]) && ei_x_encode_atom(x, rec->subjects[s]) < 0)
+				return -ENOMEM;
+		if (ei_x_encode_empty_list(x) < 0)
+			return -ENOMEM;
 	}
-	ei_x_encode_empty_list(x);
+	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 
 static bool hosts(const struct member *e, const char *type)

@@ -107,13 +107,15 @@ void membership_free(struct membership *m);
  * these messages, 0 if not. */
 int membership_handle(struct membership *m, const char *term, size_t len, const char *via);
 
-/* Encodes {ok, [#{node := Node, status := Status}]}, oldest first. */
-void membership_encode_members(const struct membership *m, ei_x_buff *x);
+/* Encodes {ok, [#{node := Node, status := Status}]}, oldest first.
+ * Returns 0 or -ENOMEM (x then holds part of it: the caller answers an
+ * error instead). */
+int membership_encode_members(const struct membership *m, ei_x_buff *x);
 
 /* Encodes {ok, [{Observer, [Subject]}]}: the cluster-wide view as this
  * node holds it, for the members that are not down, observers that
  * report nobody left out. */
-void membership_encode_reachability(const struct membership *m, ei_x_buff *x);
+int membership_encode_reachability(const struct membership *m, ei_x_buff *x); /* as above */
 
 /* Members hosting `type` that own shards: up or leaving (until their shards
  * are handed off), or downed too recently for their lease to have run out
