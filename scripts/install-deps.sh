@@ -17,7 +17,8 @@ packages=(
 	libpq-dev         # state_store = postgres: libpq
 	postgresql        # the real server the postgres tests start (scripts/pg-server.sh)
 	libcriterion-dev  # unit tests
-	clang             # the compiler the static analyzer drives
+	clang             # the compiler the static analyzer drives, and the fuzz targets
+	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes clang links: make fuzz, fuzz-check
 	clang-tools       # scan-build: make analyze, run by make test
 	iproute2          # network namespaces for partition tests (scripts/partition-scenarios.sh)
 	iptables          # cutting links and dropping packets inside them
