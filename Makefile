@@ -114,17 +114,21 @@ FUZZ_LIB := c_src/etf/term.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_s
 	c_src/etf/phash2.c c_src/etf/shardnode_msg.c c_src/dist/dist_frame.c c_src/dist/gen_call.c \
 	c_src/dist/handshake.c c_src/dist/node_name.c c_src/sharding/shard_msg.c c_src/base/bytebuf.c
 FUZZ_SECONDS ?= 600
+# Longer inputs add little coverage and slow a target tenfold once its
+# corpus holds them (the seeds' long strings): mutated inputs stay below.
+FUZZ_MAX_LEN ?= 4096
 FUZZ_CHECK_SECONDS ?= 5
 # ei itself is built from its sources (erlang-dev ships them) with the same
-# sanitizers, so a read past a buffer inside ei is caught too — all but
-# UBSan's pointer-overflow check: ei's decoders, asked only to skip a term
-# (a NULL destination), add offsets to that NULL, which is harmless there.
+# sanitizers, so a read past a buffer inside ei is caught too — all but two
+# UBSan checks for ei's own idioms, harmless there: pointer-overflow (its
+# skip-only decoders add offsets to a NULL destination) and shift (its
+# big-endian readers shift a byte into an int's sign bit).
 EI_SRC_DIR := $(firstword $(wildcard $(ERL_ROOT)/lib/erl_interface-*/src))
 EI_FUZZ_SRC := $(wildcard $(EI_SRC_DIR)/decode/*.c $(EI_SRC_DIR)/encode/*.c) \
 	$(addprefix $(EI_SRC_DIR)/misc/,ei_x_encode.c ei_malloc.c get_type.c)
 build/fuzz/libei_san.a: fuzz/ei_config.h
 	@rm -rf build/fuzz/ei && mkdir -p build/fuzz/ei && cp fuzz/ei_config.h build/fuzz/ei/config.h
-	@for f in $(EI_FUZZ_SRC); do clang -c -g -O1 -fsanitize=address,undefined -fno-sanitize=pointer-overflow \
+	@for f in $(EI_FUZZ_SRC); do clang -c -g -O1 -fsanitize=address,undefined -fno-sanitize=pointer-overflow,shift \
 		-fno-sanitize-recover=undefined \
 		-Ibuild/fuzz/ei -I$(EI_SRC_DIR)/misc -I$(EI_SRC_DIR)/include -I$(EI_SRC_DIR)/decode \
 		-I$(EI_SRC_DIR)/encode -I$(EI_INC) $$f -o build/fuzz/ei/$$(basename $$f .c).o || exit 1; done
@@ -139,7 +143,8 @@ fuzz: $(FUZZ_PROGS)
 	@mkdir -p build/fuzz/crashes
 	@for p in $(FUZZ_PROGS); do n=$$(basename $$p _fuzz); mkdir -p build/fuzz/corpus/$$n; \
 		echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
-		$$p -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/ \
+		$$p -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1 \
+			-artifact_prefix=build/fuzz/crashes/ \
 			build/fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; done
 
 fuzz-check: $(FUZZ_PROGS)
