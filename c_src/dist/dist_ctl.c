@@ -28,22 +28,6 @@ static size_t put_empty_atom(char *out)
 	return 2;
 }
 
-/* True if none of s[0..n) has its high bit set. A word at a time: the
- * node name of every pid sent is checked, and byte by byte this cost more
- * than the rest of the control tuple. */
-static bool is_ascii(const char *s, size_t n)
-{
-	uint64_t high = 0, w;
-	size_t k = 0;
-	for (; n - k >= sizeof w; k += sizeof w) {
-		memcpy(&w, s + k, sizeof w);
-		high |= w;
-	}
-	for (; k < n; k++)
-		high |= (unsigned char)s[k];
-	return (high & 0x8080808080808080u) == 0;
-}
-
 /* Writes a pid (at most DIST_CTL_PID_MAX bytes); returns its length or
  * -EINVAL. Node names of nodes are ASCII in practice, and an ASCII name of
  * fewer than 256 bytes is valid UTF-8 of at most 255 characters, which ei
@@ -56,7 +40,7 @@ static int put_pid(char *out, const erlang_pid *p)
 		return -EINVAL; /* not NUL-terminated: no pid ei gave us */
 	if (n < 256) {
 		memcpy(out + 3, p->node, n);
-		if (is_ascii(p->node, n)) {
+		if (term_text_is_ascii(p->node, n)) {
 			out[0] = (char)ERL_NEW_PID_EXT;
 			out[1] = (char)ERL_SMALL_ATOM_UTF8_EXT;
 			out[2] = (char)n;

@@ -74,21 +74,13 @@ int dist_frame_parse_prefix(const uint8_t *prefix, size_t len, struct dist_msg *
 
 int dist_frame_parse(const uint8_t *body, size_t len, struct dist_msg *out)
 {
-	size_t end;
-	if (parse_ctl(body, len, out, &end))
+	/* The whole body is there: the message, if one follows its version
+	 * byte, must be exactly one term. */
+	if (dist_frame_parse_prefix(body, len, out))
 		return -EPROTO;
-	size_t ctl_space = len - 2;
-	if (end == ctl_space)
-		return 0;
-	/* A message follows: version byte, then exactly one term. */
-	if (out->ctl[end] != (char)TERM_VERSION_MAGIC)
-		return -EPROTO;
-	const char *msg = out->ctl + end + 1;
-	size_t msg_space = ctl_space - end - 1;
 	size_t mend = 0;
-	if (term_validate(msg, msg_space, &mend) || mend != msg_space)
+	if (out->payload != NULL &&
+	    (term_validate(out->payload, out->payload_len, &mend) || mend != out->payload_len))
 		return -EPROTO;
-	out->payload = msg;
-	out->payload_len = msg_space;
 	return 0;
 }

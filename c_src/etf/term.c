@@ -15,21 +15,6 @@
 #define ATOM_MAX_CHARS 255u
 #define ATOM_MAX_BYTES (ATOM_MAX_CHARS * 4u)
 
-/* True if none of s[0..n) has its high bit set, a word at a time: most
- * atoms (every node name) are ASCII and need no more checking. */
-static inline bool all_ascii(const unsigned char *s, size_t n)
-{
-	uint64_t high = 0, w;
-	size_t k = 0;
-	for (; n - k >= sizeof w; k += sizeof w) {
-		memcpy(&w, s + k, sizeof w);
-		high |= w;
-	}
-	for (; k < n; k++)
-		high |= s[k];
-	return (high & 0x8080808080808080u) == 0;
-}
-
 /* Whether s[0..n) is UTF-8 as the BEAM takes it in an atom: well-formed
  * (no overlong form, no surrogate, nothing above U+10FFFF, no stray or
  * missing continuation byte) and at most ATOM_MAX_CHARS characters. */
@@ -75,7 +60,7 @@ static bool atom_utf8_ok(const unsigned char *s, size_t n)
  * one binary_to_term takes. */
 static inline bool atom_text_ok(const unsigned char *s, size_t n, bool utf8)
 {
-	if (!utf8 || all_ascii(s, n))
+	if (!utf8 || term_text_is_ascii(s, n))
 		return n <= ATOM_MAX_CHARS;
 	return n <= ATOM_MAX_BYTES && atom_utf8_ok(s, n);
 }

@@ -53,6 +53,23 @@ int term_validate(const char *buf, size_t len, size_t *idx);
  * long. */
 int term_float_text_value(const char *text, size_t avail, double *out);
 
+/* True if none of s[0..n) has its high bit set, a word at a time: node
+ * names (in every pid sent, in most atoms checked) are ASCII, and byte by
+ * byte this check cost more than the rest of a control tuple. */
+static inline bool term_text_is_ascii(const void *s, size_t n)
+{
+	const unsigned char *b = s;
+	uint64_t high = 0, w;
+	size_t k = 0;
+	for (; n - k >= sizeof w; k += sizeof w) {
+		memcpy(&w, b + k, sizeof w);
+		high |= w;
+	}
+	for (; k < n; k++)
+		high |= b[k];
+	return (high & 0x8080808080808080u) == 0;
+}
+
 /* True if the term at buf[idx], which must lie within buf[0..len), is an
  * atom whose text, as UTF-8, is name[0..name_len). Latin-1 atoms (ATOM_EXT,
  * SMALL_ATOM_EXT) are compared as their UTF-8 conversion, so every encoding
