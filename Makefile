@@ -74,10 +74,10 @@ unit: build/asan/unit $(PLUGINS)
 # race reported fails it.
 TSAN_PROGS := $(patsubst test/tsan/%.c,build/tsan/%,$(wildcard test/tsan/*.c))
 TSAN_SRC := c_src/base/evloop.c c_src/base/resolver.c c_src/base/log.c c_src/store/state_lmdb.c c_src/store/state_lmdb_records.c \
-	c_src/store/store_files.c
+	c_src/store/store_files.c c_src/etf/term.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_src/etf/entity_id_scalar.c
 build/tsan/%: test/tsan/%.c $(TSAN_SRC) $(HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 -fsanitize=thread -fno-omit-frame-pointer -o $@ $< $(TSAN_SRC) -llmdb -lcrypto -lpthread
+	$(CC) $(CFLAGS) -O1 -fsanitize=thread -fno-omit-frame-pointer -o $@ $< $(TSAN_SRC) -L$(EI_LIB) -lei -llmdb -lcrypto -lpthread -lm
 
 tsan: $(TSAN_PROGS)
 	@for p in $(TSAN_PROGS); do TSAN_OPTIONS=halt_on_error=1 $$p || exit 1; done
@@ -110,9 +110,11 @@ build/analyze/%.o: c_src/%.c $(HDR)
 # each over its checked-in corpus and FUZZ_CHECK_SECONDS more, so a
 # regression on a known input fails the build.
 FUZZ_PROGS := $(patsubst fuzz/%.c,build/fuzz/%,$(wildcard fuzz/*_fuzz.c))
-FUZZ_LIB := c_src/etf/term.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_src/etf/entity_id_scalar.c \
-	c_src/etf/phash2.c c_src/etf/shardnode_msg.c c_src/dist/dist_frame.c c_src/dist/gen_call.c \
-	c_src/dist/handshake.c c_src/dist/node_name.c c_src/sharding/shard_msg.c c_src/base/bytebuf.c
+# The node's sources, built once with the fuzz build's sanitizers into an
+# archive: each target links what it calls.
+FUZZ_OBJ := $(LIB_SRC:c_src/%.c=build/fuzz/obj/%.o)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=undefined -I$(EI_INC) -I$(PQ_INC) -Ic_src
 FUZZ_SECONDS ?= 600
 # Longer inputs add little coverage and slow a target tenfold once its
 # corpus holds them (the seeds' long strings): mutated inputs stay below.
@@ -134,10 +136,18 @@ build/fuzz/libei_san.a: fuzz/ei_config.h
 		-I$(EI_SRC_DIR)/encode -I$(EI_INC) $$f -o build/fuzz/ei/$$(basename $$f .c).o || exit 1; done
 	ar rcs $@ build/fuzz/ei/*.o
 
-build/fuzz/%_fuzz: fuzz/%_fuzz.c $(FUZZ_LIB) $(HDR) build/fuzz/libei_san.a
+build/fuzz/obj/%.o: c_src/%.c $(HDR)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I$(EI_INC) -Ic_src -o $@ $< $(FUZZ_LIB) build/fuzz/libei_san.a -lm -lcrypto
+	clang $(FUZZ_CFLAGS) -c $< -o $@
+
+build/fuzz/libsn_fuzz.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+build/fuzz/%_fuzz: fuzz/%_fuzz.c build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a $(HDR)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a \
+		-llmdb -lpq -lcrypto -lbsd -lpthread -ldl -lm
 
 fuzz: $(FUZZ_PROGS)
 	@mkdir -p build/fuzz/crashes

@@ -214,6 +214,9 @@ static void report_load(struct state_lmdb *s, const struct load_op *a)
 	if (!t->in_use || t->gen != a->type_gen)
 		return; /* its type was closed */
 	if (a->kind == READ_SCAN) {
+		if (a->skipped > 0)
+			log_warn(s->log, "state store: shard %u: %u damaged records are not moved with it", a->shard,
+				 a->skipped);
 		if (a->found < 0)
 			t->scanned(t->arg, a->token, a->found, NULL, 0, false, NULL, 0);
 		else

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/byteorder.h"
+#include "etf/term.h"
 #include "store/state_lmdb.h"
 
 /* LMDB's compiled-in key limit (mdb_env_get_maxkeysize). */
@@ -184,21 +185,38 @@ static int chunk_append(struct chunk_buf *b, const void *data, size_t n)
 	return 0;
 }
 
-/* Appends one record as {Id, State} (no version byte). A value that is not
- * a term with its version byte is left out: it is no state to move. */
-static int chunk_record(struct chunk_buf *b, const MDB_val *key, const MDB_val *val, uint32_t *n)
+/* Whether bytes[0..len) are exactly one term the node would accept from a
+ * peer (term_validate, whole). */
+static bool one_term(const char *bytes, size_t len)
+{
+	size_t end = 0;
+	return term_validate(bytes, len, &end) == 0 && end == len;
+}
+
+/* Appends one record as {Id, State} (no version byte) and counts it in *n.
+ * A record that is not an id and a term with its version byte (damage on
+ * disk) is left out and counted in *skipped: the chunk goes to a peer, and
+ * one bad record would make the whole of it a term the peer refuses. */
+static int chunk_record(struct chunk_buf *b, const MDB_val *key, const MDB_val *val, uint32_t *n,
+			uint32_t *skipped)
 {
 	const char *v = val->mv_data;
-	if (val->mv_size < 2 || (unsigned char)v[0] != VERSION_MAGIC)
+	const char *k = key->mv_data;
+	bool hashed = key_is_hashed(k, key->mv_size);
+	if (val->mv_size < 2 || (unsigned char)v[0] != VERSION_MAGIC || !one_term(v + 1, val->mv_size - 1) ||
+	    (hashed && ((unsigned char)v[1] != SMALL_TUPLE_EXT || v[2] != 2)) ||
+	    (!hashed && !one_term(k + 4, key->mv_size - 4))) {
+		(*skipped)++;
 		return 0;
+	}
 	int rc;
-	if (key_is_hashed(key->mv_data, key->mv_size)) {
+	if (hashed) {
 		rc = chunk_append(b, v + 1, val->mv_size - 1); /* {Id, State} already */
 	} else {
 		const char head[2] = {(char)SMALL_TUPLE_EXT, 2};
 		rc = chunk_append(b, head, 2);
 		if (rc == 0)
-			rc = chunk_append(b, (const char *)key->mv_data + 4, key->mv_size - 4);
+			rc = chunk_append(b, k + 4, key->mv_size - 4);
 		if (rc == 0)
 			rc = chunk_append(b, v + 1, val->mv_size - 1);
 	}
@@ -231,7 +249,7 @@ static struct load_op *answer_scan(MDB_txn *txn, struct load_op *l)
 	struct chunk_buf b = {0};
 	char head[5] = {(char)LIST_EXT, 0, 0, 0, 0};
 	int err = chunk_append(&b, head, sizeof head);
-	uint32_t n = 0;
+	uint32_t n = 0, skipped = 0;
 	char last[KEY_MAX];
 	size_t last_len = 0;
 	bool more = false;
@@ -240,7 +258,7 @@ static struct load_op *answer_scan(MDB_txn *txn, struct load_op *l)
 			more = true;
 			break;
 		}
-		err = chunk_record(&b, &key, &val, &n);
+		err = chunk_record(&b, &key, &val, &n, &skipped);
 		if (key.mv_size <= sizeof last) {
 			memcpy(last, key.mv_data, key.mv_size);
 			last_len = key.mv_size;
@@ -269,6 +287,7 @@ static struct load_op *answer_scan(MDB_txn *txn, struct load_op *l)
 	*a = *l;
 	a->found = 0;
 	a->more = more;
+	a->skipped = skipped;
 	a->val_len = (uint32_t)b.len;
 	a->key_len = (uint32_t)last_len;
 	memcpy(a->data, b.p, b.len); /* the chunk, then the last key */

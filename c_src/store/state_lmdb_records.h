@@ -43,6 +43,7 @@ struct load_op {
 	size_t max_bytes;          /* a scan's */
 	int found;                 /* a load's answer: 1, 0 or -errno; a scan's: 0 or -errno */
 	bool more;                 /* a scan's answer: records remain after it */
+	uint32_t skipped;          /* a scan's answer: damaged records left out of it */
 	/* Queued: data holds the key (a hashed load's id after it, its length
 	 * in val_len). Answered: a load's state (version byte included), or
 	 * a scan's chunk (val_len bytes) and then its last key (key_len). */

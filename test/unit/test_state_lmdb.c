@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -521,6 +522,61 @@ Test(state_lmdb, a_scan_gives_long_ids_back)
 	cr_assert_eq(f.seen.scan_chunk[7 + LEN], 97);
 	cr_assert_eq(f.seen.scan_chunk[8 + LEN], 7);
 	free(id);
+	fixture_teardown(&f);
+}
+
+/* Puts one record straight into the type's database, as damage on disk
+ * would leave it; the store must be closed. */
+static void put_raw_record(const char *dir, const char *key, size_t key_len, const char *val, size_t val_len)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/state.lmdb", dir);
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	cr_assert_eq(mdb_env_create(&env), 0);
+	cr_assert_eq(mdb_env_set_maxdbs(env, 16), 0);
+	cr_assert_eq(mdb_env_open(env, path, 0, 0600), 0);
+	cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	cr_assert_eq(mdb_dbi_open(txn, "counter", 0, &dbi), 0);
+	MDB_val k = {.mv_size = key_len, .mv_data = (void *)key}, v = {.mv_size = val_len, .mv_data = (void *)val};
+	cr_assert_eq(mdb_put(txn, dbi, &k, &v, 0), 0);
+	cr_assert_eq(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+Test(state_lmdb, a_scan_leaves_damaged_records_out)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	uint64_t seq;
+	for (int i = 1; i <= 3; i++) {
+		char id[2] = {97, (char)i};
+		cr_assert_eq(state_lmdb_write(f.type, 2, id, 2, small_int_7, sizeof small_int_7, &seq), 0);
+	}
+	wait_written(&f.seen, seq);
+	fixture_close(&f);
+	/* Between ids 1..3 in key order: a state that is no term (tag 255),
+	 * a state without its version byte, an id that is no term, and an
+	 * id followed by stray bytes. */
+	put_raw_record(f.dir, "\0\0\0\2\x61\x01\x00", 7, "\x83\xff", 2);
+	put_raw_record(f.dir, "\0\0\0\2\x61\x02\x00", 7, "\x61\x07", 2);
+	put_raw_record(f.dir, "\0\0\0\2\xff", 5, "\x83\x61\x07", 3);
+	put_raw_record(f.dir, "\0\0\0\2\x61\x03\x61", 7, "\x83\x61\x07", 3);
+	fixture_open(&f);
+	/* Whole, and record by record: only the three good records, each a
+	 * whole valid chunk. */
+	char want[128];
+	size_t n = expected_chunk(want, 1, 3);
+	scan_one(&f, 2, true, 1 << 20);
+	cr_assert_eq(f.seen.scan_len, n);
+	cr_assert_arr_eq(f.seen.scan_chunk, want, n);
+	for (int i = 1; i <= 3; i++) {
+		scan_one(&f, 2, i == 1, 1);
+		n = expected_chunk(want, i, 1);
+		cr_assert_eq(f.seen.scan_len, n, "record %d", i);
+		cr_assert_arr_eq(f.seen.scan_chunk, want, n);
+	}
 	fixture_teardown(&f);
 }
 
