@@ -201,6 +201,32 @@ static void conn_on_resolved(int err, struct in_addr addr, void *arg)
 		dist_conn_close(c, strerror(-rc));
 }
 
+int dist_conn_connect_socket(struct dist_conn *c, const struct dist_settings *settings,
+			     const struct dist_conn_hooks *hooks, const char *peer, int fd)
+{
+	conn_init(c, settings, hooks);
+	size_t n = strlen(peer);
+	if (!node_name_valid(peer, n)) {
+		close(fd);
+		return -EINVAL;
+	}
+	memcpy(c->peer, peer, n + 1);
+	c->initiator = true;
+	c->fd = fd;
+	set_socket_options(fd);
+	conn_set_state(c, CONN_CONNECTING, "connected by the caller");
+	int rc = evloop_watch(settings->loop, fd, EPOLLOUT, conn_on_io, c);
+	if (rc == 0)
+		rc = evloop_timer_start(settings->loop, &c->setup_timer, settings->setup_ms);
+	if (rc) {
+		evloop_unwatch(settings->loop, fd);
+		close(fd);
+		c->fd = -1;
+		conn_set_state(c, CONN_CLOSED, "cannot watch the socket");
+	}
+	return rc;
+}
+
 static void conn_on_lookup(int err, uint16_t port, void *arg)
 {
 	struct dist_conn *c = arg;

@@ -146,6 +146,15 @@ int dist_conn_accept(struct dist_conn *c, const struct dist_settings *settings,
 int dist_conn_connect(struct dist_conn *c, const struct dist_settings *settings,
 		      const struct dist_conn_hooks *hooks, const char *peer);
 
+/* Initialises c as an initiator towards `peer` over `fd`, a non-blocking
+ * stream socket the caller connected (or whose connect is in progress):
+ * no look-up, the handshake starts once fd is writable. c takes ownership
+ * of fd. For callers that make the connection themselves (the tests, the
+ * fuzz target). Returns 0, or -EINVAL for a bad name, or -errno; on error
+ * fd is closed and c holds no resources. */
+int dist_conn_connect_socket(struct dist_conn *c, const struct dist_settings *settings,
+			     const struct dist_conn_hooks *hooks, const char *peer, int fd);
+
 /* Queues one packet: 4-byte length, 'p', then the two encoded parts (each
  * starting with the version byte; msg may be NULL). Before UP the packet waits
  * in `pending`. Returns 0, -ENOMEM, or -ENOBUFS when the queue limit is

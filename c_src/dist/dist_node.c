@@ -797,14 +797,16 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	char alive[NODE_NAME_BUF];
 	strlcpy(alive, n->name, sizeof alive);
 	*strchr(alive, '@') = '\0';
-	uint32_t creation = 0;
-	rc = epmd_register(cfg->log, alive, n->port, 10000, &creation);
-	if (rc < 0)
-		goto fail;
-	n->epmd_fd = rc;
+	uint32_t creation = 1;
+	if (!cfg->unregistered) {
+		rc = epmd_register(cfg->log, alive, n->port, 10000, &creation);
+		if (rc < 0)
+			goto fail;
+		n->epmd_fd = rc;
+	}
 	n->settings.creation = creation;
 	if ((rc = evloop_watch(cfg->loop, n->listen_fd, EPOLLIN, on_accept, n)) != 0 ||
-	    (rc = evloop_watch(cfg->loop, n->epmd_fd, EPOLLIN, on_epmd_io, n)) != 0 ||
+	    (n->epmd_fd >= 0 && (rc = evloop_watch(cfg->loop, n->epmd_fd, EPOLLIN, on_epmd_io, n)) != 0) ||
 	    (rc = evloop_timer_start(cfg->loop, &n->tick_timer, n->ticktime_ms / 4)) != 0)
 		goto fail;
 	evloop_set_idle(cfg->loop, on_idle, n);

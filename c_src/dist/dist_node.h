@@ -16,6 +16,7 @@
 #ifndef SN_DIST_NODE_H
 #define SN_DIST_NODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,10 +41,14 @@ struct dist_node_config {
 	uint32_t setup_ms;        /* handshake deadline */
 	uint32_t ticktime_ms;     /* net_ticktime */
 	uint32_t max_connections; /* connections beyond this are closed at once */
+	/* true: not registered with epmd, so no peer can look the node up; it
+	 * still listens and connects out, with creation 1. For harnesses that
+	 * start many nodes (the fuzz targets); a node of a cluster registers. */
+	bool unregistered;
 };
 
-/* Listens, registers with epmd (starting it if needed) and arms the tick
- * timer. Returns the node, or NULL with *err = -EADDRINUSE (name taken in
+/* Listens, registers with epmd (starting it if needed; not when
+ * cfg->unregistered) and arms the tick timer. Returns the node, or NULL with *err = -EADDRINUSE (name taken in
  * epmd or port in use), -ETIMEDOUT (no epmd), -ENOMEM, or -errno. */
 struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err);
 
