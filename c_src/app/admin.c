@@ -21,8 +21,15 @@ void admin_set_membership(struct admin *a, struct membership *m) { a->membership
 const erlang_pid *admin_pid(const struct admin *a) { return &a->shardnode->pid; }
 
 /* Sends `reply` (encoded without version byte) and frees it. */
-static void reply_and_free(struct admin *a, const struct gen_call *call, ei_x_buff *reply)
+/* Sends the reply built in `reply` from its start, the encoders' results
+ * OR-ed into `encoded` (term_x_whole_or_enomem), and frees it. */
+static void reply_and_free(struct admin *a, const struct gen_call *call, ei_x_buff *reply, int encoded)
 {
+	if (term_x_whole_or_enomem(reply, 0, encoded) < 0) {
+		log_warn(a->cfg.log, "reply to a call not sent: out of memory");
+		ei_x_free(reply);
+		return;
+	}
 	int rc = dist_node_reply(a->cfg.node, &a->shardnode->pid, call, reply->buff, (size_t)reply->index);
 	if (rc)
 		log_warn(a->cfg.log, "reply to a call could not be sent: %s", strerror(-rc));
@@ -51,11 +58,12 @@ static void net_kernel_handle(void *ctx, struct proc *self, const struct proc_ms
 		return;
 	size_t i = 0;
 	const char *req = call.request;
+	int rc;
 	if (term_get_tuple(req, &i) == 2 && term_is_atom(req, i, "is_auth"))
-		ei_x_encode_atom(&reply, "yes");
+		rc = ei_x_encode_atom(&reply, "yes");
 	else
-		term_x_error_tagged_raw(&reply, "bad_request", call.request, call.request_len);
-	reply_and_free(a, &call, &reply);
+		rc = term_x_error_tagged_raw(&reply, "bad_request", call.request, call.request_len);
+	reply_and_free(a, &call, &reply, rc);
 }
 
 static bool hosts_type(const struct admin *a, const char *type)
@@ -81,24 +89,15 @@ static int encode_members(struct admin *a, ei_x_buff *x)
 	return 0;
 }
 
-/* A reply that could not be encoded whole becomes {error, enomem}. */
-static void encoded_or_enomem(ei_x_buff *x, int rc)
+/* {ok, [Type]}. Returns 0 or < 0 (an encoder failed). */
+static int encode_shard_types(struct admin *a, ei_x_buff *x)
 {
-	if (rc == 0)
-		return;
-	x->index = 0;
-	(void)term_x_error_atom(x, "enomem");
-}
-
-static void encode_shard_types(struct admin *a, ei_x_buff *x)
-{
-	ei_x_encode_tuple_header(x, 2);
-	ei_x_encode_atom(x, "ok");
+	int rc = ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok");
 	if (a->cfg.ntypes > 0)
-		ei_x_encode_list_header(x, (long)a->cfg.ntypes);
+		rc |= ei_x_encode_list_header(x, (long)a->cfg.ntypes);
 	for (size_t k = 0; k < a->cfg.ntypes; k++)
-		ei_x_encode_atom(x, a->cfg.types[k]);
-	ei_x_encode_empty_list(x);
+		rc |= ei_x_encode_atom(x, a->cfg.types[k]);
+	return rc | ei_x_encode_empty_list(x);
 }
 
 static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg *m)
@@ -117,22 +116,21 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 	size_t i = 0;
 	char atom[TERM_ATOM_BUF];
 	bool leave = false;
+	int rc = 0;
 	long arity = term_get_tuple(req, &i);
 	if (arity < 0 && term_get_atom(req, &i, atom) == 0) {
 		if (strcmp(atom, "members") == 0) {
-			encoded_or_enomem(&reply, encode_members(a, &reply));
+			rc = encode_members(a, &reply);
 		} else if (strcmp(atom, "shard_types") == 0) {
-			encode_shard_types(a, &reply);
+			rc = encode_shard_types(a, &reply);
 		} else if (strcmp(atom, "reachability") == 0) {
-			if (a->membership != NULL) {
-				encoded_or_enomem(&reply, membership_encode_reachability(a->membership, &reply));
-			} else {
-				ei_x_encode_tuple_header(&reply, 2);
-				ei_x_encode_atom(&reply, "ok");
-				ei_x_encode_empty_list(&reply);
-			}
+			if (a->membership != NULL)
+				rc = membership_encode_reachability(a->membership, &reply);
+			else
+				rc = ei_x_encode_tuple_header(&reply, 2) | ei_x_encode_atom(&reply, "ok") |
+				     ei_x_encode_empty_list(&reply);
 		} else if (strcmp(atom, "leave") == 0) {
-			ei_x_encode_atom(&reply, "ok");
+			rc = ei_x_encode_atom(&reply, "ok");
 			leave = true;
 		}
 	} else if (arity == 2 && term_get_atom(req, &i, atom) == 0) {
@@ -142,23 +140,21 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 			/* The oldest up member hosting the type coordinates it. */
 			const char *oldest = a->membership ? membership_oldest_with(a->membership, arg)
 							   : hosts_type(a, arg) ? dist_node_name(a->cfg.node) : NULL;
-			if (oldest != NULL) {
-				ei_x_encode_tuple_header(&reply, 2);
-				ei_x_encode_atom(&reply, "ok");
-				ei_x_encode_atom(&reply, oldest);
-			} else {
-				term_x_error_atom(&reply, "no_coordinator");
-			}
+			if (oldest != NULL)
+				rc = ei_x_encode_tuple_header(&reply, 2) | ei_x_encode_atom(&reply, "ok") |
+				     ei_x_encode_atom(&reply, oldest);
+			else
+				rc = term_x_error_atom(&reply, "no_coordinator");
 		} else if (strcmp(atom, "down") == 0 && arg_is_atom) {
 			if (a->membership == NULL || membership_down(a->membership, arg) == 0)
-				ei_x_encode_atom(&reply, "ok");
+				rc = ei_x_encode_atom(&reply, "ok");
 			else
-				term_x_error_atom(&reply, "not_a_member");
+				rc = term_x_error_atom(&reply, "not_a_member");
 		}
 	}
-	if (reply.index == 0)
-		term_x_error_tagged_raw(&reply, "bad_request", call.request, call.request_len);
-	reply_and_free(a, &call, &reply);
+	if (rc == 0 && reply.index == 0)
+		rc = term_x_error_tagged_raw(&reply, "bad_request", call.request, call.request_len);
+	reply_and_free(a, &call, &reply, rc);
 	if (leave && a->cfg.request_leave)
 		a->cfg.request_leave(a->cfg.leave_arg);
 }

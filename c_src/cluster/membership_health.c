@@ -16,8 +16,8 @@ void membership_send_heartbeat(struct membership *m, const char *to, const char 
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, kind) != 0)
 		return;
-	ei_x_encode_ulonglong(&x, sent_at);
-	membership_send_admin(m, to, &x);
+	if (ei_x_encode_ulonglong(&x, sent_at) == 0)
+		membership_send_admin(m, to, &x);
 	ei_x_free(&x);
 }
 

@@ -644,6 +644,18 @@ int term_x_append_raw(ei_x_buff *x, const char *bytes, size_t n)
 	return ei_x_append_buf(x, bytes, (int)n) < 0 ? -ENOMEM : 0;
 }
 
+int term_x_whole_or_enomem(ei_x_buff *x, int start, int rc)
+{
+	if (rc >= 0)
+		return 0;
+	x->index = start;
+	if (term_x_error_atom(x, "enomem") < 0) {
+		x->index = start;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int term_x_error_atom(ei_x_buff *x, const char *reason)
 {
 	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "error") < 0 ||

@@ -148,6 +148,14 @@ int term_x_append_raw(ei_x_buff *x, const char *bytes, size_t n);
  * the two error replies every request handler needs:
  *   {error, Reason}  where Reason is an atom
  *   {error, {Tag, RawTerm}} where RawTerm is echoed byte for byte. */
+/* For a reply built in x from index `start` by encoders whose results were
+ * OR-ed into `rc` (ei's -1 and this file's -errno are negative, so any
+ * failure leaves rc < 0 and x holding no whole term): keeps x when
+ * rc >= 0, else truncates it to `start` and encodes {error, enomem}
+ * there. Returns 0, or -ENOMEM when even that does not fit (x->index is
+ * then `start`: send nothing). A term that is not whole must never be
+ * sent: the BEAM drops the connection on it. */
+int term_x_whole_or_enomem(ei_x_buff *x, int start, int rc);
 int term_x_error_atom(ei_x_buff *x, const char *reason);
 int term_x_error_tagged_raw(ei_x_buff *x, const char *tag, const char *raw, size_t raw_len);
 

@@ -79,14 +79,14 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 {
 	if (term_is_atom(e->msg, 0, "delete")) {
 		shard_stop_entity(s, e->id, e->id_len);
-		if (region_store_write(r, s->id, e->id, e->id_len, NULL) == 0)
-			ei_x_encode_atom(reply, "ok");
-		else
-			term_x_error_atom(reply, "store_unavailable");
+		int rc = region_store_write(r, s->id, e->id, e->id_len, NULL) == 0
+				 ? ei_x_encode_atom(reply, "ok")
+				 : term_x_error_atom(reply, "store_unavailable");
+		(void)term_x_whole_or_enomem(reply, 0, rc);
 	} else {
 		ei_x_buff spare, *state = scratch_get(&r->state_buf, &spare);
 		if (state == NULL) {
-			term_x_error_atom(reply, "enomem");
+			(void)term_x_error_atom(reply, "enomem");
 		} else {
 			int rc = shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, state);
 			if (rc == 0 && state->index > 0)
@@ -96,7 +96,7 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 				 * not answer from it again) and the caller learns it. */
 				shard_stop_entity(s, e->id, e->id_len);
 				reply->index = 0;
-				term_x_error_atom(reply, "store_unavailable");
+				(void)term_x_whole_or_enomem(reply, 0, term_x_error_atom(reply, "store_unavailable"));
 			}
 			scratch_put(&r->state_buf, state);
 		}
@@ -116,7 +116,7 @@ static void deliver_local(struct region *r, struct shard *s, const struct envelo
 		/* A type that keeps no state has nothing stored: `delete` just
 		 * stops the entity, as for every type on a node with a store. */
 		shard_stop_entity(s, e->id, e->id_len);
-		ei_x_encode_atom(reply, "ok");
+		(void)term_x_whole_or_enomem(reply, 0, ei_x_encode_atom(reply, "ok"));
 		r->delivered++;
 		region_answer(r, e, reply);
 	} else {
@@ -372,20 +372,23 @@ static void on_call(struct region *r, const struct gen_call *call)
 	if (ei_x_new(&x) < 0)
 		return;
 	bool shutdown = false;
-	if (term_is_atom(req, 0, "get_shard_region_state"))
-		region_encode_state(r, &x);
-	else if (term_is_atom(req, 0, "get_cluster_sharding_stats")) {
+	int rc;
+	if (term_is_atom(req, 0, "get_shard_region_state")) {
+		rc = region_encode_state(r, &x);
+	} else if (term_is_atom(req, 0, "get_cluster_sharding_stats")) {
 		ei_x_free(&x);
 		region_stats_start(r, call); /* answers when the members have */
 		return;
+	} else if (term_is_atom(req, 0, "get_region_stats")) {
+		rc = region_encode_stats(r, &x);
+	} else if (term_is_atom(req, 0, "graceful_shutdown")) {
+		rc = ei_x_encode_atom(&x, "ok");
+		shutdown = rc == 0;
+	} else {
+		rc = term_x_error_tagged_raw(&x, "bad_request", call->request, call->request_len);
 	}
-	else if (term_is_atom(req, 0, "get_region_stats"))
-		region_encode_stats(r, &x);
-	else if (term_is_atom(req, 0, "graceful_shutdown"))
-		shutdown = ei_x_encode_atom(&x, "ok") == 0;
-	else
-		term_x_error_tagged_raw(&x, "bad_request", call->request, call->request_len);
-	region_send_call_reply(r, &call->from, call->tag, call->tag_len, &x);
+	if (term_x_whole_or_enomem(&x, 0, rc) == 0)
+		region_send_call_reply(r, &call->from, call->tag, call->tag_len, &x);
 	ei_x_free(&x);
 	if (shutdown)
 		region_begin_leaving(r);

@@ -354,11 +354,13 @@ void region_store_tick(struct region *r);
 
 /* ---- region_stats.c ---- */
 
-/* {ok, #{ShardId => [EntityId]}} into x. */
-void region_encode_state(struct region *r, ei_x_buff *x);
+/* {ok, #{ShardId => [EntityId]}} into x. Returns 0, or < 0 when an
+ * encoder failed (x then holds no whole term: term_x_whole_or_enomem). */
+int region_encode_state(struct region *r, ei_x_buff *x);
 
-/* {ok, #{entities, ..., forwarded}} (region_get_stats) into x. */
-void region_encode_stats(struct region *r, ei_x_buff *x);
+/* {ok, #{entities, ..., forwarded}} (region_get_stats) into x. Returns
+ * as region_encode_state. */
+int region_encode_stats(struct region *r, ei_x_buff *x);
 
 /* get_cluster_sharding_stats: answered once every other member's region
  * has, or after 2 s. Out of memory, the call gets no answer. */

@@ -25,6 +25,7 @@ struct stats_request {
 	uint32_t waiting;  /* answers still to come */
 	uint32_t entries;  /* Node => Map pairs in `pairs` */
 	ei_x_buff pairs;   /* raw Node atom, raw map, ... */
+	bool broken;       /* an encoder failed: `pairs` is no whole run of terms */
 	struct evloop_timer timer;
 };
 
@@ -45,64 +46,55 @@ void region_get_stats(const struct region *r, struct region_stats *out)
 
 struct id_list_ctx {
 	ei_x_buff *x;
+	int rc; /* the encoders' results, OR-ed */
 };
 
 static void append_id(struct entity *e, void *arg)
 {
 	struct id_list_ctx *c = arg;
-	ei_x_encode_list_header(c->x, 1);
-	term_x_append_raw(c->x, entity_id(e), e->id_len);
+	c->rc |= ei_x_encode_list_header(c->x, 1) | term_x_append_raw(c->x, entity_id(e), e->id_len);
 }
 
-void region_encode_state(struct region *r, ei_x_buff *x)
+int region_encode_state(struct region *r, ei_x_buff *x)
 {
-	ei_x_encode_tuple_header(x, 2);
-	ei_x_encode_atom(x, "ok");
-	ei_x_encode_map_header(x, r->nlocal);
+	int rc = ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok") | ei_x_encode_map_header(x, r->nlocal);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard *sh = r->slots[s].shard;
 		if (sh == NULL)
 			continue;
-		ei_x_encode_ulong(x, s);
 		/* One cons cell per id keeps the encoding a single pass. */
-		struct id_list_ctx c = {.x = x};
+		struct id_list_ctx c = {.x = x, .rc = ei_x_encode_ulong(x, s)};
 		entity_table_each(&sh->entities, append_id, &c);
-		ei_x_encode_empty_list(x);
+		rc |= c.rc | ei_x_encode_empty_list(x);
 	}
+	return rc;
 }
 
-void region_encode_stats(struct region *r, ei_x_buff *x)
+int region_encode_stats(struct region *r, ei_x_buff *x)
 {
 	struct region_stats st;
 	region_get_stats(r, &st);
-	ei_x_encode_tuple_header(x, 2);
-	ei_x_encode_atom(x, "ok");
-	ei_x_encode_map_header(x, 6);
-	ei_x_encode_atom(x, "entities");
-	ei_x_encode_ulonglong(x, st.entities);
-	ei_x_encode_atom(x, "shards");
-	ei_x_encode_ulong(x, st.shards);
-	ei_x_encode_atom(x, "buffered");
-	ei_x_encode_ulong(x, st.buffered);
-	ei_x_encode_atom(x, "delivered");
-	ei_x_encode_ulonglong(x, st.delivered);
-	ei_x_encode_atom(x, "dropped");
-	ei_x_encode_ulonglong(x, st.dropped);
-	ei_x_encode_atom(x, "forwarded");
-	ei_x_encode_ulonglong(x, st.forwarded);
+	return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok") | ei_x_encode_map_header(x, 6) |
+	       ei_x_encode_atom(x, "entities") | ei_x_encode_ulonglong(x, st.entities) |
+	       ei_x_encode_atom(x, "shards") | ei_x_encode_ulong(x, st.shards) |
+	       ei_x_encode_atom(x, "buffered") | ei_x_encode_ulong(x, st.buffered) |
+	       ei_x_encode_atom(x, "delivered") | ei_x_encode_ulonglong(x, st.delivered) |
+	       ei_x_encode_atom(x, "dropped") | ei_x_encode_ulonglong(x, st.dropped) |
+	       ei_x_encode_atom(x, "forwarded") | ei_x_encode_ulonglong(x, st.forwarded);
 }
 
-/* #{ShardId => EntityCount} for this region. */
-static void encode_local_counts(struct region *r, ei_x_buff *x)
+/* #{ShardId => EntityCount} for this region. Returns 0, or < 0 when an
+ * encoder failed. */
+static int encode_local_counts(struct region *r, ei_x_buff *x)
 {
-	ei_x_encode_map_header(x, r->nlocal);
+	int rc = ei_x_encode_map_header(x, r->nlocal);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard *sh = r->slots[s].shard;
 		if (sh == NULL)
 			continue;
-		ei_x_encode_ulong(x, s);
-		ei_x_encode_ulong(x, sh->entities.count);
+		rc |= ei_x_encode_ulong(x, s) | ei_x_encode_ulong(x, sh->entities.count);
 	}
+	return rc;
 }
 
 /* ---- the cluster ---- */
@@ -122,11 +114,11 @@ static void finish_stats(struct stats_request *q)
 	struct region *r = q->region;
 	ei_x_buff x;
 	if (ei_x_new(&x) == 0) {
-		ei_x_encode_tuple_header(&x, 2);
-		ei_x_encode_atom(&x, "ok");
-		ei_x_encode_map_header(&x, q->entries);
-		term_x_append_raw(&x, q->pairs.buff, (size_t)q->pairs.index);
-		region_send_call_reply(r, &q->caller, q->tag, q->tag_len, &x);
+		int rc = ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "ok") |
+			 ei_x_encode_map_header(&x, q->entries) |
+			 term_x_append_raw(&x, q->pairs.buff, (size_t)q->pairs.index);
+		if (term_x_whole_or_enomem(&x, 0, q->broken ? -ENOMEM : rc) == 0)
+			region_send_call_reply(r, &q->caller, q->tag, q->tag_len, &x);
 		ei_x_free(&x);
 	}
 	for (struct stats_request **pq = &r->stats_requests; *pq; pq = &(*pq)->next) {
@@ -165,8 +157,7 @@ void region_stats_start(struct region *r, const struct gen_call *call)
 	memcpy(q->tag, call->tag, call->tag_len);
 	q->tag_len = call->tag_len;
 	evloop_timer_init(&q->timer, on_stats_timeout, q);
-	ei_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node));
-	encode_local_counts(r, &q->pairs);
+	q->broken = (ei_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node)) | encode_local_counts(r, &q->pairs)) < 0;
 	q->entries = 1;
 	q->next = r->stats_requests;
 	r->stats_requests = q;
@@ -192,8 +183,7 @@ void region_stats_on_get(struct region *r, uint32_t id, const erlang_pid *asker)
 	ei_x_buff counts, x;
 	if (ei_x_new(&counts) < 0)
 		return;
-	encode_local_counts(r, &counts);
-	if (ei_x_new(&x) == 0) {
+	if (encode_local_counts(r, &counts) == 0 && ei_x_new(&x) == 0) {
 		if (shard_msg_encode_stats(&x, id, dist_node_name(r->cfg.node), counts.buff, (size_t)counts.index) == 0)
 			dist_node_send(r->cfg.node, asker, x.buff, (size_t)x.index);
 		ei_x_free(&x);
@@ -207,8 +197,8 @@ void region_stats_on_answer(struct region *r, const struct shard_msg *sm)
 	for (struct stats_request *q = r->stats_requests; q; q = q->next) {
 		if (q->id != sm->shard)
 			continue;
-		term_x_append_raw(&q->pairs, sm->id, sm->id_len);
-		term_x_append_raw(&q->pairs, sm->msg, sm->msg_len);
+		if ((term_x_append_raw(&q->pairs, sm->id, sm->id_len) | term_x_append_raw(&q->pairs, sm->msg, sm->msg_len)) < 0)
+			q->broken = true;
 		q->entries++;
 		if (--q->waiting == 0)
 			finish_stats(q);

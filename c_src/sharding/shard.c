@@ -102,22 +102,21 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	if (term_is_atom(msg, 0, "passivate")) {
 		if (e != NULL)
 			retire_entity(s, e);
-		ei_x_encode_atom(reply, "ok");
+		(void)term_x_whole_or_enomem(reply, 0, ei_x_encode_atom(reply, "ok"));
 		return 0;
 	}
 	if (e == NULL) {
 		int rc = 0;
 		e = start_entity(s, id, id_len, hash, &rc);
 		if (e == NULL && rc == -ENOMEM) {
-			term_x_error_atom(reply, "enomem");
+			(void)term_x_error_atom(reply, "enomem");
 			return -ENOMEM;
 		}
 		if (e == NULL) {
-			ei_x_encode_tuple_header(reply, 2);
-			ei_x_encode_atom(reply, "error");
-			ei_x_encode_tuple_header(reply, 2);
-			ei_x_encode_atom(reply, "entity_start_failed");
-			ei_x_encode_long(reply, rc);
+			int enc = ei_x_encode_tuple_header(reply, 2) | ei_x_encode_atom(reply, "error") |
+				  ei_x_encode_tuple_header(reply, 2) | ei_x_encode_atom(reply, "entity_start_failed") |
+				  ei_x_encode_long(reply, rc);
+			(void)term_x_whole_or_enomem(reply, 0, enc);
 			return 0;
 		}
 	}
@@ -125,6 +124,14 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	enum entity_after after = s->type->handle(entity_state(e), msg, msg_len, reply);
 	if (reply->index == 0)
 		entity_reply_unknown(reply, msg, msg_len); /* a type that forgot to reply */
+	/* The caller gets one whole valid term or an error: an encoder that
+	 * ran out of memory, or a plugin's mistake, leaves a reply the BEAM
+	 * would drop the connection on. */
+	size_t end = 0;
+	if (term_validate(reply->buff, (size_t)reply->index, &end) != 0 || end != (size_t)reply->index) {
+		reply->index = 0;
+		(void)term_x_whole_or_enomem(reply, 0, term_x_error_atom(reply, "invalid_reply"));
+	}
 	int rc = 0;
 	if (changed != NULL && entity_after_changed(s->type, after) && entity_type_keeps_state(s->type)) {
 		if (ei_x_encode_version(changed) < 0 || s->type->encode_state(entity_state(e), changed) != 0) {

@@ -589,6 +589,18 @@ static enum entity_after probe_handle(void *state, const char *msg, size_t len, 
 	}
 	if (term_is_atom(msg, 0, "silent"))
 		return ENTITY_CONTINUE; /* forgets to reply */
+	if (term_is_atom(msg, 0, "half")) {
+		/* A reply cut short, as an encoder out of memory leaves it: a
+		 * 2-tuple with one element. */
+		ei_x_encode_tuple_header(reply, 2);
+		ei_x_encode_atom(reply, "ok");
+		return ENTITY_CONTINUE;
+	}
+	if (term_is_atom(msg, 0, "garbage")) {
+		static const char bad[] = {(char)255, 1, 2};
+		ei_x_append_buf(reply, bad, sizeof bad);
+		return ENTITY_CONTINUE;
+	}
 	if (term_is_atom(msg, 0, "count")) {
 		ei_x_encode_ulong(reply, p->messages);
 		return ENTITY_CONTINUE;
@@ -640,6 +652,16 @@ Test(shard, a_handle_without_reply_answers_unknown)
 	struct shard *s = new_shard(&probe_type);
 	expect(s, "a", "silent", "{error, {unknown_message, silent}}");
 	expect(s, "a", "count", "2");
+	shard_free(s);
+}
+
+Test(shard, a_reply_that_is_no_whole_term_becomes_an_error)
+{
+	probe_starts = probe_stops = probe_bad_stops = 0;
+	struct shard *s = new_shard(&probe_type);
+	expect(s, "a", "half", "{error, invalid_reply}");
+	expect(s, "a", "garbage", "{error, invalid_reply}");
+	expect(s, "a", "count", "3");
 	shard_free(s);
 }
 

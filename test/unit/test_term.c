@@ -1350,3 +1350,29 @@ Test(term, is_atom_in_place_and_by_the_general_path_agree)
 			     "case %zu", k);
 	}
 }
+
+Test(term, a_reply_whose_encoders_failed_becomes_error_enomem)
+{
+	ei_x_buff x;
+	cr_assert_eq(ei_x_new(&x), 0);
+	cr_assert_eq(ei_x_encode_atom(&x, "before"), 0);
+	int start = x.index;
+	/* Kept as it is when every encoder succeeded. */
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2), 0);
+	int rc = ei_x_encode_atom(&x, "ok") | ei_x_encode_long(&x, 5);
+	cr_assert_eq(term_x_whole_or_enomem(&x, start, rc), 0);
+	int whole = x.index;
+	/* Cut back to `start` and made {error, enomem} when one failed. */
+	cr_assert_eq(term_x_whole_or_enomem(&x, start, -1), 0);
+	cr_assert_neq(x.index, whole);
+	int i = start, arity;
+	char atom[MAXATOMLEN_UTF8];
+	cr_assert_eq(ei_decode_tuple_header(x.buff, &i, &arity), 0);
+	cr_assert_eq(arity, 2);
+	cr_assert_eq(ei_decode_atom(x.buff, &i, atom), 0);
+	cr_assert_str_eq(atom, "error");
+	cr_assert_eq(ei_decode_atom(x.buff, &i, atom), 0);
+	cr_assert_str_eq(atom, "enomem");
+	cr_assert_eq(i, x.index);
+	ei_x_free(&x);
+}
