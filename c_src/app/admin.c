@@ -100,6 +100,25 @@ static int encode_shard_types(struct admin *a, ei_x_buff *x)
 	return rc | ei_x_encode_empty_list(x);
 }
 
+/* Where singleton `name` runs, the oldest up member hosting its type:
+ * {ok, Node}, {error, no_instance} while there is none, {error,
+ * not_a_singleton} for a name that is none. Returns 0 or < 0 (an encoder
+ * failed). */
+static int encode_singleton_home(struct admin *a, const char *name, ei_x_buff *x)
+{
+	for (size_t k = 0; k < a->cfg.nsingletons; k++) {
+		if (strcmp(a->cfg.singleton_names[k], name) != 0)
+			continue;
+		const char *type = a->cfg.singleton_types[k];
+		const char *oldest = a->membership ? membership_oldest_with(a->membership, type)
+						   : hosts_type(a, type) ? dist_node_name(a->cfg.node) : NULL;
+		if (oldest == NULL)
+			return term_x_error_atom(x, "no_instance");
+		return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok") | ei_x_encode_atom(x, oldest);
+	}
+	return term_x_error_atom(x, "not_a_singleton");
+}
+
 static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg *m)
 {
 	(void)self;
@@ -145,6 +164,8 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 				     ei_x_encode_atom(&reply, oldest);
 			else
 				rc = term_x_error_atom(&reply, "no_coordinator");
+		} else if (strcmp(atom, "singleton") == 0 && arg_is_atom) {
+			rc = encode_singleton_home(a, arg, &reply);
 		} else if (strcmp(atom, "down") == 0 && arg_is_atom) {
 			if (a->membership == NULL || membership_down(a->membership, arg) == 0)
 				rc = ei_x_encode_atom(&reply, "ok");

@@ -24,6 +24,10 @@ struct admin_config {
 	const char *const *types;     /* hosted entity types; not owned */
 	size_t ntypes;
 	bool proxy_only;
+	/* The cluster singletons: names and their types; not owned. */
+	const char *const *singleton_names;
+	const char *const *singleton_types;
+	size_t nsingletons;
 	/* Called after `leave` has been answered: start the graceful leave. */
 	void (*request_leave)(void *arg);
 	void *leave_arg;

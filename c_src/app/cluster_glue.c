@@ -34,7 +34,8 @@ void cluster_glue_stop(struct cluster_glue *g)
 	poll_until_stop(&g->leave_poll);
 }
 
-/* One hosted type after a membership change: see the top of the header. */
+/* One hosted type after a membership change: see the top of the header. A
+ * singleton's parts follow the members hosting its type, as the type's do. */
 static void apply_to_type(struct cluster_glue *g, struct hosted_type *h)
 {
 	struct membership *m = g->membership;
@@ -42,7 +43,7 @@ static void apply_to_type(struct cluster_glue *g, struct hosted_type *h)
 	const char *nodes[CLUSTER_MEMBERS_MAX], *downed[CLUSTER_MEMBERS_MAX], *joining[CLUSTER_MEMBERS_MAX];
 	size_t ndown = membership_downed(m, downed, CLUSTER_MEMBERS_MAX);
 	if (region_set_downed(h->region, downed, ndown) != 0)
-		log_warn(g->cfg.log, "out of memory: region %s keeps an old list of downed members", h->type->name);
+		log_warn(g->cfg.log, "out of memory: region %s keeps an old list of downed members", h->name);
 	size_t n = membership_nodes_with(m, h->type->name, nodes, CLUSTER_MEMBERS_MAX);
 	size_t njoining = membership_joining_with(m, h->type->name, joining, CLUSTER_MEMBERS_MAX);
 	if (h->coordinator != NULL) {
@@ -94,7 +95,7 @@ void cluster_glue_region_stopped(void *glue, struct region *r)
 	const char *types[NODE_TYPES_MAX];
 	size_t n = 0;
 	for (size_t k = 0; k < g->nhosted && n < NODE_TYPES_MAX; k++)
-		if (!region_stopped(g->hosted[k].region))
+		if (!g->hosted[k].singleton && !region_stopped(g->hosted[k].region))
 			types[n++] = g->hosted[k].type->name;
 	membership_set_types(g->membership, types, n);
 }

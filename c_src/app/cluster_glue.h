@@ -40,9 +40,13 @@ struct membership;
 struct region;
 struct remember;
 
-/* The parts of one entity type this node hosts. */
+/* The parts of one entity type this node hosts, or of one cluster
+ * singleton (an entity of the type, one in the cluster: its coordinator is
+ * pinned to the oldest member hosting the type, coordinator.h). */
 struct hosted_type {
 	const struct entity_type *type;  /* static or plugin lifetime */
+	const char *name;                /* the regions' registered name: the type's, or the singleton's */
+	bool singleton;
 	struct coordinator *coordinator; /* NULL on a proxy-only node */
 	struct region *region;
 	struct remember *remember;       /* NULL: remember_entities is off */

@@ -19,7 +19,8 @@ const char config_usage[] =
 	"usage: shardnode (--name NAME@HOST | --sname NAME)\n"
 	"                 [--cookie COOKIE | --cookie-file FILE]\n"
 	"                 [--port PORT] [--join NODE[,NODE...]] [--types TYPE[,TYPE...]]\n"
-	"                 [--proxy-only] [--stop-on-stdin-eof] [--config FILE] [--set KEY=VALUE]...\n";
+	"                 [--proxy-only] [--stop-on-stdin-eof] [--config FILE] [--set KEY=VALUE]...\n"
+	"                 [--singleton NAME=TYPE]...\n";
 
 static int fail(char err[CONFIG_ERR_BUF], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(char err[CONFIG_ERR_BUF], const char *fmt, ...)
@@ -268,6 +269,42 @@ static int read_value(struct reader *r, struct value *v)
 	return 0;
 }
 
+/* Adds one singleton (checked with the rest in check_singletons). */
+static int add_singleton(struct sn_config *c, const char *name, const char *type, const char *origin,
+			 char err[CONFIG_ERR_BUF])
+{
+	if (c->nsingletons == NODE_TYPES_MAX)
+		return fail(err, "%s: at most %d singletons", origin, NODE_TYPES_MAX);
+	if (strlcpy(c->singleton_names[c->nsingletons], name, CONFIG_NAME_BUF) >= CONFIG_NAME_BUF ||
+	    strlcpy(c->singleton_types[c->nsingletons], type, CONFIG_NAME_BUF) >= CONFIG_NAME_BUF)
+		return fail(err, "%s: singleton name or type too long", origin);
+	c->nsingletons++;
+	return 0;
+}
+
+/* The singletons key's value: [{Name, Type}, ...], replacing any earlier
+ * ones. */
+static int read_singletons(struct reader *r, struct sn_config *c, const char *origin, char err[CONFIG_ERR_BUF])
+{
+	c->nsingletons = 0;
+	if (!take(r, '['))
+		return fail(err, "%s: singletons expects a list of {Name, Type}", origin);
+	if (take(r, ']'))
+		return 0;
+	do {
+		struct value name, type;
+		if (!take(r, '{') || read_value(r, &name) || name.kind != V_ATOM || !take(r, ',') ||
+		    read_value(r, &type) || type.kind != V_ATOM || !take(r, '}'))
+			return fail(err, "%s: singletons expects a list of {Name, Type}", origin);
+		int rc = add_singleton(c, name.text, type.text, origin, err);
+		if (rc)
+			return rc;
+	} while (take(r, ','));
+	if (!take(r, ']'))
+		return fail(err, "%s: singletons expects a list of {Name, Type}", origin);
+	return 0;
+}
+
 int config_apply_text(struct sn_config *c, const char *text, size_t len, const char *origin,
 		      char err[CONFIG_ERR_BUF])
 {
@@ -279,6 +316,16 @@ int config_apply_text(struct sn_config *c, const char *text, size_t len, const c
 		struct value key, val;
 		if (!take(&r, '{') || read_value(&r, &key) || key.kind != V_ATOM)
 			return fail(err, "%s:%d: expected {Key, Value}.", origin, r.line);
+		if (strcmp(key.text, "singletons") == 0) {
+			char where[CONFIG_ERR_BUF / 2];
+			snprintf(where, sizeof where, "%s:%d", origin, r.line);
+			int rc = take(&r, ',') ? read_singletons(&r, c, where, err) : -EINVAL;
+			if (rc == 0 && (!take(&r, '}') || !take(&r, '.')))
+				rc = -EINVAL;
+			if (rc)
+				return err[0] ? rc : fail(err, "%s: expected {singletons, [{Name, Type}]}.", where);
+			continue;
+		}
 		const struct key_spec *k = find_key(key.text, strlen(key.text));
 		if (k == NULL)
 			return fail(err, "%s:%d: unknown config key '%s'", origin, r.line, key.text);
@@ -297,6 +344,14 @@ int config_set(struct sn_config *c, const char *kv, char err[CONFIG_ERR_BUF])
 	const char *eq = strchr(kv, '=');
 	if (eq == NULL || eq == kv)
 		return fail(err, "--set %s: expected KEY=VALUE", kv);
+	if ((size_t)(eq - kv) == strlen("singletons") && memcmp(kv, "singletons", (size_t)(eq - kv)) == 0) {
+		struct reader r = {.p = eq + 1, .end = eq + 1 + strlen(eq + 1), .line = 1};
+		int rc = read_singletons(&r, c, "--set singletons", err);
+		skip_blank(&r);
+		if (rc == 0 && r.p != r.end)
+			rc = fail(err, "--set singletons: expects a list of {Name, Type}");
+		return rc;
+	}
 	const struct key_spec *k = find_key(kv, (size_t)(eq - kv));
 	if (k == NULL)
 		return fail(err, "--set %s: unknown config key '%.*s'", kv, (int)(eq - kv), kv);
@@ -473,6 +528,33 @@ static int derive_name(struct sn_config *c, const char *arg, bool short_names, c
 	return 0;
 }
 
+/* Each singleton's name is one no other process of the node has, and its
+ * type one this node hosts (or proxies, --proxy-only). */
+static int check_singletons(const struct sn_config *c, const char *const *known_types, char err[CONFIG_ERR_BUF])
+{
+	if (c->ntypes + c->nsingletons > NODE_TYPES_MAX)
+		return fail(err, "%zu types and %zu singletons; a node has at most %d in all", c->ntypes,
+			    c->nsingletons, NODE_TYPES_MAX);
+	for (size_t k = 0; k < c->nsingletons; k++) {
+		const char *name = c->singleton_names[k], *type = c->singleton_types[k];
+		if (!valid_type_name(name) || strncmp(name, "shardnode", 9) == 0 || strcmp(name, "net_kernel") == 0)
+			return fail(err, "singleton %s: the name must be a lower-case atom, not net_kernel or "
+				    "shardnode*", name);
+		for (size_t t = 0; known_types[t]; t++)
+			if (strcmp(known_types[t], name) == 0)
+				return fail(err, "singleton %s: the name is an entity type's", name);
+		bool hosted = false;
+		for (size_t t = 0; t < c->ntypes; t++)
+			hosted |= strcmp(c->types[t], type) == 0;
+		if (!hosted)
+			return fail(err, "singleton %s: its type %s is not one of --types", name, type);
+		for (size_t j = 0; j < k; j++)
+			if (strcmp(c->singleton_names[j], name) == 0)
+				return fail(err, "singleton %s: given twice", name);
+	}
+	return 0;
+}
+
 int config_parse_args(struct sn_config *c, int argc, char *const argv[], const char *const *default_types,
 		      const char *const *known_types, char err[CONFIG_ERR_BUF])
 {
@@ -480,6 +562,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	const char *sets[256];
 	size_t nsets = 0;
 	bool named = false, have_cookie = false, have_types = false;
+	const char *singleton_args[NODE_TYPES_MAX];
+	size_t nsingleton_args = 0;
 
 	for (int i = 0; i < argc; i++) {
 		const char *flag = argv[i];
@@ -496,7 +580,7 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 			continue;
 		}
 		static const char *const with_arg[] = {"--name", "--sname", "--cookie", "--cookie-file", "--port",
-						       "--join", "--types", "--config", "--set", NULL};
+						       "--join", "--types", "--config", "--set", "--singleton", NULL};
 		bool known = false;
 		for (size_t k = 0; with_arg[k]; k++)
 			known |= strcmp(flag, with_arg[k]) == 0;
@@ -535,6 +619,10 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 			have_types = true;
 		} else if (strcmp(flag, "--config") == 0) {
 			config_file = arg;
+		} else if (strcmp(flag, "--singleton") == 0) {
+			if (nsingleton_args == NODE_TYPES_MAX)
+				return fail(err, "--singleton: at most %d singletons", NODE_TYPES_MAX);
+			singleton_args[nsingleton_args++] = arg;
 		} else {
 			if (nsets == sizeof sets / sizeof sets[0])
 				return fail(err, "--set: too many");
@@ -583,6 +671,23 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		if (rc)
 			return rc;
 	}
+	/* --singleton flags replace the singletons of the file and --set. */
+	if (nsingleton_args > 0)
+		c->nsingletons = 0;
+	for (size_t k = 0; k < nsingleton_args; k++) {
+		const char *arg = singleton_args[k], *eq = strchr(arg, '=');
+		char name[CONFIG_NAME_BUF];
+		if (eq == NULL || eq == arg || (size_t)(eq - arg) >= sizeof name)
+			return fail(err, "--singleton %s: expected NAME=TYPE", arg);
+		memcpy(name, arg, (size_t)(eq - arg));
+		name[eq - arg] = '\0';
+		int rc = add_singleton(c, name, eq + 1, "--singleton", err);
+		if (rc)
+			return rc;
+	}
+	int rc = check_singletons(c, known_types, err);
+	if (rc)
+		return rc;
 	/* A member is unreachable, and its quorum lease runs out, after this
 	 * long without a heartbeat: with no room for one, both would flap. */
 	if (c->failure_timeout_ms <= c->heartbeat_interval_ms)

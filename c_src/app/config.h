@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "base/log.h"
+#include "base/node_limits.h"
 
 #define CONFIG_MAX_LIST 64
 #define CONFIG_NAME_BUF 256
@@ -45,6 +46,13 @@ struct sn_config {
 	size_t ntypes;
 	bool proxy_only;
 	bool stop_on_stdin_eof; /* leave when stdin closes: its parent is gone */
+	/* Cluster singletons (--singleton NAME=TYPE, the singletons key): an
+	 * entity of singleton_types[k], one in the cluster, reached through the
+	 * name singleton_names[k]. Types and singletons together are at most
+	 * NODE_TYPES_MAX. */
+	char singleton_names[NODE_TYPES_MAX][CONFIG_NAME_BUF];
+	char singleton_types[NODE_TYPES_MAX][CONFIG_NAME_BUF];
+	size_t nsingletons;
 
 	/* keys of the config file and --set (docs/contract.md, "Config keys") */
 	uint32_t number_of_shards;

@@ -119,8 +119,14 @@ static int start_node(struct node_app *app)
 
 	for (size_t k = 0; k < cfg->ntypes; k++)
 		app->type_names[k] = cfg->types[k];
+	for (size_t k = 0; k < cfg->nsingletons; k++) {
+		app->singleton_names[k] = cfg->singleton_names[k];
+		app->singleton_types[k] = cfg->singleton_types[k];
+	}
 	struct admin_config acfg = {
 		.node = app->node, .log = &app->log, .types = app->type_names, .ntypes = cfg->ntypes,
+		.singleton_names = app->singleton_names, .singleton_types = app->singleton_types,
+		.nsingletons = cfg->nsingletons,
 		.proxy_only = cfg->proxy_only, .request_leave = cluster_glue_request_leave, .leave_arg = &app->glue,
 	};
 	app->admin = admin_start(&acfg, &rc);
@@ -137,34 +143,42 @@ static int start_node(struct node_app *app)
 	return 0;
 }
 
-/* One hosted type: coordinator, remembered entities, region. A part that
- * fails leaves the earlier ones in *h for node_app_stop. */
-static int start_type(struct node_app *app, struct hosted_type *h, const struct entity_type *type)
+/* One hosted type, or one singleton (`singleton_name` not NULL): its
+ * coordinator, remembered entities, region. A singleton is a type of one
+ * shard whose coordinator keeps it on the oldest member (coordinator.h,
+ * region.h). A part that fails leaves the earlier ones in *h for
+ * node_app_stop. */
+static int start_type(struct node_app *app, struct hosted_type *h, const struct entity_type *type,
+		      const char *singleton_name)
 {
 	const struct sn_config *cfg = app->cfg;
 	int rc = 0;
 	h->type = type;
+	h->singleton = singleton_name != NULL;
+	h->name = h->singleton ? singleton_name : type->name;
+	uint32_t nshards = h->singleton ? 1 : cfg->number_of_shards;
 	char coord_name[CONFIG_NAME_BUF + 32];
-	snprintf(coord_name, sizeof coord_name, "shardnode_coordinator_%s", type->name);
+	snprintf(coord_name, sizeof coord_name, "shardnode_%s_%s", h->singleton ? "singleton" : "coordinator", h->name);
 	/* A proxy-only node never coordinates: the oldest member hosting the
 	 * type does, and a proxy hosts nothing. */
 	if (!cfg->proxy_only) {
 		struct coordinator_config ccfg = {
-			.node = app->node, .log = &app->log, .type_name = type->name, .name = coord_name,
-			.number_of_shards = cfg->number_of_shards, .loop = app->loop,
+			.node = app->node, .log = &app->log, .type_name = h->name, .name = coord_name,
+			.number_of_shards = nshards, .loop = app->loop,
 			.rebalance_interval_ms = cfg->rebalance_interval_ms,
 			.rebalance_threshold = cfg->rebalance_threshold,
 			.max_simultaneous_rebalance = cfg->max_simultaneous_rebalance,
 			.handoff_timeout_ms = cfg->handoff_timeout_ms,
 			.min_nr_of_members = cfg->min_nr_of_members,
+			.pinned = h->singleton,
 		};
 		h->coordinator = coordinator_start(&ccfg, &rc);
 		if (h->coordinator == NULL) {
-			log_error(&app->log, "cannot start the %s coordinator: %s", type->name, strerror(-rc));
+			log_error(&app->log, "cannot start the %s coordinator: %s", h->name, strerror(-rc));
 			return neg_errno(-rc);
 		}
 	}
-	if (cfg->remember_entities && !cfg->proxy_only) {
+	if (cfg->remember_entities && !cfg->proxy_only && !h->singleton) {
 		h->remember = remember_open(cfg->data_dir, type->name, cfg->number_of_shards, &app->log, &rc);
 		if (h->remember == NULL) {
 			log_error(&app->log, "cannot open the remembered %s entities in %s: %s", type->name,
@@ -174,7 +188,8 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 	}
 	struct region_config rcfg = {
 		.node = app->node, .loop = app->loop, .log = &app->log, .type = type,
-		.number_of_shards = cfg->number_of_shards, .buffer_size = cfg->buffer_size,
+		.name = h->name, .singleton = h->singleton,
+		.number_of_shards = nshards, .buffer_size = cfg->buffer_size,
 		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_after_ms = cfg->passivate_idle_after_ms,
 		.coordinator_name = coord_name, .handoff_timeout_ms = cfg->handoff_timeout_ms,
 		.proxy_only = cfg->proxy_only,
@@ -186,7 +201,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 	};
 	h->region = region_start(&rcfg, &rc);
 	if (h->region == NULL) {
-		log_error(&app->log, "cannot start the %s region: %s", type->name, strerror(-rc));
+		log_error(&app->log, "cannot start the %s region: %s", h->name, strerror(-rc));
 		return neg_errno(-rc);
 	}
 	return 0;
@@ -216,18 +231,22 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 			return neg_errno(-rc);
 		}
 	}
-	for (size_t k = 0; k < cfg->ntypes; k++) {
+	/* The types, then the singletons (config_parse_args checked that each
+	 * singleton's type is one of the types, and the count). */
+	for (size_t k = 0; k < cfg->ntypes + cfg->nsingletons; k++) {
+		bool singleton = k >= cfg->ntypes;
+		const char *type_name = singleton ? cfg->singleton_types[k - cfg->ntypes] : cfg->types[k];
 		const struct entity_type *type = NULL;
 		for (size_t t = 0; t < nknown; t++)
-			if (strcmp(known[t]->name, cfg->types[k]) == 0)
+			if (strcmp(known[t]->name, type_name) == 0)
 				type = known[t];
 		if (type == NULL) {
-			log_error(&app->log, "cannot host %s: no such entity type", cfg->types[k]);
+			log_error(&app->log, "cannot host %s: no such entity type", type_name);
 			return -EINVAL;
 		}
 		/* Counted before it starts, so a part that did start is stopped. */
 		app->nhosted++;
-		int rc = start_type(app, &app->hosted[k], type);
+		int rc = start_type(app, &app->hosted[k], type, singleton ? cfg->singleton_names[k - cfg->ntypes] : NULL);
 		if (rc)
 			return rc;
 	}
@@ -244,7 +263,8 @@ static int start_membership(struct node_app *app)
 	/* Members know a proxy-only node as hosting nothing. */
 	size_t nhosted_names = 0;
 	for (size_t k = 0; k < app->nhosted && !cfg->proxy_only; k++)
-		app->hosted_names[nhosted_names++] = app->hosted[k].type->name;
+		if (!app->hosted[k].singleton) /* its type is listed */
+			app->hosted_names[nhosted_names++] = app->hosted[k].type->name;
 	struct membership_config mcfg = {
 		.node = app->node, .from = *admin_pid(app->admin), .loop = app->loop, .log = &app->log,
 		.seeds = app->seeds, .nseeds = cfg->njoin, .types = app->hosted_names, .ntypes = nhosted_names,

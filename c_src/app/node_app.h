@@ -52,6 +52,7 @@ struct node_app {
 	const char *type_names[NODE_TYPES_MAX]; /* cfg->types */
 	const char *seeds[CONFIG_MAX_LIST];      /* cfg->join */
 	const char *hosted_names[NODE_TYPES_MAX];
+	const char *singleton_names[NODE_TYPES_MAX], *singleton_types[NODE_TYPES_MAX]; /* cfg's */
 	bool started;                /* node_app_start succeeded */
 };
 

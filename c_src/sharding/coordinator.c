@@ -43,9 +43,13 @@ static bool is_downed(const struct coordinator *c, size_t region)
 	return coordinator_members_in(&c->members, CM_DOWNED, c->regions[region].pid.node);
 }
 
-/* Its node is leaving, or it is shutting down on a node that stays. */
+/* Its node is leaving, or it is shutting down on a node that stays; or,
+ * for a singleton's coordinator, it is on another node than this one, the
+ * oldest member's, where the shard belongs. */
 static bool is_draining(const struct coordinator *c, size_t region)
 {
+	if (c->cfg.pinned && strcmp(c->regions[region].pid.node, dist_node_name(c->cfg.node)) != 0)
+		return true;
 	if (coordinator_members_in(&c->members, CM_DRAINING, c->regions[region].pid.node))
 		return true;
 	for (size_t d = 0; d < c->nleaving; d++)
@@ -357,7 +361,7 @@ static int rebalance_state_of(const struct coordinator *c, struct rebalance_stat
  * waits for this, not for the rebalance ticks (rebalance_drain). */
 static void drain(struct coordinator *c)
 {
-	if (!c->active || (coordinator_members_count(&c->members, CM_DRAINING) == 0 && c->nleaving == 0) ||
+	if (!c->active || (coordinator_members_count(&c->members, CM_DRAINING) == 0 && c->nleaving == 0 && !c->cfg.pinned) ||
 	    !all_reported(c))
 		return;
 	struct rebalance_state st;

@@ -61,6 +61,11 @@ struct coordinator_config {
 	uint32_t max_simultaneous_rebalance;
 	uint32_t handoff_timeout_ms;     /* a move not finished by then is abandoned */
 	uint32_t min_nr_of_members;            /* allocate nothing before this many members host the type */
+	/* A cluster singleton's coordinator (docs/contract.md "Cluster
+	 * singletons"): shards go only to the region on this node, the oldest
+	 * member's; a region elsewhere that holds one (the oldest before, now
+	 * leaving) is drained to it, and nothing is evened out. */
+	bool pinned;
 };
 
 /* Spawns the coordinator proc. Returns it, or NULL with *err. */

@@ -37,16 +37,17 @@ void region_send_call_reply(struct region *r, const erlang_pid *to, const char *
 	dist_node_reply_to(r->cfg.node, &r->pid, to, tag, tag_len, reply->buff, (size_t)reply->index);
 }
 
-/* {Type, EntityId, Reply} to the sender of a tell. */
+/* {Type, EntityId, Reply} to the sender of a tell; a singleton's
+ * {Name, Reply}. */
 static void send_tell_reply(struct region *r, const erlang_pid *to, const char *id, size_t id_len,
 			    const ei_x_buff *reply)
 {
 	ei_x_buff spare, *x = scratch_get(&r->tell_buf, &spare);
 	if (x == NULL)
 		return;
-	if (ei_x_encode_version(x) == 0 && ei_x_encode_tuple_header(x, 3) == 0 &&
-	    r->type_atom_len > 0 && term_x_append_raw(x, r->type_atom, r->type_atom_len) == 0 &&
-	    term_x_append_raw(x, id, id_len) == 0 &&
+	if (ei_x_encode_version(x) == 0 && ei_x_encode_tuple_header(x, r->cfg.singleton ? 2 : 3) == 0 &&
+	    term_x_append_raw(x, r->type_atom, r->type_atom_len) == 0 &&
+	    (r->cfg.singleton || term_x_append_raw(x, id, id_len) == 0) &&
 	    term_x_append_raw(x, reply->buff, (size_t)reply->index) == 0)
 		dist_node_send(r->cfg.node, to, x->buff, (size_t)x->index);
 	scratch_put(&r->tell_buf, x);
@@ -140,9 +141,10 @@ static void forward(struct region *r, const erlang_pid *home, const struct envel
 		     ei_x_encode_atom(&x, "$gen_call") | ei_x_encode_tuple_header(&x, 2) |
 		     ei_x_encode_pid(&x, e->from);
 		rc = rc < 0 ? -ENOMEM : term_x_append_raw(&x, e->tag, e->tag_len);
-		if (rc == 0)
+		/* A singleton's request is the message itself. */
+		if (rc == 0 && !r->cfg.singleton)
 			rc = ei_x_encode_tuple_header(&x, 2) < 0 ? -ENOMEM : 0;
-		if (rc == 0)
+		if (rc == 0 && !r->cfg.singleton)
 			rc = term_x_append_raw(&x, e->id, e->id_len);
 		if (rc == 0)
 			rc = term_x_append_raw(&x, e->msg, e->msg_len);
@@ -308,7 +310,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 				answer_error_atom(r, e, "overloaded");
 			} else if (r->dropped++ % 10000 == 0) {
 				log_warn(r->cfg.log, "region %s: buffer full (%u messages): tell dropped (%llu so far)",
-					 r->cfg.type->name, r->buffered, (unsigned long long)r->dropped);
+					 r->cfg.name, r->buffered, (unsigned long long)r->dropped);
 			}
 		}
 		/* Even when this message could not wait, the home is asked for,
@@ -358,6 +360,12 @@ static void on_call(struct region *r, const struct gen_call *call)
 	const char *req = call->request;
 	size_t i = 0;
 	struct envelope e = {.is_call = true, .from = &call->from, .tag = call->tag, .tag_len = call->tag_len};
+	if (r->cfg.singleton) {
+		e.msg = req;
+		e.msg_len = call->request_len;
+		route(r, &e, r->type_atom, r->type_atom_len);
+		return;
+	}
 	if (term_get_tuple(req, &i) == 2) {
 		const char *raw_id = req + i;
 		term_skip(req, &i);
@@ -426,7 +434,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		return;
 	}
 	if (rc < 0) {
-		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.type->name);
+		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.name);
 		return;
 	}
 	if (region_remember_handle(r, m->term, m->len, m->via))
@@ -435,6 +443,11 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 	rc = shard_msg_decode(m->term, m->len, &sm);
 	if (rc == 1) {
 		on_internal(r, &sm, m->from);
+		return;
+	}
+	if (rc == 0 && r->cfg.singleton) {
+		struct envelope e = {.from = m->from, .msg = m->term, .msg_len = m->len};
+		route(r, &e, r->type_atom, r->type_atom_len);
 		return;
 	}
 	size_t i = 0;
@@ -446,7 +459,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		return;
 	}
 	r->dropped++;
-	log_debug(r->cfg.log, "region %s: message that is not {EntityId, Msg} dropped", r->cfg.type->name);
+	log_debug(r->cfg.log, "region %s: message that is not {EntityId, Msg} dropped", r->cfg.name);
 }
 
 /* ---- life ---- */
@@ -462,14 +475,22 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	r->cfg = *cfg;
 	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);
 	r->cfg.coordinator_name = r->coordinator_name;
+	snprintf(r->name, sizeof r->name, "%s", cfg->name ? cfg->name : cfg->type->name);
+	r->cfg.name = r->name;
 	int type_atom_len = 0;
 	/* As ei_x_encode_atom did per reply: a name of MAXATOMLEN bytes or
-	 * more is refused before anything is written (ei_encode_atom would
-	 * cut it short and send another atom). */
-	size_t name_len = strnlen(cfg->type->name, MAXATOMLEN);
-	if (name_len < MAXATOMLEN && ei_encode_atom_len_as(r->type_atom, &type_atom_len, cfg->type->name,
-							   (int)name_len, ERLANG_LATIN1, ERLANG_UTF8) == 0)
-		r->type_atom_len = (size_t)type_atom_len;
+	 * more is refused (ei_encode_atom would cut it short and send another
+	 * atom). */
+	size_t name_len = strnlen(r->name, MAXATOMLEN);
+	if (name_len >= MAXATOMLEN || ei_encode_atom_len_as(r->type_atom, &type_atom_len, r->name, (int)name_len,
+							    ERLANG_LATIN1, ERLANG_UTF8) != 0 ||
+	    (cfg->singleton && cfg->number_of_shards != 1)) {
+		free(r->slots);
+		free(r);
+		*err = -EINVAL;
+		return NULL;
+	}
+	r->type_atom_len = (size_t)type_atom_len;
 	evloop_timer_init(&r->retry_timer, region_on_retry, r);
 	evloop_timer_init(&r->idle_timer, on_idle_sweep, r);
 	region_leave_poll_init(r);
@@ -477,7 +498,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	scratch_init(&r->reply_buf);
 	scratch_init(&r->tell_buf);
 	scratch_init(&r->state_buf);
-	r->proc = dist_node_spawn(cfg->node, cfg->type->name, region_handle, r, err);
+	r->proc = dist_node_spawn(cfg->node, r->name, region_handle, r, err);
 	if (r->proc == NULL) {
 		free(r->slots);
 		free(r);

@@ -53,6 +53,16 @@ struct region_config {
 	uint32_t passivate_idle_after_ms;      /* 0: never */
 	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
 	bool proxy_only;                 /* route, never host a shard */
+	/* The registered name; NULL: the type's. Copied. */
+	const char *name;
+	/* A cluster singleton's region, registered under the singleton's name
+	 * (docs/contract.md "Cluster singletons"): every message is for its one
+	 * entity, whose id is that name as an atom — a call's request and a
+	 * tell are the message itself, and a tell's reply goes to the sender
+	 * as {Name, Reply}; no request is the region's own. The entity starts
+	 * as soon as the shard comes here. Needs number_of_shards 1 and a
+	 * pinned coordinator (coordinator.h). */
+	bool singleton;
 	/* The members hosting the type (members_hosting.h), for
 	 * get_cluster_sharding_stats, graceful shutdown and remembered
 	 * entities. NULL: this node only. */
@@ -77,9 +87,10 @@ struct region_config {
 	void *on_stopped_arg;
 };
 
-/* Registers the region under the type's name and sends `register` to the
+/* Registers the region under its name and sends `register` to the
  * coordinator. Returns it, or NULL with *err (-EEXIST, -ENOMEM, or -EINVAL:
- * `remember` without `members_hosting`). */
+ * `remember` without `members_hosting`, a name ei cannot encode, or a
+ * singleton with more than one shard). */
 struct region *region_start(const struct region_config *cfg, int *err);
 
 /* Where the active coordinator runs (the oldest member hosting the type), or

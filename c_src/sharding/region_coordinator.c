@@ -50,7 +50,7 @@ static void stop_shard(struct region *r, uint32_t shard)
 	slot->out.destination_known = false;
 	region_store_drop_loads(slot);
 	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
-	log_debug(r->cfg.log, "region %s: shard %u handed off", r->cfg.type->name, shard);
+	log_debug(r->cfg.log, "region %s: shard %u handed off", r->cfg.name, shard);
 }
 
 /* Steps a slot (region_slot.h) and does what the step says. */
@@ -136,7 +136,7 @@ void region_set_coordinator_node(struct region *r, const char *node)
 		return;
 	snprintf(r->coordinator_node, sizeof r->coordinator_node, "%s", now);
 	r->registered = false;
-	log_info(r->cfg.log, "region %s: coordinator now on %s", r->cfg.type->name, node ? node : "(none)");
+	log_info(r->cfg.log, "region %s: coordinator now on %s", r->cfg.name, node ? node : "(none)");
 	send_registration(r);
 	if (!r->stopped)
 		evloop_timer_start(r->cfg.loop, &r->retry_timer, REGION_REGISTER_RETRY_MS);
@@ -152,7 +152,7 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 	r->registered = true;
 	r->coordinator = *coordinator;
 	if (first)
-		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.type->name,
+		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.name,
 			  coordinator->node);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct region_slot_event ev = event(r, SLOT_REGISTERED);
@@ -171,7 +171,7 @@ static void on_register_again(struct region *r, const erlang_pid *coordinator)
 		return;
 	r->registered = false;
 	log_info(r->cfg.log, "region %s: the coordinator on %s does not know this region: registering again",
-		 r->cfg.type->name, coordinator->node);
+		 r->cfg.name, coordinator->node);
 	send_registration(r);
 	evloop_timer_start(r->cfg.loop, &r->retry_timer, REGION_REGISTER_RETRY_MS);
 }
@@ -307,7 +307,7 @@ void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, con
 				 sm->kind == SMSG_HANDOFF;
 	if (coordinator_order && !from_coordinator(r, from)) {
 		log_debug(r->cfg.log, "region %s: order from a coordinator we are not registered with ignored",
-			  r->cfg.type->name);
+			  r->cfg.name);
 		return;
 	}
 	switch (sm->kind) {

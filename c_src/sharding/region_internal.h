@@ -119,6 +119,7 @@ struct region {
 	struct remember_replica *replica; /* NULL: remember_entities is off */
 	bool remembered_pending;          /* some slot's remembered_pending is set */
 	char coordinator_name[256]; /* its registered name */
+	char name[256];             /* the region's registered name (cfg.name points here) */
 	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
 	struct shard_slot *slots;   /* cfg.number_of_shards of them */
@@ -136,10 +137,10 @@ struct region {
 	 * canonical id, then deliver_local's reply, then send_tell_reply's
 	 * {Type, Id, Reply}. */
 	struct scratch canon_buf, reply_buf, tell_buf;
-	/* The type's name as an encoded atom, for the head of every tell
+	/* The registered name as an encoded atom, for the head of every tell
 	 * reply: encoding it per reply (a Latin-1 to UTF-8 conversion, twice
-	 * in ei_x_encode_atom) cost more than the rest of the reply. Length 0
-	 * if ei refuses the name; no tell reply can then be sent. */
+	 * in ei_x_encode_atom) cost more than the rest of the reply. A
+	 * singleton's one entity id too (canonical: SMALL_ATOM_UTF8_EXT). */
 	char type_atom[3 + 2 * MAXATOMLEN];
 	size_t type_atom_len;
 	/* With a store (region_store.c); store NULL: memory only. */

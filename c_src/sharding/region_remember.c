@@ -5,11 +5,13 @@
  * store and the other members' copies (remember_replica.h) follow, answers
  * the replica's questions while a `remembered` message is applied, and
  * sends its sets to members that join. Without a quorum lease, remembered
- * entities wait like messages do.
+ * entities wait like messages do. A singleton's one entity starts with its
+ * shard in the same way.
  */
 #include <errno.h>
 #include <stdlib.h>
 
+#include "etf/entity_id.h"
 #include "sharding/region_internal.h"
 
 int region_remember_start(struct region *r)
@@ -21,7 +23,7 @@ int region_remember_start(struct region *r)
 		return -EINVAL; /* remembered entities go to the members hosting the type */
 	struct remember_replica_config rcfg = {
 		.node = cfg->node, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
-		.type_name = cfg->type->name, .from = r->pid,
+		.type_name = r->name, .from = r->pid,
 		.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
 	};
 	int err = -ENOMEM;
@@ -44,27 +46,50 @@ static void start_one(void *arg, const char *id, size_t len)
 		c->failed++;
 }
 
+/* A singleton's one entity, which runs as long as its shard is here, as if
+ * it were remembered (region.h). */
+static void start_singleton(struct region *r, struct shard *s)
+{
+	ei_x_buff spare, *canon = scratch_get(&r->canon_buf, &spare);
+	if (canon == NULL)
+		return;
+	int rc = entity_id_canonical(r->type_atom, r->type_atom_len, canon);
+	if (rc == 0)
+		rc = region_start_entity(r, s->id, canon->buff, (size_t)canon->index);
+	if (rc != 0)
+		log_warn(r->cfg.log, "singleton %s: its entity failed to start (%d); the next message starts it",
+			 r->cfg.name, rc);
+	else
+		log_info(r->cfg.log, "singleton %s: runs here", r->cfg.name);
+	scratch_put(&r->canon_buf, canon);
+}
+
 /* Not while this node lacks a quorum lease: they could be running
  * elsewhere. */
 void region_start_remembered(struct region *r, struct shard *s)
 {
-	if (r->replica == NULL)
+	if (r->replica == NULL && !r->cfg.singleton)
 		return;
-	s->observer = (struct shard_observer){remember_replica_started, remember_replica_stopped, r->replica};
+	if (r->replica != NULL)
+		s->observer = (struct shard_observer){remember_replica_started, remember_replica_stopped, r->replica};
 	r->slots[s->id].remembered_pending = false;
-	if (remember_count(r->cfg.remember, s->id) == 0)
+	if (!r->cfg.singleton && remember_count(r->cfg.remember, s->id) == 0)
 		return;
 	if (!region_may_deliver(r)) {
 		r->slots[s->id].remembered_pending = true; /* region_remember_resume */
 		r->remembered_pending = true;
 		return;
 	}
+	if (r->cfg.singleton) {
+		start_singleton(r, s);
+		return;
+	}
 	struct start_ctx c = {r, s, 0};
 	remember_each(r->cfg.remember, s->id, start_one, &c);
-	log_debug(r->cfg.log, "region %s: shard %u started %zu remembered entities", r->cfg.type->name, s->id,
+	log_debug(r->cfg.log, "region %s: shard %u started %zu remembered entities", r->cfg.name, s->id,
 		  remember_count(r->cfg.remember, s->id) - c.failed);
 	if (c.failed)
-		log_warn(r->cfg.log, "region %s: shard %u: %zu remembered entities failed to start", r->cfg.type->name,
+		log_warn(r->cfg.log, "region %s: shard %u: %zu remembered entities failed to start", r->cfg.name,
 			 s->id, c.failed);
 }
 

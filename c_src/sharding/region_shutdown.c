@@ -80,7 +80,7 @@ void region_shutdown(struct region *r)
 	region_send_to_coordinator(r, SMSG_REGION_STOPPED, 0);
 	dist_node_exit(r->cfg.node, r->proc, "normal");
 	r->proc = NULL;
-	log_info(r->cfg.log, "region %s stopped", r->cfg.type->name);
+	log_info(r->cfg.log, "region %s stopped", r->cfg.name);
 }
 
 bool region_stopped(const struct region *r) { return r->stopped; }

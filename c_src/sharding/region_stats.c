@@ -168,7 +168,7 @@ void region_stats_start(struct region *r, const struct gen_call *call)
 		if (ei_x_new(&x) < 0)
 			continue;
 		if (shard_msg_encode_shard(&x, SMSG_GET_STATS, q->id, &r->pid) == 0 &&
-		    dist_node_reg_send(r->cfg.node, &r->pid, r->cfg.type->name, nodes[k], x.buff, (size_t)x.index) == 0)
+		    dist_node_reg_send(r->cfg.node, &r->pid, r->cfg.name, nodes[k], x.buff, (size_t)x.index) == 0)
 			q->waiting++;
 		ei_x_free(&x);
 	}

@@ -125,7 +125,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	int rc = start_load(r, shard, id, id_len);
 	if (rc) {
 		log_warn(r->cfg.log, "region %s: shard %u: loading an entity's state failed (%d): it starts afresh",
-			 r->cfg.type->name, shard, rc);
+			 r->cfg.name, shard, rc);
 		return false;
 	}
 	return true;
@@ -165,7 +165,7 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 		 * messages get {error, store_unavailable} instead, and its next
 		 * message loads again. */
 		log_warn(r->cfg.log, "region %s: shard %u: loading an entity's state failed (%d): "
-			 "{error, store_unavailable}", r->cfg.type->name, shard, found);
+			 "{error, store_unavailable}", r->cfg.name, shard, found);
 		region_refuse_entity(r, slot, l->id, l->id_len, "store_unavailable");
 	} else if (slot->shard != NULL && region_slot_hosted(&slot->st)) {
 		int rc = 0;
@@ -179,7 +179,7 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 			rc = shard_restore_entity(slot->shard, l->id, l->id_len, state + 1, len - 1, region_now32(r));
 		if (rc < 0)
 			log_warn(r->cfg.log, "region %s: shard %u: an entity's stored state is damaged (%d): "
-				 "it starts afresh", r->cfg.type->name, shard, rc);
+				 "it starts afresh", r->cfg.name, shard, rc);
 		if (found != 1 || rc < 0)
 			shard_start_entity(slot->shard, l->id, l->id_len, region_now32(r));
 	}
@@ -210,7 +210,7 @@ void region_store_claim(struct region *r, uint32_t shard)
 	else if (rc < 0)
 		/* Its writes will be refused (-ESTALE): the callers learn it. */
 		log_error(r->cfg.log, "region %s: shard %u: claiming it in the store failed (%d)",
-			  r->cfg.type->name, shard, rc);
+			  r->cfg.name, shard, rc);
 }
 
 static void on_claimed(void *arg, uint32_t shard)
@@ -230,7 +230,7 @@ static void on_fenced(void *arg, uint32_t shard)
 	if (shard >= r->cfg.number_of_shards)
 		return;
 	log_warn(r->cfg.log, "region %s: shard %u: another member claimed it in the store; its writes from "
-		 "here are refused: it stops here", r->cfg.type->name, shard);
+		 "here are refused: it stops here", r->cfg.name, shard);
 	release_shard(r, shard, "store_unavailable");
 	region_step(r, shard, SLOT_FENCED);
 }
@@ -285,7 +285,7 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 	if (h == NULL) {
 		/* No room to wait: better no answer than one that is not
 		 * durable yet. The caller's timeout tells it. */
-		log_warn(r->cfg.log, "region %s: out of memory holding a reply", r->cfg.type->name);
+		log_warn(r->cfg.log, "region %s: out of memory holding a reply", r->cfg.name);
 		return;
 	}
 	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .shard = shard,
@@ -353,7 +353,7 @@ static void on_written(void *arg, uint64_t upto, int status)
 		r->written_upto = upto;
 	if (status != 0)
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
-			  "{error, store_unavailable}", r->cfg.type->name, status);
+			  "{error, store_unavailable}", r->cfg.name, status);
 	release(r, upto, status != 0 ? "store_unavailable" : NULL, status != 0);
 	if (r->streams_awaiting_commit || r->acks_head != NULL)
 		region_state_on_committed(r);
@@ -386,7 +386,7 @@ void region_store_tick(struct region *r)
 	 * entities stop, to reload what the store holds. Only a write already
 	 * committing (taken before this) may still land. */
 	log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): "
-		 "{error, store_unavailable} to the %u replies waiting", r->cfg.type->name,
+		 "{error, store_unavailable} to the %u replies waiting", r->cfg.name,
 		 r->cfg.store_timeout_ms, r->held_count);
 	state_store_cancel_queued(r->store);
 	release(r, UINT64_MAX, "store_unavailable", true);
@@ -432,7 +432,7 @@ int region_store_start(struct region *r)
 		.fenced = on_fenced,
 		.arg = r,
 	};
-	r->store = state_store_type_open(r->cfg.store, r->cfg.type->name, &cb, &err);
+	r->store = state_store_type_open(r->cfg.store, r->cfg.name, &cb, &err);
 	if (r->store == NULL)
 		return err;
 	r->written_upto = region_store_last_queued(r);
