@@ -157,7 +157,7 @@ singleton_settings_are_checked(_Config) ->
 
 opts() ->
     #{types => [counter, echo],
-      extra_args => ["--singleton", "boss=counter"],
+      singletons => [{boss, counter}],
       config => #{heartbeat_interval_ms => 200, rebalance_interval_ms => 300, retry_interval_ms => 300,
                   failure_timeout_ms => 1000, stable_after_ms => 1000}}.
 

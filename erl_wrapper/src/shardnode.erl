@@ -73,6 +73,7 @@
           join => [node()],
           types => [atom()],
           proxy_only => boolean(),
+          singletons => [{Name :: atom(), Type :: atom()}],
           config => #{atom() | string() => term()},
           config_file => file:filename(),
           extra_args => [string()],
@@ -90,6 +91,8 @@
 %%   cluster.</dd>
 %% <dt>`types'</dt><dd>entity types hosted; default `[counter, kv, echo]'.</dd>
 %% <dt>`proxy_only'</dt><dd>route but host no shards.</dd>
+%% <dt>`singletons'</dt><dd>cluster singletons, `[{Name, Type}]'
+%% (docs/contract.md "Cluster singletons").</dd>
 %% <dt>`config'</dt><dd>settings, each passed as `--set Key=Value'; strings,
 %%   binaries, atoms and integers as they are, other terms in Erlang
 %%   syntax. Example: `#{number_of_shards => 10, data_dir => "/tmp/sn"}'.</dd>

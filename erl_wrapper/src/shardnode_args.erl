@@ -50,7 +50,8 @@
 %% `--stop-on-stdin-eof' (the node's stdin is the port, so a node never
 %% outlives the BEAM that started it); `--cookie' (the option, else this
 %% node's cookie) or `--cookie-file'; `--port'; `--join' and `--types' as
-%% comma-separated lists; `--proxy-only'; `--config'; one `--set Key=Value'
+%% comma-separated lists; `--proxy-only'; one `--singleton Name=Type' per
+%% `singletons' entry, in order; `--config'; one `--set Key=Value'
 %% per `config' entry, sorted by key; then `extra_args' as they are. With
 %% `netns' the executable is `ip' and the argv starts with
 %% `netns exec NS Executable'.
@@ -61,7 +62,7 @@
 %% `{executable_not_found, Tried}'.
 -spec command(shardnode:start_opts()) -> {ok, command()} | {error, term()}.
 command(Opts) when is_map(Opts) ->
-    Known = [name, sname, cookie, cookie_file, port, join, types, proxy_only,
+    Known = [name, sname, cookie, cookie_file, port, join, types, proxy_only, singletons,
              config, config_file, extra_args, executable, ready_timeout, netns],
     case [K || K <- maps:keys(Opts), not lists:member(K, Known)] of
         [] ->
@@ -98,6 +99,7 @@ build_command(Opts) ->
                          list_args("--join", join, Opts),
                          list_args("--types", types, Opts),
                          proxy_args(Opts),
+                         singleton_args(Opts),
                          config_file_args(Opts),
                          set_args(Opts),
                          extra_args(Opts)]),
@@ -201,6 +203,18 @@ proxy_args(#{proxy_only := true}) -> ["--proxy-only"];
 proxy_args(#{proxy_only := false}) -> [];
 proxy_args(#{proxy_only := Other}) -> bad({proxy_only, Other});
 proxy_args(_) -> [].
+
+singleton_args(#{singletons := List}) when is_list(List) ->
+    lists:append([singleton_arg(S) || S <- List]);
+singleton_args(#{singletons := Other}) ->
+    bad({singletons, Other});
+singleton_args(_) ->
+    [].
+
+singleton_arg({Name, Type}) when is_atom(Name), is_atom(Type) ->
+    ["--singleton", atom_to_list(Name) ++ "=" ++ atom_to_list(Type)];
+singleton_arg(Other) ->
+    bad({singletons, Other}).
 
 config_file_args(#{config_file := File}) ->
     ["--config", to_string(config_file, File)];

@@ -701,6 +701,118 @@ Test(config, config_file_and_set_precedence, .init = make_scratch)
 	remove_scratch((const char *const[]){"node.config", NULL});
 }
 
+/* ---- singletons ---- */
+
+Test(config, singleton_flags)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--singleton", "ledger=counter", "--singleton",
+			   "boss=kv"),
+		     0, "%s", err);
+	cr_assert_eq(c.nsingletons, 2);
+	cr_assert_str_eq(c.singleton_names[0], "ledger");
+	cr_assert_str_eq(c.singleton_types[0], "counter");
+	cr_assert_str_eq(c.singleton_names[1], "boss");
+	cr_assert_str_eq(c.singleton_types[1], "kv");
+
+	static const struct {
+		const char *arg, *says;
+	} refused[] = {
+		{"ledger", "expected NAME=TYPE"},
+		{"=counter", "expected NAME=TYPE"},
+		{"ledger=", "not one of --types"},
+		{"ledger=session", "not one of --types"}, /* known, not hosted */
+		{"counter=kv", "is an entity type's"},
+		{"session=kv", "is an entity type's"},
+		{"Ledger=kv", "lower-case atom"},
+		{"net_kernel=kv", "lower-case atom"},
+		{"shardnode_x=kv", "lower-case atom"},
+	};
+	for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+		cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "counter,kv", "--singleton",
+				   refused[k].arg),
+			     -EINVAL, "%s", refused[k].arg);
+		assert_err_has(err, refused[k].says);
+	}
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--singleton", "x=kv", "--singleton", "x=counter"),
+		     -EINVAL);
+	assert_err_has(err, "given twice");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--singleton"), -EINVAL);
+}
+
+/* Types and singletons share the per-node limit. */
+Test(config, singletons_count_with_the_types)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	const char *args[8 + 2 * NODE_TYPES_MAX + 1] = {"--name", "a@h", "--cookie", "c", "--types", "counter,kv"};
+	size_t n = 6;
+	char names[NODE_TYPES_MAX][16];
+	for (int k = 0; k < NODE_TYPES_MAX - 1; k++) {
+		snprintf(names[k], sizeof names[k], "s%d=kv", k);
+		args[n++] = "--singleton";
+		args[n++] = names[k];
+	}
+	args[n] = NULL;
+	cr_assert_eq(parse(&c, err, args), -EINVAL);
+	assert_err_has(err, "at most 16");
+	args[n - 2] = NULL; /* 2 types and 14 singletons */
+	cr_assert_eq(parse(&c, err, args), 0, "%s", err);
+	cr_assert_eq(c.nsingletons, NODE_TYPES_MAX - 2);
+}
+
+Test(config, singletons_key_and_precedence, .init = make_scratch)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	config_defaults(&c);
+	cr_assert_eq(apply(&c, "{singletons, [{ledger, counter}, {boss, kv}]}.\n{number_of_shards, 5}.\n", err), 0,
+		     "%s", err);
+	cr_assert_eq(c.nsingletons, 2);
+	cr_assert_str_eq(c.singleton_names[1], "boss");
+	cr_assert_eq(c.number_of_shards, 5);
+	cr_assert_eq(apply(&c, "{singletons, []}.", err), 0, "%s", err);
+	cr_assert_eq(c.nsingletons, 0);
+	static const char *const bad[] = {
+		"{singletons, ledger}.", "{singletons, [ledger]}.", "{singletons, [{ledger, 1}]}.",
+		"{singletons, [{ledger, kv}}.", "{singletons, [{ledger, kv}]}", "{singletons, [{ledger, kv},]}.",
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		cr_assert_eq(apply(&c, bad[k], err), -EINVAL, "%s", bad[k]);
+		assert_err_has(err, "singletons");
+	}
+	/* Every truncation of a good line is refused or read whole, never past its end. */
+	const char *good = "{singletons, [{ledger, counter}, {boss, kv}]}.";
+	for (size_t n = 0; n < strlen(good); n++) {
+		char *cut = sn_dup_exact(good, n);
+		config_defaults(&c);
+		int rc = config_apply_text(&c, cut, n, "cut.config", err);
+		cr_assert(rc == 0 || rc == -EINVAL);
+		free(cut);
+	}
+
+	/* --set, then --singleton flags, win over the file. */
+	char path[PATH_MAX];
+	scratch_path(path, sizeof path, "node.config");
+	write_file(path, "{singletons, [{ledger, counter}]}.\n", 0600);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--config", path), 0, "%s", err);
+	cr_assert_str_eq(c.singleton_names[0], "ledger");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--config", path, "--set",
+			   "singletons=[{boss,kv}]"),
+		     0, "%s", err);
+	cr_assert_eq(c.nsingletons, 1);
+	cr_assert_str_eq(c.singleton_names[0], "boss");
+	cr_assert_eq(PARSE(&c, err, "--singleton", "chief=counter", "--name", "a@h", "--cookie", "c", "--config", path,
+			   "--set", "singletons=[{boss,kv}]"),
+		     0, "%s", err);
+	cr_assert_eq(c.nsingletons, 1);
+	cr_assert_str_eq(c.singleton_names[0], "chief");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--set", "singletons=boss"), -EINVAL);
+	assert_err_has(err, "singletons");
+	remove_scratch((const char *const[]){"node.config", NULL});
+}
+
 /* ---- the default cookie ---- */
 
 static bool all_upper(const char *s, size_t n)
