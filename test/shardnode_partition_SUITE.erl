@@ -4,7 +4,8 @@
 %% namespaces. A stream of increments runs through every node during each
 %% fault: an acknowledged value is the previous plus one, or 1 again after
 %% the entity moved (a restart), never anything that would show two
-%% instances of one entity.
+%% instances of one entity. The stream increments the cluster singleton
+%% boss too: a minority's proxy must never reach a second instance.
 %%
 %% Needs root, iproute2 and iptables (`make deps' installs them). Where a
 %% namespace cannot be made, every case is skipped, with the reason.
@@ -155,8 +156,9 @@ minority_downs_itself_majority_serves(Config) ->
     await(fun() -> all_answer(Majority) end),
     assert_stream(Stream).
 
-%% n1, the oldest (it runs every coordinator), is cut from everyone. It
-%% downs itself; the others down it, and n2 takes the coordinators over.
+%% n1, the oldest (it runs every coordinator and the singleton), is cut
+%% from everyone. It downs itself; the others down it, and n2 takes the
+%% coordinators and the singleton over.
 oldest_member_isolated(Config) ->
     [N1, N2 | _] = Nodes = ?config(nodes, Config),
     Stream = start_stream(Nodes),
@@ -165,6 +167,7 @@ oldest_member_isolated(Config) ->
     Rest = tl(Nodes),
     await(fun() -> same_up_members(Rest, Rest) end),
     ?assertEqual({ok, N2}, gen_server:call({shardnode, N2}, {coordinator, counter})),
+    ?assertEqual({ok, N2}, gen_server:call({shardnode, lists:last(Nodes)}, {singleton, boss})),
     heal(),
     await(fun() -> all_answer(Rest) end),
     assert_stream(Stream).
@@ -188,13 +191,14 @@ killed_member_restarts(Config) ->
 %% The stream of increments
 %%====================================================================
 
-%% Increments ?IDS counters through each node in turn, one call at a time,
+%% Increments ?IDS counters and the singleton through each node in turn, one call at a time,
 %% and tallies the answers: ok (previous + 1), restart (1 again: the entity
 %% moved), lost_ack (higher than previous + 1: a call that timed out was
-%% applied), restart_lost_ack (lower, after a timed-out call: it restarted
-%% and that ack was lost), timeout, error (the node went), {error, Reason}
+%% applied), restart_lost_ack (not higher, after a timed-out call: it
+%% restarted and took that call), timeout, nodedown (the node went while the
+%% call waited: maybe applied), error (refused at once), {error, Reason}
 %% (refused, not applied), and bad (the same value again, or lower with no
-%% call lost: two instances).
+%% call lost: two instances). The singleton's values are kept as they came.
 start_stream(Nodes) ->
     Self = self(),
     spawn_link(fun() -> stream(Self, Nodes, 0, #{}, #{}) end).
@@ -203,25 +207,43 @@ stream(Owner, Nodes, K, Last, Tally) ->
     receive
         {stop, From} -> From ! {tally, Tally}
     after 0 ->
-        Id = K rem ?IDS,
         Node = lists:nth(1 + K rem length(Nodes), Nodes),
+        %% Each counter through one node (40 ids, 5 nodes), so a call that
+        %% timed out cannot be applied after a later one through another
+        %% node; every 8th step the singleton, through each node in turn.
+        {Id, Dest, Msg} = case K rem 8 of
+                              7 -> {boss, boss, incr};
+                              _ -> {K rem ?IDS, counter, {K rem ?IDS, incr}}
+                          end,
         {Prev, Lost} = maps:get(Id, Last, {0, false}),
-        try gen_server:call({counter, Node}, {Id, incr}, 1000) of
+        try gen_server:call({Dest, Node}, Msg, 1000) of
             {error, _} = Refused ->
                 %% {error, shutting_down}: held for a lease, then refused
                 %% as the node stopped. Not applied.
                 stream(Owner, Nodes, K + 1, Last, bump(Refused, Tally));
+            V when Id =:= boss ->
+                %% One entity reached through every node: a call that failed
+                %% through one may be applied late, after later calls through
+                %% others, so values may skip. Kept in order and judged
+                %% whole by assert_stream.
+                Values = maps:get(boss_values, Tally, []),
+                stream(Owner, Nodes, K + 1, Last, Tally#{boss_values => [V | Values]});
             V ->
                 Kind = if V =:= Prev + 1 -> ok;
                           V =:= 1 -> restart;
                           V > Prev + 1, Lost -> lost_ack;
-                          V < Prev, Lost -> restart_lost_ack;
+                          %% restarted, then took the lost call(s)
+                          V =< Prev, Lost -> restart_lost_ack;
                           true -> {bad, Id, Prev, V}
                        end,
                 stream(Owner, Nodes, K + 1, Last#{Id => {V, false}}, bump(Kind, Tally))
         catch
             exit:{timeout, _} ->
                 stream(Owner, Nodes, K + 1, Last#{Id => {Prev, true}}, bump(timeout, Tally));
+            exit:{{nodedown, _}, _} ->
+                %% The node went while the call waited: it may have been
+                %% applied there before.
+                stream(Owner, Nodes, K + 1, Last#{Id => {Prev, true}}, bump(nodedown, Tally));
             exit:_ ->
                 %% A call that failed at once never reached an entity.
                 stream(Owner, Nodes, K + 1, Last, bump(error, Tally))
@@ -234,9 +256,16 @@ assert_stream(Stream) ->
     unlink(Stream),
     Stream ! {stop, self()},
     Tally = receive {tally, T} -> T after 10000 -> ct:fail(stream_did_not_stop) end,
-    ct:log("stream: ~p", [Tally]),
+    Boss = lists:reverse(maps:get(boss_values, Tally, [])),
+    Drops = [{A, B} || length(Boss) > 1, {A, B} <- lists:zip(lists:droplast(Boss), tl(Boss)), B =< A],
+    ct:log("stream: ~p~nsingleton: ~b answers, went back at ~w", [maps:remove(boss_values, Tally),
+                                                               length(Boss), Drops]),
     ?assertEqual([], [K || {bad, _, _, _} = K <- maps:keys(Tally)]),
     ?assert(maps:get(ok, Tally, 0) > 0),
+    %% The singleton's values only go up, but for one restart where its
+    %% member was lost: two instances answering would go back and forth.
+    ?assert(length(Boss) > 0),
+    ?assert(length(Drops) =< 1, {singleton_went_back, Drops, Boss}),
     ok.
 
 %%====================================================================
@@ -244,7 +273,7 @@ assert_stream(Stream) ->
 %%====================================================================
 
 opts(I) ->
-    #{name => name(I), netns => ns(I),
+    #{name => name(I), netns => ns(I), singletons => [{boss, counter}],
       config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
                   failure_timeout_ms => 1000, stable_after_ms => 2000,
                   retry_interval_ms => 500, rebalance_interval_ms => 300}}.
@@ -366,6 +395,7 @@ all_answer(Nodes) ->
                       lists:all(fun(I) ->
                                         is_integer(catch gen_server:call({counter, N}, {I, get}, 1000))
                                 end, lists:seq(0, ?IDS - 1))
+                          andalso is_integer(catch gen_server:call({boss, N}, get, 1000))
               end, Nodes).
 
 await(Fun) ->
