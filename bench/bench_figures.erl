@@ -150,7 +150,9 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
              {io_lib:format("state move: ~s counters in ~b shards to a joining node, ms (up -> balanced)",
                             [fmt(E), ?MOVE_SHARDS div 2]), move_ms},
              {"state move: p99 of other traffic meanwhile, us (get calls to shards not moving)",
-              move_other_p99}])],
+              move_other_p99},
+             {"singleton hand-over, ms (leave of the oldest -> first answer from the next oldest)",
+              singleton_handover_ms}])],
     ok.
 
 %% Everything else running on the machine shares its cores with the three

@@ -7,7 +7,7 @@
 %% dictionary.
 -module(bench_nodes).
 
--export([with_load_nodes/2, with_node/4, with_c_node/4,
+-export([with_load_nodes/2, with_node/4, with_c_node/4, start_c/3, stop/1, stop_quietly/1,
          all_gone/0, cleanup/0, note_ospid/2,
          cpu_us/1, rss_kb/1]).
 

@@ -169,7 +169,8 @@ measure(System, Round, Cfg) ->
     M4 = case System of
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg),
-                                       postgres_figures(Cfg), state_move_figures(Cfg)]);
+                                       postgres_figures(Cfg), state_move_figures(Cfg),
+                                       singleton_figures(Cfg)]);
              beam -> #{}
          end,
     maps:merge(M1, maps:merge(M2, maps:merge(M3, M4))).
@@ -472,6 +473,70 @@ state_move_figures(#{tag := Tag, entities := E, clients := C, window := W} = Cfg
                   [exit(P, kill) || P <- Traffic]
               end
       end).
+
+%% A cluster singleton's hand-over: two nodes host the singleton
+%% bench_boss (a counter), A the oldest, so it runs there. A client
+%% increments it through B, one call after another, while A leaves
+%% (SIGTERM): the instance stops on A and starts on B with its count.
+%% Measured: from the start of the leave to the first answer after the
+%% longest pause in the client's answers (the first from the instance on
+%% B). Every answer must be the one before plus one: the state moved.
+singleton_figures(Cfg) ->
+    Opts = #{types => [counter], singletons => [{bench_boss, counter}],
+             config => #{heartbeat_interval_ms => 200, retry_interval_ms => 200}},
+    SysA = bench_nodes:start_c("bench_sa", Opts, Cfg),
+    #{node := A} = SysA,
+    try
+        bench_nodes:with_c_node(
+          "bench_sb", Opts#{join => [A]}, Cfg,
+          fun(#{node := B}) ->
+                  ok = shardnode_poll:until(
+                         fun() -> {ok, A} =:= catch gen_server:call({shardnode, B}, {singleton, bench_boss}) end,
+                         ?CALL_TIMEOUT),
+                  [_ = gen_server:call({bench_boss, B}, incr, ?CALL_TIMEOUT) || _ <- lists:seq(1, 1000)],
+                  Self = self(),
+                  Client = spawn_link(fun() -> singleton_client(Self, B, 0, []) end),
+                  receive {Client, warm} -> ok after ?CALL_TIMEOUT -> erlang:error(singleton_client_silent) end,
+                  T0 = erlang:monotonic_time(),
+                  ok = bench_nodes:stop(SysA),
+                  Client ! {self(), more, 200},
+                  Answers = receive {Client, answers, As} -> lists:reverse(As)
+                            after 2 * ?CALL_TIMEOUT -> erlang:error(singleton_client_stuck)
+                            end,
+                  unlink(Client),
+                  Values = [V || {_, V} <- Answers],
+                  Values =:= lists:seq(1001, 1000 + length(Values))
+                      orelse erlang:error({singleton_values_not_consecutive, Values}),
+                  {ok, B} = gen_server:call({shardnode, B}, {singleton, bench_boss}),
+                  After = [T0 | [T || {T, _} <- Answers, T >= T0]],
+                  {_, Resumed} = lists:max([{T2 - T1, T2} || {T1, T2} <- lists:zip(lists:droplast(After), tl(After))]),
+                  Ms = bench_figures:us(Resumed - T0) / 1000,
+                  progress("singleton", "hand-over in ~s ms (leave of the oldest -> first answer on the next), "
+                           "~b answers, all consecutive", [fmt(Ms), length(Values)]),
+                  #{singleton_handover_ms => Ms}
+          end)
+    after
+        %% A is gone after its leave, unless something failed first.
+        lists:member(A, shardnode:which_nodes()) andalso bench_nodes:stop_quietly(SysA)
+    end.
+
+%% Increments bench_boss through Node in a loop, keeping {Time, Value};
+%% says `warm' after 100 answers; on {From, more, N}, answers N more and
+%% sends them all.
+singleton_client(Parent, Node, N, Acc) ->
+    N =:= 100 andalso (Parent ! {self(), warm}),
+    receive
+        {From, more, More} -> singleton_finish(From, Node, More, Acc)
+    after 0 ->
+        V = gen_server:call({bench_boss, Node}, incr, ?CALL_TIMEOUT),
+        singleton_client(Parent, Node, N + 1, [{erlang:monotonic_time(), V} | Acc])
+    end.
+
+singleton_finish(From, _Node, 0, Acc) ->
+    From ! {self(), answers, Acc};
+singleton_finish(From, Node, More, Acc) ->
+    V = gen_server:call({bench_boss, Node}, incr, ?CALL_TIMEOUT),
+    singleton_finish(From, Node, More - 1, [{erlang:monotonic_time(), V} | Acc]).
 
 %% Open-loop traffic: each of MOVE_TRAFFIC_CLIENTS generators starts a
 %% `get' call through Sys to a random counter among 1..N every millisecond,
