@@ -18,7 +18,8 @@
          the_database_away_past_store_timeout_fails_calls/1,
          a_whole_cluster_restart_keeps_every_value/1,
          a_paused_members_stale_write_is_refused/1,
-         two_clusters_on_one_database_take_turns_never_both/1]).
+         two_clusters_on_one_database_take_turns_never_both/1,
+         a_crashed_singleton_continues_from_the_database/1]).
 
 -define(SHARDS, 30).
 
@@ -32,7 +33,8 @@ all() ->
      the_database_away_past_store_timeout_fails_calls,
      a_whole_cluster_restart_keeps_every_value,
      a_paused_members_stale_write_is_refused,
-     two_clusters_on_one_database_take_turns_never_both].
+     two_clusters_on_one_database_take_turns_never_both,
+     a_crashed_singleton_continues_from_the_database].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -245,6 +247,28 @@ two_clusters_on_one_database_take_turns_never_both(Config) ->
 %%====================================================================
 %% Helpers
 %%====================================================================
+
+%% The cluster singleton boss (a counter) runs on A, the oldest of three.
+%% A is killed with SIGKILL: once it is downed, B, the next oldest, starts
+%% the instance from the database, so it continues from the last
+%% acknowledged value (Akka's singleton would start afresh).
+a_crashed_singleton_continues_from_the_database(Config) ->
+    [OA, OB, OC] = [(opts(Config, "pg"))#{singletons => [{boss, counter}]} || _ <- [a, b, c]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+    Up = lists:sort([A, B, C]),
+    await(fun() -> lists:all(fun(X) -> members(X) =:= Up end, [A, B, C]) end),
+    ?assertEqual({ok, A}, gen_server:call({shardnode, C}, {singleton, boss})),
+    ?assertEqual(lists:seq(1, 30), [gen_server:call({boss, X}, incr, 10000) || _ <- lists:seq(1, 10), X <- [A, B, C]]),
+    ok = shardnode:kill_node(A),
+    await(fun() -> {ok, B} =:= gen_server:call({shardnode, C}, {singleton, boss}) end),
+    Next = fun() ->
+                   try gen_server:call({boss, C}, incr, 2000) of V -> {ok, V}
+                   catch exit:_ -> false
+                   end
+           end,
+    ?assertEqual({ok, 31}, shardnode_poll:value(Next, 20000)),
+    ?assertEqual(32, gen_server:call({boss, B}, incr, 10000)).
 
 expected(I) -> 1 + I rem 7.
 
