@@ -15,6 +15,7 @@
          the_oldest_leaves_and_the_state_moves_in_order/1,
          the_oldest_crashes_and_the_next_oldest_serves/1,
          a_proxy_is_down_only_when_its_member_stops/1,
+         a_proxy_only_node_reaches_it/1,
          singleton_settings_are_checked/1]).
 
 suite() -> [{timetrap, {minutes, 3}}].
@@ -25,6 +26,7 @@ all() ->
      the_oldest_leaves_and_the_state_moves_in_order,
      the_oldest_crashes_and_the_next_oldest_serves,
      a_proxy_is_down_only_when_its_member_stops,
+     a_proxy_only_node_reaches_it,
      singleton_settings_are_checked].
 
 init_per_suite(Config) ->
@@ -134,6 +136,19 @@ a_proxy_is_down_only_when_its_member_stops(Config) ->
     receive {'DOWN', Ref, process, {boss, C}, _} -> ok after 10000 -> ct:fail(no_down) end,
     ?assertEqual(3, gen_server:call({boss, B}, incr, 10000)),
     ok.
+
+%% A proxy-only member (it hosts nothing) registers the name too and routes
+%% to the instance on A; it never runs it, not even once A leaves.
+a_proxy_only_node_reaches_it(Config) ->
+    [A, B, _] = ?config(nodes, Config),
+    {[P], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A], proxy_only => true}]),
+    ?assertEqual(1, call_until_served(P, incr)),
+    ?assertEqual(2, gen_server:call({boss, A}, incr, 10000)),
+    ok = shardnode:stop_node(A),
+    await(fun() -> {ok, B} =:= gen_server:call({shardnode, P}, {singleton, boss}) end),
+    ?assertEqual(3, call_until_served(P, incr)),
+    ?assertNot(runs_here(P)),
+    ok = shardnode:stop_node(P).
 
 %% A singleton named as a type, or whose type the node does not host, is
 %% refused at start with one line saying why.
