@@ -69,6 +69,11 @@ one_instance_on_the_oldest_whichever_node_is_called(Config) ->
     ?assertNot(runs_here(C)),
     %% the type itself is untouched: its entities are its own
     ?assertEqual(1, gen_server:call({counter, C}, {boss, incr})),
+    %% idle for longer than passivate_idle_after_ms: the counter entity
+    %% stopped (it starts afresh), the singleton kept its count
+    await(fun() -> live_entities(C) =:= 0 end),
+    ?assertEqual(1, gen_server:call({counter, C}, {boss, incr})),
+    ?assertEqual(13, gen_server:call({boss, B}, incr, 10000)),
     ok.
 
 %% A tell's reply comes back to the sender as {Name, Reply}.
@@ -174,7 +179,14 @@ opts() ->
     #{types => [counter, echo],
       singletons => [{boss, counter}],
       config => #{heartbeat_interval_ms => 200, rebalance_interval_ms => 300, retry_interval_ms => 300,
-                  failure_timeout_ms => 1000, stable_after_ms => 1000}}.
+                  failure_timeout_ms => 1000, stable_after_ms => 1000,
+                  %% entities idle this long stop; the singleton does not
+                  passivate_idle_after_ms => 200}}.
+
+%% Live entities of counter through all of the cluster's regions.
+live_entities(Node) ->
+    {ok, Stats} = gen_server:call({counter, Node}, get_cluster_sharding_stats, 5000),
+    lists:sum([Count || PerNode <- maps:values(Stats), Count <- maps:values(PerNode)]).
 
 %% Whether the node's log says the instance runs there (and has not been
 %% handed over since).

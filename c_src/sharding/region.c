@@ -344,9 +344,10 @@ static void on_idle_sweep(struct evloop *loop, void *arg)
 	struct region *r = arg;
 	uint32_t now = region_now32(r);
 	/* Without a lease, entity code must not run (their stop callbacks), and
-	 * held messages make entities look idle. A shard sending its states
+	 * held messages make entities look idle. A singleton is never idle: it
+	 * runs as long as its member is the oldest. A shard sending its states
 	 * to its new home is frozen: not hosted, so left alone. */
-	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_may_deliver(r); s++)
+	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_may_deliver(r) && !r->cfg.singleton; s++)
 		if (r->slots[s].shard != NULL && region_slot_hosted(&r->slots[s].st))
 			shard_passivate_idle(r->slots[s].shard, now, r->cfg.passivate_idle_after_ms);
 	uint32_t every = r->cfg.passivate_idle_after_ms / 4;
