@@ -15,6 +15,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(shardnode_ct, [members/1, pause/1, resume/1, member_status/2]).
+
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([stream/5]). %% runs on the BEAM peers too
@@ -194,9 +196,9 @@ coordinator_node_leaves_under_load(Config) ->
 unreachable_member_is_downed_by_hand(Config) ->
     [A, B, C] = ?config(nodes, Config),
     ok = shardnode:kill_node(C),
-    await(fun() -> status(A, C) =:= unreachable end),
+    await(fun() -> member_status(A, C) =:= unreachable end),
     ?assertEqual(ok, gen_server:call({shardnode, A}, {down, C})),
-    await(fun() -> status(A, C) =:= down andalso status(B, C) =:= down end),
+    await(fun() -> member_status(A, C) =:= down andalso member_status(B, C) =:= down end),
     Ids = ids_covering_all_shards(),
     [?assert(is_integer(call(lists:nth(1 + I rem 2, [A, B]), I, get))) || I <- Ids],
     ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)),
@@ -216,8 +218,8 @@ paused_member_is_downed_and_stays_silent(Config) ->
     pause(C),
     Self = self(),
     Late = spawn(fun() -> Self ! {late, catch gen_server:call({counter, C}, {OnC, {incr, 100}}, 60000)} end),
-    await(fun() -> lists:member(status(A, C), [down, absent]) andalso
-                       lists:member(status(B, C), [down, absent]) end),
+    await(fun() -> lists:member(member_status(A, C), [down, absent]) andalso
+                       lists:member(member_status(B, C), [down, absent]) end),
     %% Once C's lease has run out its shards are allocated again, and its
     %% entities start afresh on A or B (nothing remembers them).
     await(fun() -> try_call(B, OnC, get) =:= {ok, 0} end),
@@ -274,8 +276,8 @@ cut_off_seed_admits_nobody(Config) ->
     pause(C),
     await(fun() -> lacks_quorum(A) end),
     {[D], _} = shardnode_ct:start_nodes(Config, [(case_opts(cut_off_seed_admits_nobody))#{join => [A]}]),
-    await(fun() -> status(A, D) =:= joining end),
-    ?assertEqual(timeout, shardnode_poll:until(fun() -> status(A, D) =/= joining end, 1500)),
+    await(fun() -> member_status(A, D) =:= joining end),
+    ?assertEqual(timeout, shardnode_poll:until(fun() -> member_status(A, D) =/= joining end, 1500)),
     resume(B),
     resume(C),
     await_members([A, B, C, D], [A, B, C, D]),
@@ -287,7 +289,7 @@ cut_off_seed_admits_nobody(Config) ->
 downed_node_rejoins_under_its_name(Config) ->
     [A, B, C] = ?config(nodes, Config),
     ok = shardnode:kill_node(C),
-    await(fun() -> status(A, C) =:= down andalso status(B, C) =:= down end),
+    await(fun() -> member_status(A, C) =:= down andalso member_status(B, C) =:= down end),
     {[C], _} = shardnode_ct:start_nodes(Config, [(opts())#{name => atom_to_list(C), join => [B]}]),
     await_members([A, B, C], [A, B, C]),
     Ids = ids_covering_all_shards(),
@@ -341,7 +343,7 @@ two_members_killed_and_restarted_at_once(Config) ->
     await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, Ids) end),
     ok = shardnode:kill_node(D),
     ok = shardnode:kill_node(E),
-    await(fun() -> status(A, D) =:= down andalso status(A, E) =:= down end),
+    await(fun() -> member_status(A, D) =:= down andalso member_status(A, E) =:= down end),
     {[D, E], _} = Restart(),
     await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, Ids) end),
     shardnode_ct:stop_nodes(Config, [D, E]).
@@ -358,7 +360,7 @@ crash_is_seen_cluster_wide_and_said_once(Config) ->
                   [{ok, ViewA}, {ok, ViewB}] = [gen_server:call({shardnode, N}, reachability) || N <- [A, B]],
                   lists:sort(ViewA) =:= Both andalso lists:sort(ViewB) =:= Both
           end),
-    await(fun() -> status(A, C) =:= down andalso status(B, C) =:= down end),
+    await(fun() -> member_status(A, C) =:= down andalso member_status(B, C) =:= down end),
     {ok, Lines} = shardnode:output(A),
     Said = [L || L <- Lines, binary:match(L, <<"cannot reach ", (atom_to_binary(C))/binary>>) =/= nomatch],
     ?assertEqual(1, length(Said), Said).
@@ -370,7 +372,7 @@ last_members_stopped_at_once_exit_promptly(Config) ->
     [A, B, C] = ?config(nodes, Config),
     [0 = call(A, I, get) || I <- ids_covering_all_shards()],
     ok = shardnode:kill_node(C),
-    await(fun() -> status(A, C) =:= down andalso status(B, C) =:= down end),
+    await(fun() -> member_status(A, C) =:= down andalso member_status(B, C) =:= down end),
     Self = self(),
     [spawn_link(fun() -> Self ! {stopped, N, shardnode:stop_node(N, 10000)} end) || N <- [A, B]],
     [receive {stopped, N, Result} -> ?assertEqual({N, ok}, {N, Result}) end || N <- [A, B]],
@@ -400,7 +402,7 @@ remembered_entities_restart_after_a_crash(Config) ->
     Want = lists:sort(Ids -- [Gone]),
     await(fun() -> lists:sort(live_ids([A, B, C])) =:= Want end),
     ok = shardnode:kill_node(C),
-    await(fun() -> status(A, C) =:= down end),
+    await(fun() -> member_status(A, C) =:= down end),
     await(fun() -> lists:sort(live_ids([A, B])) =:= Want end),
     ?assertEqual(?SHARDS, shard_count(A) + shard_count(B)),
     Opts = case_opts(remembered_entities_restart_after_a_crash),
@@ -602,7 +604,7 @@ crashed_proxy_does_not_hold_up_handoffs(Config) ->
     Ids = ids_covering_all_shards(),
     [?assertEqual(1, call(P, I, incr)) || I <- Ids],
     ok = shardnode:kill_node(P),
-    await(fun() -> status(A, P) =:= down end),
+    await(fun() -> member_status(A, P) =:= down end),
     {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
     await(fun() ->
                   Counts = [shard_count(N) || N <- [A, B, C, D]],
@@ -620,7 +622,7 @@ rebalance_after_a_crash_does_not_wait_for_the_dead(Config) ->
     [0 = call(A, I, get) || I <- Ids],
     await(fun() -> [shard_count(N) || N <- [A, B, C]] =:= [10, 10, 10] end),
     ok = shardnode:kill_node(C),
-    await(fun() -> status(A, C) =:= down end),
+    await(fun() -> member_status(A, C) =:= down end),
     {[D], _} = shardnode_ct:start_nodes(Config, [(opts())#{join => [A]}]),
     await(fun() ->
                   [_ = try_call(A, I, get) || I <- Ids],
@@ -652,15 +654,8 @@ case_opts(remembered_entities_restart_after_a_crash) ->
 case_opts(_) ->
     opts().
 
-%% SIGSTOP: the process stops answering but its sockets stay open.
-pause(Node) -> signal(Node, "STOP").
 
-resume(Node) -> signal(Node, "CONT").
 
-signal(Node, Sig) ->
-    {ok, OsPid} = shardnode:os_pid(Node),
-    [] = os:cmd(io_lib:format("kill -~s ~b", [Sig, OsPid])),
-    ok.
 
 hosts(Node, Id) ->
     {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),
@@ -704,18 +699,7 @@ shard_count(Node, Type) ->
     {ok, State} = gen_server:call({Type, Node}, get_shard_region_state),
     maps:size(State).
 
-members(Node) ->
-    case catch gen_server:call({shardnode, Node}, members, 2000) of
-        {ok, Ms} -> [N || #{node := N, status := up} <- Ms];
-        _ -> error
-    end.
 
-status(Node, Of) ->
-    {ok, Ms} = gen_server:call({shardnode, Node}, members, 2000),
-    case [S || #{node := N, status := S} <- Ms, N =:= Of] of
-        [S] -> S;
-        [] -> absent
-    end.
 
 %% Waits until every node in `At' lists exactly `Expected' as up members,
 %% in that order.

@@ -16,6 +16,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(shardnode_ct, [member_status/2]).
+
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([five_nodes_join_at_once/1,
@@ -107,7 +109,7 @@ one_cut_link_costs_one_member(Config) ->
     Stream = start_stream(Nodes),
     cut(1, 3),
     %% Downed, then removed once it has gone.
-    await(fun() -> lists:member(status(N2, N3), [down, absent]) end),
+    await(fun() -> lists:member(member_status(N2, N3), [down, absent]) end),
     Survivors = [N1, N2, N4, N5],
     await(fun() -> not lists:member(N3, shardnode:which_nodes()) end),
     heal(),
@@ -123,7 +125,7 @@ one_lossy_member_costs_only_itself(Config) ->
     Stream = start_stream(Nodes),
     lossy(3, "0.3"),
     %% The fault lasts until n3 is downed, or 15 s at most.
-    Outcome = shardnode_poll:until(fun() -> lists:member(status(N1, N3), [down, absent]) end, 15000),
+    Outcome = shardnode_poll:until(fun() -> lists:member(member_status(N1, N3), [down, absent]) end, 15000),
     heal(),
     ct:log("n3 with 30 % loss: ~ts", [case Outcome of ok -> "downed"; timeout -> "kept for 15 s"
                                            end]),
@@ -179,7 +181,7 @@ killed_member_restarts(Config) ->
     N5 = lists:last(Nodes),
     Stream = start_stream(Nodes),
     ok = shardnode:kill_node(N5),
-    await(fun() -> lists:member(status(N1, N5), [down, absent]) end),
+    await(fun() -> lists:member(member_status(N1, N5), [down, absent]) end),
     await(fun() -> all_answer(lists:droplast(Nodes)) end),
     {[N5], _} = shardnode_ct:start_nodes(Config, [(opts(?N))#{join => [N1]}]),
     await(fun() -> same_up_members(Nodes, Nodes) end),
@@ -378,15 +380,6 @@ same_up_members(At, Expected) ->
                       end
               end, At).
 
-status(Node, Of) ->
-    case catch gen_server:call({shardnode, Node}, members, 2000) of
-        {ok, Ms} ->
-            case [S || #{node := M, status := S} <- Ms, M =:= Of] of
-                [S] -> S;
-                [] -> absent
-            end;
-        _ -> unknown
-    end.
 
 %% Every entity answers through every node of `Nodes' (stops at the first
 %% that does not).

@@ -9,6 +9,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(shardnode_ct, [pause/1, resume/1]).
+
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([a_restart_continues_every_entity/1,
@@ -330,15 +332,8 @@ hosts(Node, Id) ->
     {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),
     maps:is_key(erlang:phash2(Id, ?SHARDS), State).
 
-%% SIGSTOP: the process stops answering but its sockets stay open.
-pause(Node) -> signal(Node, "STOP").
 
-resume(Node) -> signal(Node, "CONT").
 
-signal(Node, Sig) ->
-    {ok, OsPid} = shardnode:os_pid(Node),
-    [] = os:cmd(io_lib:format("kill -~s ~b", [Sig, OsPid])),
-    ok.
 
 %% The counter's stored state, in hex, as the database holds it.
 stored(Config, Id) ->

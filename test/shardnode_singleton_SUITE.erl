@@ -8,6 +8,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(shardnode_ct, [members/1, member_status/2]).
+
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([one_instance_on_the_oldest_whichever_node_is_called/1,
@@ -120,7 +122,7 @@ the_oldest_crashes_and_the_next_oldest_serves(Config) ->
     [A, B, C] = ?config(nodes, Config),
     5 = gen_server:call({boss, B}, {incr, 5}, 10000),
     ok = shardnode:kill_node(A),
-    await(fun() -> lists:member(status(B, A), [down, absent]) andalso lists:member(status(C, A), [down, absent]) end),
+    await(fun() -> lists:member(member_status(B, A), [down, absent]) andalso lists:member(member_status(C, A), [down, absent]) end),
     ?assertEqual({ok, B}, gen_server:call({shardnode, C}, {singleton, boss})),
     ?assertEqual(1, call_until_served(C, incr)),
     ?assertEqual(2, gen_server:call({boss, B}, incr, 10000)),
@@ -218,18 +220,7 @@ collect(Count, Deadline) ->
     after Left -> []
     end.
 
-status(Node, Of) ->
-    {ok, Ms} = gen_server:call({shardnode, Node}, members, 2000),
-    case [S || #{node := N, status := S} <- Ms, N =:= Of] of
-        [S] -> S;
-        [] -> absent
-    end.
 
-members(Node) ->
-    case catch gen_server:call({shardnode, Node}, members, 2000) of
-        {ok, Ms} -> [N || #{node := N, status := up} <- Ms];
-        _ -> error
-    end.
 
 await(Fun) ->
     case shardnode_poll:until(Fun, 15000) of

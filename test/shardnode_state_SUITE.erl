@@ -11,6 +11,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(shardnode_ct, [members/1]).
+
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([values_survive_a_rebalance/1,
@@ -225,11 +227,6 @@ live_count(Node, Type) ->
 balanced(Counts) ->
     lists:max(Counts) - lists:min(Counts) =< 1.
 
-members(Node) ->
-    case catch gen_server:call({shardnode, Node}, members, 2000) of
-        {ok, Ms} -> [N || #{node := N, status := up} <- Ms];
-        _ -> error
-    end.
 
 await_members(At, Expected) ->
     await(fun() -> lists:all(fun(N) -> members(N) =:= Expected end, At) end).

@@ -11,6 +11,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(shardnode_ct, [members/1]).
+
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([a_restart_continues_every_entity/1,
@@ -323,11 +325,6 @@ shard_count(Node) ->
 balanced(Counts) ->
     lists:max(Counts) - lists:min(Counts) =< 1.
 
-members(Node) ->
-    case catch gen_server:call({shardnode, Node}, members, 2000) of
-        {ok, Ms} -> [X || #{node := X, status := up} <- Ms];
-        _ -> error
-    end.
 
 await_members(At, Expected) ->
     await(fun() -> lists:all(fun(X) -> members(X) =:= Expected end, At) end).

@@ -34,7 +34,11 @@
          log_output/1,
          start_peer/2,
          start_peer/3,
-         stop_peer/1]).
+         stop_peer/1,
+         members/1,
+         member_status/2,
+         pause/1,
+         resume/1]).
 
 -define(KEY, shardnode_nodes).
 -define(STOP_GRACE_KEY, shardnode_stop_grace_ms).
@@ -115,6 +119,43 @@ started_nodes(Config) ->
 gone(Node) ->
     not shardnode_node:registered(Node)
         andalso not (pingable(Node) andalso net_adm:ping(Node) =:= pong).
+
+%% @doc The members `Node' lists as `up', oldest first (its admin's
+%% `members'), or `error' when it does not answer within 2 s.
+-spec members(node()) -> [node()] | error.
+members(Node) ->
+    case catch gen_server:call({shardnode, Node}, members, 2000) of
+        {ok, Ms} -> [M || #{node := M, status := up} <- Ms];
+        _ -> error
+    end.
+
+%% @doc The status `Node' gives member `Of' (`up', `unreachable', `down',
+%% ...), `absent' when it lists no such member, `unknown' when it does not
+%% answer within 2 s.
+-spec member_status(node(), node()) -> atom().
+member_status(Node, Of) ->
+    case catch gen_server:call({shardnode, Node}, members, 2000) of
+        {ok, Ms} ->
+            case [S || #{node := M, status := S} <- Ms, M =:= Of] of
+                [S] -> S;
+                [] -> absent
+            end;
+        _ -> unknown
+    end.
+
+%% @doc SIGSTOP to a node started by {@link shardnode:start_node/1}: it stops
+%% answering while its sockets stay open, as a hung machine's would.
+-spec pause(node()) -> ok.
+pause(Node) -> signal(Node, "STOP").
+
+%% @doc SIGCONT: a paused node goes on.
+-spec resume(node()) -> ok.
+resume(Node) -> signal(Node, "CONT").
+
+signal(Node, Sig) ->
+    {ok, OsPid} = shardnode:os_pid(Node),
+    [] = os:cmd(io_lib:format("kill -~s ~b", [Sig, OsPid])),
+    ok.
 
 %% @doc A node name (the part before the `@') unique on this host across
 %% test runs: `Prefix', the OS pid of this node, and a counter.
