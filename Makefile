@@ -11,7 +11,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wfor
 PQ_INC  := /usr/include/postgresql
 CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -I$(PQ_INC) -Ic_src
 OPT     := -O2
-LDLIBS  := -L$(EI_LIB) -lei -llmdb -lpq -lcrypto -lbsd -lpthread -ldl
+LDLIBS  := -L$(EI_LIB) -lei -llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl
 # The node exports its symbols, and all of ei, so entity plugins loaded
 # from priv/*.so can call any ei function and entity_reply_unknown.
 NODE_LDFLAGS := -rdynamic -Wl,--whole-archive $(EI_LIB)/libei.a -Wl,--no-whole-archive
@@ -147,7 +147,7 @@ build/fuzz/libsn_fuzz.a: $(FUZZ_OBJ)
 build/fuzz/%_fuzz: fuzz/%_fuzz.c build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a $(HDR)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a \
-		-llmdb -lpq -lcrypto -lbsd -lpthread -ldl -lm
+		-llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl -lm
 
 fuzz: $(FUZZ_PROGS)
 	@mkdir -p build/fuzz/crashes

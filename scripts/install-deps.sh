@@ -9,9 +9,10 @@ packages=(
 	erlang-nox        # erl, epmd: the BEAM the tests talk to
 	erlang-src        # OTP sources, for reading (gen.erl, dist_util.erl)
 	erlang-common-test
+	erlang-ssl        # inet_tls_dist: the TLS BEAM nodes the TLS tests talk to
 	erlang-tools
 	rebar3            # builds erl_wrapper/ and runs common_test
-	libssl-dev        # OpenSSL: MD5 for the handshake digest
+	libssl-dev        # OpenSSL: MD5 for the handshake digest, TLS distribution
 	libbsd-dev        # strlcpy
 	liblmdb-dev       # state_store = lmdb: the embedded durable store
 	libpq-dev         # state_store = postgres: libpq
@@ -20,6 +21,7 @@ packages=(
 	clang             # the compiler the static analyzer drives, and the fuzz targets
 	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes clang links: make fuzz, fuzz-check
 	clang-tools       # scan-build: make analyze, run by make test
+	openssl           # the command the TLS tests make their certificates with (scripts/tls-certs.sh)
 	iproute2          # network namespaces for partition tests (scripts/partition-scenarios.sh)
 	iptables          # cutting links and dropping packets inside them
 )
