@@ -2,7 +2,8 @@
 # Makes the certificates the TLS tests use, in DIR (created), with the
 # openssl command; none are checked in. EC keys (P-256): quick to make.
 #   ca.pem ca.key            a CA
-#   node.pem node.key        a node certificate from it, for 127.0.0.1 and localhost
+#   node.pem node.key        a node certificate from it, for 127.0.0.1 and localhost (127.0.0.1
+#                            also as a DNS name: a BEAM checks the host of a node name so)
 #   other.pem other.key      a node certificate from a second CA (other-ca.pem), for the same names
 #   plain.pem                node.pem and node.key in one file (inet_tls_dist's certfile may hold both)
 # Usage: scripts/tls-certs.sh DIR
@@ -19,7 +20,7 @@ ca() { # name subject
 leaf() { # name ca subject
 	ec "$1.key"
 	openssl req -new -key "$1.key" -subj "/CN=$3" -out "$1.csr"
-	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' > "$1.ext"
+	printf 'subjectAltName=IP:127.0.0.1,DNS:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' > "$1.ext"
 	openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial -days 30 \
 		-extfile "$1.ext" -out "$1.pem" 2>/dev/null
 	rm -f "$1.csr" "$1.ext"

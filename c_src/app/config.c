@@ -56,11 +56,12 @@ void config_defaults(struct sn_config *c)
 	c->log_level = LOG_INFO;
 	c->state_store = STATE_STORE_MEMORY;
 	c->store_timeout_ms = 5000;
+	c->tls_verify_peer = true;
 }
 
 /* ---- keys ---- */
 
-enum key_kind { K_UINT, K_BOOL, K_DOWNING, K_PATH, K_LOGLEVEL, K_STATE_STORE };
+enum key_kind { K_UINT, K_BOOL, K_DOWNING, K_PATH, K_LOGLEVEL, K_STATE_STORE, K_TLS_VERIFY };
 
 struct key_spec {
 	const char *name;
@@ -94,6 +95,10 @@ static const struct key_spec keys[] = {
 	U(max_connections, 1, 1000000),
 	U(outq_max_bytes, 65536, 4000000000u),
 	{"log_level", K_LOGLEVEL, offsetof(struct sn_config, log_level), 0, 0},
+	{"tls_certfile", K_PATH, offsetof(struct sn_config, tls_certfile), 0, PATH_MAX},
+	{"tls_keyfile", K_PATH, offsetof(struct sn_config, tls_keyfile), 0, PATH_MAX},
+	{"tls_cacertfile", K_PATH, offsetof(struct sn_config, tls_cacertfile), 0, PATH_MAX},
+	{"tls_verify", K_TLS_VERIFY, offsetof(struct sn_config, tls_verify_peer), 0, 0},
 };
 #undef U
 
@@ -149,6 +154,14 @@ static int apply_value(struct sn_config *c, const struct key_spec *k, const stru
 			c->state_store = STATE_STORE_POSTGRES;
 		else
 			return fail(err, "%s: state_store expects memory, lmdb or postgres", origin);
+		return 0;
+	case K_TLS_VERIFY:
+		if (v->kind == V_ATOM && strcmp(v->text, "peer") == 0)
+			c->tls_verify_peer = true;
+		else if (v->kind == V_ATOM && strcmp(v->text, "none") == 0)
+			c->tls_verify_peer = false;
+		else
+			return fail(err, "%s: tls_verify expects peer or none", origin);
 		return 0;
 	case K_LOGLEVEL:
 		if (v->kind != V_ATOM || log_level_parse(v->text, &c->log_level) != 0)
@@ -693,6 +706,9 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	if (c->failure_timeout_ms <= c->heartbeat_interval_ms)
 		return fail(err, "failure_timeout_ms (%u) must be greater than heartbeat_interval_ms (%u)",
 			    c->failure_timeout_ms, c->heartbeat_interval_ms);
+	int ntls = (c->tls_certfile[0] != '\0') + (c->tls_keyfile[0] != '\0') + (c->tls_cacertfile[0] != '\0');
+	if (ntls != 0 && ntls != 3)
+		return fail(err, "TLS needs tls_certfile, tls_keyfile and tls_cacertfile, all three");
 	if (c->state_store == STATE_STORE_POSTGRES && c->postgres_conninfo[0] == '\0')
 		return fail(err, "state_store postgres needs postgres_conninfo (a libpq connection string)");
 	if (c->data_dir[0] == '\0') {

@@ -80,6 +80,12 @@ struct sn_config {
 	uint32_t max_connections;
 	uint32_t outq_max_bytes;     /* per peer; a peer that reads slower is disconnected */
 	enum log_level log_level;
+	/* TLS distribution (docs/contract.md "TLS"): all three files, or none
+	 * (plain TCP); tls_verify_peer false is tls_verify = none. */
+	char tls_certfile[PATH_MAX];
+	char tls_keyfile[PATH_MAX];
+	char tls_cacertfile[PATH_MAX];
+	bool tls_verify_peer;
 };
 
 /* Fills defaults (data_dir is left empty; config_parse_args derives it). */

@@ -15,6 +15,7 @@
 #include "app/admin.h"
 #include "cluster/membership.h"
 #include "dist/dist_node.h"
+#include "dist/dist_tls.h"
 #include "sharding/coordinator.h"
 #include "sharding/region.h"
 #include "store/state_lmdb.h"
@@ -96,8 +97,17 @@ static int start_loop(struct node_app *app)
 static int start_node(struct node_app *app)
 {
 	const struct sn_config *cfg = app->cfg;
+	if (cfg->tls_certfile[0] != '\0') {
+		struct dist_tls_config tcfg = {cfg->tls_certfile, cfg->tls_keyfile, cfg->tls_cacertfile,
+					       cfg->tls_verify_peer};
+		char err[DIST_TLS_ERR_BUF];
+		if ((app->tls = dist_tls_ctx_new(&tcfg, err)) == NULL) {
+			log_error(&app->log, "cannot set up TLS: %s", err);
+			return -EINVAL;
+		}
+	}
 	struct dist_node_config ncfg = {
-		.loop = app->loop,
+		.loop = app->loop, .tls = app->tls,
 		.log = &app->log,
 		.name = cfg->name,
 		.cookie = cfg->cookie,
@@ -303,8 +313,9 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 	if (rc)
 		return rc;
 	app->started = true;
-	log_info(&app->log, "node %s up: port %u, creation %u, types %zu%s", cfg->name, dist_node_port(app->node),
-		 dist_node_creation(app->node), cfg->ntypes, cfg->proxy_only ? " (proxy only)" : "");
+	log_info(&app->log, "node %s up: port %u, creation %u, types %zu%s%s", cfg->name, dist_node_port(app->node),
+		 dist_node_creation(app->node), cfg->ntypes, cfg->proxy_only ? " (proxy only)" : "",
+		 app->tls ? ", TLS" : "");
 	return 0;
 }
 
@@ -345,6 +356,8 @@ void node_app_stop(struct node_app *app)
 	app->admin = NULL;
 	dist_node_free(app->node);
 	app->node = NULL;
+	dist_tls_ctx_free(app->tls);
+	app->tls = NULL;
 	cluster_glue_stop(&app->glue);
 	if (app->sigfd >= 0) {
 		if (app->loop != NULL)

@@ -42,6 +42,7 @@ struct node_app {
 	struct evloop *loop;
 	int sigfd;                   /* -1: not open */
 	struct dist_node *node;
+	struct dist_tls_ctx *tls;    /* tls_certfile and the rest set; NULL: plain TCP */
 	struct admin *admin;
 	struct state_store *store;   /* state_store = lmdb or postgres; NULL: memory */
 	struct hosted_type hosted[NODE_TYPES_MAX];

@@ -50,6 +50,27 @@ static bool in_handshake(const struct dist_conn *c)
 
 static void conn_on_io(struct evloop *loop, int fd, uint32_t events, void *arg);
 
+/* Appends the handshake message an encoder just wrote, 2-byte framed, into
+ * c->hs_msg (`encoded` its result), to the output with the connection's
+ * framing: as it is over TCP, 4-byte framed inside TLS (dist_tls.h).
+ * Returns 0, or -ENOMEM (or the encoder's error). */
+static int queue_handshake(struct dist_conn *c, int encoded)
+{
+	struct bytebuf *m = &c->hs_msg;
+	int rc = encoded;
+	if (rc == 0 && c->tls == NULL) {
+		rc = bytebuf_append(&c->out, bytebuf_head(m), bytebuf_size(m));
+	} else if (rc == 0) {
+		uint8_t head[4];
+		be32_write(head, (uint32_t)(bytebuf_size(m) - 2));
+		rc = bytebuf_append(&c->out, head, sizeof head);
+		if (rc == 0)
+			rc = bytebuf_append(&c->out, bytebuf_head(m) + 2, bytebuf_size(m) - 2);
+	}
+	bytebuf_consume(m, bytebuf_size(m));
+	return rc;
+}
+
 static uint32_t random_u32(void)
 {
 	uint32_t v = 0;
@@ -64,9 +85,9 @@ static void conn_update_watch(struct dist_conn *c)
 	if (c->fd < 0)
 		return;
 	uint32_t ev = 0;
-	if (!c->reading_paused)
+	if (!c->reading_paused || c->tls_write_wants_read)
 		ev |= EPOLLIN;
-	if (bytebuf_size(&c->out) > 0 || c->state == CONN_CONNECTING)
+	if (bytebuf_size(&c->out) > 0 || c->state == CONN_CONNECTING || c->tls_read_wants_write)
 		ev |= EPOLLOUT;
 	evloop_rewatch(c->settings->loop, c->fd, ev);
 }
@@ -75,8 +96,20 @@ static void conn_update_watch(struct dist_conn *c)
  * socket failed (the caller closes). */
 static int conn_flush(struct dist_conn *c)
 {
+	c->tls_write_wants_read = false;
 	while (bytebuf_size(&c->out) > 0) {
-		ssize_t w = send(c->fd, bytebuf_head(&c->out), bytebuf_size(&c->out), MSG_NOSIGNAL);
+		ssize_t w;
+		if (c->tls != NULL) {
+			w = dist_tls_write(c->tls, bytebuf_head(&c->out), bytebuf_size(&c->out));
+			if (w == -EAGAIN) {
+				c->tls_write_wants_read = dist_tls_wants(c->tls) == DIST_TLS_WANTS_READ;
+				break;
+			}
+			if (w <= 0)
+				return w < 0 ? (int)w : -EPIPE;
+		} else {
+			w = send(c->fd, bytebuf_head(&c->out), bytebuf_size(&c->out), MSG_NOSIGNAL);
+		}
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -97,12 +130,20 @@ static int conn_flush(struct dist_conn *c)
 	return 0;
 }
 
+/* Why an I/O call that returned rc < 0 failed. */
+static const char *io_error(const struct dist_conn *c, int rc)
+{
+	if (rc == -EPROTO && c->tls != NULL)
+		return dist_tls_error(c->tls);
+	return strerror(-rc);
+}
+
 /* Flushes and closes on socket failure. Returns false if the connection closed. */
 static bool conn_flush_or_close(struct dist_conn *c)
 {
 	int rc = conn_flush(c);
 	if (rc) {
-		dist_conn_close(c, strerror(-rc));
+		dist_conn_close(c, io_error(c, rc));
 		return false;
 	}
 	return true;
@@ -142,6 +183,12 @@ int dist_conn_accept(struct dist_conn *c, const struct dist_settings *settings,
 	c->fd = fd;
 	conn_set_state(c, CONN_NAME_WAIT, "accepted");
 	set_socket_options(fd);
+	if (settings->tls != NULL && (c->tls = dist_tls_new(settings->tls, fd, true, NULL)) == NULL) {
+		close(fd);
+		c->fd = -1;
+		conn_set_state(c, CONN_CLOSED, "out of memory");
+		return -ENOMEM;
+	}
 	int rc = evloop_watch(settings->loop, fd, EPOLLIN, conn_on_io, c);
 	if (rc == 0)
 		rc = evloop_timer_start(settings->loop, &c->setup_timer, settings->setup_ms);
@@ -268,7 +315,8 @@ static bool flags_acceptable(struct dist_conn *c, uint64_t flags)
 static void send_challenge(struct dist_conn *c)
 {
 	c->our_challenge = random_u32();
-	if (handshake_encode_challenge(&c->out, DFLAG_OURS, c->our_challenge, c->settings->creation, c->settings->name)) {
+	if (queue_handshake(c, handshake_encode_challenge(&c->hs_msg, DFLAG_OURS, c->our_challenge, c->settings->creation,
+							  c->settings->name))) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -278,7 +326,7 @@ static void send_challenge(struct dist_conn *c)
 
 static void send_status(struct dist_conn *c, const char *status)
 {
-	if (handshake_encode_status(&c->out, status))
+	if (queue_handshake(c, handshake_encode_status(&c->hs_msg, status)))
 		dist_conn_close(c, "out of memory");
 }
 
@@ -374,7 +422,7 @@ static void on_reply(struct dist_conn *c, const uint8_t *msg, size_t len)
 		return;
 	}
 	handshake_digest(c->settings->cookie, their_challenge, expected);
-	if (handshake_encode_ack(&c->out, expected)) {
+	if (queue_handshake(c, handshake_encode_ack(&c->hs_msg, expected))) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -438,7 +486,7 @@ static void on_challenge(struct dist_conn *c, const uint8_t *msg, size_t len)
 	uint8_t digest[HANDSHAKE_DIGEST_LEN];
 	handshake_digest(c->settings->cookie, ch.challenge, digest);
 	c->our_challenge = random_u32();
-	if (handshake_encode_reply(&c->out, c->our_challenge, digest)) {
+	if (queue_handshake(c, handshake_encode_reply(&c->hs_msg, c->our_challenge, digest))) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -576,7 +624,7 @@ static void conn_process_input(struct dist_conn *c)
 				break;
 			}
 		} else if (in_handshake(c)) {
-			int rc = handshake_frame(head, avail, &body, &body_len, &consumed);
+			int rc = handshake_frame_sized(head, avail, c->tls != NULL ? 4 : 2, &body, &body_len, &consumed);
 			if (rc == 0)
 				return;
 			if (rc < 0) {
@@ -600,9 +648,29 @@ static void conn_on_readable(struct dist_conn *c)
 		dist_conn_close(c, "out of memory");
 		return;
 	}
-	ssize_t r = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
-	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-		const char *why = r == 0 ? "peer closed the connection" : strerror(errno);
+	ssize_t r;
+	int err = 0;
+	if (c->tls != NULL) {
+		c->tls_read_wants_write = false;
+		r = dist_tls_read(c->tls, c->in.data + c->in.len, READ_CHUNK);
+		if (r == -EAGAIN) {
+			/* A TLS step that must write first: EPOLLOUT brings us back. */
+			bool wants_write = dist_tls_wants(c->tls) == DIST_TLS_WANTS_WRITE;
+			if (wants_write != c->tls_read_wants_write) {
+				c->tls_read_wants_write = wants_write;
+				conn_update_watch(c);
+			}
+			return;
+		}
+		if (r < 0)
+			err = (int)-r;
+	} else {
+		r = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
+		if (r < 0)
+			err = errno == EAGAIN || errno == EINTR ? 0 : errno;
+	}
+	if (r == 0 || err != 0) {
+		const char *why = r == 0 ? "peer closed the connection" : io_error(c, -err);
 		if (c->state == CONN_STATUS_WAIT && bytebuf_size(&c->pending) > 0) {
 			/* A BEAM that is itself connecting to us may drop our attempt
 			 * without a status (net_kernel's already_pending). Its own
@@ -621,6 +689,9 @@ static void conn_on_readable(struct dist_conn *c)
 	conn_process_input(c);
 	if (c->state != CONN_CLOSED && bytebuf_size(&c->in) == 0)
 		bytebuf_shrink_idle(&c->in, 256 * 1024);
+	/* Bytes TLS decrypted and holds raise no readiness: read them now. */
+	if (c->state != CONN_CLOSED && c->tls != NULL && !c->reading_paused && dist_tls_pending(c->tls))
+		conn_on_readable(c);
 }
 
 static void conn_on_connected(struct dist_conn *c)
@@ -631,7 +702,16 @@ static void conn_on_connected(struct dist_conn *c)
 		dist_conn_close(c, strerror(soerr ? soerr : errno));
 		return;
 	}
-	if (handshake_encode_name(&c->out, DFLAG_OURS, c->settings->creation, c->settings->name)) {
+	if (c->settings->tls != NULL) {
+		/* The server's certificate must name the host of the node name,
+		 * as inet_tls_dist's server_name_indication. */
+		c->tls = dist_tls_new(c->settings->tls, c->fd, false, strchr(c->peer, '@') + 1);
+		if (c->tls == NULL) {
+			dist_conn_close(c, "out of memory");
+			return;
+		}
+	}
+	if (queue_handshake(c, handshake_encode_name(&c->hs_msg, DFLAG_OURS, c->settings->creation, c->settings->name))) {
 		dist_conn_close(c, "out of memory");
 		return;
 	}
@@ -649,9 +729,14 @@ static void conn_on_io(struct evloop *loop, int fd, uint32_t events, void *arg)
 			conn_on_connected(c);
 		return;
 	}
-	if ((events & EPOLLOUT) && !conn_flush_or_close(c))
+	/* A TLS write waiting for input is retried when input comes, a TLS
+	 * read waiting to write when the socket is writable. */
+	bool flush = (events & EPOLLOUT) || (c->tls_write_wants_read && (events & EPOLLIN));
+	bool read = (events & (EPOLLHUP | EPOLLERR)) || ((events & EPOLLIN) && !c->reading_paused) ||
+		    (c->tls_read_wants_write && (events & EPOLLOUT));
+	if (flush && !conn_flush_or_close(c))
 		return;
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+	if (read)
 		conn_on_readable(c);
 }
 
@@ -742,6 +827,12 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 		log_debug(c->settings->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
 	else if (c->peer[0])
 		log_info(c->settings->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
+	/* A refused certificate, a peer speaking plain TCP to TLS: one line,
+	 * also for a peer that never said its name. */
+	if (c->tls != NULL && dist_tls_error(c->tls)[0] != '\0')
+		log_warn(c->settings->log, "TLS connection %s failed: %s", peer_label(c), dist_tls_error(c->tls));
+	dist_tls_free(c->tls);
+	c->tls = NULL;
 	evloop_timer_stop(c->settings->loop, &c->setup_timer);
 	resolver_cancel(c->resolving);
 	c->resolving = NULL;
@@ -760,5 +851,6 @@ void dist_conn_free(struct dist_conn *c)
 	c->oversize_head = NULL;
 	bytebuf_free(&c->in);
 	bytebuf_free(&c->out);
+	bytebuf_free(&c->hs_msg);
 	bytebuf_free(&c->pending);
 }

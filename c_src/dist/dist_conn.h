@@ -20,6 +20,10 @@
  *
  * Packets sent before UP wait in `pending` and are flushed, in order, when
  * the connection comes up. Each handshake state has a deadline (setup_ms).
+ *
+ * With TLS (dist_settings.tls) every byte goes through a TLS session over
+ * the socket, whose handshake runs within the first reads and writes; the
+ * distribution handshake's messages are then 4-byte framed (dist_tls.h).
  */
 #ifndef SN_DIST_CONN_H
 #define SN_DIST_CONN_H
@@ -30,6 +34,7 @@
 #include "base/bytebuf.h"
 #include "dist/dist_frame.h"
 #include "dist/handshake.h"
+#include "dist/dist_tls.h"
 #include "dist/epmd.h"
 #include "base/evloop.h"
 #include "base/log.h"
@@ -72,6 +77,8 @@ struct dist_settings {
 	size_t outq_max_bytes;     /* close a connection whose output queue is above this */
 	uint32_t setup_ms;   /* handshake deadline, as net_setuptime */
 	struct resolver *resolver; /* host names of peers we connect to */
+	/* TLS for every connection, both roles (dist_tls.h); NULL: plain TCP. */
+	struct dist_tls_ctx *tls;
 };
 
 struct dist_conn;
@@ -107,11 +114,13 @@ struct dist_conn {
 	enum conn_state state;
 	bool initiator;
 	int fd;
+	struct dist_tls *tls;       /* the TLS session over fd; NULL: plain TCP */
 	char peer[NODE_NAME_BUF]; /* empty until the acceptor hears send_name */
 	uint64_t peer_flags;
 	uint32_t peer_creation;
 	uint32_t our_challenge;
 	struct bytebuf in, out;
+	struct bytebuf hs_msg;      /* a handshake message being encoded (queue_handshake) */
 	struct bytebuf pending;     /* framed packets queued before UP */
 	uint64_t pending_packets;   /* how many packets `pending` holds */
 	struct evloop_timer setup_timer;
@@ -121,6 +130,9 @@ struct dist_conn {
 	uint64_t last_rx_ms, last_tx_ms;
 	bool reading_paused;
 	bool was_up;                /* reached CONN_UP at some point */
+	/* A TLS write that waits for the socket to be readable, a read that
+	 * waits for it to be writable (a TLS handshake step). */
+	bool tls_write_wants_read, tls_read_wants_write;
 	uint64_t logged_ops;        /* unknown control ops already logged, by bit */
 	uint32_t malformed;         /* malformed packets dropped */
 	uint32_t oversized;         /* packets over max_message_bytes discarded */

@@ -774,7 +774,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	n->settings = (struct dist_settings){
 		.loop = cfg->loop, .log = cfg->log, .name = n->name, .cookie = n->cookie,
 		.max_message_bytes = cfg->max_message_bytes, .outq_pause = cfg->outq_pause, .outq_max_bytes = cfg->outq_max_bytes,
-		.setup_ms = cfg->setup_ms,
+		.setup_ms = cfg->setup_ms, .tls = cfg->tls,
 	};
 	n->hooks = (struct dist_conn_hooks){
 		.owner = n, .arbitrate = hook_arbitrate, .replace = hook_replace, .up = hook_up,

@@ -45,6 +45,9 @@ struct dist_node_config {
 	 * still listens and connects out, with creation 1. For harnesses that
 	 * start many nodes (the fuzz targets); a node of a cluster registers. */
 	bool unregistered;
+	/* TLS for every connection (dist_tls.h), not owned, outlives the
+	 * node; NULL: plain TCP. */
+	struct dist_tls_ctx *tls;
 };
 
 /* Listens, registers with epmd (starting it if needed; not when

@@ -18,19 +18,25 @@ static int copy_node_name(const uint8_t *src, size_t n, char out[NODE_NAME_BUF])
 	return 0;
 }
 
-int handshake_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_len, size_t *consumed)
+int handshake_frame_sized(const uint8_t *buf, size_t len, size_t len_bytes, const uint8_t **msg, size_t *msg_len,
+			  size_t *consumed)
 {
-	if (len < 2)
+	if (len < len_bytes)
 		return 0;
-	size_t n = be16_read(buf);
+	size_t n = len_bytes == 4 ? be32_read(buf) : be16_read(buf);
 	if (n == 0 || n > HANDSHAKE_MAX_MESSAGE)
 		return -EPROTO;
-	if (len - 2 < n)
+	if (len - len_bytes < n)
 		return 0;
-	*msg = buf + 2;
+	*msg = buf + len_bytes;
 	*msg_len = n;
-	*consumed = n + 2;
+	*consumed = n + len_bytes;
 	return 1;
+}
+
+int handshake_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_len, size_t *consumed)
+{
+	return handshake_frame_sized(buf, len, 2, msg, msg_len, consumed);
 }
 
 int handshake_decode_name(const uint8_t *msg, size_t len, struct handshake_name *out)

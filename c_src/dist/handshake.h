@@ -85,6 +85,10 @@ struct handshake_challenge {
  * Returns 1 and sets *msg, *msg_len (the body) and *consumed (body + 2);
  * 0 if more bytes are needed; -EPROTO if the length is 0 or > HANDSHAKE_MAX_MESSAGE. */
 int handshake_frame(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *msg_len, size_t *consumed);
+/* As handshake_frame with a length of `len_bytes` (2, or 4 inside TLS:
+ * inet_tls_dist runs the handshake over a {packet, 4} socket). */
+int handshake_frame_sized(const uint8_t *buf, size_t len, size_t len_bytes, const uint8_t **msg, size_t *msg_len,
+			  size_t *consumed);
 
 /* Decoders take one message body. Each returns 0 or -EPROTO (wrong tag, wrong
  * size, or a node name that is empty, too long, or not "alive@host"). */
