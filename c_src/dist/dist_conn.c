@@ -829,8 +829,15 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 		log_info(c->settings->log, "connection %s failed in %s: %s", peer_label(c), state_names[was], why);
 	/* A refused certificate, a peer speaking plain TCP to TLS: one line,
 	 * also for a peer that never said its name. */
-	if (c->tls != NULL && dist_tls_error(c->tls)[0] != '\0')
-		log_warn(c->settings->log, "TLS connection %s failed: %s", peer_label(c), dist_tls_error(c->tls));
+	if (c->tls != NULL && dist_tls_error(c->tls)[0] != '\0') {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof sa;
+		char addr[INET_ADDRSTRLEN] = "?";
+		if (getpeername(c->fd, (struct sockaddr *)&sa, &sl) == 0 && sa.sin_family == AF_INET)
+			inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof addr);
+		log_warn(c->settings->log, "TLS connection %s (%s) failed: %s", peer_label(c), addr,
+			 dist_tls_error(c->tls));
+	}
 	dist_tls_free(c->tls);
 	c->tls = NULL;
 	evloop_timer_stop(c->settings->loop, &c->setup_timer);

@@ -30,6 +30,8 @@ static void openssl_reason(char *out, size_t outsz, const char *what)
 	char reason[160] = "unknown reason";
 	if (e != 0)
 		ERR_error_string_n(e, reason, sizeof reason);
+	if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER)
+		snprintf(reason, sizeof reason, "the peer does not speak TLS (a plain TCP node?)");
 	ERR_clear_error();
 	snprintf(out, outsz, "%s: %s", what, reason);
 }

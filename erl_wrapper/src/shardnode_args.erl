@@ -107,7 +107,7 @@ build_command(Opts) ->
     #{node => Node,
       executable => Exe,
       args => ExeArgs,
-      check => check(Node, Mode),
+      check => check(Node, Mode, tls(Opts)),
       ready_timeout => ready_timeout(Opts)}.
 
 %% `netns': run the node inside a Linux network namespace, as
@@ -148,9 +148,20 @@ name(#{sname := SName0}) ->
 name(_) ->
     throw({command_error, missing_name}).
 
+%% Whether the C node speaks TLS distribution (its config sets
+%% tls_certfile).
+tls(#{config := #{tls_certfile := _}}) -> true;
+tls(_) -> false.
+
 %% Ask with ping when this node can reach the C node; a long-named node
-%% cannot connect to a short-named one or the other way round, so then the
-%% epmd registration is the sign of life.
+%% cannot connect to a short-named one or the other way round, nor a plain
+%% node to a TLS one, so then the epmd registration is the sign of life.
+check(Node, Mode, Tls) ->
+    case Tls =:= (init:get_argument(proto_dist) =:= {ok, [["inet_tls"]]}) of
+        true -> check(Node, Mode);
+        false -> {epmd, alive(Node)}
+    end.
+
 check(Node, Mode) ->
     Ours = case erlang:is_alive() of
                true ->

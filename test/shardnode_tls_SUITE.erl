@@ -1,0 +1,187 @@
+%% TLS distribution (docs/contract.md "TLS"): C nodes with tls_certfile,
+%% tls_keyfile and tls_cacertfile against real BEAM nodes started with
+%% -proto_dist inet_tls -ssl_dist_optfile. The certificates are made by
+%% scripts/tls-certs.sh (the openssl command) for the suite; none are
+%% checked in. The test node itself speaks plain TCP, so it drives the TLS
+%% BEAM nodes over their standard input (peer's standard_io connection).
+-module(shardnode_tls_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([suite/0, all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
+-export([a_tls_beam_node_pings_calls_tells_and_monitors/1,
+         c_nodes_cluster_over_tls/1,
+         a_plain_node_is_refused/1,
+         a_certificate_of_another_ca_is_refused/1,
+         a_stalled_tls_handshake_delays_nobody/1,
+         settings_that_cannot_load_stop_the_node/1]).
+-export([tell_and_wait/2, catch_call/2]).
+
+suite() -> [{timetrap, {minutes, 2}}].
+
+all() ->
+    [a_tls_beam_node_pings_calls_tells_and_monitors,
+     c_nodes_cluster_over_tls,
+     a_plain_node_is_refused,
+     a_certificate_of_another_ca_is_refused,
+     a_stalled_tls_handshake_delays_nobody,
+     settings_that_cannot_load_stop_the_node].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Dir = filename:join(?config(priv_dir, Config), "certs"),
+    Out = os:cmd(filename:join(root(), "scripts/tls-certs.sh") ++ " " ++ Dir ++ " 2>&1; echo rc=$?"),
+    ct:log("~ts", [Out]),
+    ?assertMatch({match, _}, re:run(Out, "rc=0")),
+    [{certs, Dir} | Config].
+
+end_per_suite(_Config) ->
+    ?assertEqual([], shardnode:which_nodes()),
+    ok.
+
+end_per_testcase(_Case, Config) ->
+    [shardnode_ct:stop_peer(P) || P <- get_peers()],
+    Started = shardnode_ct:started_nodes(Config),
+    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)).
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% A BEAM node over TLS reaches a TLS C node as it would a BEAM one.
+a_tls_beam_node_pings_calls_tells_and_monitors(Config) ->
+    {[C], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    P = tls_peer(Config, "node"),
+    ?assertEqual(pong, peer:call(P, net_adm, ping, [C])),
+    ?assertEqual(1, peer:call(P, gen_server, call, [{counter, C}, {<<"k">>, incr}])),
+    ?assertEqual({counter, <<"k">>, 2}, peer:call(P, ?MODULE, tell_and_wait, [{counter, C}, {<<"k">>, incr}])),
+    ?assertEqual({ok, [#{node => C, status => up}]}, peer:call(P, gen_server, call, [{shardnode, C}, members])),
+    ?assertMatch({'EXIT', {noproc, _}}, peer:call(P, ?MODULE, catch_call, [{nobody, C}, hi])),
+    ?assertMatch([C], peer:call(P, erlang, nodes, [hidden])).
+
+%% Two C nodes over TLS form one cluster; a TLS BEAM node sees it whole.
+c_nodes_cluster_over_tls(Config) ->
+    {[A], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    {[B], _} = shardnode_ct:start_nodes(Config, [(tls_opts(Config))#{join => [A]}]),
+    P = tls_peer(Config, "node"),
+    Members = fun() -> peer:call(P, gen_server, call, [{shardnode, B}, members]) end,
+    ?assertEqual(ok, shardnode_poll:until(
+                       fun() -> Members() =:= {ok, [#{node => A, status => up}, #{node => B, status => up}]} end,
+                       15000)),
+    Values = [peer:call(P, gen_server, call, [{counter, N}, {I, incr}]) || I <- lists:seq(1, 20), N <- [A, B]],
+    ?assertEqual(lists:append([[1, 2] || _ <- lists:seq(1, 20)]), Values).
+
+%% A BEAM node speaking plain TCP gets pang, and the C node says why in
+%% one line.
+a_plain_node_is_refused(Config) ->
+    {[C], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    {ok, P, _} = shardnode_ct:start_peer(Config, #{connection => standard_io}),
+    put_peer(P),
+    ?assertEqual(pang, peer:call(P, net_adm, ping, [C])),
+    ?assertEqual(ok, shardnode_poll:until(fun() -> said(C, <<"TLS connection">>) end, 5000)),
+    ?assertEqual(pong, peer:call(tls_peer(Config, "node"), net_adm, ping, [C])).
+
+%% A BEAM node whose certificate chains to another CA is refused (it
+%% trusts ours, so the refusal is the C node's); so is a C node of
+%% another CA that tries to join.
+a_certificate_of_another_ca_is_refused(Config) ->
+    {[C], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    P = tls_peer(Config, "other"),
+    ?assertEqual(pang, peer:call(P, net_adm, ping, [C])),
+    ?assertEqual(ok, shardnode_poll:until(fun() -> said(C, <<"certificate">>) end, 5000)),
+    ?assertEqual(pong, peer:call(tls_peer(Config, "node"), net_adm, ping, [C])).
+
+%% A peer that opens a TCP connection and sends half a TLS hello, then
+%% nothing, holds up nobody else.
+a_stalled_tls_handshake_delays_nobody(Config) ->
+    {[C], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    [Alive, _] = string:split(atom_to_list(C), "@"),
+    {port, Port, _} = erl_epmd:port_please(Alive, {127, 0, 0, 1}),
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    ok = gen_tcp:send(S, <<22, 3, 1, 0, 200, 1, 0, 0>>),
+    P = tls_peer(Config, "node"),
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertEqual(pong, peer:call(P, net_adm, ping, [C])),
+    ?assertEqual(1, peer:call(P, gen_server, call, [{counter, C}, {x, incr}])),
+    Ms = erlang:monotonic_time(millisecond) - T0,
+    ct:log("ping and call with a stalled handshake open: ~b ms", [Ms]),
+    ?assert(Ms < 3000),
+    gen_tcp:close(S).
+
+%% A certificate that cannot be read, or TLS settings given in part: the
+%% node does not start, and says why.
+settings_that_cannot_load_stop_the_node(Config) ->
+    Dir = ?config(certs, Config),
+    Bad = fun(Tls) ->
+                  {error, {exited, Status, Lines}} =
+                      shardnode:start_node(#{name => "tlsbad@127.0.0.1", config => Tls}),
+                  {Status, Lines}
+          end,
+    {S1, L1} = Bad(#{tls_certfile => "/nonexistent.pem", tls_keyfile => filename:join(Dir, "node.key"),
+                     tls_cacertfile => filename:join(Dir, "ca.pem")}),
+    ?assertNotEqual(0, S1),
+    ?assertMatch([_ | _], [L || L <- L1, binary:match(L, <<"tls_certfile">>) =/= nomatch]),
+    {2, L2} = Bad(#{tls_certfile => filename:join(Dir, "node.pem")}),
+    ?assertMatch([_ | _], [L || L <- L2, binary:match(L, <<"all three">>) =/= nomatch]).
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+%% Runs on a peer: a tell, and the reply it brings.
+tell_and_wait(To, Msg) ->
+    To ! Msg,
+    receive R -> R after 5000 -> no_reply end.
+
+catch_call(To, Msg) ->
+    catch gen_server:call(To, Msg, 5000).
+
+tls_opts(Config) ->
+    Dir = ?config(certs, Config),
+    #{config => #{tls_certfile => filename:join(Dir, "node.pem"), tls_keyfile => filename:join(Dir, "node.key"),
+                  tls_cacertfile => filename:join(Dir, "ca.pem"), heartbeat_interval_ms => 200}}.
+
+%% A BEAM node with TLS distribution, its certificate Cert (node or other),
+%% trusting our CA; driven over standard input.
+tls_peer(Config, Cert) ->
+    Dir = ?config(certs, Config),
+    File = filename:join(Dir, Cert ++ ".opts"),
+    Side = fun(Extra) ->
+                   [{certfile, filename:join(Dir, Cert ++ ".pem")}, {keyfile, filename:join(Dir, Cert ++ ".key")},
+                    {cacertfile, filename:join(Dir, "ca.pem")}, {verify, verify_peer} | Extra]
+           end,
+    ok = file:write_file(File, io_lib:format("~p.~n", [[{server, Side([{fail_if_no_peer_cert, true}])},
+                                                          {client, Side([])}]])),
+    {ok, P, _} = shardnode_ct:start_peer(Config, #{connection => standard_io,
+                                                   args => ["-proto_dist", "inet_tls",
+                                                            "-ssl_dist_optfile", File]}),
+    put_peer(P),
+    %% this suite's helpers run there too
+    true = peer:call(P, code, add_patha, [filename:dirname(code:which(?MODULE))]),
+    P.
+
+put_peer(P) -> put(peers, [P | get_peers()]).
+
+get_peers() ->
+    case get(peers) of
+        undefined -> [];
+        Ps -> Ps
+    end.
+
+%% Whether the node's output has a line with Text.
+said(Node, Text) ->
+    {ok, Lines} = shardnode:output(Node),
+    [L || L <- Lines, binary:match(L, Text) =/= nomatch] =/= [].
+
+%% The repository's root: where rebar3 ct runs from.
+root() ->
+    {ok, Cwd} = file:get_cwd(),
+    find_root(Cwd).
+
+find_root("/") -> error(no_repository_root);
+find_root(Dir) ->
+    case filelib:is_regular(filename:join(Dir, "scripts/tls-certs.sh")) of
+        true -> Dir;
+        false -> find_root(filename:dirname(Dir))
+    end.
