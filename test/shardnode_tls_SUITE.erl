@@ -14,6 +14,7 @@
          c_nodes_cluster_over_tls/1,
          a_plain_node_is_refused/1,
          a_certificate_of_another_ca_is_refused/1,
+         an_expired_certificate_is_refused/1,
          a_stalled_tls_handshake_delays_nobody/1,
          settings_that_cannot_load_stop_the_node/1]).
 -export([tell_and_wait/2, catch_call/2]).
@@ -25,6 +26,7 @@ all() ->
      c_nodes_cluster_over_tls,
      a_plain_node_is_refused,
      a_certificate_of_another_ca_is_refused,
+     an_expired_certificate_is_refused,
      a_stalled_tls_handshake_delays_nobody,
      settings_that_cannot_load_stop_the_node].
 
@@ -90,6 +92,19 @@ a_certificate_of_another_ca_is_refused(Config) ->
     P = tls_peer(Config, "other"),
     ?assertEqual(pang, peer:call(P, net_adm, ping, [C])),
     ?assertEqual(ok, shardnode_poll:until(fun() -> said(C, <<"certificate">>) end, 5000)),
+    ?assertEqual(pong, peer:call(tls_peer(Config, "node"), net_adm, ping, [C])).
+
+%% A BEAM node whose certificate, from our CA, has expired is refused;
+%% so is the expired C node's side when a BEAM node connects to it.
+an_expired_certificate_is_refused(Config) ->
+    {[C], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    ?assertEqual(pang, peer:call(tls_peer(Config, "expired"), net_adm, ping, [C])),
+    ?assertEqual(ok, shardnode_poll:until(fun() -> said(C, <<"certificate has expired">>) end, 5000)),
+    Dir = ?config(certs, Config),
+    {[E], _} = shardnode_ct:start_nodes(Config, [#{config => #{tls_certfile => filename:join(Dir, "expired.pem"),
+                                                               tls_keyfile => filename:join(Dir, "expired.key"),
+                                                               tls_cacertfile => filename:join(Dir, "ca.pem")}}]),
+    ?assertEqual(pang, peer:call(tls_peer(Config, "node"), net_adm, ping, [E])),
     ?assertEqual(pong, peer:call(tls_peer(Config, "node"), net_adm, ping, [C])).
 
 %% A peer that opens a TCP connection and sends half a TLS hello, then
