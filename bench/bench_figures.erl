@@ -152,7 +152,13 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
              {"state move: p99 of other traffic meanwhile, us (get calls to shards not moving)",
               move_other_p99},
              {"singleton hand-over, ms (leave of the oldest -> first answer from the next oldest)",
-              singleton_handover_ms}])],
+              singleton_handover_ms},
+             {"TLS, C load generator: ask calls/s (as the plain row above)", tls_ask_rate},
+             {"TLS, C load generator: CPU of the system per ask, us", tls_ask_cpu},
+             {"TLS: CPU per ask over plain CPU per ask (target <= 1.5)", tls_ask_cpu_ratio},
+             {"TLS, C load generator: tells/s", tls_tell_rate},
+             {"TLS, C load generator: CPU of the system per tell, us", tls_tell_cpu},
+             {"TLS: CPU per tell over plain CPU per tell (target <= 1.5)", tls_tell_cpu_ratio}])],
     ok.
 
 %% Everything else running on the machine shares its cores with the three

@@ -211,7 +211,8 @@ c_loadgen(#{system := System, node := Node}, Mode, Window,
         ++ case {System, Mode} of
                {beam, tell} -> ["--reply-to-in-msg"];
                _ -> []
-           end,
+           end
+        ++ maps:get(c_loadgen_args, Cfg, []),
     %% its stderr is ours: its complaints reach the terminal as they are
     Port = open_port({spawn_executable, Exe}, [{args, Args}, {line, 4096}, exit_status, use_stdio]),
     {os_pid, OsPid} = erlang:port_info(Port, os_pid),

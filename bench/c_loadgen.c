@@ -47,6 +47,7 @@
 #include <ei.h>
 
 #include "dist/dist_node.h"
+#include "dist/dist_tls.h"
 #include "base/evloop.h"
 #include "base/log.h"
 #include "dist/proc.h"
@@ -73,6 +74,7 @@ struct opts {
 	long entities;
 	enum mode mode;
 	bool reply_to_in_msg;
+	const char *tls_dir; /* TLS with DIR/node.pem, node.key, ca.pem (scripts/tls-certs.sh); NULL: plain */
 };
 
 struct loadgen;
@@ -91,6 +93,7 @@ struct loadgen {
 	struct evloop *loop;
 	struct logger log;
 	struct dist_node *node;
+	struct dist_tls_ctx *tls; /* --tls-dir; NULL: plain */
 	struct client *clients;
 	enum phase phase;
 	struct evloop_timer deadline;
@@ -366,11 +369,13 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: c_loadgen --target NODE [--cookie C] [--seconds S] [--clients K] [--window W]\n"
 		"                 [--entities N] [--mode ask|tell] [--type T] [--msg ATOM] [--reply-to-in-msg]\n"
+		"                 [--tls-dir DIR]\n"
 		"  ask:  K procs each keep W gen_server calls {Id, Msg} in flight to {T, NODE}\n"
 		"  tell: K procs each keep W tells {Id, Msg} unanswered (--reply-to-in-msg:\n"
 		"        {Id, Msg, Pid}, for a BEAM region that cannot see the sender)\n"
 		"  --target and --cookie are required; defaults: seconds 2, clients 16, window 10,\n"
-		"  entities 10000, mode ask, type counter, msg incr\n");
+		"  entities 10000, mode ask, type counter, msg incr\n"
+		"  --tls-dir: TLS distribution with DIR/node.pem, node.key and ca.pem (scripts/tls-certs.sh)\n");
 }
 
 static int parse_uint(const char *flag, const char *text, long min, long max, long *out)
@@ -411,6 +416,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->target = v;
 		} else if (strcmp(f, "--cookie") == 0) {
 			o->cookie = v;
+		} else if (strcmp(f, "--tls-dir") == 0) {
+			o->tls_dir = v;
 		} else if (strcmp(f, "--type") == 0) {
 			o->type = v;
 		} else if (strcmp(f, "--msg") == 0) {
@@ -473,8 +480,19 @@ static int setup(struct loadgen *lg)
 		return -ENOMEM;
 	evloop_timer_init(&lg->deadline, on_deadline, lg);
 	evloop_timer_init(&lg->watchdog, on_watchdog, lg);
+	if (lg->o.tls_dir != NULL) {
+		char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX], err[DIST_TLS_ERR_BUF];
+		snprintf(cert, sizeof cert, "%s/node.pem", lg->o.tls_dir);
+		snprintf(key, sizeof key, "%s/node.key", lg->o.tls_dir);
+		snprintf(ca, sizeof ca, "%s/ca.pem", lg->o.tls_dir);
+		struct dist_tls_config tcfg = {cert, key, ca, true};
+		if ((lg->tls = dist_tls_ctx_new(&tcfg, err)) == NULL) {
+			fprintf(stderr, "c_loadgen: %s\n", err);
+			return -EINVAL;
+		}
+	}
 	struct dist_node_config ncfg = {
-		.loop = lg->loop,
+		.loop = lg->loop, .tls = lg->tls,
 		.log = &lg->log,
 		.name = lg->name,
 		.cookie = lg->o.cookie,
@@ -513,6 +531,7 @@ static void teardown(struct loadgen *lg)
 {
 	if (lg->node != NULL)
 		dist_node_free(lg->node); /* frees the procs; closing epmd's socket unregisters us */
+	dist_tls_ctx_free(lg->tls);
 	if (lg->clients != NULL)
 		for (unsigned k = 0; k < lg->o.clients; k++)
 			free(lg->clients[k].sent_ns);

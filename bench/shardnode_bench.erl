@@ -170,7 +170,7 @@ measure(System, Round, Cfg) ->
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
-                                       singleton_figures(Cfg)]);
+                                       singleton_figures(Cfg), tls_figures(M1, Cfg)]);
              beam -> #{}
          end,
     maps:merge(M1, maps:merge(M2, maps:merge(M3, M4))).
@@ -472,6 +472,30 @@ state_move_figures(#{tag := Tag, entities := E, clients := C, window := W} = Cfg
                   stop_poller(Poller),
                   [exit(P, kill) || P <- Traffic]
               end
+      end).
+
+%% TLS distribution: the C load generator's asks and tells as in
+%% c_loadgen_figures, both ends speaking TLS (certificates from
+%% scripts/tls-certs.sh), on a fresh node; with the ratio of the CPU per
+%% message to the plain one measured in this round (Plain).
+tls_figures(#{c_ask_cpu := PlainAsk, c_tell_cpu := PlainTell}, #{data_dir := DataDir} = Cfg) ->
+    Certs = filename:join(DataDir, "certs"),
+    filelib:is_regular(filename:join(Certs, "ca.pem")) orelse
+        begin
+            Out = os:cmd("scripts/tls-certs.sh " ++ Certs ++ " 2>&1; echo rc=$?"),
+            string:find(Out, "rc=0") =/= nomatch orelse erlang:error({tls_certs, Out})
+        end,
+    Tls = #{tls_certfile => filename:join(Certs, "node.pem"), tls_keyfile => filename:join(Certs, "node.key"),
+            tls_cacertfile => filename:join(Certs, "ca.pem")},
+    bench_nodes:with_c_node(
+      "bench_ct", #{types => [counter, echo], config => Tls}, Cfg,
+      fun(Sys) ->
+              #{c_ask_rate := AskRate, c_ask_cpu := AskCpu, c_tell_rate := TellRate, c_tell_cpu := TellCpu} =
+                  c_loadgen_figures(Sys, Cfg#{c_loadgen_args => ["--tls-dir", Certs]}),
+              progress("TLS", "CPU per ask ~.2fx plain, per tell ~.2fx plain",
+                       [AskCpu / PlainAsk, TellCpu / PlainTell]),
+              #{tls_ask_rate => AskRate, tls_ask_cpu => AskCpu, tls_ask_cpu_ratio => AskCpu / PlainAsk,
+                tls_tell_rate => TellRate, tls_tell_cpu => TellCpu, tls_tell_cpu_ratio => TellCpu / PlainTell}
       end).
 
 %% A cluster singleton's hand-over: two nodes host the singleton
