@@ -194,7 +194,8 @@ static void send_chunk(struct run *r, uint8_t ctl, const uint8_t *bytes, size_t 
 	n += len;
 	size_t at = 0;
 	while (at < n) {
-		ssize_t w = write(r->peer_fd, buf + at, n - at);
+		/* MSG_NOSIGNAL: the node may have closed its end already. */
+		ssize_t w = send(r->peer_fd, buf + at, n - at, MSG_NOSIGNAL);
 		if (w <= 0)
 			return; /* the node closed, or its buffer is full: the rest is lost */
 		at += (size_t)w;
