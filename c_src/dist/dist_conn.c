@@ -830,7 +830,7 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 	/* A refused certificate, a peer speaking plain TCP to TLS: one line,
 	 * also for a peer that never said its name. */
 	if (c->tls != NULL && dist_tls_error(c->tls)[0] != '\0') {
-		struct sockaddr_in sa;
+		struct sockaddr_in sa = {0};
 		socklen_t sl = sizeof sa;
 		char addr[INET_ADDRSTRLEN] = "?";
 		if (getpeername(c->fd, (struct sockaddr *)&sa, &sl) == 0 && sa.sin_family == AF_INET)
