@@ -11,6 +11,7 @@
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([a_tls_beam_node_pings_calls_tells_and_monitors/1,
+         tls_1_2_and_1_3/1,
          c_nodes_cluster_over_tls/1,
          a_plain_node_is_refused/1,
          a_certificate_of_another_ca_is_refused/1,
@@ -23,6 +24,7 @@ suite() -> [{timetrap, {minutes, 2}}].
 
 all() ->
     [a_tls_beam_node_pings_calls_tells_and_monitors,
+     tls_1_2_and_1_3,
      c_nodes_cluster_over_tls,
      a_plain_node_is_refused,
      a_certificate_of_another_ca_is_refused,
@@ -61,6 +63,15 @@ a_tls_beam_node_pings_calls_tells_and_monitors(Config) ->
     ?assertEqual({ok, [#{node => C, status => up}]}, peer:call(P, gen_server, call, [{shardnode, C}, members])),
     ?assertMatch({'EXIT', {noproc, _}}, peer:call(P, ?MODULE, catch_call, [{nobody, C}, hi])),
     ?assertMatch([C], peer:call(P, erlang, nodes, [hidden])).
+
+%% A BEAM node that speaks only TLS 1.2, and one only 1.3, both connect.
+tls_1_2_and_1_3(Config) ->
+    {[C], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    [begin
+         P = tls_peer(Config, "node", [{versions, [V]}]),
+         ?assertEqual(pong, peer:call(P, net_adm, ping, [C])),
+         ?assertEqual(0, peer:call(P, gen_server, call, [{counter, C}, {V, get}]))
+     end || V <- ['tlsv1.2', 'tlsv1.3']].
 
 %% Two C nodes over TLS form one cluster; a TLS BEAM node sees it whole.
 c_nodes_cluster_over_tls(Config) ->
@@ -160,11 +171,15 @@ tls_opts(Config) ->
 %% A BEAM node with TLS distribution, its certificate Cert (node or other),
 %% trusting our CA; driven over standard input.
 tls_peer(Config, Cert) ->
+    tls_peer(Config, Cert, []).
+
+%% With Opts added to both sides' ssl options.
+tls_peer(Config, Cert, Opts) ->
     Dir = ?config(certs, Config),
-    File = filename:join(Dir, Cert ++ ".opts"),
+    File = filename:join(Dir, Cert ++ integer_to_list(erlang:unique_integer([positive])) ++ ".opts"),
     Side = fun(Extra) ->
                    [{certfile, filename:join(Dir, Cert ++ ".pem")}, {keyfile, filename:join(Dir, Cert ++ ".key")},
-                    {cacertfile, filename:join(Dir, "ca.pem")}, {verify, verify_peer} | Extra]
+                    {cacertfile, filename:join(Dir, "ca.pem")}, {verify, verify_peer} | Extra ++ Opts]
            end,
     ok = file:write_file(File, io_lib:format("~p.~n", [[{server, Side([{fail_if_no_peer_cert, true}])},
                                                           {client, Side([])}]])),
