@@ -18,7 +18,7 @@
          an_expired_certificate_is_refused/1,
          a_stalled_tls_handshake_delays_nobody/1,
          settings_that_cannot_load_stop_the_node/1]).
--export([tell_and_wait/2, catch_call/2]).
+-export([tell_and_wait/2, catch_call/2, many_calls/2]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -62,7 +62,17 @@ a_tls_beam_node_pings_calls_tells_and_monitors(Config) ->
     ?assertEqual({counter, <<"k">>, 2}, peer:call(P, ?MODULE, tell_and_wait, [{counter, C}, {<<"k">>, incr}])),
     ?assertEqual({ok, [#{node => C, status => up}]}, peer:call(P, gen_server, call, [{shardnode, C}, members])),
     ?assertMatch({'EXIT', {noproc, _}}, peer:call(P, ?MODULE, catch_call, [{nobody, C}, hi])),
-    ?assertMatch([C], peer:call(P, erlang, nodes, [hidden])).
+    ?assertMatch([C], peer:call(P, erlang, nodes, [hidden])),
+    %% a message of many TLS records, both ways, and many at once
+    Big = binary:copy(<<"0123456789abcdef">>, 65536),
+    ?assertEqual(Big, peer:call(P, gen_server, call, [{echo, C}, {big, Big}])),
+    ?assertEqual(lists:seq(1, 500), peer:call(P, ?MODULE, many_calls, [{counter, C}, 500])).
+
+%% Runs on a peer: N calls in flight at once, their answers in order.
+many_calls(To, N) ->
+    Self = self(),
+    Pids = [spawn(fun() -> Self ! {self(), gen_server:call(To, {many, incr}, 10000)} end) || _ <- lists:seq(1, N)],
+    lists:sort([receive {P, V} -> V after 15000 -> timeout end || P <- Pids]).
 
 %% A BEAM node that speaks only TLS 1.2, and one only 1.3, both connect.
 tls_1_2_and_1_3(Config) ->

@@ -72,7 +72,8 @@ ssize_t dist_tls_write(struct dist_tls *t, const void *buf, size_t n);
 enum dist_tls_wants { DIST_TLS_WANTS_NOTHING, DIST_TLS_WANTS_READ, DIST_TLS_WANTS_WRITE };
 enum dist_tls_wants dist_tls_wants(const struct dist_tls *t);
 
-/* Decrypted bytes already held: readable without the socket being so. */
+/* Bytes already held, decrypted or read ahead from the socket: readable
+ * without the socket being so, so the caller must read them now. */
 bool dist_tls_pending(const struct dist_tls *t);
 
 /* Why the last call failed, one line ("" if it did not). */
