@@ -144,7 +144,7 @@ build/fuzz/libsn_fuzz.a: $(FUZZ_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-build/fuzz/%_fuzz: fuzz/%_fuzz.c build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a $(HDR)
+build/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz_checks.h build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a $(HDR)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a \
 		-llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl -lm

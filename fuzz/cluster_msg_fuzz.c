@@ -37,14 +37,10 @@
 #include "sharding/remember_replica.h"
 #include "store/remember.h"
 
+#include "fuzz_checks.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_failed(int line, const char *what)
-{
-	fprintf(stderr, "cluster_msg_fuzz.c:%d: check failed: %s\n", line, what);
-	abort();
-}
-#define check(ok) ((ok) ? (void)0 : check_failed(__LINE__, #ok))
 
 /* The senders a message may come from: the node named in the seeds'
  * messages, another, and this node itself. */
@@ -148,23 +144,6 @@ static void membership_message(uint8_t how, const char *term, size_t len)
 
 /* ---- 1: remembered-entity replication ---- */
 
-struct id_check {
-	uint32_t shard, nshards;
-};
-
-static void check_remembered_id(void *arg, const char *id, size_t len)
-{
-	struct id_check *c = arg;
-	check(one_valid_term(id, len));
-	ei_x_buff canon;
-	check(ei_x_new(&canon) == 0);
-	check(entity_id_canonical(id, len, &canon) == 0 && (size_t)canon.index == len &&
-	      memcmp(canon.buff, id, len) == 0);
-	ei_x_free(&canon);
-	uint32_t shard;
-	check(phash2_range(id, len, c->nshards, &shard) == 0 && shard == c->shard);
-}
-
 static bool hosts_even(void *arg, uint32_t shard)
 {
 	(void)arg;
@@ -183,10 +162,8 @@ static void remembered_message(uint8_t how, const char *term, size_t len)
 	int rc = remember_msg_apply(store, term, len, &hooks, from);
 	check(rc == 1 || rc == 0 || rc == -EPROTO || rc == -ENOMEM);
 	check(rc == 0 || memchr(from, '\0', sizeof from) != NULL);
-	for (uint32_t s = 0; s < nshards; s++) {
-		struct id_check c = {s, nshards};
-		remember_each(store, s, check_remembered_id, &c);
-	}
+	for (uint32_t s = 0; s < nshards; s++)
+		(void)fuzz_check_remembered_shard(store, s, nshards);
 	remember_free(store);
 }
 

@@ -37,17 +37,13 @@
 #include "dist/handshake.h"
 #include "dist/node_name.h"
 
+#include "fuzz_checks.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define COOKIE "fuzzcookie"
 #define PEER "peer@127.0.0.1"
 
-static void check_failed(int line, const char *what)
-{
-	fprintf(stderr, "dist_conn_fuzz.c:%d: check failed: %s\n", line, what);
-	abort();
-}
-#define check(ok) ((ok) ? (void)0 : check_failed(__LINE__, #ok))
 
 /* One run: the connection under test and the peer's end of the pair. */
 struct run {

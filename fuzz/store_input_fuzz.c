@@ -39,6 +39,8 @@
 #include "store/state_lmdb.h"
 #include "store/state_lmdb_records.h"
 
+#include "fuzz_checks.h"
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -49,13 +51,6 @@ static MDB_dbi lmdb_dbi;
 enum { MAX_KEYS = 32 };
 static char key_store[MAX_KEYS * STATE_LMDB_KEY_MAX]; /* the keys put, for one input */
 
-/* A failed check names itself, then aborts (libFuzzer keeps the input). */
-static void check_failed(int line, const char *what)
-{
-	fprintf(stderr, "store_input_fuzz.c:%d: check failed: %s\n", line, what);
-	abort();
-}
-#define check(ok) ((ok) ? (void)0 : check_failed(__LINE__, #ok))
 
 static void remove_work_dir(void)
 {
@@ -90,26 +85,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* ---- 0: the remembered-entities log ---- */
 
-struct id_check {
-	uint32_t shard, nshards;
-	size_t count;
-};
-
-static void check_remembered_id(void *arg, const char *id, size_t len)
-{
-	struct id_check *c = arg;
-	size_t end = 0;
-	check(term_validate(id, len, &end) == 0 && end == len);
-	ei_x_buff canon;
-	check(ei_x_new(&canon) == 0);
-	check(entity_id_canonical(id, len, &canon) == 0 && (size_t)canon.index == len &&
-	      memcmp(canon.buff, id, len) == 0);
-	ei_x_free(&canon);
-	uint32_t shard;
-	check(phash2_range(id, len, c->nshards, &shard) == 0 && shard == c->shard);
-	c->count++;
-}
-
 static void remembered_log(const uint8_t *in, size_t len)
 {
 	if (len < 1)
@@ -124,12 +99,8 @@ static void remembered_log(const uint8_t *in, size_t len)
 	struct remember *r = remember_open(work_dir, "t", nshards, NULL, &err);
 	check(r != NULL);
 	size_t counts[8];
-	for (uint32_t s = 0; s < nshards; s++) {
-		struct id_check c = {s, nshards, 0};
-		remember_each(r, s, check_remembered_id, &c);
-		check(c.count == remember_count(r, s));
-		counts[s] = c.count;
-	}
+	for (uint32_t s = 0; s < nshards; s++)
+		counts[s] = fuzz_check_remembered_shard(r, s, nshards);
 	remember_free(r);
 	/* The log as compacted reads back as the same sets. */
 	r = remember_open(work_dir, "t", nshards, NULL, &err);

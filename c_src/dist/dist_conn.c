@@ -176,6 +176,22 @@ static void set_socket_options(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/* Watches c->fd for `events` and arms the handshake deadline. Returns 0,
+ * or -errno: then the socket is closed and c is CLOSED, `why`. */
+static int conn_watch_socket(struct dist_conn *c, uint32_t events, const char *why)
+{
+	int rc = evloop_watch(c->settings->loop, c->fd, events, conn_on_io, c);
+	if (rc == 0)
+		rc = evloop_timer_start(c->settings->loop, &c->setup_timer, c->settings->setup_ms);
+	if (rc) {
+		evloop_unwatch(c->settings->loop, c->fd);
+		close(c->fd);
+		c->fd = -1;
+		conn_set_state(c, CONN_CLOSED, why);
+	}
+	return rc;
+}
+
 int dist_conn_accept(struct dist_conn *c, const struct dist_settings *settings,
 		     const struct dist_conn_hooks *hooks, int fd)
 {
@@ -189,16 +205,7 @@ int dist_conn_accept(struct dist_conn *c, const struct dist_settings *settings,
 		conn_set_state(c, CONN_CLOSED, "out of memory");
 		return -ENOMEM;
 	}
-	int rc = evloop_watch(settings->loop, fd, EPOLLIN, conn_on_io, c);
-	if (rc == 0)
-		rc = evloop_timer_start(settings->loop, &c->setup_timer, settings->setup_ms);
-	if (rc) {
-		evloop_unwatch(settings->loop, fd);
-		close(fd);
-		c->fd = -1;
-		conn_set_state(c, CONN_CLOSED, "cannot watch the accepted socket");
-	}
-	return rc;
+	return conn_watch_socket(c, EPOLLIN, "cannot watch the accepted socket");
 }
 
 static void conn_on_lookup(int err, uint16_t port, void *arg);
@@ -262,16 +269,7 @@ int dist_conn_connect_socket(struct dist_conn *c, const struct dist_settings *se
 	c->fd = fd;
 	set_socket_options(fd);
 	conn_set_state(c, CONN_CONNECTING, "connected by the caller");
-	int rc = evloop_watch(settings->loop, fd, EPOLLOUT, conn_on_io, c);
-	if (rc == 0)
-		rc = evloop_timer_start(settings->loop, &c->setup_timer, settings->setup_ms);
-	if (rc) {
-		evloop_unwatch(settings->loop, fd);
-		close(fd);
-		c->fd = -1;
-		conn_set_state(c, CONN_CLOSED, "cannot watch the socket");
-	}
-	return rc;
+	return conn_watch_socket(c, EPOLLOUT, "cannot watch the socket");
 }
 
 static void conn_on_lookup(int err, uint16_t port, void *arg)
