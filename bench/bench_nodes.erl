@@ -7,7 +7,8 @@
 %% dictionary.
 -module(bench_nodes).
 
--export([with_load_nodes/2, with_node/4, with_c_node/4, start_c/3, stop/1, stop_quietly/1,
+-export([with_load_nodes/2, with_node/4, with_c_node/4, with_beam_tls_node/3, start_c/3, stop/1,
+         stop_quietly/1,
          all_gone/0, cleanup/0, note_ospid/2,
          cpu_us/1, rss_kb/1]).
 
@@ -42,16 +43,23 @@ start_load(Letter, #{tag := Tag} = Cfg) ->
                 "-pa", filename:absname(filename:dirname(code:which(?MODULE)))], Cfg).
 
 %% A BEAM node Name@127.0.0.1 started with peer (our cookie, Args), tracked
-%% for clean-up from the moment it runs, with its OS pid noted.
+%% for clean-up from the moment it runs, with its OS pid noted. Driven over
+%% Erlang distribution unless PeerOpts says otherwise (connection).
 start_peer(System, Name, Args, Cfg) ->
+    start_peer(System, Name, Args, #{}, Cfg).
+
+start_peer(System, Name, Args, PeerOpts, Cfg) ->
     {ok, Peer, Node} =
-        peer:start(#{name => Name,
-                     host => "127.0.0.1",
-                     longnames => true,
-                     args => ["-setcookie", atom_to_list(erlang:get_cookie()) | Args]}),
+        peer:start(PeerOpts#{name => Name,
+                             host => "127.0.0.1",
+                             longnames => true,
+                             args => ["-setcookie", atom_to_list(erlang:get_cookie()) | Args]}),
     Sys0 = #{system => System, node => Node, peer => Peer},
     track(Sys0),
-    OsPid = list_to_integer(erpc:call(Node, os, getpid, [])),
+    OsPid = list_to_integer(case PeerOpts of
+                                #{connection := _} -> peer:call(Peer, os, getpid, []);
+                                #{} -> erpc:call(Node, os, getpid, [])
+                            end),
     note_ospid(OsPid, Cfg),
     note_started(Node, OsPid),
     Sys = Sys0#{ospid => OsPid},
@@ -90,6 +98,28 @@ start(beam, _Config, #{tag := Tag, entities := Entities} = Cfg) ->
     Node = maps:get(node, Sys),
     [{ok, _} = erpc:call(Node, bench_region, start, [Type]) || Type <- [counter, echo]],
     Sys.
+
+%% The BEAM baseline with TLS distribution (-proto_dist inet_tls), its
+%% certificate node.pem from the directory Certs (scripts/tls-certs.sh),
+%% verifying its peers as a shardnode with tls_verify = peer does; Fun runs
+%% with it and it stops afterwards, also when Fun fails. The controller
+%% speaks plain TCP, so it drives the node over its standard input (peer's
+%% standard_io connection); only the load generator, over TLS, talks to it
+%% by distribution.
+with_beam_tls_node(Certs, #{tag := Tag} = Cfg, Fun) ->
+    Side = fun(Extra) ->
+                   [{certfile, filename:join(Certs, "node.pem")}, {keyfile, filename:join(Certs, "node.key")},
+                    {cacertfile, filename:join(Certs, "ca.pem")}, {verify, verify_peer} | Extra]
+           end,
+    OptFile = filename:join(Certs, "beam_dist.opts"),
+    ok = file:write_file(OptFile, io_lib:format("~p.~n", [[{server, Side([{fail_if_no_peer_cert, true}])},
+                                                            {client, Side([])}]])),
+    Sys = start_peer(beam, "bench_beam_tls" ++ Tag,
+                     ["-proto_dist", "inet_tls", "-ssl_dist_optfile", OptFile,
+                      "-pa", filename:absname(filename:dirname(code:which(bench_region)))],
+                     #{connection => standard_io}, Cfg),
+    [{ok, _} = peer:call(maps:get(peer, Sys), bench_region, start, [Type]) || Type <- [counter, echo]],
+    with_started(Sys, Fun).
 
 %% started_at: the time just before shardnode:start_node/1, which spawns
 %% the OS process.

@@ -170,8 +170,8 @@ measure(System, Round, Cfg) ->
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
-                                       singleton_figures(Cfg), tls_figures(M1, Cfg)]);
-             beam -> #{}
+                                       singleton_figures(Cfg), tls_figures(shardnode, M1, Cfg)]);
+             beam -> tls_figures(beam, M1, Cfg)
          end,
     maps:merge(M1, maps:merge(M2, maps:merge(M3, M4))).
 
@@ -476,27 +476,37 @@ state_move_figures(#{tag := Tag, entities := E, clients := C, window := W} = Cfg
 
 %% TLS distribution: the C load generator's asks and tells as in
 %% c_loadgen_figures, both ends speaking TLS (certificates from
-%% scripts/tls-certs.sh), on a fresh node; with the ratio of the CPU per
-%% message to the plain one measured in this round (Plain).
-tls_figures(#{c_ask_cpu := PlainAsk, c_tell_cpu := PlainTell}, #{data_dir := DataDir} = Cfg) ->
+%% scripts/tls-certs.sh), on a fresh node of System (the BEAM baseline runs
+%% inet_tls_dist); with the ratio of the CPU per message to the plain one
+%% that System gave in this round (Plain).
+tls_figures(System, #{c_ask_cpu := PlainAsk, c_tell_cpu := PlainTell}, #{data_dir := DataDir} = Cfg) ->
     Certs = filename:join(DataDir, "certs"),
     filelib:is_regular(filename:join(Certs, "ca.pem")) orelse
         begin
             Out = os:cmd("scripts/tls-certs.sh " ++ Certs ++ " 2>&1; echo rc=$?"),
             string:find(Out, "rc=0") =/= nomatch orelse erlang:error({tls_certs, Out})
         end,
-    Tls = #{tls_certfile => filename:join(Certs, "node.pem"), tls_keyfile => filename:join(Certs, "node.key"),
-            tls_cacertfile => filename:join(Certs, "ca.pem")},
-    bench_nodes:with_c_node(
-      "bench_ct", #{types => [counter, echo], config => Tls}, Cfg,
-      fun(Sys) ->
-              #{c_ask_rate := AskRate, c_ask_cpu := AskCpu, c_tell_rate := TellRate, c_tell_cpu := TellCpu} =
-                  c_loadgen_figures(Sys, Cfg#{c_loadgen_args => ["--tls-dir", Certs]}),
-              progress("TLS", "CPU per ask ~.2fx plain, per tell ~.2fx plain",
-                       [AskCpu / PlainAsk, TellCpu / PlainTell]),
-              #{tls_ask_rate => AskRate, tls_ask_cpu => AskCpu, tls_ask_cpu_ratio => AskCpu / PlainAsk,
-                tls_tell_rate => TellRate, tls_tell_cpu => TellCpu, tls_tell_cpu_ratio => TellCpu / PlainTell}
-      end).
+    TlsCfg = Cfg#{c_loadgen_args => ["--tls-dir", Certs]},
+    Measure =
+        fun(Sys) ->
+                %% the entities exist before anything is timed, as they do
+                %% for the plain rows
+                _ = bench_load:c_loadgen(Sys, ask, maps:get(c_window, Cfg), TlsCfg#{seconds => 1}),
+                #{c_ask_rate := AskRate, c_ask_cpu := AskCpu, c_tell_rate := TellRate, c_tell_cpu := TellCpu} =
+                    c_loadgen_figures(Sys, TlsCfg),
+                progress("TLS", "CPU per ask ~.2fx plain, per tell ~.2fx plain",
+                         [AskCpu / PlainAsk, TellCpu / PlainTell]),
+                #{tls_ask_rate => AskRate, tls_ask_cpu => AskCpu, tls_ask_cpu_ratio => AskCpu / PlainAsk,
+                  tls_tell_rate => TellRate, tls_tell_cpu => TellCpu, tls_tell_cpu_ratio => TellCpu / PlainTell}
+        end,
+    case System of
+        shardnode ->
+            Tls = #{tls_certfile => filename:join(Certs, "node.pem"), tls_keyfile => filename:join(Certs, "node.key"),
+                    tls_cacertfile => filename:join(Certs, "ca.pem")},
+            bench_nodes:with_c_node("bench_ct", #{types => [counter, echo], config => Tls}, Cfg, Measure);
+        beam ->
+            bench_nodes:with_beam_tls_node(Certs, Cfg, Measure)
+    end.
 
 %% A cluster singleton's hand-over: two nodes host the singleton
 %% bench_boss (a counter), A the oldest, so it runs there. A client
