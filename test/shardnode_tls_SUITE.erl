@@ -13,12 +13,14 @@
 -export([a_tls_beam_node_pings_calls_tells_and_monitors/1,
          tls_1_2_and_1_3/1,
          c_nodes_cluster_over_tls/1,
+         a_mixed_cluster_over_tls/1,
          a_plain_node_is_refused/1,
          a_certificate_of_another_ca_is_refused/1,
          an_expired_certificate_is_refused/1,
          a_stalled_tls_handshake_delays_nobody/1,
          settings_that_cannot_load_stop_the_node/1]).
--export([tell_and_wait/2, catch_call/2, many_calls/2]).
+-export([tell_and_wait/2, catch_call/2, many_calls/2, start_watch/1, watched/2,
+         start_collector/0, collected/1, send_call/3]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -26,6 +28,7 @@ all() ->
     [a_tls_beam_node_pings_calls_tells_and_monitors,
      tls_1_2_and_1_3,
      c_nodes_cluster_over_tls,
+     a_mixed_cluster_over_tls,
      a_plain_node_is_refused,
      a_certificate_of_another_ca_is_refused,
      an_expired_certificate_is_refused,
@@ -66,7 +69,17 @@ a_tls_beam_node_pings_calls_tells_and_monitors(Config) ->
     %% a message of many TLS records, both ways, and many at once
     Big = binary:copy(<<"0123456789abcdef">>, 65536),
     ?assertEqual(Big, peer:call(P, gen_server, call, [{echo, C}, {big, Big}])),
-    ?assertEqual(lists:seq(1, 500), peer:call(P, ?MODULE, many_calls, [{counter, C}, 500])).
+    ?assertEqual(lists:seq(1, 500), peer:call(P, ?MODULE, many_calls, [{counter, C}, 500])),
+    %% monitors: one on a name that is not there fires with noproc; one on
+    %% a name that is stays quiet until the node leaves, then normal (the
+    %% node's last words over TLS; a lost connection is noconnection, see
+    %% a_mixed_cluster_over_tls)
+    ?assertEqual({'DOWN', noproc}, peer:call(P, ?MODULE, watched, [peer:call(P, ?MODULE, start_watch, [{nobody, C}]), 5000])),
+    W = peer:call(P, ?MODULE, start_watch, [{counter, C}]),
+    ?assertEqual(0, peer:call(P, gen_server, call, [{counter, C}, {<<"after the monitor">>, get}])),
+    ?assertEqual(none, peer:call(P, ?MODULE, watched, [W, 0])),
+    ok = shardnode_ct:stop_nodes(Config, [C]),
+    ?assertEqual({'DOWN', normal}, peer:call(P, ?MODULE, watched, [W, 5000])).
 
 %% Runs on a peer: N calls in flight at once, their answers in order.
 many_calls(To, N) ->
@@ -94,6 +107,39 @@ c_nodes_cluster_over_tls(Config) ->
                        15000)),
     Values = [peer:call(P, gen_server, call, [{counter, N}, {I, incr}]) || I <- lists:seq(1, 20), N <- [A, B]],
     ?assertEqual(lists:append([[1, 2] || _ <- lists:seq(1, 20)]), Values).
+
+%% A mixed cluster over TLS: two BEAM nodes connected to each other and to
+%% two clustered C nodes. A call made on one BEAM node whose reply goes to
+%% a process on the other makes the C node open a TLS connection to that
+%% BEAM node itself (the C node as the TLS client, checking the BEAM
+%% node's certificate against the host of its name).
+a_mixed_cluster_over_tls(Config) ->
+    {[A], _} = shardnode_ct:start_nodes(Config, [tls_opts(Config)]),
+    {[B], _} = shardnode_ct:start_nodes(Config, [(tls_opts(Config))#{join => [A]}]),
+    P1 = tls_peer(Config, "node"),
+    P2 = tls_peer(Config, "node"),
+    P2Node = peer:call(P2, erlang, node, []),
+    ?assertEqual(pong, peer:call(P1, net_adm, ping, [P2Node])),
+    ?assertEqual(ok, shardnode_poll:until(
+                       fun() -> [A, B] =:= peer:call(P1, shardnode_ct, members, [B]) end, 15000)),
+    ?assertEqual(false, lists:member(A, peer:call(P2, erlang, nodes, [hidden]))),
+    Collector = peer:call(P2, ?MODULE, start_collector, []),
+    Ref = peer:call(P1, ?MODULE, send_call, [{counter, A}, {<<"m">>, incr}, Collector]),
+    ?assertEqual(ok, shardnode_poll:until(fun() -> [{Ref, 1}] =:= peer:call(P2, ?MODULE, collected, [Collector]) end,
+                                          10000)),
+    ?assert(lists:member(A, peer:call(P2, erlang, nodes, [hidden]))),
+    %% both BEAM nodes reach the same entities through either C node
+    Values = [peer:call(P, gen_server, call, [{counter, N}, {<<"m">>, incr}]) || P <- [P1, P2], N <- [A, B]],
+    ?assertEqual([2, 3, 4, 5], Values),
+    %% a C node killed: a monitor on it from a BEAM node fires with
+    %% noconnection
+    W = peer:call(P2, ?MODULE, start_watch, [{counter, B}]),
+    ?assertEqual(0, peer:call(P2, gen_server, call, [{counter, B}, {<<"after the monitor">>, get}])),
+    ok = shardnode:kill_node(B),
+    ?assertEqual({'DOWN', noconnection}, peer:call(P2, ?MODULE, watched, [W, 5000])),
+    %% downed now, not after the failure detector and downing have run:
+    %% A's leave at the end waits for no unreachable member
+    ?assertEqual(ok, peer:call(P1, gen_server, call, [{shardnode, A}, {down, B}])).
 
 %% A BEAM node speaking plain TCP gets pang, and the C node says why in
 %% one line.
@@ -173,32 +219,67 @@ tell_and_wait(To, Msg) ->
 catch_call(To, Msg) ->
     catch gen_server:call(To, Msg, 5000).
 
+%% Runs on a peer: a process that monitors To and keeps what it hears.
+start_watch(To) ->
+    spawn(fun() ->
+                  Ref = erlang:monitor(process, To),
+                  watch_loop(Ref, none)
+          end).
+
+watch_loop(Ref, Heard) ->
+    receive
+        {'DOWN', Ref, process, _, Reason} -> watch_loop(Ref, {'DOWN', Reason});
+        {get, From} -> From ! {watched, Heard}, watch_loop(Ref, Heard)
+    end.
+
+%% Runs on a peer: what the watcher W has heard, waiting up to Ms for a
+%% 'DOWN'.
+watched(W, Ms) ->
+    Deadline = erlang:monotonic_time(millisecond) + Ms,
+    watched_until(W, Deadline).
+
+watched_until(W, Deadline) ->
+    W ! {get, self()},
+    Heard = receive {watched, H} -> H end,
+    case Heard =:= none andalso erlang:monotonic_time(millisecond) < Deadline of
+        true -> receive after 20 -> watched_until(W, Deadline) end;
+        false -> Heard
+    end.
+
+%% Runs on a peer: a process that keeps every message it gets.
+start_collector() ->
+    spawn(fun() -> collect_loop([]) end).
+
+collect_loop(Got) ->
+    receive
+        {'$collected', From} -> From ! {collected, lists:reverse(Got)}, collect_loop(Got);
+        Msg -> collect_loop([Msg | Got])
+    end.
+
+collected(Collector) ->
+    Collector ! {'$collected', self()},
+    receive {collected, Got} -> Got after 5000 -> timeout end.
+
+%% Runs on a peer: a gen_server call to To whose reply goes to ReplyTo;
+%% returns the call's reference.
+send_call(To, Msg, ReplyTo) ->
+    Ref = make_ref(),
+    To ! {'$gen_call', {ReplyTo, Ref}, Msg},
+    Ref.
+
 tls_opts(Config) ->
-    Dir = ?config(certs, Config),
-    #{config => #{tls_certfile => filename:join(Dir, "node.pem"), tls_keyfile => filename:join(Dir, "node.key"),
-                  tls_cacertfile => filename:join(Dir, "ca.pem"), heartbeat_interval_ms => 200}}.
+    #{config => (shardnode_ct:tls_config(?config(certs, Config), "node"))#{heartbeat_interval_ms => 200}}.
 
 %% A BEAM node with TLS distribution, its certificate Cert (node or other),
-%% trusting our CA; driven over standard input.
+%% trusting our CA; driven over standard input, with this suite's helpers.
 tls_peer(Config, Cert) ->
     tls_peer(Config, Cert, []).
 
 %% With Opts added to both sides' ssl options.
 tls_peer(Config, Cert, Opts) ->
-    Dir = ?config(certs, Config),
-    File = filename:join(Dir, Cert ++ integer_to_list(erlang:unique_integer([positive])) ++ ".opts"),
-    Side = fun(Extra) ->
-                   [{certfile, filename:join(Dir, Cert ++ ".pem")}, {keyfile, filename:join(Dir, Cert ++ ".key")},
-                    {cacertfile, filename:join(Dir, "ca.pem")}, {verify, verify_peer} | Extra ++ Opts]
-           end,
-    ok = file:write_file(File, io_lib:format("~p.~n", [[{server, Side([{fail_if_no_peer_cert, true}])},
-                                                          {client, Side([])}]])),
-    {ok, P, _} = shardnode_ct:start_peer(Config, #{connection => standard_io,
-                                                   args => ["-proto_dist", "inet_tls",
-                                                            "-ssl_dist_optfile", File]}),
+    {ok, P, _} = shardnode_ct:start_tls_peer(Config, #{certs => ?config(certs, Config), cert => Cert, ssl => Opts,
+                                                       pa => [filename:dirname(code:which(?MODULE))]}),
     put_peer(P),
-    %% this suite's helpers run there too
-    true = peer:call(P, code, add_patha, [filename:dirname(code:which(?MODULE))]),
     P.
 
 put_peer(P) -> put(peers, [P | get_peers()]).

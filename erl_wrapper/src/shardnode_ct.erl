@@ -35,6 +35,8 @@
          start_peer/2,
          start_peer/3,
          stop_peer/1,
+         tls_config/2,
+         start_tls_peer/2,
          members/1,
          member_status/2,
          pause/1,
@@ -229,6 +231,66 @@ start_peer(_Config, Opts) ->
         {error, _} = Error ->
             Error
     end.
+
+%% @doc The `config' of a C node with TLS distribution (see
+%% {@link shardnode:start_node/1}): the certificate `Cert.pem' and key
+%% `Cert.key' in the directory `Dir', trusting the CA `Dir/ca.pem', with
+%% mutual verification (the default `tls_verify = peer'). Merge it into the
+%% node's own config:
+%%
+%% ```
+%% Tls = shardnode_ct:tls_config(CertDir, "node"),
+%% {[A], Config1} = shardnode_ct:start_nodes(Config0, [#{config => Tls}]),
+%% {[B], Config} = shardnode_ct:start_nodes(Config1, [#{config => Tls, join => [A]}]).
+%% '''
+-spec tls_config(file:filename(), string()) -> #{atom() => file:filename()}.
+tls_config(Dir, Cert) ->
+    #{tls_certfile => filename:join(Dir, Cert ++ ".pem"),
+      tls_keyfile => filename:join(Dir, Cert ++ ".key"),
+      tls_cacertfile => filename:join(Dir, "ca.pem")}.
+
+%% @doc Starts a BEAM peer node with TLS distribution (`-proto_dist inet_tls
+%% -ssl_dist_optfile F'), as a cluster that crosses machines runs it: its
+%% certificate `Cert.pem' and key `Cert.key' from `Dir', trusting
+%% `Dir/ca.pem', verifying its peers both ways (`verify_peer', and
+%% `fail_if_no_peer_cert' as a server). The options, all but `certs'
+%% optional:
+%% <dl>
+%% <dt>`certs'</dt><dd>the directory of the PEM files;</dd>
+%% <dt>`cert'</dt><dd>the certificate's base name, default `"node"';</dd>
+%% <dt>`ssl'</dt><dd>more ssl options for both sides, such as
+%%     `{versions, [V]}' with `V' the atom for TLS 1.3;</dd>
+%% <dt>`pa'</dt><dd>directories added to the peer's code path (the
+%%     shardnode application's is always there), such as the suite's own,
+%%     so that its helpers run there;</dd>
+%% </dl>
+%% and the options of {@link start_peer/2} (`name', `cookie', `args'). The
+%% option file is written into `certs'.
+%%
+%% The test node normally speaks plain TCP, so it cannot reach a TLS peer
+%% by distribution: the peer is driven over its standard input
+%% (`connection => standard_io'), with `peer:call/4':
+%%
+%% ```
+%% {ok, P, _} = shardnode_ct:start_tls_peer(Config, #{certs => CertDir}),
+%% pong = peer:call(P, net_adm, ping, [CNode]).
+%% '''
+-spec start_tls_peer(config(), map()) -> {ok, pid(), node()} | {error, term()}.
+start_tls_peer(Config, #{certs := Dir} = Opts) ->
+    Cert = maps:get(cert, Opts, "node"),
+    Extra = maps:get(ssl, Opts, []),
+    Side = fun(Own) ->
+                   [{certfile, filename:join(Dir, Cert ++ ".pem")}, {keyfile, filename:join(Dir, Cert ++ ".key")},
+                    {cacertfile, filename:join(Dir, "ca.pem")}, {verify, verify_peer} | Own ++ Extra]
+           end,
+    OptFile = filename:join(Dir, unique_name(Cert) ++ ".ssl_dist_opts"),
+    ok = file:write_file(OptFile, io_lib:format("~p.~n", [[{server, Side([{fail_if_no_peer_cert, true}])},
+                                                            {client, Side([])}]])),
+    Args = ["-proto_dist", "inet_tls", "-ssl_dist_optfile", OptFile]
+        ++ lists:append([["-pa", D] || D <- maps:get(pa, Opts, [])])
+        ++ maps:get(args, Opts, []),
+    PeerOpts = maps:without([certs, cert, ssl, pa], Opts),
+    start_peer(Config, PeerOpts#{connection => standard_io, args => Args}).
 
 %% @doc Stops a peer started by {@link start_peer/2}; a peer already gone is
 %% fine.
