@@ -55,9 +55,19 @@ build/rel build/asan priv:
 erl:
 	rebar3 compile
 
-# Unit tests: Criterion, with AddressSanitizer and UndefinedBehaviorSanitizer.
-build/asan/unit: $(LIB_SRC) $(UNIT_SRC) $(HDR) $(wildcard test/unit/*.h) | build/asan
-	$(CC) $(CFLAGS) -O1 $(SAN) -Itest/unit -rdynamic -o $@ $(LIB_SRC) $(UNIT_SRC) $(LDLIBS) -lcriterion
+# Unit tests: Criterion, with AddressSanitizer and UndefinedBehaviorSanitizer;
+# one object per source, so that `make -j` builds them side by side.
+ASAN_OBJ := $(LIB_SRC:c_src/%.c=build/asan/obj/%.o) $(UNIT_SRC:test/unit/%.c=build/asan/obj/unit/%.o)
+build/asan/obj/unit/%.o: test/unit/%.c $(HDR) $(wildcard test/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN) -Itest/unit -c $< -o $@
+
+build/asan/obj/%.o: c_src/%.c $(HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 $(SAN) -c $< -o $@
+
+build/asan/unit: $(ASAN_OBJ) | build/asan
+	$(CC) $(SAN) -rdynamic -o $@ $(ASAN_OBJ) $(LDLIBS) -lcriterion
 
 # Criterion runs each test in a child whose sanitizer report at exit does not
 # change the test's verdict, so a report anywhere in the output fails the run.
@@ -128,13 +138,22 @@ FUZZ_CHECK_SECONDS ?= 5
 EI_SRC_DIR := $(firstword $(wildcard $(ERL_ROOT)/lib/erl_interface-*/src))
 EI_FUZZ_SRC := $(wildcard $(EI_SRC_DIR)/decode/*.c $(EI_SRC_DIR)/encode/*.c) \
 	$(addprefix $(EI_SRC_DIR)/misc/,ei_x_encode.c ei_malloc.c get_type.c)
-build/fuzz/libei_san.a: fuzz/ei_config.h
-	@rm -rf build/fuzz/ei && mkdir -p build/fuzz/ei && cp fuzz/ei_config.h build/fuzz/ei/config.h
-	@for f in $(EI_FUZZ_SRC); do clang -c -g -O1 -fsanitize=address,undefined -fno-sanitize=pointer-overflow,shift \
-		-fno-sanitize-recover=undefined \
-		-Ibuild/fuzz/ei -I$(EI_SRC_DIR)/misc -I$(EI_SRC_DIR)/include -I$(EI_SRC_DIR)/decode \
-		-I$(EI_SRC_DIR)/encode -I$(EI_INC) $$f -o build/fuzz/ei/$$(basename $$f .c).o || exit 1; done
-	ar rcs $@ build/fuzz/ei/*.o
+EI_FUZZ_OBJ := $(addprefix build/fuzz/ei/,$(notdir $(EI_FUZZ_SRC:.c=.o)))
+EI_FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize=pointer-overflow,shift \
+	-fno-sanitize-recover=undefined -Ibuild/fuzz/ei -I$(EI_SRC_DIR)/misc -I$(EI_SRC_DIR)/include \
+	-I$(EI_SRC_DIR)/decode -I$(EI_SRC_DIR)/encode -I$(EI_INC)
+build/fuzz/ei/config.h: fuzz/ei_config.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+build/fuzz/ei/%.o: $(EI_SRC_DIR)/decode/%.c build/fuzz/ei/config.h
+	clang -c $(EI_FUZZ_CFLAGS) $< -o $@
+build/fuzz/ei/%.o: $(EI_SRC_DIR)/encode/%.c build/fuzz/ei/config.h
+	clang -c $(EI_FUZZ_CFLAGS) $< -o $@
+build/fuzz/ei/%.o: $(EI_SRC_DIR)/misc/%.c build/fuzz/ei/config.h
+	clang -c $(EI_FUZZ_CFLAGS) $< -o $@
+build/fuzz/libei_san.a: $(EI_FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
 build/fuzz/obj/%.o: c_src/%.c $(HDR)
 	@mkdir -p $(dir $@)
@@ -146,7 +165,7 @@ build/fuzz/libsn_fuzz.a: $(FUZZ_OBJ)
 
 build/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz_checks.h build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a $(HDR)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a \
+	clang $(FUZZ_CFLAGS) $(WARN) -fsanitize=fuzzer -o $@ $< build/fuzz/libsn_fuzz.a build/fuzz/libei_san.a \
 		-llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl -lm
 
 fuzz: $(FUZZ_PROGS)
@@ -165,12 +184,14 @@ fuzz-check: $(FUZZ_PROGS)
 			|| { tail -40 build/fuzz/check/$$n.log; echo "fuzz-check: $$n failed" >&2; exit 1; }; \
 		echo "fuzz-check: $$n: $$(grep -o 'DONE.*' build/fuzz/check/$$n.log | tail -1)"; done
 
+# The builds run two jobs at a time (the machines have two cores); the
+# tests themselves choose their own parallelism.
 test: deps
 	$(MAKE) check
 	$(MAKE) analyze
+	$(MAKE) -j2 $(TSAN_PROGS) $(FUZZ_PROGS) all build/asan/unit
 	$(MAKE) tsan
 	$(MAKE) fuzz-check
-	$(MAKE) all
 	scripts/run-tests.sh
 
 run: deps

@@ -162,6 +162,9 @@ measure(System, Round, Cfg) ->
     io:format("~nround ~b, ~s~n", [Round, label(System)]),
     M1 = bench_nodes:with_node(System, #{}, Cfg,
                                fun(Sys) -> throughput_figures(Sys, Cfg) end),
+    %% right after the plain figures it is compared with, before the store
+    %% figures leave a database server busy behind them
+    Tls = tls_figures(System, M1, Cfg),
     M2 = bench_nodes:with_node(System, #{number_of_shards => ?FIRST_NUM_SHARDS}, Cfg,
                                fun(Sys) -> first_message_figures(Sys, Cfg) end),
     M3 = bench_nodes:with_node(System, #{}, Cfg,
@@ -170,10 +173,10 @@ measure(System, Round, Cfg) ->
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
-                                       singleton_figures(Cfg), tls_figures(shardnode, M1, Cfg)]);
-             beam -> tls_figures(beam, M1, Cfg)
+                                       singleton_figures(Cfg)]);
+             beam -> #{}
          end,
-    maps:merge(M1, maps:merge(M2, maps:merge(M3, M4))).
+    lists:foldl(fun maps:merge/2, M1, [Tls, M2, M3, M4]).
 
 label(shardnode) -> "shardnode";
 label(beam) -> "BEAM".

@@ -1,5 +1,5 @@
 /*
- * fuzz_checks.h — what the fuzz targets (fuzz/*_fuzz.c) share: a check that
+ * fuzz_checks.h — what the fuzz targets (fuzz/NAME_fuzz.c) share: a check that
  * names itself when it fails, and the property every remembered-entity
  * store must keep whatever input built it. Header-only: each target is
  * one translation unit.

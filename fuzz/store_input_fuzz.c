@@ -114,7 +114,7 @@ static void remembered_log(const uint8_t *in, size_t len)
 
 /* Puts the input's records into the (emptied) database. Returns the
  * number put. Keys LMDB refuses (empty, too long) are skipped. */
-static size_t put_records(const uint8_t *in, size_t len, MDB_val *keys, size_t max_keys, char *key_store)
+static size_t put_records(const uint8_t *in, size_t len, MDB_val *keys, size_t max_keys, char *keys_at)
 {
 	MDB_txn *txn;
 	check(mdb_txn_begin(lmdb_env, NULL, 0, &txn) == 0);
@@ -152,8 +152,8 @@ static size_t put_records(const uint8_t *in, size_t len, MDB_val *keys, size_t m
 		MDB_val k = {.mv_size = key_len, .mv_data = key}, v = {.mv_size = vlen, .mv_data = (void *)(in + at)};
 		at += vlen;
 		if (mdb_put(txn, lmdb_dbi, &k, &v, 0) == 0) {
-			memcpy(key_store + n * STATE_LMDB_KEY_MAX, key, key_len);
-			keys[n] = (MDB_val){.mv_size = key_len, .mv_data = key_store + n * STATE_LMDB_KEY_MAX};
+			memcpy(keys_at + n * STATE_LMDB_KEY_MAX, key, key_len);
+			keys[n] = (MDB_val){.mv_size = key_len, .mv_data = keys_at + n * STATE_LMDB_KEY_MAX};
 			n++;
 		}
 	}
