@@ -30,9 +30,13 @@ NODE_COOKIE ?= shardnode
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all deps run test check analyze unit tsan ct bench clean erl fuzz fuzz-check
+.PHONY: all c deps run test check analyze unit tsan ct bench clean erl fuzz fuzz-check
 
-all: priv/shardnode $(PLUGINS) erl
+all: c erl
+
+# The C node and the example plugins: what rebar3's compile hook builds
+# (rebar.config), so it must never call rebar3 itself.
+c: priv/shardnode $(PLUGINS)
 
 deps:
 	@scripts/install-deps.sh
@@ -52,7 +56,9 @@ priv/%.so: examples/%.c c_src/entity/entity.h | priv
 build/rel build/asan priv:
 	mkdir -p $@
 
-erl:
+# After the C node: rebar3's compile hook builds it too, and the two must
+# not build the same files at once.
+erl: c
 	rebar3 compile
 
 # Unit tests: Criterion, with AddressSanitizer and UndefinedBehaviorSanitizer;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test — the Criterion unit tests (under ASan and UBSan) and the
-# common_test suites — even when one part fails, then prints one closing
+# Runs every test — the Criterion unit tests (under ASan and UBSan), the
+# common_test suites, and a throwaway project that adopts the repository as
+# a dependency (scripts/adoption-test.sh) — even when one part fails, then prints one closing
 # line, "tests: N passed, M failed, K skipped", and exits non-zero if anything
 # failed.
 set -uo pipefail
@@ -14,6 +15,10 @@ make --no-print-directory unit 2>&1 | tee build/unit.log
 make --no-print-directory ct 2>&1 | tee build/ct.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+rm -rf build/adoption
+scripts/adoption-test.sh "$(pwd)/build/adoption" 2>&1 | tee build/adoption.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
 # Criterion: "Synthesis: Tested: 10 | Passing: 9 | Failing: 1 | Crashing: 0"
 unit_pass=$(sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\).*/\1/p' build/unit.log | tail -1)
 unit_fail=$(sed -n 's/.*| Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2/p' build/unit.log | tail -1)
@@ -25,8 +30,12 @@ ct_fail=$(sed -n 's/.*Failed \([0-9]*\) tests.*/\1/p' build/ct.log | tail -1)
 # network namespace can be made; said, never passed silently.
 ct_skip=$(sed -n 's/.*Skipped \([0-9]*\) (.*/\1/p' build/ct.log | tail -1)
 
-passed=$(( ${unit_pass:-0} + ${ct_all:-${ct_pass:-0}} ))
-failed=$(( ${ct_fail:-0} ))
+adopt_all=$(sed -n 's/.*All \([0-9]*\) tests passed.*/\1/p' build/adoption.log | tail -1)
+adopt_pass=$(sed -n 's/.*Passed \([0-9]*\) tests.*/\1/p' build/adoption.log | tail -1)
+adopt_fail=$(sed -n 's/.*Failed \([0-9]*\) tests.*/\1/p' build/adoption.log | tail -1)
+
+passed=$(( ${unit_pass:-0} + ${ct_all:-${ct_pass:-0}} + ${adopt_all:-${adopt_pass:-0}} ))
+failed=$(( ${ct_fail:-0} + ${adopt_fail:-0} ))
 for n in ${unit_fail:-}; do failed=$(( failed + n )); done
 # A part that failed without reporting counts (a build error, a crash) is a failure too.
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi

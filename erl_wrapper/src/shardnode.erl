@@ -133,6 +133,8 @@
 %%     `ready_timeout' and was killed;</li>
 %% <li>`{name_in_use, Node}': a node of that name is already registered in
 %%     epmd;</li>
+%% <li>`{not_distributed, Why}': this VM is not a distributed node, so it
+%%     could not talk to the C node; nothing was started;</li>
 %% <li>`{bad_option, What}', `{unknown_option, Key}', `missing_name',
 %%     `{executable_not_found, Tried}';</li>
 %% <li>`node_server_died': the server owning the port died while starting
@@ -152,6 +154,9 @@
 %%                            config => #{number_of_shards => 10}}).
 %% '''
 -spec start_node(start_opts()) -> {ok, node()} | {error, term()}.
+start_node(_Opts) when node() =:= nonode@nohost ->
+    {error, {not_distributed, "this VM must be distributed to talk to a C node: "
+             "start it with -name or -sname (elixir --name, iex --sname), or call net_kernel:start/2"}};
 start_node(Opts) ->
     case shardnode_args:command(Opts) of
         {ok, #{node := Node} = Command} ->

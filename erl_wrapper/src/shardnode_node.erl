@@ -9,9 +9,13 @@
 %% What the server does:
 %% <ul>
 %% <li>runs the executable with `{spawn_executable, Path}', stderr merged
-%%     into stdout, and reads its output line by line; every line is logged
-%%     at `debug' level (logger domain `[shardnode, node]') and the last 200
-%%     are kept for diagnostics ({@link output/1});</li>
+%%     into stdout, and reads its output line by line; every line goes to
+%%     logger at the level the node gave it (`DEBUG', `INFO', `WARN',
+%%     `ERROR' become debug, info, warning, error; a line without one, info),
+%%     without the node's own timestamp (logger adds its own), in the
+%%     logger domain `[shardnode, node]' with the metadata `shardnode =>
+%%     Node', and the last 200 lines are kept as they came for diagnostics
+%%     ({@link output/1});</li>
 %% <li>while starting, polls the node every 50 ms until it answers (a
 %%     `net_adm:ping/1' that returns `pong', then a `shard_types' call to
 %%     its admin, so that a ready node has its names registered; or, when
@@ -382,11 +386,28 @@ wait_exit(Port, Timeout) ->
     end.
 
 add_line(Line, #state{node = Node, lines = Q, nlines = N} = S) ->
-    logger:debug("shardnode ~ts: ~ts", [Node, Line]),
+    {Level, Text} = log_level(Line),
+    %% most lines name their node already; the others get it in front
+    NodeName = atom_to_binary(Node),
+    case binary:longest_common_prefix([Text, NodeName]) =:= byte_size(NodeName) of
+        true -> logger:log(Level, "~ts", [Text]);
+        false -> logger:log(Level, "~ts: ~ts", [Node, Text])
+    end,
     Q1 = queue:in(Line, Q),
     case N < ?MAX_LINES of
         true -> S#state{lines = Q1, nlines = N + 1};
         false -> S#state{lines = queue:drop(Q1)}
+    end.
+
+%% A line of the node's log, "INFO  10:26:21.696 Text" (c_src/base/log.c),
+%% as a logger level and Text; any other line is info as it is.
+log_level(Line) ->
+    case re:run(Line, "^(DEBUG|INFO|WARN|ERROR) +[0-9:.]+ (.*)$", [{capture, all_but_first, binary}, unicode]) of
+        {match, [<<"DEBUG">>, Text]} -> {debug, Text};
+        {match, [<<"INFO">>, Text]} -> {info, Text};
+        {match, [<<"WARN">>, Text]} -> {warning, Text};
+        {match, [<<"ERROR">>, Text]} -> {error, Text};
+        _ -> {info, Line}
     end.
 
 flush_partial(#state{partial = []} = S) ->
