@@ -17,8 +17,8 @@ fi
 project="$work/adopt_rebar3"
 rm -rf "$project"
 mkdir -p "$project/src" "$project/test"
-cp "$root/test/adoption/adopt.app.src" "$project/src/"
-cp "$root/test/adoption/adopt_SUITE.erl" "$project/test/"
+cp "$root/scripts/adoption/adopt.app.src" "$project/src/"
+cp "$root/scripts/adoption/adopt_SUITE.erl" "$project/test/"
 cat > "$project/rebar.config" <<CONFIG
 {erl_opts, [debug_info]}.
 {deps, [{shardnode, {git, "file://$root", {ref, "$rev"}}}]}.

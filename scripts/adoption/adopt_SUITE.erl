@@ -1,6 +1,7 @@
 %% The common_test suite of a user's project that depends on shardnode
-%% (scripts/adoption-test.sh copies it there): nothing here knows where
-%% the dependency lives; the wrapper finds its C node in priv/.
+%% (scripts/adoption-test.sh copies it there; it is kept out of test/,
+%% whose suites run in this repository): nothing here knows where the
+%% dependency lives; the wrapper finds its C node in priv/.
 -module(adopt_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
