@@ -26,11 +26,21 @@ LIB_SRC  := $(filter-out c_src/app/main.c,$(SRC))
 OBJ      := $(SRC:c_src/%.c=build/rel/%.o)
 UNIT_SRC := $(wildcard test/unit/*.c)
 
+# make run: the node's name (a long name NAME@HOST, or a short one without
+# the host), its cookie, seed nodes to join (comma-separated) and any other
+# flags, e.g. make run NAME=c2@127.0.0.1 JOIN=shardnode@127.0.0.1 ARGS='--set plugin_dir=/opt/types'
 NODE_COOKIE ?= shardnode
+NAME   ?= shardnode@127.0.0.1
+COOKIE ?= $(NODE_COOKIE)
+JOIN   ?=
+ARGS   ?=
+NAME_FLAG := $(if $(findstring @,$(NAME)),name,sname)
+# the name a shell beside it takes: a@HOST for a long name, a for a short one
+PEER_NAME := a$(if $(findstring @,$(NAME)),@$(lastword $(subst @, ,$(NAME))))
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all c deps run test check analyze unit tsan ct bench clean erl fuzz fuzz-check
+.PHONY: all c deps run test check analyze unit tsan ct bench clean erl fuzz fuzz-check docs
 
 all: c erl
 
@@ -198,25 +208,31 @@ test: deps
 	$(MAKE) -j2 $(TSAN_PROGS) $(FUZZ_PROGS) all build/asan/unit
 	$(MAKE) tsan
 	$(MAKE) fuzz-check
+	$(MAKE) docs
 	scripts/run-tests.sh
 
 run: deps
 	$(MAKE) all
 	@echo
-	@echo "Starting shardnode@127.0.0.1 (cookie: $(NODE_COOKIE)). Reach it from another terminal:"
-	@echo "  erl -name a@127.0.0.1 -setcookie $(NODE_COOKIE)"
-	@echo "    1> net_adm:ping('shardnode@127.0.0.1')."
-	@echo "    2> gen_server:call({shardnode, 'shardnode@127.0.0.1'}, shard_types)."
-	@echo "  iex --name a@127.0.0.1 --cookie $(NODE_COOKIE)"
-	@echo "    iex> Node.ping(:'shardnode@127.0.0.1')"
-	@echo "    iex> GenServer.call({:shardnode, :'shardnode@127.0.0.1'}, :shard_types)"
+	@echo "Starting $(NAME) (cookie: $(COOKIE)). Reach it from another terminal:"
+	@echo "  erl -$(NAME_FLAG) $(PEER_NAME) -setcookie $(COOKIE)"
+	@echo "    1> net_adm:ping('$(NAME)')."
+	@echo "    2> gen_server:call({shardnode, '$(NAME)'}, shard_types)."
+	@echo "  iex --$(NAME_FLAG) $(PEER_NAME) --cookie $(COOKIE)"
+	@echo "    iex> Node.ping(:'$(NAME)')"
+	@echo "    iex> GenServer.call({:shardnode, :'$(NAME)'}, :shard_types)"
 	@echo "Stop with Ctrl-C."
 	@echo
-	exec priv/shardnode --name shardnode@127.0.0.1 --cookie $(NODE_COOKIE)
+	exec priv/shardnode --$(NAME_FLAG) '$(NAME)' --cookie '$(COOKIE)' $(if $(JOIN),--join '$(JOIN)') $(ARGS)
+
+# The wrapper's API docs, from its edoc comments: erl_wrapper/doc/index.html.
+docs: deps
+	rebar3 edoc
+	@echo "API docs: erl_wrapper/doc/index.html"
 
 # Benchmarks, side by side with a BEAM baseline (bench/README.md).
 bench: all
 	bench/run.sh
 
 clean:
-	rm -rf build priv/shardnode priv/*.so _build
+	rm -rf build priv/shardnode priv/*.so _build erl_wrapper/doc

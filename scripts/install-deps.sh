@@ -12,6 +12,7 @@ packages=(
 	erlang-ssl        # inet_tls_dist: the TLS BEAM nodes the TLS tests talk to
 	erlang-tools
 	rebar3            # builds erl_wrapper/ and runs common_test
+	elixir            # mix: make test adopts the repository from a Mix project, with ExUnit
 	libssl-dev        # OpenSSL: MD5 for the handshake digest, TLS distribution
 	libbsd-dev        # strlcpy
 	liblmdb-dev       # state_store = lmdb: the embedded durable store

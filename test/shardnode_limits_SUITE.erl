@@ -2,8 +2,8 @@
 %% against real nodes at the limit and one past it.
 %%
 %% The suite builds 14 plugin types (test/limit_type.c, named t1..t14) into
-%% a directory of its own, beside a copy of priv/shardnode, where the node
-%% loads them from. With the three built-ins that is 17 types to choose from:
+%% a directory of its own, which the nodes load them from (plugin_dir).
+%% With the three built-ins that is 17 types to choose from:
 %%
 %%   - two nodes hosting 16 types each: every type answers through either
 %%     node, and after one node is killed and downed, every type's shards
@@ -30,13 +30,9 @@ all() -> [sixteen_types_on_two_nodes_survive_a_crash, seventeen_types_are_refuse
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
-    Bin = filename:join(?config(priv_dir, Config), "bin"),
-    ok = filelib:ensure_path(Bin),
-    Root = project_root(),
-    {ok, _} = file:copy(filename:join([Root, "priv", "shardnode"]), filename:join(Bin, "shardnode")),
-    ok = file:change_mode(filename:join(Bin, "shardnode"), 8#755),
-    [ok = build_plugin(Root, Bin, K) || K <- lists:seq(1, ?PLUGINS)],
-    [{exe, filename:join(Bin, "shardnode")} | Config].
+    Dir = filename:join(?config(priv_dir, Config), "plugins"),
+    [ok = test_plugins:build(Dir, plugin(K)) || K <- lists:seq(1, ?PLUGINS)],
+    [{plugin_dir, Dir} | Config].
 
 end_per_suite(_Config) ->
     ?assertEqual([], shardnode:which_nodes()),
@@ -54,8 +50,9 @@ end_per_testcase(_Case, Config) ->
 
 sixteen_types_on_two_nodes_survive_a_crash(Config) ->
     Types = types(16),
-    Opts = #{executable => ?config(exe, Config), types => Types,
-             config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
+    Opts = #{types => Types,
+             config => #{plugin_dir => ?config(plugin_dir, Config),
+                         number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
                          failure_timeout_ms => 1000, retry_interval_ms => 200}},
     {[A], Config1} = shardnode_ct:start_nodes(Config, [Opts]),
     {[B], Config2} = shardnode_ct:start_nodes(Config1, [Opts#{join => [A]}]),
@@ -75,7 +72,7 @@ sixteen_types_on_two_nodes_survive_a_crash(Config) ->
     ?assertEqual([], shardnode:which_nodes()).
 
 seventeen_types_are_refused(Config) ->
-    Opts = #{executable => ?config(exe, Config), types => types(17)},
+    Opts = #{types => types(17), config => #{plugin_dir => ?config(plugin_dir, Config)}},
     {error, {exited, 2, Lines}} = shardnode:start_node(Opts#{name => "limits17@127.0.0.1"}),
     ?assert(lists:any(fun(L) -> string:find(L, "at most 16") =/= nomatch end,
                       [unicode:characters_to_list(L) || L <- Lines])),
@@ -114,34 +111,3 @@ up(Nodes, Asked) ->
 
 await(Fun) ->
     ok = shardnode_poll:until(Fun, 20000).
-
-build_plugin(Root, Dir, K) ->
-    Name = "t" ++ integer_to_list(K),
-    ErlInc = filename:join([code:root_dir(), "usr", "include"]),
-    Cmd = io_lib:format("cc -std=c11 -O2 -fPIC -shared -I'~ts' -I'~ts' '-DTYPE_NAME=\"~s\"' -o '~ts' '~ts' 2>&1; echo exit=$?",
-                        [filename:join([Root, "c_src", "entity"]), ErlInc, Name,
-                         filename:join(Dir, Name ++ ".so"), filename:join([Root, "test", "limit_type.c"])]),
-    Out = os:cmd(lists:flatten(Cmd)),
-    case string:find(Out, "exit=0") of
-        nomatch -> ct:fail({plugin_build_failed, Name, Out});
-        _ -> ok
-    end.
-
-%% The checkout: the first directory above this module that holds
-%% priv/shardnode and test/limit_type.c.
-project_root() ->
-    Starts = [filename:dirname(filename:absname(P))
-              || P <- [?FILE, code:which(?MODULE)], is_list(P)] ++ [element(2, file:get_cwd())],
-    Found = [D || S <- Starts, D <- [S | ancestors(S)],
-                  filelib:is_regular(filename:join([D, "priv", "shardnode"])),
-                  filelib:is_regular(filename:join([D, "test", "limit_type.c"]))],
-    case Found of
-        [Root | _] -> Root;
-        [] -> ct:fail({project_root_not_found, Starts})
-    end.
-
-ancestors(Dir) ->
-    case filename:dirname(Dir) of
-        Dir -> [];
-        Parent -> [Parent | ancestors(Parent)]
-    end.

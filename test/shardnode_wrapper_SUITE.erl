@@ -1,6 +1,7 @@
 %% The wrapper as a user's project meets it (docs/contract.md "Adoption"):
-%% a clear error on a VM that is not distributed, and the C node's log
-%% lines in logger at the levels the node gave them.
+%% a clear error on a VM that is not distributed, the C node's log lines in
+%% logger at the levels the node gave them, and entity types of the user's
+%% own loaded from a directory of theirs (plugin_dir).
 -module(shardnode_wrapper_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -8,7 +9,9 @@
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([a_vm_that_is_not_distributed_gets_a_clear_error/1,
-         node_log_lines_keep_their_level/1]).
+         node_log_lines_keep_their_level/1,
+         types_of_the_users_own_load_from_plugin_dir/1,
+         a_plugin_dir_that_cannot_be_read_is_refused/1]).
 %% logger handler callback: the captured events go to the test process
 -export([log/2]).
 
@@ -16,7 +19,9 @@ suite() -> [{timetrap, {minutes, 2}}].
 
 all() ->
     [a_vm_that_is_not_distributed_gets_a_clear_error,
-     node_log_lines_keep_their_level].
+     node_log_lines_keep_their_level,
+     types_of_the_users_own_load_from_plugin_dir,
+     a_plugin_dir_that_cannot_be_read_is_refused].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -69,6 +74,34 @@ node_log_lines_keep_their_level(Config) ->
                         (_, _) -> false
                      end),
     ?assertEqual(nomatch, re:run(Warn, "^WARN")).
+
+%% A plugin built into a directory of the user's is hosted beside the
+%% built-in types and priv/'s plugins; a plugin there named like a built-in
+%% type is skipped with a warning, and the built-in type stays.
+types_of_the_users_own_load_from_plugin_dir(Config) ->
+    Dir = filename:join(?config(priv_dir, Config), "my_plugins"),
+    ok = test_plugins:build(Dir, my_type),
+    ok = test_plugins:build(Dir, echo),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{types => [counter, echo, my_type],
+                                                   config => #{plugin_dir => Dir}}]),
+    ?assertEqual({my_type, {hello, 1}}, gen_server:call({my_type, C}, {<<"a">>, {hello, 1}})),
+    ?assertEqual(1, gen_server:call({counter, C}, {<<"a">>, incr})),
+    %% the built-in echo answers Msg itself, not {echo, Msg}
+    ?assertEqual({hello, 2}, gen_server:call({echo, C}, {<<"a">>, {hello, 2}})),
+    {ok, Lines} = shardnode:output(C),
+    ?assert(lists:any(fun(L) -> binary:match(L, [<<"echo.so skipped">>]) =/= nomatch end, Lines)).
+
+%% A plugin_dir that is not there stops the node at start, exit status 2,
+%% with one line naming it: a type the user meant to host is not missed
+%% silently.
+a_plugin_dir_that_cannot_be_read_is_refused(Config) ->
+    Dir = filename:join(?config(priv_dir, Config), "not_there"),
+    Name = shardnode_ct:unique_name("pd") ++ "@127.0.0.1",
+    {error, {exited, 2, Lines}} = shardnode:start_node(#{name => Name, config => #{plugin_dir => Dir}}),
+    ?assert(lists:any(fun(L) -> binary:match(L, <<"plugin_dir ">>) =/= nomatch andalso
+                                    binary:match(L, list_to_binary(Dir)) =/= nomatch
+                      end, Lines)),
+    ?assert(shardnode_ct:gone(list_to_atom(Name))).
 
 %%====================================================================
 %% Helpers

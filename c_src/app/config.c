@@ -87,6 +87,7 @@ static const struct key_spec keys[] = {
 	{"downing", K_DOWNING, offsetof(struct sn_config, downing), 0, 0},
 	U(stable_after_ms, 0, 86400000),
 	{"data_dir", K_PATH, offsetof(struct sn_config, data_dir), 0, PATH_MAX},
+	{"plugin_dir", K_PATH, offsetof(struct sn_config, plugin_dir), 0, PATH_MAX},
 	{"postgres_conninfo", K_PATH, offsetof(struct sn_config, postgres_conninfo), 0, CONFIG_CONNINFO_BUF},
 	{"state_store", K_STATE_STORE, offsetof(struct sn_config, state_store), 0, 0},
 	U(store_timeout_ms, 1, 86400000),
@@ -543,7 +544,7 @@ static int derive_name(struct sn_config *c, const char *arg, bool short_names, c
 
 /* Each singleton's name is one no other process of the node has, and its
  * type one this node hosts (or proxies, --proxy-only). */
-static int check_singletons(const struct sn_config *c, const char *const *known_types, char err[CONFIG_ERR_BUF])
+static int check_singletons(const struct sn_config *c, char err[CONFIG_ERR_BUF])
 {
 	if (c->ntypes + c->nsingletons > NODE_TYPES_MAX)
 		return fail(err, "%zu types and %zu singletons; a node has at most %d in all", c->ntypes,
@@ -553,9 +554,6 @@ static int check_singletons(const struct sn_config *c, const char *const *known_
 		if (!valid_type_name(name) || strncmp(name, "shardnode", 9) == 0 || strcmp(name, "net_kernel") == 0)
 			return fail(err, "singleton %s: the name must be a lower-case atom, not net_kernel or "
 				    "shardnode*", name);
-		for (size_t t = 0; known_types[t]; t++)
-			if (strcmp(known_types[t], name) == 0)
-				return fail(err, "singleton %s: the name is an entity type's", name);
 		bool hosted = false;
 		for (size_t t = 0; t < c->ntypes; t++)
 			hosted |= strcmp(c->types[t], type) == 0;
@@ -658,11 +656,6 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	for (size_t k = 0; k < c->ntypes; k++) {
 		if (!valid_type_name(c->types[k]))
 			return fail(err, "--types: '%s' is not an entity type name", c->types[k]);
-		bool found = false;
-		for (size_t t = 0; known_types[t]; t++)
-			found |= strcmp(known_types[t], c->types[k]) == 0;
-		if (!found)
-			return fail(err, "--types: unknown entity type '%s'", c->types[k]);
 		for (size_t j = 0; j < k; j++)
 			if (strcmp(c->types[j], c->types[k]) == 0)
 				return fail(err, "--types: '%s' given twice", c->types[k]);
@@ -698,7 +691,7 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		if (rc)
 			return rc;
 	}
-	int rc = check_singletons(c, known_types, err);
+	int rc = check_singletons(c, err);
 	if (rc)
 		return rc;
 	/* A member is unreachable, and its quorum lease runs out, after this
@@ -717,10 +710,34 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		*strchr(alive, '@') = '\0';
 		snprintf(c->data_dir, sizeof c->data_dir, "./shardnode-data/%s", alive);
 	}
+	if (known_types != NULL) {
+		rc = config_check_types(c, known_types, err);
+		if (rc)
+			return rc;
+	}
 	/* A path this long cannot be opened: refused after every other check,
 	 * with the message config_resolve_cookie would give for it. */
 	if (cookie_file && strlcpy(c->cookie_file, cookie_file, sizeof c->cookie_file) >= sizeof c->cookie_file)
 		return fail(err, "cookie file %s: %s", cookie_file, strerror(ENAMETOOLONG));
+	return 0;
+}
+
+static bool listed(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (strcmp(*list, name) == 0)
+			return true;
+	return false;
+}
+
+int config_check_types(const struct sn_config *c, const char *const *known_types, char err[CONFIG_ERR_BUF])
+{
+	for (size_t k = 0; k < c->ntypes; k++)
+		if (!listed(known_types, c->types[k]))
+			return fail(err, "--types: unknown entity type '%s'", c->types[k]);
+	for (size_t k = 0; k < c->nsingletons; k++)
+		if (listed(known_types, c->singleton_names[k]))
+			return fail(err, "singleton %s: the name is an entity type's", c->singleton_names[k]);
 	return 0;
 }
 

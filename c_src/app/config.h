@@ -70,6 +70,9 @@ struct sn_config {
 	enum downing_strategy downing;
 	uint32_t stable_after_ms;
 	char data_dir[PATH_MAX];
+	/* entity plugins (*.so) of the user's, loaded after priv/'s; empty:
+	 * none */
+	char plugin_dir[PATH_MAX];
 	enum state_store_kind state_store;
 	char postgres_conninfo[CONFIG_CONNINFO_BUF]; /* a libpq connection string */
 	uint32_t store_timeout_ms;
@@ -94,13 +97,20 @@ void config_defaults(struct sn_config *cfg);
 /* Parses argv (without argv[0]) into cfg (filled by config_defaults
  * first), reading the --config file. The cookie is not resolved: cfg->cookie
  * holds --cookie, or stays empty; cfg->cookie_file holds --cookie-file, which
- * is not read. No file is created or written. `known_types`
- * (NULL-terminated) are the entity types that may be named in --types;
- * `default_types` those hosted without --types. Nothing is kept of argv.
- * Returns 0; 1 when --help was asked (usage printed to stdout); or -EINVAL
- * with a one-line message in err. */
+ * is not read. No file is created or written. `default_types`
+ * (NULL-terminated) are the entity types hosted without --types;
+ * `known_types` (NULL-terminated) those that may be named, checked by
+ * config_check_types before returning. NULL known_types defers that check
+ * to the caller, which learns the types from plugin_dir only after parsing.
+ * Nothing is kept of argv. Returns 0; 1 when --help was asked (usage
+ * printed to stdout); or -EINVAL with a one-line message in err. */
 int config_parse_args(struct sn_config *cfg, int argc, char *const argv[], const char *const *default_types,
 		      const char *const *known_types, char err[CONFIG_ERR_BUF]);
+
+/* Checks a parsed cfg against the entity types that exist (`known_types`,
+ * NULL-terminated): every hosted type is one of them, and no singleton is
+ * named like one. Returns 0, or -EINVAL with a one-line message in err. */
+int config_check_types(const struct sn_config *cfg, const char *const *known_types, char err[CONFIG_ERR_BUF]);
 
 /* The cookie, after a successful config_parse_args, as erl finds it: the
  * --cookie given; else the one line of the --cookie-file (blanks around it

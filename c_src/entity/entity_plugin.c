@@ -25,17 +25,27 @@ void entity_plugins_load(struct entity_plugins *p, const char *dir, const struct
 			 const struct logger *log)
 {
 	memset(p, 0, sizeof *p);
+	(void)entity_plugins_add_dir(p, dir, taken, log);
+}
+
+int entity_plugins_add_dir(struct entity_plugins *p, const char *dir, const struct entity_type *const *taken,
+			   const struct logger *log)
+{
 	DIR *d = opendir(dir);
 	if (d == NULL)
-		return;
+		return -errno;
 	struct dirent *de;
-	while ((de = readdir(d)) != NULL && p->count < ENTITY_PLUGIN_MAX) {
+	while ((de = readdir(d)) != NULL) {
 		size_t n = strlen(de->d_name);
 		if (n < 4 || strcmp(de->d_name + n - 3, ".so") != 0)
 			continue;
 		char path[PATH_MAX];
 		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path)
 			continue;
+		if (p->count == ENTITY_PLUGIN_MAX) {
+			log_warn(log, "entity plugin %s not loaded: a node loads at most %d", path, ENTITY_PLUGIN_MAX);
+			continue;
+		}
 		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (h == NULL) {
 			log_warn(log, "entity plugin %s not loaded: %s", path, dlerror());
@@ -57,6 +67,7 @@ void entity_plugins_load(struct entity_plugins *p, const char *dir, const struct
 		log_info(log, "entity type %s loaded from %s", t->name, path);
 	}
 	closedir(d);
+	return 0;
 }
 
 int entity_plugins_exe_dir(char *out, size_t outsz)

@@ -22,11 +22,19 @@ struct entity_plugins {
 	size_t count;
 };
 
-/* Loads the plugins of `dir`. A missing directory is not an error. Types
- * whose name is already in `taken` (NULL-terminated) are skipped. Always
- * succeeds; problems are logged. */
+/* Fills *p (whatever it held) with the plugins of `dir`. A missing
+ * directory is not an error. Types whose name is already in `taken`
+ * (NULL-terminated) are skipped. Always succeeds; problems are logged. */
 void entity_plugins_load(struct entity_plugins *p, const char *dir, const struct entity_type *const *taken,
 			 const struct logger *log);
+
+/* Adds the plugins of `dir` to those *p holds (from entity_plugins_load).
+ * Types named like one in `taken` or one already in *p are skipped, as are
+ * files beyond ENTITY_PLUGIN_MAX plugins in all; each is logged. Returns 0,
+ * or -errno when `dir` cannot be opened as a directory (nothing is added
+ * then; the caller decides whether that is an error). */
+int entity_plugins_add_dir(struct entity_plugins *p, const char *dir, const struct entity_type *const *taken,
+			   const struct logger *log);
 
 /* The directory holding the running executable (for priv/), into out. */
 int entity_plugins_exe_dir(char *out, size_t outsz);

@@ -957,3 +957,51 @@ Test(config, failure_timeout_must_exceed_the_heartbeat)
 			   "failure_timeout_ms=501"),
 		     0, "%s", err);
 }
+
+/* ---- plugin_dir: the types named are checked after it is read ---- */
+
+Test(config, types_are_checked_once_plugin_dir_is_known)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF] = "";
+	char *args[] = {"--name",     "a@h", "--cookie", "c", "--types", "counter,ledger", "--set",
+			"plugin_dir=/opt/types", "--singleton", "books=ledger", NULL};
+	config_defaults(&c);
+	/* without the types known, parsing leaves them to the caller */
+	cr_assert_eq(config_parse_args(&c, 10, args, known_types, NULL, err), 0, "%s", err);
+	cr_assert_str_eq(c.plugin_dir, "/opt/types");
+	cr_assert_eq(c.ntypes, 2);
+	cr_assert_eq(config_check_types(&c, known_types, err), -EINVAL);
+	assert_err_has(err, "unknown entity type 'ledger'");
+
+	/* the plugin_dir's type known: accepted */
+	const char *with_ledger[] = {"counter", "kv", "session", "ledger", NULL};
+	cr_assert_eq(config_check_types(&c, with_ledger, err), 0, "%s", err);
+
+	/* a singleton named like a type that only plugin_dir brings */
+	char *named_like[] = {"--name", "a@h", "--cookie", "c", "--types", "counter", "--singleton", "ledger=counter", NULL};
+	config_defaults(&c);
+	cr_assert_eq(config_parse_args(&c, 8, named_like, known_types, NULL, err), 0, "%s", err);
+	cr_assert_eq(config_check_types(&c, with_ledger, err), -EINVAL);
+	assert_err_has(err, "singleton ledger: the name is an entity type's");
+
+	/* given known types, config_parse_args checks them itself */
+	config_defaults(&c);
+	cr_assert_eq(config_parse_args(&c, 10, args, known_types, known_types, err), -EINVAL);
+	assert_err_has(err, "unknown entity type 'ledger'");
+	config_defaults(&c);
+	cr_assert_eq(config_parse_args(&c, 10, args, known_types, with_ledger, err), 0, "%s", err);
+}
+
+Test(config, plugin_dir_key)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	config_defaults(&c);
+	cr_assert_str_eq(c.plugin_dir, "", "none by default");
+	cr_assert_eq(config_set(&c, "plugin_dir=/srv/my types", err), 0, "%s", err);
+	cr_assert_str_eq(c.plugin_dir, "/srv/my types");
+	const char text[] = "{plugin_dir, \"/opt/x\"}.\n";
+	cr_assert_eq(config_apply_text(&c, text, sizeof text - 1, "f", err), 0, "%s", err);
+	cr_assert_str_eq(c.plugin_dir, "/opt/x");
+}

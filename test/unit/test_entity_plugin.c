@@ -440,3 +440,46 @@ Test(entity_plugin, taken_name_is_skipped)
 	capture_end(&c);
 	tmpdir_remove(&d);
 }
+
+/* plugin_dir: a second directory adds to the first; a type already loaded
+ * from the first is skipped; a directory that cannot be opened is an error
+ * the caller sees, and adds nothing. */
+Test(entity_plugin, add_dir_appends_and_reports_a_missing_dir)
+{
+	need_account_plugin();
+	struct tmpdir first, second;
+	tmpdir_make(&first);
+	tmpdir_make(&second);
+	copy_in(&first, ACCOUNT_SO, "account.so");
+	copy_in(&second, ACCOUNT_SO, "account_again.so");
+	write_file(&second, "junk.so", "not an ELF file", 15);
+
+	struct capture c;
+	capture_start(&c);
+	struct entity_plugins p;
+	entity_plugins_load(&p, first.path, entity_builtin_types(), &c.log);
+	cr_assert_eq(p.count, 1);
+	cr_assert_eq(entity_plugins_add_dir(&p, second.path, entity_builtin_types(), &c.log), 0);
+	const char *log = capture_text(&c);
+	cr_assert_eq(p.count, 1, "the account of the first directory stays the only one: %s", log);
+	cr_assert_null(p.types[1]);
+	cr_assert_not_null(strstr(log, "account_again.so skipped: a type of that name already exists"), "%s", log);
+	cr_assert_not_null(strstr(log, "junk.so not loaded"), "%s", log);
+
+	cr_assert_eq(entity_plugins_add_dir(&p, "/nonexistent/shardnode/types", NULL, &c.log), -ENOENT);
+	char file[PATH_MAX];
+	tmpdir_path(&second, "junk.so", file, sizeof file);
+	cr_assert_eq(entity_plugins_add_dir(&p, file, NULL, &c.log), -ENOTDIR);
+	cr_assert_eq(p.count, 1);
+	entity_plugins_free(&p);
+
+	/* into an empty set, the second directory's copy is the one loaded */
+	memset(&p, 0, sizeof p);
+	cr_assert_eq(entity_plugins_add_dir(&p, second.path, entity_builtin_types(), &c.log), 0);
+	cr_assert_eq(p.count, 1);
+	cr_assert_str_eq(p.types[0]->name, "account");
+	entity_plugins_free(&p);
+	capture_end(&c);
+	tmpdir_remove(&first);
+	tmpdir_remove(&second);
+}
