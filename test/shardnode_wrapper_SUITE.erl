@@ -11,7 +11,8 @@
 -export([a_vm_that_is_not_distributed_gets_a_clear_error/1,
          node_log_lines_keep_their_level/1,
          types_of_the_users_own_load_from_plugin_dir/1,
-         a_plugin_dir_that_cannot_be_read_is_refused/1]).
+         a_plugin_dir_that_cannot_be_read_is_refused/1,
+         the_log_level_changes_at_run_time/1]).
 %% logger handler callback: the captured events go to the test process
 -export([log/2]).
 
@@ -21,7 +22,8 @@ all() ->
     [a_vm_that_is_not_distributed_gets_a_clear_error,
      node_log_lines_keep_their_level,
      types_of_the_users_own_load_from_plugin_dir,
-     a_plugin_dir_that_cannot_be_read_is_refused].
+     a_plugin_dir_that_cannot_be_read_is_refused,
+     the_log_level_changes_at_run_time].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -103,8 +105,46 @@ a_plugin_dir_that_cannot_be_read_is_refused(Config) ->
                       end, Lines)),
     ?assert(shardnode_ct:gone(list_to_atom(Name))).
 
+%% {set_log_level, Level} takes effect at once: debug records appear, then
+%% none below error; a level that is none is refused; every line the node
+%% wrote is a logfmt record the wrapper reads back whole.
+the_log_level_changes_at_run_time(Config) ->
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{types => [counter]}]),
+    Admin = {shardnode, C},
+    ?assertEqual({ok, info}, gen_server:call(Admin, log_level)),
+    %% a message that is not a call: the admin ignores it, saying so at debug
+    Admin ! not_a_call_1,
+    ?assertEqual(ok, gen_server:call(Admin, {set_log_level, debug})),
+    ?assertEqual({ok, debug}, gen_server:call(Admin, log_level)),
+    Admin ! not_a_call_2,
+    ok = shardnode_poll:until(fun() -> count(C, <<"level=debug">>) >= 1 end, 5000),
+    ?assertEqual(1, count(C, <<"level=info node=", (atom_to_binary(C))/binary, " msg=\"log level debug (was info)\"">>)),
+    ?assertEqual(ok, gen_server:call(Admin, {set_log_level, error})),
+    Debug = count(C, <<"level=debug">>),
+    Admin ! not_a_call_3,
+    ?assertEqual(1, gen_server:call({counter, C}, {<<"a">>, incr})),
+    ?assertEqual({ok, error}, gen_server:call(Admin, log_level)),
+    ?assertEqual(Debug, count(C, <<"level=debug">>)),
+    ?assertEqual({error, {bad_log_level, loud}}, gen_server:call(Admin, {set_log_level, loud})),
+    ?assertEqual({error, {bad_log_level, warn}}, gen_server:call(Admin, {set_log_level, warn})),
+    ?assertMatch({error, {bad_request, _}}, gen_server:call(Admin, {set_log_level, "debug"})),
+    ?assertEqual(ok, gen_server:call(Admin, {set_log_level, warning})),
+    %% every line is a record: level, node, msg, and type where it applies
+    {ok, Lines} = shardnode:output(C),
+    [?assertMatch({L, _, _} when L =/= undefined, shardnode_node:parse_record(Line)) || Line <- Lines],
+    [?assertMatch({match, _}, re:run(Line, "^ts=[0-9-]+T[0-9:.]+Z level=[a-z]+ node=[^ ]+ msg=\"", []))
+     || Line <- Lines],
+    ?assert(lists:any(fun(Line) -> {_, _, Meta} = shardnode_node:parse_record(Line),
+                                   maps:get(shardnode_type, Meta, none) =:= counter
+                      end, Lines)).
+
 %%====================================================================
 %% Helpers
+
+count(Node, Text) ->
+    {ok, Lines} = shardnode:output(Node),
+    length([L || L <- Lines, binary:match(L, Text) =/= nomatch]).
+
 %%====================================================================
 
 log(#{level := Level, msg := Msg}, #{config := #{pid := Pid}}) ->

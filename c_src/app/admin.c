@@ -119,6 +119,24 @@ static int encode_singleton_home(struct admin *a, const char *name, ei_x_buff *x
 	return term_x_error_atom(x, "not_a_singleton");
 }
 
+/* {set_log_level, Level}: `ok`, and a record at the new level's first
+ * line saying so; an atom that is no level gets {error, {bad_log_level,
+ * Level}}. Returns 0 or < 0 (an encoder failed). */
+static int set_log_level(struct admin *a, const char *name, ei_x_buff *x)
+{
+	enum log_level level;
+	if (a->cfg.levels == NULL || log_level_parse(name, &level) != 0 || strcmp(name, "warn") == 0)
+		return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "error") | ei_x_encode_tuple_header(x, 2) |
+		       ei_x_encode_atom(x, "bad_log_level") | ei_x_encode_atom(x, name);
+	enum log_level was = log_get_level(a->cfg.levels);
+	log_set_level(a->cfg.levels, level);
+	/* Said at info, or at the new level when that is higher, so that it
+	 * shows in the log that follows. */
+	log_at(a->cfg.levels, level > LOG_INFO ? level : LOG_INFO, "log level %s (was %s)", log_level_name(level),
+	       log_level_name(was));
+	return ei_x_encode_atom(x, "ok");
+}
+
 static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg *m)
 {
 	(void)self;
@@ -148,6 +166,9 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 			else
 				rc = ei_x_encode_tuple_header(&reply, 2) | ei_x_encode_atom(&reply, "ok") |
 				     ei_x_encode_empty_list(&reply);
+		} else if (strcmp(atom, "log_level") == 0) {
+			rc = ei_x_encode_tuple_header(&reply, 2) | ei_x_encode_atom(&reply, "ok") |
+			     ei_x_encode_atom(&reply, log_level_name(log_get_level(a->cfg.log)));
 		} else if (strcmp(atom, "leave") == 0) {
 			rc = ei_x_encode_atom(&reply, "ok");
 			leave = true;
@@ -166,6 +187,8 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 				rc = term_x_error_atom(&reply, "no_coordinator");
 		} else if (strcmp(atom, "singleton") == 0 && arg_is_atom) {
 			rc = encode_singleton_home(a, arg, &reply);
+		} else if (strcmp(atom, "set_log_level") == 0 && arg_is_atom) {
+			rc = set_log_level(a, arg, &reply);
 		} else if (strcmp(atom, "down") == 0 && arg_is_atom) {
 			if (a->membership == NULL || membership_down(a->membership, arg) == 0)
 				rc = ei_x_encode_atom(&reply, "ok");

@@ -3,7 +3,7 @@
  *
  *   net_kernel  answers {is_auth, Node} with `yes`, so net_adm:ping/1 works.
  *   shardnode   the admin of docs/contract.md, "Registered names": members, shard_types, {coordinator, T},
- *               {down, Node}, leave; anything else gets
+ *               {down, Node}, leave, log_level, {set_log_level, L}; anything else gets
  *               {error, {bad_request, Request}}. It also receives the
  *               members' join and gossip messages (membership.h).
  *
@@ -21,6 +21,7 @@
 struct admin_config {
 	struct dist_node *node;       /* not owned */
 	const struct logger *log;     /* not owned */
+	struct logger *levels;        /* not owned: the root logger whose level set_log_level changes */
 	const char *const *types;     /* hosted entity types; not owned */
 	size_t ntypes;
 	bool proxy_only;

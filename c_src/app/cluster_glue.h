@@ -50,6 +50,7 @@ struct hosted_type {
 	struct coordinator *coordinator; /* NULL on a proxy-only node */
 	struct region *region;
 	struct remember *remember;       /* NULL: remember_entities is off */
+	struct logger log;               /* the node's, with type= the name: its parts log through it */
 };
 
 struct cluster_glue_config {

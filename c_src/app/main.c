@@ -59,7 +59,7 @@ static void catalog_builtin(struct catalog *c)
 static int catalog_plugins(struct catalog *c, struct entity_plugins *plugins, const struct sn_config *cfg,
 			   char err[CONFIG_ERR_BUF])
 {
-	struct logger startup_log = {.min_level = LOG_INFO, .out = stderr};
+	struct logger startup_log = {.min_level = cfg->log_level, .out = stderr, .node = cfg->name};
 	char priv[PATH_MAX];
 	memset(plugins, 0, sizeof *plugins);
 	if (entity_plugins_exe_dir(priv, sizeof priv) == 0)

@@ -134,7 +134,8 @@ static int start_node(struct node_app *app)
 		app->singleton_types[k] = cfg->singleton_types[k];
 	}
 	struct admin_config acfg = {
-		.node = app->node, .log = &app->log, .types = app->type_names, .ntypes = cfg->ntypes,
+		.node = app->node, .log = &app->log, .levels = &app->log,
+		.types = app->type_names, .ntypes = cfg->ntypes,
 		.singleton_names = app->singleton_names, .singleton_types = app->singleton_types,
 		.nsingletons = cfg->nsingletons,
 		.proxy_only = cfg->proxy_only, .request_leave = cluster_glue_request_leave, .leave_arg = &app->glue,
@@ -166,6 +167,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 	h->type = type;
 	h->singleton = singleton_name != NULL;
 	h->name = h->singleton ? singleton_name : type->name;
+	h->log = (struct logger){.parent = &app->log, .type = h->name};
 	uint32_t nshards = h->singleton ? 1 : cfg->number_of_shards;
 	char coord_name[CONFIG_NAME_BUF + 32];
 	snprintf(coord_name, sizeof coord_name, "shardnode_%s_%s", h->singleton ? "singleton" : "coordinator", h->name);
@@ -173,7 +175,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 	 * type does, and a proxy hosts nothing. */
 	if (!cfg->proxy_only) {
 		struct coordinator_config ccfg = {
-			.node = app->node, .log = &app->log, .type_name = h->name, .name = coord_name,
+			.node = app->node, .log = &h->log, .type_name = h->name, .name = coord_name,
 			.number_of_shards = nshards, .loop = app->loop,
 			.rebalance_interval_ms = cfg->rebalance_interval_ms,
 			.rebalance_threshold = cfg->rebalance_threshold,
@@ -189,7 +191,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		}
 	}
 	if (cfg->remember_entities && !cfg->proxy_only && !h->singleton) {
-		h->remember = remember_open(cfg->data_dir, type->name, cfg->number_of_shards, &app->log, &rc);
+		h->remember = remember_open(cfg->data_dir, type->name, cfg->number_of_shards, &h->log, &rc);
 		if (h->remember == NULL) {
 			log_error(&app->log, "cannot open the remembered %s entities in %s: %s", type->name,
 				  cfg->data_dir, strerror(-rc));
@@ -197,7 +199,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		}
 	}
 	struct region_config rcfg = {
-		.node = app->node, .loop = app->loop, .log = &app->log, .type = type,
+		.node = app->node, .loop = app->loop, .log = &h->log, .type = type,
 		.name = h->name, .singleton = h->singleton,
 		.number_of_shards = nshards, .buffer_size = cfg->buffer_size,
 		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_after_ms = cfg->passivate_idle_after_ms,

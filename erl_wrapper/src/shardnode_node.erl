@@ -9,13 +9,14 @@
 %% What the server does:
 %% <ul>
 %% <li>runs the executable with `{spawn_executable, Path}', stderr merged
-%%     into stdout, and reads its output line by line; every line goes to
-%%     logger at the level the node gave it (`DEBUG', `INFO', `WARN',
-%%     `ERROR' become debug, info, warning, error; a line without one, info),
-%%     without the node's own timestamp (logger adds its own), in the
-%%     logger domain `[shardnode, node]' with the metadata `shardnode =>
-%%     Node', and the last 200 lines are kept as they came for diagnostics
-%%     ({@link output/1});</li>
+%%     into stdout, and reads its output line by line; every record (a
+%%     logfmt line, docs/contract.md "Logs") goes to logger at its level
+%%     (debug, info, warning, error; a line that is no record, info) as
+%%     `Node: Msg', without the node's own timestamp (logger adds its own),
+%%     in the logger domain `[shardnode, node]' with the metadata
+%%     `shardnode => Node' and, where the record has them,
+%%     `shardnode_type => Type' and `shard => Shard'; the last 200 lines are
+%%     kept as they came for diagnostics ({@link output/1});</li>
 %% <li>while starting, polls the node every 50 ms until it answers (a
 %%     `net_adm:ping/1' that returns `pong', then a `shard_types' call to
 %%     its admin, so that a ready node has its names registered; or, when
@@ -48,6 +49,8 @@
 
 %% gen_server callbacks
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+%% the parser of the node's log records, for the suites
+-export([parse_record/1]).
 
 -export_type([command/0, info/0, stop_result/0]).
 
@@ -386,28 +389,47 @@ wait_exit(Port, Timeout) ->
     end.
 
 add_line(Line, #state{node = Node, lines = Q, nlines = N} = S) ->
-    {Level, Text} = log_level(Line),
-    %% most lines name their node already; the others get it in front
-    NodeName = atom_to_binary(Node),
-    case binary:longest_common_prefix([Text, NodeName]) =:= byte_size(NodeName) of
-        true -> logger:log(Level, "~ts", [Text]);
-        false -> logger:log(Level, "~ts: ~ts", [Node, Text])
-    end,
+    {Level, Text, Meta} = parse_record(Line),
+    logger:log(Level, "~ts: ~ts", [Node, Text], Meta),
     Q1 = queue:in(Line, Q),
     case N < ?MAX_LINES of
         true -> S#state{lines = Q1, nlines = N + 1};
         false -> S#state{lines = queue:drop(Q1)}
     end.
 
-%% A line of the node's log, "INFO  10:26:21.696 Text" (c_src/base/log.c),
-%% as a logger level and Text; any other line is info as it is.
-log_level(Line) ->
-    case re:run(Line, "^(DEBUG|INFO|WARN|ERROR) +[0-9:.]+ (.*)$", [{capture, all_but_first, binary}, unicode]) of
-        {match, [<<"DEBUG">>, Text]} -> {debug, Text};
-        {match, [<<"INFO">>, Text]} -> {info, Text};
-        {match, [<<"WARN">>, Text]} -> {warning, Text};
-        {match, [<<"ERROR">>, Text]} -> {error, Text};
-        _ -> {info, Line}
+-define(IS_HEX(C), ((C >= $0 andalso C =< $9) orelse (C >= $a andalso C =< $f))).
+
+%% @private
+%% A record of the node's log (c_src/base/log.h):
+%%   ts=2026-11-25T12:00:00.123Z level=info node=a@h msg="text" type=counter shard=3
+%% as its logger level, its msg unescaped, and its type and shard as
+%% metadata; any other line is info as it is.
+parse_record(Line) ->
+    Re = "^ts=\\S+ level=(debug|info|warning|error)(?: node=(?:\"(?:[^\"\\\\]|\\\\.)*\"|\\S+))?"
+         " msg=\"((?:[^\"\\\\]|\\\\.)*)\"(.*)$",
+    case re:run(Line, Re, [{capture, all_but_first, binary}, unicode]) of
+        {match, [Level, Msg, Rest]} ->
+            {binary_to_atom(Level), unescape(Msg, <<>>), fields(Rest)};
+        _ ->
+            {info, Line, #{}}
+    end.
+
+unescape(<<"\\x", H1, H2, Rest/binary>>, Acc) when ?IS_HEX(H1), ?IS_HEX(H2) ->
+    unescape(Rest, <<Acc/binary, (binary_to_integer(<<H1, H2>>, 16))>>);
+unescape(<<"\\n", Rest/binary>>, Acc) -> unescape(Rest, <<Acc/binary, $\n>>);
+unescape(<<"\\t", Rest/binary>>, Acc) -> unescape(Rest, <<Acc/binary, $\t>>);
+unescape(<<"\\", C, Rest/binary>>, Acc) -> unescape(Rest, <<Acc/binary, C>>);
+unescape(<<C, Rest/binary>>, Acc) -> unescape(Rest, <<Acc/binary, C>>);
+unescape(<<>>, Acc) -> Acc.
+
+fields(Rest) ->
+    Type = case re:run(Rest, " type=([a-z][a-z0-9_]*)", [{capture, all_but_first, binary}]) of
+               {match, [T]} -> #{shardnode_type => binary_to_atom(T)};
+               nomatch -> #{}
+           end,
+    case re:run(Rest, " shard=([0-9]+)", [{capture, all_but_first, binary}]) of
+        {match, [Sh]} -> Type#{shard => binary_to_integer(Sh)};
+        nomatch -> Type
     end.
 
 flush_partial(#state{partial = []} = S) ->
