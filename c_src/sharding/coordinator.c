@@ -295,7 +295,7 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 	c->moving_to[shard] = to;
 	c->moving_since[shard] = evloop_now_ms(c->cfg.loop);
 	c->nmoving++;
-	log_info(c->cfg.log, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
+	log_at_shard(c->cfg.log, LOG_INFO, shard, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
 		 from->node, c->regions[to].pid.node);
 	uint32_t acks = (uint32_t)c->nproxies;
 	for (size_t k = 0; k < c->nregions; k++) {
@@ -388,7 +388,7 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	uint64_t now = evloop_now_ms(loop);
 	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++) {
 		if (c->moving_to[s] >= 0 && rebalance_overdue(c->moving_since[s], now, c->cfg.handoff_timeout_ms)) {
-			log_warn(c->cfg.log, "coordinator %s: move of shard %u abandoned after %u ms",
+			log_at_shard(c->cfg.log, LOG_WARN, s, "coordinator %s: move of shard %u abandoned after %u ms",
 				 c->cfg.type_name, s, c->cfg.handoff_timeout_ms);
 			c->moving_to[s] = -1;
 			c->nmoving--;
@@ -469,7 +469,7 @@ static void on_hosting(struct coordinator *c, const erlang_pid *region, const ch
 			c->home[shard] = k;
 			c->regions[k].nshards++;
 		} else if (c->home[shard] != k) {
-			log_warn(c->cfg.log, "coordinator %s: shard %lld reported by %s and %s; keeping the first",
+			log_at_shard(c->cfg.log, LOG_WARN, (unsigned long)shard, "coordinator %s: shard %lld reported by %s and %s; keeping the first",
 				 c->cfg.type_name, shard, c->regions[c->home[shard]].pid.node, region->node);
 		}
 	}
@@ -502,7 +502,7 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 		if (pick < 0)
 			return;
 		h = pick;
-		log_debug(c->cfg.log, "coordinator %s: shard %u allocated to %s", c->cfg.type_name, shard,
+		log_at_shard(c->cfg.log, LOG_DEBUG, shard, "coordinator %s: shard %u allocated to %s", c->cfg.type_name, shard,
 			  c->regions[pick].pid.node);
 		/* The home hears first, so it hosts the shard before anyone
 		 * forwards messages to it. */

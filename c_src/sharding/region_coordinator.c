@@ -50,7 +50,7 @@ static void stop_shard(struct region *r, uint32_t shard)
 	slot->out.destination_known = false;
 	region_store_drop_loads(slot);
 	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
-	log_debug(r->cfg.log, "region %s: shard %u handed off", r->cfg.name, shard);
+	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u handed off", r->cfg.name, shard);
 }
 
 /* Steps a slot (region_slot.h) and does what the step says. */

@@ -140,7 +140,7 @@ static int pump(struct region *r, uint32_t shard, uint32_t *room)
 /* The stream cannot go on: the shard stops without the rest. */
 static void give_up(struct region *r, uint32_t shard, int err)
 {
-	log_warn(r->cfg.log, "region %s: shard %u: sending its entity states failed (%d): the rest start afresh",
+	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: sending its entity states failed (%d): the rest start afresh",
 		 r->cfg.name, shard, err);
 	region_step(r, shard, SLOT_STATE_SENT);
 }
@@ -159,7 +159,7 @@ void region_state_send_start(struct region *r, uint32_t shard)
 	/* The shard is frozen now: the writes queued so far hold all its
 	 * changes, and the records are read once they are committed. */
 	slot->out.commit_needed = slot->out.from_store ? region_store_last_queued(r) : 0;
-	log_debug(r->cfg.log, "region %s: shard %u: sending %zu entity states to %s", r->cfg.name, shard,
+	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: sending %zu entity states to %s", r->cfg.name, shard,
 		  slot->shard->entities.count, slot->home_region.node);
 	uint32_t room = region_window_room(r);
 	int rc = pump(r, shard, &room);
@@ -329,10 +329,10 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 {
 	struct shard_slot *slot = &r->slots[sm->shard];
 	if (slot->st.state != SLOT_MOVING) {
-		log_warn(r->cfg.log, "region %s: shard %u: entity states from %s while %s: dropped", r->cfg.name,
+		log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: entity states from %s while %s: dropped", r->cfg.name,
 			 sm->shard, sm->pid.node, region_slot_state_name(slot->st.state));
 	} else if (!entity_type_keeps_state(r->cfg.type)) {
-		log_warn(r->cfg.log, "region %s: shard %u: entity states from %s, but this node's type keeps none",
+		log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: entity states from %s, but this node's type keeps none",
 			 r->cfg.name, sm->shard, sm->pid.node);
 	} else {
 		if (sm->count == 0) {
@@ -342,7 +342,7 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 			 * (entities deleted since must not come back). */
 			if (region_store_active(r) && !region_store_shared(r) &&
 			    region_store_delete_shard(r, sm->shard) != 0)
-				log_warn(r->cfg.log, "region %s: shard %u: out of memory clearing its old records",
+				log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: out of memory clearing its old records",
 					 r->cfg.name, sm->shard);
 		}
 		int rc;
@@ -357,7 +357,7 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 					    : -ENOMEM;
 		}
 		if (rc)
-			log_warn(r->cfg.log, "region %s: shard %u: entity states from %s not all restored (%d)",
+			log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: entity states from %s not all restored (%d)",
 				 r->cfg.name, sm->shard, sm->pid.node, rc);
 		region_step(r, sm->shard, SLOT_STATE_CHUNK);
 	}

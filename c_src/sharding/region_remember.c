@@ -86,10 +86,10 @@ void region_start_remembered(struct region *r, struct shard *s)
 	}
 	struct start_ctx c = {r, s, 0};
 	remember_each(r->cfg.remember, s->id, start_one, &c);
-	log_debug(r->cfg.log, "region %s: shard %u started %zu remembered entities", r->cfg.name, s->id,
+	log_at_shard(r->cfg.log, LOG_DEBUG, s->id, "region %s: shard %u started %zu remembered entities", r->cfg.name, s->id,
 		  remember_count(r->cfg.remember, s->id) - c.failed);
 	if (c.failed)
-		log_warn(r->cfg.log, "region %s: shard %u: %zu remembered entities failed to start", r->cfg.name,
+		log_at_shard(r->cfg.log, LOG_WARN, s->id, "region %s: shard %u: %zu remembered entities failed to start", r->cfg.name,
 			 s->id, c.failed);
 }
 

@@ -124,7 +124,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	}
 	int rc = start_load(r, shard, id, id_len);
 	if (rc) {
-		log_warn(r->cfg.log, "region %s: shard %u: loading an entity's state failed (%d): it starts afresh",
+		log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: loading an entity's state failed (%d): it starts afresh",
 			 r->cfg.name, shard, rc);
 		return false;
 	}
@@ -164,7 +164,7 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 		 * let its next change overwrite the state it has: its waiting
 		 * messages get {error, store_unavailable} instead, and its next
 		 * message loads again. */
-		log_warn(r->cfg.log, "region %s: shard %u: loading an entity's state failed (%d): "
+		log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: loading an entity's state failed (%d): "
 			 "{error, store_unavailable}", r->cfg.name, shard, found);
 		region_refuse_entity(r, slot, l->id, l->id_len, "store_unavailable");
 	} else if (slot->shard != NULL && region_slot_hosted(&slot->st)) {
@@ -178,7 +178,7 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 		if (rc == 0 && found == 1)
 			rc = shard_restore_entity(slot->shard, l->id, l->id_len, state + 1, len - 1, region_now32(r));
 		if (rc < 0)
-			log_warn(r->cfg.log, "region %s: shard %u: an entity's stored state is damaged (%d): "
+			log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: an entity's stored state is damaged (%d): "
 				 "it starts afresh", r->cfg.name, shard, rc);
 		if (found != 1 || rc < 0)
 			shard_start_entity(slot->shard, l->id, l->id_len, region_now32(r));
@@ -209,7 +209,7 @@ void region_store_claim(struct region *r, uint32_t shard)
 		r->slots[shard].claims_waiting++;
 	else if (rc < 0)
 		/* Its writes will be refused (-ESTALE): the callers learn it. */
-		log_error(r->cfg.log, "region %s: shard %u: claiming it in the store failed (%d)",
+		log_at_shard(r->cfg.log, LOG_ERROR, shard, "region %s: shard %u: claiming it in the store failed (%d)",
 			  r->cfg.name, shard, rc);
 }
 
@@ -229,7 +229,7 @@ static void on_fenced(void *arg, uint32_t shard)
 	struct region *r = arg;
 	if (shard >= r->cfg.number_of_shards)
 		return;
-	log_warn(r->cfg.log, "region %s: shard %u: another member claimed it in the store; its writes from "
+	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: another member claimed it in the store; its writes from "
 		 "here are refused: it stops here", r->cfg.name, shard);
 	release_shard(r, shard, "store_unavailable");
 	region_step(r, shard, SLOT_FENCED);

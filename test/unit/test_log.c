@@ -115,8 +115,8 @@ Test(log, a_child_adds_type_and_uses_its_roots_level)
 	log_info(&child, "up");
 	cr_assert_str_eq(sink_after_ts(&s), "level=info node=n@h msg=\"up\" type=counter\n");
 	sink_reset(&s);
-	log_at_shard(&child, LOG_WARN, 42, "handoff of shard %d timed out", 42);
-	cr_assert_str_eq(sink_after_ts(&s), "level=warning node=n@h msg=\"handoff of shard 42 timed out\" type=counter shard=42\n");
+	log_at_shard(&child, LOG_WARN, 42, "move of shard %d abandoned", 42);
+	cr_assert_str_eq(sink_after_ts(&s), "level=warning node=n@h msg=\"move of shard 42 abandoned\" type=counter shard=42\n");
 	sink_reset(&s);
 	log_at_shard(&s.root, LOG_INFO, 0, "no type");
 	cr_assert_str_eq(sink_after_ts(&s), "level=info node=n@h msg=\"no type\" shard=0\n");
