@@ -96,6 +96,7 @@ static const struct key_spec keys[] = {
 	U(max_connections, 1, 1000000),
 	U(outq_max_bytes, 65536, 4000000000u),
 	{"log_level", K_LOGLEVEL, offsetof(struct sn_config, log_level), 0, 0},
+	U(metrics_port, 0, 65535),
 	{"tls_certfile", K_PATH, offsetof(struct sn_config, tls_certfile), 0, PATH_MAX},
 	{"tls_keyfile", K_PATH, offsetof(struct sn_config, tls_keyfile), 0, PATH_MAX},
 	{"tls_cacertfile", K_PATH, offsetof(struct sn_config, tls_cacertfile), 0, PATH_MAX},

@@ -83,6 +83,7 @@ struct sn_config {
 	uint32_t max_connections;
 	uint32_t outq_max_bytes;     /* per peer; a peer that reads slower is disconnected */
 	enum log_level log_level;
+	uint32_t metrics_port;       /* GET /metrics on this port; 0: off */
 	/* TLS distribution (docs/contract.md "TLS"): all three files, or none
 	 * (plain TCP); tls_verify_peer false is tls_verify = none. */
 	char tls_certfile[PATH_MAX];

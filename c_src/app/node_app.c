@@ -13,6 +13,8 @@
 #include <ei.h>
 
 #include "app/admin.h"
+#include "app/metrics_page.h"
+#include "base/http_server.h"
 #include "cluster/membership.h"
 #include "dist/dist_node.h"
 #include "dist/dist_tls.h"
@@ -21,6 +23,13 @@
 #include "store/state_lmdb.h"
 #include "store/state_pg.h"
 #include "store/remember.h"
+
+/* The metrics endpoint's limits (base/http_server.h): scrapers open at
+ * once, the time a client has to send a whole request (and to take its
+ * response), and the bytes of a request head. */
+#define METRICS_MAX_CONNECTIONS 1024
+#define METRICS_REQUEST_TIMEOUT_MS 10000
+#define METRICS_MAX_HEAD 8192
 
 /* A failed call that left errno unset still fails. */
 static int neg_errno(int e) { return e > 0 ? -e : -EIO; }
@@ -209,6 +218,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		.may_deliver = cluster_glue_may_deliver, .may_deliver_arg = &app->glue,
 		.remember = h->remember,
 		.store = app->store, .store_timeout_ms = cfg->store_timeout_ms,
+		.metrics = cfg->metrics_port != 0,
 		.on_stopped = cluster_glue_region_stopped, .on_stopped_arg = &app->glue,
 	};
 	h->region = region_start(&rcfg, &rc);
@@ -297,6 +307,27 @@ static int start_membership(struct node_app *app)
 	return 0;
 }
 
+/* The metrics endpoint (docs/contract.md "Metrics"). */
+static int start_metrics(struct node_app *app)
+{
+	struct http_server_config hcfg = {
+		.loop = app->loop, .log = &app->log, .port = (uint16_t)app->cfg->metrics_port,
+		.path = "/metrics", .content_type = "text/plain; version=0.0.4; charset=utf-8",
+		.render = metrics_page_render, .render_arg = app,
+		.max_connections = METRICS_MAX_CONNECTIONS, .request_timeout_ms = METRICS_REQUEST_TIMEOUT_MS,
+		.max_head = METRICS_MAX_HEAD,
+	};
+	int rc = 0;
+	app->metrics = http_server_start(&hcfg, &rc);
+	if (app->metrics == NULL) {
+		log_error(&app->log, "cannot serve metrics on port %u: %s", app->cfg->metrics_port,
+			  rc == -EADDRINUSE ? "the port is in use" : strerror(-rc));
+		return neg_errno(-rc);
+	}
+	log_info(&app->log, "metrics on port %u: GET /metrics", http_server_port(app->metrics));
+	return 0;
+}
+
 int node_app_start(struct node_app *app, const struct sn_config *cfg, const struct entity_type *const *known,
 		   size_t nknown)
 {
@@ -312,6 +343,8 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		rc = start_hosted(app, known, nknown);
 	if (rc == 0)
 		rc = start_membership(app);
+	if (rc == 0 && cfg->metrics_port != 0)
+		rc = start_metrics(app);
 	if (rc)
 		return rc;
 	app->started = true;
@@ -333,6 +366,9 @@ int node_app_run(struct node_app *app)
 
 void node_app_stop(struct node_app *app)
 {
+	/* The endpoint first: it reads every other part. */
+	http_server_free(app->metrics);
+	app->metrics = NULL;
 	/* Regions first: their entities stop, and membership still answers
 	 * them (who hosts the type, for the last remembered-entity changes;
 	 * whether a lease is held). Then the coordinators hear of no more

@@ -7,7 +7,8 @@
  * the distribution node (listener, epmd); the admin (`net_kernel`,
  * `shardnode`); for each hosted type its coordinator (not on a proxy-only
  * node), its remembered-entity store (with remember_entities) and its
- * region; and membership last, whose first change places the coordinators.
+ * region; membership, whose first change places the coordinators; and last
+ * the metrics endpoint (metrics_port), which reads them all.
  * How they work together while the node runs is cluster_glue.h's.
  *
  * What asks the node to stop (docs/contract.md): SIGTERM or SIGINT, stdin
@@ -31,6 +32,7 @@
 struct admin;
 struct dist_node;
 struct membership;
+struct http_server;
 
 /* Held by the caller (it is large: one static object); the fields are
  * node_app.c's own. */
@@ -48,6 +50,7 @@ struct node_app {
 	struct hosted_type hosted[NODE_TYPES_MAX];
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;
+	struct http_server *metrics; /* metrics_port set; NULL: off */
 	struct cluster_glue glue;
 	/* Name lists the admin and membership keep pointers into. */
 	const char *type_names[NODE_TYPES_MAX]; /* cfg->types */

@@ -19,6 +19,7 @@ struct evloop {
 	int epfd;
 	bool stopping;
 	uint64_t now_ms;
+	uint64_t now_ns; /* the same instant, in nanoseconds */
 	struct fd_watch *watches; /* indexed by fd */
 	size_t nwatches;
 	struct evloop_timer **heap;
@@ -27,14 +28,23 @@ struct evloop {
 	void *idle_arg;
 };
 
-static uint64_t monotonic_ms(void)
+static uint64_t boottime_ns(void)
 {
 	struct timespec ts;
 	/* BOOTTIME, not MONOTONIC: it keeps counting while the machine is
 	 * suspended, so a quorum lease (membership.h) cannot outlive a
 	 * suspend. */
 	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t monotonic_ms(void) { return boottime_ns() / 1000000u; }
+
+/* Reads the clock for the iteration that starts. */
+static void loop_tick(struct evloop *loop)
+{
+	loop->now_ns = boottime_ns();
+	loop->now_ms = loop->now_ns / 1000000u;
 }
 
 struct evloop *evloop_new(void)
@@ -47,7 +57,7 @@ struct evloop *evloop_new(void)
 		free(loop);
 		return NULL;
 	}
-	loop->now_ms = monotonic_ms();
+	loop_tick(loop);
 	return loop;
 }
 
@@ -62,6 +72,10 @@ void evloop_free(struct evloop *loop)
 }
 
 uint64_t evloop_now_ms(const struct evloop *loop) { return loop->now_ms; }
+
+uint64_t evloop_now_ns(const struct evloop *loop) { return loop->now_ns; }
+
+uint64_t evloop_clock_ns(void) { return boottime_ns(); }
 
 uint64_t evloop_clock_ms(void) { return monotonic_ms(); }
 
@@ -219,7 +233,7 @@ int evloop_run(struct evloop *loop)
 		bool more_work = loop->idle_fn ? loop->idle_fn(loop, loop->idle_arg) : false;
 		if (loop->stopping)
 			break;
-		loop->now_ms = monotonic_ms();
+		loop_tick(loop);
 		int timeout = -1;
 		if (more_work) {
 			timeout = 0;
@@ -233,7 +247,7 @@ int evloop_run(struct evloop *loop)
 				continue;
 			return -errno;
 		}
-		loop->now_ms = monotonic_ms();
+		loop_tick(loop);
 		for (int i = 0; i < n && !loop->stopping; i++) {
 			int fd = events[i].data.fd;
 			/* A callback earlier in this batch may have unwatched (and

@@ -45,6 +45,12 @@ void evloop_free(struct evloop *loop);
  * (cheap to call; every callback of one iteration sees the same time). */
 uint64_t evloop_now_ms(const struct evloop *loop);
 
+/* The instant of evloop_now_ms in nanoseconds, and the clock read at this
+ * call in nanoseconds: together they time what happens between a wakeup
+ * and now (the metrics' reply latency). */
+uint64_t evloop_now_ns(const struct evloop *loop);
+uint64_t evloop_clock_ns(void);
+
 /* The same clock (CLOCK_BOOTTIME) read at this call: for checks that must not trust a time taken before the
  * process may have been paused. */
 uint64_t evloop_clock_ms(void);

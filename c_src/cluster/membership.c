@@ -468,6 +468,25 @@ int membership_encode_members(const struct membership *m, ei_x_buff *x)
 	return rc;
 }
 
+void membership_count_by_status(const struct membership *m, struct membership_counts *out)
+{
+	static const char *const shown[MEMBERSHIP_STATUSES] = {"joining", "up", "leaving", "exiting",
+								"unreachable", "down"};
+	memset(out, 0, sizeof *out);
+	for (size_t k = 0; k < MEMBERSHIP_STATUSES; k++)
+		out->names[k] = shown[k];
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *mb = &m->members[k];
+		if (mb->status == MEMBER_REMOVED)
+			continue;
+		/* as membership_encode_members shows it */
+		if (mb->unreachable && mb->status < MEMBER_DOWN)
+			out->counts[4]++;
+		else
+			out->counts[mb->status == MEMBER_DOWN ? 5 : mb->status]++;
+	}
+}
+
 /* Neither down nor removed: its records and the records about it count. */
 static bool present(const struct membership *m, const char *node)
 {

@@ -112,6 +112,15 @@ int membership_handle(struct membership *m, const char *term, size_t len, const 
  * error instead). */
 int membership_encode_members(const struct membership *m, ei_x_buff *x);
 
+/* The members by the status `members` reports (docs/contract.md), for the
+ * metrics endpoint: counts[k] members show as names[k]; n statuses. */
+#define MEMBERSHIP_STATUSES 6
+struct membership_counts {
+	const char *names[MEMBERSHIP_STATUSES]; /* static */
+	uint32_t counts[MEMBERSHIP_STATUSES];
+};
+void membership_count_by_status(const struct membership *m, struct membership_counts *out);
+
 /* Encodes {ok, [{Observer, [Subject]}]}: the cluster-wide view as this
  * node holds it, for the members that are not down, observers that
  * report nobody left out. */

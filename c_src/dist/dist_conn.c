@@ -118,6 +118,7 @@ static int conn_flush(struct dist_conn *c)
 			return -errno;
 		}
 		bytebuf_consume(&c->out, (size_t)w);
+		c->bytes_out += (uint64_t)w;
 		c->last_tx_ms = evloop_now_ms(c->settings->loop);
 	}
 	if (bytebuf_size(&c->out) == 0)
@@ -683,6 +684,7 @@ static void conn_on_readable(struct dist_conn *c)
 	if (r < 0)
 		return;
 	c->in.len += (size_t)r;
+	c->bytes_in += (uint64_t)r;
 	c->last_rx_ms = evloop_now_ms(c->settings->loop);
 	conn_process_input(c);
 	if (c->state != CONN_CLOSED && bytebuf_size(&c->in) == 0)

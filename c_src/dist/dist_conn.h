@@ -143,6 +143,7 @@ struct dist_conn {
 	size_t oversize_left, oversize_total, oversize_have;
 	uint8_t *oversize_head;
 	uint64_t packets_in, packets_out;
+	uint64_t bytes_in, bytes_out; /* on the socket (inside TLS, the plaintext) */
 	struct dist_conn *next;     /* the owner's list */
 };
 

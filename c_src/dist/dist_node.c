@@ -112,6 +112,11 @@ static void unlink_conn(struct dist_node *n, struct dist_conn *c)
 		if (*pc == c) {
 			*pc = c->next;
 			n->nconns--;
+			/* its traffic stays in the node's totals */
+			n->stats.bytes_in += c->bytes_in;
+			n->stats.bytes_out += c->bytes_out;
+			n->stats.packets_in += c->packets_in;
+			n->stats.packets_out += c->packets_out;
 			return;
 		}
 	}
@@ -864,6 +869,13 @@ void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out)
 {
 	*out = n->stats;
 	out->connections_up = 0;
-	for (const struct dist_conn *c = n->conns; c; c = c->next)
+	out->connections_open = 0;
+	for (const struct dist_conn *c = n->conns; c; c = c->next) {
 		out->connections_up += c->state == CONN_UP;
+		out->connections_open++;
+		out->bytes_in += c->bytes_in;
+		out->bytes_out += c->bytes_out;
+		out->packets_in += c->packets_in;
+		out->packets_out += c->packets_out;
+	}
 }

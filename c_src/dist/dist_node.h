@@ -108,7 +108,10 @@ struct dist_node_stats {
 	uint64_t unknown_control_ops;
 	uint64_t undeliverable;        /* to unknown names or pids */
 	uint64_t oversized_dropped;    /* packets over max_message_bytes discarded */
-	uint32_t connections_up;
+	/* distribution traffic, every connection's since the node started */
+	uint64_t bytes_in, bytes_out, packets_in, packets_out;
+	uint32_t connections_up;       /* handshake done */
+	uint32_t connections_open;     /* up or still setting up */
 };
 void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out);
 

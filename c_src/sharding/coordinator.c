@@ -27,6 +27,7 @@ struct coordinator {
 	int32_t *moving_to; /* per shard: index of the region it moves to, or -1 */
 	uint64_t *moving_since;
 	uint32_t nmoving;
+	struct coordinator_metrics metrics;
 	struct coordinator_members members; /* owners, joining, draining, downed */
 	erlang_pid *leaving; /* regions shutting down on nodes that stay */
 	size_t nleaving, leaving_cap;
@@ -295,6 +296,7 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 	c->moving_to[shard] = to;
 	c->moving_since[shard] = evloop_now_ms(c->cfg.loop);
 	c->nmoving++;
+	c->metrics.rebalances++;
 	log_at_shard(c->cfg.log, LOG_INFO, shard, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
 		 from->node, c->regions[to].pid.node);
 	uint32_t acks = (uint32_t)c->nproxies;
@@ -392,6 +394,7 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 				 c->cfg.type_name, s, c->cfg.handoff_timeout_ms);
 			c->moving_to[s] = -1;
 			c->nmoving--;
+			c->metrics.rebalances_abandoned++;
 			broadcast_home(c, s); /* back where it was */
 		}
 	}
@@ -642,4 +645,11 @@ void coordinator_free(struct coordinator *c)
 	free(c->leaving);
 	free(c->proxies);
 	free(c);
+}
+
+void coordinator_get_metrics(const struct coordinator *c, struct coordinator_metrics *out)
+{
+	*out = c->metrics;
+	out->active = c->active;
+	out->moving = c->nmoving;
 }

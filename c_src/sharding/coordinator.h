@@ -103,6 +103,15 @@ void coordinator_set_draining(struct coordinator *c, const char *const *nodes, s
  * Copied. */
 void coordinator_set_downed(struct coordinator *c, const char *const *nodes, size_t n);
 
+/* What the metrics endpoint shows of a coordinator (docs/metrics.md). */
+struct coordinator_metrics {
+	uint64_t rebalances;           /* shard moves started by this coordinator */
+	uint64_t rebalances_abandoned; /* of those, given up after handoff_timeout_ms */
+	uint32_t moving;               /* under way now */
+	bool active;                   /* the cluster's coordinator of the type runs here */
+};
+void coordinator_get_metrics(const struct coordinator *c, struct coordinator_metrics *out);
+
 /* Exits the coordinator's process (its monitors get `shutdown`), stops its
  * timer and frees it. NULL is fine. */
 void coordinator_free(struct coordinator *c);

@@ -22,6 +22,7 @@
 /* A message waiting for its shard's home. Owns copies of everything. */
 struct pending {
 	struct pending *next;
+	uint64_t t0_ns;
 	bool is_call;
 	bool has_from;
 	erlang_pid from;
@@ -55,6 +56,8 @@ static void send_tell_reply(struct region *r, const erlang_pid *to, const char *
 
 void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
 {
+	if (r->cfg.metrics && e->t0_ns != 0)
+		histogram_observe(&r->reply_latency, evloop_clock_ns() - e->t0_ns);
 	if (e->is_call)
 		region_send_call_reply(r, e->from, e->tag, e->tag_len, reply);
 	else if (e->from != NULL)
@@ -72,6 +75,15 @@ static void answer_error_atom(struct region *r, const struct envelope *e, const 
 }
 
 /* ---- delivery ---- */
+
+static void count_delivery(struct region *r, const struct envelope *e)
+{
+	r->delivered++;
+	if (e->is_call)
+		r->asks++;
+	else
+		r->tells++;
+}
 
 /* With a store: `delete` removes the stored state and stops the entity;
  * a changed state is queued for writing. Either way the reply waits for
@@ -102,7 +114,7 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 			scratch_put(&r->state_buf, state);
 		}
 	}
-	r->delivered++;
+	count_delivery(r, e);
 	region_store_answer(r, s->id, e, reply);
 }
 
@@ -118,11 +130,11 @@ static void deliver_local(struct region *r, struct shard *s, const struct envelo
 		 * stops the entity, as for every type on a node with a store. */
 		shard_stop_entity(s, e->id, e->id_len);
 		(void)term_x_whole_or_enomem(reply, 0, ei_x_encode_atom(reply, "ok"));
-		r->delivered++;
+		count_delivery(r, e);
 		region_answer(r, e, reply);
 	} else {
 		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, NULL);
-		r->delivered++;
+		count_delivery(r, e);
 		region_answer(r, e, reply);
 	}
 	scratch_put(&r->reply_buf, reply);
@@ -161,6 +173,7 @@ static void forward(struct region *r, const erlang_pid *home, const struct envel
 static void envelope_of(const struct pending *p, struct envelope *e)
 {
 	*e = (struct envelope){
+		.t0_ns = p->t0_ns,
 		.is_call = p->is_call,
 		.from = p->has_from ? &p->from : NULL,
 		.tag = p->data,
@@ -183,6 +196,7 @@ static bool buffer(struct region *r, struct shard_slot *slot, const struct envel
 	if (p == NULL)
 		return false;
 	p->next = NULL;
+	p->t0_ns = e->t0_ns;
 	p->is_call = e->is_call;
 	p->has_from = e->from != NULL;
 	if (e->from)
@@ -277,6 +291,7 @@ void region_refuse_buffered(struct region *r, struct shard_slot *slot)
  * the order of one sender's messages holds. */
 static void route(struct region *r, struct envelope *e, const char *raw_id, size_t raw_id_len)
 {
+	e->t0_ns = evloop_now_ns(r->cfg.loop);
 	ei_x_buff spare, *canon = scratch_get(&r->canon_buf, &spare);
 	if (canon == NULL)
 		return;

@@ -31,6 +31,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/histogram.h"
+
 #include <ei.h>
 
 #include "dist/dist_node.h"
@@ -81,6 +83,9 @@ struct region_config {
 	 * memory only. Not owned; outlives the region. */
 	struct state_store *store;
 	uint32_t store_timeout_ms;       /* a held reply gives up after this */
+	/* Time each reply for the metrics endpoint (region_get_metrics): two
+	 * clock reads per message. Off: the latency histogram stays empty. */
+	bool metrics;
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner frees it later with region_free. */
 	void (*on_stopped)(void *arg, struct region *r);
@@ -133,5 +138,15 @@ struct region_stats {
 	uint64_t forwarded;  /* messages sent on to another region */
 };
 void region_get_stats(const struct region *r, struct region_stats *out);
+
+/* What the metrics endpoint shows of a region (docs/metrics.md). */
+struct region_metrics {
+	struct region_stats stats;
+	uint64_t asks, tells;            /* messages handled by local entities, by kind */
+	struct histogram reply_latency;  /* with cfg.metrics */
+	uint64_t handoffs;               /* shards handed off from here */
+	struct histogram handoff_duration;
+};
+void region_get_metrics(const struct region *r, struct region_metrics *out);
 
 #endif

@@ -48,6 +48,11 @@ static void stop_shard(struct region *r, uint32_t shard)
 		r->nlocal--;
 	}
 	slot->out.destination_known = false;
+	if (slot->handoff_started_ns != 0) {
+		r->handoffs++;
+		histogram_observe(&r->handoff_duration, evloop_now_ns(r->cfg.loop) - slot->handoff_started_ns);
+		slot->handoff_started_ns = 0;
+	}
 	region_store_drop_loads(slot);
 	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
 	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u handed off", r->cfg.name, shard);
@@ -287,6 +292,8 @@ static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed, c
 	if (region_slot_hosted(&slot->st)) {
 		slot->home_region = *to;
 		slot->out.destination_known = true;
+		if (slot->handoff_started_ns == 0)
+			slot->handoff_started_ns = evloop_now_ns(r->cfg.loop);
 	}
 	struct region_slot_event ev = event(r, SLOT_HANDOFF);
 	ev.acks_needed = acks_needed;

@@ -25,6 +25,7 @@
 
 #include <ei.h>
 
+#include "base/histogram.h"
 #include "base/poll_until.h"
 #include "dist/node_set.h"
 #include "base/evloop.h"
@@ -60,6 +61,7 @@ struct envelope {
 	size_t id_len;
 	const char *msg;
 	size_t msg_len;
+	uint64_t t0_ns; /* when the loop woke up to it (evloop_now_ns), for the reply latency; 0: unknown */
 };
 /* A get_cluster_sharding_stats call waiting for the members (region_stats.c). */
 struct stats_request;
@@ -107,6 +109,9 @@ struct shard_slot {
 	/* With a shared store: claims of the shard not yet committed
 	 * (state_store_claim). Its messages wait in its buffer until none is. */
 	uint32_t claims_waiting;
+	/* When the coordinator ordered this hosted shard handed off (the
+	 * loop's clock, ns; 0: no hand-off under way), for its duration. */
+	uint64_t handoff_started_ns;
 };
 
 struct region {
@@ -126,6 +131,14 @@ struct region {
 	uint32_t buffered;          /* the sum of the slots' nbuffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t delivered, dropped, forwarded;
+	/* For the metrics endpoint: messages handled here by kind, and (with
+	 * cfg.metrics) how long their replies took, from the loop's wakeup
+	 * that took the message to the reply's send; shards handed off from
+	 * here and how long each hand-off took. Plain counters on the loop. */
+	uint64_t asks, tells;
+	struct histogram reply_latency;
+	uint64_t handoffs;
+	struct histogram handoff_duration;
 	struct evloop_timer retry_timer;
 	struct evloop_timer idle_timer;
 	struct stats_request *stats_requests;

@@ -42,6 +42,16 @@ void region_get_stats(const struct region *r, struct region_stats *out)
 	out->forwarded = r->forwarded;
 }
 
+void region_get_metrics(const struct region *r, struct region_metrics *out)
+{
+	region_get_stats(r, &out->stats);
+	out->asks = r->asks;
+	out->tells = r->tells;
+	out->reply_latency = r->reply_latency;
+	out->handoffs = r->handoffs;
+	out->handoff_duration = r->handoff_duration;
+}
+
 /* ---- this region ---- */
 
 struct id_list_ctx {

@@ -52,6 +52,7 @@ struct held_reply {
 	struct held_reply *next;
 	uint64_t seq;       /* released once the store has written up to this */
 	uint64_t held_at;   /* the loop's clock, for store_timeout_ms */
+	uint64_t t0_ns;     /* the message's envelope's, for the reply latency */
 	uint32_t shard;
 	bool is_call;
 	bool has_from;
@@ -240,6 +241,7 @@ static void on_fenced(void *arg, uint32_t shard)
 static void send_held(struct region *r, struct held_reply *h, const char *error)
 {
 	struct envelope e = {
+		.t0_ns = h->t0_ns,
 		.is_call = h->is_call,
 		.from = h->has_from ? &h->from : NULL,
 		.tag = h->data,
@@ -288,7 +290,7 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 		log_warn(r->cfg.log, "region %s: out of memory holding a reply", r->cfg.name);
 		return;
 	}
-	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .shard = shard,
+	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .t0_ns = e->t0_ns, .shard = shard,
 				 .is_call = e->is_call, .has_from = e->from != NULL,
 				 .tag_len = (uint32_t)e->tag_len, .id_len = (uint32_t)e->id_len,
 				 .reply_len = (uint32_t)reply->index};

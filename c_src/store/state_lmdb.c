@@ -199,6 +199,7 @@ static void *reader_main(void *arg)
 
 static void report_commit(struct state_lmdb *s, const struct commit_result *c)
 {
+	state_store_metrics_committed(&s->base, c->upto, c->status, evloop_clock_ns());
 	if (c->status != 0)
 		log_error(s->log, "state store: a commit failed: %s", mdb_strerror(c->mdb_rc));
 	for (uint32_t i = 0; i < NODE_TYPES_MAX; i++) {
@@ -509,6 +510,8 @@ static void queue_write(struct state_lmdb *s, struct write_op *w, uint64_t *seq)
 	if (was_empty)
 		pthread_cond_signal(&s->writes_cv);
 	pthread_mutex_unlock(&s->mu);
+	/* on the loop's thread: the metrics are the loop's */
+	state_store_metrics_queued(&s->base, *seq, evloop_now_ns(s->loop));
 }
 
 int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, size_t id_len, const char *state,

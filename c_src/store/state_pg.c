@@ -127,6 +127,7 @@ static void batch_done(struct pg_batch *b, int status)
 	free(b->asks);
 	b->asks = NULL;
 	b->nasks = 0;
+	state_store_metrics_committed(&b->s->base, b->upto, status, evloop_clock_ns());
 	report_written(b->s, b->upto, status);
 	state_pg_kick(b->s);
 }
@@ -485,6 +486,7 @@ static int op_write(struct state_store_type *base, uint32_t shard, const char *i
 	*s->writes_tail = w;
 	s->writes_tail = &w->next;
 	*seq = ++s->last_queued;
+	state_store_metrics_queued(&s->base, *seq, evloop_now_ns(s->loop));
 	state_pg_kick(s);
 	return 0;
 }
@@ -500,6 +502,7 @@ static int op_delete_shard(struct state_store_type *base, uint32_t shard, uint64
 	*s->writes_tail = w;
 	s->writes_tail = &w->next;
 	*seq = ++s->last_queued;
+	state_store_metrics_queued(&s->base, *seq, evloop_now_ns(s->loop));
 	state_pg_kick(s);
 	return 0;
 }

@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/histogram.h"
+
 struct state_store_type;
 
 /* Every write numbered up to `upto` not reported before has been committed
@@ -95,8 +97,23 @@ struct state_store_ops {
 	int (*claim)(struct state_store_type *t, uint32_t shard); /* NULL: nothing to claim */
 };
 
+/* What the metrics endpoint shows of a store (docs/metrics.md), kept by
+ * the implementations on the loop's thread through the two functions
+ * below. A commit's latency is how long its oldest write waited: from
+ * being queued to the commit's report, what a reply held for it waits. */
+#define STATE_STORE_TIMED 1024 /* writes whose queueing time is kept, by seq */
+struct state_store_metrics {
+	uint64_t writes;        /* queued: puts, deletes, shard deletes */
+	uint64_t commits;       /* commit reports */
+	uint64_t commit_errors; /* of those, failed */
+	struct histogram commit_latency;
+	uint64_t reported_upto;
+	uint64_t queued_seq[STATE_STORE_TIMED], queued_ns[STATE_STORE_TIMED];
+};
+
 struct state_store {
 	const struct state_store_ops *ops;
+	struct state_store_metrics metrics;
 	/* Every member reads the same records (a database), so a shard's move
 	 * carries no states: the new home reads them, once the old home's
 	 * writes are committed. False: each node has its own (lmdb). */
@@ -106,6 +123,38 @@ struct state_store {
 struct state_store_type {
 	struct state_store *store;
 };
+
+/* For implementations: write `seq` was queued at now_ns (the loop's). */
+static inline void state_store_metrics_queued(struct state_store *s, uint64_t seq, uint64_t now_ns)
+{
+	struct state_store_metrics *m = &s->metrics;
+	m->writes++;
+	m->queued_seq[seq % STATE_STORE_TIMED] = seq;
+	m->queued_ns[seq % STATE_STORE_TIMED] = now_ns;
+}
+
+/* For implementations: a commit of the writes up to `upto` was reported
+ * at now_ns with `status`. */
+static inline void state_store_metrics_committed(struct state_store *s, uint64_t upto, int status, uint64_t now_ns)
+{
+	struct state_store_metrics *m = &s->metrics;
+	if (upto <= m->reported_upto)
+		return;
+	uint64_t oldest = m->reported_upto + 1;
+	m->reported_upto = upto;
+	m->commits++;
+	if (status != 0)
+		m->commit_errors++;
+	/* Timed unless its slot was taken by a later write meanwhile. */
+	if (m->queued_seq[oldest % STATE_STORE_TIMED] == oldest && now_ns >= m->queued_ns[oldest % STATE_STORE_TIMED])
+		histogram_observe(&m->commit_latency, now_ns - m->queued_ns[oldest % STATE_STORE_TIMED]);
+}
+
+/* The store's metrics, read on the loop's thread. */
+static inline const struct state_store_metrics *state_store_get_metrics(const struct state_store *s)
+{
+	return &s->metrics;
+}
 
 /* Commits what is queued (waiting for it), closes the store and frees it;
  * no callback runs any more. Every type must have been closed. NULL is
