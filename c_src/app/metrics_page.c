@@ -195,6 +195,9 @@ static void render_self(struct prom_text *p, const struct node_app *app)
 		http_server_get_stats(app->metrics, &hs);
 	prom_family(p, "shardnode_metrics_scrapes_total", "counter", "Pages served by this endpoint.");
 	prom_u64(p, "shardnode_metrics_scrapes_total", NULL, hs.pages);
+	prom_family(p, "shardnode_metrics_renders_total", "counter",
+		    "Pages rendered: scrapes within one millisecond share one rendering.");
+	prom_u64(p, "shardnode_metrics_renders_total", NULL, hs.renders);
 	prom_family(p, "shardnode_metrics_bad_requests_total", "counter",
 		    "Requests this endpoint refused with 400 (malformed or oversized).");
 	prom_u64(p, "shardnode_metrics_bad_requests_total", NULL, hs.bad_requests);

@@ -15,6 +15,10 @@
 
 #include "base/http_request.h"
 
+/* How long a closing connection's input is drained before it is closed
+ * anyway. */
+#define LINGER_MS 2000
+
 /* A rendered page, shared by the connections sending it. */
 struct page {
 	struct bytebuf body;
@@ -29,6 +33,7 @@ struct http_conn {
 	struct evloop_timer timer;
 	bool writing;       /* a response is going out: input waits */
 	bool close_after;   /* close once it is out */
+	bool draining;      /* it is out and our side shut: input is read and dropped until the client closes */
 	size_t consumed;    /* bytes of `in` the response answers */
 	char head[256];     /* the response's status line and headers */
 	size_t head_len, head_off;
@@ -127,6 +132,10 @@ static void on_timeout(struct evloop *loop, void *arg)
 {
 	(void)loop;
 	struct http_conn *c = arg;
+	if (c->draining) {
+		conn_close(c);
+		return;
+	}
 	c->srv->stats.timeouts++;
 	log_debug(c->srv->cfg.log, "metrics endpoint: a connection sent no whole request in %u ms: closed",
 		  c->srv->cfg.request_timeout_ms);
@@ -216,15 +225,27 @@ static void conn_parse(struct http_conn *c)
 
 static bool conn_flush(struct http_conn *c);
 
-/* After a response: close, or take the next request (pipelined bytes may
- * hold it already). Returns false if the connection closed. */
+/* After a response: close (lingering), or take the next request
+ * (pipelined bytes may hold it already). Returns false if the connection
+ * closed or is closing: nothing more is written to it. */
 static bool conn_next(struct http_conn *c)
 {
 	page_release(c->srv, c->page);
 	c->page = NULL;
 	c->writing = false;
 	if (c->close_after) {
-		conn_close(c);
+		/* A lingering close: closing with unread input would send a
+		 * reset that can destroy the response before the client reads
+		 * it (a 400 for an oversized head, say). So shut our side, drop
+		 * what still comes, and close when the client does, or at the
+		 * timeout. */
+		if (shutdown(c->fd, SHUT_WR) != 0) {
+			conn_close(c);
+			return false;
+		}
+		c->draining = true;
+		evloop_timer_start(c->srv->cfg.loop, &c->timer, LINGER_MS);
+		conn_watch(c);
 		return false;
 	}
 	memmove(c->in, c->in + c->consumed, c->in_len - c->consumed);
@@ -235,7 +256,8 @@ static bool conn_next(struct http_conn *c)
 	return true;
 }
 
-/* Writes what the socket takes. Returns false if the connection closed. */
+/* Writes what the socket takes, and goes on to the next request. Returns
+ * false if the connection closed or is closing. */
 static bool conn_flush(struct http_conn *c)
 {
 	while (c->writing) {
@@ -277,6 +299,13 @@ static void conn_on_io(struct evloop *loop, int fd, uint32_t events, void *arg)
 	if (c->writing) {
 		if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 			conn_flush(c);
+		return;
+	}
+	if (c->draining) {
+		char sink[4096];
+		ssize_t r = recv(c->fd, sink, sizeof sink, 0);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			conn_close(c);
 		return;
 	}
 	size_t room = c->srv->cfg.max_head - c->in_len;

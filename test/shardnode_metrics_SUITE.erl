@@ -1,0 +1,357 @@
+%% The metrics endpoint (docs/contract.md "Metrics", docs/metrics.md)
+%% against real nodes: the page passes `promtool check metrics' (Debian's
+%% prometheus package); counters move as calls, tells and hand-offs
+%% happen; malformed, oversized and pipelined requests; a client sending
+%% one byte a second; a thousand scrapers at once. Through all of it the
+%% node keeps serving its entities and the endpoint answers again after.
+%% The HTTP client is gen_tcp, so the bytes on the wire are the test's.
+-module(shardnode_metrics_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([suite/0, all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
+-export([the_page_passes_promtool/1,
+         counters_move_as_messages_are_handled/1,
+         hand_offs_and_rebalances_are_counted/1,
+         bad_requests_get_400_and_change_nothing/1,
+         a_client_sending_a_byte_a_second_holds_only_itself/1,
+         a_thousand_scrapers_at_once/1,
+         the_log_level_shows_and_metrics_off_means_no_port/1]).
+
+suite() -> [{timetrap, {minutes, 2}}].
+
+all() ->
+    [the_page_passes_promtool,
+     counters_move_as_messages_are_handled,
+     hand_offs_and_rebalances_are_counted,
+     bad_requests_get_400_and_change_nothing,
+     a_client_sending_a_byte_a_second_holds_only_itself,
+     a_thousand_scrapers_at_once,
+     the_log_level_shows_and_metrics_off_means_no_port].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    case os:find_executable("promtool") of
+        false -> ct:fail("promtool not found: make deps installs Debian's prometheus package");
+        Promtool -> [{promtool, Promtool} | Config]
+    end.
+
+end_per_suite(_Config) ->
+    ?assertEqual([], shardnode:which_nodes()),
+    ok.
+
+end_per_testcase(_Case, Config) ->
+    shardnode_ct:stop_nodes(Config, shardnode:which_nodes()).
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% A node with a store, so every family of the page is there: promtool
+%% finds nothing to say, and the families of the contract are present.
+the_page_passes_promtool(Config) ->
+    Port = free_port(),
+    DataDir = filename:join(?config(priv_dir, Config), "lmdb"),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port, state_store => lmdb,
+                                                               data_dir => DataDir}}]),
+    [1, 2] = [gen_server:call({counter, C}, {<<"a">>, incr}) || _ <- [1, 2]],
+    {200, Headers, Page} = get(Port, "/metrics"),
+    ?assertEqual(<<"text/plain; version=0.0.4; charset=utf-8">>, header(<<"content-type">>, Headers)),
+    File = filename:join(?config(priv_dir, Config), "page.txt"),
+    ok = file:write_file(File, Page),
+    Out = os:cmd(?config(promtool, Config) ++ " check metrics < " ++ File ++ " 2>&1; echo rc=$?"),
+    ct:log("promtool:~n~ts", [Out]),
+    ?assertEqual("rc=0\n", Out),
+    Families = [<<"shardnode_messages_total">>, <<"shardnode_reply_latency_seconds">>,
+                <<"shardnode_entities">>, <<"shardnode_shards">>, <<"shardnode_buffered_messages">>,
+                <<"shardnode_dropped_messages_total">>, <<"shardnode_handoffs_total">>,
+                <<"shardnode_handoff_duration_seconds">>, <<"shardnode_rebalances_total">>,
+                <<"shardnode_members">>, <<"shardnode_dist_connections">>, <<"shardnode_dist_bytes_total">>,
+                <<"shardnode_store_commits_total">>, <<"shardnode_store_commit_latency_seconds">>,
+                <<"shardnode_store_commit_errors_total">>, <<"process_cpu_seconds_total">>,
+                <<"process_resident_memory_bytes">>, <<"process_open_fds">>, <<"process_start_time_seconds">>],
+    [?assertNotEqual(nomatch, binary:match(Page, <<"# TYPE ", F/binary, " ">>), F) || F <- Families],
+    %% the two calls were written: at least one commit, its latency timed
+    ?assert(value(Page, <<"shardnode_store_writes_total">>) >= 2),
+    ?assert(value(Page, <<"shardnode_store_commits_total">>) >= 1),
+    ?assert(value(Page, <<"shardnode_store_commit_latency_seconds_count">>) >= 1),
+    ?assert(value(Page, <<"process_resident_memory_bytes">>) > 0).
+
+%% Asks and tells by type, entities, members, the reply latency and the
+%% distribution's bytes move by what the test did, and no more.
+counters_move_as_messages_are_handled(Config) ->
+    Port = free_port(),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
+    {200, _, P0} = get(Port, "/metrics"),
+    Asks = <<"shardnode_messages_total{type=\"counter\",kind=\"ask\"}">>,
+    Tells = <<"shardnode_messages_total{type=\"counter\",kind=\"tell\"}">>,
+    KvAsks = <<"shardnode_messages_total{type=\"kv\",kind=\"ask\"}">>,
+    Latency = <<"shardnode_reply_latency_seconds_count{type=\"counter\"}">>,
+    Entities = <<"shardnode_entities{type=\"counter\"}">>,
+    ?assertEqual(0, value(P0, Asks)),
+    ?assertEqual(0, value(P0, Entities)),
+    [gen_server:call({counter, C}, {I, incr}) || I <- lists:seq(1, 30)],
+    [{counter, C} ! {I, incr} || I <- lists:seq(1, 20)],
+    [receive {counter, I, _} -> ok after 5000 -> ct:fail({no_tell_reply, I}) end || I <- lists:seq(1, 20)],
+    {200, _, P1} = get(Port, "/metrics"),
+    ?assertEqual(30, value(P1, Asks)),
+    ?assertEqual(20, value(P1, Tells)),
+    ?assertEqual(0, value(P1, KvAsks)),
+    ?assertEqual(50, value(P1, Latency)),
+    ?assertEqual(30, value(P1, Entities)),
+    ?assertEqual(1, value(P1, <<"shardnode_members{status=\"up\"}">>)),
+    ?assertEqual(1, value(P1, <<"shardnode_dist_connections{state=\"up\"}">>)),
+    ?assert(value(P1, <<"shardnode_dist_bytes_total{direction=\"in\"}">>) >
+                value(P0, <<"shardnode_dist_bytes_total{direction=\"in\"}">>)),
+    ?assert(value(P1, <<"shardnode_metrics_scrapes_total">>) >= 1).
+
+%% A second member joins: the coordinator on the first moves shards to it,
+%% and the first counts hand-offs and their durations.
+hand_offs_and_rebalances_are_counted(Config) ->
+    PortA = free_port(),
+    Opts = #{config => #{number_of_shards => 10, rebalance_interval_ms => 200, heartbeat_interval_ms => 200,
+                         failure_timeout_ms => 2000, retry_interval_ms => 200}},
+    {[A], Config1} = shardnode_ct:start_nodes(Config, [deep_merge(Opts, #{config => #{metrics_port => PortA}})]),
+    [gen_server:call({counter, A}, {I, incr}) || I <- lists:seq(1, 40)],
+    {200, _, P0} = get(PortA, "/metrics"),
+    ?assertEqual(10, value(P0, <<"shardnode_shards{type=\"counter\"}">>)),
+    ?assertEqual(1, value(P0, <<"shardnode_coordinator_active{type=\"counter\"}">>)),
+    {[_B], _} = shardnode_ct:start_nodes(Config1, [Opts#{join => [A]}]),
+    ok = shardnode_poll:until(
+           fun() ->
+                   {200, _, P} = get(PortA, "/metrics"),
+                   value(P, <<"shardnode_shards{type=\"counter\"}">>) =:= 5
+           end, 20000),
+    {200, _, P1} = get(PortA, "/metrics"),
+    ?assertEqual(2, value(P1, <<"shardnode_members{status=\"up\"}">>)),
+    Moved = value(P1, <<"shardnode_handoffs_total{type=\"counter\"}">>),
+    ?assert(Moved >= 5),
+    ?assertEqual(Moved, value(P1, <<"shardnode_handoff_duration_seconds_count{type=\"counter\"}">>)),
+    ?assert(value(P1, <<"shardnode_rebalances_total{type=\"counter\"}">>) >= Moved),
+    ?assert(value(P1, <<"shardnode_dist_packets_total{direction=\"out\"}">>) > 0).
+
+%% Malformed and oversized heads get 400 and the connection closes; another
+%% path 404, another method 405; pipelined requests are answered in order;
+%% the node serves entities throughout and the endpoint counts the 400s.
+bad_requests_get_400_and_change_nothing(Config) ->
+    Port = free_port(),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
+    Bad = [<<"GARBAGE\r\n\r\n">>,
+           <<"GET metrics HTTP/1.1\r\n\r\n">>,
+           <<"GET /metrics HTTP/1.1\n\n">>,
+           <<"GET /metrics HTTP/1.1\r\n folded: x\r\n\r\n">>,
+           <<"GET /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc">>,
+           <<"GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n">>,
+           <<22, 3, 1, 2, 0, 1, 0, 1, 252, 3, 3>>,
+           <<"GET /metrics HTTP/1.1\r\nX-Big: ", (binary:copy(<<"a">>, 9000))/binary, "\r\n\r\n">>],
+    [begin
+         {Status, Closed} = raw(Port, Req),
+         ?assertEqual({400, closed}, {Status, Closed}, Req)
+     end || Req <- Bad],
+    ?assertMatch({404, _, _}, get(Port, "/other")),
+    ?assertMatch({404, _, _}, get(Port, "/metrics/x")),
+    ?assertMatch({405, _, _}, request(Port, <<"DELETE /metrics HTTP/1.1\r\nConnection: close\r\n\r\n">>)),
+    {200, _, Query} = get(Port, "/metrics?name[]=shardnode_entities"),
+    ?assertNotEqual(nomatch, binary:match(Query, <<"shardnode_entities">>)),
+    %% two requests in one packet, on one connection: two answers, in order
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    ok = gen_tcp:send(S, <<"GET /nope HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n">>),
+    All = recv_all(S, <<>>),
+    {match, [[<<"404">>], [<<"200">>]]} = re:run(All, "HTTP/1.1 ([0-9]+)", [global, {capture, all_but_first, binary}]),
+    %% HEAD: the headers of the page, no body
+    {200, HeadHeaders, <<>>} = request(Port, <<"HEAD /metrics HTTP/1.1\r\nConnection: close\r\n\r\n">>),
+    ?assert(binary_to_integer(header(<<"content-length">>, HeadHeaders)) > 1000),
+    ?assertEqual(1, gen_server:call({counter, C}, {<<"x">>, incr})),
+    {200, _, Page} = get(Port, "/metrics"),
+    ?assertEqual(length(Bad), value(Page, <<"shardnode_metrics_bad_requests_total">>)).
+
+%% A client that sends its request one byte a second keeps its own
+%% connection busy and nothing else: scrapes and calls go on meanwhile, and
+%% the endpoint closes the slow connection when the request timeout (10 s)
+%% is up.
+a_client_sending_a_byte_a_second_holds_only_itself(Config) ->
+    Port = free_port(),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
+    {ok, Slow} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    Dribbler = spawn_link(fun() -> dribble(Slow, <<"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n">>) end),
+    T0 = erlang:monotonic_time(millisecond),
+    Counter = counters:new(1, []),
+    %% until the endpoint closes the slow connection, other scrapes and
+    %% calls are served, each in well under the slow request's pace
+    ok = shardnode_poll:until(
+           fun() ->
+                   {T, {200, _, _}} = timer:tc(fun() -> get(Port, "/metrics") end),
+                   ?assert(T < 1000000),
+                   counters:add(Counter, 1, 1),
+                   N = counters:get(Counter, 1),
+                   ?assertEqual(N, gen_server:call({counter, C}, {<<"slow">>, incr})),
+                   Dribbler ! {closed_yet, self()},
+                   receive {closed, Bool} -> Bool after 1000 -> false end
+           end, 15000),
+    Took = erlang:monotonic_time(millisecond) - T0,
+    Served = counters:get(Counter, 1),
+    ct:log("the slow connection was closed after ~b ms; ~b scrapes and calls meanwhile", [Took, Served]),
+    ?assert(Took >= 9000),
+    ?assert(Served >= 10),
+    {200, _, Page} = get(Port, "/metrics"),
+    ?assertEqual(Served, value(Page, <<"shardnode_messages_total{type=\"counter\",kind=\"ask\"}">>)).
+
+%% A thousand clients scrape at once while calls go on: every scrape gets
+%% the whole page, every call its reply, and the renderings are shared.
+a_thousand_scrapers_at_once(Config) ->
+    Port = free_port(),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
+    Self = self(),
+    N = 1000,
+    Caller = spawn_link(fun() -> calls(C, 0, Self) end),
+    Pids = [spawn_link(fun() -> Self ! {scraped, self(), get(Port, "/metrics", 30000)} end)
+            || _ <- lists:seq(1, N)],
+    Results = [receive {scraped, P, R} -> R after 60000 -> ct:fail(scraper_stuck) end || P <- Pids],
+    Caller ! stop,
+    Calls = receive {calls, K} -> K after 10000 -> ct:fail(caller_stuck) end,
+    Statuses = lists:usort([S || {S, _, _} <- Results]),
+    ?assertEqual([200], Statuses),
+    [?assertNotEqual(nomatch, binary:match(B, <<"process_start_time_seconds">>)) || {_, _, B} <- Results],
+    ct:log("~b calls answered while ~b scrapes ran", [Calls, N]),
+    ?assert(Calls > 0),
+    %% a page rendered after them all counts them all
+    ok = shardnode_poll:until(
+           fun() ->
+                   {200, _, Page} = get(Port, "/metrics"),
+                   value(Page, <<"shardnode_metrics_scrapes_total">>) >= N andalso
+                       value(Page, <<"shardnode_messages_total{type=\"counter\",kind=\"ask\"}">>) =:= Calls
+           end, 5000),
+    {200, _, Last} = get(Port, "/metrics"),
+    Renders = value(Last, <<"shardnode_metrics_renders_total">>),
+    ct:log("~b renderings for ~b scrapes", [Renders, value(Last, <<"shardnode_metrics_scrapes_total">>)]),
+    ?assert(Renders =< value(Last, <<"shardnode_metrics_scrapes_total">>)).
+
+%% shardnode_info carries the log level, which set_log_level changes; a
+%% node without metrics_port listens on no HTTP port.
+the_log_level_shows_and_metrics_off_means_no_port(Config) ->
+    Port = free_port(),
+    {[C, D], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}, #{}]),
+    {200, _, P0} = get(Port, "/metrics"),
+    Info = <<"shardnode_info{node=\"", (atom_to_binary(C))/binary, "\",log_level=\"info\"} 1">>,
+    ?assertNotEqual(nomatch, binary:match(P0, Info)),
+    ok = gen_server:call({shardnode, C}, {set_log_level, debug}),
+    {200, _, P1} = get(Port, "/metrics"),
+    ?assertNotEqual(nomatch, binary:match(P1, <<"log_level=\"debug\"} 1">>)),
+    %% a node without metrics_port says nothing of metrics
+    {ok, Lines} = shardnode:output(D),
+    ?assertEqual([], [L || L <- Lines, binary:match(L, <<"metrics">>) =/= nomatch]),
+    {ok, CLines} = shardnode:output(C),
+    ?assertMatch([_], [L || L <- CLines, binary:match(L, <<"metrics on port">>) =/= nomatch]).
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+%% A port free now (the node binds it a moment later).
+free_port() ->
+    {ok, L} = gen_tcp:listen(0, [{reuseaddr, true}]),
+    {ok, Port} = inet:port(L),
+    ok = gen_tcp:close(L),
+    Port.
+
+get(Port, Path) -> get(Port, Path, 5000).
+
+get(Port, Path, Timeout) ->
+    request(Port, iolist_to_binary(["GET ", Path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"]),
+            Timeout).
+
+request(Port, Req) -> request(Port, Req, 5000).
+
+%% Sends Req on a new connection and reads until the server closes it:
+%% {Status, [{LowerName, Value}], Body}.
+request(Port, Req, Timeout) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], Timeout),
+    ok = gen_tcp:send(S, Req),
+    All = recv_all(S, <<>>, Timeout),
+    [Head, Body] = binary:split(All, <<"\r\n\r\n">>),
+    [StatusLine | HeaderLines] = binary:split(Head, <<"\r\n">>, [global]),
+    <<"HTTP/1.1 ", Code:3/binary, _/binary>> = StatusLine,
+    Headers = [begin
+                   [K, V] = binary:split(L, <<": ">>),
+                   {string:lowercase(K), V}
+               end || L <- HeaderLines],
+    Length = binary_to_integer(header(<<"content-length">>, Headers)),
+    ?assert(byte_size(Body) =:= Length orelse Length > 0 andalso byte_size(Body) =:= 0),
+    {binary_to_integer(Code), Headers, Body}.
+
+%% Sends a request that should be refused: its status, and whether the
+%% server closed the connection after.
+raw(Port, Req) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    _ = gen_tcp:send(S, Req),
+    All = recv_all(S, <<>>),
+    <<"HTTP/1.1 ", Code:3/binary, _/binary>> = All,
+    {binary_to_integer(Code), closed}.
+
+recv_all(S, Acc) -> recv_all(S, Acc, 5000).
+
+recv_all(S, Acc, Timeout) ->
+    case gen_tcp:recv(S, 0, Timeout) of
+        {ok, Data} -> recv_all(S, <<Acc/binary, Data/binary>>, Timeout);
+        {error, closed} -> gen_tcp:close(S), Acc;
+        {error, Why} -> ct:fail({recv, Why, Acc})
+    end.
+
+header(Name, Headers) ->
+    {Name, V} = lists:keyfind(Name, 1, Headers),
+    V.
+
+%% The value of the sample whose name and labels are exactly Series.
+value(Page, Series) ->
+    Lines = binary:split(Page, <<"\n">>, [global]),
+    Prefix = <<Series/binary, " ">>,
+    case [L || L <- Lines, binary:longest_common_prefix([L, Prefix]) =:= byte_size(Prefix)] of
+        [Line] ->
+            V = binary:part(Line, byte_size(Prefix), byte_size(Line) - byte_size(Prefix)),
+            try binary_to_integer(V) catch error:badarg -> binary_to_float(V) end;
+        Other ->
+            ct:fail({series, Series, Other})
+    end.
+
+%% Sends Req one byte a second on S; answers {closed_yet, From} with
+%% whether the server has closed S.
+dribble(S, Req) ->
+    dribble_loop(S, Req, false).
+
+dribble_loop(S, Req, Closed) ->
+    receive
+        {closed_yet, From} ->
+            Closed1 = Closed orelse peer_closed(S),
+            From ! {closed, Closed1},
+            dribble_loop(S, Req, Closed1)
+    after 1000 ->
+            case {Closed, Req} of
+                {false, <<B, Rest/binary>>} ->
+                    case gen_tcp:send(S, <<B>>) of
+                        ok -> dribble_loop(S, Rest, false);
+                        {error, _} -> dribble_loop(S, Rest, true)
+                    end;
+                _ ->
+                    dribble_loop(S, Req, Closed)
+            end
+    end.
+
+peer_closed(S) ->
+    case gen_tcp:recv(S, 0, 0) of
+        {error, timeout} -> false;
+        {error, _} -> true;
+        {ok, _} -> false
+    end.
+
+calls(C, N, Parent) ->
+    receive
+        stop -> Parent ! {calls, N}
+    after 0 ->
+            N1 = N + 1,
+            N1 = gen_server:call({counter, C}, {<<"busy">>, incr}, 10000),
+            calls(C, N1, Parent)
+    end.
+
+deep_merge(A, B) ->
+    maps:merge_with(fun(_, X, Y) when is_map(X), is_map(Y) -> maps:merge(X, Y); (_, _, Y) -> Y end, A, B).
