@@ -23,6 +23,7 @@ packages=(
 	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes clang links: make fuzz, fuzz-check
 	clang-tools       # scan-build: make analyze, run by make test
 	openssl           # the command the TLS tests make their certificates with (scripts/tls-certs.sh)
+	prometheus        # promtool: the metrics suite checks a real page with it
 	iproute2          # network namespaces for partition tests (scripts/partition-scenarios.sh)
 	iptables          # cutting links and dropping packets inside them
 )

@@ -17,7 +17,8 @@
          bad_requests_get_400_and_change_nothing/1,
          a_client_sending_a_byte_a_second_holds_only_itself/1,
          a_thousand_scrapers_at_once/1,
-         the_log_level_shows_and_metrics_off_means_no_port/1]).
+         the_log_level_shows_and_metrics_off_means_no_port/1,
+         the_dashboard_queries_are_promql/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -28,7 +29,8 @@ all() ->
      bad_requests_get_400_and_change_nothing,
      a_client_sending_a_byte_a_second_holds_only_itself,
      a_thousand_scrapers_at_once,
-     the_log_level_shows_and_metrics_off_means_no_port].
+     the_log_level_shows_and_metrics_off_means_no_port,
+     the_dashboard_queries_are_promql].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -244,8 +246,43 @@ the_log_level_shows_and_metrics_off_means_no_port(Config) ->
     {ok, CLines} = shardnode:output(C),
     ?assertMatch([_], [L || L <- CLines, binary:match(L, <<"metrics on port">>) =/= nomatch]).
 
+%% Every query of docs/grafana-dashboard.json parses as PromQL (promtool
+%% check rules, with Grafana's variables given values) and names only
+%% metrics the page has.
+the_dashboard_queries_are_promql(Config) ->
+    {ok, Json} = file:read_file(filename:join([test_plugins:project_root(), "docs", "grafana-dashboard.json"])),
+    {match, Found} = re:run(Json, "\"expr\": \"((?:[^\"\\\\]|\\\\.)*)\"",
+                            [global, {capture, all_but_first, binary}]),
+    Exprs = [json_unescape(E) || [E] <- Found],
+    ?assert(length(Exprs) >= 10),
+    Vars = [{<<"$__rate_interval">>, <<"1m">>}, {<<"$instance">>, <<".*">>}, {<<"$job">>, <<".*">>}],
+    Concrete = [lists:foldl(fun({V, X}, Acc) -> binary:replace(Acc, V, X, [global]) end, E, Vars)
+                || E <- Exprs],
+    Rules = ["groups:\n- name: dashboard\n  rules:\n",
+             [io_lib:format("  - record: dashboard:q~b\n    expr: '~ts'\n", [K, E])
+              || {K, E} <- lists:zip(lists:seq(1, length(Concrete)), Concrete)]],
+    File = filename:join(?config(priv_dir, Config), "dashboard_rules.yml"),
+    ok = file:write_file(File, Rules),
+    Out = os:cmd(?config(promtool, Config) ++ " check rules " ++ File ++ " 2>&1; echo rc=$?"),
+    ct:log("~ts", [Out]),
+    ?assertNotEqual(nomatch, string:find(Out, "rc=0")),
+    %% the metrics named are the page's (a node with a store has them all)
+    Port = free_port(),
+    DataDir = filename:join(?config(priv_dir, Config), "lmdb_dash"),
+    {[_], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port, state_store => lmdb,
+                                                               data_dir => DataDir}}]),
+    {200, _, Page} = get(Port, "/metrics"),
+    {match, Names} = re:run(iolist_to_binary(Exprs), "(?:shardnode|process)_[a-z_]+",
+                            [global, {capture, first, binary}]),
+    [?assertNotEqual(nomatch, binary:match(Page, <<N/binary>>), N) || [N] <- lists:usort(Names)].
+
 %%====================================================================
 %% Helpers
+
+json_unescape(<<"\\\"", R/binary>>) -> <<"\"", (json_unescape(R))/binary>>;
+json_unescape(<<"\\\\", R/binary>>) -> <<"\\", (json_unescape(R))/binary>>;
+json_unescape(<<C, R/binary>>) -> <<C, (json_unescape(R))/binary>>;
+json_unescape(<<>>) -> <<>>.
 %%====================================================================
 
 %% A port free now (the node binds it a moment later).

@@ -390,17 +390,21 @@ struct http_server *http_server_start(const struct http_server_config *cfg, int 
 					.sin_addr.s_addr = htonl(INADDR_ANY)};
 		rc = bind(s->fd, (struct sockaddr *)&a, sizeof a);
 	}
-	struct sockaddr_storage bound;
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	} bound;
+	memset(&bound, 0, sizeof bound);
 	socklen_t blen = sizeof bound;
-	if (rc != 0 || listen(s->fd, 1024) != 0 || getsockname(s->fd, (struct sockaddr *)&bound, &blen) != 0 ||
+	if (rc != 0 || listen(s->fd, 1024) != 0 || getsockname(s->fd, &bound.sa, &blen) != 0 ||
 	    (rc = evloop_watch(cfg->loop, s->fd, EPOLLIN, on_accept, s)) != 0) {
 		*err = rc < 0 && rc != -1 ? rc : -errno;
 		close(s->fd);
 		free(s);
 		return NULL;
 	}
-	s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-						    : ((struct sockaddr_in *)&bound)->sin_port);
+	s->port = ntohs(bound.sa.sa_family == AF_INET6 ? bound.in6.sin6_port : bound.in4.sin_port);
 	return s;
 }
 
@@ -412,8 +416,10 @@ void http_server_free(struct http_server *s)
 {
 	if (s == NULL)
 		return;
-	while (s->conns)
-		conn_close(s->conns);
+	for (struct http_conn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		conn_close(c);
+	}
 	evloop_unwatch(s->cfg.loop, s->fd);
 	close(s->fd);
 	page_release(s, s->current);

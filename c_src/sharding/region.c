@@ -56,7 +56,7 @@ static void send_tell_reply(struct region *r, const erlang_pid *to, const char *
 
 void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
 {
-	if (r->cfg.metrics && e->t0_ns != 0)
+	if (r->cfg.metrics && e->t0_ns != 0 && (e->is_call || e->from != NULL))
 		histogram_observe(&r->reply_latency, evloop_clock_ns() - e->t0_ns);
 	if (e->is_call)
 		region_send_call_reply(r, e->from, e->tag, e->tag_len, reply);
