@@ -29,6 +29,10 @@ if [ ! -x "$LOADGEN" ] || [ -n "$(find bench/c_loadgen.c c_src -newer "$LOADGEN"
         -I"$ERL_ROOT/usr/include" -I/usr/include/postgresql -Ic_src $LOADGEN_SRC \
         -L"$ERL_ROOT/usr/lib" -lei -llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl -o "$LOADGEN"
 fi
+# The metrics page writer alone, over a page of 10 000 series.
+PROM_BENCH="$OUT/prom_render_bench"
+${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Ic_src bench/prom_render_bench.c \
+    c_src/base/prom_text.c c_src/base/histogram.c c_src/base/bytebuf.c -o "$PROM_BENCH"
 
 TAG=$$
 PIDS="$OUT/ospids.$TAG"
@@ -87,7 +91,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # In the background, so that a signal to this script is handled at once.
-BENCH_TAG=$TAG BENCH_PIDS_FILE=$PIDS BENCH_DATA_DIR=$DATA BENCH_C_LOADGEN=$LOADGEN \
+BENCH_TAG=$TAG BENCH_PIDS_FILE=$PIDS BENCH_DATA_DIR=$DATA BENCH_C_LOADGEN=$LOADGEN BENCH_PROM=$PROM_BENCH \
     BENCH_PG_PORT=$PG_PORT BENCH_PG_SCRIPT=$PG_SCRIPT BENCH_PG_BATCH=$PG_BATCH BENCH_PG_SHARDS=$PG_SHARDS \
     erl -noshell -noinput \
         -name "bench$TAG@127.0.0.1" -setcookie shardnode_bench \

@@ -173,7 +173,7 @@ measure(System, Round, Cfg) ->
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
-                                       singleton_figures(Cfg)]);
+                                       singleton_figures(Cfg), metrics_figures(Cfg)]);
              beam -> #{}
          end,
     lists:foldl(fun maps:merge/2, M1, [Tls, M2, M3, M4]).
@@ -510,6 +510,80 @@ tls_figures(System, #{c_ask_cpu := PlainAsk, c_tell_cpu := PlainTell}, #{data_di
         beam ->
             bench_nodes:with_beam_tls_node(Certs, Cfg, Measure)
     end.
+
+%% The hot path with the metrics endpoint off and on: the C load
+%% generator's asks and tells (as c_loadgen_figures) on a fresh node
+%% without metrics_port, then on one with it, scraped every second
+%% meanwhile as a Prometheus would be (more often than the usual 15 s).
+%% Also the page itself: its series and the time it took to render.
+metrics_figures(Cfg) ->
+    Run = fun(Sys) ->
+                  _ = bench_load:c_loadgen(Sys, ask, maps:get(c_window, Cfg), Cfg#{seconds => 1}),
+                  c_loadgen_figures(Sys, Cfg)
+          end,
+    #{c_ask_rate := OffAsk, c_tell_rate := OffTell, c_ask_cpu := OffAskCpu, c_tell_cpu := OffTellCpu} =
+        bench_nodes:with_c_node("bench_moff", #{types => [counter, echo], config => #{}}, Cfg, Run),
+    {ok, L} = gen_tcp:listen(0, [{reuseaddr, true}]),
+    {ok, Port} = inet:port(L),
+    ok = gen_tcp:close(L),
+    bench_nodes:with_c_node(
+      "bench_mon", #{types => [counter, echo], config => #{metrics_port => Port}}, Cfg,
+      fun(Sys) ->
+              Scraper = spawn_link(fun() -> scrape_every(Port, 1000) end),
+              #{c_ask_rate := OnAsk, c_tell_rate := OnTell, c_ask_cpu := OnAskCpu, c_tell_cpu := OnTellCpu} =
+                  try Run(Sys) after unlink(Scraper), exit(Scraper, kill) end,
+              Page = scrape(Port),
+              Series = length([Line || Line <- binary:split(Page, <<"\n">>, [global]),
+                                       Line =/= <<>>, binary:first(Line) =/= $#]),
+              %% the page before this one: the scrape above rendered it
+              RenderUs = 1.0e6 * metric(scrape(Port), <<"shardnode_metrics_render_seconds">>),
+              progress("metrics on/off", "ask ~.3f, tell ~.3f of the throughput off; "
+                       "CPU per ask ~.2fx, per tell ~.2fx; a page of ~b series rendered in ~s us",
+                       [OnAsk / OffAsk, OnTell / OffTell, OnAskCpu / OffAskCpu, OnTellCpu / OffTellCpu,
+                        Series, fmt(RenderUs)]),
+              #{metrics_off_ask_rate => OffAsk, metrics_on_ask_rate => OnAsk, metrics_ask_ratio => OnAsk / OffAsk,
+                metrics_off_tell_rate => OffTell, metrics_on_tell_rate => OnTell,
+                metrics_tell_ratio => OnTell / OffTell,
+                metrics_ask_cpu_ratio => OnAskCpu / OffAskCpu, metrics_tell_cpu_ratio => OnTellCpu / OffTellCpu,
+                metrics_series => Series, metrics_render_us => RenderUs,
+                metrics_render_10k_us => prom_render_10k_us()}
+      end).
+
+%% bench/prom_render_bench.c: the page writer alone over 10 000 series, the
+%% median of its renderings, us.
+prom_render_10k_us() ->
+    Exe = os:getenv("BENCH_PROM", "build/bench/prom_render_bench"),
+    Out = os:cmd(Exe),
+    case re:run(Out, "series=([0-9]+) .*median_us=([0-9]+)", [{capture, all_but_first, list}]) of
+        {match, [Series, Us]} ->
+            progress("metrics writer", "~s series in ~s us (median of 50 renderings)",
+                     [Series, Us]),
+            list_to_integer(Us);
+        nomatch ->
+            erlang:error({prom_render_bench, Out})
+    end.
+
+scrape_every(Port, Ms) ->
+    _ = scrape(Port),
+    receive after Ms -> scrape_every(Port, Ms) end.
+
+%% GET /metrics: the body.
+scrape(Port) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], 5000),
+    ok = gen_tcp:send(S, <<"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n">>),
+    All = recv_until_closed(S, <<>>),
+    [_Head, Body] = binary:split(All, <<"\r\n\r\n">>),
+    Body.
+
+recv_until_closed(S, Acc) ->
+    case gen_tcp:recv(S, 0, 5000) of
+        {ok, D} -> recv_until_closed(S, <<Acc/binary, D/binary>>);
+        {error, closed} -> gen_tcp:close(S), Acc
+    end.
+
+metric(Page, Name) ->
+    {match, [V]} = re:run(Page, ["^", Name, " ([0-9.e+-]+)$"], [multiline, {capture, all_but_first, binary}]),
+    try binary_to_float(V) catch error:badarg -> float(binary_to_integer(V)) end.
 
 %% A cluster singleton's hand-over: two nodes host the singleton
 %% bench_boss (a counter), A the oldest, so it runs there. A client

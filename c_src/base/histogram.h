@@ -35,6 +35,16 @@ static inline void histogram_observe(struct histogram *h, uint64_t ns)
 	h->sum_ns += ns;
 }
 
+/* Counts n durations of `ns` each. */
+static inline void histogram_observe_n(struct histogram *h, uint64_t ns, uint64_t n)
+{
+	size_t k = 0;
+	while (k < HISTOGRAM_BOUNDS && ns > histogram_bounds_ns[k])
+		k++;
+	h->counts[k] += n;
+	h->sum_ns += ns * n;
+}
+
 /* Observations in all. */
 uint64_t histogram_count(const struct histogram *h);
 

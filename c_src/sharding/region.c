@@ -32,6 +32,35 @@ struct pending {
 
 /* ---- replies ---- */
 
+/* A reply of a message that arrived at t0_ns leaves with this turn's
+ * output: counted in a run of its start time, timed at the flush. */
+static void note_reply(struct region *r, uint64_t t0_ns)
+{
+	if (r->nuntimed > 0 && r->untimed[r->nuntimed - 1].t0_ns == t0_ns) {
+		r->untimed[r->nuntimed - 1].n++;
+	} else if (r->nuntimed < REGION_UNTIMED_RUNS) {
+		r->untimed[r->nuntimed].t0_ns = t0_ns;
+		r->untimed[r->nuntimed++].n = 1;
+	} else {
+		uint64_t now = evloop_clock_ns();
+		histogram_observe(&r->reply_latency, now > t0_ns ? now - t0_ns : 0);
+	}
+}
+
+/* dist_node_on_flushed: the turn's replies are out; times them. */
+static void time_replies(void *arg)
+{
+	struct region *r = arg;
+	if (r->nuntimed == 0)
+		return;
+	uint64_t now = evloop_clock_ns();
+	for (uint32_t k = 0; k < r->nuntimed; k++) {
+		uint64_t t0 = r->untimed[k].t0_ns;
+		histogram_observe_n(&r->reply_latency, now > t0 ? now - t0 : 0, r->untimed[k].n);
+	}
+	r->nuntimed = 0;
+}
+
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
 			    const ei_x_buff *reply)
 {
@@ -57,7 +86,7 @@ static void send_tell_reply(struct region *r, const erlang_pid *to, const char *
 void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
 {
 	if (r->cfg.metrics && e->t0_ns != 0 && (e->is_call || e->from != NULL))
-		histogram_observe(&r->reply_latency, evloop_clock_ns() - e->t0_ns);
+		note_reply(r, e->t0_ns);
 	if (e->is_call)
 		region_send_call_reply(r, e->from, e->tag, e->tag_len, reply);
 	else if (e->from != NULL)
@@ -530,8 +559,10 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	/* Without nodedown a region would wait for ever on a home that died. */
-	if ((rc = region_store_start(r)) != 0 || (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
+	if ((rc = region_store_start(r)) != 0 || (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0 ||
+	    (cfg->metrics && (rc = dist_node_on_flushed(cfg->node, time_replies, r)) != 0)) {
 		*err = rc;
+		dist_node_off_nodedown(cfg->node, region_on_nodedown, r);
 		region_store_stop(r);
 		remember_replica_free(r->replica);
 		dist_node_exit(cfg->node, r->proc, "normal");
@@ -552,6 +583,7 @@ void region_free(struct region *r)
 	region_shutdown(r);
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
+	dist_node_off_flushed(r->cfg.node, time_replies, r);
 	remember_replica_free(r->replica);
 	node_set_free(&r->downed);
 	free(r->slots);

@@ -39,6 +39,10 @@
 #include "sharding/shard_state.h"
 #include "store/state_store.h"
 
+/* Runs of replies with one start time a region times per turn; a reply
+ * beyond them is timed at once (a clock read of its own). */
+#define REGION_UNTIMED_RUNS 8
+
 /* How soon an unregistered region tries again. */
 #define REGION_REGISTER_RETRY_MS 100
 
@@ -137,6 +141,14 @@ struct region {
 	 * here and how long each hand-off took. Plain counters on the loop. */
 	uint64_t asks, tells;
 	struct histogram reply_latency;
+	/* Replies of this turn not yet timed, as runs of one start time: they
+	 * leave when the turn's output is flushed, and are timed then with one
+	 * clock read (region_time_replies). */
+	struct {
+		uint64_t t0_ns;
+		uint32_t n;
+	} untimed[REGION_UNTIMED_RUNS];
+	uint32_t nuntimed;
 	uint64_t handoffs;
 	struct histogram handoff_duration;
 	struct evloop_timer retry_timer;
