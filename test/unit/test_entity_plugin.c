@@ -100,9 +100,7 @@ struct capture {
 
 static void capture_start(struct capture *c)
 {
-	c->log.min_level = LOG_DEBUG;
-	c->log.out = tmpfile();
-	c->log.node = "test@127.0.0.1";
+	c->log = (struct logger){.min_level = LOG_DEBUG, .out = tmpfile(), .node = "test@127.0.0.1"};
 	c->text = NULL;
 	cr_assert_not_null(c->log.out);
 }
