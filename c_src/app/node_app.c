@@ -307,9 +307,20 @@ static int start_membership(struct node_app *app)
 	return 0;
 }
 
-/* The metrics endpoint (docs/contract.md "Metrics"). */
+/* dist_node_set_flushed, with metrics: the turn's replies are out. */
+static void time_replies(void *arg)
+{
+	struct node_app *app = arg;
+	for (size_t k = 0; k < app->nhosted; k++)
+		if (app->hosted[k].region != NULL)
+			region_time_replies(app->hosted[k].region);
+}
+
+/* The metrics endpoint (docs/contract.md "Metrics"), and the timing of
+ * replies it shows. */
 static int start_metrics(struct node_app *app)
 {
+	dist_node_set_flushed(app->node, time_replies, app);
 	struct http_server_config hcfg = {
 		.loop = app->loop, .log = &app->log, .port = (uint16_t)app->cfg->metrics_port,
 		.path = "/metrics", .content_type = "text/plain; version=0.0.4; charset=utf-8",
@@ -369,6 +380,8 @@ void node_app_stop(struct node_app *app)
 	/* The endpoint first: it reads every other part. */
 	http_server_free(app->metrics);
 	app->metrics = NULL;
+	if (app->node != NULL)
+		dist_node_set_flushed(app->node, NULL, NULL);
 	/* Regions first: their entities stop, and membership still answers
 	 * them (who hosts the type, for the last remembered-entity changes;
 	 * whether a lease is held). Then the coordinators hear of no more

@@ -56,11 +56,8 @@ struct dist_node {
 		void *arg;
 	} *nodedown;                     /* grown as listeners are added */
 	size_t nnodedown, nodedown_cap;
-	struct flushed_listener {
-		flushed_fn fn;
-		void *arg;
-	} *flushed;                      /* likewise */
-	size_t nflushed, flushed_cap;
+	flushed_fn flushed;              /* dist_node_set_flushed; NULL: none */
+	void *flushed_arg;
 	struct peer_backoff unreachable; /* peers our attempts failed to reach */
 };
 
@@ -89,29 +86,10 @@ void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg)
 	}
 }
 
-int dist_node_on_flushed(struct dist_node *n, flushed_fn fn, void *arg)
+void dist_node_set_flushed(struct dist_node *n, flushed_fn fn, void *arg)
 {
-	if (n->nflushed == n->flushed_cap) {
-		size_t cap = n->flushed_cap ? 2 * n->flushed_cap : 8;
-		struct flushed_listener *l = realloc(n->flushed, cap * sizeof *l);
-		if (l == NULL)
-			return -ENOMEM;
-		n->flushed = l;
-		n->flushed_cap = cap;
-	}
-	n->flushed[n->nflushed].fn = fn;
-	n->flushed[n->nflushed++].arg = arg;
-	return 0;
-}
-
-void dist_node_off_flushed(struct dist_node *n, flushed_fn fn, void *arg)
-{
-	for (size_t k = 0; k < n->nflushed; k++) {
-		if (n->flushed[k].fn == fn && n->flushed[k].arg == arg) {
-			n->flushed[k] = n->flushed[--n->nflushed];
-			return;
-		}
-	}
+	n->flushed = fn;
+	n->flushed_arg = arg;
 }
 
 /* ---- connection table ---- */
@@ -771,8 +749,8 @@ static bool on_idle(struct evloop *loop, void *arg)
 		next = c->next;
 		dist_conn_flush_output(c);
 	}
-	for (size_t k = 0; k < n->nflushed; k++)
-		n->flushed[k].fn(n->flushed[k].arg);
+	if (n->flushed != NULL)
+		n->flushed(n->flushed_arg);
 	free_dead(n);
 	return n->local_head != NULL;
 }
@@ -885,7 +863,6 @@ void dist_node_free(struct dist_node *n)
 	}
 	proc_table_free(&n->procs);
 	free(n->nodedown);
-	free(n->flushed);
 	scratch_free(&n->reply_buf);
 	scratch_free(&n->ctl_buf);
 	peer_backoff_free(&n->unreachable);

@@ -106,11 +106,8 @@ void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
  * as good as sent. */
 typedef void (*flushed_fn)(void *arg);
 
-/* Adds a listener: fn(arg) after every flush until dist_node_off_flushed.
- * It must not add or remove listeners. Returns 0 or -ENOMEM. */
-int dist_node_on_flushed(struct dist_node *n, flushed_fn fn, void *arg);
-/* Removes a listener added with the same fn and arg (before arg is freed). */
-void dist_node_off_flushed(struct dist_node *n, flushed_fn fn, void *arg);
+/* Sets the one flush listener (fn NULL: none): fn(arg) after every flush. */
+void dist_node_set_flushed(struct dist_node *n, flushed_fn fn, void *arg);
 
 /* Counters for the admin and for tests. */
 struct dist_node_stats {

@@ -47,10 +47,8 @@ static void note_reply(struct region *r, uint64_t t0_ns)
 	}
 }
 
-/* dist_node_on_flushed: the turn's replies are out; times them. */
-static void time_replies(void *arg)
+void region_time_replies(struct region *r)
 {
-	struct region *r = arg;
 	if (r->nuntimed == 0)
 		return;
 	uint64_t now = evloop_clock_ns();
@@ -559,10 +557,8 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	/* Without nodedown a region would wait for ever on a home that died. */
-	if ((rc = region_store_start(r)) != 0 || (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0 ||
-	    (cfg->metrics && (rc = dist_node_on_flushed(cfg->node, time_replies, r)) != 0)) {
+	if ((rc = region_store_start(r)) != 0 || (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
 		*err = rc;
-		dist_node_off_nodedown(cfg->node, region_on_nodedown, r);
 		region_store_stop(r);
 		remember_replica_free(r->replica);
 		dist_node_exit(cfg->node, r->proc, "normal");
@@ -583,7 +579,6 @@ void region_free(struct region *r)
 	region_shutdown(r);
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
-	dist_node_off_flushed(r->cfg.node, time_replies, r);
 	remember_replica_free(r->replica);
 	node_set_free(&r->downed);
 	free(r->slots);

@@ -149,4 +149,9 @@ struct region_metrics {
 };
 void region_get_metrics(const struct region *r, struct region_metrics *out);
 
+/* With cfg.metrics: the replies of this loop turn have been flushed to
+ * their connections (dist_node_set_flushed): times them, with one clock
+ * read. Until then they are counted in runs of one start time. */
+void region_time_replies(struct region *r);
+
 #endif
