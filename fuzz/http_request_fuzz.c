@@ -8,7 +8,7 @@
  *     the same length, and one byte less is incomplete;
  *   - once a prefix is bad, the whole is bad (the verdict never goes back);
  *   - a smaller max_head gives the same verdict, or too large.
- * A failed check aborts, which libFuzzer reports with the input.
+ * A failed check names itself and aborts; libFuzzer keeps the input.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -16,14 +16,9 @@
 #include <string.h>
 
 #include "base/http_request.h"
+#include "fuzz_checks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok)
-{
-	if (!ok)
-		abort();
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,7 +8,7 @@
 %%   end_per_testcase(_, Config) -> c_driver:close(Config).
 -module(c_driver).
 
--export([build/3, open/1, close/1, term_sources/0]).
+-export([build/3, open/1, close/1, term_sources/0, project_root/1]).
 
 -include_lib("common_test/include/ct.hrl").
 

@@ -27,18 +27,7 @@ build(Dir, Name) ->
 %% directory) that holds priv/shardnode and test/limit_type.c.
 -spec project_root() -> file:filename().
 project_root() ->
-    Starts = [filename:dirname(filename:absname(P))
-              || P <- [?FILE, code:which(?MODULE)], is_list(P)] ++ [element(2, file:get_cwd())],
-    Found = [D || S <- Starts, D <- [S | ancestors(S)],
-                  filelib:is_regular(filename:join([D, "priv", "shardnode"])),
-                  filelib:is_regular(filename:join([D, "test", "limit_type.c"]))],
-    case Found of
-        [Root | _] -> Root;
-        [] -> ct:fail({project_root_not_found, Starts})
-    end.
-
-ancestors(Dir) ->
-    case filename:dirname(Dir) of
-        Dir -> [];
-        Parent -> [Parent | ancestors(Parent)]
+    case c_driver:project_root(["priv/shardnode", "test/limit_type.c"]) of
+        {ok, Root} -> Root;
+        {error, Starts} -> ct:fail({project_root_not_found, Starts})
     end.

@@ -14,8 +14,8 @@
 #include "sharding/region.h"
 #include "store/state_store.h"
 
-/* Labels of one hosted type: type="name", and kind or the like added by
- * the caller. */
+/* Labels of one hosted type: type="name", and a second pair when key is
+ * not NULL. */
 struct type_labels {
 	char text[160];
 	size_t len;
@@ -30,13 +30,37 @@ static void labels_of(struct type_labels *l, const char *type, const char *key, 
 		(void)prom_label(l->text, sizeof l->text, &l->len, key, value);
 }
 
+/* One family with a sample per type: values[k] of type names[k]. */
+static void per_type(struct prom_text *p, const char *name, const char *kind, const char *help,
+		     const char *const *names, const uint64_t *values, size_t n)
+{
+	struct type_labels l;
+	prom_family(p, name, kind, help);
+	for (size_t k = 0; k < n; k++) {
+		labels_of(&l, names[k], NULL, NULL);
+		prom_u64(p, name, l.text, values[k]);
+	}
+}
+
+/* One histogram family with a histogram per type. */
+static void per_type_histogram(struct prom_text *p, const char *name, const char *help, const char *const *names,
+			       const struct histogram *const *h, size_t n)
+{
+	struct type_labels l;
+	prom_family(p, name, "histogram", help);
+	for (size_t k = 0; k < n; k++) {
+		labels_of(&l, names[k], NULL, NULL);
+		prom_histogram(p, name, l.text, h[k]);
+	}
+}
+
 /* Every hosted type's region metrics, family by family (the format wants
  * a family's samples together). */
 static void render_regions(struct prom_text *p, const struct node_app *app)
 {
 	struct region_metrics rm[NODE_TYPES_MAX];
-	size_t n = 0;
 	const char *names[NODE_TYPES_MAX];
+	size_t n = 0;
 	for (size_t k = 0; k < app->nhosted; k++) {
 		if (app->hosted[k].region == NULL)
 			continue;
@@ -52,82 +76,61 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 		labels_of(&l, names[k], "kind", "tell");
 		prom_u64(p, "shardnode_messages_total", l.text, rm[k].tells);
 	}
-	prom_family(p, "shardnode_messages_forwarded_total", "counter",
-		    "Messages this node's region sent on to the region hosting their shard.");
+	uint64_t forwarded[NODE_TYPES_MAX], entities[NODE_TYPES_MAX], shards[NODE_TYPES_MAX],
+		buffered[NODE_TYPES_MAX], dropped[NODE_TYPES_MAX], handoffs[NODE_TYPES_MAX];
+	const struct histogram *latency[NODE_TYPES_MAX], *handoff_duration[NODE_TYPES_MAX];
 	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_messages_forwarded_total", l.text, rm[k].stats.forwarded);
+		forwarded[k] = rm[k].stats.forwarded;
+		entities[k] = rm[k].stats.entities;
+		shards[k] = rm[k].stats.shards;
+		buffered[k] = rm[k].stats.buffered;
+		dropped[k] = rm[k].stats.dropped;
+		handoffs[k] = rm[k].handoffs;
+		latency[k] = &rm[k].reply_latency;
+		handoff_duration[k] = &rm[k].handoff_duration;
 	}
-	prom_family(p, "shardnode_reply_latency_seconds", "histogram",
-		    "From the wakeup that took a message to its reply's send, for messages handled here.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_histogram(p, "shardnode_reply_latency_seconds", l.text, &rm[k].reply_latency);
-	}
-	prom_family(p, "shardnode_entities", "gauge", "Live entities on this node.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_entities", l.text, rm[k].stats.entities);
-	}
-	prom_family(p, "shardnode_shards", "gauge", "Shards hosted on this node.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_shards", l.text, rm[k].stats.shards);
-	}
-	prom_family(p, "shardnode_buffered_messages", "gauge",
-		    "Messages waiting in this node's region for their shard's home (unknown, moving, loading).");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_buffered_messages", l.text, rm[k].stats.buffered);
-	}
-	prom_family(p, "shardnode_dropped_messages_total", "counter",
-		    "Messages dropped: a full buffer (buffer_size), or not {EntityId, Msg}.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_dropped_messages_total", l.text, rm[k].stats.dropped);
-	}
-	prom_family(p, "shardnode_handoffs_total", "counter", "Shards handed off from this node to another.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_handoffs_total", l.text, rm[k].handoffs);
-	}
-	prom_family(p, "shardnode_handoff_duration_seconds", "histogram",
-		    "From the coordinator's hand-off order to the shard stopped here.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_histogram(p, "shardnode_handoff_duration_seconds", l.text, &rm[k].handoff_duration);
-	}
+	per_type(p, "shardnode_messages_forwarded_total", "counter",
+		 "Messages this node's region sent on to the region hosting their shard.", names, forwarded, n);
+	per_type_histogram(p, "shardnode_reply_latency_seconds",
+			   "From the wakeup that read a message to the flush that wrote its reply, for messages "
+			   "handled here.",
+			   names, latency, n);
+	per_type(p, "shardnode_entities", "gauge", "Live entities on this node.", names, entities, n);
+	per_type(p, "shardnode_shards", "gauge", "Shards hosted on this node.", names, shards, n);
+	per_type(p, "shardnode_buffered_messages", "gauge",
+		 "Messages waiting in this node's region for their shard's home (unknown, moving, loading).", names,
+		 buffered, n);
+	per_type(p, "shardnode_dropped_messages_total", "counter",
+		 "Messages dropped: a full buffer (buffer_size), or not {EntityId, Msg}.", names, dropped, n);
+	per_type(p, "shardnode_handoffs_total", "counter", "Shards handed off from this node to another.", names,
+		 handoffs, n);
+	per_type_histogram(p, "shardnode_handoff_duration_seconds",
+			   "From the coordinator's hand-off order to the shard stopped here.", names, handoff_duration, n);
 }
 
 static void render_coordinators(struct prom_text *p, const struct node_app *app)
 {
-	struct coordinator_metrics cm[NODE_TYPES_MAX];
 	const char *names[NODE_TYPES_MAX];
+	uint64_t active[NODE_TYPES_MAX], rebalances[NODE_TYPES_MAX], abandoned[NODE_TYPES_MAX];
 	size_t n = 0;
 	for (size_t k = 0; k < app->nhosted; k++) {
 		if (app->hosted[k].coordinator == NULL)
 			continue;
-		coordinator_get_metrics(app->hosted[k].coordinator, &cm[n]);
+		struct coordinator_metrics cm;
+		coordinator_get_metrics(app->hosted[k].coordinator, &cm);
+		active[n] = cm.active;
+		rebalances[n] = cm.rebalances;
+		abandoned[n] = cm.rebalances_abandoned;
 		names[n++] = app->hosted[k].name;
 	}
-	struct type_labels l;
-	prom_family(p, "shardnode_coordinator_active", "gauge",
-		    "1 where the type's coordinator (a cluster singleton on the oldest member) runs here.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_coordinator_active", l.text, cm[k].active);
-	}
-	prom_family(p, "shardnode_rebalances_total", "counter", "Shard moves this node's coordinator started.");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_rebalances_total", l.text, cm[k].rebalances);
-	}
-	prom_family(p, "shardnode_rebalances_abandoned_total", "counter",
-		    "Of those, moves given up after handoff_timeout_ms (the shard stays where it was).");
-	for (size_t k = 0; k < n; k++) {
-		labels_of(&l, names[k], NULL, NULL);
-		prom_u64(p, "shardnode_rebalances_abandoned_total", l.text, cm[k].rebalances_abandoned);
-	}
+	per_type(p, "shardnode_coordinator_active", "gauge",
+		 "1 where the type's coordinator (a cluster singleton on the oldest member) runs here.", names, active,
+		 n);
+	per_type(p, "shardnode_rebalances_total", "counter", "Shard moves this node's coordinator started.", names,
+		 rebalances, n);
+	per_type(p, "shardnode_rebalances_abandoned_total", "counter",
+		 "Of those, moves given up after handoff_timeout_ms (the shard stays where it was).", names, abandoned,
+		 n);
 }
 
 static void render_members(struct prom_text *p, const struct node_app *app)
