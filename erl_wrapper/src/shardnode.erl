@@ -95,7 +95,9 @@
 %% (docs/contract.md "Cluster singletons").</dd>
 %% <dt>`config'</dt><dd>settings, each passed as `--set Key=Value'; strings,
 %%   binaries, atoms and integers as they are, other terms in Erlang
-%%   syntax. Example: `#{number_of_shards => 10, data_dir => "/tmp/sn"}'.</dd>
+%%   syntax. Example: `#{number_of_shards => 10, data_dir => "/tmp/sn"}';
+%%   `metrics_port => 9464' serves Prometheus metrics, `plugin_dir =>
+%%   "/opt/types"' loads entity types of yours (docs/contract.md).</dd>
 %% <dt>`config_file'</dt><dd>passed as `--config'.</dd>
 %% <dt>`extra_args'</dt><dd>appended to the command line as they are.</dd>
 %% <dt>`netns'</dt><dd>a Linux network namespace to run the node in
