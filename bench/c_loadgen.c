@@ -19,6 +19,12 @@
  *         With --reply-to-in-msg the tell is {EntityId, incr, ClientPid}, the
  *         form the BEAM baseline's region needs.
  *
+ * With --rate R, neither mode sends on replies: every millisecond the
+ * requests due by then (R a second in all) go out round robin to the
+ * clients with room in their windows. Two systems, or one with and without
+ * TLS, then get the same load, and their CPU per message compares the
+ * same batching rather than each one's maximum.
+ *
  * A BEAM gen_server:call to a remote name also sends MONITOR_P before and
  * DEMONITOR_P after the call. This generator sends no monitors: the runtime
  * has no public call for them, and leaving them out measures the server's
@@ -74,6 +80,7 @@ struct opts {
 	long entities;
 	enum mode mode;
 	bool reply_to_in_msg;
+	long rate;           /* --rate: requests per second in all, paced each ms; 0: as fast as replies come */
 	const char *tls_dir; /* TLS with DIR/node.pem, node.key, ca.pem (scripts/tls-certs.sh); NULL: plain */
 };
 
@@ -98,6 +105,9 @@ struct loadgen {
 	enum phase phase;
 	struct evloop_timer deadline;
 	struct evloop_timer watchdog;
+	struct evloop_timer pace;  /* --rate: sends what is due, every ms */
+	uint64_t sent;             /* requests sent in the timed part */
+	unsigned pace_next;        /* the client the pacing looks at first */
 	ei_x_buff x;       /* reused for every request */
 	uint64_t start_ns, last_ns;
 	uint64_t replies;  /* answered during the timed part */
@@ -170,7 +180,51 @@ static void finish(struct loadgen *lg)
 	evloop_stop(lg->loop);
 }
 
-/* The clients' full windows go out at once; replies keep them full. */
+/* --rate: a free window slot of client c (ask: its tag), or -1. */
+static long free_slot(const struct client *c)
+{
+	unsigned window = c->lg->o.window;
+	if (c->out >= window)
+		return -1;
+	if (c->lg->o.mode == MODE_TELL)
+		return 0;
+	for (unsigned s = 0; s < window; s++)
+		if (c->sent_ns[s] == 0)
+			return (long)s;
+	return -1;
+}
+
+/* --rate: sends the requests due by now (rate x time since the start),
+ * round robin over the clients with room in their windows; what finds no
+ * room waits for the next tick. */
+static void on_pace(struct evloop *loop, void *arg)
+{
+	struct loadgen *lg = arg;
+	if (lg->phase != PH_RUN)
+		return;
+	uint64_t due = (now_ns() - lg->start_ns) * (uint64_t)lg->o.rate / 1000000000u;
+	unsigned idle = 0;
+	while (lg->sent < due && idle < lg->o.clients) {
+		struct client *c = &lg->clients[lg->pace_next];
+		lg->pace_next = (lg->pace_next + 1) % lg->o.clients;
+		long slot = free_slot(c);
+		if (slot < 0) {
+			idle++;
+			continue;
+		}
+		idle = 0;
+		if (send_request(c, (unsigned)slot) != 0) {
+			fail(lg, "cannot send a request");
+			return;
+		}
+		lg->sent++;
+	}
+	if (evloop_timer_start(loop, &lg->pace, 1) != 0)
+		fail(lg, "cannot arm the pace timer");
+}
+
+/* The clients' full windows go out at once; replies keep them full. With
+ * --rate, the pacing sends instead, from the first tick on. */
 static void start_timed(struct loadgen *lg)
 {
 	if (getrusage(RUSAGE_SELF, &lg->ru_start) != 0) {
@@ -182,6 +236,10 @@ static void start_timed(struct loadgen *lg)
 	evloop_timer_stop(lg->loop, &lg->watchdog);
 	if (evloop_timer_start(lg->loop, &lg->deadline, (uint64_t)lg->o.seconds * 1000u) != 0) {
 		fail(lg, "cannot arm the deadline timer");
+		return;
+	}
+	if (lg->o.rate > 0) {
+		on_pace(lg->loop, lg);
 		return;
 	}
 	for (unsigned k = 0; k < lg->o.clients; k++) {
@@ -303,7 +361,7 @@ static void on_client_msg(void *ctx, struct proc *self, const struct proc_msg *m
 	lg->replies++;
 	lg->last_ns = t;
 	if (lg->phase == PH_RUN) {
-		if (send_request(c, (unsigned)slot) != 0)
+		if (lg->o.rate == 0 && send_request(c, (unsigned)slot) != 0)
 			fail(lg, "cannot send a request");
 	} else if (lg->outstanding == 0) {
 		finish(lg);
@@ -369,13 +427,16 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: c_loadgen --target NODE [--cookie C] [--seconds S] [--clients K] [--window W]\n"
 		"                 [--entities N] [--mode ask|tell] [--type T] [--msg ATOM] [--reply-to-in-msg]\n"
-		"                 [--tls-dir DIR]\n"
+		"                 [--tls-dir DIR] [--rate R]\n"
 		"  ask:  K procs each keep W gen_server calls {Id, Msg} in flight to {T, NODE}\n"
 		"  tell: K procs each keep W tells {Id, Msg} unanswered (--reply-to-in-msg:\n"
 		"        {Id, Msg, Pid}, for a BEAM region that cannot see the sender)\n"
 		"  --target and --cookie are required; defaults: seconds 2, clients 16, window 10,\n"
 		"  entities 10000, mode ask, type counter, msg incr\n"
-		"  --tls-dir: TLS distribution with DIR/node.pem, node.key and ca.pem (scripts/tls-certs.sh)\n");
+		"  --tls-dir: TLS distribution with DIR/node.pem, node.key and ca.pem (scripts/tls-certs.sh)\n"
+		"  --rate: R requests per second in all, sent every millisecond as they fall due\n"
+		"          (each still needs room in its client's window); without it, a reply\n"
+		"          sends the next request at once\n");
 }
 
 static int parse_uint(const char *flag, const char *text, long min, long max, long *out)
@@ -443,6 +504,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			if (parse_uint(f, v, 1, 100000, &n))
 				return -1;
 			o->window = (unsigned)n;
+		} else if (strcmp(f, "--rate") == 0) {
+			if (parse_uint(f, v, 1, 100000000, &n))
+				return -1;
+			o->rate = n;
 		} else if (strcmp(f, "--entities") == 0) {
 			if (parse_uint(f, v, 1, INT32_MAX, &n))
 				return -1;
@@ -480,6 +545,7 @@ static int setup(struct loadgen *lg)
 		return -ENOMEM;
 	evloop_timer_init(&lg->deadline, on_deadline, lg);
 	evloop_timer_init(&lg->watchdog, on_watchdog, lg);
+	evloop_timer_init(&lg->pace, on_pace, lg);
 	if (lg->o.tls_dir != NULL) {
 		char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX], err[DIST_TLS_ERR_BUF];
 		snprintf(cert, sizeof cert, "%s/node.pem", lg->o.tls_dir);
@@ -542,6 +608,7 @@ static void teardown(struct loadgen *lg)
 	if (lg->loop != NULL) {
 		evloop_timer_stop(lg->loop, &lg->deadline);
 		evloop_timer_stop(lg->loop, &lg->watchdog);
+		evloop_timer_stop(lg->loop, &lg->pace);
 		evloop_free(lg->loop);
 	}
 }

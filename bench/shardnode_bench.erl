@@ -53,6 +53,11 @@
                        rebalance_threshold => 1}).
 -define(MOVE_TRAFFIC_CLIENTS, 4).
 %% shards of the node that measures the first message to a new shard
+%% The offered rates at which TLS and plain are compared (paced_figures):
+%% well below what either sustains on this machine.
+-define(PACED_ASKS, 400000).
+-define(PACED_TELLS, 800000).
+
 -define(FIRST_NUM_SHARDS, 1000).
 -define(FIRST_SAMPLES, 50).
 %% the rebalance figure: the settings of its two nodes
@@ -506,7 +511,19 @@ tls_figures(System, #{c_ask_cpu := PlainAsk, c_tell_cpu := PlainTell}, #{data_di
         shardnode ->
             Tls = #{tls_certfile => filename:join(Certs, "node.pem"), tls_keyfile => filename:join(Certs, "node.key"),
                     tls_cacertfile => filename:join(Certs, "ca.pem")},
-            bench_nodes:with_c_node("bench_ct", #{types => [counter, echo], config => Tls}, Cfg, Measure);
+            #{paced_ask_cpu := PlainPacedAsk, paced_tell_cpu := PlainPacedTell} =
+                bench_nodes:with_c_node("bench_cp", #{types => [counter, echo], config => #{}}, Cfg,
+                                        fun(Sys) -> paced_figures(Sys, Cfg) end),
+            bench_nodes:with_c_node(
+              "bench_ct", #{types => [counter, echo], config => Tls}, Cfg,
+              fun(Sys) ->
+                      Figures = Measure(Sys),
+                      #{paced_ask_cpu := TlsPacedAsk, paced_tell_cpu := TlsPacedTell} = paced_figures(Sys, TlsCfg),
+                      progress("TLS, paced", "at an equal offered rate, CPU per ask ~.2fx plain, per tell ~.2fx plain",
+                               [TlsPacedAsk / PlainPacedAsk, TlsPacedTell / PlainPacedTell]),
+                      Figures#{tls_paced_ask_cpu_ratio => TlsPacedAsk / PlainPacedAsk,
+                               tls_paced_tell_cpu_ratio => TlsPacedTell / PlainPacedTell}
+              end);
         beam ->
             bench_nodes:with_beam_tls_node(Certs, Cfg, Measure)
     end.
@@ -584,6 +601,23 @@ recv_until_closed(S, Acc) ->
 metric(Page, Name) ->
     {match, [V]} = re:run(Page, ["^", Name, " ([0-9.e+-]+)$"], [multiline, {capture, all_but_first, binary}]),
     try binary_to_float(V) catch error:badarg -> float(binary_to_integer(V)) end.
+
+%% CPU per message at an offered rate both plain and TLS sustain (the C
+%% load generator's --rate: asks at ?PACED_ASKS a second, tells at
+%% ?PACED_TELLS, windows of 100 so the pacing is never short of room), so
+%% that the two compare at the same batching rather than at each one's
+%% maximum.
+paced_figures(#{ospid := OsPid} = Sys, Cfg) ->
+    Extra = maps:get(c_loadgen_args, Cfg, []),
+    _ = bench_load:c_loadgen(Sys, ask, 100, Cfg#{seconds => 1}),
+    Cpu0 = bench_nodes:cpu_us(OsPid),
+    #{"calls" := Calls} = bench_load:c_loadgen(Sys, ask, 100,
+                                               Cfg#{c_loadgen_args => Extra ++ ["--rate", integer_to_list(?PACED_ASKS)]}),
+    Cpu1 = bench_nodes:cpu_us(OsPid),
+    #{"tells" := Tells} = bench_load:c_loadgen(Sys, tell, 100,
+                                               Cfg#{c_loadgen_args => Extra ++ ["--rate", integer_to_list(?PACED_TELLS)]}),
+    Cpu2 = bench_nodes:cpu_us(OsPid),
+    #{paced_ask_cpu => (Cpu1 - Cpu0) / Calls, paced_tell_cpu => (Cpu2 - Cpu1) / Tells}.
 
 %% A cluster singleton's hand-over: two nodes host the singleton
 %% bench_boss (a counter), A the oldest, so it runs there. A client
