@@ -536,9 +536,10 @@ tls_figures(System, #{c_ask_cpu := PlainAsk, c_tell_cpu := PlainTell}, #{data_di
 metrics_figures(Cfg) ->
     Run = fun(Sys) ->
                   _ = bench_load:c_loadgen(Sys, ask, maps:get(c_window, Cfg), Cfg#{seconds => 1}),
-                  c_loadgen_figures(Sys, Cfg)
+                  maps:merge(c_loadgen_figures(Sys, Cfg), paced_figures(Sys, Cfg))
           end,
-    #{c_ask_rate := OffAsk, c_tell_rate := OffTell, c_ask_cpu := OffAskCpu, c_tell_cpu := OffTellCpu} =
+    #{c_ask_rate := OffAsk, c_tell_rate := OffTell, c_ask_cpu := OffAskCpu, c_tell_cpu := OffTellCpu,
+      paced_ask_cpu := OffPacedAsk, paced_tell_cpu := OffPacedTell} =
         bench_nodes:with_c_node("bench_moff", #{types => [counter, echo], config => #{}}, Cfg, Run),
     {ok, L} = gen_tcp:listen(0, [{reuseaddr, true}]),
     {ok, Port} = inet:port(L),
@@ -547,8 +548,11 @@ metrics_figures(Cfg) ->
       "bench_mon", #{types => [counter, echo], config => #{metrics_port => Port}}, Cfg,
       fun(Sys) ->
               Scraper = spawn_link(fun() -> scrape_every(Port, 1000) end),
-              #{c_ask_rate := OnAsk, c_tell_rate := OnTell, c_ask_cpu := OnAskCpu, c_tell_cpu := OnTellCpu} =
+              #{c_ask_rate := OnAsk, c_tell_rate := OnTell, c_ask_cpu := OnAskCpu, c_tell_cpu := OnTellCpu,
+                paced_ask_cpu := OnPacedAsk, paced_tell_cpu := OnPacedTell} =
                   try Run(Sys) after unlink(Scraper), exit(Scraper, kill) end,
+              progress("metrics, paced", "at an equal offered rate, CPU per ask ~.2fx off, per tell ~.2fx off",
+                       [OnPacedAsk / OffPacedAsk, OnPacedTell / OffPacedTell]),
               Page = scrape(Port),
               Series = length([Line || Line <- binary:split(Page, <<"\n">>, [global]),
                                        Line =/= <<>>, binary:first(Line) =/= $#]),
@@ -562,6 +566,8 @@ metrics_figures(Cfg) ->
                 metrics_off_tell_rate => OffTell, metrics_on_tell_rate => OnTell,
                 metrics_tell_ratio => OnTell / OffTell,
                 metrics_ask_cpu_ratio => OnAskCpu / OffAskCpu, metrics_tell_cpu_ratio => OnTellCpu / OffTellCpu,
+                metrics_paced_ask_cpu_ratio => OnPacedAsk / OffPacedAsk,
+                metrics_paced_tell_cpu_ratio => OnPacedTell / OffPacedTell,
                 metrics_series => Series, metrics_render_us => RenderUs,
                 metrics_render_10k_us => prom_render_10k_us()}
       end).
