@@ -93,11 +93,8 @@ static struct page *page_now(struct http_server *s)
 		return NULL;
 	uint64_t t0 = clock_ns();
 	int rc = s->cfg.render(s->cfg.render_arg, &p->body);
-	uint64_t took = clock_ns() - t0;
+	s->stats.last_render_ns = clock_ns() - t0;
 	s->stats.renders++;
-	s->stats.last_render_ns = took;
-	if (took > s->stats.max_render_ns)
-		s->stats.max_render_ns = took;
 	p->refs = 1;
 	if (rc != 0) {
 		page_release(s, p);

@@ -58,7 +58,6 @@ struct http_server_stats {
 	uint64_t timeouts;     /* connections closed for want of a whole head */
 	uint64_t refused;      /* closed at accept: max_connections open */
 	uint64_t last_render_ns;
-	uint64_t max_render_ns;
 	uint32_t open;         /* connections open now */
 };
 

@@ -105,7 +105,6 @@ static void answer_error_atom(struct region *r, const struct envelope *e, const 
 
 static void count_delivery(struct region *r, const struct envelope *e)
 {
-	r->delivered++;
 	if (e->is_call)
 		r->asks++;
 	else

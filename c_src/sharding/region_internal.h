@@ -134,11 +134,12 @@ struct region {
 	struct shard_slot *slots;   /* cfg.number_of_shards of them */
 	uint32_t buffered;          /* the sum of the slots' nbuffered */
 	uint32_t nlocal;            /* slots with a shard */
-	uint64_t delivered, dropped, forwarded;
-	/* For the metrics endpoint: messages handled here by kind, and (with
-	 * cfg.metrics) how long their replies took, from the loop's wakeup
-	 * that took the message to the reply's send; shards handed off from
-	 * here and how long each hand-off took. Plain counters on the loop. */
+	uint64_t dropped, forwarded;
+	/* Messages handled here by kind (their sum is region_stats.delivered);
+	 * for the metrics endpoint, with cfg.metrics, how long their replies
+	 * took, from the loop's wakeup that took the message to the flush that
+	 * wrote the reply; shards handed off from here and how long each
+	 * hand-off took. Plain counters on the loop. */
 	uint64_t asks, tells;
 	struct histogram reply_latency;
 	/* Replies of this turn not yet timed, as runs of one start time: they

@@ -37,7 +37,7 @@ void region_get_stats(const struct region *r, struct region_stats *out)
 			out->entities += r->slots[s].shard->entities.count;
 	out->shards = r->nlocal;
 	out->buffered = r->buffered;
-	out->delivered = r->delivered;
+	out->delivered = r->asks + r->tells;
 	out->dropped = r->dropped;
 	out->forwarded = r->forwarded;
 }
