@@ -30,6 +30,13 @@ static void labels_of(struct type_labels *l, const char *type, const char *key, 
 		(void)prom_label(l->text, sizeof l->text, &l->len, key, value);
 }
 
+/* A family of one sample without labels. */
+static void single(struct prom_text *p, const char *name, const char *kind, const char *help, uint64_t value)
+{
+	prom_family(p, name, kind, help);
+	prom_u64(p, name, NULL, value);
+}
+
 /* One family with a sample per type: values[k] of type names[k]. */
 static void per_type(struct prom_text *p, const char *name, const char *kind, const char *help,
 		     const char *const *names, const uint64_t *values, size_t n)
@@ -157,11 +164,10 @@ static void render_dist(struct prom_text *p, const struct node_app *app)
 		    "Distribution connections, by state (up: handshake done; setup: still shaking hands).");
 	prom_u64(p, "shardnode_dist_connections", "state=\"up\"", ds.connections_up);
 	prom_u64(p, "shardnode_dist_connections", "state=\"setup\"", ds.connections_open - ds.connections_up);
-	prom_family(p, "shardnode_dist_connections_accepted_total", "counter", "Distribution connections accepted.");
-	prom_u64(p, "shardnode_dist_connections_accepted_total", NULL, ds.connections_accepted);
-	prom_family(p, "shardnode_dist_connections_refused_total", "counter",
-		    "Distribution connections closed at accept: max_connections open.");
-	prom_u64(p, "shardnode_dist_connections_refused_total", NULL, ds.connections_refused);
+	single(p, "shardnode_dist_connections_accepted_total", "counter",
+	       "Distribution connections accepted.", ds.connections_accepted);
+	single(p, "shardnode_dist_connections_refused_total", "counter",
+	       "Distribution connections closed at accept: max_connections open.", ds.connections_refused);
 	prom_family(p, "shardnode_dist_bytes_total", "counter",
 		    "Distribution bytes, by direction (inside TLS: the plaintext).");
 	prom_u64(p, "shardnode_dist_bytes_total", "direction=\"in\"", ds.bytes_in);
@@ -169,9 +175,8 @@ static void render_dist(struct prom_text *p, const struct node_app *app)
 	prom_family(p, "shardnode_dist_packets_total", "counter", "Distribution packets, by direction.");
 	prom_u64(p, "shardnode_dist_packets_total", "direction=\"in\"", ds.packets_in);
 	prom_u64(p, "shardnode_dist_packets_total", "direction=\"out\"", ds.packets_out);
-	prom_family(p, "shardnode_dist_undeliverable_total", "counter",
-		    "Messages from peers to names or pids that do not exist here.");
-	prom_u64(p, "shardnode_dist_undeliverable_total", NULL, ds.undeliverable);
+	single(p, "shardnode_dist_undeliverable_total", "counter",
+	       "Messages from peers to names or pids that do not exist here.", ds.undeliverable);
 }
 
 static void render_store(struct prom_text *p, const struct node_app *app)
@@ -179,13 +184,11 @@ static void render_store(struct prom_text *p, const struct node_app *app)
 	if (app->store == NULL)
 		return;
 	const struct state_store_metrics *m = state_store_get_metrics(app->store);
-	prom_family(p, "shardnode_store_writes_total", "counter", "Entity-state writes queued for the store.");
-	prom_u64(p, "shardnode_store_writes_total", NULL, m->writes);
-	prom_family(p, "shardnode_store_commits_total", "counter", "Store commits (each covers the writes queued before it).");
-	prom_u64(p, "shardnode_store_commits_total", NULL, m->commits);
-	prom_family(p, "shardnode_store_commit_errors_total", "counter",
-		    "Store commits that failed (their replies get store_unavailable).");
-	prom_u64(p, "shardnode_store_commit_errors_total", NULL, m->commit_errors);
+	single(p, "shardnode_store_writes_total", "counter", "Entity-state writes queued for the store.", m->writes);
+	single(p, "shardnode_store_commits_total", "counter",
+	       "Store commits (each covers the writes queued before it).", m->commits);
+	single(p, "shardnode_store_commit_errors_total", "counter",
+	       "Store commits that failed (their replies get store_unavailable).", m->commit_errors);
 	prom_family(p, "shardnode_store_commit_latency_seconds", "histogram",
 		    "From a commit's oldest write queued to the commit reported: what a held reply waits.");
 	prom_histogram(p, "shardnode_store_commit_latency_seconds", NULL, &m->commit_latency);
@@ -196,14 +199,11 @@ static void render_self(struct prom_text *p, const struct node_app *app)
 	struct http_server_stats hs = {0};
 	if (app->metrics != NULL)
 		http_server_get_stats(app->metrics, &hs);
-	prom_family(p, "shardnode_metrics_scrapes_total", "counter", "Pages served by this endpoint.");
-	prom_u64(p, "shardnode_metrics_scrapes_total", NULL, hs.pages);
-	prom_family(p, "shardnode_metrics_renders_total", "counter",
-		    "Pages rendered: scrapes within one millisecond share one rendering.");
-	prom_u64(p, "shardnode_metrics_renders_total", NULL, hs.renders);
-	prom_family(p, "shardnode_metrics_bad_requests_total", "counter",
-		    "Requests this endpoint refused with 400 (malformed or oversized).");
-	prom_u64(p, "shardnode_metrics_bad_requests_total", NULL, hs.bad_requests);
+	single(p, "shardnode_metrics_scrapes_total", "counter", "Pages served by this endpoint.", hs.pages);
+	single(p, "shardnode_metrics_renders_total", "counter",
+	       "Pages rendered: scrapes within one millisecond share one rendering.", hs.renders);
+	single(p, "shardnode_metrics_bad_requests_total", "counter",
+	       "Requests this endpoint refused with 400 (malformed or oversized).", hs.bad_requests);
 	prom_family(p, "shardnode_metrics_render_seconds", "gauge", "How long the previous page took to render.");
 	prom_seconds(p, "shardnode_metrics_render_seconds", NULL, hs.last_render_ns);
 
@@ -223,14 +223,10 @@ static void render_process(struct prom_text *p)
 		return;
 	prom_family(p, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
 	prom_seconds(p, "process_cpu_seconds_total", NULL, ps.cpu_ns);
-	prom_family(p, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-	prom_u64(p, "process_resident_memory_bytes", NULL, ps.resident_bytes);
-	prom_family(p, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
-	prom_u64(p, "process_virtual_memory_bytes", NULL, ps.virtual_bytes);
-	prom_family(p, "process_open_fds", "gauge", "Number of open file descriptors.");
-	prom_u64(p, "process_open_fds", NULL, ps.open_fds);
-	prom_family(p, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
-	prom_u64(p, "process_max_fds", NULL, ps.max_fds);
+	single(p, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", ps.resident_bytes);
+	single(p, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", ps.virtual_bytes);
+	single(p, "process_open_fds", "gauge", "Number of open file descriptors.", ps.open_fds);
+	single(p, "process_max_fds", "gauge", "Maximum number of open file descriptors.", ps.max_fds);
 	if (ps.start_time_s != 0) {
 		prom_family(p, "process_start_time_seconds", "gauge",
 			    "Start time of the process since unix epoch in seconds.");
