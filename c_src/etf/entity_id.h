@@ -43,8 +43,9 @@
  *             with canonical elements and tail (NIL_EXT for a proper list,
  *             the canonical tail term for an improper one).
  *   binaries  BINARY_EXT. A BIT_BINARY_EXT with all 8 bits of its last byte
- *             used is a BINARY_EXT; otherwise BIT_BINARY_EXT with the unused
- *             low bits of the last byte set to zero.
+ *             used, or of no bytes (<<>>), is a BINARY_EXT; otherwise
+ *             BIT_BINARY_EXT with the unused low bits of the last byte set
+ *             to zero.
  *   tuples    SMALL_TUPLE_EXT for arity up to 255, else LARGE_TUPLE_EXT.
  *   maps      MAP_EXT with the pairs ordered by the canonical bytes of their
  *             keys (memcmp; a proper prefix sorts first). The order is not

@@ -119,7 +119,7 @@ static int read_text_float(struct id_io *c)
 	if (id_io_avail(c) < 32)
 		return -EPROTO;
 	double v;
-	if (term_float_text_value((const char *)c->in + c->i + 1, id_io_avail(c) - 1, &v))
+	if (term_float_text_value((const char *)c->in + c->i + 1, &v))
 		return -EPROTO;
 	c->i += 32;
 	return put_double(c, v);
@@ -251,12 +251,14 @@ static int read_bitstring(struct id_io *c)
 	const unsigned char *b = c->in + c->i;
 	size_t n = be32_read(b + 1);
 	unsigned bits = b[5];
-	if (n == 0 || bits < 1 || bits > 8 || id_io_avail(c) - 6 < n)
+	if ((n == 0 ? bits != 0 : (bits < 1 || bits > 8)) || id_io_avail(c) - 6 < n)
 		return -EPROTO;
 	c->i += 6 + n;
 	unsigned char h[6];
 	int rc;
-	if (bits == 8) {
+	/* Whole bytes (and no bytes at all: <<>>) are a binary, written as
+	 * term_to_binary writes one. */
+	if (n == 0 || bits == 8) {
 		h[0] = ERL_BINARY_EXT;
 		be32_write(h + 1, (uint32_t)n);
 		rc = id_io_put(c, h, 5);

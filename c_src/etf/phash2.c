@@ -496,7 +496,7 @@ static int dispatch(struct walk *w)
 	}
 	case ERL_FLOAT_EXT: { /* old form: 31 bytes of text, read as the BEAM reads it */
 		double d;
-		if (take(w, 31, &p) || term_float_text_value((const char *)p, w->len - (w->pos - 31), &d))
+		if (take(w, 31, &p) || term_float_text_value((const char *)p, &d))
 			return -EPROTO;
 		hash_double(w, d);
 		break;
@@ -547,11 +547,12 @@ static int dispatch(struct walk *w)
 			return -EPROTO;
 		n = be32_read(p);
 		last_bits = p[4];
-		if (n == 0 || last_bits < 1 || last_bits > 8)
+		/* No bytes and no bits is <<>>, an empty binary to the BEAM. */
+		if (n == 0 ? last_bits != 0 : (last_bits < 1 || last_bits > 8))
 			return -EPROTO;
 		if (take(w, n, &p))
 			return -EPROTO;
-		if (last_bits == 8)
+		if (n == 0 || last_bits == 8)
 			hash_bits(w, p, n, 0);
 		else
 			hash_bits(w, p, n - 1, last_bits);

@@ -96,18 +96,14 @@ static inline int skip_atom(const unsigned char *b, size_t len, size_t *i)
 
 static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 
-/* The longest float text read: the BEAM reads on to the NUL, even past the
- * field's 31 bytes; no BEAM writes more than 31. */
-#define FLOAT_TEXT_MAX 255
-
-int term_float_text_value(const char *text, size_t avail, double *out)
+int term_float_text_value(const char *text, double *out)
 {
-	char t[FLOAT_TEXT_MAX + 1];
+	char t[TERM_FLOAT_TEXT_BYTES];
 	size_t n = 0;
-	while (n < avail && n < FLOAT_TEXT_MAX && text[n] != '\0')
+	while (n < TERM_FLOAT_TEXT_BYTES && text[n] != '\0')
 		n++;
-	if (n == avail || n == FLOAT_TEXT_MAX)
-		return -EPROTO; /* no NUL where the BEAM would find one */
+	if (n == TERM_FLOAT_TEXT_BYTES)
+		return -EPROTO; /* no NUL inside the term (term.h) */
 	memcpy(t, text, n);
 	t[n] = '\0';
 	char *s = t;
@@ -165,13 +161,13 @@ static int need(size_t len, size_t *i, size_t n)
 
 /* Validates, in place, a term that decodes to a small integer (below 2^59
  * in magnitude), as the BEAM wants an export's arity (then >= 0) and a
- * fun's OldIndex and OldUniq: any integer encoding, inside any number of
- * empty-list wrappers (LIST_EXT of 0 elements is its tail). */
+ * fun's OldIndex and OldUniq: any integer encoding. The BEAM also takes
+ * one inside empty-list wrappers (a LIST_EXT of no elements is its tail),
+ * which no writer produces and ei_decode_fun does not read: refused, so
+ * that ei walks every accepted fun. */
 static int skip_small_int(const unsigned char *b, size_t len, size_t *i, bool negative_ok)
 {
 	size_t j = *i;
-	while (len - j >= 5 && b[j] == ERL_LIST_EXT && be32_read(b + j + 1) == 0)
-		j += 5;
 	if (j >= len)
 		return -EPROTO;
 	const uint64_t max = (UINT64_C(1) << 59) - 1;
@@ -217,11 +213,59 @@ static int skip_small_int(const unsigned char *b, size_t len, size_t *i, bool ne
 }
 
 
+/* A pid as a fun's creator: PID_EXT or NEW_PID_EXT, whole (ei_decode_fun
+ * reads the field with ei_decode_pid). */
+static int skip_pid(const unsigned char *b, size_t len, size_t *i)
+{
+	if (*i >= len)
+		return -EPROTO;
+	unsigned char tag = b[(*i)++];
+	if (tag == ERL_PID_EXT)
+		return skip_atom(b, len, i) || need(len, i, 9) || b[*i - 1] > 3 ? -EPROTO : 0;
+	if (tag == ERL_NEW_PID_EXT)
+		return skip_atom(b, len, i) || need(len, i, 12) ? -EPROTO : 0;
+	return -EPROTO;
+}
+
+/* The funs whose free variables the walk is inside: where each must end
+ * (its Size says) and the count of terms still pending once its last free
+ * variable is read. Funs nest as deep as a peer likes, so the stack grows
+ * on the heap past a few levels instead of the walk recursing. */
+struct fun_end {
+	size_t end;
+	uint64_t pending;
+};
+struct fun_stack {
+	struct fun_end inline_ends[8];
+	struct fun_end *ends; /* inline_ends, or a heap block */
+	size_t n, cap;
+};
+
+static int fun_stack_push(struct fun_stack *fs, size_t end, uint64_t pending)
+{
+	if (fs->n == fs->cap) {
+		size_t cap = fs->cap * 2;
+		struct fun_end *e = malloc(cap * sizeof *e);
+		if (e == NULL)
+			return -ENOMEM;
+		memcpy(e, fs->ends, fs->n * sizeof *e);
+		if (fs->ends != fs->inline_ends)
+			free(fs->ends);
+		fs->ends = e;
+		fs->cap = cap;
+	}
+	fs->ends[fs->n].end = end;
+	fs->ends[fs->n++].pending = pending;
+	return 0;
+}
+
 /* The structural walk of term_validate: every length against the bytes
  * left, every leaf's content as binary_to_term checks it. *maps says
  * whether a map of two or more pairs was seen (its keys are checked after
- * the walk, once everything in them is known to be whole). */
-static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
+ * the walk, once everything in them is known to be whole). With len
+ * SIZE_MAX the term is one already validated (term_skip): a fun is then
+ * skipped by its Size. Returns 0, -EPROTO, or -ENOMEM (a fun stack). */
+static int walk_terms(const char *buf, size_t len, size_t *idx, bool *maps, struct fun_stack *funs)
 {
 	const unsigned char *b = (const unsigned char *)buf;
 	size_t i = *idx;
@@ -245,8 +289,8 @@ static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
 			break;
 		case ERL_FLOAT_EXT: {
 			double v;
-			if (len - i < 31 || term_float_text_value(buf + i, len - i, &v)) return -EPROTO;
-			i += 31;
+			if (len - i < TERM_FLOAT_TEXT_BYTES || term_float_text_value(buf + i, &v)) return -EPROTO;
+			i += TERM_FLOAT_TEXT_BYTES;
 			break;
 		}
 		case NEW_FLOAT_EXT:
@@ -351,16 +395,32 @@ static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
 			break;
 		case ERL_NEW_FUN_EXT: {
 			/* Size:4 Arity:1 Uniq:16 Index:4 NumFree:4, then Module (an
-			 * atom), OldIndex and OldUniq (small integers), Pid (any term:
-			 * the BEAM does not look) and NumFree free variables. The
-			 * BEAM ignores Size: so does the walk. */
+			 * atom), OldIndex and OldUniq (small integers), Pid and NumFree
+			 * free variables. Size counts the fun's bytes from itself on.
+			 * The BEAM ignores Size and does not look at Pid; ei trusts
+			 * Size (it skips a fun by it) and decodes Pid as a pid, so both
+			 * must be what every writer makes of them, or ei would read
+			 * past the term: a Size that is not the fun's length and a Pid
+			 * that is no pid are refused. */
+			size_t size_at = i;
 			if (len - i < 29) return -EPROTO;
+			uint64_t size = be32_read(b + i);
+			if (len == SIZE_MAX) { /* validated: Size is the length */
+				i = size_at + size;
+				break;
+			}
 			n = be32_read(b + i + 25); /* NumFree */
-			if (n > 255) return -EPROTO;
+			if (n > 255 || size > len - size_at) return -EPROTO;
 			i += 29;
-			if (skip_atom(b, len, &i) || skip_small_int(b, len, &i, true) || skip_small_int(b, len, &i, true))
+			if (skip_atom(b, len, &i) || skip_small_int(b, len, &i, true) ||
+			    skip_small_int(b, len, &i, true) || skip_pid(b, len, &i))
 				return -EPROTO;
-			pending += 1 + n;
+			if (n == 0) {
+				if (i - size_at != size) return -EPROTO;
+				break;
+			}
+			if (fun_stack_push(funs, size_at + size, pending)) return -ENOMEM;
+			pending += n;
 			break;
 		}
 		case ERL_EXPORT_EXT: /* Module and Function atoms, a small Arity >= 0 */
@@ -371,19 +431,38 @@ static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
 			/* ERL_FUN_EXT (obsolete), atom cache refs, unknown tags. */
 			return -EPROTO;
 		}
+		/* A fun whose last free variable was just read ends here, and
+		 * so may the funs it closes (a fun as the last free variable). */
+		while (funs->n > 0 && funs->ends[funs->n - 1].pending == pending) {
+			if (funs->ends[--funs->n].end != i)
+				return -EPROTO;
+		}
 	}
 	*idx = i;
 	return 0;
+}
+
+static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
+{
+	struct fun_stack funs;
+	funs.ends = funs.inline_ends;
+	funs.n = 0;
+	funs.cap = sizeof funs.inline_ends / sizeof funs.inline_ends[0];
+	int rc = walk_terms(buf, len, idx, maps, &funs);
+	if (funs.ends != funs.inline_ends)
+		free(funs.ends);
+	return rc;
 }
 
 int term_validate(const char *buf, size_t len, size_t *idx)
 {
 	size_t start = *idx, end = start;
 	bool maps = false;
-	if (walk(buf, len, &end, &maps))
-		return -EPROTO;
+	int rc = walk(buf, len, &end, &maps);
+	if (rc)
+		return rc;
 	if (maps) {
-		int rc = term_map_keys_check(buf + start, end - start);
+		rc = term_map_keys_check(buf + start, end - start);
 		if (rc)
 			return rc;
 	}

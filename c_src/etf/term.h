@@ -32,26 +32,41 @@
  * of at most 255 characters, UTF-8 atoms well-formed; floats finite, the
  * old text form in the BEAM's grammar; pids, ports and references with
  * the creations and ids it allows; exports of two atoms and a small
- * non-negative arity; bit strings with 1 to 8 bits in their last byte;
- * maps without duplicate keys (term_map_keys.h). Refused beyond the BEAM:
- * atom cache references (we never negotiate a cache) and internal atom
- * references ('I', 'K': an index into one runtime's atom table); a bit
- * of tolerance: maps inside a fun's free variables are not checked for
- * duplicate keys. Iterative: nesting depth costs no stack. Returns 0, or
- * -EPROTO, or -ENOMEM (checking a map's keys); *idx is unchanged on
- * error. test/term_validate_SUITE.erl compares it with binary_to_term/1
- * on random and mutated terms. */
+ * non-negative arity; bit strings with 1 to 8 bits in their last byte (0
+ * in a bit string of no bytes, which is <<>>); maps without duplicate keys
+ * (term_map_keys.h).
+ *
+ * Refused beyond the BEAM, each an encoding no writer produces:
+ *   - atom cache references (we never negotiate a cache) and internal atom
+ *     references ('I', 'K': an index into one runtime's atom table);
+ *   - a text float (FLOAT_EXT) with no NUL inside its 31 bytes, which the
+ *     BEAM looks for in the bytes after the term;
+ *   - a fun (NEW_FUN_EXT) whose Size is not its length or whose Pid is no
+ *     pid, and an export's arity or a fun's OldIndex or OldUniq inside
+ *     empty-list wrappers: the BEAM ignores or unwraps these, ei trusts
+ *     them.
+ * So the verdict depends on the term's own bytes only (the same with any
+ * bytes after it), and ei_skip_term() and ei's decoders walk every term
+ * accepted to exactly its end. A bit of tolerance: maps inside a fun's
+ * free variables are not checked for duplicate keys.
+ *
+ * Iterative: nesting depth costs no stack. Returns 0, or -EPROTO, or
+ * -ENOMEM (checking a map's keys, or funs nested more than 8 deep); *idx
+ * is unchanged on error. test/term_validate_SUITE.erl compares it with
+ * binary_to_term/1 on random and mutated terms. */
 int term_validate(const char *buf, size_t len, size_t *idx);
 
-/* The value of a FLOAT_EXT's text (text[0..avail): the bytes after the
- * tag, to the end of the input), as binary_to_term reads it: the text runs
- * to its first NUL — the BEAM reads on past the field's 31 bytes if none is
- * in them — and is [+-]d+[.,]d+([eE][+-]d+)? (a comma may stand for the
- * point); its value must be finite (one that rounds to 0 is 0). Returns 0
- * with *out, or -EPROTO (also for no NUL within avail bytes). Independent
- * of the C locale's radix character. The term itself is always 31 bytes
- * long. */
-int term_float_text_value(const char *text, size_t avail, double *out);
+/* The value of a FLOAT_EXT's text field (its 31 bytes after the tag), as
+ * binary_to_term reads it: the text runs to its first NUL and is
+ * [+-]d+[.,]d+([eE][+-]d+)? (a comma may stand for the point); its value
+ * must be finite (one that rounds to 0 is 0). The NUL must lie within the
+ * 31 bytes: the BEAM reads on past them to find one, into whatever follows
+ * the term, so its verdict on a text without one depends on bytes that are
+ * not the term's (and every writer, the BEAM and ei alike, pads the text
+ * with NULs). Returns 0 with *out, or -EPROTO. Independent of the C
+ * locale's radix character. Reads text[0..31) and nothing else. */
+#define TERM_FLOAT_TEXT_BYTES 31
+int term_float_text_value(const char *text, double *out);
 
 /* True if none of s[0..n) has its high bit set, a word at a time: node
  * names (in every pid sent, in most atoms checked) are ASCII, and byte by

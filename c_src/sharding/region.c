@@ -17,6 +17,7 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_readable.h"
 #include "sharding/region_internal.h"
 
 /* A message waiting for its shard's home. Owns copies of everything. */
@@ -81,8 +82,29 @@ static void send_tell_reply(struct region *r, const erlang_pid *to, const char *
 	scratch_put(&r->tell_buf, x);
 }
 
+static void answer_error_atom(struct region *r, const struct envelope *e, const char *reason);
+
+/* Whether the node the reply goes to could read it: a pid, reference or
+ * port naming that node with numbers it never hands out would make it drop
+ * its connection to us (term_readable.h). A stored value can hold one that
+ * another node made up. This node's own procs read anything. */
+static bool reply_readable(const struct region *r, const struct envelope *e, const ei_x_buff *reply)
+{
+	return e->from == NULL ||
+	       term_readable_by(reply->buff, (size_t)reply->index, e->from->node, e->from->creation) ||
+	       strcmp(e->from->node, dist_node_name(r->cfg.node)) == 0;
+}
+
 void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
 {
+	if (!reply_readable(r, e, reply)) {
+		log_warn(r->cfg.log,
+			 "region %s: a reply to %s names that node with a pid, reference or port it never made; "
+			 "it gets {error, unreadable_reply} instead",
+			 r->cfg.name, e->from->node);
+		answer_error_atom(r, e, "unreadable_reply");
+		return;
+	}
 	if (r->cfg.metrics && e->t0_ns != 0 && (e->is_call || e->from != NULL))
 		note_reply(r, e->t0_ns);
 	if (e->is_call)

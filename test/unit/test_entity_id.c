@@ -587,6 +587,16 @@ Test(entity_id, binaries_and_bitstrings)
 
 	static const uint8_t empty[] = {109, 0, 0, 0, 0};
 	CANON("<<>>", empty, empty);
+	/* <<>> as a bit string of no bytes and no bits: the BEAM reads it as
+	 * the empty binary, alone and as a map's value. */
+	static const uint8_t empty_bits[] = {77, 0, 0, 0, 0, 0};
+	CANON("<<>> as BIT_BINARY_EXT", empty_bits, empty);
+	static const uint8_t map_empty_bits[] = {116, 0, 0, 0, 2, 97, 1, 97, 2, 119, 0, 77, 0, 0, 0, 0, 0};
+	static const uint8_t w_map_empty_bits[] = {116, 0, 0, 0, 2, 97, 1, 97, 2, 119, 0, 109, 0, 0, 0, 0};
+	CANON("#{1 => 2, '' => <<>> as BIT_BINARY_EXT}", map_empty_bits, w_map_empty_bits);
+	/* A bit string of no bytes has no bits either. */
+	static const uint8_t empty_three_bits[] = {77, 0, 0, 0, 0, 3};
+	expect_rc("bit string of no bytes and 3 bits", empty_three_bits, sizeof empty_three_bits, -EPROTO);
 }
 
 /* ---- tuples ---- */

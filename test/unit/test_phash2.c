@@ -771,6 +771,12 @@ static const struct vector vectors[] = {
 	   "\x4d\x00\x00\x00\x02\x08\x01\x02"),
 	V("BIT_BINARY_EXT junk low bits", 63553086u, 86u, 63553086u,
 	   "\x4d\x00\x00\x00\x01\x03\xff"),
+	/* No bytes and no bits: <<>> to the BEAM, alone and as a map's value
+	 * (found by fuzzing: refused as an id, and so the map with it). */
+	V("BIT_BINARY_EXT of no bytes", 13708901u, 29u, 147926629u,
+	   "\x4d\x00\x00\x00\x00\x00"),
+	V("#{1 => 2, '' => BIT_BINARY_EXT of no bytes}", 55151360u, 96u, 1665764096u,
+	   "\x74\x00\x00\x00\x02\x61\x01\x61\x02\x77\x00\x4d\x00\x00\x00\x00\x00"),
 	V("LARGE_TUPLE_EXT 2", 91564110u, 50u, 4118095950u,
 	   "\x69\x00\x00\x00\x02\x61\x01\x61\x02"),
 };

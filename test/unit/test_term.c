@@ -27,10 +27,14 @@ static void check_valid(const char *what, const void *term, size_t len)
 	cr_assert_eq(term_validate(b, len, &idx), 0, "%s: whole term (%zu bytes) refused", what, len);
 	cr_assert_eq(idx, len, "%s: idx %zu after validate, expected %zu", what, idx, len);
 
-	/* term_skip must agree with the validator on where the term ends. */
+	/* term_skip must agree with the validator on where the term ends, and
+	 * so must ei, whose decoders plugins run on validated terms. */
 	size_t skipped = 0;
 	term_skip(b, &skipped);
 	cr_assert_eq(skipped, len, "%s: term_skip ended at %zu, expected %zu", what, skipped, len);
+	int ei_end = 0;
+	cr_assert_eq(ei_skip_term(b, &ei_end), 0, "%s: ei_skip_term failed", what);
+	cr_assert_eq((size_t)ei_end, len, "%s: ei_skip_term ended at %d, expected %zu", what, ei_end, len);
 	free(b);
 
 	/* Not at the start of the buffer, and followed by unrelated bytes: the
@@ -536,7 +540,13 @@ Test(term, malformed_fields)
 	static const uint8_t pid_node_int[] = {88, 97, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
 	CHECK_BAD("bitstring with 0 bits in the last byte", bits_zero);
 	CHECK_BAD("bitstring with 9 bits in the last byte", bits_nine);
-	CHECK_BAD("bitstring of no bytes", bits_empty);
+	CHECK_BAD("bitstring of no bytes and 3 bits", bits_empty);
+	/* No bytes and no bits: <<>>, which the BEAM takes, alone and as a
+	 * value in a map of two pairs (#{1 => 2, '' => <<>>}). */
+	static const uint8_t empty_bits[] = {77, 0, 0, 0, 0, 0};
+	static const uint8_t map_empty_bits[] = {116, 0, 0, 0, 2, 97, 1, 97, 2, 119, 0, 77, 0, 0, 0, 0, 0};
+	CHECK_LIT("<<>> as a bit string", empty_bits);
+	CHECK_LIT("a map holding <<>> as a bit string", map_empty_bits);
 	check_valid("bignum sign 2", big_sign, sizeof big_sign);
 	CHECK_BAD("fun size below 4", fun_tiny);
 	CHECK_BAD("reference of 6 words", ref_words);
@@ -562,6 +572,181 @@ Test(term, fun_header_must_fit_its_size)
 	memcpy(b, fun_local, sizeof b);
 	sn_put32(b + 1, 40);
 	check_invalid("fun whose size cuts its header", b, 1 + 40);
+}
+
+/* ---- the verdict is the term's own: nothing after it counts ---- */
+
+/* A FLOAT_EXT of "1." and 29 zeros: all 31 bytes of text, no NUL. */
+static void fill_float_without_nul(uint8_t *at)
+{
+	at[0] = ERL_FLOAT_EXT;
+	at[1] = '1';
+	at[2] = '.';
+	memset(at + 3, '0', 29);
+}
+
+Test(term, float_text_must_end_inside_the_term)
+{
+	/* {1.0} whose text runs on past its 31 bytes, "0" and a NUL, into the
+	 * bytes after the term (found by fuzzing, 680163312e30..3000): the
+	 * BEAM reads on to that NUL. Accepted with the bytes after it, the
+	 * term could not be skipped in an exact copy without reading past. */
+	uint8_t with_after[36] = {ERL_SMALL_TUPLE_EXT, 1};
+	fill_float_without_nul(with_after + 2);
+	with_after[34] = '0';
+	with_after[35] = 0;
+	CHECK_BAD("text float running into the bytes after it", with_after);
+	check_invalid("the same term alone", with_after, 34);
+	double v;
+	cr_assert_eq(term_float_text_value((const char *)with_after + 3, &v), -EPROTO);
+
+	/* Its NUL in the last byte of the field: taken, and the same alone. */
+	with_after[33] = 0;
+	check_valid("text float with its NUL in byte 31", with_after, 34);
+	cr_assert_eq(term_float_text_value((const char *)with_after + 3, &v), 0);
+	cr_assert_float_eq(v, 1.0, 0.0);
+}
+
+/* Appends a local fun as an OTP 25 node writes one (NEW_FUN_EXT): module
+ * 'lf', OldIndex 0, OldUniq 7, then `pid` and `nfree` free variables
+ * already encoded in `vars`. Its Size is its length plus `size_error`. */
+static void put_fun(ei_x_buff *x, const void *pid, size_t pid_len, uint32_t nfree, const void *vars,
+		    size_t vars_len, int size_error)
+{
+	int start = x->index;
+	uint8_t head[30] = {ERL_NEW_FUN_EXT};
+	head[5] = 1; /* Arity */
+	for (int k = 0; k < 16; k++)
+		head[6 + k] = (uint8_t)(k * 17 + 3); /* Uniq */
+	sn_put32(head + 26, nfree);
+	static const uint8_t after_head[] = {119, 2, 'l', 'f', 97, 0, 98, 0, 0, 0, 7};
+	cr_assert_eq(ei_x_append_buf(x, (const char *)head, sizeof head), 0);
+	cr_assert_eq(ei_x_append_buf(x, (const char *)after_head, sizeof after_head), 0);
+	cr_assert_eq(ei_x_append_buf(x, pid, (int)pid_len), 0);
+	if (vars_len > 0)
+		cr_assert_eq(ei_x_append_buf(x, vars, (int)vars_len), 0);
+	sn_put32((uint8_t *)x->buff + start + 1, (uint32_t)((long)x->index - start - 1 + size_error));
+}
+
+/* <a@h.9.0>, as a fun's creator. */
+static const uint8_t fun_pid[] = {88, 119, 3, 'a', '@', 'h', 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1};
+
+Test(term, a_fun_size_must_be_its_length)
+{
+	static const uint8_t seven[] = {97, 7};
+	int errors[] = {1, -1, 26332 - 83, 1 << 20};
+	ei_x_buff x;
+	sn_x_new(&x);
+	put_fun(&x, fun_pid, sizeof fun_pid, 1, seven, sizeof seven, 0);
+	check_x("a fun of one free variable", &x);
+	for (size_t k = 0; k < SN_ARRAY_LEN(errors); k++) {
+		sn_x_new(&x);
+		put_fun(&x, fun_pid, sizeof fun_pid, 1, seven, sizeof seven, errors[k]);
+		check_invalid("a fun whose Size is off", x.buff, (size_t)x.index);
+		/* ... also where the buffer holds as many bytes as it claims: ei
+		 * would take the wrong end, or read 26 KB past the fun. */
+		size_t claimed = 1 + sn_get32((uint8_t *)x.buff + 1);
+		if (claimed > (size_t)x.index && claimed < 4096) {
+			char *padded = calloc(1, claimed);
+			cr_assert_not_null(padded);
+			memcpy(padded, x.buff, (size_t)x.index);
+			check_invalid("a fun whose Size reaches bytes after it", padded, claimed);
+			free(padded);
+		}
+		ei_x_free(&x);
+	}
+
+	/* No free variables: Size is checked at once. */
+	sn_x_new(&x);
+	put_fun(&x, fun_pid, sizeof fun_pid, 0, NULL, 0, 0);
+	check_x("a fun of no free variables", &x);
+	sn_x_new(&x);
+	put_fun(&x, fun_pid, sizeof fun_pid, 0, NULL, 0, 1);
+	check_invalid("a fun of no free variables, Size one more", x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+Test(term, a_fun_holds_a_pid_and_plain_integers)
+{
+	static const uint8_t atom_pid[] = {119, 1, 'p'};
+	static const uint8_t seven[] = {97, 7};
+	ei_x_buff x;
+	sn_x_new(&x);
+	put_fun(&x, atom_pid, sizeof atom_pid, 1, seven, sizeof seven, 0);
+	check_invalid("a fun whose Pid is an atom", x.buff, (size_t)x.index);
+	ei_x_free(&x);
+
+	/* OldIndex as [|0]: the BEAM unwraps it, ei does not. */
+	sn_x_new(&x);
+	put_fun(&x, fun_pid, sizeof fun_pid, 1, seven, sizeof seven, 0);
+	uint8_t *b = (uint8_t *)x.buff;
+	size_t old_index = 30 + 4; /* after the header and the module 'lf' */
+	cr_assert_eq(b[old_index], ERL_SMALL_INTEGER_EXT);
+	uint8_t wrapped[256];
+	size_t n = (size_t)x.index;
+	memcpy(wrapped, b, old_index);
+	static const uint8_t wrap[] = {108, 0, 0, 0, 0};
+	memcpy(wrapped + old_index, wrap, sizeof wrap);
+	memcpy(wrapped + old_index + sizeof wrap, b + old_index, n - old_index);
+	sn_put32(wrapped + 1, (uint32_t)(n + sizeof wrap - 1));
+	check_invalid("a fun whose OldIndex is wrapped in an empty list", wrapped, n + sizeof wrap);
+	ei_x_free(&x);
+
+	static const uint8_t export_wrapped[] = {113, 119, 1, 'm', 119, 1, 'f', 108, 0, 0, 0, 0, 97, 2};
+	CHECK_BAD("an export whose arity is wrapped in an empty list", export_wrapped);
+}
+
+Test(term, funs_inside_funs_end_where_their_sizes_say)
+{
+	static const uint8_t seven[] = {97, 7};
+	ei_x_buff inner, outer;
+	/* A fun as the last free variable: both end at the same byte. */
+	sn_x_new(&inner);
+	put_fun(&inner, fun_pid, sizeof fun_pid, 1, seven, sizeof seven, 0);
+	sn_x_new(&outer);
+	put_fun(&outer, fun_pid, sizeof fun_pid, 1, inner.buff, (size_t)inner.index, 0);
+	check_x("a fun holding a fun", &outer);
+
+	/* The inner fun's Size one short, the outer's right. */
+	ei_x_buff bad;
+	sn_x_new(&bad);
+	put_fun(&bad, fun_pid, sizeof fun_pid, 1, seven, sizeof seven, -1);
+	sn_x_new(&outer);
+	put_fun(&outer, fun_pid, sizeof fun_pid, 1, bad.buff, (size_t)bad.index, 0);
+	check_invalid("a fun holding a fun whose Size is off", outer.buff, (size_t)outer.index);
+	ei_x_free(&outer);
+
+	/* A fun, then an integer, as free variables. */
+	ei_x_buff vars;
+	sn_x_new(&vars);
+	cr_assert_eq(ei_x_append_buf(&vars, inner.buff, inner.index), 0);
+	cr_assert_eq(ei_x_append_buf(&vars, (const char *)seven, sizeof seven), 0);
+	sn_x_new(&outer);
+	put_fun(&outer, fun_pid, sizeof fun_pid, 2, vars.buff, (size_t)vars.index, 0);
+	check_x("a fun holding a fun and 7", &outer);
+	ei_x_free(&vars);
+	ei_x_free(&inner);
+	ei_x_free(&bad);
+
+	/* Forty funs deep (the walk's own stack holds 8), in a tuple with an
+	 * atom after them: validated whole, skipped by their sizes. */
+	ei_x_buff deep;
+	sn_x_new(&deep);
+	cr_assert_eq(ei_x_append_buf(&deep, (const char *)seven, sizeof seven), 0);
+	for (int k = 0; k < 40; k++) {
+		ei_x_buff next;
+		sn_x_new(&next);
+		put_fun(&next, fun_pid, sizeof fun_pid, 1, deep.buff, (size_t)deep.index, 0);
+		ei_x_free(&deep);
+		deep = next;
+	}
+	ei_x_buff t;
+	sn_x_new(&t);
+	cr_assert_eq(ei_x_encode_tuple_header(&t, 2), 0);
+	cr_assert_eq(ei_x_append_buf(&t, deep.buff, deep.index), 0);
+	cr_assert_eq(ei_x_encode_atom(&t, "after"), 0);
+	ei_x_free(&deep);
+	check_x("forty funs deep", &t);
 }
 
 Test(term, atom_cache_refs_and_unknown_tags)

@@ -47,6 +47,11 @@ static inline void sn_put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+static inline uint32_t sn_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 static inline void sn_x_new(ei_x_buff *x)
 {
 	cr_assert_eq(ei_x_new(x), 0);
