@@ -12,3 +12,7 @@
 #define SIZEOF_LONG_LONG 8
 #define SIZEOF_VOID_P 8
 #define HAVE_ISFINITE 1
+/* OTP's build defines this on 64-bit targets: ei_decode_long and friends
+ * are then the 64-bit decoders, as in the installed libei. Without it the
+ * sanitized ei would refuse integers the real one reads. */
+#define EI_64BIT 1

@@ -4,6 +4,13 @@
  * a version byte. Checked on each:
  *   - term_validate never reads outside the input (ASan) and, when it
  *     accepts, term_skip ends where it did;
+ *   - the verdict is the term's own: a term accepted with bytes after it
+ *     is accepted alone, in an exact copy, at the same end; a whole input
+ *     accepted alone is accepted with bytes after it (a text float whose
+ *     NUL lay after the term broke this);
+ *   - ei walks every accepted term, in an exact copy, to exactly its end
+ *     (ei_skip_term, built with ASan: a fun whose Size lied had it read
+ *     26 KB past the term);
  *   - phash2 and entity_id_canonical run on every accepted term without
  *     fault; a canonical form is itself valid, its own canonical form, and
  *     hashes as the term it came from.
@@ -28,6 +35,41 @@ static void check(int ok)
 		abort();
 }
 
+/* The term data[0..end), accepted with bytes after it, alone in an
+ * exact-size block: accepted at the same end, and walked there by ei. */
+static void check_alone(const uint8_t *data, size_t end)
+{
+	char *alone = malloc(end ? end : 1);
+	if (alone == NULL)
+		return;
+	memcpy(alone, data, end);
+	size_t alone_end = 0;
+	check(term_validate(alone, end, &alone_end) == 0 && alone_end == end);
+	int ei_end = 0;
+	check(ei_skip_term(alone, &ei_end) == 0 && (size_t)ei_end == end);
+	free(alone);
+}
+
+/* A whole input accepted alone stays accepted, at its end, with bytes
+ * after it: a NUL, the rest of a text float, a small integer, a []. */
+static void check_with_bytes_after(const uint8_t *data, size_t size)
+{
+	static const struct {
+		const char *bytes;
+		size_t n;
+	} tails[] = {{"\0", 1}, {"0\0", 2}, {"e+00\0", 5}, {"\x61\x01", 2}, {"\x6a", 1}};
+	for (size_t k = 0; k < sizeof tails / sizeof tails[0]; k++) {
+		char *b = malloc(size + tails[k].n);
+		if (b == NULL)
+			return;
+		memcpy(b, data, size);
+		memcpy(b + size, tails[k].bytes, tails[k].n);
+		size_t end = 0;
+		check(term_validate(b, size + tails[k].n, &end) == 0 && end == size);
+		free(b);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* An exact-size copy: ASan sees any read past the input. */
@@ -40,6 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t skipped = 0;
 		term_skip(buf, &skipped);
 		check(skipped == end);
+		check_alone(data, end);
+		if (end == size)
+			check_with_bytes_after(data, size);
 		uint32_t h = 0, h2 = 0;
 		int hashed = phash2_term(buf, end, &h) == 0;
 		ei_x_buff canon;

@@ -25,14 +25,16 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
--export([random_terms_agree/1, mutated_terms_agree/1, edge_cases_agree/1]).
+-export([random_terms_agree/1, mutated_terms_agree/1, edge_cases_agree/1,
+         encodings_no_writer_makes_are_refused/1, empty_bit_strings_agree/1]).
 
 -define(DEFAULT_SEED, 20261125).
 -define(DEFAULT_COUNT, 20000).
 
 suite() -> [{timetrap, {minutes, 5}}].
 
-all() -> [random_terms_agree, mutated_terms_agree, edge_cases_agree].
+all() -> [random_terms_agree, mutated_terms_agree, edge_cases_agree,
+          encodings_no_writer_makes_are_refused, empty_bit_strings_agree].
 
 init_per_suite(Config) ->
     c_driver:build(Config, "term_validate_driver", ["c_src/etf/phash2.c" | c_driver:term_sources()]).
@@ -68,6 +70,73 @@ mutated_terms_agree(Config) ->
 edge_cases_agree(Config) ->
     agree(Config, edge_cases()).
 
+%% The node's refusals beyond the BEAM (docs/contract.md, "Bad input"):
+%% encodings no writer makes, on which the BEAM reads past the term or ei
+%% would. Each is refused, though the BEAM reads it, and the term as the
+%% BEAM writes it is accepted. (Not term_to_binary of what the BEAM read:
+%% OTP 25 dies of a segmentation fault encoding a fun whose Pid was an
+%% atom — one more reason the node never hands such a fun to a BEAM.)
+encodings_no_writer_makes_are_refused(Config) ->
+    Port = ?config(port, Config),
+    Fun = term_to_binary(fun() -> ok end, [{minor_version, 2}]),
+    <<131, 112, Size:32, FunRest/binary>> = Fun,
+    Hex = fun(H) -> <<131, (binary:decode_hex(H))/binary>> end,
+    Export = term_to_binary(fun m:f/3),
+    Inputs =
+        %% {1.0}: its text fills the 31 bytes and runs on into the bytes
+        %% after the term, "0" and a NUL (found by fuzzing).
+        [{Hex(<<"680163312e30303030303030303030303030303030303030303030303030303030303000">>),
+          term_to_binary({1.0})},
+         {<<131, 99, "1.00000000000000000000e+00000000", 0>>, term_to_binary(1.0)}]
+        %% A fun whose Size is not its length (an 83-byte fun whose Size
+        %% said 26 332 had ei read 26 KB past it); whose Pid is an atom.
+        ++ [{<<131, 112, S:32, FunRest/binary>>, Fun} || S <- [Size + 7, Size - 1, 26332, 0]]
+        ++ [{fun_with_atom_pid(Fun), Fun},
+            %% An export whose arity is wrapped in empty lists.
+            {<<131, 113, 119, 1, "m", 119, 1, "f", 108, 0:32, 97, 3>>, Export},
+            {<<131, 113, 119, 1, "m", 119, 1, "f", 108, 0:32, 108, 0:32, 98, 3:32>>, Export}],
+    [begin
+         ?assertMatch({ok, _}, beam(B)),
+         ?assertEqual(refused, c(Port, B), B),
+         ?assertMatch({accepted, _}, c(Port, Written), Written)
+     end || {B, Written} <- Inputs],
+    ok.
+
+%% <<>> written as a bit string of no bytes, alone and in a map of two
+%% pairs (found by fuzzing: the node refused both as ids, and so the map):
+%% both accept it, and the node's phash2 is the BEAM's.
+empty_bit_strings_agree(Config) ->
+    Port = ?config(port, Config),
+    Hex = fun(H) -> <<131, (binary:decode_hex(H))/binary>> end,
+    Inputs = [Hex(<<"4d0000000000">>), Hex(<<"74000000026101610277004d0000000000">>),
+              <<131, 104, 2, 77, 0:32, 0, 108, 1:32, 77, 0:32, 0, 106>>],
+    [begin
+         {ok, T} = beam(B),
+         ?assertEqual(c(Port, term_to_binary(T)), c(Port, B)),
+         ?assert(same({ok, T}, c(Port, B)))
+     end || B <- Inputs],
+    {ok, <<>>} = beam(hd(Inputs)),
+    ok.
+
+%% The fun's Pid field replaced by an atom, its Size kept right.
+fun_with_atom_pid(<<131, 112, _:32, Fixed:25/binary, Rest/binary>> = Fun) ->
+    {env, Env} = erlang:fun_info(binary_to_term(Fun), env),
+    [] = Env,
+    %% Module atom, OldIndex, OldUniq, then the pid: find the pid's tag.
+    {PidAt, PidLen} = pid_span(Rest),
+    <<Before:PidAt/binary, _:PidLen/binary, After/binary>> = Rest,
+    Body = <<Fixed/binary, Before/binary, 119, 1, "p", After/binary>>,
+    <<131, 112, (byte_size(Body) + 4):32, Body/binary>>.
+
+%% Where the creator pid lies in a fun's bytes after its fixed header: the
+%% module (a UTF-8 atom as OTP 25 writes it), then two integers.
+pid_span(<<119, L, _:L/binary, Rest/binary>>) ->
+    Skip = fun(<<97, _, R/binary>>) -> {2, R};
+              (<<98, _:32, R/binary>>) -> {5, R} end,
+    {A, R1} = Skip(Rest),
+    {B, <<88, 119, N, _:N/binary, _:12/binary, _/binary>>} = Skip(R1),
+    {2 + L + A + B, 1 + 2 + N + 12}.
+
 %%====================================================================
 %% Comparing
 %%====================================================================
@@ -76,7 +145,7 @@ agree(Config, Bins) ->
     Port = ?config(port, Config),
     Results = [{B, beam(B), c(Port, B)} || B <- Bins],
     Split = [{B, Beam, C} || {B, Beam, C} <- Results, not same(Beam, C), not internal_atom_ref(Port, B, Beam, C),
-                             not float_text_off_the_end(B, Beam, C)],
+                             not float_text_without_nul(Port, B, Beam, C), not fun_ei_cannot_walk(Port, B, Beam, C)],
     Accepted = length([x || {_, {ok, _}, _} <- Results]),
     ct:log("~b inputs, ~b accepted by the BEAM, ~b disagreements", [length(Bins), Accepted, length(Split)]),
     [ct:log("DISAGREE~n input: ~w~n BEAM: ~P~n C:    ~p", [B, show(Beam), 20, C])
@@ -91,20 +160,57 @@ agree(Config, Bins) ->
 %% mutation can still move such a byte into a tag's place: the input has
 %% one, and the term the BEAM read, written the usual way, is accepted.
 internal_atom_ref(Port, B, {ok, T}, refused) ->
-    (binary:match(B, [<<73>>, <<75>>]) =/= nomatch) andalso c(Port, term_to_binary(T)) =/= refused;
+    (binary:match(B, [<<73>>, <<75>>]) =/= nomatch) andalso c_as_written(Port, T) =/= refused;
 internal_atom_ref(_, _, _, _) -> false.
 
 %% A FLOAT_EXT's text ends at a NUL, which the BEAM looks for past the
-%% field's 31 bytes — and past the binary's end, where what it finds is
-%% whatever memory holds. The node refuses a text with no NUL before the
-%% end of its input; the BEAM's answer there is not the input's.
-float_text_off_the_end(B, {ok, _}, refused) ->
-    case binary:matches(B, <<99>>) of
-        [] -> false;
-        Ms -> {At, _} = lists:last(Ms),
-              binary:match(B, <<0>>, [{scope, {At, byte_size(B) - At}}]) =:= nomatch
+%% field's 31 bytes — into the bytes after the term, or past the binary's
+%% end, where what it finds is whatever memory holds. The node refuses a
+%% text with no NUL inside its 31 bytes: the input holds a 99 followed by
+%% 31 bytes none of which is 0, and the term the BEAM read is accepted as
+%% the BEAM writes it.
+float_text_without_nul(Port, B, {ok, T}, refused) ->
+    lists:any(fun({At, _}) -> At + 32 > byte_size(B) orelse
+                                  binary:match(B, <<0>>, [{scope, {At + 1, 31}}]) =:= nomatch
+              end, binary:matches(B, <<99>>))
+        andalso c_as_written(Port, T) =/= refused;
+float_text_without_nul(_, _, _, _) -> false.
+
+%% A fun or export whose fields ei trusts and the BEAM ignores or unwraps
+%% (a Size that is not its length, a Pid that is no pid, an integer inside
+%% empty-list wrappers): the term the BEAM read holds a fun, and written
+%% as the BEAM writes it, it is accepted.
+fun_ei_cannot_walk(Port, _B, {ok, T}, refused) ->
+    holds_fun(T) andalso (not funs_hold_pids(T) orelse c_as_written(Port, T) =/= refused);
+fun_ei_cannot_walk(_, _, _, _) -> false.
+
+%% The node's verdict on T as the BEAM writes it; `refused' for a term
+%% holding a fun whose creator is no pid, which is never written.
+c_as_written(Port, T) ->
+    case funs_hold_pids(T) of
+        true -> c(Port, term_to_binary(T));
+        false -> refused
+    end.
+
+%% Whether every fun in T has a pid as its creator: term_to_binary/1 of
+%% one that has not kills an OTP 25 runtime (such funs come only from
+%% mutated inputs; the node refuses them).
+funs_hold_pids(T) when is_function(T) ->
+    case erlang:fun_info(T, type) of
+        {type, external} -> true;
+        {type, local} -> is_pid(element(2, erlang:fun_info(T, pid))) andalso
+                             funs_hold_pids(element(2, erlang:fun_info(T, env)))
     end;
-float_text_off_the_end(_, _, _) -> false.
+funs_hold_pids(T) when is_tuple(T) -> funs_hold_pids(tuple_to_list(T));
+funs_hold_pids(T) when is_map(T) -> funs_hold_pids(maps:to_list(T));
+funs_hold_pids([H | T]) -> funs_hold_pids(H) andalso funs_hold_pids(T);
+funs_hold_pids(_) -> true.
+
+holds_fun(T) when is_function(T) -> true;
+holds_fun(T) when is_tuple(T) -> holds_fun(tuple_to_list(T));
+holds_fun(T) when is_map(T) -> holds_fun(maps:to_list(T));
+holds_fun([H | T]) -> holds_fun(H) orelse holds_fun(T);
+holds_fun(_) -> false.
 
 show({ok, T}) -> {ok, T};
 show(R) -> R.
@@ -242,8 +348,8 @@ edge_cases() ->
             <<131, 99, "1.00000000000000000000e+00000000", "1", 0>>,
             <<131, 99, "1.00000000000000000000e+00000000">>],
     Fun = term_to_binary(fun() -> ok end),
-    %% The same fun with its Size field wrong (the BEAM ignores it), and its
-    %% Pid field replaced by an atom (the BEAM does not look).
+    %% The same fun with its Size field wrong: the BEAM ignores it, the node
+    %% refuses it (encodings_no_writer_makes_are_refused; agree/2 knows).
     <<131, 112, Size:32, FunRest/binary>> = Fun,
     Funs = [term_to_binary(fun lists:map/2), Fun, <<131, 112, (Size + 7):32, FunRest/binary>>,
             <<131, 112, 0:32, FunRest/binary>>],
