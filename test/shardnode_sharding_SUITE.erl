@@ -15,10 +15,12 @@
          init_per_group/2, end_per_group/2,
          init_per_testcase/2, end_per_testcase/2]).
 
+-export([put_terms/4, read_back_whole/4]).
 -export([counters_exact_values/1,
          tell_replies_to_sender/1,
          tell_order_kept/1,
          kv_operations/1,
+         made_up_identifiers_never_reach_their_node/1,
          echo_returns_message/1,
          region_state_places_ids/1,
          cluster_stats_count_entities/1,
@@ -49,6 +51,7 @@ groups() ->
        tell_replies_to_sender,
        tell_order_kept,
        kv_operations,
+       made_up_identifiers_never_reach_their_node,
        echo_returns_message,
        region_state_places_ids,
        cluster_stats_count_entities,
@@ -174,6 +177,60 @@ kv_operations(Config) ->
     ?assertEqual({error, not_found}, call(C, kv, Id, {get, name})),
     ?assertEqual([#{k => [1]}], call(C, kv, Id, keys)),
     ok.
+
+%% A stored value may hold a pid, reference or port that names another
+%% node with numbers that node never made (found by fuzzing): a writer
+%% node, to which they name a remote node, makes them up for this test
+%% node with its name and creation. Handed to this node as they are, its
+%% runtime would drop its connection to the C node on reading them; the C
+%% node answers {error, unreadable_reply} instead, to calls and tells, and
+%% the connection stays up. The writer reads them back whole, and this
+%% node its own real pid and reference.
+made_up_identifiers_never_reach_their_node(Config) ->
+    C = ?config(cnode, Config),
+    ok = net_kernel:monitor_nodes(true, [{node_type, all}]),
+    {ok, Peer, W} = shardnode_ct:start_peer(Config, #{args => ["-pa", filename:dirname(code:which(?MODULE))]}),
+    Me = atom_to_binary(node()),
+    Cre = erlang:system_info(creation),
+    Name = <<119, (byte_size(Me)), Me/binary>>,
+    MadeUp = [<<131, 88, Name/binary, 32768:32, 0:32, Cre:32>>,                % pid number 2^15
+              <<131, 88, Name/binary, 0:32, 8192:32, Cre:32>>,                 % pid serial 2^13
+              <<131, 90, 3:16, Name/binary, Cre:32, (1 bsl 18):32, 0:64>>,     % reference, first word 2^18
+              <<131, 90, 4:16, Name/binary, Cre:32, 1:32, 0:96>>,              % reference of four words
+              <<131, 89, Name/binary, (1 bsl 28):32, Cre:32>>,                  % port number 2^28
+              <<131, 104, 2, 100, 0, 4, "deep", 108, 1:32, 88, Name/binary, 32768:32, 0:32, Cre:32, 106>>],
+    Id = made_up,
+    Keys = lists:seq(1, length(MadeUp)),
+    ok = erpc:call(W, ?MODULE, put_terms, [C, Id, Keys, MadeUp]),
+    [?assertEqual({error, unreadable_reply}, call(C, kv, Id, {get, K})) || K <- Keys],
+    [{kv, C} ! {Id, {get, K}} || K <- Keys],
+    [?assertEqual({kv, Id, {error, unreadable_reply}}, receive_reply(kv, Id)) || _ <- Keys],
+    %% Read by the node that wrote them, they are whole.
+    ?assertEqual(length(Keys), erpc:call(W, ?MODULE, read_back_whole, [C, Id, Keys, MadeUp])),
+    %% This node's own pid and reference come back as they went.
+    Ref = make_ref(),
+    ok = call(C, kv, Id, {put, mine, {self(), Ref}}),
+    ?assertEqual({ok, {self(), Ref}}, call(C, kv, Id, {get, mine})),
+    %% And the connection never went down.
+    ?assert(lists:member(C, nodes(hidden))),
+    receive {nodedown, C, _} = Down -> ct:fail({connection_dropped, Down})
+    after 0 -> ok
+    end,
+    ok = shardnode_ct:stop_peer(Peer),
+    ok = net_kernel:monitor_nodes(false, [{node_type, all}]),
+    ok.
+
+%% On the writer: stores each term (decoded there, where it names a
+%% remote node) as the value of its key.
+-spec put_terms(node(), term(), [term()], [binary()]) -> ok.
+put_terms(C, Id, Keys, Bins) ->
+    lists:foreach(fun({K, B}) -> ok = call(C, kv, Id, {put, K, binary_to_term(B)}) end,
+                  lists:zip(Keys, Bins)).
+
+%% On the writer: how many values came back equal to what was stored.
+-spec read_back_whole(node(), term(), [term()], [binary()]) -> non_neg_integer().
+read_back_whole(C, Id, Keys, Bins) ->
+    length([K || {K, B} <- lists:zip(Keys, Bins), call(C, kv, Id, {get, K}) =:= {ok, binary_to_term(B)}]).
 
 echo_returns_message(Config) ->
     C = ?config(cnode, Config),
