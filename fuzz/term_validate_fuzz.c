@@ -8,6 +8,7 @@
  *     is accepted alone, in an exact copy, at the same end; a whole input
  *     accepted alone is accepted with bytes after it (a text float whose
  *     NUL lay after the term broke this);
+ *   - term_readable_by reads nothing outside an accepted term;
  *   - ei walks every accepted term, in an exact copy, to exactly its end
  *     (ei_skip_term, built with ASan: a fun whose Size lied had it read
  *     26 KB past the term);
@@ -26,6 +27,7 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_readable.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,6 +49,9 @@ static void check_alone(const uint8_t *data, size_t end)
 	check(term_validate(alone, end, &alone_end) == 0 && alone_end == end);
 	int ei_end = 0;
 	check(ei_skip_term(alone, &ei_end) == 0 && (size_t)ei_end == end);
+	/* Reads nothing outside the term, whatever identifiers name the
+	 * reader (any pid of a@b, creation 0..3, is the fuzzer's to make). */
+	(void)term_readable_by(alone, end, "a@b", (uint32_t)(end & 3));
 	free(alone);
 }
 

@@ -26,7 +26,8 @@
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([random_terms_agree/1, mutated_terms_agree/1, edge_cases_agree/1,
-         encodings_no_writer_makes_are_refused/1, empty_bit_strings_agree/1]).
+         encodings_no_writer_makes_are_refused/1, empty_bit_strings_agree/1,
+         identifiers_naming_the_reader_agree/1]).
 
 -define(DEFAULT_SEED, 20261125).
 -define(DEFAULT_COUNT, 20000).
@@ -34,10 +35,12 @@
 suite() -> [{timetrap, {minutes, 5}}].
 
 all() -> [random_terms_agree, mutated_terms_agree, edge_cases_agree,
-          encodings_no_writer_makes_are_refused, empty_bit_strings_agree].
+          encodings_no_writer_makes_are_refused, empty_bit_strings_agree,
+          identifiers_naming_the_reader_agree].
 
 init_per_suite(Config) ->
-    c_driver:build(Config, "term_validate_driver", ["c_src/etf/phash2.c" | c_driver:term_sources()]).
+    c_driver:build(Config, "term_validate_driver",
+                   ["c_src/etf/phash2.c", "c_src/etf/term_readable.c" | c_driver:term_sources()]).
 
 end_per_suite(_Config) -> ok.
 
@@ -117,6 +120,75 @@ empty_bit_strings_agree(Config) ->
      end || B <- Inputs],
     {ok, <<>>} = beam(hd(Inputs)),
     ok.
+
+%% Pids, references and ports naming this node (its name and creation),
+%% another creation of it, or another node, with numbers around what a
+%% BEAM hands out, alone and inside a tuple: binary_to_term/1 here refuses
+%% exactly those the node's term_readable_by says this node cannot read
+%% (found by fuzzing: the node handed such a stored pid back to the node
+%% it named, which dropped the connection).
+identifiers_naming_the_reader_agree(Config) ->
+    Port = ?config(port, Config),
+    rand:seed(exsss, seed() + 2),
+    Me = atom_to_binary(node()),
+    Cre = erlang:system_info(creation),
+    Terms = [identifier(pick([{Me, Cre}, {Me, Cre}, {Me, Cre bxor 1}, {<<"other@127.0.0.1">>, Cre}]))
+             || _ <- lists:seq(1, count() div 4)],
+    Bins = [case rand:uniform(3) of
+                1 -> <<131, 104, 2, 97, 1, T/binary>>;
+                _ -> <<131, T/binary>>
+            end || T <- Terms],
+    Split = [{B, Beam, C} || B <- Bins,
+                             Beam <- [beam(B)],
+                             C <- [readable(Port, node(), Cre, B)],
+                             not readable_agrees(Beam, C)],
+    ct:log("~b identifiers, ~b the BEAM refused, ~b disagreements",
+           [length(Bins), length([x || B <- Bins, beam(B) =:= refused]), length(Split)]),
+    [ct:log("DISAGREE~n input: ~w~n BEAM: ~P~n C: ~p", [B, show(Beam), 20, C]) || {B, Beam, C} <- lists:sublist(Split, 20)],
+    ?assertEqual([], Split).
+
+%% A pid, reference or port in every encoding, with numbers drawn around
+%% the bounds a BEAM keeps to (no external-format version byte).
+identifier({Node, Cre}) ->
+    Name = case rand:uniform(3) of
+               1 -> <<119, (byte_size(Node)), Node/binary>>;
+               2 -> <<100, (byte_size(Node)):16, Node/binary>>;
+               3 -> <<115, (byte_size(Node)), Node/binary>>
+           end,
+    Near = fun(Bound) -> pick([0, 1, Bound - 1, Bound, Bound + 1, 16#FFFFFFFF, rand:uniform(Bound)]) end,
+    case rand:uniform(7) of
+        1 -> <<88, Name/binary, (Near(1 bsl 15)):32, (Near(1 bsl 13)):32, Cre:32>>;
+        2 -> <<103, Name/binary, (Near(1 bsl 15)):32, (Near(1 bsl 13)):32, (Cre band 3)>>;
+        3 -> Words = rand:uniform(5),
+             <<90, Words:16, Name/binary, Cre:32, (Near(1 bsl 18)):32,
+               << <<(rand:uniform(1 bsl 32) - 1):32>> || _ <- lists:seq(2, Words) >>/binary>>;
+        4 -> Words = rand:uniform(5),
+             <<114, Words:16, Name/binary, (Cre band 3), (rand:uniform(1 bsl 18) - 1):32,
+               << <<(rand:uniform(1 bsl 32) - 1):32>> || _ <- lists:seq(2, Words) >>/binary>>;
+        5 -> <<89, Name/binary, (Near(1 bsl 28)):32, Cre:32>>;
+        6 -> <<120, Name/binary, (pick([0, 1, (1 bsl 28) - 1, 1 bsl 28, 1 bsl 32, 1 bsl 63])):64, Cre:32>>;
+        7 -> <<102, Name/binary, (Near(1 bsl 28)):32, (Cre band 3)>>
+    end.
+
+%% The driver's verdict on whether Node (of creation Cre) reads B.
+readable(Port, Node, Cre, B) ->
+    Name = atom_to_binary(Node),
+    true = port_command(Port, <<$R, Cre:32, (byte_size(Name)), Name/binary, B/binary>>),
+    receive
+        {Port, {data, <<0, _:96>>}} -> readable;
+        {Port, {data, <<1, _:96>>}} -> unreadable;
+        {Port, {data, <<2, _:96>>}} -> invalid;
+        {Port, {exit_status, S}} -> ct:fail("driver exited with ~p", [S])
+    after 10000 -> ct:fail("no answer from the driver")
+    end.
+
+%% The BEAM takes what this node can read and nothing else; what the
+%% validator refuses for every node (an old reference's first word past
+%% 18 bits, a bad creation byte) the BEAM refuses too.
+readable_agrees({ok, _}, readable) -> true;
+readable_agrees(refused, unreadable) -> true;
+readable_agrees(refused, invalid) -> true;
+readable_agrees(_, _) -> false.
 
 %% The fun's Pid field replaced by an atom, its Size kept right.
 fun_with_atom_pid(<<131, 112, _:32, Fixed:25/binary, Rest/binary>> = Fun) ->

@@ -13,15 +13,24 @@
  *             0xFFFFFFFF, -errno, 0 if phash2 refused it (a pid, port,
  *             reference or fun) or the term was refused
  *
+ * A request may instead ask whether a node could read a term back
+ * (c_src/etf/term_readable.c):
+ *   request:  'R', the node's creation (4 bytes, big-endian), its name's
+ *             length (1 byte), its name, then the term (version byte first)
+ *   reply:    as above, the verdict byte 0 readable, 1 not readable, 2 the
+ *             term is refused by term_validate; the words 0
+ *
  * Built by the suite itself; not part of the node.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_readable.h"
 
 static int read_exact(void *dst, size_t n)
 {
@@ -56,6 +65,24 @@ static int answer(const char *buf, size_t len, uint32_t words[3])
 	return 0;
 }
 
+/* The 'R' request: 0 readable by the node named, 1 not, 2 no valid term. */
+static int readable_answer(const char *buf, size_t len)
+{
+	if (len < 6 || len - 6 < (unsigned char)buf[5])
+		return 2;
+	uint32_t creation = (uint32_t)(unsigned char)buf[1] << 24 | (uint32_t)(unsigned char)buf[2] << 16 |
+			    (uint32_t)(unsigned char)buf[3] << 8 | (unsigned char)buf[4];
+	size_t name_len = (unsigned char)buf[5];
+	char name[256];
+	memcpy(name, buf + 6, name_len);
+	name[name_len] = '\0';
+	const char *term = buf + 6 + name_len;
+	size_t n = len - 6 - name_len, end = 0;
+	if (n < 1 || (unsigned char)term[0] != TERM_VERSION_MAGIC || term_validate(term + 1, n - 1, &end))
+		return 2;
+	return term_readable_by(term + 1, end, name, creation) ? 0 : 1;
+}
+
 int main(void)
 {
 	for (;;) {
@@ -67,7 +94,9 @@ int main(void)
 		char *buf = malloc(len ? len : 1);
 		if (!buf || read_exact(buf, len))
 			return 1;
-		int verdict = answer(buf, len, words);
+		int verdict = len > 0 && buf[0] == 'R' ? readable_answer(buf, len) : answer(buf, len, words);
+		if (len > 0 && buf[0] == 'R')
+			words[0] = 0;
 		free(buf);
 		put32(out, 13);
 		out[4] = (unsigned char)verdict;
