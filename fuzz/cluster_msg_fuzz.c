@@ -34,6 +34,7 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "sharding/remember_replica.h"
 #include "store/remember.h"
 

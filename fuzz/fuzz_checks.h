@@ -17,6 +17,7 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "store/remember.h"
 
 /* A failed check names itself, then aborts (libFuzzer keeps the input). */

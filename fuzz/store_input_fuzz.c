@@ -35,6 +35,7 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "store/remember.h"
 #include "store/state_lmdb.h"
 #include "store/state_lmdb_records.h"

@@ -27,6 +27,7 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "etf/term_readable.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -29,11 +29,11 @@ build(Config, Name, Sources) ->
             end
     end.
 
-%% @doc The sources term_validate needs (c_src/etf/term.c checks map keys
+%% @doc The sources term_validate needs (c_src/etf/term_validate.c checks map keys
 %% through their canonical form), for the drivers that validate terms.
 -spec term_sources() -> [string()].
 term_sources() ->
-    ["c_src/etf/term.c", "c_src/etf/term_map_keys.c", "c_src/etf/entity_id.c", "c_src/etf/entity_id_scalar.c"].
+    ["c_src/etf/term.c", "c_src/etf/term_validate.c", "c_src/etf/term_map_keys.c", "c_src/etf/entity_id.c", "c_src/etf/entity_id_scalar.c"].
 
 %% @doc Starts the driver built by build/3.
 -spec open(list()) -> port().

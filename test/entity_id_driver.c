@@ -24,6 +24,7 @@
 
 #include "etf/entity_id.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 
 static int read_exact(void *dst, size_t n)
 {

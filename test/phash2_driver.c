@@ -17,6 +17,7 @@
 
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 
 static int read_exact(void *dst, size_t n)
 {

@@ -1,4 +1,4 @@
-%% term_validate (c_src/etf/term.c) against the live BEAM, differentially:
+%% term_validate (c_src/etf/term_validate.c) against the live BEAM, differentially:
 %% a term the node accepts from a peer must be one binary_to_term/1 accepts
 %% too, and the other way round — a term the node stored and handed back
 %% that the BEAM then refuses makes the BEAM drop the connection. And on

@@ -30,6 +30,7 @@
 
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "etf/term_readable.h"
 
 static int read_exact(void *dst, size_t n)

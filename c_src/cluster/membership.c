@@ -1,5 +1,8 @@
-/* membership.c — see membership.h: the member list, gossip and joins.
- * Failure detection, downing and the lease are in membership_health.c. */
+/* membership.c — see membership.h: joins, gossip merged into the member
+ * list, the list's answers, downs and leaves. Failure detection, downing
+ * decisions and the lease are in membership_health.c, the list's look-up
+ * and the messages it sends in membership_list.c; both are called from
+ * here and call nothing here. */
 #include "cluster/membership.h"
 
 #include <errno.h>
@@ -9,22 +12,10 @@
 #include <bsd/string.h>
 
 #include "cluster/membership_internal.h"
+#include "dist/node_set.h"
 #include "etf/shardnode_msg.h"
 #include "dist/node_name.h"
 #include "etf/term.h"
-
-static const char *const status_names[] = {
-	[MEMBER_JOINING] = "joining", [MEMBER_UP] = "up", [MEMBER_LEAVING] = "leaving",
-	[MEMBER_EXITING] = "exiting", [MEMBER_DOWN] = "down", [MEMBER_REMOVED] = "removed",
-};
-
-struct member *membership_member(struct membership *m, const char *node)
-{
-	for (size_t k = 0; k < m->n; k++)
-		if (strcmp(m->members[k].node, node) == 0)
-			return &m->members[k];
-	return NULL;
-}
 
 static struct member *add(struct membership *m, const char *node)
 {
@@ -46,14 +37,6 @@ static struct member *add(struct membership *m, const char *node)
 static void admit_joiners(struct membership *m);
 
 /* After any change of the member list or of a member's reachability. */
-void membership_changed(struct membership *m)
-{
-	m->stable_since = now_ms(m);
-	membership_refresh_lease(m, false);
-	if (m->cfg.on_change)
-		m->cfg.on_change(m->cfg.on_change_arg);
-}
-
 static void mark_down_locally(struct membership *m, struct member *e)
 {
 	if (e->down_at == 0)
@@ -61,58 +44,6 @@ static void mark_down_locally(struct membership *m, struct member *e)
 }
 
 /* ---- sending ---- */
-
-void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x)
-{
-	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);
-}
-
-int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind)
-{
-	if (ei_x_new_with_version(x) < 0)
-		return -ENOMEM;
-	if (shardnode_msg_begin(x, 4, kind) < 0 || ei_x_encode_atom(x, m->our_node) < 0) {
-		ei_x_free(x);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* [Type] of a member. Returns 0 or -ENOMEM (ei refuses only for want of
- * memory: names fit their buffers by construction). */
-static int encode_types(ei_x_buff *x, const struct member *e)
-{
-	if (e->ntypes && ei_x_encode_list_header(x, (long)e->ntypes) < 0)
-		return -ENOMEM;
-	for (size_t t = 0; t < e->ntypes; t++)
-		if (ei_x_encode_atom(x, e->types[t]) < 0)
-			return -ENOMEM;
-	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
-}
-
-static int encode_member(ei_x_buff *x, const struct member *e)
-{
-	if (ei_x_encode_tuple_header(x, 5) < 0 || ei_x_encode_atom(x, e->node) < 0 ||
-	    ei_x_encode_ulong(x, e->up_number) < 0 || ei_x_encode_atom(x, status_names[e->status]) < 0 ||
-	    ei_x_encode_ulong(x, e->version) < 0)
-		return -ENOMEM;
-	return encode_types(x, e);
-}
-
-void membership_gossip_to(struct membership *m, const char *to)
-{
-	ei_x_buff x;
-	if (membership_begin_msg(m, &x, "gossip") != 0)
-		return;
-	int rc = m->n && ei_x_encode_list_header(&x, (long)m->n) < 0 ? -ENOMEM : 0;
-	for (size_t k = 0; rc == 0 && k < m->n; k++)
-		rc = encode_member(&x, &m->members[k]);
-	if (rc == 0 && ei_x_encode_empty_list(&x) < 0)
-		rc = -ENOMEM;
-	if (rc == 0)
-		membership_send_admin(m, to, &x); /* else the next gossip tries again */
-	ei_x_free(&x);
-}
 
 static void gossip_all(struct membership *m)
 {
@@ -128,7 +59,7 @@ static void send_join(struct membership *m, const char *seed)
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "join") != 0)
 		return;
-	if (encode_types(&x, membership_member(m, m->our_node)) == 0)
+	if (membership_encode_types(&x, membership_member(m, m->our_node)) == 0)
 		membership_send_admin(m, seed, &x); /* else the join is sent again */
 	ei_x_free(&x);
 }
@@ -142,7 +73,15 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 			send_join(m, m->cfg.seeds[k]);
 	gossip_all(m);
 	membership_heartbeat_all(m);
-	membership_health_tick(m);
+	/* The downing decided on the way: applied here, where the list is
+	 * changed, before anything else reads it. */
+	struct node_set downs;
+	node_set_init(&downs);
+	if (membership_health_tick(m, &downs) == DOWNING_SELF)
+		membership_down(m, m->our_node);
+	for (size_t k = 0; k < node_set_count(&downs); k++)
+		membership_down(m, node_set_at(&downs, k));
+	node_set_free(&downs);
 	admit_joiners(m);
 	membership_refresh_lease(m, true);
 	evloop_timer_start(loop, &m->gossip_timer, m->cfg.heartbeat_interval_ms);
@@ -153,7 +92,7 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 static int status_of(const char *name)
 {
 	for (int s = 0; s <= MEMBER_REMOVED; s++)
-		if (strcmp(status_names[s], name) == 0)
+		if (strcmp(membership_status_names[s], name) == 0)
 			return s;
 	return -1;
 }
@@ -459,7 +398,7 @@ int membership_encode_members(const struct membership *m, ei_x_buff *x)
 		bool show_unreachable = sorted[k]->unreachable && sorted[k]->status < MEMBER_DOWN;
 		if (ei_x_encode_map_header(x, 2) < 0 || ei_x_encode_atom(x, "node") < 0 ||
 		    ei_x_encode_atom(x, sorted[k]->node) < 0 || ei_x_encode_atom(x, "status") < 0 ||
-		    ei_x_encode_atom(x, show_unreachable ? "unreachable" : status_names[sorted[k]->status]) < 0)
+		    ei_x_encode_atom(x, show_unreachable ? "unreachable" : membership_status_names[sorted[k]->status]) < 0)
 			rc = -ENOMEM;
 	}
 	if (rc == 0 && ei_x_encode_empty_list(x) < 0)

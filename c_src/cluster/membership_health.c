@@ -1,5 +1,7 @@
 /* membership_health.c — failure detection, keep-majority downing and the
- * quorum lease of membership.h, on the member list of membership.c. */
+ * quorum lease of membership.h, on the member list of membership.c. It
+ * decides downs and membership.c applies them: nothing here calls into
+ * membership.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -142,6 +144,14 @@ void membership_on_reachability(struct membership *m, const char *t, size_t i)
 	}
 }
 
+void membership_changed(struct membership *m)
+{
+	m->stable_since = now_ms(m);
+	membership_refresh_lease(m, false);
+	if (m->cfg.on_change)
+		m->cfg.on_change(m->cfg.on_change_arg);
+}
+
 /* A member spoke to us directly. */
 void membership_heard(struct membership *m, struct member *e)
 {
@@ -250,37 +260,36 @@ done:
  * stable_after_ms, applies downing.h: this node may down itself, the
  * members cut off from its side, and, on the leader, the members that
  * explain the indirect faults. */
-static void keep_majority(struct membership *m)
+static enum downing_verdict keep_majority(struct membership *m, struct node_set *downs)
 {
 	const struct member *me = membership_member(m, m->our_node);
 	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
-		return;
+		return DOWNING_NONE;
 	size_t total = 0, unreachable = 0;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
 		total += votes(e);
 		unreachable += votes(e) && e->unreachable;
 	}
-	/* membership_down changes the list under us: collect the names first. */
-	struct node_set downs;
-	node_set_init(&downs);
-	enum downing_verdict v = decide(m, &downs);
+	enum downing_verdict v = decide(m, downs);
+	if (v == DOWNING_NONE) {
+		node_set_clear(downs);
+		return v;
+	}
 	if (v == DOWNING_SELF) {
 		log_error(m->cfg.log, "keep-majority: %zu of %zu members reachable, the other side wins: downing this node",
 			  total - unreachable, total);
-		membership_down(m, m->our_node);
 	}
-	for (size_t k = 0; v != DOWNING_NONE && k < node_set_count(&downs); k++) {
-		const char *name = node_set_at(&downs, k);
+	for (size_t k = 0; k < node_set_count(downs); k++) {
+		const char *name = node_set_at(downs, k);
 		if (reachability_has(&m->reach, m->our_node, name))
 			log_warn(m->cfg.log, "keep-majority: %zu of %zu members reachable: downing %s, which none of them hears",
 				 total - unreachable, total, name);
 		else
 			log_warn(m->cfg.log, "downing %s: it explains the most unreachability the members report "
 				 "(a cut link or a bad network), and the others hear each other without it", name);
-		membership_down(m, name);
 	}
-	node_set_free(&downs);
+	return v;
 }
 
 /* A heartbeat from a member that is not down gets its ack. An ack renews
@@ -323,7 +332,7 @@ bool membership_may_deliver(const struct membership *m)
 	return m->quorum_until == UINT64_MAX || evloop_clock_ms() < m->quorum_until;
 }
 
-void membership_health_tick(struct membership *m)
+enum downing_verdict membership_health_tick(struct membership *m, struct node_set *downs)
 {
 	detect_unreachable(m);
 	/* Our record as the detector now has it (also after a member was
@@ -332,5 +341,5 @@ void membership_health_tick(struct membership *m)
 	if (!publish_own_view(m))
 		send_reachability_all(m);
 	release_downed(m);
-	keep_majority(m);
+	return keep_majority(m, downs);
 }

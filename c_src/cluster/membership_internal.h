@@ -1,7 +1,13 @@
 /*
- * membership_internal.h — what membership.c (the member list, gossip, joins)
- * and membership_health.c (failure detection, keep-majority downing, the
- * quorum lease) share. Not for other modules: they use membership.h.
+ * membership_internal.h — what the three files of membership share. Not
+ * for other modules: they use membership.h. Calls run one way:
+ *
+ *   membership.c          joins, gossip merged, the list's answers, downs
+ *     -> membership_health.c   failure detection, downing decisions, lease
+ *     -> membership_list.c     the list's look-up, the messages built from it
+ *
+ * membership_health.c decides and membership.c applies (a down is always
+ * made by membership.c); neither lower file calls a file above it.
  */
 #ifndef SN_MEMBERSHIP_INTERNAL_H
 #define SN_MEMBERSHIP_INTERNAL_H
@@ -12,8 +18,10 @@
 
 #include <ei.h>
 
+#include "cluster/downing.h"
 #include "cluster/membership.h"
 #include "cluster/reachability.h"
+#include "dist/node_set.h"
 
 /* Messages naming another sender than their connection's peer: the first
  * few are logged. */
@@ -49,14 +57,13 @@ static inline bool is_us(const struct membership *m, const struct member *e)
 /* Members that vote in keep-majority and give quorum leases. */
 static inline bool votes(const struct member *e) { return membership_rules_votes(e->status); }
 
-/* ---- membership.c ---- */
+/* ---- membership_list.c ---- */
+
+/* The text of each member_status, as gossip and `members` write it. */
+extern const char *const membership_status_names[];
 
 /* The entry of `node`, or NULL. Valid until the list grows. */
 struct member *membership_member(struct membership *m, const char *node);
-
-/* After any change of the member list or of a member's reachability:
- * restarts the stability clock, refreshes the lease, tells the owner. */
-void membership_changed(struct membership *m);
 
 /* Starts a fresh x with the version byte and {'$shardnode', Kind, Self, _
  * (the caller encodes the fourth element). Returns 0, or -ENOMEM with
@@ -66,10 +73,17 @@ int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *k
 /* Sends an encoded message (with version byte) to the admin of `to`. */
 void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x);
 
+/* Encodes a member's [Type]. Returns 0 or -ENOMEM. */
+int membership_encode_types(ei_x_buff *x, const struct member *e);
+
 /* Sends our member list to `to`. */
 void membership_gossip_to(struct membership *m, const char *to);
 
 /* ---- membership_health.c ---- */
+
+/* After any change of the member list or of a member's reachability:
+ * restarts the stability clock, refreshes the lease, tells the owner. */
+void membership_changed(struct membership *m);
 
 /* {'$shardnode', Kind, Self, SentAt} to the admin of `to`; Kind is
  * heartbeat or heartbeat_ack. */
@@ -91,8 +105,10 @@ bool membership_refresh_lease(struct membership *m, bool log_loss);
 
 /* Once per heartbeat interval: finds unreachable members, sends our
  * reachability table to every member, releases the shards of members
- * downed long enough ago, and decides on downing (downing.h). */
-void membership_health_tick(struct membership *m);
+ * downed long enough ago, and decides on downing (downing.h), which the
+ * caller applies: DOWNING_SELF, this node first; then every member added
+ * to `downs` (an initialised set the caller frees). Logs each decision. */
+enum downing_verdict membership_health_tick(struct membership *m, struct node_set *downs);
 
 /* Merges a member's reachability table from t[i..]: From, [Record]. A
  * change restarts the stability clock. Malformed input is ignored. */

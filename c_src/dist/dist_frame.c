@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "etf/term.h"
+#include "etf/term_validate.h"
 
 enum dist_frame_result dist_frame_next(const uint8_t *buf, size_t len, size_t max_len,
 				       const uint8_t **body, size_t *body_len, size_t *consumed)

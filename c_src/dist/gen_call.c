@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "etf/term.h"
+#include "etf/term_validate.h"
 
 int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
 {

@@ -10,6 +10,7 @@
  * counter keeps its state (API v2: the integer); echo has none.
  */
 #include "entity/entity_builtin.h"
+#include "entity/entity.h"
 #include "entity/entity_kv.h"
 
 #include <errno.h>
@@ -17,11 +18,6 @@
 #include <string.h>
 
 #include "etf/term.h"
-
-int entity_reply_unknown(ei_x_buff *reply, const char *msg, size_t msg_len)
-{
-	return term_x_error_tagged_raw(reply, "unknown_message", msg, msg_len);
-}
 
 /* ---- counter ---- */
 

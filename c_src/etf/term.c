@@ -1,7 +1,6 @@
 /* term.c — see term.h. */
 #include "etf/term.h"
 #include "base/byteorder.h"
-#include "etf/term_map_keys.h"
 
 #include <errno.h>
 #include <math.h>
@@ -442,7 +441,7 @@ static int walk_terms(const char *buf, size_t len, size_t *idx, bool *maps, stru
 	return 0;
 }
 
-static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
+int term_check_structure(const char *buf, size_t len, size_t *idx, bool *maps)
 {
 	struct fun_stack funs;
 	funs.ends = funs.inline_ends;
@@ -452,22 +451,6 @@ static int walk(const char *buf, size_t len, size_t *idx, bool *maps)
 	if (funs.ends != funs.inline_ends)
 		free(funs.ends);
 	return rc;
-}
-
-int term_validate(const char *buf, size_t len, size_t *idx)
-{
-	size_t start = *idx, end = start;
-	bool maps = false;
-	int rc = walk(buf, len, &end, &maps);
-	if (rc)
-		return rc;
-	if (maps) {
-		rc = term_map_keys_check(buf + start, end - start);
-		if (rc)
-			return rc;
-	}
-	*idx = end;
-	return 0;
 }
 
 /* The text of the atom at b[idx] within len bytes: *text, *n bytes, and
@@ -694,7 +677,7 @@ void term_skip(const char *buf, size_t *idx)
 	 * The term is already validated, so the validator's iterative walk
 	 * finds its end; SIZE_MAX stands for "no bound left to check". */
 	bool maps;
-	(void)walk(buf, SIZE_MAX, idx, &maps);
+	(void)term_check_structure(buf, SIZE_MAX, idx, &maps);
 }
 
 int term_get_long(const char *buf, size_t *idx, long *out)

@@ -37,6 +37,7 @@
 
 #include "entity/entity_type.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "sharding/region_internal.h"
 
 /* A load under way: the answer's token finds it in its slot's list. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "etf/term.h"
+#include "etf/term_validate.h"
 
 struct shard *shard_new(uint32_t id, const struct entity_type *type)
 {

@@ -13,6 +13,7 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "store/store_files.h"
 
 static const char header[8] = {'S', 'N', 'R', 'E', 'M', 'E', 'M', '1'};

@@ -8,6 +8,7 @@
 
 #include "base/byteorder.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "store/state_lmdb.h"
 
 /* LMDB's compiled-in key limit (mdb_env_get_maxkeysize). */

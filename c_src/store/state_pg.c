@@ -108,16 +108,10 @@ static void on_conn_state(void *arg, bool up)
 
 /* ---- writes ---- */
 
-void state_pg_on_statement(void *arg, const PGresult *res)
+/* A pg_result_fn for a statement of write batch `arg` (a struct pg_batch). */
+static void on_statement(void *arg, const PGresult *res)
 {
-	struct pg_batch *b = arg;
-	if (b->s->closing)
-		return;
-	if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)) {
-		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR && !b->failed)
-			log_error(b->s->log, "postgres: a write failed: %s", PQresultErrorMessage(res));
-		b->failed = true;
-	}
+	state_pg_batch_note(arg, res);
 }
 
 /* The batch's outcome reported; another may go. */
@@ -157,16 +151,16 @@ static int send_write(struct state_pg *s, struct pg_batch *b, const struct pg_wr
 	if (w->kind == W_DELETE_SHARD) {
 		const char *values[2] = {t->name, shard};
 		const int lengths[2] = {0, 4}, formats[2] = {0, 1};
-		return pg_conn_query(s->conn, delete_shard_sql, 2, values, lengths, formats, 0, state_pg_on_statement, b);
+		return pg_conn_query(s->conn, delete_shard_sql, 2, values, lengths, formats, 0, on_statement, b);
 	}
 	if (w->kind == W_DELETE) {
 		const char *values[4] = {t->name, w->data, shard, epoch};
 		const int lengths[4] = {0, (int)w->id_len, 4, 8}, formats[4] = {0, 1, 1, 1};
-		return pg_conn_query_prepared(s->conn, &delete_one, values, lengths, formats, 0, state_pg_on_statement, b);
+		return pg_conn_query_prepared(s->conn, &delete_one, values, lengths, formats, 0, on_statement, b);
 	}
 	const char *values[5] = {t->name, w->data, shard, w->data + w->id_len, epoch};
 	const int lengths[5] = {0, (int)w->id_len, 4, (int)w->state_len, 8}, formats[5] = {0, 1, 1, 1, 1};
-	return pg_conn_query_prepared(s->conn, &upsert, values, lengths, formats, 0, state_pg_on_statement, b);
+	return pg_conn_query_prepared(s->conn, &upsert, values, lengths, formats, 0, on_statement, b);
 }
 
 /* Sends the writes queued (at most BATCH_MAX) as one transaction, in the
@@ -174,7 +168,7 @@ static int send_write(struct state_pg *s, struct pg_batch *b, const struct pg_wr
 static void send_batch(struct state_pg *s, struct pg_batch *b)
 {
 	*b = (struct pg_batch){.s = s, .out = true, .serial = ++s->batch_serial};
-	int rc = pg_conn_query(s->conn, "BEGIN", 0, NULL, NULL, NULL, 0, state_pg_on_statement, b);
+	int rc = pg_conn_query(s->conn, "BEGIN", 0, NULL, NULL, NULL, 0, on_statement, b);
 	if (rc == 0)
 		rc = state_pg_send_fences(s, b);
 	size_t n = 0;
@@ -379,13 +373,6 @@ static void on_flush(struct evloop *loop, void *arg)
 		send_loads(s);
 }
 
-/* Sends what waits at the end of this loop turn, so that the writes of
- * the turn share a transaction. */
-void state_pg_kick(struct state_pg *s)
-{
-	if (!evloop_timer_armed(&s->flush_timer))
-		evloop_timer_start(s->loop, &s->flush_timer, 0);
-}
 
 /* ---- the state_store operations ---- */
 

@@ -161,7 +161,7 @@ static void on_fence(void *arg, const PGresult *res)
 	if (s->closing)
 		return;
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
-		state_pg_on_statement(b, res); /* the batch fails as a whole */
+		state_pg_batch_note(b, res); /* the batch fails as a whole */
 		return;
 	}
 	struct pg_type *t = &s->types[q->type_index];

@@ -127,15 +127,30 @@ struct state_pg {
 	struct pg_type types[NODE_TYPES_MAX];
 };
 
-/* ---- state_pg.c ---- */
+/* ---- shared by both files: the re-entry into state_pg.c ---- */
 
 /* Sends what waits (claims, a write transaction, loads) at the end of this
- * loop turn, so that the writes of the turn share a transaction. */
-void state_pg_kick(struct state_pg *s);
+ * loop turn, so that the writes of the turn share a transaction: arms the
+ * flush timer, whose callback (state_pg.c) sends them. The one way the
+ * fencing half hands control back. */
+static inline void state_pg_kick(struct state_pg *s)
+{
+	if (!evloop_timer_armed(&s->flush_timer))
+		evloop_timer_start(s->loop, &s->flush_timer, 0);
+}
 
-/* A pg_result_fn for a statement of write batch `arg` (a struct
- * pg_batch): a failure fails the whole batch (logged once). */
-void state_pg_on_statement(void *arg, const PGresult *res);
+/* Notes the outcome of one statement of write batch b: a failure fails the
+ * whole batch (logged once). */
+static inline void state_pg_batch_note(struct pg_batch *b, const PGresult *res)
+{
+	if (b->s->closing)
+		return;
+	if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)) {
+		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR && !b->failed)
+			log_error(b->s->log, "postgres: a write failed: %s", PQresultErrorMessage(res));
+		b->failed = true;
+	}
+}
 
 /* ---- state_pg_fence.c ---- */
 

@@ -11,6 +11,7 @@
 
 #include "dist/dist_frame.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 #define NODE "peer@127.0.0.1"

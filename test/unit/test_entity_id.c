@@ -18,6 +18,7 @@
 
 #include "etf/entity_id.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 /* ---- building terms ---- */

@@ -12,6 +12,7 @@
 
 #include "dist/gen_call.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 #define NODE "caller@127.0.0.1"

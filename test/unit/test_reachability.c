@@ -11,6 +11,7 @@
 
 #include "cluster/reachability.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 Test(reachability, the_higher_version_wins)

@@ -18,6 +18,7 @@
 #include "store/remember.h"
 #include "sharding/remember_replica.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};

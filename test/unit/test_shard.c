@@ -17,6 +17,7 @@
 #include "entity/entity_builtin.h"
 #include "sharding/shard.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 /* ---- helpers ---- */

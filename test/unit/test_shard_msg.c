@@ -15,6 +15,7 @@
 
 #include "sharding/shard_msg.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 #define NODE "region@127.0.0.1"

@@ -14,6 +14,7 @@
 #include "entity/entity_kv.h"
 #include "etf/entity_id.h"
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "sharding/shard.h"
 #include "sharding/shard_state.h"
 #include "unit_helpers.h"

@@ -16,6 +16,7 @@
 #include <ei.h>
 
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "unit_helpers.h"
 
 /* ---- the checks every valid term goes through ---- */

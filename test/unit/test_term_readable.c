@@ -12,6 +12,7 @@
 #include <ei.h>
 
 #include "etf/term.h"
+#include "etf/term_validate.h"
 #include "etf/term_readable.h"
 #include "unit_helpers.h"
 

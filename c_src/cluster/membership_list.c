@@ -1,0 +1,75 @@
+/* membership_list.c — the member list's look-up and the messages built
+ * from it (membership_internal.h), for membership.c and
+ * membership_health.c alike. Calls neither. */
+#include <errno.h>
+#include <string.h>
+
+#include "cluster/membership_internal.h"
+#include "dist/dist_node.h"
+#include "etf/shardnode_msg.h"
+
+const char *const membership_status_names[] = {
+	[MEMBER_JOINING] = "joining", [MEMBER_UP] = "up", [MEMBER_LEAVING] = "leaving",
+	[MEMBER_EXITING] = "exiting", [MEMBER_DOWN] = "down", [MEMBER_REMOVED] = "removed",
+};
+
+struct member *membership_member(struct membership *m, const char *node)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (strcmp(m->members[k].node, node) == 0)
+			return &m->members[k];
+	return NULL;
+}
+
+void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x)
+{
+	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);
+}
+
+int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind)
+{
+	if (ei_x_new_with_version(x) < 0)
+		return -ENOMEM;
+	if (shardnode_msg_begin(x, 4, kind) < 0 || ei_x_encode_atom(x, m->our_node) < 0) {
+		ei_x_free(x);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* [Type] of a member. Returns 0 or -ENOMEM (ei refuses only for want of
+ * memory: names fit their buffers by construction). */
+int membership_encode_types(ei_x_buff *x, const struct member *e)
+{
+	if (e->ntypes && ei_x_encode_list_header(x, (long)e->ntypes) < 0)
+		return -ENOMEM;
+	for (size_t t = 0; t < e->ntypes; t++)
+		if (ei_x_encode_atom(x, e->types[t]) < 0)
+			return -ENOMEM;
+	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
+}
+
+static int encode_member(ei_x_buff *x, const struct member *e)
+{
+	if (ei_x_encode_tuple_header(x, 5) < 0 || ei_x_encode_atom(x, e->node) < 0 ||
+	    ei_x_encode_ulong(x, e->up_number) < 0 || ei_x_encode_atom(x, membership_status_names[e->status]) < 0 ||
+	    ei_x_encode_ulong(x, e->version) < 0)
+		return -ENOMEM;
+	return membership_encode_types(x, e);
+}
+
+void membership_gossip_to(struct membership *m, const char *to)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "gossip") != 0)
+		return;
+	int rc = m->n && ei_x_encode_list_header(&x, (long)m->n) < 0 ? -ENOMEM : 0;
+	for (size_t k = 0; rc == 0 && k < m->n; k++)
+		rc = encode_member(&x, &m->members[k]);
+	if (rc == 0 && ei_x_encode_empty_list(&x) < 0)
+		rc = -ENOMEM;
+	if (rc == 0)
+		membership_send_admin(m, to, &x); /* else the next gossip tries again */
+	ei_x_free(&x);
+}
+
