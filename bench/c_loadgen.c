@@ -52,11 +52,11 @@
 
 #include <ei.h>
 
-#include "dist/dist_node.h"
-#include "dist/dist_tls.h"
+#include "distribution/dist_node.h"
+#include "distribution/dist_tls.h"
 #include "base/evloop.h"
 #include "base/log.h"
-#include "dist/proc.h"
+#include "distribution/proc.h"
 #include "etf/term.h"
 
 /* Latency histogram: one bucket per microsecond up to this bound; slower

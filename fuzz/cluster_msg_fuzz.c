@@ -30,7 +30,7 @@
 
 #include "base/evloop.h"
 #include "cluster/membership.h"
-#include "dist/dist_node.h"
+#include "distribution/dist_node.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"

@@ -32,10 +32,10 @@
 #include "base/byteorder.h"
 #include "base/evloop.h"
 #include "base/log.h"
-#include "dist/dist_conn.h"
-#include "dist/gen_call.h"
-#include "dist/handshake.h"
-#include "dist/node_name.h"
+#include "distribution/dist_conn.h"
+#include "distribution/gen_call.h"
+#include "distribution/handshake.h"
+#include "distribution/node_name.h"
 
 #include "fuzz_checks.h"
 

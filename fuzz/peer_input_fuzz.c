@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/dist_frame.h"
-#include "dist/gen_call.h"
-#include "dist/handshake.h"
+#include "distribution/dist_frame.h"
+#include "distribution/gen_call.h"
+#include "distribution/handshake.h"
 #include "sharding/shard_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

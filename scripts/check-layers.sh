@@ -2,7 +2,7 @@
 # `make check`: the layers of c_src/ depend on each other in one direction.
 #
 # Every folder under c_src/ is a layer, and every include of a project
-# header names its folder ("dist/proc.h"). This script collects the
+# header names its folder ("distribution/proc.h"). This script collects the
 # folder-to-folder edges those includes make and fails when they contain a
 # cycle (a layer that includes one that includes it back, directly or through
 # others), or when an include does not name an existing folder. On success
@@ -51,5 +51,5 @@ rm -f "$edges.err"
 echo "check: layers of c_src/, bottom up, with the layers each one includes:"
 for layer in $order; do
     uses=$(awk -v l="$layer" '$2 == l && $1 != l { print $1 }' "$edges" | sort -u | tr '\n' ' ')
-    printf '  %-9s %s\n' "$layer" "${uses:-(nothing)}"
+    printf '  %-13s %s\n' "$layer" "${uses:-(nothing)}"
 done

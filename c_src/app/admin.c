@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/gen_call.h"
+#include "distribution/gen_call.h"
 #include "cluster/membership.h"
 #include "etf/term.h"
 

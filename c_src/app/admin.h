@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "dist/dist_node.h"
+#include "distribution/dist_node.h"
 #include "base/log.h"
 
 struct admin_config {

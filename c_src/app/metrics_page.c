@@ -9,7 +9,7 @@
 #include "base/process_stats.h"
 #include "base/prom_text.h"
 #include "cluster/membership.h"
-#include "dist/dist_node.h"
+#include "distribution/dist_node.h"
 #include "sharding/coordinator.h"
 #include "sharding/region.h"
 #include "store/state_store.h"

@@ -12,9 +12,9 @@
 #include <bsd/string.h>
 
 #include "cluster/membership_internal.h"
-#include "dist/node_set.h"
+#include "distribution/node_set.h"
 #include "etf/shardnode_msg.h"
-#include "dist/node_name.h"
+#include "distribution/node_name.h"
 #include "etf/term.h"
 
 static struct member *add(struct membership *m, const char *node)

@@ -53,8 +53,8 @@
 
 #include <ei.h>
 
-#include "dist/dist_node.h"
-#include "dist/node_name.h"
+#include "distribution/dist_node.h"
+#include "distribution/node_name.h"
 #include "base/evloop.h"
 #include "base/node_limits.h"
 #include "base/log.h"

@@ -9,8 +9,8 @@
 #include "cluster/downing.h"
 #include "cluster/membership_internal.h"
 #include "cluster/quorum.h"
-#include "dist/node_set.h"
-#include "dist/node_name.h"
+#include "distribution/node_set.h"
+#include "distribution/node_name.h"
 #include "etf/term.h"
 
 void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)

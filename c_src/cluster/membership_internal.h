@@ -21,7 +21,7 @@
 #include "cluster/downing.h"
 #include "cluster/membership.h"
 #include "cluster/reachability.h"
-#include "dist/node_set.h"
+#include "distribution/node_set.h"
 
 /* Messages naming another sender than their connection's peer: the first
  * few are logged. */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cluster/membership_internal.h"
-#include "dist/dist_node.h"
+#include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"
 
 const char *const membership_status_names[] = {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/node_name.h"
+#include "distribution/node_name.h"
 #include "etf/term.h"
 
 void reachability_free(struct reachability *r)

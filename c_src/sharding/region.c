@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/gen_call.h"
+#include "distribution/gen_call.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"

@@ -35,7 +35,7 @@
 
 #include <ei.h>
 
-#include "dist/dist_node.h"
+#include "distribution/dist_node.h"
 #include "entity/entity.h"
 #include "base/evloop.h"
 #include "base/log.h"

@@ -27,10 +27,10 @@
 
 #include "base/histogram.h"
 #include "base/poll_until.h"
-#include "dist/node_set.h"
+#include "distribution/node_set.h"
 #include "base/evloop.h"
 #include "base/scratch.h"
-#include "dist/gen_call.h"
+#include "distribution/gen_call.h"
 #include "sharding/region.h"
 #include "sharding/region_slot.h"
 #include "sharding/remember_replica.h"

@@ -21,7 +21,7 @@
 
 #include <ei.h>
 
-#include "dist/dist_node.h"
+#include "distribution/dist_node.h"
 #include "base/evloop.h"
 #include "base/log.h"
 #include "store/remember.h"

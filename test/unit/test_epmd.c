@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "dist/epmd.h"
+#include "distribution/epmd.h"
 #include "unit_helpers.h"
 
 /* ---- requests ---- */

@@ -8,8 +8,8 @@
 
 #include <criterion/criterion.h>
 
-#include "dist/node_name.h"
-#include "dist/node_set.h"
+#include "distribution/node_name.h"
+#include "distribution/node_set.h"
 #include "unit_helpers.h"
 
 Test(node_name, rules)

@@ -9,7 +9,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "dist/proc.h"
+#include "distribution/proc.h"
 #include "unit_helpers.h"
 
 #define SELF "shardnode@127.0.0.1"

@@ -23,9 +23,9 @@
 #include <ei.h>
 
 #include "base/evloop.h"
-#include "dist/gen_call.h"
+#include "distribution/gen_call.h"
 #include "base/log.h"
-#include "dist/proc.h"
+#include "distribution/proc.h"
 
 struct dist_node;
 

@@ -1,5 +1,5 @@
 /* dist_node.c — see dist_node.h. */
-#include "dist/dist_node.h"
+#include "distribution/dist_node.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,10 +11,10 @@
 
 #include <bsd/string.h>
 
-#include "dist/dist_conn.h"
-#include "dist/dist_ctl.h"
-#include "dist/epmd.h"
-#include "dist/peer_backoff.h"
+#include "distribution/dist_conn.h"
+#include "distribution/dist_ctl.h"
+#include "distribution/epmd.h"
+#include "distribution/peer_backoff.h"
 #include "base/scratch.h"
 #include "etf/term.h"
 

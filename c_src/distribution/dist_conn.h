@@ -32,10 +32,10 @@
 #include <stdint.h>
 
 #include "base/bytebuf.h"
-#include "dist/dist_frame.h"
-#include "dist/handshake.h"
-#include "dist/dist_tls.h"
-#include "dist/epmd.h"
+#include "distribution/dist_frame.h"
+#include "distribution/handshake.h"
+#include "distribution/dist_tls.h"
+#include "distribution/epmd.h"
 #include "base/evloop.h"
 #include "base/log.h"
 #include "base/resolver.h"

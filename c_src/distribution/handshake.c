@@ -1,5 +1,5 @@
 /* handshake.c — see handshake.h. */
-#include "dist/handshake.h"
+#include "distribution/handshake.h"
 #include "base/byteorder.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* dist_conn.c — see dist_conn.h. */
-#include "dist/dist_conn.h"
+#include "distribution/dist_conn.h"
 #include "base/byteorder.h"
 
 #include <arpa/inet.h>
