@@ -122,7 +122,7 @@ init_per_testcase(Case, Config) ->
             Config;
         Opts ->
             {[CNode], Config1} = shardnode_ct:start_nodes(Config, [Opts]),
-            [{cnode, CNode} | Config1]
+            [{cnode, CNode}, {cnode_opts, Opts} | Config1]
     end.
 
 end_per_testcase(Case, Config) ->
@@ -143,7 +143,7 @@ own_node(oversized_message) -> #{config => #{max_message_bytes => 1048576}};
 own_node(monitor_noconnection) -> #{};
 own_node(wrong_cookie_refused) -> #{};
 own_node(garbage_input_survived) -> #{};
-own_node(simultaneous_connects_settle) -> #{};
+own_node(simultaneous_connects_settle) -> #{config => #{metrics_port => shardnode_ct:free_port()}};
 own_node(leave_exits_cleanly) -> #{};
 own_node(_) -> none.
 
@@ -450,13 +450,19 @@ simultaneous_connects_settle(Config) ->
     CNode = ?config(cnode, Config),
     with_peer(Config, #{connection => standard_io},
               fun(Peer) ->
-                      [race_once(Peer, CNode, Round) || Round <- lists:seq(1, 20)],
+                      MetricsPort = metrics_port(Config),
+                      [race_once(Peer, CNode, MetricsPort, Round) || Round <- lists:seq(1, 20)],
                       ok
               end).
 
-race_once(Peer, CNode, Round) ->
+race_once(Peer, CNode, MetricsPort, Round) ->
     peer:call(Peer, erlang, disconnect_node, [CNode]),
     wait_for(disconnected, fun() -> connections(Peer, CNode) =:= [] end, 5000),
+    %% ... on the C node's side too: a reply it sent on the old connection
+    %% before it read that connection's end would be lost with it, as any
+    %% message on a connection that goes down is, and the round would
+    %% test nothing. Up then: the test node's connection alone.
+    wait_for(c_node_disconnected, fun() -> up_connections(MetricsPort) =:= 1 end, 5000),
     Inbox = spawn_inbox(Peer),
     Tag = {round, Round},
     %% both directions at once: the peer pings, and the C node must open a
@@ -477,6 +483,18 @@ race_once(Peer, CNode, Round) ->
     ?assertEqual(pong, peer:call(Peer, net_adm, ping, [CNode])),
     ?assertMatch([_], connections(Peer, CNode)),
     peer:call(Peer, erlang, exit, [Inbox, kill]).
+
+%% The metrics port the case's own node was started with.
+metrics_port(Config) ->
+    #{config := #{metrics_port := Port}} = ?config(cnode_opts, Config),
+    Port.
+
+%% The C node's distribution connections that are up, as its metrics say.
+up_connections(MetricsPort) ->
+    case shardnode_ct:metrics_page(MetricsPort) of
+        {ok, Page} -> shardnode_ct:metric_value(Page, <<"shardnode_dist_connections{state=\"up\"}">>);
+        {error, _} -> undefined
+    end.
 
 %% `leave' is answered `ok'; the admin's monitors get `normal'; the node
 %% then exits with status 0 and leaves epmd.

@@ -286,11 +286,7 @@ json_unescape(<<>>) -> <<>>.
 %%====================================================================
 
 %% A port free now (the node binds it a moment later).
-free_port() ->
-    {ok, L} = gen_tcp:listen(0, [{reuseaddr, true}]),
-    {ok, Port} = inet:port(L),
-    ok = gen_tcp:close(L),
-    Port.
+free_port() -> shardnode_ct:free_port().
 
 get(Port, Path) -> get(Port, Path, 5000).
 
@@ -341,14 +337,9 @@ header(Name, Headers) ->
 
 %% The value of the sample whose name and labels are exactly Series.
 value(Page, Series) ->
-    Lines = binary:split(Page, <<"\n">>, [global]),
-    Prefix = <<Series/binary, " ">>,
-    case [L || L <- Lines, binary:longest_common_prefix([L, Prefix]) =:= byte_size(Prefix)] of
-        [Line] ->
-            V = binary:part(Line, byte_size(Prefix), byte_size(Line) - byte_size(Prefix)),
-            try binary_to_integer(V) catch error:badarg -> binary_to_float(V) end;
-        Other ->
-            ct:fail({series, Series, Other})
+    case shardnode_ct:metric_value(Page, Series) of
+        undefined -> ct:fail({no_series, Series});
+        V -> V
     end.
 
 %% Sends Req one byte a second on S; answers {closed_yet, From} with

@@ -40,7 +40,10 @@
          members/1,
          member_status/2,
          pause/1,
-         resume/1]).
+         resume/1,
+         free_port/0,
+         metrics_page/1,
+         metric_value/2]).
 
 -define(KEY, shardnode_nodes).
 -define(STOP_GRACE_KEY, shardnode_stop_grace_ms).
@@ -364,3 +367,53 @@ default_host(true) ->
 default_host(false) ->
     {ok, Host} = inet:gethostname(),
     hd(string:split(Host, ".")).
+
+%% @doc A TCP port free on this host right now, for a node's `metrics_port'
+%% (another program may take it before the node does; on a test host that
+%% is unlikely).
+-spec free_port() -> inet:port_number().
+free_port() ->
+    {ok, L} = gen_tcp:listen(0, [{reuseaddr, true}]),
+    {ok, Port} = inet:port(L),
+    ok = gen_tcp:close(L),
+    Port.
+
+%% @doc The page a node's metrics endpoint on `Port' serves (`GET /metrics'
+%% on 127.0.0.1), or `{error, Reason}'.
+-spec metrics_page(inet:port_number()) -> {ok, binary()} | {error, term()}.
+metrics_page(Port) ->
+    case gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], 5000) of
+        {ok, S} ->
+            ok = gen_tcp:send(S, <<"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n">>),
+            Result = recv_page(S, <<>>),
+            gen_tcp:close(S),
+            Result;
+        {error, _} = Error ->
+            Error
+    end.
+
+recv_page(S, Acc) ->
+    case gen_tcp:recv(S, 0, 5000) of
+        {ok, More} -> recv_page(S, <<Acc/binary, More/binary>>);
+        {error, closed} ->
+            case binary:split(Acc, <<"\r\n\r\n">>) of
+                [<<"HTTP/1.1 200", _/binary>>, Body] -> {ok, Body};
+                _ -> {error, {bad_response, Acc}}
+            end;
+        {error, _} = Error -> Error
+    end.
+
+%% @doc The value of the sample named exactly `Series' (its name and
+%% labels, as in `<<"shardnode_dist_connections{state=\"up\"}">>') on a
+%% metrics page, or `undefined' if the page has none.
+-spec metric_value(binary(), binary()) -> number() | undefined.
+metric_value(Page, Series) ->
+    Prefix = <<Series/binary, " ">>,
+    case [L || L <- binary:split(Page, <<"\n">>, [global]),
+               binary:longest_common_prefix([L, Prefix]) =:= byte_size(Prefix)] of
+        [Line | _] ->
+            V = binary:part(Line, byte_size(Prefix), byte_size(Line) - byte_size(Prefix)),
+            try binary_to_integer(V) catch error:badarg -> binary_to_float(V) end;
+        [] ->
+            undefined
+    end.
