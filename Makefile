@@ -40,7 +40,7 @@ PEER_NAME := a$(if $(findstring @,$(NAME)),@$(lastword $(subst @, ,$(NAME))))
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all c deps run test check analyze unit tsan ct bench clean erl fuzz fuzz-check docs
+.PHONY: all c deps run test check analyze unit tsan ct bench clean erl erl-check fuzz fuzz-check docs
 
 all: c erl
 
@@ -107,6 +107,13 @@ build/tsan/%: test/tsan/%.c $(TSAN_SRC) $(HDR)
 
 tsan: $(TSAN_PROGS)
 	@for p in $(TSAN_PROGS); do TSAN_OPTIONS=halt_on_error=1 $$p || exit 1; done
+
+# The Erlang side's static checks: xref (calls to functions that do not
+# exist, unused locals, deprecated calls) and dialyzer (its first run
+# builds a PLT of OTP, about a minute), each failing on any warning.
+erl-check: erl
+	rebar3 xref
+	rebar3 dialyzer
 
 # common_test suites against real OTP nodes.
 ct: all
@@ -210,7 +217,7 @@ test: deps
 	$(MAKE) analyze
 	$(MAKE) -j2 $(TSAN_PROGS) $(FUZZ_PROGS) all build/asan/unit
 	$(MAKE) tsan
-	$(MAKE) fuzz-check
+	$(MAKE) -j2 fuzz-check erl-check
 	$(MAKE) docs
 	scripts/run-tests.sh
 

@@ -15,6 +15,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(sn_test, [await/1, call/3]).
+
 -import(shardnode_ct, [members/1, pause/1, resume/1, member_status/2]).
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
@@ -677,9 +679,6 @@ try_call(Node, Id, Msg) ->
         exit:_ -> error
     end.
 
-call(Node, Id, Msg) ->
-    gen_server:call({counter, Node}, {Id, Msg}, 10000).
-
 %% Integers whose shards, phash2(I, 30), cover all 30 shards.
 ids_covering_all_shards() ->
     cover(0, #{}, []).
@@ -706,8 +705,3 @@ shard_count(Node, Type) ->
 await_members(At, Expected) ->
     await(fun() -> lists:all(fun(N) -> members(N) =:= Expected end, At) end).
 
-await(Fun) ->
-    case shardnode_poll:until(Fun, 15000) of
-        ok -> ok;
-        timeout -> ct:fail(condition_not_reached)
-    end.

@@ -109,5 +109,4 @@ up(Nodes, Asked) ->
         _ -> false
     end.
 
-await(Fun) ->
-    ok = shardnode_poll:until(Fun, 20000).
+await(Fun) -> sn_test:await(Fun, 20000).

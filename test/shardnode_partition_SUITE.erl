@@ -391,8 +391,5 @@ all_answer(Nodes) ->
                           andalso is_integer(catch gen_server:call({boss, N}, get, 1000))
               end, Nodes).
 
-await(Fun) ->
-    case shardnode_poll:until(Fun, 30000) of
-        ok -> ok;
-        timeout -> ct:fail(condition_not_reached)
-    end.
+await(Fun) -> sn_test:await(Fun, 30000).
+

@@ -9,6 +9,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(sn_test, [call/3, start_incrementer/3, acked/1, stop_incrementer/1]).
+
 -import(shardnode_ct, [pause/1, resume/1]).
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
@@ -115,14 +117,12 @@ a_killed_member_loses_no_acknowledged_increment(Config) ->
     %% Shards are allocated on first use: these spread them over all three.
     [_ = call(A, I, get) || I <- lists:seq(1, 200)],
     await(fun() -> shard_count(C) > 0 end),
-    Self = self(),
-    Clients = [spawn(fun() -> incrementer(Self, X, [K * 1000 + I || I <- lists:seq(1, 40)], #{}) end)
-               || {K, X} <- [{1, A}, {2, B}]],
+    Clients = [start_incrementer(X, [K * 1000 + I || I <- lists:seq(1, 40)], continue) || {K, X} <- [{1, A}, {2, B}]],
     await(fun() -> lists:all(fun(Cl) -> acked(Cl) > 300 end, Clients) end),
     ok = shardnode:kill_node(C),
     await(fun() -> members(A) =:= lists:sort([A, B]) andalso shard_count(A) + shard_count(B) =:= ?SHARDS end),
     timer:sleep(500),
-    Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_client(Cl)) end, #{}, Clients),
+    Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_incrementer(Cl)) end, #{}, Clients),
     Lost = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(A, Id, get)], Got < V],
     ct:log("~b counters, ~b acknowledged increments", [maps:size(Acked), lists:sum(maps:values(Acked))]),
     ?assertEqual([], Lost).
@@ -132,15 +132,14 @@ a_killed_member_loses_no_acknowledged_increment(Config) ->
 %% or applied twice; once the server is back, the node goes on by itself.
 the_database_away_for_3_s_loses_nothing(Config) ->
     {[N], _} = shardnode_ct:start_nodes(Config, [opts(Config, "pg")]),
-    Self = self(),
-    Client = spawn(fun() -> incrementer(Self, N, lists:seq(1, 20), #{}) end),
+    Client = start_incrementer(N, lists:seq(1, 20), continue),
     await(fun() -> acked(Client) > 100 end),
     {0, _} = sh(script() ++ " pause " ++ ?config(pg_dir, Config)),
     timer:sleep(3000),
     {0, _} = sh(script() ++ " resume " ++ ?config(pg_dir, Config)),
     Before = acked(Client),
     await(fun() -> acked(Client) > Before + 100 end),
-    Acked = stop_client(Client),
+    Acked = stop_incrementer(Client),
     Wrong = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(N, Id, get)], Got < V],
     ?assertEqual([], Wrong).
 
@@ -289,37 +288,6 @@ opts(Config, Prefix, Port) ->
                   postgres_conninfo => lists:flatten(Conninfo),
                   data_dir => filename:join(?config(priv_dir, Config), Name)}}.
 
-%% Increments its counters round robin, keeping each acknowledged value;
-%% an {error, store_unavailable} is neither. Answers {acked, Count} and,
-%% asked to stop, {final, Map}.
-incrementer(Parent, N, Ids, Acks) ->
-    receive
-        {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))},
-                         incrementer(Parent, N, Ids, Acks);
-        {stop, From} -> From ! {final, self(), Acks}
-    after 0 ->
-        [Id | Rest] = Ids,
-        case catch gen_server:call({counter, N}, {Id, incr}, 10000) of
-            V when is_integer(V) ->
-                Prev = maps:get(Id, Acks, 0),
-                V > Prev orelse exit({went_back, Id, Prev, V}),
-                incrementer(Parent, N, Rest ++ [Id], Acks#{Id => V});
-            _ ->
-                incrementer(Parent, N, Rest ++ [Id], Acks)
-        end
-    end.
-
-acked(C) ->
-    C ! {acked, self()},
-    receive {acked, C, K} -> K after 15000 -> ct:fail(client_silent) end.
-
-stop_client(C) ->
-    C ! {stop, self()},
-    receive {final, C, Acks} -> Acks after 15000 -> ct:fail(client_did_not_finish) end.
-
-call(Node, Id, Msg) ->
-    gen_server:call({counter, Node}, {Id, Msg}, 10000).
-
 %% A call that may find its shard moving: {ok, Reply} or error.
 try_call(Node, Id, Msg) ->
     try gen_server:call({counter, Node}, {Id, Msg}, 1000) of
@@ -412,11 +380,7 @@ members(Node) ->
         _ -> error
     end.
 
-await(Fun) ->
-    case shardnode_poll:until(Fun, 20000) of
-        ok -> ok;
-        timeout -> ct:fail(condition_not_reached)
-    end.
+await(Fun) -> sn_test:await(Fun, 20000).
 
 %% scripts/pg-server.sh of the checkout: the first directory above this
 %% module (or the working directory) that holds it.

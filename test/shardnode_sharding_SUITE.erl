@@ -10,6 +10,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(sn_test, [call/4]).
+
 -export([all/0, groups/0, suite/0,
          init_per_suite/1, end_per_suite/1,
          init_per_group/2, end_per_group/2,
@@ -428,9 +430,6 @@ plugin_entity_type(Config) ->
 %%====================================================================
 %% Helpers
 %%====================================================================
-
-call(C, Type, Id, Msg) ->
-    gen_server:call({Type, C}, {Id, Msg}, 10000).
 
 receive_reply(Type, Id) ->
     receive {Type, Id, _} = Reply -> Reply

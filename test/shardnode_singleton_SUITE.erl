@@ -8,6 +8,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(sn_test, [await/1]).
+
 -import(shardnode_ct, [members/1, member_status/2]).
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1,
@@ -222,8 +224,3 @@ collect(Count, Deadline) ->
 
 
 
-await(Fun) ->
-    case shardnode_poll:until(Fun, 15000) of
-        ok -> ok;
-        timeout -> ct:fail(condition_not_reached)
-    end.

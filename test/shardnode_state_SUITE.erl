@@ -11,6 +11,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(sn_test, [await/1, call/3]).
+
 -import(shardnode_ct, [members/1]).
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
@@ -198,9 +200,6 @@ opts() ->
                   rebalance_interval_ms => 300, retry_interval_ms => 500, failure_timeout_ms => 1000,
                   stable_after_ms => 1000}}.
 
-call(Node, Id, Msg) ->
-    gen_server:call({counter, Node}, {Id, Msg}, 10000).
-
 %% Integers whose shards, phash2(I, 30), cover all 30 shards.
 ids_covering_all_shards() ->
     cover(0, #{}, []).
@@ -231,8 +230,3 @@ balanced(Counts) ->
 await_members(At, Expected) ->
     await(fun() -> lists:all(fun(N) -> members(N) =:= Expected end, At) end).
 
-await(Fun) ->
-    case shardnode_poll:until(Fun, 15000) of
-        ok -> ok;
-        timeout -> ct:fail(condition_not_reached)
-    end.

@@ -11,6 +11,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(sn_test, [await/1, call/3, start_incrementer/3, acked/1, stop_incrementer/1]).
+
 -import(shardnode_ct, [members/1]).
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
@@ -86,13 +88,11 @@ kill_9_loses_no_acknowledged_increment(Config) ->
     Name = shardnode_ct:unique_name("store"),
     Opts = opts(Config, Name),
     {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
-    Self = self(),
-    Clients = [spawn(fun() -> incrementer(Self, N, [C * 1000 + K || K <- lists:seq(1, 50)], #{}) end)
-               || C <- lists:seq(1, 4)],
+    Clients = [start_incrementer(N, [C * 1000 + K || K <- lists:seq(1, 50)], stop) || C <- lists:seq(1, 4)],
     await(fun() -> lists:all(fun(C) -> acked(C) > 1000 end, Clients) end),
     ok = shardnode:kill_node(N),
     %% Each client has counters of its own.
-    Acked = lists:foldl(fun(C, Acc) -> maps:merge(Acc, final_acks(C)) end, #{}, Clients),
+    Acked = lists:foldl(fun(C, Acc) -> maps:merge(Acc, stop_incrementer(C)) end, #{}, Clients),
     ?assert(maps:size(Acked) >= 150),
     {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
     Lost = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(N, Id, get)], Got < V orelse Got > V + 1],
@@ -279,37 +279,6 @@ opts(Config, Name) ->
 
 %% Increments its counters round robin; each acknowledged value is kept.
 %% Answers {acked, Count} and, once the node is gone, {final, Map}.
-incrementer(Client, N, Ids, Acks) ->
-    receive
-        {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))},
-                         incrementer(Client, N, Ids, Acks);
-        {final, From} -> From ! {final, self(), Acks}
-    after 0 ->
-        [Id | Rest] = Ids,
-        try gen_server:call({counter, N}, {Id, incr}, 2000) of
-            V when is_integer(V) -> incrementer(Client, N, Rest ++ [Id], Acks#{Id => V})
-        catch
-            exit:_ -> finished(Acks)
-        end
-    end.
-
-finished(Acks) ->
-    receive
-        {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))}, finished(Acks);
-        {final, From} -> From ! {final, self(), Acks}
-    end.
-
-acked(C) ->
-    C ! {acked, self()},
-    receive {acked, C, K} -> K after 5000 -> 0 end.
-
-final_acks(C) ->
-    C ! {final, self()},
-    receive {final, C, Acks} -> Acks after 10000 -> ct:fail(client_did_not_finish) end.
-
-call(Node, Id, Msg) ->
-    gen_server:call({counter, Node}, {Id, Msg}, 10000).
-
 live(Node, Type) ->
     {ok, State} = gen_server:call({Type, Node}, get_shard_region_state),
     lists:append(maps:values(State)).
@@ -329,8 +298,3 @@ balanced(Counts) ->
 await_members(At, Expected) ->
     await(fun() -> lists:all(fun(X) -> members(X) =:= Expected end, At) end).
 
-await(Fun) ->
-    case shardnode_poll:until(Fun, 15000) of
-        ok -> ok;
-        timeout -> ct:fail(condition_not_reached)
-    end.

@@ -1,0 +1,105 @@
+%% Helpers every common_test suite of this repository shares: waiting for a
+%% condition with a deadline, calling a counter, and a client that
+%% increments counters and checks, on every answer, that acknowledged
+%% values only go up.
+%%
+%% A suite imports what it uses:
+%%
+%%   -import(sn_test, [await/1, call/3]).
+%%
+%% (shardnode_ct, in the wrapper, holds the helpers a user's suites need
+%% too: starting and stopping nodes and peers, metrics pages.)
+-module(sn_test).
+
+-include_lib("common_test/include/ct.hrl").
+
+-export([await/1, await/2, call/3, call/4,
+         start_incrementer/3, acked/1, stop_incrementer/1]).
+
+-define(AWAIT_MS, 15000).
+-define(CALL_MS, 10000).
+
+%% Polls Fun (a fun() -> boolean()) until it returns true; fails the test
+%% when it has not within 15 s.
+-spec await(fun(() -> boolean())) -> ok.
+await(Fun) -> await(Fun, ?AWAIT_MS).
+
+%% The same within TimeoutMs.
+-spec await(fun(() -> boolean()), non_neg_integer()) -> ok.
+await(Fun, TimeoutMs) ->
+    case shardnode_poll:until(Fun, TimeoutMs) of
+        ok -> ok;
+        timeout -> ct:fail({condition_not_reached, TimeoutMs})
+    end.
+
+%% gen_server:call to the counter entity Id on Node, within 10 s.
+-spec call(node(), term(), term()) -> term().
+call(Node, Id, Msg) -> call(Node, counter, Id, Msg).
+
+%% gen_server:call to the entity Id of Type on Node, within 10 s.
+-spec call(node(), atom(), term(), term()) -> term().
+call(Node, Type, Id, Msg) ->
+    gen_server:call({Type, Node}, {Id, Msg}, ?CALL_MS).
+
+%% Starts a client (linked to the caller) that increments the counters
+%% Ids on Node round robin, one call out at a time, keeping each counter's
+%% last acknowledged value. Every acknowledged value must be greater than
+%% the one before it: a value that goes back is recorded, and
+%% stop_incrementer/1 fails the test with it. A call that fails
+%% ({error, _} as a reply, or an exit) acknowledges nothing; OnFailure says
+%% what comes next: `continue' (the node is expected back, or the failure
+%% to pass) or `stop' (the node is gone: increment no more).
+-spec start_incrementer(node(), [term()], continue | stop) -> pid().
+start_incrementer(Node, Ids, OnFailure) when OnFailure =:= continue; OnFailure =:= stop ->
+    spawn_link(fun() -> incrementer(Node, Ids, OnFailure, #{}, []) end).
+
+%% The increments a client has had acknowledged so far; fails the test if
+%% it does not answer within 15 s.
+-spec acked(pid()) -> non_neg_integer().
+acked(Client) ->
+    Client ! {acked, self()},
+    receive {acked, Client, K} -> K
+    after ?AWAIT_MS -> ct:fail({client_silent, Client})
+    end.
+
+%% Stops a client and returns its last acknowledged value per counter;
+%% fails the test if a value ever went back, or if it does not answer.
+-spec stop_incrementer(pid()) -> #{term() => integer()}.
+stop_incrementer(Client) ->
+    Client ! {stop, self()},
+    receive
+        {final, Client, Acks, []} -> Acks;
+        {final, Client, _, Back} -> ct:fail({acknowledged_values_went_back, lists:reverse(Back)})
+    after ?AWAIT_MS -> ct:fail({client_did_not_finish, Client})
+    end.
+
+incrementer(Node, Ids, OnFailure, Acks, Back) ->
+    receive
+        {acked, From} ->
+            From ! {acked, self(), lists:sum(maps:values(Acks))},
+            incrementer(Node, Ids, OnFailure, Acks, Back);
+        {stop, From} ->
+            From ! {final, self(), Acks, Back}
+    after 0 ->
+        [Id | Rest] = Ids,
+        case catch gen_server:call({counter, Node}, {Id, incr}, ?CALL_MS) of
+            V when is_integer(V) ->
+                Prev = maps:get(Id, Acks, 0),
+                Back1 = case V > Prev of
+                            true -> Back;
+                            false -> [{Id, Prev, V} | Back]
+                        end,
+                incrementer(Node, Rest ++ [Id], OnFailure, Acks#{Id => max(V, Prev)}, Back1);
+            _ when OnFailure =:= continue ->
+                incrementer(Node, Rest ++ [Id], OnFailure, Acks, Back);
+            _ ->
+                stopped(Acks, Back)
+        end
+    end.
+
+%% A client that stopped incrementing still answers.
+stopped(Acks, Back) ->
+    receive
+        {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))}, stopped(Acks, Back);
+        {stop, From} -> From ! {final, self(), Acks, Back}
+    end.
