@@ -1,0 +1,124 @@
+/*
+ * dist_node_internal.h — what the files of the node (dist_node.h) share:
+ * its struct and the functions one calls in another. Calls run one way:
+ *
+ *   dist_node.c          start and stop, listening, ticks, the idle flush,
+ *                        procs, listeners
+ *     -> dist_node_routing.c   incoming control messages to procs
+ *     -> dist_node_send.c      outgoing control messages and messages
+ *     -> dist_node_conns.c     the connection table and the connections'
+ *                              hooks (arbitration, up, closed)
+ *
+ * each file calling only those below it. Nobody else includes this.
+ */
+#ifndef SN_DIST_NODE_INTERNAL_H
+#define SN_DIST_NODE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "base/scratch.h"
+#include "distribution/dist_conn.h"
+#include "distribution/dist_node.h"
+#include "distribution/peer_backoff.h"
+#include "distribution/proc.h"
+
+/* A message to one of our own pids, delivered from the loop, not re-entrantly. */
+struct local_msg {
+	erlang_pid to;
+	erlang_pid from; /* as REG_SEND carries it; valid if has_from */
+	bool has_from;
+	size_t len;
+	struct local_msg *next;
+	char term[]; /* without version byte */
+};
+
+struct dist_node {
+	struct dist_settings settings; /* shared by every connection */
+	struct dist_conn_hooks hooks;
+	char name[NODE_NAME_BUF];
+	char cookie[1024];
+	int listen_fd;
+	uint16_t port;
+	int epmd_fd;
+	uint32_t ticktime_ms;
+	uint32_t max_connections;
+	struct evloop_timer tick_timer;
+	struct dist_conn *conns; /* live connections */
+	uint32_t nconns;
+	struct dist_conn *dead;  /* closed, freed before the loop sleeps */
+	struct proc_table procs;
+	struct local_msg *local_head, *local_tail;
+	struct dist_node_stats stats;
+	/* Reused encode buffers, one per nesting level (scratch.h):
+	 * dist_node_reply encodes {Tag, Reply} into reply_buf; the control
+	 * tuples of exit signals and acknowledgements go into ctl_buf. SEND
+	 * and REG_SEND write theirs on the stack (dist_ctl.h). */
+	struct scratch reply_buf;
+	struct scratch ctl_buf;
+	struct nodedown_listener {
+		nodedown_fn fn;
+		void *arg;
+	} *nodedown;                     /* grown as listeners are added */
+	size_t nnodedown, nodedown_cap;
+	flushed_fn flushed;              /* dist_node_set_flushed; NULL: none */
+	void *flushed_arg;
+	struct peer_backoff unreachable; /* peers our attempts failed to reach */
+};
+
+/* ---- dist_node_conns.c ---- */
+
+/* The connection to `peer` other than `except`: an up one if there is one,
+ * else one still setting up; NULL if none. */
+struct dist_conn *dist_node_find_conn(struct dist_node *n, const char *peer, const struct dist_conn *except);
+
+/* Adds a connection (allocated by the caller, set up by dist_conn_accept or
+ * _connect) to the table; the table frees it once closed. */
+void dist_node_link_conn(struct dist_node *n, struct dist_conn *c);
+
+/* The connections' hooks (dist_conn.h), the node as their owner. */
+enum conn_arbitration dist_node_hook_arbitrate(void *owner, struct dist_conn *in);
+void dist_node_hook_replace(void *owner, struct dist_conn *in);
+void dist_node_hook_up(void *owner, struct dist_conn *c);
+void dist_node_hook_closed(void *owner, struct dist_conn *c, const char *why);
+
+/* Frees the connections closed since the last call. */
+void dist_node_free_dead(struct dist_node *n);
+
+/* ---- dist_node_send.c ---- */
+
+/* Sends the control tuple ctl (with version byte) with an optional message
+ * (msg NULL) to `peer`, opening a connection if none exists. Returns 0,
+ * -EINVAL (our own name), -EHOSTUNREACH (backing off from it), -ENOMEM,
+ * or as dist_conn_send. */
+int dist_node_send_to_node(struct dist_node *n, const char *peer, const char *ctl, size_t ctl_len,
+			   const char *msg, size_t msg_len);
+
+/* Starts a control tuple {Op, ...} (with version byte) in the node's
+ * control-tuple scratch, or in `spare` while that is taken. Returns the
+ * buffer, to be given back with scratch_put(&n->ctl_buf, x), or NULL when
+ * out of memory. */
+ei_x_buff *dist_node_begin_ctl(struct dist_node *n, ei_x_buff *spare, int arity, long op);
+
+/* MONITOR_P_EXIT {21, Watched, WatcherPid, Ref, Reason} to the watcher. */
+void dist_node_send_monitor_exit(struct dist_node *n, const char *watched, size_t watched_len,
+				 const erlang_pid *watcher, const char *ref, size_t ref_len, const char *reason);
+
+/* EXIT {3, FromPid, ToPid, Reason}. */
+void dist_node_send_exit(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *reason);
+
+/* ---- dist_node_routing.c ---- */
+
+/* Hands a message to a proc's handler; `via` is the peer it came from (our
+ * own name for a local one). */
+void dist_node_deliver(struct proc *p, const char *via, const erlang_pid *from, const char *term, size_t len);
+
+/* The connections' packet and oversized hooks (dist_conn.h). */
+void dist_node_hook_packet(void *owner, struct dist_conn *c, const struct dist_msg *m);
+void dist_node_hook_oversized(void *owner, struct dist_conn *c, const uint8_t *head, size_t head_len,
+			      size_t total);
+
+#endif

@@ -1,0 +1,182 @@
+/* dist_node_send.c — what the node sends: messages to pids and names (to
+ * our own procs from the loop, to others over their connection, opened if
+ * need be), replies to calls (to the alias where the caller's node takes
+ * one), and the control messages of monitors and links (dist_node.h,
+ * dist_node_internal.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distribution/dist_ctl.h"
+#include "distribution/dist_node_internal.h"
+#include "distribution/gen_call.h"
+#include "etf/term.h"
+
+/* Sends the control tuple ctl (with version byte) with an optional message
+ * to `peer`, opening a connection if none exists. */
+int dist_node_send_to_node(struct dist_node *n, const char *peer, const char *ctl, size_t ctl_len, const char *msg,
+			size_t msg_len)
+{
+	struct dist_conn *c = dist_node_find_conn(n, peer, NULL);
+	if (c == NULL) {
+		if (strcmp(peer, n->name) == 0)
+			return -EINVAL;
+		if (!peer_backoff_may_try(&n->unreachable, peer, evloop_now_ms(n->settings.loop))) {
+			/* It failed a moment ago: no new attempt (and log line)
+			 * per message. Dropped, as the attempt would have. */
+			peer_backoff_dropped(&n->unreachable, peer, 1);
+			n->stats.undeliverable++;
+			return -EHOSTUNREACH;
+		}
+		c = malloc(sizeof *c);
+		if (c == NULL)
+			return -ENOMEM;
+		int rc = dist_conn_connect(c, &n->settings, &n->hooks, peer);
+		if (rc) {
+			log_warn(n->settings.log, "cannot connect to %s: %s", peer,
+				 rc == -EINVAL ? "bad node name" : strerror(-rc));
+			dist_conn_free(c);
+			free(c);
+			return rc;
+		}
+		dist_node_link_conn(n, c);
+	}
+	return dist_conn_send(c, ctl, ctl_len, msg, msg_len);
+}
+
+/* Starts a control tuple {Op, ...} (with version byte) in the node's
+ * control-tuple scratch, or in `spare` while that is taken. Returns the
+ * buffer, to be given back with scratch_put(&n->ctl_buf, x), or NULL when
+ * out of memory. */
+ei_x_buff *dist_node_begin_ctl(struct dist_node *n, ei_x_buff *spare, int arity, long op)
+{
+	ei_x_buff *x = scratch_get(&n->ctl_buf, spare);
+	if (x == NULL)
+		return NULL;
+	if (ei_x_encode_version(x) < 0 || ei_x_encode_tuple_header(x, arity) < 0 || ei_x_encode_long(x, op) < 0) {
+		scratch_put(&n->ctl_buf, x);
+		return NULL;
+	}
+	return x;
+}
+
+static bool is_local(const struct dist_node *n, const erlang_pid *pid)
+{
+	return strcmp(pid->node, n->name) == 0;
+}
+
+static int queue_local(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *term,
+		       size_t len)
+{
+	struct local_msg *m = malloc(sizeof *m + len);
+	if (m == NULL)
+		return -ENOMEM;
+	m->to = *to;
+	m->has_from = from != NULL;
+	if (from != NULL)
+		m->from = *from;
+	m->len = len;
+	m->next = NULL;
+	memcpy(m->term, term, len);
+	if (n->local_tail)
+		n->local_tail->next = m;
+	else
+		n->local_head = m;
+	n->local_tail = m;
+	return 0;
+}
+
+int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len)
+{
+	if (len < 1)
+		return -EINVAL;
+	if (is_local(n, to))
+		return queue_local(n, NULL, to, msg + 1, len - 1);
+	char ctl[DIST_CTL_MAX];
+	int ctl_len = dist_ctl_send(ctl, to);
+	if (ctl_len < 0)
+		return -EINVAL;
+	return dist_node_send_to_node(n, to->node, ctl, (size_t)ctl_len, msg, len);
+}
+
+int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,
+		       const char *to_node, const char *msg, size_t len)
+{
+	if (strcmp(to_node, n->name) == 0) {
+		struct proc *p = proc_by_name(&n->procs, to_name);
+		if (p == NULL || len < 1)
+			return -ESRCH;
+		return queue_local(n, from, &p->pid, msg + 1, len - 1);
+	}
+	char ctl[DIST_CTL_MAX];
+	int ctl_len = dist_ctl_reg_send(ctl, from, to_name);
+	if (ctl_len < 0)
+		return -EINVAL;
+	return dist_node_send_to_node(n, to_node, ctl, (size_t)ctl_len, msg, len);
+}
+
+int dist_node_reply(struct dist_node *n, const erlang_pid *from, const struct gen_call *call, const char *reply,
+		    size_t reply_len)
+{
+	return dist_node_reply_to(n, from, &call->from, call->tag, call->tag_len, reply, reply_len);
+}
+
+/* Sends a reply to the alias in its tag if the caller's node takes alias
+ * sends (it has a connection up with DFLAG_ALIAS): 0 or -errno once sent
+ * that way, 1 if it is for the plain path. */
+static int send_to_alias(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
+			 size_t tag_len, const char *msg, size_t len)
+{
+	const char *ref;
+	size_t ref_len;
+	if (is_local(n, to) || !gen_call_tag_alias(tag, tag_len, &ref, &ref_len))
+		return 1;
+	struct dist_conn *c = dist_node_find_conn(n, to->node, NULL);
+	if (c == NULL || c->state != CONN_UP || !(c->peer_flags & DFLAG_ALIAS))
+		return 1;
+	char ctl[DIST_CTL_ALIAS_MAX];
+	int ctl_len = dist_ctl_alias_send(ctl, from, ref, ref_len);
+	if (ctl_len < 0)
+		return 1;
+	return dist_conn_send(c, ctl, (size_t)ctl_len, msg, len);
+}
+
+int dist_node_reply_to(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
+		       size_t tag_len, const char *reply, size_t reply_len)
+{
+	ei_x_buff spare, *x = scratch_get(&n->reply_buf, &spare);
+	if (x == NULL)
+		return -ENOMEM;
+	int rc = gen_call_encode_reply_tag(x, tag, tag_len, reply, reply_len);
+	if (rc == 0)
+		rc = send_to_alias(n, from, to, tag, tag_len, x->buff, (size_t)x->index);
+	if (rc == 1)
+		rc = dist_node_send(n, to, x->buff, (size_t)x->index);
+	scratch_put(&n->reply_buf, x);
+	return rc;
+}
+
+/* MONITOR_P_EXIT {21, Watched, WatcherPid, Ref, Reason}. */
+void dist_node_send_monitor_exit(struct dist_node *n, const char *watched, size_t watched_len,
+			      const erlang_pid *watcher, const char *ref, size_t ref_len, const char *reason)
+{
+	ei_x_buff spare, *ctl = dist_node_begin_ctl(n, &spare, 5, DOP_MONITOR_P_EXIT);
+	if (ctl == NULL)
+		return;
+	if (term_x_append_raw(ctl, watched, watched_len) == 0 && ei_x_encode_pid(ctl, watcher) == 0 &&
+	    term_x_append_raw(ctl, ref, ref_len) == 0 && ei_x_encode_atom(ctl, reason) == 0)
+		dist_node_send_to_node(n, watcher->node, ctl->buff, (size_t)ctl->index, NULL, 0);
+	scratch_put(&n->ctl_buf, ctl);
+}
+
+/* EXIT {3, FromPid, ToPid, Reason}. */
+void dist_node_send_exit(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *reason)
+{
+	ei_x_buff spare, *ctl = dist_node_begin_ctl(n, &spare, 4, DOP_EXIT);
+	if (ctl == NULL)
+		return;
+	if (ei_x_encode_pid(ctl, from) == 0 && ei_x_encode_pid(ctl, to) == 0 && ei_x_encode_atom(ctl, reason) == 0)
+		dist_node_send_to_node(n, to->node, ctl->buff, (size_t)ctl->index, NULL, 0);
+	scratch_put(&n->ctl_buf, ctl);
+}
+
