@@ -25,19 +25,7 @@
 #include "etf/entity_id.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
-
-static int read_exact(void *dst, size_t n)
-{
-	return fread(dst, 1, n, stdin) == n ? 0 : -1;
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
+#include "port_driver.h"
 
 static int answer(const char *buf, size_t len, ei_x_buff *out)
 {
