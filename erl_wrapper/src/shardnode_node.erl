@@ -34,8 +34,19 @@
 %% When the server itself is stopped (the application stops, the supervisor
 %% shuts down), the C node gets a SIGTERM and, if it lingers, a SIGKILL: no
 %% OS process outlives its server.
+%%
+%% It is a `gen_statem' whose states are the node's life:
+%% <pre>
+%% starting --answers--> ready --stop/2--> stopping --grace over--> killing
+%%    |                    \________________kill/1________________/
+%%    +--ready timeout--> failing (SIGKILLed)
+%% any --the OS process exits--> {exited, Status, Phase}: the port drains
+%%                               its last output, then the server stops
+%% </pre>
+%% Each state's timer (the ready deadline, the stop grace, the drain) is a
+%% state timeout: leaving the state cancels it.
 -module(shardnode_node).
--behaviour(gen_server).
+-behaviour(gen_statem).
 
 %% API
 -export([command/1,
@@ -47,8 +58,8 @@
          output/1,
          registered/1]).
 
-%% gen_server callbacks
--export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+%% gen_statem callbacks
+-export([init/1, callback_mode/0, handle_event/4, terminate/3]).
 %% the parser of the node's log records, for the suites
 -export([parse_record/1]).
 
@@ -78,22 +89,21 @@
 
 -type phase() :: starting | ready | stopping | killing | failing.
 
--record(state,
+%% The state: a phase, or the OS process gone with its status and the
+%% phase it was in, while the port drains what it wrote last.
+-type state() :: phase() | {exited, non_neg_integer(), phase()}.
+
+-record(data,
         {node :: node(),
          command :: command(),
          port :: port() | undefined,
          os_pid :: non_neg_integer(),
-         phase = starting :: phase(),
          %% callers of await_ready/1 while starting
-         waiters = [] :: [gen_server:from()],
+         waiters = [] :: [gen_statem:from()],
          %% callers of stop/2 and kill/1
-         stoppers = [] :: [gen_server:from()],
+         stoppers = [] :: [gen_statem:from()],
          poller :: {pid(), reference()} | undefined,
-         ready_timer :: reference() | undefined,
-         stop_timer :: reference() | undefined,
          sigkilled = false :: boolean(),
-         %% set once the OS process has exited; the port then drains
-         exit_status :: non_neg_integer() | undefined,
          lines = queue:new() :: queue:queue(binary()),
          nlines = 0 :: non_neg_integer(),
          partial = [] :: iodata()}).
@@ -112,7 +122,7 @@ command(Opts) ->
 %% @private
 -spec start_link(command()) -> {ok, pid()} | {error, term()}.
 start_link(Command) ->
-    gen_server:start_link(?MODULE, Command, []).
+    gen_statem:start_link(?MODULE, Command, []).
 
 %% @doc Waits until the node answers: `{ok, Node}'. When the OS process exits
 %% first: `{error, {exited, ExitStatus, LastLines}}'; when the ready timeout
@@ -168,11 +178,15 @@ output(Pid) ->
     end.
 
 %%====================================================================
-%% gen_server callbacks
+%% gen_statem callbacks
 %%====================================================================
 
 %% @private
--spec init(command()) -> {ok, #state{}} | {stop, term()}.
+-spec callback_mode() -> gen_statem:callback_mode_result().
+callback_mode() -> handle_event_function.
+
+%% @private
+-spec init(command()) -> gen_statem:init_result(state()).
 init(#{node := Node, executable := Exe, args := Args,
        ready_timeout := ReadyTimeout} = Command) ->
     process_flag(trap_exit, true),
@@ -184,122 +198,109 @@ init(#{node := Node, executable := Exe, args := Args,
             {os_pid, OsPid} = erlang:port_info(Port, os_pid),
             logger:info("shardnode ~ts: started as OS process ~b: ~ts ~ts",
                         [Node, OsPid, Exe, lists:join(" ", shardnode_args:redact(Args))]),
-            State = #state{node = Node, command = Command, port = Port, os_pid = OsPid},
-            Timer = erlang:start_timer(ReadyTimeout, self(), ready_timeout),
-            {ok, start_poller(State#state{ready_timer = Timer})}
+            D = #data{node = Node, command = Command, port = Port, os_pid = OsPid},
+            {ok, starting, start_poller(D), [{state_timeout, ReadyTimeout, ready_timeout}]}
     catch
         error:Reason ->
             {stop, {open_port, Exe, Reason}}
     end.
 
 %% @private
--spec handle_call(term(), gen_server:from(), #state{}) ->
-          {reply, term(), #state{}} | {noreply, #state{}}.
-handle_call(await_ready, _From, #state{phase = ready, node = Node} = S) ->
-    {reply, {ok, Node}, S};
-handle_call(await_ready, From, #state{waiters = Waiters} = S) ->
-    {noreply, S#state{waiters = [From | Waiters]}};
-handle_call(Req, From, #state{exit_status = Status} = S)
-  when Status =/= undefined, (Req =:= kill orelse element(1, Req) =:= stop) ->
-    %% exited already; the port is draining: answer when it is done
-    {noreply, S#state{stoppers = [From | S#state.stoppers]}};
-handle_call({stop, GraceMs}, From, #state{phase = Phase} = S)
-  when Phase =:= starting; Phase =:= ready ->
-    logger:info("shardnode ~ts: stopping (SIGTERM)", [S#state.node]),
-    signal(S, "TERM"),
-    Timer = erlang:start_timer(GraceMs, self(), stop_timeout),
-    {noreply, stop_poller(S#state{phase = stopping, stop_timer = Timer,
-                                  stoppers = [From | S#state.stoppers]})};
-handle_call(kill, From, #state{phase = Phase} = S) when Phase =/= killing ->
-    logger:info("shardnode ~ts: killing (SIGKILL)", [S#state.node]),
-    signal(S, "KILL"),
-    {noreply, stop_poller(S#state{phase = killing, sigkilled = true,
-                                  stoppers = [From | S#state.stoppers]})};
-handle_call({stop, _}, From, S) ->
-    %% already on its way out: answer when the process has exited
-    {noreply, S#state{stoppers = [From | S#state.stoppers]}};
-handle_call(kill, From, S) ->
-    {noreply, S#state{stoppers = [From | S#state.stoppers]}};
-handle_call(info, _From, #state{node = Node, os_pid = OsPid, phase = Phase,
-                                command = #{check := Check}} = S) ->
-    {reply, #{node => Node, os_pid => OsPid, phase => Phase,
-              pingable => Check =:= ping}, S};
-handle_call(output, _From, S) ->
-    {reply, lines(S), S};
-handle_call(Req, _From, S) ->
-    {reply, {error, {bad_request, Req}}, S}.
-
-%% @private
--spec handle_cast(term(), #state{}) -> {noreply, #state{}}.
-handle_cast(_Msg, S) ->
-    {noreply, S}.
-
-%% @private
--spec handle_info(term(), #state{}) -> {noreply, #state{}} | {stop, normal, #state{}}.
-handle_info({Port, {data, {eol, Line}}}, #state{port = Port, partial = Partial} = S) ->
-    {noreply, add_line(iolist_to_binary([Partial, Line]), S#state{partial = []})};
-handle_info({Port, {data, {noeol, Part}}}, #state{port = Port, partial = Partial} = S) ->
-    {noreply, S#state{partial = [Partial, Part]}};
-handle_info({Port, {exit_status, Status}}, #state{port = Port} = S) ->
+-spec handle_event(gen_statem:event_type(), term(), state(), #data{}) ->
+          gen_statem:event_handler_result(state()).
+%% The port, in any state: its output, the process's exit, the drain.
+handle_event(info, {Port, {data, {eol, Line}}}, _, #data{port = Port, partial = Partial} = D) ->
+    {keep_state, add_line(iolist_to_binary([Partial, Line]), D#data{partial = []})};
+handle_event(info, {Port, {data, {noeol, Part}}}, _, #data{port = Port, partial = Partial} = D) ->
+    {keep_state, D#data{partial = [Partial, Part]}};
+handle_event(info, {Port, {exit_status, Status}}, Phase, #data{port = Port} = D) when is_atom(Phase) ->
     %% Output written just before the exit may still be on its way, after
     %% this message: wait for the port to close.
-    _ = erlang:start_timer(?DRAIN_TIMEOUT, self(), drained),
-    {noreply, cancel_timers(stop_poller(S#state{exit_status = Status}))};
-handle_info({'EXIT', Port, _Reason}, #state{port = Port, exit_status = Status} = S)
-  when Status =/= undefined ->
-    exited(Status, flush_partial(S#state{port = undefined}));
-handle_info({timeout, _, drained}, #state{port = Port, exit_status = Status} = S)
-  when Status =/= undefined ->
+    {next_state, {exited, Status, Phase}, stop_poller(D), [{state_timeout, ?DRAIN_TIMEOUT, drained}]};
+handle_event(info, {'EXIT', Port, _Reason}, {exited, Status, Phase}, #data{port = Port} = D) ->
+    exited(Status, Phase, flush_partial(D#data{port = undefined}));
+handle_event(state_timeout, drained, {exited, Status, Phase}, #data{port = Port} = D) ->
     catch port_close(Port),
-    exited(Status, flush_partial(S#state{port = undefined}));
-handle_info({ready, Pid}, #state{phase = starting, poller = {Pid, _}} = S0) ->
-    S = stop_poller(S0),
-    logger:info("shardnode ~ts: ready", [S#state.node]),
-    _ = [gen_server:reply(From, {ok, S#state.node}) || From <- S#state.waiters],
-    {noreply, cancel_timers(S#state{phase = ready, waiters = []})};
-handle_info({timeout, Timer, ready_timeout}, #state{ready_timer = Timer, phase = starting} = S) ->
+    exited(Status, Phase, flush_partial(D#data{port = undefined}));
+%% Starting: ready, or not by the deadline.
+handle_event(info, {ready, Pid}, starting, #data{poller = {Pid, _}} = D0) ->
+    D = stop_poller(D0),
+    logger:info("shardnode ~ts: ready", [D#data.node]),
+    {next_state, ready, D#data{waiters = []},
+     [{reply, From, {ok, D#data.node}} || From <- D#data.waiters]};
+handle_event(state_timeout, ready_timeout, starting, D) ->
     logger:warning("shardnode ~ts: not answering after ~b ms; killing it",
-                   [S#state.node, maps:get(ready_timeout, S#state.command)]),
-    signal(S, "KILL"),
-    {noreply, stop_poller(S#state{phase = failing, ready_timer = undefined, sigkilled = true})};
-handle_info({timeout, Timer, stop_timeout}, #state{stop_timer = Timer, phase = stopping} = S) ->
-    logger:warning("shardnode ~ts: still running after SIGTERM; sending SIGKILL; "
-                   "last output:~n~ts",
-                   [S#state.node, [[L, $\n] || L <- last(10, lines(S))]]),
-    signal(S, "KILL"),
-    {noreply, S#state{phase = killing, stop_timer = undefined, sigkilled = true}};
-handle_info({'DOWN', Ref, process, Pid, Reason}, #state{poller = {Pid, Ref}} = S) ->
+                   [D#data.node, maps:get(ready_timeout, D#data.command)]),
+    signal(D, "KILL"),
+    {next_state, failing, stop_poller(D#data{sigkilled = true})};
+handle_event(info, {'DOWN', Ref, process, Pid, Reason}, _, #data{poller = {Pid, Ref}} = D) ->
     %% The poller only ever ends by sending `ready' or being killed by us.
     logger:warning("shardnode ~ts: readiness poller died: ~0tp; restarting it",
-                   [S#state.node, Reason]),
-    {noreply, start_poller(S#state{poller = undefined})};
-handle_info(_Other, S) ->
-    {noreply, S}.
+                   [D#data.node, Reason]),
+    {keep_state, start_poller(D#data{poller = undefined})};
+%% Stopping: the grace after SIGTERM runs out.
+handle_event(state_timeout, stop_timeout, stopping, D) ->
+    logger:warning("shardnode ~ts: still running after SIGTERM; sending SIGKILL; "
+                   "last output:~n~ts",
+                   [D#data.node, [[L, $\n] || L <- last(10, lines(D))]]),
+    signal(D, "KILL"),
+    {next_state, killing, D#data{sigkilled = true}};
+%% Calls.
+handle_event({call, From}, await_ready, ready, D) ->
+    {keep_state, D, [{reply, From, {ok, D#data.node}}]};
+handle_event({call, From}, await_ready, _, D) ->
+    %% answered when it is ready, or when it has exited
+    {keep_state, D#data{waiters = [From | D#data.waiters]}};
+handle_event({call, From}, {stop, GraceMs}, Phase, D) when Phase =:= starting; Phase =:= ready ->
+    logger:info("shardnode ~ts: stopping (SIGTERM)", [D#data.node]),
+    signal(D, "TERM"),
+    {next_state, stopping, stop_poller(D#data{stoppers = [From | D#data.stoppers]}),
+     [{state_timeout, GraceMs, stop_timeout}]};
+handle_event({call, From}, kill, Phase, D) when is_atom(Phase), Phase =/= killing ->
+    logger:info("shardnode ~ts: killing (SIGKILL)", [D#data.node]),
+    signal(D, "KILL"),
+    {next_state, killing, stop_poller(D#data{sigkilled = true, stoppers = [From | D#data.stoppers]})};
+handle_event({call, From}, Req, _, D) when Req =:= kill; element(1, Req) =:= stop ->
+    %% already on its way out: answered when the process has exited
+    {keep_state, D#data{stoppers = [From | D#data.stoppers]}};
+handle_event({call, From}, info, State, #data{node = Node, os_pid = OsPid, command = #{check := Check}}) ->
+    {keep_state_and_data, [{reply, From, #{node => Node, os_pid => OsPid, phase => phase(State),
+                                           pingable => Check =:= ping}}]};
+handle_event({call, From}, output, _, D) ->
+    {keep_state_and_data, [{reply, From, lines(D)}]};
+handle_event({call, From}, Req, _, _) ->
+    {keep_state_and_data, [{reply, From, {error, {bad_request, Req}}}]};
+handle_event(_, _, _, _) ->
+    keep_state_and_data.
 
 %% @private
--spec terminate(term(), #state{}) -> ok.
-terminate(_Reason, #state{port = undefined}) ->
+-spec terminate(term(), state(), #data{}) -> ok.
+terminate(_Reason, _, #data{port = undefined}) ->
     ok;
-terminate(_Reason, #state{port = Port, exit_status = Status}) when Status =/= undefined ->
+terminate(_Reason, {exited, _, _}, #data{port = Port}) ->
     catch port_close(Port),
     ok;
-terminate(Reason, #state{port = Port, node = Node} = S) ->
+terminate(Reason, _, #data{port = Port, node = Node} = D) ->
     %% The server is going away with its C node still running: shut it
     %% down rather than leave an orphan behind.
     logger:info("shardnode ~ts: server terminating (~0tp); stopping the node",
                 [Node, Reason]),
-    _ = stop_poller(S),
-    signal(S, "TERM"),
+    _ = stop_poller(D),
+    signal(D, "TERM"),
     case wait_exit(Port, ?TERMINATE_GRACE) of
         ok ->
             ok;
         timeout ->
-            signal(S, "KILL"),
+            signal(D, "KILL"),
             _ = wait_exit(Port, 2000),
             ok
     end,
     catch port_close(Port),
     ok.
+
+%% The phase a state is in (or was in, when the process exited).
+phase({exited, _, Phase}) -> Phase;
+phase(Phase) -> Phase.
 
 %%====================================================================
 %% Internal functions
@@ -307,21 +308,21 @@ terminate(Reason, #state{port = Port, node = Node} = S) ->
 
 safe_call(Pid, Request) ->
     try
-        gen_server:call(Pid, Request, infinity)
+        gen_statem:call(Pid, Request, infinity)
     catch
         exit:{Reason, _} when Reason =:= noproc; Reason =:= normal;
                               Reason =:= shutdown; element(1, Reason) =:= shutdown ->
             {error, not_found}
     end.
 
-exited(Status, #state{phase = Phase, node = Node} = S) ->
-    Lines = lines(S),
+exited(Status, Phase, #data{node = Node} = D) ->
+    Lines = lines(D),
     WaiterReply = case Phase of
                       failing -> {error, {not_ready, Lines}};
                       _ -> {error, {exited, Status, Lines}}
                   end,
-    _ = [gen_server:reply(From, WaiterReply) || From <- S#state.waiters],
-    _ = [gen_server:reply(From, {ok, Status, S#state.sigkilled}) || From <- S#state.stoppers],
+    Replies = [{reply, From, WaiterReply} || From <- D#data.waiters]
+        ++ [{reply, From, {ok, Status, D#data.sigkilled}} || From <- D#data.stoppers],
     case Phase of
         ready ->
             logger:warning("shardnode ~ts: exited unexpectedly with status ~b; "
@@ -338,19 +339,19 @@ exited(Status, #state{phase = Phase, node = Node} = S) ->
         _ ->
             logger:info("shardnode ~ts: exited with status ~b", [Node, Status])
     end,
-    {stop, normal, S#state{waiters = [], stoppers = []}}.
+    {stop_and_reply, normal, Replies, D#data{waiters = [], stoppers = []}}.
 
-start_poller(#state{node = Node, command = #{check := Check}} = S) ->
+start_poller(#data{node = Node, command = #{check := Check}} = D) ->
     Server = self(),
     Poller = spawn_monitor(fun() -> poll(Server, Node, Check) end),
-    S#state{poller = Poller}.
+    D#data{poller = Poller}.
 
-stop_poller(#state{poller = undefined} = S) ->
-    S;
-stop_poller(#state{poller = {Pid, Ref}} = S) ->
+stop_poller(#data{poller = undefined} = D) ->
+    D;
+stop_poller(#data{poller = {Pid, Ref}} = D) ->
     erlang:demonitor(Ref, [flush]),
     exit(Pid, kill),
-    S#state{poller = undefined}.
+    D#data{poller = undefined}.
 
 %% Runs in its own process: net_adm:ping/1 waits forever on a node that
 %% accepts the connection but never answers, and the server must stay free
@@ -373,11 +374,7 @@ answers(Node, ping) ->
 answers(_Node, {epmd, Alive}) ->
     registered(Alive).
 
-cancel_timers(#state{ready_timer = R, stop_timer = T} = S) ->
-    _ = [erlang:cancel_timer(Timer) || Timer <- [R, T], Timer =/= undefined],
-    S#state{ready_timer = undefined, stop_timer = undefined}.
-
-signal(#state{os_pid = OsPid}, Signal) ->
+signal(#data{os_pid = OsPid}, Signal) ->
     _ = os:cmd("kill -" ++ Signal ++ " " ++ integer_to_list(OsPid)),
     ok.
 
@@ -388,13 +385,13 @@ wait_exit(Port, Timeout) ->
             timeout
     end.
 
-add_line(Line, #state{node = Node, lines = Q, nlines = N} = S) ->
+add_line(Line, #data{node = Node, lines = Q, nlines = N} = D) ->
     {Level, Text, Meta} = parse_record(Line),
     logger:log(Level, "~ts: ~ts", [Node, Text], Meta),
     Q1 = queue:in(Line, Q),
     case N < ?MAX_LINES of
-        true -> S#state{lines = Q1, nlines = N + 1};
-        false -> S#state{lines = queue:drop(Q1)}
+        true -> D#data{lines = Q1, nlines = N + 1};
+        false -> D#data{lines = queue:drop(Q1)}
     end.
 
 -define(IS_HEX(C), ((C >= $0 andalso C =< $9) orelse (C >= $a andalso C =< $f))).
@@ -432,12 +429,12 @@ fields(Rest) ->
         nomatch -> Type
     end.
 
-flush_partial(#state{partial = []} = S) ->
-    S;
-flush_partial(#state{partial = Partial} = S) ->
-    add_line(iolist_to_binary(Partial), S#state{partial = []}).
+flush_partial(#data{partial = []} = D) ->
+    D;
+flush_partial(#data{partial = Partial} = D) ->
+    add_line(iolist_to_binary(Partial), D#data{partial = []}).
 
-lines(#state{lines = Q}) ->
+lines(#data{lines = Q}) ->
     queue:to_list(Q).
 
 last(N, List) ->
