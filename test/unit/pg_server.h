@@ -59,4 +59,12 @@ static inline void pg_server_conninfo(const struct pg_server *s, char *out, size
 	snprintf(out, n, "host=127.0.0.1 port=%d user=postgres dbname=postgres connect_timeout=5", s->port);
 }
 
+/* The fixture both PostgreSQL test files use: one server per test, `srv`,
+ * started by `setup` and stopped and removed by `teardown` (.init = setup,
+ * .fini = teardown) even when the test fails half-way. */
+#define PG_SERVER_FIXTURE                                          \
+	static struct pg_server srv;                               \
+	static void setup(void) { pg_server_start(&srv); }         \
+	static void teardown(void) { pg_server_stop(&srv); }
+
 #endif

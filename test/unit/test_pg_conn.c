@@ -20,19 +20,7 @@
 
 static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};
 
-/* Each test (its own process) has one server, stopped and removed by the
- * fixture's fini even when the test fails half-way. */
-static struct pg_server srv;
-
-static void setup(void)
-{
-	pg_server_start(&srv);
-}
-
-static void teardown(void)
-{
-	pg_server_stop(&srv);
-}
+PG_SERVER_FIXTURE
 
 /* What the callbacks saw. */
 struct seen {

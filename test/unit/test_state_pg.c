@@ -20,17 +20,7 @@
 
 static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};
 
-static struct pg_server srv;
-
-static void setup(void)
-{
-	pg_server_start(&srv);
-}
-
-static void teardown(void)
-{
-	pg_server_stop(&srv);
-}
+PG_SERVER_FIXTURE
 
 struct seen {
 	struct evloop *loop;
