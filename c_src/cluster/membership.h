@@ -96,7 +96,18 @@ struct membership_config {
 	void *on_change_arg;
 };
 
+/* Starts this node's membership: the member list holds this node alone,
+ * up (no seeds: a cluster of one) or joining (seeds: joins are sent on the
+ * first gossip round, which runs at once and then every
+ * heartbeat_interval_ms). cfg is copied; the pointers in it (loop, log,
+ * node, seeds, types) must outlive the membership. Listens for nodedowns
+ * on cfg->node. Returns the membership with *err = 0, or NULL with *err =
+ * -ENOMEM (nothing to free). The constructor convention of the node: a
+ * pointer, or NULL with a negative errno in *err. */
 struct membership *membership_start(const struct membership_config *cfg, int *err);
+
+/* Stops the timer and the nodedown listener and frees everything; sends
+ * nothing (a leave is membership_leave's). NULL is a no-op. */
 void membership_free(struct membership *m);
 
 /* Handles a '$shardnode' join, gossip, reachability, heartbeat or

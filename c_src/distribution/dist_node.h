@@ -72,11 +72,21 @@ void dist_node_exit(struct dist_node *n, struct proc *p, const char *reason);
 
 /* Sends msg (encoded WITH the version byte) to a pid. A pid of this node is
  * delivered locally after the current callback; a remote one goes over its
- * connection, opening one if needed. Returns 0, -EINVAL (bad node name),
- * -ENOMEM, or -ENOBUFS (that peer's queue is full; the message is dropped). */
+ * connection, opening one if needed. Returns 0, -EINVAL (bad node name,
+ * or an empty msg), -EHOSTUNREACH (that node failed to answer a moment
+ * ago: dropped while the node backs off from it), -ENOMEM, or -ENOBUFS
+ * (that peer's queue is full; the connection is closed and the message
+ * dropped). */
 int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len);
 
-/* Sends msg (with version byte) to {to_name, to_node} from `from`. */
+/* Sends msg (with version byte) to {to_name, to_node} from `from`: to a
+ * proc of this node after the current callback (as dist_node_send), to
+ * another node over its connection, opening one if needed. Returns 0,
+ * -ESRCH (to_node is this node and no proc has that name, or msg is
+ * empty), -EINVAL (a bad node or proc name), -EHOSTUNREACH (to_node failed
+ * to answer a moment ago: dropped while the node backs off from it),
+ * -ENOMEM, or -ENOBUFS (that peer's queue is full; the connection is
+ * closed and the message dropped). */
 int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,
 		       const char *to_node, const char *msg, size_t len);
 
