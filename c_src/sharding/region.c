@@ -17,111 +17,8 @@
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
-#include "etf/term_readable.h"
 #include "sharding/region_internal.h"
 
-/* A message waiting for its shard's home. Owns copies of everything. */
-struct pending {
-	struct pending *next;
-	uint64_t t0_ns;
-	bool is_call;
-	bool has_from;
-	erlang_pid from;
-	uint32_t tag_len, id_len, msg_len;
-	char data[]; /* tag, canonical id, msg */
-};
-
-/* ---- replies ---- */
-
-/* A reply of a message that arrived at t0_ns leaves with this turn's
- * output: counted in a run of its start time, timed at the flush. */
-static void note_reply(struct region *r, uint64_t t0_ns)
-{
-	if (r->nuntimed > 0 && r->untimed[r->nuntimed - 1].t0_ns == t0_ns) {
-		r->untimed[r->nuntimed - 1].n++;
-	} else if (r->nuntimed < REGION_UNTIMED_RUNS) {
-		r->untimed[r->nuntimed].t0_ns = t0_ns;
-		r->untimed[r->nuntimed++].n = 1;
-	} else {
-		uint64_t now = evloop_clock_ns();
-		histogram_observe(&r->reply_latency, now > t0_ns ? now - t0_ns : 0);
-	}
-}
-
-void region_time_replies(struct region *r)
-{
-	if (r->nuntimed == 0)
-		return;
-	uint64_t now = evloop_clock_ns();
-	for (uint32_t k = 0; k < r->nuntimed; k++) {
-		uint64_t t0 = r->untimed[k].t0_ns;
-		histogram_observe_n(&r->reply_latency, now > t0 ? now - t0 : 0, r->untimed[k].n);
-	}
-	r->nuntimed = 0;
-}
-
-void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
-			    const ei_x_buff *reply)
-{
-	dist_node_reply_to(r->cfg.node, &r->pid, to, tag, tag_len, reply->buff, (size_t)reply->index);
-}
-
-/* {Type, EntityId, Reply} to the sender of a tell; a singleton's
- * {Name, Reply}. */
-static void send_tell_reply(struct region *r, const erlang_pid *to, const char *id, size_t id_len,
-			    const ei_x_buff *reply)
-{
-	ei_x_buff spare, *x = scratch_get(&r->tell_buf, &spare);
-	if (x == NULL)
-		return;
-	if (ei_x_encode_version(x) == 0 && ei_x_encode_tuple_header(x, r->cfg.singleton ? 2 : 3) == 0 &&
-	    term_x_append_raw(x, r->type_atom, r->type_atom_len) == 0 &&
-	    (r->cfg.singleton || term_x_append_raw(x, id, id_len) == 0) &&
-	    term_x_append_raw(x, reply->buff, (size_t)reply->index) == 0)
-		dist_node_send(r->cfg.node, to, x->buff, (size_t)x->index);
-	scratch_put(&r->tell_buf, x);
-}
-
-static void answer_error_atom(struct region *r, const struct envelope *e, const char *reason);
-
-/* Whether the node the reply goes to could read it: a pid, reference or
- * port naming that node with numbers it never hands out would make it drop
- * its connection to us (term_readable.h). A stored value can hold one that
- * another node made up. This node's own procs read anything. */
-static bool reply_readable(const struct region *r, const struct envelope *e, const ei_x_buff *reply)
-{
-	return e->from == NULL ||
-	       term_readable_by(reply->buff, (size_t)reply->index, e->from->node, e->from->creation) ||
-	       strcmp(e->from->node, dist_node_name(r->cfg.node)) == 0;
-}
-
-void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
-{
-	if (!reply_readable(r, e, reply)) {
-		log_warn(r->cfg.log,
-			 "region %s: a reply to %s names that node with a pid, reference or port it never made; "
-			 "it gets {error, unreadable_reply} instead",
-			 r->cfg.name, e->from->node);
-		answer_error_atom(r, e, "unreadable_reply");
-		return;
-	}
-	if (r->cfg.metrics && e->t0_ns != 0 && (e->is_call || e->from != NULL))
-		note_reply(r, e->t0_ns);
-	if (e->is_call)
-		region_send_call_reply(r, e->from, e->tag, e->tag_len, reply);
-	else if (e->from != NULL)
-		send_tell_reply(r, e->from, e->id, e->id_len, reply);
-}
-
-static void answer_error_atom(struct region *r, const struct envelope *e, const char *reason)
-{
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return;
-	term_x_error_atom(&x, reason);
-	region_answer(r, e, &x);
-	ei_x_free(&x);
-}
 
 /* ---- delivery ---- */
 
@@ -218,54 +115,6 @@ static void forward(struct region *r, const erlang_pid *home, const struct envel
 
 /* ---- buffers ---- */
 
-static void envelope_of(const struct pending *p, struct envelope *e)
-{
-	*e = (struct envelope){
-		.t0_ns = p->t0_ns,
-		.is_call = p->is_call,
-		.from = p->has_from ? &p->from : NULL,
-		.tag = p->data,
-		.tag_len = p->tag_len,
-		.id = p->data + p->tag_len,
-		.id_len = p->id_len,
-		.msg = p->data + p->tag_len + p->id_len,
-		.msg_len = p->msg_len,
-	};
-}
-
-/* Appends a copy of the message to the slot's buffer. False if the
- * buffers are full (buffer_size in all) or out of memory. */
-static bool buffer(struct region *r, struct shard_slot *slot, const struct envelope *e)
-{
-	if (r->buffered >= r->cfg.buffer_size)
-		return false;
-	size_t n = e->tag_len + e->id_len + e->msg_len;
-	struct pending *p = malloc(sizeof *p + n);
-	if (p == NULL)
-		return false;
-	p->next = NULL;
-	p->t0_ns = e->t0_ns;
-	p->is_call = e->is_call;
-	p->has_from = e->from != NULL;
-	if (e->from)
-		p->from = *e->from;
-	p->tag_len = (uint32_t)e->tag_len;
-	p->id_len = (uint32_t)e->id_len;
-	p->msg_len = (uint32_t)e->msg_len;
-	if (e->tag_len > 0) /* a tell has no tag, and e->tag may be NULL */
-		memcpy(p->data, e->tag, e->tag_len);
-	memcpy(p->data + e->tag_len, e->id, e->id_len);
-	memcpy(p->data + e->tag_len + e->id_len, e->msg, e->msg_len);
-	if (slot->tail)
-		slot->tail->next = p;
-	else
-		slot->head = p;
-	slot->tail = p;
-	slot->nbuffered++;
-	r->buffered++;
-	return true;
-}
-
 void region_flush_slot(struct region *r, struct shard_slot *slot)
 {
 	while (slot->head) {
@@ -275,7 +124,7 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 			return; /* region_resume comes back for the rest */
 		struct pending *p = slot->head;
 		struct envelope e;
-		envelope_of(p, &e);
+		region_envelope_of(p, &e);
 		/* A load under way (or started now) holds the rest back; the
 		 * slot is flushed again when it is done. */
 		if (here && region_store_active(r) &&
@@ -291,45 +140,6 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 		r->buffered--;
 	}
 	slot->tail = NULL;
-}
-
-void region_refuse_entity(struct region *r, struct shard_slot *slot, const char *id, size_t id_len,
-			  const char *error)
-{
-	struct pending **at = &slot->head, *last = NULL;
-	while (*at) {
-		struct pending *p = *at;
-		struct envelope e;
-		envelope_of(p, &e);
-		if (e.id_len != id_len || memcmp(e.id, id, id_len) != 0) {
-			last = p;
-			at = &p->next;
-			continue;
-		}
-		*at = p->next;
-		answer_error_atom(r, &e, error); /* a call, or a tell with a sender */
-		free(p);
-		slot->nbuffered--;
-		r->buffered--;
-	}
-	slot->tail = last;
-}
-
-void region_refuse_buffered(struct region *r, struct shard_slot *slot)
-{
-	while (slot->head) {
-		struct pending *p = slot->head;
-		slot->head = p->next;
-		struct envelope e;
-		envelope_of(p, &e);
-		/* A call learns why it will get no entity reply. */
-		if (e.is_call)
-			answer_error_atom(r, &e, "shutting_down");
-		free(p);
-	}
-	slot->tail = NULL;
-	r->buffered -= slot->nbuffered;
-	slot->nbuffered = 0;
 }
 
 /* ---- routing ---- */
@@ -368,9 +178,9 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	} else if (slot->head == NULL && slot->st.state == SLOT_REMOTE) {
 		forward(r, &slot->home_region, e);
 	} else {
-		if (!buffer(r, slot, e)) {
+		if (!region_buffer_append(r, slot, e)) {
 			if (e->is_call) {
-				answer_error_atom(r, e, "overloaded");
+				region_answer_error(r, e, "overloaded");
 			} else if (r->dropped++ % 10000 == 0) {
 				log_warn(r->cfg.log, "region %s: buffer full (%u messages): tell dropped (%llu so far)",
 					 r->cfg.name, r->buffered, (unsigned long long)r->dropped);

@@ -46,8 +46,17 @@
 /* How soon an unregistered region tries again. */
 #define REGION_REGISTER_RETRY_MS 100
 
-/* A message waiting for its shard's home (region.c). */
-struct pending;
+/* A message waiting for its shard's home. Owns copies of everything. */
+struct pending {
+	struct pending *next;
+	uint64_t t0_ns;
+	bool is_call;
+	bool has_from;
+	erlang_pid from;
+	uint32_t tag_len, id_len, msg_len;
+	char data[]; /* tag, canonical id, msg */
+};
+
 /* A load of an entity's stored state under way (region_store.c). */
 struct pending_load;
 /* A reply waiting for its write's commit (region_store.c). */
@@ -192,21 +201,30 @@ static inline bool region_may_deliver(const struct region *r)
 	return r->cfg.may_deliver == NULL || r->cfg.may_deliver(r->cfg.may_deliver_arg);
 }
 
-/* ---- region.c ---- */
+/* ---- region_reply.c ---- */
 
 /* Answers the message's sender with `reply` (no version byte): a call's
  * reply, or a tell's {Type, EntityId, Reply}; a tell without sender gets
- * nothing. */
+ * nothing. A reply the receiving node could not read (term_readable.h)
+ * goes as {error, unreadable_reply}. */
 void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply);
 
-/* Answers a gen_server call: `reply` (no version byte) is read only. */
+/* Answers {error, Reason} (an atom) as region_answer does. */
+void region_answer_error(struct region *r, const struct envelope *e, const char *reason);
+
+/* Answers a gen_server call that is no entity message (the region's own
+ * requests): `reply` (no version byte) is read only. */
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
 			    const ei_x_buff *reply);
 
-/* Delivers (hosted) or forwards (SLOT_REMOTE) what waits in the slot's
- * buffer, in arrival order. A hosted slot stops early when the lease is
- * gone: region_resume comes back for the rest. */
-void region_flush_slot(struct region *r, struct shard_slot *slot);
+/* ---- region_buffer.c ---- */
+
+/* The envelope of a buffered message; its pointers are into p. */
+void region_envelope_of(const struct pending *p, struct envelope *e);
+
+/* Appends a copy of the message to the slot's buffer. False if the
+ * buffers are full (buffer_size in all) or out of memory. */
+bool region_buffer_append(struct region *r, struct shard_slot *slot, const struct envelope *e);
 
 /* Takes the messages for entity `id` out of the slot's buffer, each
  * answered {error, `error`} (a tell, to its sender if known); the others
@@ -217,6 +235,13 @@ void region_refuse_entity(struct region *r, struct shard_slot *slot, const char 
 /* Empties the slot's buffer for good: each waiting call is answered
  * {error, shutting_down}, tells are dropped. */
 void region_refuse_buffered(struct region *r, struct shard_slot *slot);
+
+/* ---- region.c ---- */
+
+/* Delivers (hosted) or forwards (SLOT_REMOTE) what waits in the slot's
+ * buffer, in arrival order. A hosted slot stops early when the lease is
+ * gone: region_resume comes back for the rest. */
+void region_flush_slot(struct region *r, struct shard_slot *slot);
 
 /* ---- region_coordinator.c ---- */
 

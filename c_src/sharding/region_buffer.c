@@ -1,0 +1,95 @@
+/* region_buffer.c — the messages that wait in a shard's slot (its home
+ * unknown, a load or a claim under way, a hand-off): appended in arrival
+ * order, refused with an error where they cannot be delivered
+ * (region_internal.h). Answers through region_reply.c; calls no other
+ * part. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sharding/region_internal.h"
+
+void region_envelope_of(const struct pending *p, struct envelope *e)
+{
+	*e = (struct envelope){
+		.t0_ns = p->t0_ns,
+		.is_call = p->is_call,
+		.from = p->has_from ? &p->from : NULL,
+		.tag = p->data,
+		.tag_len = p->tag_len,
+		.id = p->data + p->tag_len,
+		.id_len = p->id_len,
+		.msg = p->data + p->tag_len + p->id_len,
+		.msg_len = p->msg_len,
+	};
+}
+
+bool region_buffer_append(struct region *r, struct shard_slot *slot, const struct envelope *e)
+{
+	if (r->buffered >= r->cfg.buffer_size)
+		return false;
+	size_t n = e->tag_len + e->id_len + e->msg_len;
+	struct pending *p = malloc(sizeof *p + n);
+	if (p == NULL)
+		return false;
+	p->next = NULL;
+	p->t0_ns = e->t0_ns;
+	p->is_call = e->is_call;
+	p->has_from = e->from != NULL;
+	if (e->from)
+		p->from = *e->from;
+	p->tag_len = (uint32_t)e->tag_len;
+	p->id_len = (uint32_t)e->id_len;
+	p->msg_len = (uint32_t)e->msg_len;
+	if (e->tag_len > 0) /* a tell has no tag, and e->tag may be NULL */
+		memcpy(p->data, e->tag, e->tag_len);
+	memcpy(p->data + e->tag_len, e->id, e->id_len);
+	memcpy(p->data + e->tag_len + e->id_len, e->msg, e->msg_len);
+	if (slot->tail)
+		slot->tail->next = p;
+	else
+		slot->head = p;
+	slot->tail = p;
+	slot->nbuffered++;
+	r->buffered++;
+	return true;
+}
+
+void region_refuse_entity(struct region *r, struct shard_slot *slot, const char *id, size_t id_len,
+			  const char *error)
+{
+	struct pending **at = &slot->head, *last = NULL;
+	while (*at) {
+		struct pending *p = *at;
+		struct envelope e;
+		region_envelope_of(p, &e);
+		if (e.id_len != id_len || memcmp(e.id, id, id_len) != 0) {
+			last = p;
+			at = &p->next;
+			continue;
+		}
+		*at = p->next;
+		region_answer_error(r, &e, error); /* a call, or a tell with a sender */
+		free(p);
+		slot->nbuffered--;
+		r->buffered--;
+	}
+	slot->tail = last;
+}
+
+void region_refuse_buffered(struct region *r, struct shard_slot *slot)
+{
+	while (slot->head) {
+		struct pending *p = slot->head;
+		slot->head = p->next;
+		struct envelope e;
+		region_envelope_of(p, &e);
+		/* A call learns why it will get no entity reply. */
+		if (e.is_call)
+			region_answer_error(r, &e, "shutting_down");
+		free(p);
+	}
+	slot->tail = NULL;
+	r->buffered -= slot->nbuffered;
+	slot->nbuffered = 0;
+}
+

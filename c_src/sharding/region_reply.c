@@ -1,0 +1,100 @@
+/* region_reply.c — a region's answers (region_internal.h): a call's reply
+ * to its caller (to the alias where the caller's node takes one), a tell's
+ * {Type, EntityId, Reply} to its sender, each checked against the node it
+ * goes to (term_readable.h), and the replies' latency, timed at the flush
+ * that writes them. Every part of the region answers through here; this
+ * file calls none of them. */
+#include <string.h>
+
+#include "etf/term.h"
+#include "etf/term_readable.h"
+#include "sharding/region_internal.h"
+
+/* A reply of a message that arrived at t0_ns leaves with this turn's
+ * output: counted in a run of its start time, timed at the flush. */
+static void note_reply(struct region *r, uint64_t t0_ns)
+{
+	if (r->nuntimed > 0 && r->untimed[r->nuntimed - 1].t0_ns == t0_ns) {
+		r->untimed[r->nuntimed - 1].n++;
+	} else if (r->nuntimed < REGION_UNTIMED_RUNS) {
+		r->untimed[r->nuntimed].t0_ns = t0_ns;
+		r->untimed[r->nuntimed++].n = 1;
+	} else {
+		uint64_t now = evloop_clock_ns();
+		histogram_observe(&r->reply_latency, now > t0_ns ? now - t0_ns : 0);
+	}
+}
+
+void region_time_replies(struct region *r)
+{
+	if (r->nuntimed == 0)
+		return;
+	uint64_t now = evloop_clock_ns();
+	for (uint32_t k = 0; k < r->nuntimed; k++) {
+		uint64_t t0 = r->untimed[k].t0_ns;
+		histogram_observe_n(&r->reply_latency, now > t0 ? now - t0 : 0, r->untimed[k].n);
+	}
+	r->nuntimed = 0;
+}
+
+void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
+			    const ei_x_buff *reply)
+{
+	dist_node_reply_to(r->cfg.node, &r->pid, to, tag, tag_len, reply->buff, (size_t)reply->index);
+}
+
+/* {Type, EntityId, Reply} to the sender of a tell; a singleton's
+ * {Name, Reply}. */
+static void send_tell_reply(struct region *r, const erlang_pid *to, const char *id, size_t id_len,
+			    const ei_x_buff *reply)
+{
+	ei_x_buff spare, *x = scratch_get(&r->tell_buf, &spare);
+	if (x == NULL)
+		return;
+	if (ei_x_encode_version(x) == 0 && ei_x_encode_tuple_header(x, r->cfg.singleton ? 2 : 3) == 0 &&
+	    term_x_append_raw(x, r->type_atom, r->type_atom_len) == 0 &&
+	    (r->cfg.singleton || term_x_append_raw(x, id, id_len) == 0) &&
+	    term_x_append_raw(x, reply->buff, (size_t)reply->index) == 0)
+		dist_node_send(r->cfg.node, to, x->buff, (size_t)x->index);
+	scratch_put(&r->tell_buf, x);
+}
+
+/* Whether the node the reply goes to could read it: a pid, reference or
+ * port naming that node with numbers it never hands out would make it drop
+ * its connection to us (term_readable.h). A stored value can hold one that
+ * another node made up. This node's own procs read anything. */
+static bool reply_readable(const struct region *r, const struct envelope *e, const ei_x_buff *reply)
+{
+	return e->from == NULL ||
+	       term_readable_by(reply->buff, (size_t)reply->index, e->from->node, e->from->creation) ||
+	       strcmp(e->from->node, dist_node_name(r->cfg.node)) == 0;
+}
+
+void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
+{
+	if (!reply_readable(r, e, reply)) {
+		log_warn(r->cfg.log,
+			 "region %s: a reply to %s names that node with a pid, reference or port it never made; "
+			 "it gets {error, unreadable_reply} instead",
+			 r->cfg.name, e->from->node);
+		region_answer_error(r, e, "unreadable_reply");
+		return;
+	}
+	if (r->cfg.metrics && e->t0_ns != 0 && (e->is_call || e->from != NULL))
+		note_reply(r, e->t0_ns);
+	if (e->is_call)
+		region_send_call_reply(r, e->from, e->tag, e->tag_len, reply);
+	else if (e->from != NULL)
+		send_tell_reply(r, e->from, e->id, e->id_len, reply);
+}
+
+void region_answer_error(struct region *r, const struct envelope *e, const char *reason)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	term_x_error_atom(&x, reason);
+	region_answer(r, e, &x);
+	ei_x_free(&x);
+}
+
