@@ -39,6 +39,7 @@
          oversized_message/1,
          c_node_initiates/1,
          simultaneous_connects_settle/1,
+         a_peer_echoing_ticks_makes_no_storm/1,
          leave_exits_cleanly/1,
          bad_config_refused/1]).
 
@@ -85,6 +86,7 @@ groups() ->
        garbage_input_survived,
        oversized_message,
        simultaneous_connects_settle,
+       a_peer_echoing_ticks_makes_no_storm,
        leave_exits_cleanly]}].
 
 init_per_suite(Config) ->
@@ -145,6 +147,8 @@ own_node(wrong_cookie_refused) -> #{};
 own_node(garbage_input_survived) -> #{};
 own_node(simultaneous_connects_settle) -> #{config => #{metrics_port => shardnode_ct:free_port()}};
 own_node(leave_exits_cleanly) -> #{};
+own_node(a_peer_echoing_ticks_makes_no_storm) ->
+    #{config => #{metrics_port => shardnode_ct:free_port(), net_ticktime => 1}};
 own_node(_) -> none.
 
 %%====================================================================
@@ -483,6 +487,41 @@ race_once(Peer, CNode, MetricsPort, Round) ->
     ?assertEqual(pong, peer:call(Peer, net_adm, ping, [CNode])),
     ?assertMatch([_], connections(Peer, CNode)),
     peer:call(Peer, erlang, exit, [Inbox, kill]).
+
+%% erl_call, like every C node built on ei_receive, answers each tick with a
+%% tick. The node used to answer every tick too: the two kept a storm of
+%% some 20 000 ticks a second going (found by accident: an erl_call to the
+%% node waiting for a `rex' it does not have). Now the node answers a tick
+%% only after a moment of quiet: with net_ticktime at 1 s, an erl_call
+%% waiting on it costs a few ticks a second.
+a_peer_echoing_ticks_makes_no_storm(Config) ->
+    CNode = ?config(cnode, Config),
+    Port = metrics_port(Config),
+    ErlCall = os:find_executable("erl_call"),
+    ?assertNotEqual(false, ErlCall),
+    Cookie = atom_to_list(erlang:get_cookie()),
+    %% rpc to a `rex' the C node does not have: erl_call waits, ticking.
+    Call = open_port({spawn_executable, ErlCall},
+                     [{args, ["-n", atom_to_list(CNode), "-c", Cookie, "-timeout", "5",
+                              "-a", "erlang node []"]}, exit_status, stderr_to_stdout]),
+    Bytes = fun() ->
+                    {ok, Page} = shardnode_ct:metrics_page(Port),
+                    {shardnode_ct:metric_value(Page, <<"shardnode_dist_bytes_total{direction=\"in\"}">>),
+                     shardnode_ct:metric_value(Page, <<"shardnode_dist_bytes_total{direction=\"out\"}">>)}
+            end,
+    %% connected (two up: this node's and erl_call's), and a tick or two by
+    wait_for(erl_call_connected, fun() -> up_connections(Port) =:= 2 end, 5000),
+    timer:sleep(1000),
+    {In0, Out0} = Bytes(),
+    timer:sleep(2000),
+    {In1, Out1} = Bytes(),
+    ct:log("over 2 s with erl_call waiting: ~b bytes in, ~b out", [In1 - In0, Out1 - Out0]),
+    %% A tick is 4 bytes: a few a second each way, where a storm made 100 KB.
+    ?assert(In1 - In0 < 1000),
+    ?assert(Out1 - Out0 < 1000),
+    receive {Call, {exit_status, _}} -> ok
+    after 10000 -> ct:fail(erl_call_did_not_exit)
+    end.
 
 %% The metrics port the case's own node was started with.
 metrics_port(Config) ->

@@ -18,6 +18,10 @@
 /* Bytes read from a socket per readiness event: bounds the work one busy
  * peer can make the loop do before others get a turn. */
 #define READ_CHUNK (64 * 1024)
+/* A tick is answered only after this long without writing anything: long
+ * enough that a peer echoing ticks cannot start a storm, short enough for
+ * a peer whose net_ticktime is a second. */
+#define TICK_ANSWER_QUIET_MS 200
 /* Malformed packets logged per connection before going quiet. */
 #define MALFORMED_LOG_LIMIT 5
 
@@ -249,8 +253,13 @@ static void conn_process_input(struct dist_conn *c)
 				break;
 			case DIST_FRAME_TICK:
 				bytebuf_consume(&c->in, consumed);
-				/* Answer, so a peer with a short net_ticktime hears us. */
-				if (dist_conn_queue_tick(c)) {
+				/* Answer, so a peer with a short net_ticktime hears us —
+				 * unless we wrote a moment ago: a peer built on ei answers
+				 * every tick with a tick (ei_receive does), and answering
+				 * each of those made a storm of tens of thousands of ticks
+				 * a second with erl_call. */
+				if (evloop_now_ms(c->settings->loop) - c->last_tx_ms >= TICK_ANSWER_QUIET_MS &&
+				    dist_conn_queue_tick(c)) {
 					dist_conn_close(c, "out of memory");
 					return;
 				}
