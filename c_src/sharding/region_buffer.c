@@ -1,7 +1,7 @@
 /* region_buffer.c — the messages that wait in a shard's slot (its home
  * unknown, a load or a claim under way, a hand-off): appended in arrival
  * order, refused with an error where they cannot be delivered
- * (region_internal.h). Answers through region_reply.c; calls no other
+ * (region_internal.h). Answers through region_send.c; calls no other
  * part. */
 #include <stdlib.h>
 #include <string.h>

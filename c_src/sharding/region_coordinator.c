@@ -15,20 +15,6 @@
 #include "etf/term.h"
 #include "sharding/region_internal.h"
 
-void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard)
-{
-	if (!r->registered)
-		return;
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return;
-	bool with_shard = kind == SMSG_GET_SHARD_HOME || kind == SMSG_SHARD_STOPPED;
-	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->pid) : shard_msg_encode_pid(&x, kind, &r->pid);
-	if (rc == 0)
-		dist_node_send(r->cfg.node, &r->coordinator, x.buff, (size_t)x.index);
-	ei_x_free(&x);
-}
-
 /* ---- shard slots ---- */
 
 static const struct region_slot_timing *timing(const struct region *r, struct region_slot_timing *t)
@@ -196,11 +182,6 @@ void region_on_nodedown(void *arg, const char *peer)
 	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
 		r->registered = false;
 	region_state_on_nodedown(r, peer);
-}
-
-bool region_is_downed(const struct region *r, const char *node)
-{
-	return node_set_contains(&r->downed, node);
 }
 
 int region_set_downed(struct region *r, const char *const *nodes, size_t n)

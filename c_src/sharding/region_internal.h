@@ -195,13 +195,19 @@ struct region {
 /* The loop's clock as entities see it (their last-activity stamps). */
 static inline uint32_t region_now32(const struct region *r) { return (uint32_t)evloop_now_ms(r->cfg.loop); }
 
+/* Whether `node` is in the region_set_downed list. */
+static inline bool region_is_downed(const struct region *r, const char *node)
+{
+	return node_set_contains(&r->downed, node);
+}
+
 /* False while this node must not run entities (region_config.may_deliver). */
 static inline bool region_may_deliver(const struct region *r)
 {
 	return r->cfg.may_deliver == NULL || r->cfg.may_deliver(r->cfg.may_deliver_arg);
 }
 
-/* ---- region_reply.c ---- */
+/* ---- region_send.c ---- */
 
 /* Answers the message's sender with `reply` (no version byte): a call's
  * reply, or a tell's {Type, EntityId, Reply}; a tell without sender gets
@@ -216,6 +222,11 @@ void region_answer_error(struct region *r, const struct envelope *e, const char 
  * requests): `reply` (no version byte) is read only. */
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
 			    const ei_x_buff *reply);
+
+/* Sends a shard_msg to the coordinator we are registered with: `shard` for
+ * get_shard_home and shard_stopped, ignored by the others. Unregistered,
+ * nothing is sent. */
+void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard);
 
 /* ---- region_buffer.c ---- */
 
@@ -245,17 +256,9 @@ void region_flush_slot(struct region *r, struct shard_slot *slot);
 
 /* ---- region_coordinator.c ---- */
 
-/* Sends a shard_msg to the coordinator we are registered with: `shard` for
- * get_shard_home and shard_stopped, ignored by the others. Unregistered,
- * nothing is sent. */
-void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard);
-
 /* A message for `shard` had to wait: if nobody asked for its home yet, the
  * coordinator is asked now (or once it acknowledges our registration). */
 void region_need_home(struct region *r, uint32_t shard);
-
-/* Whether `node` is in the region_set_downed list. */
-bool region_is_downed(const struct region *r, const char *node);
 
 /* The coordinator's messages and the handoff protocol between regions:
  * registered, register_again, shard_home, begin_handoff, handoff,

@@ -1,14 +1,15 @@
-/* region_reply.c — a region's answers (region_internal.h): a call's reply
+/* region_send.c — what a region sends (region_internal.h): a call's reply
  * to its caller (to the alias where the caller's node takes one), a tell's
  * {Type, EntityId, Reply} to its sender, each checked against the node it
- * goes to (term_readable.h), and the replies' latency, timed at the flush
- * that writes them. Every part of the region answers through here; this
- * file calls none of them. */
+ * goes to (term_readable.h); the replies' latency, timed at the flush that
+ * writes them; its messages to its coordinator. Every part of the region
+ * sends through here; this file calls none of them. */
 #include <string.h>
 
 #include "etf/term.h"
 #include "etf/term_readable.h"
 #include "sharding/region_internal.h"
+#include "sharding/shard_msg.h"
 
 /* A reply of a message that arrived at t0_ns leaves with this turn's
  * output: counted in a run of its start time, timed at the flush. */
@@ -98,3 +99,16 @@ void region_answer_error(struct region *r, const struct envelope *e, const char 
 	ei_x_free(&x);
 }
 
+void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard)
+{
+	if (!r->registered)
+		return;
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	bool with_shard = kind == SMSG_GET_SHARD_HOME || kind == SMSG_SHARD_STOPPED;
+	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->pid) : shard_msg_encode_pid(&x, kind, &r->pid);
+	if (rc == 0)
+		dist_node_send(r->cfg.node, &r->coordinator, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
