@@ -142,6 +142,58 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 	slot->tail = NULL;
 }
 
+/* ---- the store's outcomes ---- */
+
+/* What waited in a hosted slot for a load or a claim goes on; a handoff
+ * that waited for it goes too. */
+static void resume_slot(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->shard == NULL || !region_slot_hosted(&slot->st))
+		return;
+	region_flush_slot(r, slot);
+	if (region_slot_handoff_ready(&slot->st))
+		region_hand_off_when_flushed(r, shard);
+}
+
+/* Commits up to `upto`: held replies go (region_store.c), state chunks
+ * written meanwhile are acknowledged (region_handoff_state.c), and the
+ * slots whose load waited for those commits go on. */
+static void on_store_written(void *arg, uint64_t upto, int status)
+{
+	struct region *r = arg;
+	region_store_on_written(r, upto, status);
+	if (r->streams_awaiting_commit || r->acks_head != NULL)
+		region_state_on_committed(r);
+	if (!r->slots_awaiting_commit)
+		return;
+	r->slots_awaiting_commit = false;
+	for (uint32_t s = 0; region_store_next_load_ready(r, &s); s++)
+		resume_slot(r, s); /* its load starts now */
+}
+
+static void on_store_loaded(void *arg, uint64_t token, int found, const char *state, size_t len)
+{
+	struct region *r = arg;
+	uint32_t shard;
+	if (region_store_on_loaded(r, token, found, state, len, &shard))
+		resume_slot(r, shard);
+}
+
+static void on_store_claimed(void *arg, uint32_t shard)
+{
+	struct region *r = arg;
+	if (region_store_on_claimed(r, shard))
+		resume_slot(r, shard);
+}
+
+static void on_store_fenced(void *arg, uint32_t shard)
+{
+	struct region *r = arg;
+	if (region_store_on_fenced(r, shard))
+		region_step(r, shard, SLOT_FENCED);
+}
+
 /* ---- routing ---- */
 
 /* Routes one entity message. `raw_id` is the id as the sender encoded it.
@@ -387,10 +439,22 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		free(r);
 		return NULL;
 	}
+	/* The store's outcomes come back here, the region's hub, which hands
+	 * each to its part and then goes on with the slot. */
+	const struct state_store_callbacks store_cb = {
+		.written = on_store_written,
+		.loaded = on_store_loaded,
+		.scanned = region_state_on_scanned,
+		.claimed = on_store_claimed,
+		.fenced = on_store_fenced,
+		.arg = r,
+	};
 	/* Without nodedown a region would wait for ever on a home that died. */
-	if ((rc = region_store_start(r)) != 0 || (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
+	if ((rc = region_store_start(r, &store_cb)) != 0 ||
+	    (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
 		*err = rc;
 		region_store_stop(r);
+		region_state_release_acks(r, UINT64_MAX);
 		remember_replica_free(r->replica);
 		dist_node_exit(cfg->node, r->proc, "normal");
 		free(r->slots);

@@ -348,12 +348,39 @@ void region_remember_resume(struct region *r);
 
 /* ---- region_store.c ---- */
 
-/* With cfg.store and a type that keeps state, opens the type's database.
- * Returns 0 (also without a store), or the store's error. */
-int region_store_start(struct region *r);
+/* With cfg.store and a type that keeps state, opens the type's database
+ * with the callbacks `cb` (the region's hub in region.c, which hands each
+ * outcome to the functions below and then goes on with the slot). Returns
+ * 0 (also without a store), or the store's error. */
+int region_store_start(struct region *r, const struct state_store_callbacks *cb);
+
+/* The store's outcomes, for the hub. A load answered: the entity starts
+ * with its stored state (or afresh); *shard is its shard, and true means
+ * the slot's loads are all done, so what waited may go on. */
+bool region_store_on_loaded(struct region *r, uint64_t token, int found, const char *state, size_t len,
+			    uint32_t *shard);
+
+/* A claim of `shard` committed: true once none is left, so what waited
+ * may go on. */
+bool region_store_on_claimed(struct region *r, uint32_t shard);
+
+/* Another member claimed `shard`: its held replies get
+ * {error, store_unavailable}; true if the hub must step the slot
+ * SLOT_FENCED. */
+bool region_store_on_fenced(struct region *r, uint32_t shard);
+
+/* Commits up to `upto` (status: 0, or the commit's error): the held
+ * replies they cover go, failed ones as {error, store_unavailable}. */
+void region_store_on_written(struct region *r, uint64_t upto, int status);
+
+/* The next slot from *from on whose load waited for commits that are now
+ * done: true with *from set to it; the slots still waiting keep
+ * slots_awaiting_commit set. */
+bool region_store_next_load_ready(struct region *r, uint32_t *from);
 
 /* Answers every held reply {error, shutting_down}, drops the loads under
- * way, closes the type's database. Idempotent. */
+ * way, closes the type's database. Idempotent. The state chunks'
+ * acknowledgements held for commits are region_state_release_acks'. */
 void region_store_stop(struct region *r);
 
 /* Whether the region has a store. Inline: the memory-only message path

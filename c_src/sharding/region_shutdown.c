@@ -69,6 +69,7 @@ void region_shutdown(struct region *r)
 	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
 	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
 	region_store_stop(r); /* before the shards go: held replies name them */
+	region_state_release_acks(r, UINT64_MAX);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
 		region_refuse_buffered(r, slot);

@@ -133,33 +133,20 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	return true;
 }
 
-/* What waited in a hosted slot for a load goes on; a handoff that waited
- * for it goes too. */
-static void resume_slot(struct region *r, uint32_t shard)
+bool region_store_on_loaded(struct region *r, uint64_t token, int found, const char *state, size_t len,
+			    uint32_t *shard_out)
 {
-	struct shard_slot *slot = &r->slots[shard];
-	if (slot->shard == NULL || !region_slot_hosted(&slot->st))
-		return;
-	region_flush_slot(r, slot);
-	if (region_slot_handoff_ready(&slot->st))
-		region_hand_off_when_flushed(r, shard);
-}
-
-/* The store answered a load: the entity starts with its stored state (or
- * afresh, with none), and what waited for it goes on. */
-static void on_loaded(void *arg, uint64_t token, int found, const char *state, size_t len)
-{
-	struct region *r = arg;
 	uint32_t shard = (uint32_t)(token & 0xffffffffu);
+	*shard_out = shard;
 	if (shard >= r->cfg.number_of_shards)
-		return;
+		return false;
 	struct shard_slot *slot = &r->slots[shard];
 	struct pending_load **at = &slot->loads;
 	while (*at && (*at)->token != token)
 		at = &(*at)->next;
 	struct pending_load *l = *at;
 	if (l == NULL)
-		return; /* the shard left meanwhile */
+		return false; /* the shard left meanwhile */
 	*at = l->next;
 	if (found < 0 && slot->shard != NULL && region_slot_hosted(&slot->st)) {
 		/* The store could not answer. Starting the entity afresh would
@@ -186,8 +173,7 @@ static void on_loaded(void *arg, uint64_t token, int found, const char *state, s
 			shard_start_entity(slot->shard, l->id, l->id_len, region_now32(r));
 	}
 	free(l);
-	if (slot->loads == NULL)
-		resume_slot(r, shard);
+	return slot->loads == NULL;
 }
 
 void region_store_drop_loads(struct shard_slot *slot)
@@ -215,26 +201,23 @@ void region_store_claim(struct region *r, uint32_t shard)
 			  r->cfg.name, shard, rc);
 }
 
-static void on_claimed(void *arg, uint32_t shard)
+bool region_store_on_claimed(struct region *r, uint32_t shard)
 {
-	struct region *r = arg;
 	if (shard >= r->cfg.number_of_shards || r->slots[shard].claims_waiting == 0)
-		return;
-	if (--r->slots[shard].claims_waiting == 0)
-		resume_slot(r, shard);
+		return false;
+	return --r->slots[shard].claims_waiting == 0;
 }
 
 static void release_shard(struct region *r, uint32_t shard, const char *error);
 
-static void on_fenced(void *arg, uint32_t shard)
+bool region_store_on_fenced(struct region *r, uint32_t shard)
 {
-	struct region *r = arg;
 	if (shard >= r->cfg.number_of_shards)
-		return;
+		return false;
 	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: another member claimed it in the store; its writes from "
 		 "here are refused: it stops here", r->cfg.name, shard);
 	release_shard(r, shard, "store_unavailable");
-	region_step(r, shard, SLOT_FENCED);
+	return true;
 }
 
 /* ---- holding replies ---- */
@@ -349,21 +332,19 @@ static void release_shard(struct region *r, uint32_t shard, const char *error)
 	}
 }
 
-static void on_written(void *arg, uint64_t upto, int status)
+void region_store_on_written(struct region *r, uint64_t upto, int status)
 {
-	struct region *r = arg;
 	if (upto > r->written_upto)
 		r->written_upto = upto;
 	if (status != 0)
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
 			  "{error, store_unavailable}", r->cfg.name, status);
 	release(r, upto, status != 0 ? "store_unavailable" : NULL, status != 0);
-	if (r->streams_awaiting_commit || r->acks_head != NULL)
-		region_state_on_committed(r);
-	if (!r->slots_awaiting_commit)
-		return;
-	r->slots_awaiting_commit = false;
-	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+}
+
+bool region_store_next_load_ready(struct region *r, uint32_t *from)
+{
+	for (uint32_t s = *from; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
 		if (slot->load_after == 0)
 			continue;
@@ -371,8 +352,10 @@ static void on_written(void *arg, uint64_t upto, int status)
 			r->slots_awaiting_commit = true; /* not yet */
 			continue;
 		}
-		resume_slot(r, s); /* its load starts now */
+		*from = s;
+		return true;
 	}
+	return false;
 }
 
 void region_store_tick(struct region *r)
@@ -422,20 +405,12 @@ int region_store_delete_shard(struct region *r, uint32_t shard)
 
 /* ---- life ---- */
 
-int region_store_start(struct region *r)
+int region_store_start(struct region *r, const struct state_store_callbacks *cb)
 {
 	if (r->cfg.store == NULL || !entity_type_keeps_state(r->cfg.type) || r->cfg.proxy_only)
 		return 0;
 	int err = 0;
-	const struct state_store_callbacks cb = {
-		.written = on_written,
-		.loaded = on_loaded,
-		.scanned = region_state_on_scanned,
-		.claimed = on_claimed,
-		.fenced = on_fenced,
-		.arg = r,
-	};
-	r->store = state_store_type_open(r->cfg.store, r->cfg.name, &cb, &err);
+	r->store = state_store_type_open(r->cfg.store, r->cfg.name, cb, &err);
 	if (r->store == NULL)
 		return err;
 	r->written_upto = region_store_last_queued(r);
@@ -447,7 +422,6 @@ void region_store_stop(struct region *r)
 	/* Their writes still commit (state_store_free waits for them), but no
 	 * answer can wait for that any more. */
 	release(r, UINT64_MAX, "shutting_down", false);
-	region_state_release_acks(r, UINT64_MAX);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		region_store_drop_loads(&r->slots[s]);
 	state_store_type_close(r->store);
