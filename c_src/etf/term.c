@@ -506,3 +506,35 @@ void term_skip(const char *buf, size_t *idx)
 	bool maps;
 	(void)term_check_structure(buf, SIZE_MAX, idx, &maps);
 }
+
+void term_step(const char *buf, size_t *idx, bool into_funs)
+{
+	switch ((unsigned char)buf[*idx]) {
+	case ERL_SMALL_TUPLE_EXT:
+		*idx += 2;
+		break;
+	case ERL_LARGE_TUPLE_EXT:
+	case ERL_LIST_EXT:
+	case ERL_MAP_EXT:
+		*idx += 5;
+		break;
+	case ERL_EXPORT_EXT:
+		*idx += 1;
+		break;
+	case ERL_NEW_FUN_EXT:
+		if (!into_funs) {
+			term_skip(buf, idx);
+			break;
+		}
+		/* Tag, Size:4 Arity:1 Uniq:16 Index:4 NumFree:4; Module,
+		 * OldIndex, OldUniq. */
+		*idx += 30;
+		term_skip(buf, idx);
+		term_skip(buf, idx);
+		term_skip(buf, idx);
+		break;
+	default:
+		term_skip(buf, idx);
+		break;
+	}
+}

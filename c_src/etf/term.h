@@ -133,6 +133,15 @@ long term_get_tuple(const char *buf, size_t *idx);
  * validator's iterative walk (no recursion, whatever the nesting). */
 void term_skip(const char *buf, size_t *idx);
 
+/* One step of a walk over every subterm of a validated term, in order: at
+ * buf[*idx], past a tuple's, list's or map's header (its elements come
+ * next), past an export's tag (its atoms and arity come next, as leaves),
+ * past a fun's fixed fields, module and old index and uniq when into_funs
+ * (its Pid and free variables come next; else the fun whole), and past
+ * any other term whole. Stepping from a term's start to its end visits
+ * each of its subterms once. */
+void term_step(const char *buf, size_t *idx, bool into_funs);
+
 /* Reads a (validated) small non-negative integer (< 2^31) into *out and
  * advances *idx. Returns 0, or -EPROTO (*idx and *out unchanged). */
 int term_get_long(const char *buf, size_t *idx, long *out);

@@ -86,34 +86,18 @@ static int each_map(const char *term, size_t len)
 {
 	const unsigned char *b = (const unsigned char *)term;
 	size_t i = 0;
-	/* Every subterm in order: a compound's header, then its elements;
-	 * a leaf (or a fun) whole. */
+	/* Every subterm in order; a fun whole (its free variables are not
+	 * looked into, term_map_keys.h). */
 	while (i < len) {
-		switch (b[i]) {
-		case ERL_SMALL_TUPLE_EXT:
-			i += 2;
-			break;
-		case ERL_LARGE_TUPLE_EXT:
-		case ERL_LIST_EXT:
-			i += 5;
-			break;
-		case ERL_EXPORT_EXT:
-			i += 1; /* two atoms and an integer follow, as leaves */
-			break;
-		case ERL_MAP_EXT: {
+		if (b[i] == ERL_MAP_EXT) {
 			uint32_t n = be32_read(b + i + 1);
 			if (n >= 2) {
 				int rc = keys_distinct(term, i + 5, n);
 				if (rc)
 					return rc;
 			}
-			i += 5;
-			break;
 		}
-		default:
-			term_skip(term, &i);
-			break;
-		}
+		term_step(term, &i, false);
 	}
 	return 0;
 }

@@ -26,10 +26,10 @@ static size_t atom_end(const unsigned char *b, size_t i)
 }
 
 /* Whether the identifier at b[at] (a pid, reference or port, validated)
- * names node/creation with numbers that node never hands out. *next is
- * set past it. */
+ * names node/creation with numbers that node never hands out. The name is
+ * compared last: most identifiers' numbers are in range. */
 static bool unreadable_identifier(const unsigned char *b, size_t len, size_t at, const char *node,
-				  size_t node_len, uint32_t creation, size_t *next)
+				  size_t node_len, uint32_t creation)
 {
 	unsigned char tag = b[at];
 	size_t words = 0, name = at + 1;
@@ -38,7 +38,6 @@ static bool unreadable_identifier(const unsigned char *b, size_t len, size_t at,
 		name = at + 3;
 	}
 	size_t p = atom_end(b, name); /* the numbers after the node's name */
-	bool names = term_atom_equals((const char *)b, len, name, node, node_len);
 	uint32_t cre;
 	bool bad;
 	switch (tag) {
@@ -46,38 +45,32 @@ static bool unreadable_identifier(const unsigned char *b, size_t len, size_t at,
 	case ERL_NEW_PID_EXT:
 		cre = tag == ERL_PID_EXT ? b[p + 8] : be32_read(b + p + 8);
 		bad = be32_read(b + p) > OWN_PID_NUMBER_MAX || be32_read(b + p + 4) > OWN_PID_SERIAL_MAX;
-		*next = p + (tag == ERL_PID_EXT ? 9 : 12);
 		break;
 	case ERL_REFERENCE_EXT: /* ID:4, Creation:1 */
 		cre = b[p + 4];
 		bad = be32_read(b + p) > OWN_REF_FIRST_WORD_MAX;
-		*next = p + 5;
 		break;
 	case ERL_NEW_REFERENCE_EXT: /* Creation:1, ID:4*Len */
 	case ERL_NEWER_REFERENCE_EXT: { /* Creation:4, ID:4*Len */
 		size_t cre_len = tag == ERL_NEW_REFERENCE_EXT ? 1 : 4;
 		cre = cre_len == 1 ? b[p] : be32_read(b + p);
 		bad = words > OWN_REF_WORDS_MAX || be32_read(b + p + cre_len) > OWN_REF_FIRST_WORD_MAX;
-		*next = p + cre_len + 4 * words;
 		break;
 	}
 	case ERL_PORT_EXT: /* ID:4, Creation:1 */
 		cre = b[p + 4];
 		bad = be32_read(b + p) > OWN_PORT_NUMBER_MAX;
-		*next = p + 5;
 		break;
 	case ERL_NEW_PORT_EXT: /* ID:4, Creation:4 */
 		cre = be32_read(b + p + 4);
 		bad = be32_read(b + p) > OWN_PORT_NUMBER_MAX;
-		*next = p + 8;
 		break;
 	default: /* ERL_V4_PORT_EXT: ID:8, Creation:4 */
 		cre = be32_read(b + p + 8);
 		bad = be32_read(b + p) != 0 || be32_read(b + p + 4) > OWN_PORT_NUMBER_MAX;
-		*next = p + 12;
 		break;
 	}
-	return bad && names && cre == creation;
+	return bad && cre == creation && term_atom_equals((const char *)b, len, name, node, node_len);
 }
 
 bool term_readable_by(const char *term, size_t len, const char *node, uint32_t creation)
@@ -89,26 +82,9 @@ bool term_readable_by(const char *term, size_t len, const char *node, uint32_t c
 		return true;
 	const unsigned char *b = (const unsigned char *)term;
 	size_t i = 0;
-	/* Every subterm in order: a compound's header, then its elements; a
-	 * fun's header, then its Pid and free variables; a leaf whole. */
+	/* Every subterm in order, into funs (their Pid and free variables). */
 	while (i < len) {
 		switch (b[i]) {
-		case ERL_SMALL_TUPLE_EXT:
-			i += 2;
-			break;
-		case ERL_LARGE_TUPLE_EXT:
-		case ERL_LIST_EXT:
-		case ERL_MAP_EXT:
-			i += 5;
-			break;
-		case ERL_NEW_FUN_EXT:
-			/* Size:4 Arity:1 Uniq:16 Index:4 NumFree:4, Module,
-			 * OldIndex, OldUniq: then the Pid and free variables. */
-			i += 30;
-			term_skip(term, &i);
-			term_skip(term, &i);
-			term_skip(term, &i);
-			break;
 		case ERL_PID_EXT:
 		case ERL_NEW_PID_EXT:
 		case ERL_REFERENCE_EXT:
@@ -117,13 +93,13 @@ bool term_readable_by(const char *term, size_t len, const char *node, uint32_t c
 		case ERL_PORT_EXT:
 		case ERL_NEW_PORT_EXT:
 		case ERL_V4_PORT_EXT:
-			if (unreadable_identifier(b, len, i, node, node_len, creation, &i))
+			if (unreadable_identifier(b, len, i, node, node_len, creation))
 				return false;
 			break;
-		default: /* leaves, and exports (atoms and an integer) */
-			term_skip(term, &i);
+		default:
 			break;
 		}
+		term_step(term, &i, true);
 	}
 	return true;
 }
