@@ -267,22 +267,21 @@ c_as_written(Port, T) ->
 %% Whether every fun in T has a pid as its creator: term_to_binary/1 of
 %% one that has not kills an OTP 25 runtime (such funs come only from
 %% mutated inputs; the node refuses them).
-funs_hold_pids(T) when is_function(T) ->
-    case erlang:fun_info(T, type) of
-        {type, external} -> true;
-        {type, local} -> is_pid(element(2, erlang:fun_info(T, pid))) andalso
-                             funs_hold_pids(element(2, erlang:fun_info(T, env)))
-    end;
-funs_hold_pids(T) when is_tuple(T) -> funs_hold_pids(tuple_to_list(T));
-funs_hold_pids(T) when is_map(T) -> funs_hold_pids(maps:to_list(T));
-funs_hold_pids([H | T]) -> funs_hold_pids(H) andalso funs_hold_pids(T);
-funs_hold_pids(_) -> true.
+funs_hold_pids(T) ->
+    not any_fun(fun(F) -> erlang:fun_info(F, type) =:= {type, local} andalso
+                              not is_pid(element(2, erlang:fun_info(F, pid))) end, T).
 
-holds_fun(T) when is_function(T) -> true;
-holds_fun(T) when is_tuple(T) -> holds_fun(tuple_to_list(T));
-holds_fun(T) when is_map(T) -> holds_fun(maps:to_list(T));
-holds_fun([H | T]) -> holds_fun(H) orelse holds_fun(T);
-holds_fun(_) -> false.
+holds_fun(T) -> any_fun(fun(_) -> true end, T).
+
+%% Whether Pred holds for a fun anywhere in T: in its containers, and in
+%% a local fun's free variables.
+any_fun(Pred, T) when is_function(T) ->
+    Pred(T) orelse (erlang:fun_info(T, type) =:= {type, local} andalso
+                    any_fun(Pred, element(2, erlang:fun_info(T, env))));
+any_fun(Pred, T) when is_tuple(T) -> any_fun(Pred, tuple_to_list(T));
+any_fun(Pred, T) when is_map(T) -> any_fun(Pred, maps:to_list(T));
+any_fun(Pred, [H | T]) -> any_fun(Pred, H) orelse any_fun(Pred, T);
+any_fun(_, _) -> false.
 
 show({ok, T}) -> {ok, T};
 show(R) -> R.
