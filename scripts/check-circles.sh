@@ -8,15 +8,10 @@
 # hands control back through a re-entry point the caller owns (a timer, a
 # callback it registered), not by calling into it.
 #
-# The circles not yet untangled are listed, edge by edge, in
-# scripts/circles-known.txt; an edge there that no longer exists must be
-# taken out of the list, so it only ever shrinks.
-#
 #   scripts/check-circles.sh            (the objects must be built: make c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-known=scripts/circles-known.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -45,33 +40,18 @@ awk 'NR == FNR { def[$1] = $2; next }
 awk '{ print $1, $2 }' "$work/calls" | sort -u >"$work/edges"
 
 bad=0
-# Known edges that are gone must leave the list.
-if [ -f "$known" ]; then
-    grep -v '^#' "$known" | grep -v '^[[:space:]]*$' | sort -u >"$work/known"
-    comm -23 "$work/known" "$work/edges" >"$work/stale"
-    if [ -s "$work/stale" ]; then
-        echo "check: these calls of $known are gone; take them out of the list:" >&2
-        sed 's/^/  /' "$work/stale" >&2
-        bad=1
-    fi
-    comm -23 "$work/edges" "$work/known" >"$work/checked"
-else
-    cp "$work/edges" "$work/checked"
-fi
-
 # tsort reports a circle among the edges not known ("input contains a
 # loop"): each file of one, with the calls that close it.
-if ! sort -u "$work/checked" | tsort >/dev/null 2>"$work/loops" || [ -s "$work/loops" ]; then
+if ! sort -u "$work/edges" | tsort >/dev/null 2>"$work/loops" || [ -s "$work/loops" ]; then
     echo "check: files of one layer call each other in a circle:" >&2
     sed -n 's/^tsort: //p' "$work/loops" | grep -v 'input contains a loop' | sort -u >"$work/in_loop"
     while read -r a b; do
         if grep -qx "$a" "$work/in_loop" && grep -qx "$b" "$work/in_loop"; then
             echo "  $a -> $b: $(awk -v a="$a" -v b="$b" '$1 == a && $2 == b { printf "%s ", $3 }' "$work/calls")" >&2
         fi
-    done <"$work/checked"
+    done <"$work/edges"
     bad=1
 fi
 [ "$bad" -eq 0 ] || exit 1
 
-n_known=$( [ -f "$known" ] && grep -cv '^#\|^[[:space:]]*$' "$known" || echo 0)
-echo "check: no new circle of calls inside a layer ($(wc -l <"$work/edges") calls between files; $n_known known, in $known)"
+echo "check: no circle of calls inside a layer ($(wc -l <"$work/edges") calls between files)"

@@ -20,128 +20,6 @@
 #include "sharding/region_internal.h"
 
 
-/* ---- delivery ---- */
-
-static void count_delivery(struct region *r, const struct envelope *e)
-{
-	if (e->is_call)
-		r->asks++;
-	else
-		r->tells++;
-}
-
-/* With a store: `delete` removes the stored state and stops the entity;
- * a changed state is queued for writing. Either way the reply waits for
- * the commit (region_store.c). */
-static void deliver_stored(struct region *r, struct shard *s, const struct envelope *e, ei_x_buff *reply)
-{
-	if (term_is_atom(e->msg, 0, "delete")) {
-		shard_stop_entity(s, e->id, e->id_len);
-		int rc = region_store_write(r, s->id, e->id, e->id_len, NULL) == 0
-				 ? ei_x_encode_atom(reply, "ok")
-				 : term_x_error_atom(reply, "store_unavailable");
-		(void)term_x_whole_or_enomem(reply, 0, rc);
-	} else {
-		ei_x_buff spare, *state = scratch_get(&r->state_buf, &spare);
-		if (state == NULL) {
-			(void)term_x_error_atom(reply, "enomem");
-		} else {
-			int rc = shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, state);
-			if (rc == 0 && state->index > 0)
-				rc = region_store_write(r, s->id, e->id, e->id_len, state);
-			if (rc != 0 && rc != -ENOMEM) {
-				/* The change cannot be kept: the entity stops (so it does
-				 * not answer from it again) and the caller learns it. */
-				shard_stop_entity(s, e->id, e->id_len);
-				reply->index = 0;
-				(void)term_x_whole_or_enomem(reply, 0, term_x_error_atom(reply, "store_unavailable"));
-			}
-			scratch_put(&r->state_buf, state);
-		}
-	}
-	count_delivery(r, e);
-	region_store_answer(r, s->id, e, reply);
-}
-
-static void deliver_local(struct region *r, struct shard *s, const struct envelope *e)
-{
-	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
-	if (reply == NULL)
-		return;
-	if (region_store_active(r)) {
-		deliver_stored(r, s, e, reply);
-	} else if (r->cfg.store != NULL && !r->cfg.proxy_only && term_is_atom(e->msg, 0, "delete")) {
-		/* A type that keeps no state has nothing stored: `delete` just
-		 * stops the entity, as for every type on a node with a store. */
-		shard_stop_entity(s, e->id, e->id_len);
-		(void)term_x_whole_or_enomem(reply, 0, ei_x_encode_atom(reply, "ok"));
-		count_delivery(r, e);
-		region_answer(r, e, reply);
-	} else {
-		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, NULL);
-		count_delivery(r, e);
-		region_answer(r, e, reply);
-	}
-	scratch_put(&r->reply_buf, reply);
-}
-
-/* Sends the message on to the region that hosts its shard. A call goes as
- * the original '$gen_call', so the home answers the caller itself. */
-static void forward(struct region *r, const erlang_pid *home, const struct envelope *e)
-{
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return;
-	int rc;
-	if (e->is_call) {
-		rc = ei_x_encode_version(&x) | ei_x_encode_tuple_header(&x, 3) |
-		     ei_x_encode_atom(&x, "$gen_call") | ei_x_encode_tuple_header(&x, 2) |
-		     ei_x_encode_pid(&x, e->from);
-		rc = rc < 0 ? -ENOMEM : term_x_append_raw(&x, e->tag, e->tag_len);
-		/* A singleton's request is the message itself. */
-		if (rc == 0 && !r->cfg.singleton)
-			rc = ei_x_encode_tuple_header(&x, 2) < 0 ? -ENOMEM : 0;
-		if (rc == 0 && !r->cfg.singleton)
-			rc = term_x_append_raw(&x, e->id, e->id_len);
-		if (rc == 0)
-			rc = term_x_append_raw(&x, e->msg, e->msg_len);
-	} else {
-		rc = shard_msg_encode_tell(&x, e->from, e->id, e->id_len, e->msg, e->msg_len);
-	}
-	if (rc == 0 && dist_node_send(r->cfg.node, home, x.buff, (size_t)x.index) == 0)
-		r->forwarded++;
-	ei_x_free(&x);
-}
-
-/* ---- buffers ---- */
-
-void region_flush_slot(struct region *r, struct shard_slot *slot)
-{
-	while (slot->head) {
-		bool here = region_slot_hosted(&slot->st);
-		/* Per message: a lease can run out in the middle of a long flush. */
-		if (here && !region_may_deliver(r))
-			return; /* region_resume comes back for the rest */
-		struct pending *p = slot->head;
-		struct envelope e;
-		region_envelope_of(p, &e);
-		/* A load under way (or started now) holds the rest back; the
-		 * slot is flushed again when it is done. */
-		if (here && region_store_active(r) &&
-		    region_store_must_wait(r, (uint32_t)(slot - r->slots), e.id, e.id_len, e.msg))
-			return;
-		slot->head = p->next;
-		if (here)
-			deliver_local(r, slot->shard, &e);
-		else
-			forward(r, &slot->home_region, &e);
-		free(p);
-		slot->nbuffered--;
-		r->buffered--;
-	}
-	slot->tail = NULL;
-}
-
 /* ---- the store's outcomes ---- */
 
 /* What waited in a hosted slot for a load or a claim goes on; a handoff
@@ -163,8 +41,10 @@ static void on_store_written(void *arg, uint64_t upto, int status)
 {
 	struct region *r = arg;
 	region_store_on_written(r, upto, status);
-	if (r->streams_awaiting_commit || r->acks_head != NULL)
+	if (r->streams_awaiting_commit || r->acks_head != NULL) {
 		region_state_on_committed(r);
+		region_step_owed(r); /* streams that could not go on */
+	}
 	if (!r->slots_awaiting_commit)
 		return;
 	r->slots_awaiting_commit = false;
@@ -185,6 +65,14 @@ static void on_store_claimed(void *arg, uint32_t shard)
 	struct region *r = arg;
 	if (region_store_on_claimed(r, shard))
 		resume_slot(r, shard);
+}
+
+static void on_store_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
+			     const char *last_key, size_t last_key_len)
+{
+	struct region *r = arg;
+	region_state_on_scanned(r, token, status, chunk, len, more, last_key, last_key_len);
+	region_step_owed(r); /* a stream that could not go on */
 }
 
 static void on_store_fenced(void *arg, uint32_t shard)
@@ -226,9 +114,9 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	struct shard_slot *slot = &r->slots[shard];
 	if (slot->head == NULL && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
 	    !(region_store_active(r) && region_store_must_wait(r, shard, e->id, e->id_len, e->msg))) {
-		deliver_local(r, slot->shard, e);
+		region_deliver_local(r, slot->shard, e);
 	} else if (slot->head == NULL && slot->st.state == SLOT_REMOTE) {
-		forward(r, &slot->home_region, e);
+		region_forward(r, &slot->home_region, e);
 	} else {
 		if (!region_buffer_append(r, slot, e)) {
 			if (e->is_call) {
@@ -262,6 +150,23 @@ void region_resume(struct region *r)
 		if (region_slot_handoff_ready(&slot->st))
 			region_hand_off_when_flushed(r, s); /* it waited for the flush */
 	}
+}
+
+/* The retry timer: the coordinator protocol's retries and deadlines, the
+ * messages held for a lease that came back unnoticed, the store's replies
+ * past their timeout. */
+static void on_retry(struct evloop *loop, void *arg)
+{
+	struct region *r = arg;
+	region_coordinator_tick(r);
+	region_resume(r);
+	region_store_tick(r);
+	/* Unregistered, retry soon: a coordinator that has just taken over may
+	 * have ignored our first try, sent while it was not active yet. */
+	uint32_t next = r->cfg.retry_interval_ms;
+	if (!r->registered && next > REGION_REGISTER_RETRY_MS)
+		next = REGION_REGISTER_RETRY_MS;
+	evloop_timer_start(loop, &r->retry_timer, next);
 }
 
 static void on_idle_sweep(struct evloop *loop, void *arg)
@@ -417,7 +322,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->type_atom_len = (size_t)type_atom_len;
-	evloop_timer_init(&r->retry_timer, region_on_retry, r);
+	evloop_timer_init(&r->retry_timer, on_retry, r);
 	evloop_timer_init(&r->idle_timer, on_idle_sweep, r);
 	region_leave_poll_init(r);
 	scratch_init(&r->canon_buf);
@@ -444,7 +349,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	const struct state_store_callbacks store_cb = {
 		.written = on_store_written,
 		.loaded = on_store_loaded,
-		.scanned = region_state_on_scanned,
+		.scanned = on_store_scanned,
 		.claimed = on_store_claimed,
 		.fenced = on_store_fenced,
 		.arg = r,

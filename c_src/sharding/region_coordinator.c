@@ -69,6 +69,7 @@ static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
 		stop_shard(r, shard);
 	if (todo & SLOT_DO_REPORT_STOPPED)
 		region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
+	region_step_owed(r); /* a stream that could not start */
 }
 
 static struct region_slot_event event(const struct region *r, enum region_slot_event_kind kind)
@@ -79,6 +80,25 @@ static struct region_slot_event event(const struct region *r, enum region_slot_e
 void region_step(struct region *r, uint32_t shard, enum region_slot_event_kind kind)
 {
 	step(r, shard, event(r, kind));
+}
+
+void region_step_owed(struct region *r)
+{
+	if (r->stepping_owed)
+		return;
+	r->stepping_owed = true;
+	while (r->slots_owed) {
+		r->slots_owed = false;
+		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+			uint8_t owed = r->slots[s].owed;
+			r->slots[s].owed = 0;
+			if (owed & SLOT_OWES_STATE_CHUNK)
+				step(r, s, event(r, SLOT_STATE_CHUNK));
+			if (owed & SLOT_OWES_STATE_SENT)
+				step(r, s, event(r, SLOT_STATE_SENT));
+		}
+	}
+	r->stepping_owed = false;
 }
 
 /* Unregistered, the request goes out when the coordinator acknowledges
@@ -182,6 +202,7 @@ void region_on_nodedown(void *arg, const char *peer)
 	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
 		r->registered = false;
 	region_state_on_nodedown(r, peer);
+	region_step_owed(r);
 }
 
 int region_set_downed(struct region *r, const char *const *nodes, size_t n)
@@ -252,7 +273,7 @@ static void on_begin_handoff(struct region *r, uint32_t shard, const erlang_pid 
  * before the ones the other regions now hold for the new home; handed on
  * now, they would reach the new home after those later messages. So the
  * handoff waits for the lease (region_resume delivers them here first) or
- * for its deadline (region_on_retry). */
+ * for its deadline (the retry timer, region_coordinator_tick). */
 void region_hand_off_when_flushed(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
@@ -321,30 +342,21 @@ void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, con
 	case SMSG_SHARD_STATE:
 	case SMSG_SHARD_STATE_ACK:
 		region_state_on_msg(r, sm);
+		region_step_owed(r);
 		break;
 	default:
 		break;
 	}
 }
 
-void region_on_retry(struct evloop *loop, void *arg)
+void region_coordinator_tick(struct region *r)
 {
-	struct region *r = arg;
 	if (!r->registered) {
 		send_registration(r);
-	} else {
-		/* Unanswered requests, handoffs past their deadline, moves
-		 * that never ended (region_slot.h). */
-		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
-			step(r, s, event(r, SLOT_TICK));
+		return;
 	}
-	/* Messages held for a lease that came back unnoticed go now. */
-	region_resume(r);
-	region_store_tick(r);
-	/* Unregistered, retry soon: a coordinator that has just taken over may
-	 * have ignored our first try, sent while it was not active yet. */
-	uint32_t next = r->cfg.retry_interval_ms;
-	if (!r->registered && next > REGION_REGISTER_RETRY_MS)
-		next = REGION_REGISTER_RETRY_MS;
-	evloop_timer_start(loop, &r->retry_timer, next);
+	/* Unanswered requests, handoffs past their deadline, moves that never
+	 * ended (region_slot.h). */
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
+		step(r, s, event(r, SLOT_TICK));
 }

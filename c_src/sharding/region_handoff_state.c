@@ -75,7 +75,7 @@ static uint32_t region_window_room(const struct region *r)
 	uint32_t n = 0;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		const struct shard_slot *slot = &r->slots[s];
-		if (slot->st.state == SLOT_SENDING_STATE)
+		if (slot->st.state == SLOT_SENDING_STATE && !slot->out.failed)
 			n += slot->out.next_seq - slot->out.acked + (slot->out.scan_in_flight ? 1 : 0);
 	}
 	return n < REGION_STATE_WINDOW ? REGION_STATE_WINDOW - n : 0;
@@ -84,7 +84,7 @@ static uint32_t region_window_room(const struct region *r)
 /* Whether the stream may put another chunk out, room permitting. */
 static bool stream_open(const struct state_out *out)
 {
-	return !out->last_sent && !out->scan_in_flight && out->next_seq - out->acked < STATE_WINDOW;
+	return !out->failed && !out->last_sent && !out->scan_in_flight && out->next_seq - out->acked < STATE_WINDOW;
 }
 
 /* With a store: asks it for the next chunk when the windows have room and
@@ -137,12 +137,21 @@ static int pump(struct region *r, uint32_t shard, uint32_t *room)
 	return 0;
 }
 
+/* The slot owes its step `bit` (SLOT_OWES_*): taken by region_step_owed
+ * once the call into this file returns. */
+static void owe(struct region *r, uint32_t shard, uint8_t bit)
+{
+	r->slots[shard].owed |= bit;
+	r->slots_owed = true;
+}
+
 /* The stream cannot go on: the shard stops without the rest. */
 static void give_up(struct region *r, uint32_t shard, int err)
 {
 	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: sending its entity states failed (%d): the rest start afresh",
 		 r->cfg.name, shard, err);
-	region_step(r, shard, SLOT_STATE_SENT);
+	r->slots[shard].out.failed = true;
+	owe(r, shard, SLOT_OWES_STATE_SENT);
 }
 
 void region_state_send_start(struct region *r, uint32_t shard)
@@ -152,6 +161,7 @@ void region_state_send_start(struct region *r, uint32_t shard)
 	slot->out.next_seq = 0;
 	slot->out.acked = 0;
 	slot->out.last_sent = false;
+	slot->out.failed = false;
 	slot->out.from_store = region_store_active(r);
 	slot->out.scan_in_flight = false;
 	slot->out.gen++;
@@ -189,11 +199,12 @@ static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_
 	int rc;
 	/* A late ack of an earlier stream, or from a region that is not the
 	 * destination, tells nothing about this one. */
-	if (slot->st.state != SLOT_SENDING_STATE || !term_pid_equal(from, &slot->home_region) || seq != out->acked)
+	if (slot->st.state != SLOT_SENDING_STATE || out->failed || !term_pid_equal(from, &slot->home_region) ||
+	    seq != out->acked)
 		return;
 	out->acked++;
 	if (out->last_sent && out->acked == out->next_seq)
-		region_step(r, shard, SLOT_STATE_SENT);
+		owe(r, shard, SLOT_OWES_STATE_SENT);
 	uint32_t room = region_window_room(r);
 	if (slot->st.state == SLOT_SENDING_STATE && (rc = pump(r, shard, &room)) != 0)
 		give_up(r, shard, rc);
@@ -262,17 +273,16 @@ void region_state_on_committed(struct region *r)
 	pump_waiting(r, &room); /* a stream still waiting sets the flag again */
 }
 
-void region_state_on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
+void region_state_on_scanned(struct region *r, uint64_t token, int status, const char *chunk, size_t len, bool more,
 			     const char *last_key, size_t last_key_len)
 {
-	struct region *r = arg;
 	uint32_t shard = (uint32_t)(token & 0xffffffffu);
 	if (shard >= r->cfg.number_of_shards)
 		return;
 	struct shard_slot *slot = &r->slots[shard];
 	struct state_out *out = &slot->out;
 	/* An answer to a stream that ended, or to an earlier one. */
-	if (slot->st.state != SLOT_SENDING_STATE || !out->from_store || !out->scan_in_flight ||
+	if (slot->st.state != SLOT_SENDING_STATE || out->failed || !out->from_store || !out->scan_in_flight ||
 	    (uint32_t)(token >> 32) != out->gen)
 		return;
 	out->scan_in_flight = false;
@@ -359,7 +369,7 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 		if (rc)
 			log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: entity states from %s not all restored (%d)",
 				 r->cfg.name, sm->shard, sm->pid.node, rc);
-		region_step(r, sm->shard, SLOT_STATE_CHUNK);
+		owe(r, sm->shard, SLOT_OWES_STATE_CHUNK);
 	}
 	ack_when_durable(r, sm->shard, sm->count, &sm->pid);
 }

@@ -2,17 +2,29 @@
  * region_internal.h — what the files of a region (region.h) share. Not for
  * other modules: they use region.h.
  *
- *   region.c              the core: routing, per-shard buffers, delivery,
- *                         the mailbox, start and free, the lease gate
+ *   region.c              the hub: the mailbox, routing, start and free,
+ *                         the lease gate, the timers, the store's outcomes
+ *   region_shutdown.c     graceful_shutdown and region_shutdown
+ *   region_stats.c        the inspection calls, the cluster-stats aggregator
  *   region_coordinator.c  registering with the coordinator, shard homes,
  *                         handoff (on the shard slots of region_slot.h)
+ *   region_remember.c     remembered entities (remember_replica.h)
  *   region_handoff_state.c entity states streamed to a shard's new home
+ *   region_deliver.c      delivery to a hosted shard, forwarding, flushing
+ *                         a shard's buffer
  *   region_store.c        entities backed by a durable store: loads before
  *                         delivery, writes of changed states, replies held
  *                         until their writes are committed
- *   region_remember.c     remembered entities (remember_replica.h)
- *   region_stats.c        the inspection calls, the cluster-stats aggregator
- *   region_shutdown.c     graceful_shutdown and region_shutdown
+ *   region_buffer.c       the per-shard buffers of messages waiting
+ *   region_send.c         answers, tell replies, messages to the coordinator
+ *   region_slot.c         the states of a shard's slot, pure (region_slot.h)
+ *
+ * Calls run one way, down this list: a file calls only files below it.
+ * Nothing calls back up: the store's outcomes come to the hub's callbacks,
+ * which resume the slot; what the handoff state finds (a stream ended, a
+ * chunk came) is left owed on the slot for region_step_owed, which the
+ * coordinator protocol offers; the retry timer is the hub's and asks each
+ * part in turn. scripts/check-circles.sh refuses a circle.
  *
  * Everything runs on the loop's thread; none of these functions blocks.
  */
@@ -86,6 +98,7 @@ struct state_out {
 	uint32_t next_seq;       /* the next chunk's number */
 	uint32_t acked;          /* chunks the new home acknowledged */
 	bool last_sent;          /* the final chunk is out */
+	bool failed;             /* the stream cannot go on (SLOT_OWES_STATE_SENT) */
 	/* With a store, the chunks are the shard's stored records (passivated
 	 * entities too), read once every write queued before the stream
 	 * began (commit_needed) is committed. */
@@ -97,8 +110,17 @@ struct state_out {
 	char scan_key[STATE_STORE_KEY_MAX];
 };
 
+/* Events region_handoff_state.c finds for a slot. It never steps a slot
+ * itself (the coordinator protocol, which calls it, does): it marks the
+ * event owed, and region_step_owed steps it once the call returns. */
+enum {
+	SLOT_OWES_STATE_SENT = 1u << 0,  /* the stream ended, done or cut short */
+	SLOT_OWES_STATE_CHUNK = 1u << 1, /* a chunk came: the move is alive */
+};
+
 struct shard_slot {
 	struct region_slot st;   /* where the shard lives (region_slot.h) */
+	uint8_t owed;            /* SLOT_OWES_* bits */
 	/* SLOT_REMOTE: the home. HANDING_OFF and SENDING_STATE: the new home
 	 * the shard goes to, once out.destination_known. */
 	erlang_pid home_region;
@@ -189,6 +211,8 @@ struct region {
 	uint64_t load_counter;
 	bool slots_awaiting_commit;   /* some slot's load_after may be set */
 	bool streams_awaiting_commit; /* some stream's commit_needed may be set */
+	bool slots_owed;              /* some slot's owed may be set */
+	bool stepping_owed;           /* region_step_owed is under way */
 	struct scratch state_buf;     /* a changed entity's encoded state */
 };
 
@@ -247,11 +271,21 @@ void region_refuse_entity(struct region *r, struct shard_slot *slot, const char 
  * {error, shutting_down}, tells are dropped. */
 void region_refuse_buffered(struct region *r, struct shard_slot *slot);
 
-/* ---- region.c ---- */
+/* ---- region_deliver.c ---- */
+
+/* Delivers `e` to its entity in `s`, hosted here: the reply goes to the
+ * sender at once, or, with a store, once the change it reports is
+ * committed (a `delete` removes the stored state). */
+void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e);
+
+/* Sends `e` on to `home`, the region hosting its shard; a call goes as the
+ * original '$gen_call', so the home answers the caller itself. */
+void region_forward(struct region *r, const erlang_pid *home, const struct envelope *e);
 
 /* Delivers (hosted) or forwards (SLOT_REMOTE) what waits in the slot's
  * buffer, in arrival order. A hosted slot stops early when the lease is
- * gone: region_resume comes back for the rest. */
+ * gone (region_resume comes back for the rest) or when a load must come
+ * first (the store's outcome comes back to the hub). */
 void region_flush_slot(struct region *r, struct shard_slot *slot);
 
 /* ---- region_coordinator.c ---- */
@@ -271,17 +305,25 @@ void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, con
  * nothing does, stops the shard and tells the coordinator. */
 void region_hand_off_when_flushed(struct region *r, uint32_t shard);
 
-/* The retry timer (arg: the region): registration, unanswered home
- * requests, handoff deadlines, and messages held for a lease. Restarts
- * itself. */
-void region_on_retry(struct evloop *loop, void *arg);
+/* The retry timer's part for the coordinator protocol: registration
+ * until acknowledged, then unanswered home requests, handoff deadlines and
+ * moves that never ended. */
+void region_coordinator_tick(struct region *r);
 
 /* dist_node_on_nodedown's callback (arg: the region). */
 void region_on_nodedown(void *arg, const char *peer);
 
 /* Steps the slot of `shard` with an event that carries nothing but the
- * clock (region_slot.h) and does what the step says. */
+ * clock (region_slot.h) and does what the step says, then what is owed. */
 void region_step(struct region *r, uint32_t shard, enum region_slot_event_kind kind);
+
+/* Steps every event region_handoff_state.c left owed (SLOT_OWES_*), until
+ * none is: the one way back into the coordinator protocol for what the
+ * handoff state finds. Whoever calls a region_state_* function that may
+ * owe (on_msg, on_nodedown, on_committed, on_scanned, send_start) calls
+ * this after it. Called during itself, it returns at once: the outer
+ * loop takes what was added. */
+void region_step_owed(struct region *r);
 
 /* ---- region_handoff_state.c ---- */
 
@@ -291,15 +333,17 @@ void region_step(struct region *r, uint32_t shard, enum region_slot_event_kind k
 bool region_state_to_carry(const struct region *r, const struct shard_slot *slot);
 
 /* SLOT_DO_SEND_STATE: starts streaming the slot's entity states to
- * home_region. Steps SLOT_STATE_SENT when the last chunk is acknowledged,
- * or at once if a chunk cannot be built or sent. */
+ * home_region. SLOT_STATE_SENT is owed (region_step_owed) when the last
+ * chunk is acknowledged, or at once if a chunk cannot be built or sent. */
 void region_state_send_start(struct region *r, uint32_t shard);
 
-/* shard_state (a chunk, at the new home) and shard_state_ack (at the old
- * home); `sm->shard` < nshards. Anything out of turn is ignored, logged. */
+/* shard_state (a chunk, at the new home: SLOT_STATE_CHUNK is owed) and
+ * shard_state_ack (at the old home: the last one owes SLOT_STATE_SENT);
+ * `sm->shard` < nshards. Anything out of turn is ignored, logged. */
 void region_state_on_msg(struct region *r, const struct shard_msg *sm);
 
-/* A node is gone: streams to it end (the shard stops without the rest). */
+/* A node is gone: streams to it end (SLOT_STATE_SENT owed: the shard
+ * stops without the rest). */
 void region_state_on_nodedown(struct region *r, const char *node);
 
 /* The store committed more: streams that waited for it go on, and the
@@ -311,9 +355,9 @@ void region_state_on_committed(struct region *r);
  * closes). */
 void region_state_release_acks(struct region *r, uint64_t upto);
 
-/* The store's answer to a stream's scan (state_store_scanned_fn; arg the
- * region). */
-void region_state_on_scanned(void *arg, uint64_t token, int status, const char *chunk, size_t len, bool more,
+/* The store's answer to a stream's scan (state_store_scanned_fn's
+ * arguments, passed on by the hub). May owe SLOT_STATE_SENT. */
+void region_state_on_scanned(struct region *r, uint64_t token, int status, const char *chunk, size_t len, bool more,
 			     const char *last_key, size_t last_key_len);
 
 /* Hands the slot's incoming shard to the caller (NULL if none). */

@@ -1,0 +1,132 @@
+/*
+ * region_deliver.c — a message reaches its entity (region_internal.h): to a
+ * shard hosted here, with or without a store (a changed state is written
+ * and the reply waits for the commit), or forwarded to the region that
+ * hosts it; and what waited in a shard's buffer, flushed in arrival order.
+ * Below the coordinator protocol: nothing here steps a slot.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "etf/term.h"
+#include "sharding/region_internal.h"
+
+/* ---- delivery ---- */
+
+static void count_delivery(struct region *r, const struct envelope *e)
+{
+	if (e->is_call)
+		r->asks++;
+	else
+		r->tells++;
+}
+
+/* With a store: `delete` removes the stored state and stops the entity;
+ * a changed state is queued for writing. Either way the reply waits for
+ * the commit (region_store.c). */
+static void deliver_stored(struct region *r, struct shard *s, const struct envelope *e, ei_x_buff *reply)
+{
+	if (term_is_atom(e->msg, 0, "delete")) {
+		shard_stop_entity(s, e->id, e->id_len);
+		int rc = region_store_write(r, s->id, e->id, e->id_len, NULL) == 0
+				 ? ei_x_encode_atom(reply, "ok")
+				 : term_x_error_atom(reply, "store_unavailable");
+		(void)term_x_whole_or_enomem(reply, 0, rc);
+	} else {
+		ei_x_buff spare, *state = scratch_get(&r->state_buf, &spare);
+		if (state == NULL) {
+			(void)term_x_error_atom(reply, "enomem");
+		} else {
+			int rc = shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, state);
+			if (rc == 0 && state->index > 0)
+				rc = region_store_write(r, s->id, e->id, e->id_len, state);
+			if (rc != 0 && rc != -ENOMEM) {
+				/* The change cannot be kept: the entity stops (so it does
+				 * not answer from it again) and the caller learns it. */
+				shard_stop_entity(s, e->id, e->id_len);
+				reply->index = 0;
+				(void)term_x_whole_or_enomem(reply, 0, term_x_error_atom(reply, "store_unavailable"));
+			}
+			scratch_put(&r->state_buf, state);
+		}
+	}
+	count_delivery(r, e);
+	region_store_answer(r, s->id, e, reply);
+}
+
+void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e)
+{
+	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
+	if (reply == NULL)
+		return;
+	if (region_store_active(r)) {
+		deliver_stored(r, s, e, reply);
+	} else if (r->cfg.store != NULL && !r->cfg.proxy_only && term_is_atom(e->msg, 0, "delete")) {
+		/* A type that keeps no state has nothing stored: `delete` just
+		 * stops the entity, as for every type on a node with a store. */
+		shard_stop_entity(s, e->id, e->id_len);
+		(void)term_x_whole_or_enomem(reply, 0, ei_x_encode_atom(reply, "ok"));
+		count_delivery(r, e);
+		region_answer(r, e, reply);
+	} else {
+		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, NULL);
+		count_delivery(r, e);
+		region_answer(r, e, reply);
+	}
+	scratch_put(&r->reply_buf, reply);
+}
+
+/* Sends the message on to the region that hosts its shard. A call goes as
+ * the original '$gen_call', so the home answers the caller itself. */
+void region_forward(struct region *r, const erlang_pid *home, const struct envelope *e)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	int rc;
+	if (e->is_call) {
+		rc = ei_x_encode_version(&x) | ei_x_encode_tuple_header(&x, 3) |
+		     ei_x_encode_atom(&x, "$gen_call") | ei_x_encode_tuple_header(&x, 2) |
+		     ei_x_encode_pid(&x, e->from);
+		rc = rc < 0 ? -ENOMEM : term_x_append_raw(&x, e->tag, e->tag_len);
+		/* A singleton's request is the message itself. */
+		if (rc == 0 && !r->cfg.singleton)
+			rc = ei_x_encode_tuple_header(&x, 2) < 0 ? -ENOMEM : 0;
+		if (rc == 0 && !r->cfg.singleton)
+			rc = term_x_append_raw(&x, e->id, e->id_len);
+		if (rc == 0)
+			rc = term_x_append_raw(&x, e->msg, e->msg_len);
+	} else {
+		rc = shard_msg_encode_tell(&x, e->from, e->id, e->id_len, e->msg, e->msg_len);
+	}
+	if (rc == 0 && dist_node_send(r->cfg.node, home, x.buff, (size_t)x.index) == 0)
+		r->forwarded++;
+	ei_x_free(&x);
+}
+
+void region_flush_slot(struct region *r, struct shard_slot *slot)
+{
+	while (slot->head) {
+		bool here = region_slot_hosted(&slot->st);
+		/* Per message: a lease can run out in the middle of a long flush. */
+		if (here && !region_may_deliver(r))
+			return; /* region_resume comes back for the rest */
+		struct pending *p = slot->head;
+		struct envelope e;
+		region_envelope_of(p, &e);
+		/* A load under way (or started now) holds the rest back; the
+		 * slot is flushed again when it is done. */
+		if (here && region_store_active(r) &&
+		    region_store_must_wait(r, (uint32_t)(slot - r->slots), e.id, e.id_len, e.msg))
+			return;
+		slot->head = p->next;
+		if (here)
+			region_deliver_local(r, slot->shard, &e);
+		else
+			region_forward(r, &slot->home_region, &e);
+		free(p);
+		slot->nbuffered--;
+		r->buffered--;
+	}
+	slot->tail = NULL;
+}
