@@ -233,7 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		check(dist_conn_accept(&r->conn, &settings, &hooks, fds[0]) == 0);
 	}
-	evloop_set_idle(r->loop, run_until_still, r);
+	check(evloop_add_idle(r->loop, run_until_still, r) == 0);
 	check(evloop_run(r->loop) == 0);
 	size_t at = 1;
 	while (!r->closed && at + 2 <= size) {

@@ -24,8 +24,14 @@ struct evloop {
 	size_t nwatches;
 	struct evloop_timer **heap;
 	size_t heap_len, heap_cap;
-	evloop_idle_fn idle_fn;
-	void *idle_arg;
+	/* The hooks run before every wait, in the order added. Several: each
+	 * dist node on the loop has its own (a harness runs several nodes on
+	 * one loop). */
+	struct {
+		evloop_idle_fn fn;
+		void *arg;
+	} idle[EVLOOP_MAX_IDLE];
+	size_t nidle;
 };
 
 static uint64_t boottime_ns(void)
@@ -202,10 +208,34 @@ int evloop_timer_start(struct evloop *loop, struct evloop_timer *t, uint64_t aft
 	return 0;
 }
 
-void evloop_set_idle(struct evloop *loop, evloop_idle_fn fn, void *arg)
+int evloop_add_idle(struct evloop *loop, evloop_idle_fn fn, void *arg)
 {
-	loop->idle_fn = fn;
-	loop->idle_arg = arg;
+	if (loop->nidle == EVLOOP_MAX_IDLE)
+		return -ENOSPC;
+	loop->idle[loop->nidle].fn = fn;
+	loop->idle[loop->nidle].arg = arg;
+	loop->nidle++;
+	return 0;
+}
+
+void evloop_remove_idle(struct evloop *loop, evloop_idle_fn fn, void *arg)
+{
+	for (size_t i = 0; i < loop->nidle; i++) {
+		if (loop->idle[i].fn == fn && loop->idle[i].arg == arg) {
+			memmove(&loop->idle[i], &loop->idle[i + 1], (loop->nidle - i - 1) * sizeof loop->idle[0]);
+			loop->nidle--;
+			return;
+		}
+	}
+}
+
+/* Runs every idle hook; true if any has more work. */
+static bool run_idle(struct evloop *loop)
+{
+	bool more_work = false;
+	for (size_t i = 0; i < loop->nidle && !loop->stopping; i++)
+		more_work |= loop->idle[i].fn(loop, loop->idle[i].arg);
+	return more_work;
 }
 
 void evloop_stop(struct evloop *loop) { loop->stopping = true; }
@@ -230,7 +260,7 @@ int evloop_run(struct evloop *loop)
 	struct epoll_event events[MAX_EVENTS];
 	loop->stopping = false;
 	while (!loop->stopping) {
-		bool more_work = loop->idle_fn ? loop->idle_fn(loop, loop->idle_arg) : false;
+		bool more_work = run_idle(loop);
 		if (loop->stopping)
 			break;
 		loop_tick(loop);

@@ -71,8 +71,17 @@ int evloop_timer_start(struct evloop *loop, struct evloop_timer *t, uint64_t aft
 void evloop_timer_stop(struct evloop *loop, struct evloop_timer *t);
 static inline bool evloop_timer_armed(const struct evloop_timer *t) { return t->heap_index != SIZE_MAX; }
 
-/* Sets the hook that runs before every wait (NULL to clear). */
-void evloop_set_idle(struct evloop *loop, evloop_idle_fn fn, void *arg);
+/* The most idle hooks a loop holds. */
+#define EVLOOP_MAX_IDLE 8
+
+/* Adds a hook that runs before every wait, after those added before it
+ * (returning true: it has more work, so the wait does not block). Returns
+ * 0, or -ENOSPC when EVLOOP_MAX_IDLE are set. */
+int evloop_add_idle(struct evloop *loop, evloop_idle_fn fn, void *arg);
+
+/* Removes the hook added with exactly fn and arg; nothing if there is
+ * none. Not from within a hook. */
+void evloop_remove_idle(struct evloop *loop, evloop_idle_fn fn, void *arg);
 
 /* Runs until evloop_stop(). Returns 0, or -errno if epoll_wait fails. */
 int evloop_run(struct evloop *loop);

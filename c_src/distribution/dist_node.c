@@ -230,9 +230,9 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	n->settings.creation = creation;
 	if ((rc = evloop_watch(cfg->loop, n->listen_fd, EPOLLIN, on_accept, n)) != 0 ||
 	    (n->epmd_fd >= 0 && (rc = evloop_watch(cfg->loop, n->epmd_fd, EPOLLIN, on_epmd_io, n)) != 0) ||
-	    (rc = evloop_timer_start(cfg->loop, &n->tick_timer, n->ticktime_ms / 4)) != 0)
+	    (rc = evloop_timer_start(cfg->loop, &n->tick_timer, n->ticktime_ms / 4)) != 0 ||
+	    (rc = evloop_add_idle(cfg->loop, on_idle, n)) != 0)
 		goto fail;
-	evloop_set_idle(cfg->loop, on_idle, n);
 	*err = 0;
 	return n;
 fail:
@@ -275,7 +275,7 @@ void dist_node_free(struct dist_node *n)
 	scratch_free(&n->ctl_buf);
 	peer_backoff_free(&n->unreachable);
 	resolver_free(n->settings.resolver);
-	evloop_set_idle(loop, NULL, NULL);
+	evloop_remove_idle(loop, on_idle, n);
 	free(n);
 }
 

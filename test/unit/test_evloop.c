@@ -367,10 +367,10 @@ Test(evloop, idle_hook_with_work_left_runs_again_at_once)
 {
 	struct evloop *loop = new_loop();
 	int runs = 0;
-	evloop_set_idle(loop, on_idle_with_work, &runs);
+	cr_assert_eq(evloop_add_idle(loop, on_idle_with_work, &runs), 0);
 	cr_assert_eq(evloop_run(loop), 0);
 	cr_assert_eq(runs, 5);
-	evloop_set_idle(loop, NULL, NULL);
+	evloop_remove_idle(loop, on_idle_with_work, &runs);
 	evloop_free(loop);
 }
 
@@ -386,11 +386,11 @@ Test(evloop, idle_hook_runs_before_each_wait)
 	struct evloop *loop = new_loop();
 	struct idle_count c = {0};
 	evloop_timer_init(&c.t, count_timer, &c);
-	evloop_set_idle(loop, on_idle, &c);
+	cr_assert_eq(evloop_add_idle(loop, on_idle, &c), 0);
 	cr_assert_eq(evloop_run(loop), 0);
 	cr_assert_eq(c.runs, 3, "the hook stopped the loop on its third run");
 	cr_assert_eq(c.timer_runs, 2);
-	evloop_set_idle(loop, NULL, NULL);
+	evloop_remove_idle(loop, on_idle, &c);
 	evloop_free(loop);
 }
 
@@ -406,5 +406,51 @@ Test(evloop, clock_moves_forward)
 	cr_assert_eq(deadline, before + 3);
 	cr_assert_eq(evloop_run(loop), 0);
 	cr_assert_geq(evloop_now_ms(loop), deadline, "fired no earlier than its deadline");
+	evloop_free(loop);
+}
+
+/* Each dist node on a loop has its own hook: all run before each wait, in
+ * the order added; a removed one no longer runs; there is room for
+ * EVLOOP_MAX_IDLE and no more. */
+struct idle_log {
+	int seen[64];
+	int n;
+};
+
+struct idle_hook {
+	struct idle_log *log;
+	int id;
+};
+
+static bool record_idle(struct evloop *loop, void *arg)
+{
+	struct idle_hook *h = arg;
+	h->log->seen[h->log->n++] = h->id;
+	if (h->log->n >= 6)
+		evloop_stop(loop);
+	return true;
+}
+
+Test(evloop, several_idle_hooks_run_in_the_order_added)
+{
+	struct evloop *loop = new_loop();
+	struct idle_log log = {0};
+	struct idle_hook hooks[EVLOOP_MAX_IDLE + 1];
+	for (int i = 0; i <= EVLOOP_MAX_IDLE; i++)
+		hooks[i] = (struct idle_hook){.log = &log, .id = i};
+	for (int i = 0; i < EVLOOP_MAX_IDLE; i++)
+		cr_assert_eq(evloop_add_idle(loop, record_idle, &hooks[i]), 0);
+	cr_assert_eq(evloop_add_idle(loop, record_idle, &hooks[EVLOOP_MAX_IDLE]), -ENOSPC);
+	for (int i = 3; i < EVLOOP_MAX_IDLE; i++)
+		evloop_remove_idle(loop, record_idle, &hooks[i]);
+	evloop_remove_idle(loop, record_idle, &hooks[1]);
+	evloop_remove_idle(loop, record_idle, &hooks[1]); /* not there: nothing */
+	cr_assert_eq(evloop_run(loop), 0);
+	int want[] = {0, 2, 0, 2, 0, 2};
+	cr_assert_eq(log.n, 6);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(log.seen[i], want[i], "run %d: hook %d", i, log.seen[i]);
+	evloop_remove_idle(loop, record_idle, &hooks[0]);
+	evloop_remove_idle(loop, record_idle, &hooks[2]);
 	evloop_free(loop);
 }

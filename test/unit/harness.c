@@ -1,0 +1,290 @@
+/*
+ * harness.c — the stateful cores in one process (harness.h).
+ */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "entity/entity_builtin.h"
+#include "etf/entity_id.h"
+#include "etf/phash2.h"
+
+#define HARNESS_COORDINATOR "shardnode_coordinator_counter"
+#define HARNESS_TYPE "counter"
+
+static const struct entity_type *counter_type(void)
+{
+	for (const struct entity_type *const *t = entity_builtin_types(); *t; t++)
+		if (strcmp((*t)->name, HARNESS_TYPE) == 0)
+			return *t;
+	cr_assert_fail("no built-in counter type");
+	return NULL;
+}
+
+static bool may_deliver(void *arg) { return ((const struct harness_member *)arg)->may_deliver; }
+
+/* Every member hosts the type (members_hosting.h). */
+static size_t members_hosting(void *arg, const char *type, const char **out, size_t max)
+{
+	(void)type;
+	const struct harness *h = arg;
+	size_t n = 0;
+	for (; n < h->opt.members && n < max; n++)
+		out[n] = h->m[n].name;
+	return n;
+}
+
+/* ---- the client ---- */
+
+/* Keeps {Tag, Reply} (a call's) and {counter, Id, Reply} (a tell's). */
+static void client_handle(void *ctx, struct proc *self, const struct proc_msg *m)
+{
+	(void)self;
+	struct harness *h = ctx;
+	cr_assert_lt(h->nreplies, HARNESS_MAX_REPLIES);
+	struct harness_reply *r = &h->replies[h->nreplies];
+	*r = (struct harness_reply){.tag = -1};
+	int i = 0, arity = 0;
+	if (ei_decode_tuple_header(m->term, &i, &arity) != 0 || (arity != 2 && arity != 3))
+		return;
+	if (arity == 2) {
+		cr_assert_eq(ei_decode_long(m->term, &i, &r->tag), 0);
+	} else {
+		cr_assert_eq(ei_skip_term(m->term, &i), 0); /* counter */
+		cr_assert_eq(ei_skip_term(m->term, &i), 0); /* Id */
+	}
+	int at = i;
+	r->is_int = ei_decode_long(m->term, &at, &r->value) == 0;
+	char *text = NULL;
+	at = i;
+	if (ei_s_print_term(&text, m->term, &at) >= 0)
+		snprintf(r->text, sizeof r->text, "%s", text);
+	free(text);
+	h->nreplies++;
+}
+
+/* ---- the loop ---- */
+
+struct run {
+	struct harness *h;
+	bool (*check)(struct harness *h, void *arg);
+	void *arg;
+	uint64_t deadline;
+	bool met;
+	struct evloop_timer timer;
+};
+
+static void on_check(struct evloop *loop, void *arg)
+{
+	struct run *run = arg;
+	if (run->check != NULL && run->check(run->h, run->arg)) {
+		run->met = true;
+		evloop_stop(loop);
+	} else if (evloop_clock_ms() >= run->deadline) {
+		evloop_stop(loop);
+	} else {
+		evloop_timer_start(loop, &run->timer, 1);
+	}
+}
+
+bool harness_run_until(struct harness *h, bool (*check)(struct harness *h, void *arg), void *arg, uint32_t ms)
+{
+	if (check != NULL && check(h, arg))
+		return true;
+	struct run run = {.h = h, .check = check, .arg = arg, .deadline = evloop_clock_ms() + ms};
+	evloop_timer_init(&run.timer, on_check, &run);
+	evloop_timer_start(h->loop, &run.timer, 1);
+	cr_assert_eq(evloop_run(h->loop), 0);
+	evloop_timer_stop(h->loop, &run.timer);
+	return run.met;
+}
+
+void harness_run_for(struct harness *h, uint32_t ms) { (void)harness_run_until(h, NULL, NULL, ms); }
+
+/* ---- members ---- */
+
+static void start_member(struct harness *h, size_t i)
+{
+	struct harness_member *m = &h->m[i];
+	int err = 0;
+	snprintf(m->name, sizeof m->name, "harness%ld_%llu_%zu@127.0.0.1", (long)getpid(),
+		 (unsigned long long)(evloop_clock_ns() % 1000000), i);
+	struct dist_node_config ncfg = {
+		.loop = h->loop, .log = &h->log, .name = m->name, .cookie = "harness",
+		.max_message_bytes = 64u << 20, .outq_pause = 8u << 20, .outq_max_bytes = 64u << 20,
+		.setup_ms = 5000, .ticktime_ms = 60000, .max_connections = 16,
+	};
+	m->node = dist_node_start(&ncfg, &err);
+	cr_assert_not_null(m->node, "dist_node_start %s: %d", m->name, err);
+	struct coordinator_config ccfg = {
+		.node = m->node, .log = &h->log, .type_name = HARNESS_TYPE, .name = HARNESS_COORDINATOR,
+		.number_of_shards = h->opt.shards, .loop = h->loop,
+		.rebalance_interval_ms = h->opt.rebalance_interval_ms ? h->opt.rebalance_interval_ms : 3600000,
+		.rebalance_threshold = 1, .max_simultaneous_rebalance = 3,
+		.handoff_timeout_ms = h->opt.handoff_timeout_ms ? h->opt.handoff_timeout_ms : 5000,
+		.min_nr_of_members = 1,
+	};
+	m->coordinator = coordinator_start(&ccfg, &err);
+	cr_assert_not_null(m->coordinator, "coordinator_start: %d", err);
+	if (h->opt.store == HARNESS_OWN_STORES)
+		m->store = store_double_new(h->loop, false);
+	else if (h->opt.store == HARNESS_SHARED_STORE)
+		m->store = h->shared;
+	m->may_deliver = true;
+	struct region_config rcfg = {
+		.node = m->node, .loop = h->loop, .log = &h->log, .type = counter_type(),
+		.number_of_shards = h->opt.shards, .buffer_size = 100000, .retry_interval_ms = 50,
+		.handoff_timeout_ms = ccfg.handoff_timeout_ms, .coordinator_name = HARNESS_COORDINATOR,
+		.may_deliver = may_deliver, .may_deliver_arg = m,
+		.members_hosting = members_hosting, .members_arg = h,
+		.store = m->store ? store_double_store(m->store) : NULL, .store_timeout_ms = 5000,
+	};
+	m->region = region_start(&rcfg, &err);
+	cr_assert_not_null(m->region, "region_start: %d", err);
+}
+
+static const char *const *member_names(const struct harness *h, const char **names)
+{
+	for (size_t i = 0; i < h->opt.members; i++)
+		names[i] = h->m[i].name;
+	return names;
+}
+
+void harness_move_coordinator(struct harness *h, size_t active)
+{
+	const char *names[HARNESS_MAX_MEMBERS];
+	member_names(h, names);
+	for (size_t i = 0; i < h->opt.members; i++) {
+		coordinator_set_active(h->m[i].coordinator, i == active);
+		coordinator_set_members(h->m[i].coordinator, names, h->opt.members, NULL, 0);
+	}
+	for (size_t i = 0; i < h->opt.members; i++)
+		region_set_coordinator_node(h->m[i].region, h->m[active].name);
+}
+
+void harness_start(struct harness *h, const struct harness_options *opt)
+{
+	cr_assert(opt->members >= 1 && opt->members <= HARNESS_MAX_MEMBERS);
+	memset(h, 0, sizeof *h);
+	h->opt = *opt;
+	h->loop = evloop_new();
+	cr_assert_not_null(h->loop);
+	/* Warnings and worse reach the test's output; HARNESS_LOG=debug (or
+	 * info) shows the rest when a test needs looking into. */
+	enum log_level level = LOG_WARN;
+	const char *want = getenv("HARNESS_LOG");
+	if (want != NULL)
+		(void)log_level_parse(want, &level);
+	h->log = (struct logger){.min_level = level, .out = stderr, .node = "harness"};
+	if (opt->store == HARNESS_SHARED_STORE)
+		h->shared = store_double_new(h->loop, true);
+	for (size_t i = 0; i < opt->members; i++)
+		start_member(h, i);
+	int err = 0;
+	h->client = dist_node_spawn(h->m[0].node, NULL, client_handle, h, &err);
+	cr_assert_not_null(h->client, "client: %d", err);
+	harness_move_coordinator(h, 0);
+}
+
+void harness_stop(struct harness *h)
+{
+	for (size_t i = 0; i < h->opt.members; i++)
+		region_free(h->m[i].region);
+	for (size_t i = 0; i < h->opt.members; i++) {
+		coordinator_free(h->m[i].coordinator);
+		if (h->opt.store == HARNESS_OWN_STORES)
+			store_double_free(h->m[i].store);
+	}
+	store_double_free(h->shared);
+	for (size_t i = 0; i < h->opt.members; i++)
+		dist_node_free(h->m[i].node);
+	evloop_free(h->loop);
+	memset(h, 0, sizeof *h);
+}
+
+/* ---- messages ---- */
+
+static void send_to_region(struct harness *h, size_t to, ei_x_buff *x)
+{
+	cr_assert_lt(to, h->opt.members);
+	int rc = dist_node_reg_send(h->m[0].node, &h->client->pid, HARNESS_TYPE, h->m[to].name, x->buff,
+				    (size_t)x->index);
+	cr_assert_eq(rc, 0, "reg_send: %d", rc);
+	ei_x_free(x);
+}
+
+long harness_call(struct harness *h, size_t to, long id, const char *msg)
+{
+	long tag = h->next_tag++;
+	ei_x_buff x;
+	cr_assert_eq(ei_x_new_with_version(&x), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 3) | ei_x_encode_atom(&x, "$gen_call") |
+			     ei_x_encode_tuple_header(&x, 2) | ei_x_encode_pid(&x, &h->client->pid) |
+			     ei_x_encode_long(&x, tag) | ei_x_encode_tuple_header(&x, 2) | ei_x_encode_long(&x, id) |
+			     ei_x_encode_atom(&x, msg),
+		     0);
+	send_to_region(h, to, &x);
+	return tag;
+}
+
+long harness_call_region(struct harness *h, size_t to, const char *request)
+{
+	long tag = h->next_tag++;
+	ei_x_buff x;
+	cr_assert_eq(ei_x_new_with_version(&x), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 3) | ei_x_encode_atom(&x, "$gen_call") |
+			     ei_x_encode_tuple_header(&x, 2) | ei_x_encode_pid(&x, &h->client->pid) |
+			     ei_x_encode_long(&x, tag) | ei_x_encode_atom(&x, request),
+		     0);
+	send_to_region(h, to, &x);
+	return tag;
+}
+
+void harness_tell(struct harness *h, size_t to, long id, const char *msg)
+{
+	ei_x_buff x;
+	cr_assert_eq(ei_x_new_with_version(&x), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_long(&x, id) | ei_x_encode_atom(&x, msg), 0);
+	send_to_region(h, to, &x);
+}
+
+const struct harness_reply *harness_reply(const struct harness *h, long tag)
+{
+	for (size_t i = 0; i < h->nreplies; i++)
+		if (h->replies[i].tag == tag)
+			return &h->replies[i];
+	return NULL;
+}
+
+static bool has_reply(struct harness *h, void *arg) { return harness_reply(h, *(const long *)arg) != NULL; }
+
+const struct harness_reply *harness_await_reply(struct harness *h, long tag, uint32_t ms)
+{
+	cr_assert(harness_run_until(h, has_reply, &tag, ms), "no reply to call %ld within %u ms", tag, ms);
+	return harness_reply(h, tag);
+}
+
+uint32_t harness_shard_of(const struct harness *h, long id)
+{
+	ei_x_buff raw, canon;
+	cr_assert_eq(ei_x_new(&raw) | ei_x_new(&canon), 0);
+	cr_assert_eq(ei_x_encode_long(&raw, id), 0);
+	cr_assert_eq(entity_id_canonical(raw.buff, (size_t)raw.index, &canon), 0);
+	uint32_t shard = 0;
+	cr_assert_eq(phash2_range(canon.buff, (size_t)canon.index, h->opt.shards, &shard), 0);
+	ei_x_free(&raw);
+	ei_x_free(&canon);
+	return shard;
+}
+
+struct region_stats harness_stats(const struct harness *h, size_t i)
+{
+	struct region_stats s;
+	region_get_stats(h->m[i].region, &s);
+	return s;
+}
