@@ -112,10 +112,11 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	e->id = canon->buff;
 	e->id_len = (size_t)canon->index;
 	struct shard_slot *slot = &r->slots[shard];
-	if (slot->head == NULL && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
+	enum region_slot_hold hold = region_slot_hold(&slot->st, r->written_upto);
+	if (hold == SLOT_HOLD_NONE && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
 	    !(region_store_active(r) && region_store_must_wait(r, shard, e->id, e->id_len, e->msg))) {
 		region_deliver_local(r, slot->shard, e);
-	} else if (slot->head == NULL && slot->st.state == SLOT_REMOTE) {
+	} else if (hold == SLOT_HOLD_NONE && slot->st.state == SLOT_REMOTE) {
 		region_forward(r, &slot->home_region, e);
 	} else {
 		if (!region_buffer_append(r, slot, e)) {

@@ -49,7 +49,7 @@ bool region_buffer_append(struct region *r, struct shard_slot *slot, const struc
 	else
 		slot->head = p;
 	slot->tail = p;
-	slot->nbuffered++;
+	region_slot_buffered(&slot->st);
 	r->buffered++;
 	return true;
 }
@@ -70,7 +70,7 @@ void region_refuse_entity(struct region *r, struct shard_slot *slot, const char 
 		*at = p->next;
 		region_answer_error(r, &e, error); /* a call, or a tell with a sender */
 		free(p);
-		slot->nbuffered--;
+		region_slot_unbuffered(&slot->st, 1);
 		r->buffered--;
 	}
 	slot->tail = last;
@@ -89,7 +89,7 @@ void region_refuse_buffered(struct region *r, struct shard_slot *slot)
 		free(p);
 	}
 	slot->tail = NULL;
-	r->buffered -= slot->nbuffered;
-	slot->nbuffered = 0;
+	r->buffered -= slot->st.buffered;
+	region_slot_unbuffered(&slot->st, slot->st.buffered);
 }
 

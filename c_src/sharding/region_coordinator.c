@@ -281,7 +281,7 @@ void region_hand_off_when_flushed(struct region *r, uint32_t shard)
 		region_flush_slot(r, slot); /* stops early if the lease is gone */
 	/* Entities still loading their stored state (region_store.c) would
 	 * miss the states sent to the new home: the load's end comes back. */
-	if (region_slot_hosted(&slot->st) && (slot->head != NULL || slot->loads != NULL))
+	if (region_slot_hosted(&slot->st) && (slot->st.buffered > 0 || slot->st.loads > 0))
 		return;
 	step(r, shard, event(r, SLOT_HANDED_OFF));
 }

@@ -125,7 +125,7 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 		else
 			region_forward(r, &slot->home_region, &e);
 		free(p);
-		slot->nbuffered--;
+		region_slot_unbuffered(&slot->st, 1);
 		r->buffered--;
 	}
 	slot->tail = NULL;

@@ -132,18 +132,14 @@ struct shard_slot {
 	/* While hosted. A coordinator that names another home for a hosted
 	 * shard (SLOT_HOME_THERE) leaves it here, running. */
 	struct shard *shard;
-	struct pending *head, *tail; /* waiting, in arrival order; owned */
-	uint32_t nbuffered;
+	struct pending *head, *tail; /* waiting, in arrival order (st.buffered of them); owned */
 	/* Its remembered entities wait for a quorum lease (region_remember.c). */
 	bool remembered_pending;
 	/* With a store (region_store.c): loads under way, in the order issued
-	 * (owned), and the write a load waits to see committed first (0:
-	 * none). Either makes the shard's messages wait in its buffer. */
+	 * (owned; st.loads of them). What holds the shard's messages back —
+	 * loads, the commits a load waits for, claims — is counted in st
+	 * (region_slot_hold). */
 	struct pending_load *loads;
-	uint64_t load_after;
-	/* With a shared store: claims of the shard not yet committed
-	 * (state_store_claim). Its messages wait in its buffer until none is. */
-	uint32_t claims_waiting;
 	/* When the coordinator ordered this hosted shard handed off (the
 	 * loop's clock, ns; 0: no hand-off under way), for its duration. */
 	uint64_t handoff_started_ns;
@@ -163,7 +159,7 @@ struct region {
 	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
 	struct shard_slot *slots;   /* cfg.number_of_shards of them */
-	uint32_t buffered;          /* the sum of the slots' nbuffered */
+	uint32_t buffered;          /* the sum of the slots' st.buffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t dropped, forwarded;
 	/* Messages handled here by kind (their sum is region_stats.delivered);
@@ -209,7 +205,7 @@ struct region {
 	 * (region_handoff_state.c), in seq order; owned. */
 	struct held_state_ack *acks_head, *acks_tail;
 	uint64_t load_counter;
-	bool slots_awaiting_commit;   /* some slot's load_after may be set */
+	bool slots_awaiting_commit;   /* some slot's st.load_after may be set */
 	bool streams_awaiting_commit; /* some stream's commit_needed may be set */
 	bool slots_owed;              /* some slot's owed may be set */
 	bool stepping_owed;           /* region_step_owed is under way */

@@ -206,3 +206,61 @@ int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, 
 	}
 	return -EINVAL;
 }
+
+/* ---- what holds a shard's messages back ---- */
+
+enum region_slot_hold region_slot_store_hold(const struct region_slot *s, uint64_t written_upto)
+{
+	if (!region_slot_hosted(s))
+		return SLOT_HOLD_NONE;
+	if (s->claims_waiting > 0)
+		return SLOT_HOLD_CLAIMING;
+	if (s->loads > 0)
+		return SLOT_HOLD_LOADING;
+	if (s->load_after > written_upto)
+		return SLOT_HOLD_COMMITS;
+	return SLOT_HOLD_NONE;
+}
+
+enum region_slot_hold region_slot_hold(const struct region_slot *s, uint64_t written_upto)
+{
+	return s->buffered > 0 ? SLOT_HOLD_BUFFERED : region_slot_store_hold(s, written_upto);
+}
+
+void region_slot_buffered(struct region_slot *s) { s->buffered++; }
+
+void region_slot_unbuffered(struct region_slot *s, uint32_t n) { s->buffered = n > s->buffered ? 0 : s->buffered - n; }
+
+void region_slot_claim_sent(struct region_slot *s) { s->claims_waiting++; }
+
+bool region_slot_claimed(struct region_slot *s)
+{
+	if (s->claims_waiting == 0)
+		return false;
+	return --s->claims_waiting == 0;
+}
+
+void region_slot_load_started(struct region_slot *s) { s->loads++; }
+
+bool region_slot_loaded(struct region_slot *s)
+{
+	if (s->loads == 0)
+		return false;
+	return --s->loads == 0;
+}
+
+void region_slot_wait_for_commits(struct region_slot *s, uint64_t seq) { s->load_after = seq; }
+
+bool region_slot_commits_done(struct region_slot *s, uint64_t written_upto)
+{
+	if (s->load_after == 0 || s->load_after > written_upto)
+		return false;
+	s->load_after = 0;
+	return true;
+}
+
+void region_slot_loads_dropped(struct region_slot *s)
+{
+	s->loads = 0;
+	s->load_after = 0;
+}

@@ -59,9 +59,16 @@ enum region_slot_state {
 	SLOT_SENDING_STATE,
 };
 
-/* Zero-initialised is a valid slot: UNKNOWN. */
+/* Zero-initialised is a valid slot: UNKNOWN, nothing held. */
 struct region_slot {
 	enum region_slot_state state;
+	/* What holds the shard's messages back besides its state
+	 * (region_slot_hold, below): */
+	uint32_t buffered;       /* messages waiting in its buffer, in order */
+	uint32_t claims_waiting; /* hosted, shared store: claims not yet committed */
+	uint32_t loads;          /* hosted, with a store: entity loads under way */
+	uint64_t load_after;     /* hosted: a load waits for the store's commits
+				  * up to this write (0: none) */
 	uint64_t since;       /* ASKED: when asked; MOVING: when the move began
 			       * (or its last state chunk came) */
 	uint64_t deadline;    /* HANDING_OFF: when to stop waiting for acks;
@@ -150,6 +157,70 @@ bool region_slot_hosted(const struct region_slot *s);
 /* Whether a handing-off slot has every ack it waits for, so it goes as soon
  * as its buffer is flushed. */
 bool region_slot_handoff_ready(const struct region_slot *s);
+
+/* ---- what holds a shard's messages back ----
+ *
+ * A message for a shard goes on (delivered here, forwarded to its home)
+ * only when nothing holds it; otherwise it waits at the end of the
+ * shard's buffer, so the order of one sender's messages holds. Besides the
+ * slot's state (ASKED, MOVING, SENDING_STATE, UNKNOWN hold everything)
+ * and the region's quorum lease (region_config.may_deliver):
+ *
+ *   BUFFERED  earlier messages wait in the buffer: a new one goes behind
+ *   CLAIMING  hosted, a shared store: the shard's claim is not committed
+ *             (nothing of it is read or written before, fencing)
+ *   LOADING   hosted: an entity's stored state is being loaded
+ *   COMMITS   hosted: a load waits for writes queued before it to commit
+ *             (one may be the entity's last change before it stopped)
+ *
+ * The functions below keep the counts; the region asks region_slot_hold
+ * before each message and each buffered one it flushes, and flushes the
+ * buffer when a function says the last hold went. */
+enum region_slot_hold {
+	SLOT_HOLD_NONE,
+	SLOT_HOLD_BUFFERED,
+	SLOT_HOLD_CLAIMING,
+	SLOT_HOLD_LOADING,
+	SLOT_HOLD_COMMITS,
+};
+
+/* What holds the hosted shard's messages back now, `written_upto` being
+ * the store's commits reported so far: the first of CLAIMING, LOADING,
+ * COMMITS that applies, else NONE. The buffer is not asked: a message
+ * flushed from it is its head. */
+enum region_slot_hold region_slot_store_hold(const struct region_slot *s, uint64_t written_upto);
+
+/* What holds a new message for the shard back: BUFFERED when messages
+ * wait, else, hosted, region_slot_store_hold's answer; NONE for a slot
+ * not hosted with an empty buffer (its state decides). */
+enum region_slot_hold region_slot_hold(const struct region_slot *s, uint64_t written_upto);
+
+/* A message joined the buffer / left it (delivered, forwarded, refused). */
+void region_slot_buffered(struct region_slot *s);
+void region_slot_unbuffered(struct region_slot *s, uint32_t n);
+
+/* A claim of the shard was sent; one committed. region_slot_claimed
+ * returns true when it was the last, so what waited may go on (the claim
+ * of a shard that left, or one never sent, counts for nothing: false). */
+void region_slot_claim_sent(struct region_slot *s);
+bool region_slot_claimed(struct region_slot *s);
+
+/* A load started; one was answered. region_slot_loaded returns true when
+ * none is left under way, so what waited may go on. */
+void region_slot_load_started(struct region_slot *s);
+bool region_slot_loaded(struct region_slot *s);
+
+/* A load must wait for the store's commits up to `seq` first. */
+void region_slot_wait_for_commits(struct region_slot *s, uint64_t seq);
+
+/* The store reports commits up to `written_upto`. True if the slot waited
+ * for them and need not any more (its wait is cleared): its load may
+ * start. */
+bool region_slot_commits_done(struct region_slot *s, uint64_t written_upto);
+
+/* The shard left: its loads and their waits are forgotten (their answers
+ * are ignored); claims in flight still count until committed. */
+void region_slot_loads_dropped(struct region_slot *s);
 
 /* The state's name, for logs and test messages. */
 const char *region_slot_state_name(enum region_slot_state state);

@@ -88,6 +88,7 @@ static int start_load(struct region *r, uint32_t shard, const char *id, size_t i
 	while (*at)
 		at = &(*at)->next;
 	*at = l;
+	region_slot_load_started(&slot->st);
 	return 0;
 }
 
@@ -96,19 +97,17 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	struct shard_slot *slot = &r->slots[shard];
 	if (r->store == NULL)
 		return false;
-	if (slot->claims_waiting > 0)
-		return true; /* nothing of the shard is handled before its claim */
-	if (slot->loads != NULL)
-		return true; /* the shard's messages wait for an earlier load */
-	if (slot->load_after > r->written_upto)
-		return true; /* and for the writes before it (on_written) */
-	slot->load_after = 0;
+	/* Its claim, an earlier load, the writes a load waits for
+	 * (region_slot.h): whatever comes after waits too. */
+	if (region_slot_store_hold(&slot->st, r->written_upto) != SLOT_HOLD_NONE)
+		return true;
+	(void)region_slot_commits_done(&slot->st, r->written_upto); /* a wait that is over */
 	if (r->held_count >= r->cfg.buffer_size) {
 		/* As many replies wait for commits as a region may buffer
 		 * messages: a slow store holds the next messages in the shards'
 		 * buffers (bounded by buffer_size) rather than taking on more
 		 * changes it cannot confirm. */
-		slot->load_after = region_store_last_queued(r);
+		region_slot_wait_for_commits(&slot->st, region_store_last_queued(r));
 		r->slots_awaiting_commit = true;
 		return true;
 	}
@@ -120,7 +119,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	 * not hold the load back, however many keep coming. */
 	uint64_t need = region_store_last_queued(r);
 	if (need > r->written_upto) {
-		slot->load_after = need;
+		region_slot_wait_for_commits(&slot->st, need);
 		r->slots_awaiting_commit = true;
 		return true;
 	}
@@ -173,7 +172,7 @@ bool region_store_on_loaded(struct region *r, uint64_t token, int found, const c
 			shard_start_entity(slot->shard, l->id, l->id_len, region_now32(r));
 	}
 	free(l);
-	return slot->loads == NULL;
+	return region_slot_loaded(&slot->st);
 }
 
 void region_store_drop_loads(struct shard_slot *slot)
@@ -183,7 +182,7 @@ void region_store_drop_loads(struct shard_slot *slot)
 		slot->loads = l->next;
 		free(l);
 	}
-	slot->load_after = 0;
+	region_slot_loads_dropped(&slot->st);
 }
 
 /* ---- fencing ---- */
@@ -194,7 +193,7 @@ void region_store_claim(struct region *r, uint32_t shard)
 		return;
 	int rc = state_store_claim(r->store, shard);
 	if (rc == 0)
-		r->slots[shard].claims_waiting++;
+		region_slot_claim_sent(&r->slots[shard].st);
 	else if (rc < 0)
 		/* Its writes will be refused (-ESTALE): the callers learn it. */
 		log_at_shard(r->cfg.log, LOG_ERROR, shard, "region %s: shard %u: claiming it in the store failed (%d)",
@@ -203,9 +202,7 @@ void region_store_claim(struct region *r, uint32_t shard)
 
 bool region_store_on_claimed(struct region *r, uint32_t shard)
 {
-	if (shard >= r->cfg.number_of_shards || r->slots[shard].claims_waiting == 0)
-		return false;
-	return --r->slots[shard].claims_waiting == 0;
+	return shard < r->cfg.number_of_shards && region_slot_claimed(&r->slots[shard].st);
 }
 
 static void release_shard(struct region *r, uint32_t shard, const char *error);
@@ -346,9 +343,9 @@ bool region_store_next_load_ready(struct region *r, uint32_t *from)
 {
 	for (uint32_t s = *from; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
-		if (slot->load_after == 0)
+		if (slot->st.load_after == 0)
 			continue;
-		if (slot->load_after > r->written_upto) {
+		if (!region_slot_commits_done(&slot->st, r->written_upto)) {
 			r->slots_awaiting_commit = true; /* not yet */
 			continue;
 		}

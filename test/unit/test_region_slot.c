@@ -40,7 +40,8 @@ static struct region_slot slot_in(enum region_slot_state state)
 static bool same(const struct region_slot *a, const struct region_slot *b)
 {
 	return a->state == b->state && a->since == b->since && a->deadline == b->deadline && a->acks == b->acks &&
-	       a->acks_needed == b->acks_needed;
+	       a->acks_needed == b->acks_needed && a->buffered == b->buffered &&
+	       a->claims_waiting == b->claims_waiting && a->loads == b->loads && a->load_after == b->load_after;
 }
 
 static int step(struct region_slot *s, enum region_slot_event_kind kind, uint64_t now, unsigned *todo)
@@ -458,4 +459,111 @@ Test(region_slot, fenced_is_taken_only_while_hosted)
 	for (size_t k = 0; k < SN_ARRAY_LEN(all_states); k++)
 		if (all_states[k] != SLOT_LOCAL && all_states[k] != SLOT_HANDING_OFF)
 			assert_refused(all_states[k], SLOT_FENCED, 4000);
+}
+
+/* ---- what holds a shard's messages back ---- */
+
+Test(region_slot, nothing_holds_a_fresh_slot)
+{
+	for (size_t i = 0; i < SN_ARRAY_LEN(all_states); i++) {
+		struct region_slot s = slot_in(all_states[i]);
+		cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE, "%s", region_slot_state_name(all_states[i]));
+	}
+}
+
+Test(region_slot, a_buffered_message_holds_the_next_in_every_state)
+{
+	for (size_t i = 0; i < SN_ARRAY_LEN(all_states); i++) {
+		struct region_slot s = slot_in(all_states[i]);
+		region_slot_buffered(&s);
+		region_slot_buffered(&s);
+		cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_BUFFERED);
+		region_slot_unbuffered(&s, 1);
+		cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_BUFFERED);
+		region_slot_unbuffered(&s, 1);
+		cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE);
+		region_slot_unbuffered(&s, 5); /* never below zero */
+		cr_assert_eq(s.buffered, 0u);
+	}
+}
+
+/* The store's holds count only while the shard is hosted here: a shard
+ * not hosted is held by its state, and its loads are dropped. */
+Test(region_slot, the_stores_holds_apply_only_while_hosted)
+{
+	for (size_t i = 0; i < SN_ARRAY_LEN(all_states); i++) {
+		struct region_slot s = slot_in(all_states[i]);
+		region_slot_claim_sent(&s);
+		enum region_slot_hold want = region_slot_hosted(&s) ? SLOT_HOLD_CLAIMING : SLOT_HOLD_NONE;
+		cr_assert_eq(region_slot_hold(&s, 0), want, "%s", region_slot_state_name(all_states[i]));
+		cr_assert_eq(region_slot_store_hold(&s, 0), want);
+	}
+}
+
+Test(region_slot, a_claim_holds_until_the_last_one_commits)
+{
+	struct region_slot s = slot_in(SLOT_LOCAL);
+	region_slot_claim_sent(&s);
+	region_slot_claim_sent(&s);
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_CLAIMING);
+	cr_assert_not(region_slot_claimed(&s), "one claim is still out");
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_CLAIMING);
+	cr_assert(region_slot_claimed(&s), "the last one: what waited goes on");
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE);
+	cr_assert_not(region_slot_claimed(&s), "a claim never sent counts for nothing");
+	cr_assert_eq(s.claims_waiting, 0u);
+}
+
+Test(region_slot, a_claim_holds_before_a_load_and_a_load_before_commits)
+{
+	struct region_slot s = slot_in(SLOT_HANDING_OFF);
+	region_slot_wait_for_commits(&s, 7);
+	region_slot_load_started(&s);
+	region_slot_claim_sent(&s);
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_CLAIMING);
+	cr_assert(region_slot_claimed(&s));
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_LOADING);
+	cr_assert(region_slot_loaded(&s));
+	cr_assert_eq(region_slot_hold(&s, 6), SLOT_HOLD_COMMITS);
+	cr_assert_eq(region_slot_hold(&s, 7), SLOT_HOLD_NONE, "commits up to 7 are what it waited for");
+	region_slot_buffered(&s);
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_BUFFERED, "the buffer first: order holds");
+	cr_assert_eq(region_slot_store_hold(&s, 0), SLOT_HOLD_COMMITS, "a flushed message is the buffer's head");
+}
+
+Test(region_slot, loads_hold_until_none_is_left)
+{
+	struct region_slot s = slot_in(SLOT_LOCAL);
+	region_slot_load_started(&s);
+	region_slot_load_started(&s);
+	cr_assert_not(region_slot_loaded(&s));
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_LOADING);
+	cr_assert(region_slot_loaded(&s));
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE);
+	cr_assert_not(region_slot_loaded(&s), "an answer to a load dropped since counts for nothing");
+	cr_assert_eq(s.loads, 0u);
+}
+
+Test(region_slot, a_wait_for_commits_ends_when_they_are_reported)
+{
+	struct region_slot s = slot_in(SLOT_LOCAL);
+	cr_assert_not(region_slot_commits_done(&s, 100), "nothing waited");
+	region_slot_wait_for_commits(&s, 10);
+	cr_assert_not(region_slot_commits_done(&s, 9));
+	cr_assert_eq(s.load_after, 10u);
+	cr_assert(region_slot_commits_done(&s, 10));
+	cr_assert_eq(s.load_after, 0u, "the wait is over, and said so once");
+	cr_assert_not(region_slot_commits_done(&s, 11));
+}
+
+Test(region_slot, a_shard_that_leaves_forgets_its_loads_not_its_claims)
+{
+	struct region_slot s = slot_in(SLOT_LOCAL);
+	region_slot_load_started(&s);
+	region_slot_wait_for_commits(&s, 3);
+	region_slot_claim_sent(&s);
+	region_slot_loads_dropped(&s);
+	cr_assert_eq(s.loads, 0u);
+	cr_assert_eq(s.load_after, 0u);
+	cr_assert_eq(s.claims_waiting, 1u, "its commit still comes");
 }
