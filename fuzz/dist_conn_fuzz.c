@@ -33,6 +33,7 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "distribution/dist_conn.h"
+#include "distribution/dist_conn_internal.h" /* the connection's own target: it reads its state */
 #include "distribution/gen_call.h"
 #include "distribution/handshake.h"
 #include "distribution/node_name.h"

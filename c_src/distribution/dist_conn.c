@@ -298,3 +298,38 @@ void dist_conn_free(struct dist_conn *c)
 	bytebuf_free(&c->hs_msg);
 	bytebuf_free(&c->pending);
 }
+
+struct dist_conn *dist_conn_new(void) { return calloc(1, sizeof(struct dist_conn)); }
+
+void dist_conn_destroy(struct dist_conn *c)
+{
+	if (c == NULL)
+		return;
+	dist_conn_free(c);
+	free(c);
+}
+
+/* ---- what the owner may ask ---- */
+
+const char *dist_conn_peer(const struct dist_conn *c) { return c->peer; }
+bool dist_conn_is_up(const struct dist_conn *c) { return c->state == CONN_UP; }
+bool dist_conn_is_closed(const struct dist_conn *c) { return c->state == CONN_CLOSED; }
+bool dist_conn_lost_race(const struct dist_conn *c) { return c->state == CONN_NOK_WAIT; }
+bool dist_conn_initiated(const struct dist_conn *c) { return c->initiator; }
+bool dist_conn_was_up(const struct dist_conn *c) { return c->was_up; }
+uint64_t dist_conn_pending_packets(const struct dist_conn *c) { return c->pending_packets; }
+bool dist_conn_peer_has(const struct dist_conn *c, uint64_t flag) { return (c->peer_flags & flag) != 0; }
+
+void dist_conn_get_traffic(const struct dist_conn *c, struct dist_conn_traffic *out)
+{
+	*out = (struct dist_conn_traffic){c->bytes_in, c->bytes_out, c->packets_in, c->packets_out};
+}
+
+bool dist_conn_first_sight_of_op(struct dist_conn *c, long op)
+{
+	uint64_t bit = op >= 0 && op < 63 ? 1ULL << op : 1ULL << 63;
+	if (c->logged_ops & bit)
+		return false;
+	c->logged_ops |= bit;
+	return true;
+}

@@ -81,6 +81,7 @@ struct dist_settings {
 	struct dist_tls_ctx *tls;
 };
 
+/* A connection; opaque to its owner (the fields are dist_conn_internal.h's). */
 struct dist_conn;
 
 /* Upcalls into the owner. Each may close connections (including this one). */
@@ -108,44 +109,6 @@ struct dist_conn_hooks {
 	void (*closed)(void *owner, struct dist_conn *c, const char *why);
 };
 
-struct dist_conn {
-	const struct dist_settings *settings;
-	const struct dist_conn_hooks *hooks;
-	enum conn_state state;
-	bool initiator;
-	int fd;
-	struct dist_tls *tls;       /* the TLS session over fd; NULL: plain TCP */
-	char peer[NODE_NAME_BUF]; /* empty until the acceptor hears send_name */
-	uint64_t peer_flags;
-	uint32_t peer_creation;
-	uint32_t our_challenge;
-	struct bytebuf in, out;
-	struct bytebuf hs_msg;      /* a handshake message being encoded (queue_handshake) */
-	struct bytebuf pending;     /* framed packets queued before UP */
-	uint64_t pending_packets;   /* how many packets `pending` holds */
-	struct evloop_timer setup_timer;
-	struct resolve_req *resolving; /* host look-up in flight, or NULL */
-	struct in_addr peer_addr;
-	struct epmd_lookup lookup;
-	uint64_t last_rx_ms, last_tx_ms;
-	bool reading_paused;
-	bool was_up;                /* reached CONN_UP at some point */
-	/* A TLS write that waits for the socket to be readable, a read that
-	 * waits for it to be writable (a TLS handshake step). */
-	bool tls_write_wants_read, tls_read_wants_write;
-	uint64_t logged_ops;        /* unknown control ops already logged, by bit */
-	uint32_t malformed;         /* malformed packets dropped */
-	uint32_t oversized;         /* packets over max_message_bytes discarded */
-	/* The packet over max_message_bytes being discarded: bytes still to
-	 * read past, its length, and its first bytes kept for the owner
-	 * (oversize_have of them, in a buffer of DIST_CONN_OVERSIZED_HEAD;
-	 * owned, NULL when none is under way or no memory was there). */
-	size_t oversize_left, oversize_total, oversize_have;
-	uint8_t *oversize_head;
-	uint64_t packets_in, packets_out;
-	uint64_t bytes_in, bytes_out; /* on the socket (inside TLS, the plaintext) */
-	struct dist_conn *next;     /* the owner's list */
-};
 
 /* Initialises c as an acceptor on an accepted, non-blocking socket fd (c
  * takes ownership of fd). Returns 0 or -errno (fd closed). */
@@ -194,13 +157,56 @@ void dist_conn_flush_output(struct dist_conn *c);
 void dist_conn_close(struct dist_conn *c, const char *why);
 
 /* Frees the buffers of a closed connection; the struct itself is the
- * caller's, who allocated it. */
+ * caller's, who allocated it (dist_conn_new, or the connection's own tests
+ * and fuzz target, which embed it: dist_conn_internal.h). */
 void dist_conn_free(struct dist_conn *c);
 
-/* Bytes waiting to be written, and waiting for UP. */
-static inline size_t dist_conn_queued(const struct dist_conn *c)
-{
-	return bytebuf_size(&c->out) + bytebuf_size(&c->pending);
-}
+/* A connection not yet set up, for dist_conn_accept or dist_conn_connect;
+ * NULL when out of memory. The owner ends it with dist_conn_destroy. */
+struct dist_conn *dist_conn_new(void);
+
+/* dist_conn_free, then the memory of dist_conn_new. NULL: nothing. */
+void dist_conn_destroy(struct dist_conn *c);
+
+/* ---- what the owner may ask of a connection ---- */
+
+/* The peer's node name; "" until an acceptor hears send_name. */
+const char *dist_conn_peer(const struct dist_conn *c);
+
+/* Whether the handshake is complete and the connection not closed. */
+bool dist_conn_is_up(const struct dist_conn *c);
+
+/* Whether the connection is closed (it waits for the owner to free it). */
+bool dist_conn_is_closed(const struct dist_conn *c);
+
+/* Whether our attempt lost a simultaneous connect and waits for the
+ * peer's connection to come up, which takes its packets (CONN_NOK_WAIT). */
+bool dist_conn_lost_race(const struct dist_conn *c);
+
+/* Whether we initiated the connection (rather than accepted it). */
+bool dist_conn_initiated(const struct dist_conn *c);
+
+/* Whether it was up at some point. */
+bool dist_conn_was_up(const struct dist_conn *c);
+
+/* Packets queued before the connection came up (dropped if it never
+ * does). */
+uint64_t dist_conn_pending_packets(const struct dist_conn *c);
+
+/* Whether the peer's handshake flags include `flag` (DFLAG_*): 0 until
+ * the handshake says. */
+bool dist_conn_peer_has(const struct dist_conn *c, uint64_t flag);
+
+/* What went through the connection so far (inside TLS, the plaintext). */
+struct dist_conn_traffic {
+	uint64_t bytes_in, bytes_out, packets_in, packets_out;
+};
+void dist_conn_get_traffic(const struct dist_conn *c, struct dist_conn_traffic *out);
+
+/* Marks control operation `op` as seen on this connection: true the first
+ * time (so the owner logs an unknown one once per connection), false
+ * after. Operations outside 0..62 share one mark. */
+bool dist_conn_first_sight_of_op(struct dist_conn *c, long op);
+
 
 #endif

@@ -10,7 +10,9 @@
  *     -> dist_conn.c       the core: states, output queues and writes,
  *                          going up, closing, what the owner calls
  *
- * Nobody else includes this.
+ * Nobody else includes this but the connection's own fuzz target, which
+ * embeds a struct dist_conn and reads its state; the owner (dist_node)
+ * sees the functions of dist_conn.h only.
  */
 #ifndef SN_DIST_CONN_INTERNAL_H
 #define SN_DIST_CONN_INTERNAL_H
@@ -20,6 +22,50 @@
 #include <stdint.h>
 
 #include "distribution/dist_conn.h"
+
+struct dist_conn {
+	const struct dist_settings *settings;
+	const struct dist_conn_hooks *hooks;
+	enum conn_state state;
+	bool initiator;
+	int fd;
+	struct dist_tls *tls;       /* the TLS session over fd; NULL: plain TCP */
+	char peer[NODE_NAME_BUF]; /* empty until the acceptor hears send_name */
+	uint64_t peer_flags;
+	uint32_t peer_creation;
+	uint32_t our_challenge;
+	struct bytebuf in, out;
+	struct bytebuf hs_msg;      /* a handshake message being encoded (queue_handshake) */
+	struct bytebuf pending;     /* framed packets queued before UP */
+	uint64_t pending_packets;   /* how many packets `pending` holds */
+	struct evloop_timer setup_timer;
+	struct resolve_req *resolving; /* host look-up in flight, or NULL */
+	struct in_addr peer_addr;
+	struct epmd_lookup lookup;
+	uint64_t last_rx_ms, last_tx_ms;
+	bool reading_paused;
+	bool was_up;                /* reached CONN_UP at some point */
+	/* A TLS write that waits for the socket to be readable, a read that
+	 * waits for it to be writable (a TLS handshake step). */
+	bool tls_write_wants_read, tls_read_wants_write;
+	uint64_t logged_ops;        /* unknown control ops already logged, by bit */
+	uint32_t malformed;         /* malformed packets dropped */
+	uint32_t oversized;         /* packets over max_message_bytes discarded */
+	/* The packet over max_message_bytes being discarded: bytes still to
+	 * read past, its length, and its first bytes kept for the owner
+	 * (oversize_have of them, in a buffer of DIST_CONN_OVERSIZED_HEAD;
+	 * owned, NULL when none is under way or no memory was there). */
+	size_t oversize_left, oversize_total, oversize_have;
+	uint8_t *oversize_head;
+	uint64_t packets_in, packets_out;
+	uint64_t bytes_in, bytes_out; /* on the socket (inside TLS, the plaintext) */
+};
+
+/* Bytes waiting to be written, and waiting for UP. */
+static inline size_t dist_conn_queued(const struct dist_conn *c)
+{
+	return bytebuf_size(&c->out) + bytebuf_size(&c->pending);
+}
 
 /* ---- dist_conn.c ---- */
 

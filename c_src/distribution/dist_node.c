@@ -92,29 +92,38 @@ static void on_accept(struct evloop *loop, int fd, uint32_t events, void *arg)
 			close(cfd);
 			continue;
 		}
-		struct dist_conn *c = malloc(sizeof *c);
+		struct dist_conn *c = dist_conn_new();
 		if (c == NULL) {
 			close(cfd);
 			continue;
 		}
 		if (dist_conn_accept(c, &n->settings, &n->hooks, cfd)) {
-			dist_conn_free(c);
-			free(c);
+			dist_conn_destroy(c);
+			continue;
+		}
+		if (dist_node_link_conn(n, c) != 0) {
+			/* Out of memory: as if refused (the peer tries again). */
+			dist_conn_close(c, "out of memory");
+			dist_conn_destroy(c);
 			continue;
 		}
 		n->stats.connections_accepted++;
-		dist_node_link_conn(n, c);
 	}
+}
+
+static void tick_conn(struct dist_conn *c, void *arg) { dist_conn_tick(c, *(const uint64_t *)arg); }
+
+static void flush_conn(struct dist_conn *c, void *arg)
+{
+	(void)arg;
+	dist_conn_flush_output(c);
 }
 
 static void on_tick(struct evloop *loop, void *arg)
 {
 	struct dist_node *n = arg;
 	uint64_t interval = n->ticktime_ms / 4;
-	for (struct dist_conn *c = n->conns, *next; c; c = next) {
-		next = c->next;
-		dist_conn_tick(c, interval);
-	}
+	dist_node_each_conn(n, tick_conn, &interval);
 	evloop_timer_start(loop, &n->tick_timer, interval);
 }
 
@@ -152,10 +161,7 @@ static bool on_idle(struct evloop *loop, void *arg)
 			n->stats.undeliverable++;
 		free(m);
 	}
-	for (struct dist_conn *c = n->conns, *next; c; c = next) {
-		next = c->next;
-		dist_conn_flush_output(c);
-	}
+	dist_node_each_conn(n, flush_conn, NULL);
 	if (n->flushed != NULL)
 		n->flushed(n->flushed_arg);
 	dist_node_free_dead(n);
@@ -248,13 +254,11 @@ void dist_node_free(struct dist_node *n)
 	struct evloop *loop = n->settings.loop;
 	/* Best effort: replies already queued (the answer to `leave`, say)
 	 * leave before the sockets close. */
-	for (struct dist_conn *c = n->conns, *next; c; c = next) {
-		next = c->next;
-		dist_conn_flush_output(c);
-	}
-	while (n->conns)
-		dist_conn_close(n->conns, "node stopping");
+	dist_node_each_conn(n, flush_conn, NULL);
+	while (n->nconns > 0)
+		dist_conn_close(n->conns[n->nconns - 1], "node stopping");
 	dist_node_free_dead(n);
+	free(n->conns);
 	evloop_timer_stop(loop, &n->tick_timer);
 	if (n->listen_fd >= 0) {
 		evloop_unwatch(loop, n->listen_fd);
@@ -288,12 +292,14 @@ void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out)
 	*out = n->stats;
 	out->connections_up = 0;
 	out->connections_open = 0;
-	for (const struct dist_conn *c = n->conns; c; c = c->next) {
-		out->connections_up += c->state == CONN_UP;
+	for (uint32_t i = 0; i < n->nconns; i++) {
+		struct dist_conn_traffic t;
+		dist_conn_get_traffic(n->conns[i], &t);
+		out->connections_up += dist_conn_is_up(n->conns[i]);
 		out->connections_open++;
-		out->bytes_in += c->bytes_in;
-		out->bytes_out += c->bytes_out;
-		out->packets_in += c->packets_in;
-		out->packets_out += c->packets_out;
+		out->bytes_in += t.bytes_in;
+		out->bytes_out += t.bytes_out;
+		out->packets_in += t.packets_in;
+		out->packets_out += t.packets_out;
 	}
 }

@@ -1,6 +1,7 @@
 /* dist_node_conns.c — the node's table of connections and the hooks a
  * connection calls its owner with: arbitration of a second connection to
  * one peer, a connection up, a connection closed (dist_node_internal.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,57 +10,85 @@
 struct dist_conn *dist_node_find_conn(struct dist_node *n, const char *peer, const struct dist_conn *except)
 {
 	struct dist_conn *best = NULL;
-	for (struct dist_conn *c = n->conns; c; c = c->next) {
-		if (c == except || c->state == CONN_CLOSED || strcmp(c->peer, peer) != 0)
+	/* Newest first: of the connections still setting up, the oldest is
+	 * the one found. */
+	for (uint32_t i = n->nconns; i-- > 0;) {
+		struct dist_conn *c = n->conns[i];
+		if (c == except || dist_conn_is_closed(c) || strcmp(dist_conn_peer(c), peer) != 0)
 			continue;
-		if (c->state == CONN_UP)
+		if (dist_conn_is_up(c))
 			return c;
 		best = c;
 	}
 	return best;
 }
 
-void dist_node_link_conn(struct dist_node *n, struct dist_conn *c)
+int dist_node_link_conn(struct dist_node *n, struct dist_conn *c)
 {
-	c->next = n->conns;
-	n->conns = c;
-	n->nconns++;
+	if (n->nconns + n->ndead + 1 > n->conns_cap) {
+		uint32_t cap = n->conns_cap ? n->conns_cap * 2 : 16;
+		struct dist_conn **grown = realloc(n->conns, cap * sizeof *grown);
+		if (grown == NULL)
+			return -ENOMEM;
+		/* The closed ones stay at the back. */
+		memmove(grown + cap - n->ndead, grown + n->conns_cap - n->ndead, n->ndead * sizeof *grown);
+		n->conns = grown;
+		n->conns_cap = cap;
+	}
+	n->conns[n->nconns++] = c;
+	return 0;
 }
 
+void dist_node_each_conn(struct dist_node *n, void (*fn)(struct dist_conn *c, void *arg), void *arg)
+{
+	/* From the back: the one fn closes leaves behind the cursor. One that
+	 * closes another (older) may have a connection seen twice; each fn is
+	 * harmless twice (a flush, a tick). */
+	for (uint32_t i = n->nconns; i-- > 0;)
+		if (i < n->nconns)
+			fn(n->conns[i], arg);
+}
+
+/* Moves c from the live connections to the closed ones. */
 static void unlink_conn(struct dist_node *n, struct dist_conn *c)
 {
-	for (struct dist_conn **pc = &n->conns; *pc; pc = &(*pc)->next) {
-		if (*pc == c) {
-			*pc = c->next;
-			n->nconns--;
-			/* its traffic stays in the node's totals */
-			n->stats.bytes_in += c->bytes_in;
-			n->stats.bytes_out += c->bytes_out;
-			n->stats.packets_in += c->packets_in;
-			n->stats.packets_out += c->packets_out;
-			return;
-		}
+	for (uint32_t i = 0; i < n->nconns; i++) {
+		if (n->conns[i] != c)
+			continue;
+		memmove(&n->conns[i], &n->conns[i + 1], (n->nconns - i - 1) * sizeof *n->conns);
+		n->nconns--;
+		n->ndead++;
+		n->conns[n->conns_cap - n->ndead] = c;
+		/* its traffic stays in the node's totals */
+		struct dist_conn_traffic t;
+		dist_conn_get_traffic(c, &t);
+		n->stats.bytes_in += t.bytes_in;
+		n->stats.bytes_out += t.bytes_out;
+		n->stats.packets_in += t.packets_in;
+		n->stats.packets_out += t.packets_out;
+		return;
 	}
 }
 
 enum conn_arbitration dist_node_hook_arbitrate(void *owner, struct dist_conn *in)
 {
 	struct dist_node *n = owner;
-	if (strcmp(in->peer, n->name) == 0)
+	const char *peer = dist_conn_peer(in);
+	if (strcmp(peer, n->name) == 0)
 		return CONN_ARB_REFUSE;
-	struct dist_conn *other = dist_node_find_conn(n, in->peer, in);
+	struct dist_conn *other = dist_node_find_conn(n, peer, in);
 	if (other == NULL)
 		return CONN_ARB_OK;
-	if (other->state == CONN_UP)
+	if (dist_conn_is_up(other))
 		return CONN_ARB_ALIVE;
-	if (!other->initiator) {
+	if (!dist_conn_initiated(other)) {
 		/* Two half-open accepts from one peer: the older is stale. */
 		dist_conn_close(other, "replaced by a newer connection attempt");
 		return CONN_ARB_OK;
 	}
 	/* Simultaneous connect, decided as net_kernel does: the greater
 	 * node name keeps its own attempt. */
-	if (strcmp(n->name, in->peer) > 0)
+	if (strcmp(n->name, peer) > 0)
 		return CONN_ARB_NOK;
 	dist_conn_adopt_pending(in, other);
 	dist_conn_close(other, "simultaneous connect: peer's attempt wins");
@@ -69,7 +98,7 @@ enum conn_arbitration dist_node_hook_arbitrate(void *owner, struct dist_conn *in
 void dist_node_hook_replace(void *owner, struct dist_conn *in)
 {
 	struct dist_node *n = owner;
-	struct dist_conn *old = dist_node_find_conn(n, in->peer, in);
+	struct dist_conn *old = dist_node_find_conn(n, dist_conn_peer(in), in);
 	if (old != NULL)
 		dist_conn_close(old, "peer reconnected");
 }
@@ -77,15 +106,20 @@ void dist_node_hook_replace(void *owner, struct dist_conn *in)
 void dist_node_hook_up(void *owner, struct dist_conn *c)
 {
 	struct dist_node *n = owner;
+	const char *peer = dist_conn_peer(c);
 	struct peer_failing was;
-	peer_backoff_reached(&n->unreachable, c->peer, &was);
+	peer_backoff_reached(&n->unreachable, peer, &was);
 	if (was.failures > 0)
 		log_info(n->settings.log, "%s answers again, after %u failed connection attempts; "
-			 "%llu messages to it were dropped meanwhile", c->peer, was.failures,
+			 "%llu messages to it were dropped meanwhile", peer, was.failures,
 			 (unsigned long long)was.dropped);
-	/* Packets that waited on a connection that lost a race go out now. */
-	for (struct dist_conn *o = n->conns; o; o = o->next) {
-		if (o != c && o->state == CONN_NOK_WAIT && strcmp(o->peer, c->peer) == 0) {
+	/* Packets that waited on a connection that lost a race go out now
+	 * (closing one moves it out of the live ones: look again). */
+	for (uint32_t i = n->nconns; i-- > 0;) {
+		if (i >= n->nconns)
+			continue;
+		struct dist_conn *o = n->conns[i];
+		if (o != c && dist_conn_lost_race(o) && strcmp(dist_conn_peer(o), peer) == 0) {
 			dist_conn_adopt_pending(c, o);
 			dist_conn_close(o, "peer's connection is up");
 		}
@@ -96,18 +130,19 @@ void dist_node_hook_up(void *owner, struct dist_conn *c)
  * yet. Said once, when it starts failing; the next attempts back off. */
 static void attempt_failed(struct dist_node *n, struct dist_conn *c, const char *why)
 {
-	uint32_t failures = peer_backoff_failed(&n->unreachable, c->peer, evloop_now_ms(n->settings.loop));
-	peer_backoff_dropped(&n->unreachable, c->peer, c->pending_packets);
-	if (failures <= 1 && c->pending_packets > 0)
+	const char *peer = dist_conn_peer(c);
+	uint64_t dropped = dist_conn_pending_packets(c);
+	uint32_t failures = peer_backoff_failed(&n->unreachable, peer, evloop_now_ms(n->settings.loop));
+	peer_backoff_dropped(&n->unreachable, peer, dropped);
+	if (failures <= 1 && dropped > 0)
 		log_warn(n->settings.log, "cannot reach %s (%s): %llu messages to it dropped; trying again with "
-			 "back-off, and saying nothing more until it answers", c->peer, why,
-			 (unsigned long long)c->pending_packets);
+			 "back-off, and saying nothing more until it answers", peer, why, (unsigned long long)dropped);
 	else if (failures <= 1)
 		log_warn(n->settings.log, "cannot reach %s (%s); trying again with back-off, and saying nothing "
-			 "more until it answers", c->peer, why);
+			 "more until it answers", peer, why);
 	else
-		log_debug(n->settings.log, "cannot reach %s (%s), attempt %u: %llu messages to it dropped", c->peer, why,
-			  failures, (unsigned long long)c->pending_packets);
+		log_debug(n->settings.log, "cannot reach %s (%s), attempt %u: %llu messages to it dropped", peer, why,
+			  failures, (unsigned long long)dropped);
 }
 
 void dist_node_hook_closed(void *owner, struct dist_conn *c, const char *why)
@@ -115,28 +150,24 @@ void dist_node_hook_closed(void *owner, struct dist_conn *c, const char *why)
 	struct dist_node *n = owner;
 	/* Not when another connection to the peer lives on: our attempt lost
 	 * a simultaneous connect, and what it held went to the winner. */
-	if (c->initiator && !c->was_up && c->peer[0] != '\0' && dist_node_find_conn(n, c->peer, c) == NULL)
+	const char *peer = dist_conn_peer(c);
+	if (dist_conn_initiated(c) && !dist_conn_was_up(c) && peer[0] != '\0' &&
+	    dist_node_find_conn(n, peer, c) == NULL)
 		attempt_failed(n, c, why);
 	unlink_conn(n, c);
-	c->next = n->dead;
-	n->dead = c;
-	if (c->peer[0] != '\0' && dist_node_find_conn(n, c->peer, c) == NULL) {
+	if (peer[0] != '\0' && dist_node_find_conn(n, peer, c) == NULL) {
 		/* The peer's monitors and links on our procs die with the
 		 * connection; its side delivers noconnection by itself. */
-		proc_table_forget_node(&n->procs, c->peer);
-		if (c->was_up)
+		proc_table_forget_node(&n->procs, peer);
+		if (dist_conn_was_up(c))
 			for (size_t k = 0; k < n->nnodedown; k++)
-				n->nodedown[k].fn(n->nodedown[k].arg, c->peer);
+				n->nodedown[k].fn(n->nodedown[k].arg, peer);
 	}
 }
 
 void dist_node_free_dead(struct dist_node *n)
 {
-	while (n->dead) {
-		struct dist_conn *c = n->dead;
-		n->dead = c->next;
-		dist_conn_free(c);
-		free(c);
-	}
+	for (; n->ndead > 0; n->ndead--)
+		dist_conn_destroy(n->conns[n->conns_cap - n->ndead]);
 }
 

@@ -47,9 +47,13 @@ struct dist_node {
 	uint32_t ticktime_ms;
 	uint32_t max_connections;
 	struct evloop_timer tick_timer;
-	struct dist_conn *conns; /* live connections */
-	uint32_t nconns;
-	struct dist_conn *dead;  /* closed, freed before the loop sleeps */
+	/* The connections (opaque: dist_conn.h), in one array of conns_cap:
+	 * the live ones at the front, [0, nconns), oldest first; the closed
+	 * ones at the back, [conns_cap - ndead, conns_cap), freed before the
+	 * loop sleeps. Linking one keeps room for every live one to close, so
+	 * a connection closing never needs memory. */
+	struct dist_conn **conns;
+	uint32_t nconns, ndead, conns_cap;
 	struct proc_table procs;
 	struct local_msg *local_head, *local_tail;
 	struct dist_node_stats stats;
@@ -75,9 +79,14 @@ struct dist_node {
  * else one still setting up; NULL if none. */
 struct dist_conn *dist_node_find_conn(struct dist_node *n, const char *peer, const struct dist_conn *except);
 
-/* Adds a connection (allocated by the caller, set up by dist_conn_accept or
- * _connect) to the table; the table frees it once closed. */
-void dist_node_link_conn(struct dist_node *n, struct dist_conn *c);
+/* Adds a connection (from dist_conn_new, set up by dist_conn_accept or
+ * _connect) to the table, which frees it once closed. Returns 0, or
+ * -ENOMEM (not added: the caller destroys it). */
+int dist_node_link_conn(struct dist_node *n, struct dist_conn *c);
+
+/* Calls fn on every live connection, newest first; fn may close the one
+ * it is given (which leaves the table). */
+void dist_node_each_conn(struct dist_node *n, void (*fn)(struct dist_conn *c, void *arg), void *arg);
 
 /* The connections' hooks (dist_conn.h), the node as their owner. */
 enum conn_arbitration dist_node_hook_arbitrate(void *owner, struct dist_conn *in);

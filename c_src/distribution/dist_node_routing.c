@@ -49,11 +49,8 @@ static struct proc *elem_target(struct dist_node *n, const struct dist_msg *m, s
 static void log_unhandled_once(struct dist_node *n, struct dist_conn *c, long op, const char *what)
 {
 	n->stats.unknown_control_ops++;
-	uint64_t bit = op >= 0 && op < 64 ? 1ULL << op : 1ULL << 63;
-	if (c->logged_ops & bit)
-		return;
-	c->logged_ops |= bit;
-	log_info(n->settings.log, "from %s: control message %ld %s (logged once)", c->peer, op, what);
+	if (dist_conn_first_sight_of_op(c, op))
+		log_info(n->settings.log, "from %s: control message %ld %s (logged once)", dist_conn_peer(c), op, what);
 }
 
 static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct dist_msg *m)
@@ -68,10 +65,10 @@ static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct d
 	struct proc *p = proc_by_name(&n->procs, name);
 	if (p == NULL) {
 		n->stats.undeliverable++;
-		log_debug(n->settings.log, "message from %s to unregistered name %s dropped", c->peer, name);
+		log_debug(n->settings.log, "message from %s to unregistered name %s dropped", dist_conn_peer(c), name);
 		return;
 	}
-	dist_node_deliver(p, c->peer, &from, m->payload, m->payload_len);
+	dist_node_deliver(p, dist_conn_peer(c), &from, m->payload, m->payload_len);
 }
 
 /* SEND {2, Unused, ToPid} and SEND_SENDER {22, FromPid, ToPid}. */
@@ -88,7 +85,7 @@ static void on_send(struct dist_node *n, struct dist_conn *c, const struct dist_
 		n->stats.undeliverable++;
 		return;
 	}
-	dist_node_deliver(p, c->peer, has_from ? &from : NULL, m->payload, m->payload_len);
+	dist_node_deliver(p, dist_conn_peer(c), has_from ? &from : NULL, m->payload, m->payload_len);
 }
 
 /* MONITOR_P {19, FromPid, ToProc, Ref}. */
@@ -175,7 +172,7 @@ static void on_exit_signal(struct dist_node *n, struct dist_conn *c, const struc
 	struct proc *p = proc_by_pid(&n->procs, &to);
 	if (p != NULL && (m->op == DOP_EXIT || m->op == DOP_EXIT_TT))
 		proc_unwatch_link(p, &from);
-	log_debug(n->settings.log, "exit signal (op %ld) from %s ignored", m->op, c->peer);
+	log_debug(n->settings.log, "exit signal (op %ld) from %s ignored", m->op, dist_conn_peer(c));
 }
 
 /* A packet over max_message_bytes was discarded (dist_conn.h). If it was

@@ -28,18 +28,21 @@ int dist_node_send_to_node(struct dist_node *n, const char *peer, const char *ct
 			n->stats.undeliverable++;
 			return -EHOSTUNREACH;
 		}
-		c = malloc(sizeof *c);
+		c = dist_conn_new();
 		if (c == NULL)
 			return -ENOMEM;
 		int rc = dist_conn_connect(c, &n->settings, &n->hooks, peer);
 		if (rc) {
 			log_warn(n->settings.log, "cannot connect to %s: %s", peer,
 				 rc == -EINVAL ? "bad node name" : strerror(-rc));
-			dist_conn_free(c);
-			free(c);
+			dist_conn_destroy(c);
 			return rc;
 		}
-		dist_node_link_conn(n, c);
+		if ((rc = dist_node_link_conn(n, c)) != 0) {
+			dist_conn_close(c, "out of memory");
+			dist_conn_destroy(c);
+			return rc;
+		}
 	}
 	return dist_conn_send(c, ctl, ctl_len, msg, msg_len);
 }
@@ -132,7 +135,7 @@ static int send_to_alias(struct dist_node *n, const erlang_pid *from, const erla
 	if (is_local(n, to) || !gen_call_tag_alias(tag, tag_len, &ref, &ref_len))
 		return 1;
 	struct dist_conn *c = dist_node_find_conn(n, to->node, NULL);
-	if (c == NULL || c->state != CONN_UP || !(c->peer_flags & DFLAG_ALIAS))
+	if (c == NULL || !dist_conn_is_up(c) || !dist_conn_peer_has(c, DFLAG_ALIAS))
 		return 1;
 	char ctl[DIST_CTL_ALIAS_MAX];
 	int ctl_len = dist_ctl_alias_send(ctl, from, ref, ref_len);
