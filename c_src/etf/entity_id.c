@@ -21,6 +21,7 @@
  */
 #include "etf/entity_id.h"
 #include "etf/entity_id_scalar.h"
+#include "etf/term_tag.h"
 #include "base/byteorder.h"
 
 #include <errno.h>
@@ -508,19 +509,11 @@ static int read_term(struct ctx *c, bool *opened)
 		*opened = true;
 		return push(c, f);
 	}
-	case ERL_PID_EXT:
-	case ERL_NEW_PID_EXT:
-	case ERL_PORT_EXT:
-	case ERL_NEW_PORT_EXT:
-	case ERL_V4_PORT_EXT:
-	case ERL_REFERENCE_EXT:
-	case ERL_NEW_REFERENCE_EXT:
-	case ERL_NEWER_REFERENCE_EXT:
-	case ERL_NEW_FUN_EXT:
-	case ERL_EXPORT_EXT:
-	case ERL_FUN_EXT:
-		return -EINVAL;
 	default:
+		/* A pid, port, reference or fun names a thing of one node's
+		 * life: no entity id (term_tag.h). ERL_FUN_EXT, obsolete, too. */
+		if (term_kind_names_a_thing(term_kind_of(tag)) || tag == ERL_FUN_EXT)
+			return -EINVAL;
 		return id_read_scalar(&c->io, tag);
 	}
 }

@@ -136,46 +136,6 @@ static int read_new_float(struct id_io *c)
 	return id_io_put(c, b, 9);
 }
 
-/* True if s[0..n) is valid UTF-8 of at most 255 characters, as an atom
- * must be: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool atom_utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t chars = 0;
-	for (size_t k = 0; k < n; chars++) {
-		unsigned char c0 = s[k];
-		if (c0 < 0x80) {
-			k++;
-			continue;
-		}
-		size_t more;
-		uint32_t cp;
-		if (c0 >= 0xC2 && c0 <= 0xDF) {
-			more = 1;
-			cp = c0 & 0x1F;
-		} else if (c0 >= 0xE0 && c0 <= 0xEF) {
-			more = 2;
-			cp = c0 & 0x0F;
-		} else if (c0 >= 0xF0 && c0 <= 0xF4) {
-			more = 3;
-			cp = c0 & 0x07;
-		} else {
-			return false;
-		}
-		if (n - k - 1 < more)
-			return false;
-		for (size_t j = 1; j <= more; j++) {
-			if ((s[k + j] & 0xC0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[k + j] & 0x3F);
-		}
-		if ((more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-		    (cp >= 0xD800 && cp <= 0xDFFF))
-			return false;
-		k += 1 + more;
-	}
-	return chars <= 255;
-}
-
 static int put_atom_header(struct id_io *c, size_t n)
 {
 	unsigned char h[3];
@@ -210,13 +170,13 @@ static int read_atom(struct id_io *c, unsigned char tag)
 	c->i += h + n;
 
 	if (tag == ERL_ATOM_UTF8_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT) {
-		if (!atom_utf8_ok(s, n))
+		if (!term_atom_text_ok(s, n, true))
 			return -EPROTO;
 		int rc = put_atom_header(c, n);
 		return rc ? rc : id_io_put(c, s, n);
 	}
 	/* Latin-1: one character per byte. */
-	if (n > 255)
+	if (!term_atom_text_ok(s, n, false))
 		return -EPROTO;
 	unsigned char u[2 * 255];
 	size_t m = 0;

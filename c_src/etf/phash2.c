@@ -56,6 +56,7 @@
 
 #include "etf/phash2_mix.h"
 #include "etf/term.h"
+#include "etf/term_tag.h"
 
 /* ---- reading the external format ---- */
 
@@ -140,12 +141,6 @@ struct int_value {
 	size_t n;
 	uint8_t small[4]; /* storage for the magnitude of the fixed-size forms */
 };
-
-static bool is_integer_tag(uint8_t tag)
-{
-	return tag == ERL_SMALL_INTEGER_EXT || tag == ERL_INTEGER_EXT ||
-	       tag == ERL_SMALL_BIG_EXT || tag == ERL_LARGE_BIG_EXT;
-}
 
 /* Reads the integer whose tag was just consumed. */
 static int read_integer(struct walk *w, uint8_t tag, struct int_value *iv)
@@ -493,20 +488,10 @@ static int dispatch(struct walk *w)
 		f.u.run.count = 0;
 		return push_frame(w, &f);
 	}
-	case ERL_PID_EXT:
-	case ERL_NEW_PID_EXT:
-	case ERL_PORT_EXT:
-	case ERL_NEW_PORT_EXT:
-	case ERL_V4_PORT_EXT:
-	case ERL_REFERENCE_EXT:
-	case ERL_NEW_REFERENCE_EXT:
-	case ERL_NEWER_REFERENCE_EXT:
-	case ERL_NEW_FUN_EXT:
-	case ERL_FUN_EXT:
-	case ERL_EXPORT_EXT:
-		return -EINVAL;
 	default:
-		return -EPROTO;
+		/* A pid, port, reference or fun names a thing of one node's
+		 * life: no entity id (term_tag.h). ERL_FUN_EXT, obsolete, too. */
+		return term_kind_names_a_thing(term_kind_of(tag)) || tag == ERL_FUN_EXT ? -EINVAL : -EPROTO;
 	}
 	child_done(w);
 	return 0;
@@ -535,7 +520,7 @@ static int list_next(struct walk *w, struct frame *f)
 				w->pos += 5;
 				continue;
 			}
-			if (!is_integer_tag(tag))
+			if (term_kind_of(tag) != TERM_KIND_INTEGER)
 				break;
 			size_t start = w->pos;
 			struct int_value iv;

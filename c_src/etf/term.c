@@ -65,6 +65,8 @@ static inline bool atom_text_ok(const unsigned char *s, size_t n, bool utf8)
 	return n <= ATOM_MAX_BYTES && atom_utf8_ok(s, n);
 }
 
+bool term_atom_text_ok(const unsigned char *s, size_t n, bool utf8) { return atom_text_ok(s, n, utf8); }
+
 /* Validates an atom term in place (used inside pids, refs, ports).
  * Inline: every message has several atoms, and the call cost as much as
  * the check. */

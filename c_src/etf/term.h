@@ -66,6 +66,13 @@ static inline bool term_text_is_ascii(const void *s, size_t n)
 	return (high & 0x8080808080808080u) == 0;
 }
 
+/* Whether s[0..n) is an atom's text binary_to_term takes: as Latin-1
+ * (utf8 false) at most 255 bytes; as UTF-8 well-formed (no overlong form,
+ * no surrogate, nothing above U+10FFFF) and at most 255 characters. The
+ * validator's rule, for every reader that rewrites an atom
+ * (entity_id_scalar.c). */
+bool term_atom_text_ok(const unsigned char *s, size_t n, bool utf8);
+
 /* True if the term at buf[idx], which must lie within buf[0..len), is an
  * atom whose text, as UTF-8, is name[0..name_len). Latin-1 atoms (ATOM_EXT,
  * SMALL_ATOM_EXT) are compared as their UTF-8 conversion, so every encoding

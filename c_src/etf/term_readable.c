@@ -7,6 +7,7 @@
 
 #include "base/byteorder.h"
 #include "etf/term.h"
+#include "etf/term_tag.h"
 
 /* The largest numbers a BEAM (OTP 25) hands out for its own pids, the
  * first word of its references, and its ports; binary_to_term/1 refuses
@@ -84,21 +85,8 @@ bool term_readable_by(const char *term, size_t len, const char *node, uint32_t c
 	size_t i = 0;
 	/* Every subterm in order, into funs (their Pid and free variables). */
 	while (i < len) {
-		switch (b[i]) {
-		case ERL_PID_EXT:
-		case ERL_NEW_PID_EXT:
-		case ERL_REFERENCE_EXT:
-		case ERL_NEW_REFERENCE_EXT:
-		case ERL_NEWER_REFERENCE_EXT:
-		case ERL_PORT_EXT:
-		case ERL_NEW_PORT_EXT:
-		case ERL_V4_PORT_EXT:
-			if (unreadable_identifier(b, len, i, node, node_len, creation))
-				return false;
-			break;
-		default:
-			break;
-		}
+		if (term_kind_is_identifier(term_kind_of(b[i])) && unreadable_identifier(b, len, i, node, node_len, creation))
+			return false;
 		term_step(term, &i, true);
 	}
 	return true;
