@@ -18,6 +18,15 @@
 #include "etf/phash2.h"
 #include "etf/term.h"
 #include "sharding/region_internal.h"
+#include "sharding/region_buffer.h"
+#include "sharding/region_coordinator.h"
+#include "sharding/region_deliver.h"
+#include "sharding/region_handoff_state.h"
+#include "sharding/region_remember.h"
+#include "sharding/region_send.h"
+#include "sharding/region_shutdown.h"
+#include "sharding/region_stats.h"
+#include "sharding/region_store.h"
 
 
 /* ---- the store's outcomes ---- */

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "sharding/region_internal.h"
+#include "sharding/region_buffer.h"
+#include "sharding/region_send.h"
 
 void region_envelope_of(const struct pending *p, struct envelope *e)
 {

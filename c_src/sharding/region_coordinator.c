@@ -14,6 +14,12 @@
 
 #include "etf/term.h"
 #include "sharding/region_internal.h"
+#include "sharding/region_coordinator.h"
+#include "sharding/region_deliver.h"
+#include "sharding/region_handoff_state.h"
+#include "sharding/region_remember.h"
+#include "sharding/region_send.h"
+#include "sharding/region_store.h"
 
 /* ---- shard slots ---- */
 

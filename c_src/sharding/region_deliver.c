@@ -10,6 +10,10 @@
 
 #include "etf/term.h"
 #include "sharding/region_internal.h"
+#include "sharding/region_buffer.h"
+#include "sharding/region_deliver.h"
+#include "sharding/region_send.h"
+#include "sharding/region_store.h"
 
 /* ---- delivery ---- */
 

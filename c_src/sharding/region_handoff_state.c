@@ -26,6 +26,8 @@
 #include "entity/entity_type.h"
 #include "etf/term.h"
 #include "sharding/region_internal.h"
+#include "sharding/region_handoff_state.h"
+#include "sharding/region_store.h"
 #include "sharding/shard_state.h"
 
 /* A chunk ends once it holds this many bytes (an entity is never split). */

@@ -13,6 +13,8 @@
 
 #include "etf/entity_id.h"
 #include "sharding/region_internal.h"
+#include "sharding/region_remember.h"
+#include "sharding/region_store.h"
 
 int region_remember_start(struct region *r)
 {

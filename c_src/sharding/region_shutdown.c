@@ -6,6 +6,11 @@
 #include <string.h>
 
 #include "sharding/region_internal.h"
+#include "sharding/region_buffer.h"
+#include "sharding/region_handoff_state.h"
+#include "sharding/region_send.h"
+#include "sharding/region_shutdown.h"
+#include "sharding/region_store.h"
 
 /* How often a leaving region looks whether its shards are all gone. */
 #define LEAVE_CHECK_MS 50

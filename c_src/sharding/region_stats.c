@@ -10,6 +10,8 @@
 
 #include "etf/term.h"
 #include "sharding/region_internal.h"
+#include "sharding/region_send.h"
+#include "sharding/region_stats.h"
 
 /* How long a cluster-wide stats call waits for the other members. */
 #define STATS_TIMEOUT_MS 2000

@@ -39,6 +39,9 @@
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "sharding/region_internal.h"
+#include "sharding/region_buffer.h"
+#include "sharding/region_send.h"
+#include "sharding/region_store.h"
 
 /* A load under way: the answer's token finds it in its slot's list. */
 struct pending_load {

@@ -1,0 +1,26 @@
+/*
+ * region_deliver.h — a message reaching its entity: delivered here, forwarded to its home, or flushed from its shard's buffer (region_deliver.c). For the files of a region only
+ * (region_internal.h says which may call which); other modules use
+ * region.h.
+ */
+#ifndef SN_REGION_DELIVER_H
+#define SN_REGION_DELIVER_H
+
+#include "sharding/region_internal.h"
+
+/* Delivers `e` to its entity in `s`, hosted here: the reply goes to the
+ * sender at once, or, with a store, once the change it reports is
+ * committed (a `delete` removes the stored state). */
+void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e);
+
+/* Sends `e` on to `home`, the region hosting its shard; a call goes as the
+ * original '$gen_call', so the home answers the caller itself. */
+void region_forward(struct region *r, const erlang_pid *home, const struct envelope *e);
+
+/* Delivers (hosted) or forwards (SLOT_REMOTE) what waits in the slot's
+ * buffer, in arrival order. A hosted slot stops early when the lease is
+ * gone (region_resume comes back for the rest) or when a load must come
+ * first (the store's outcome comes back to the hub). */
+void region_flush_slot(struct region *r, struct shard_slot *slot);
+
+#endif

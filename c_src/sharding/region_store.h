@@ -1,0 +1,97 @@
+/*
+ * region_store.h — a region backed by a durable store: loads, writes, replies held for commits, claims and fencing (region_store.c). For the files of a region only
+ * (region_internal.h says which may call which); other modules use
+ * region.h.
+ */
+#ifndef SN_REGION_STORE_H
+#define SN_REGION_STORE_H
+
+#include "sharding/region_internal.h"
+
+/* With cfg.store and a type that keeps state, opens the type's database
+ * with the callbacks `cb` (the region's hub in region.c, which hands each
+ * outcome to the functions below and then goes on with the slot). Returns
+ * 0 (also without a store), or the store's error. */
+int region_store_start(struct region *r, const struct state_store_callbacks *cb);
+
+/* The store's outcomes, for the hub. A load answered: the entity starts
+ * with its stored state (or afresh); *shard is its shard, and true means
+ * the slot's loads are all done, so what waited may go on. */
+bool region_store_on_loaded(struct region *r, uint64_t token, int found, const char *state, size_t len,
+			    uint32_t *shard);
+
+/* A claim of `shard` committed: true once none is left, so what waited
+ * may go on. */
+bool region_store_on_claimed(struct region *r, uint32_t shard);
+
+/* Another member claimed `shard`: its held replies get
+ * {error, store_unavailable}; true if the hub must step the slot
+ * SLOT_FENCED. */
+bool region_store_on_fenced(struct region *r, uint32_t shard);
+
+/* Commits up to `upto` (status: 0, or the commit's error): the held
+ * replies they cover go, failed ones as {error, store_unavailable}. */
+void region_store_on_written(struct region *r, uint64_t upto, int status);
+
+/* The next slot from *from on whose load waited for commits that are now
+ * done: true with *from set to it; the slots still waiting keep
+ * slots_awaiting_commit set. */
+bool region_store_next_load_ready(struct region *r, uint32_t *from);
+
+/* Answers every held reply {error, shutting_down}, drops the loads under
+ * way, closes the type's database. Idempotent. The state chunks'
+ * acknowledgements held for commits are region_state_release_acks'. */
+void region_store_stop(struct region *r);
+
+/* Whether the region has a store. Inline: the memory-only message path
+ * asks it twice per message. */
+static inline bool region_store_active(const struct region *r) { return r->store != NULL; }
+
+/* Whether every member reads the same store (state_store.shared): then a
+ * move streams no states, only waits for the old home's commits. */
+static inline bool region_store_shared(const struct region *r) { return r->store != NULL && r->cfg.store->shared; }
+
+/* Whether a message for entity `id` of hosted shard `shard` must wait in
+ * the shard's buffer: an earlier load is under way, or the entity is not
+ * live and its stored state is to be loaded first (this starts the load,
+ * at once or once earlier writes are committed; the shard's buffer is
+ * flushed when it is done). `msg` is the message term (delete and
+ * passivate need no load). False without a store. */
+bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg);
+
+/* Starts a remembered entity of hosted shard `shard` without a message:
+ * at once, or with a store once its stored state is loaded (the shard's
+ * messages wait meanwhile). Returns 0 (also when it is live already) or
+ * -ENOMEM. */
+int region_start_entity(struct region *r, uint32_t shard, const char *id, size_t id_len);
+
+/* Frees the slot's loads under way (the shard left). */
+void region_store_drop_loads(struct shard_slot *slot);
+
+/* The shard is hosted here from now on: with a shared store, claim it
+ * (fencing, state_store.h) — its messages wait until the claim is
+ * committed. Nothing to do otherwise. */
+void region_store_claim(struct region *r, uint32_t shard);
+
+/* Queues the entity's new state (`state`: a term with its version byte) or,
+ * state NULL, its deletion. Returns 0, -ENOMEM, or -ESTALE (a shared
+ * store: the shard is not claimed, or was claimed by another member). */
+int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state);
+
+/* Queues the deletion of every stored record of `shard` (a stream of its
+ * states begins: what this node held of it before is out of date).
+ * Returns 0 or -ENOMEM. */
+int region_store_delete_shard(struct region *r, uint32_t shard);
+
+/* The writes queued so far, by any type of this node's store. */
+uint64_t region_store_last_queued(const struct region *r);
+
+/* Answers `e` with `reply` once every write queued so far is committed (at
+ * once if they are). */
+void region_store_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply);
+
+/* The retry timer: held replies past store_timeout_ms are answered
+ * {error, store_unavailable}. */
+void region_store_tick(struct region *r);
+
+#endif
