@@ -50,10 +50,8 @@ static void on_store_written(void *arg, uint64_t upto, int status)
 {
 	struct region *r = arg;
 	region_store_on_written(r, upto, status);
-	if (r->streams_awaiting_commit || r->acks_head != NULL) {
-		region_state_on_committed(r);
-		region_step_owed(r); /* streams that could not go on */
-	}
+	region_state_on_committed(r);
+	region_step_owed(r); /* streams that could not go on */
 	if (!r->slots_awaiting_commit)
 		return;
 	r->slots_awaiting_commit = false;

@@ -97,7 +97,7 @@ static int pump_store(struct region *r, uint32_t shard, uint32_t *room)
 	if (!stream_open(out) || *room == 0)
 		return 0;
 	if (out->commit_needed > r->written_upto) {
-		r->streams_awaiting_commit = true; /* region_state_on_committed */
+		r->handoff.streams_awaiting_commit = true; /* region_state_on_committed */
 		return 0;
 	}
 	if (region_store_shared(r)) {
@@ -244,20 +244,20 @@ static void ack_when_durable(struct region *r, uint32_t shard, uint32_t seq, con
 		return;
 	}
 	*a = (struct held_state_ack){.need = need, .shard = shard, .seq = seq, .to = *to};
-	if (r->acks_tail)
-		r->acks_tail->next = a;
+	if (r->handoff.acks_tail)
+		r->handoff.acks_tail->next = a;
 	else
-		r->acks_head = a;
-	r->acks_tail = a;
+		r->handoff.acks_head = a;
+	r->handoff.acks_tail = a;
 }
 
 void region_state_release_acks(struct region *r, uint64_t upto)
 {
-	while (r->acks_head && r->acks_head->need <= upto) {
-		struct held_state_ack *a = r->acks_head;
-		r->acks_head = a->next;
-		if (r->acks_head == NULL)
-			r->acks_tail = NULL;
+	while (r->handoff.acks_head && r->handoff.acks_head->need <= upto) {
+		struct held_state_ack *a = r->handoff.acks_head;
+		r->handoff.acks_head = a->next;
+		if (r->handoff.acks_head == NULL)
+			r->handoff.acks_tail = NULL;
 		send_ack(r, a->shard, a->seq, &a->to);
 		free(a);
 	}
@@ -268,9 +268,9 @@ void region_state_on_committed(struct region *r)
 	/* A failed commit releases them too: the states are live here, and the
 	 * old home must not wait for a store that fails. */
 	region_state_release_acks(r, r->written_upto);
-	if (!r->streams_awaiting_commit)
+	if (!r->handoff.streams_awaiting_commit)
 		return;
-	r->streams_awaiting_commit = false;
+	r->handoff.streams_awaiting_commit = false;
 	uint32_t room = region_window_room(r);
 	pump_waiting(r, &room); /* a stream still waiting sets the flag again */
 }

@@ -181,11 +181,18 @@ struct region {
 	struct histogram handoff_duration;
 	struct evloop_timer retry_timer;
 	struct evloop_timer idle_timer;
-	struct stats_request *stats_requests;
-	uint32_t next_stats_id;
-	/* graceful_shutdown under way: shards are being handed off */
-	bool leaving;
-	struct poll_until leave_poll; /* graceful_shutdown: until no shard is left here */
+	/* region_stats.c's: get_cluster_sharding_stats calls waiting for the
+	 * other members' answers, and the next request's id. */
+	struct {
+		struct stats_request *requests;
+		uint32_t next_id;
+	} stats;
+	/* region_shutdown.c's: graceful_shutdown under way (its shards are
+	 * being handed off), polled until no shard is left here. */
+	struct {
+		bool under_way;
+		struct poll_until poll;
+	} leave;
 	/* Reused encode buffers, one per nesting level (scratch.h): route's
 	 * canonical id, then deliver_local's reply, then send_tell_reply's
 	 * {Type, Id, Reply}. */
@@ -199,14 +206,21 @@ struct region {
 	/* With a store (region_store.c); store NULL: memory only. */
 	struct state_store_type *store;
 	uint64_t written_upto;        /* the store's commits reported so far */
-	struct held_reply *held_head, *held_tail; /* in seq order; owned */
-	uint32_t held_count;
-	/* Acknowledgements of state chunks whose writes are not yet committed
-	 * (region_handoff_state.c), in seq order; owned. */
-	struct held_state_ack *acks_head, *acks_tail;
-	uint64_t load_counter;
 	bool slots_awaiting_commit;   /* some slot's st.load_after may be set */
-	bool streams_awaiting_commit; /* some stream's commit_needed may be set */
+	/* region_store.c's: replies waiting for their writes' commits, in seq
+	 * order (owned), and the loads issued so far (their tokens). */
+	struct {
+		struct held_reply *head, *tail;
+		uint32_t count;
+		uint64_t loads_issued;
+	} held;
+	/* region_handoff_state.c's: acknowledgements of state chunks whose
+	 * writes are not yet committed, in seq order (owned), and whether some
+	 * stream waits for a commit (its commit_needed). */
+	struct {
+		struct held_state_ack *acks_head, *acks_tail;
+		bool streams_awaiting_commit;
+	} handoff;
 	bool slots_owed;              /* some slot's owed may be set */
 	bool stepping_owed;           /* region_step_owed is under way */
 	struct scratch state_buf;     /* a changed entity's encoded state */

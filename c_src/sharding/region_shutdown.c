@@ -17,7 +17,7 @@
 
 static void finish_leaving(struct region *r)
 {
-	poll_until_stop(&r->leave_poll);
+	poll_until_stop(&r->leave.poll);
 	region_shutdown(r);
 	if (r->cfg.on_stopped)
 		r->cfg.on_stopped(r->cfg.on_stopped_arg, r);
@@ -39,7 +39,7 @@ static void on_left(void *arg, bool in_time)
 
 void region_leave_poll_init(struct region *r)
 {
-	poll_until_init(&r->leave_poll, r->cfg.loop, no_shard_left, on_left, r);
+	poll_until_init(&r->leave.poll, r->cfg.loop, no_shard_left, on_left, r);
 }
 
 /* The coordinator moves this region's shards to the others with handoffs,
@@ -47,7 +47,7 @@ void region_leave_poll_init(struct region *r)
  * there is nowhere to move them: the region stops at once. */
 void region_begin_leaving(struct region *r)
 {
-	if (r->leaving || r->stopped)
+	if (r->leave.under_way || r->stopped)
 		return;
 	const char *nodes[CLUSTER_MEMBERS_MAX];
 	size_t n = r->cfg.members_hosting ? r->cfg.members_hosting(r->cfg.members_arg, r->cfg.type->name, nodes, CLUSTER_MEMBERS_MAX)
@@ -59,9 +59,9 @@ void region_begin_leaving(struct region *r)
 		finish_leaving(r);
 		return;
 	}
-	r->leaving = true;
+	r->leave.under_way = true;
 	region_send_to_coordinator(r, SMSG_REGION_LEAVING, 0);
-	if (poll_until_start(&r->leave_poll, LEAVE_CHECK_MS, LEAVE_CHECK_MS, r->cfg.handoff_timeout_ms) != 0)
+	if (poll_until_start(&r->leave.poll, LEAVE_CHECK_MS, LEAVE_CHECK_MS, r->cfg.handoff_timeout_ms) != 0)
 		finish_leaving(r); /* no timer to wait with: stop now, as the deadline would */
 }
 
@@ -70,7 +70,7 @@ void region_shutdown(struct region *r)
 	if (r->stopped)
 		return;
 	r->stopped = true;
-	poll_until_stop(&r->leave_poll);
+	poll_until_stop(&r->leave.poll);
 	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
 	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
 	region_store_stop(r); /* before the shards go: held replies name them */

@@ -133,7 +133,7 @@ static void finish_stats(struct stats_request *q)
 			region_send_call_reply(r, &q->caller, q->tag, q->tag_len, &x);
 		ei_x_free(&x);
 	}
-	for (struct stats_request **pq = &r->stats_requests; *pq; pq = &(*pq)->next) {
+	for (struct stats_request **pq = &r->stats.requests; *pq; pq = &(*pq)->next) {
 		if (*pq == q) {
 			*pq = q->next;
 			break;
@@ -164,15 +164,15 @@ void region_stats_start(struct region *r, const struct gen_call *call)
 		return;
 	}
 	q->region = r;
-	q->id = r->next_stats_id++;
+	q->id = r->stats.next_id++;
 	q->caller = call->from;
 	memcpy(q->tag, call->tag, call->tag_len);
 	q->tag_len = call->tag_len;
 	evloop_timer_init(&q->timer, on_stats_timeout, q);
 	q->broken = (ei_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node)) | encode_local_counts(r, &q->pairs)) < 0;
 	q->entries = 1;
-	q->next = r->stats_requests;
-	r->stats_requests = q;
+	q->next = r->stats.requests;
+	r->stats.requests = q;
 	for (size_t k = 0; k < n; k++) {
 		if (strcmp(nodes[k], dist_node_name(r->cfg.node)) == 0)
 			continue;
@@ -206,7 +206,7 @@ void region_stats_on_get(struct region *r, uint32_t id, const erlang_pid *asker)
 /* An answer for no request we have (late, after the timeout) is ignored. */
 void region_stats_on_answer(struct region *r, const struct shard_msg *sm)
 {
-	for (struct stats_request *q = r->stats_requests; q; q = q->next) {
+	for (struct stats_request *q = r->stats.requests; q; q = q->next) {
 		if (q->id != sm->shard)
 			continue;
 		if ((term_x_append_raw(&q->pairs, sm->id, sm->id_len) | term_x_append_raw(&q->pairs, sm->msg, sm->msg_len)) < 0)
@@ -220,9 +220,9 @@ void region_stats_on_answer(struct region *r, const struct shard_msg *sm)
 
 void region_stats_free(struct region *r)
 {
-	while (r->stats_requests) {
-		struct stats_request *q = r->stats_requests;
-		r->stats_requests = q->next;
+	while (r->stats.requests) {
+		struct stats_request *q = r->stats.requests;
+		r->stats.requests = q->next;
 		free_request(r, q);
 	}
 }

@@ -79,7 +79,7 @@ static int start_load(struct region *r, uint32_t shard, const char *id, size_t i
 	if (l == NULL)
 		return -ENOMEM;
 	l->next = NULL;
-	l->token = (++r->load_counter << 32) | shard;
+	l->token = (++r->held.loads_issued << 32) | shard;
 	l->id_len = (uint32_t)id_len;
 	memcpy(l->id, id, id_len);
 	int rc = state_store_load(r->store, shard, id, id_len, l->token);
@@ -105,7 +105,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	if (region_slot_store_hold(&slot->st, r->written_upto) != SLOT_HOLD_NONE)
 		return true;
 	(void)region_slot_commits_done(&slot->st, r->written_upto); /* a wait that is over */
-	if (r->held_count >= r->cfg.buffer_size) {
+	if (r->held.count >= r->cfg.buffer_size) {
 		/* As many replies wait for commits as a region may buffer
 		 * messages: a slow store holds the next messages in the shards'
 		 * buffers (bounded by buffer_size) rather than taking on more
@@ -284,12 +284,12 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 		memcpy(h->data, e->tag, e->tag_len);
 	memcpy(h->data + e->tag_len, e->id, e->id_len);
 	memcpy(h->data + e->tag_len + e->id_len, reply->buff, (size_t)reply->index);
-	if (r->held_tail)
-		r->held_tail->next = h;
+	if (r->held.tail)
+		r->held.tail->next = h;
 	else
-		r->held_head = h;
-	r->held_tail = h;
-	r->held_count++;
+		r->held.head = h;
+	r->held.tail = h;
+	r->held.count++;
 }
 
 /* Releases the held replies up to `upto`: answered as they are (error
@@ -297,12 +297,12 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
  * store, so their entities stop. */
 static void release(struct region *r, uint64_t upto, const char *error, bool forget)
 {
-	while (r->held_head && r->held_head->seq <= upto) {
-		struct held_reply *h = r->held_head;
-		r->held_head = h->next;
-		if (r->held_head == NULL)
-			r->held_tail = NULL;
-		r->held_count--;
+	while (r->held.head && r->held.head->seq <= upto) {
+		struct held_reply *h = r->held.head;
+		r->held.head = h->next;
+		if (r->held.head == NULL)
+			r->held.tail = NULL;
+		r->held.count--;
 		if (forget)
 			forget_entity(r, h);
 		send_held(r, h, error);
@@ -314,7 +314,7 @@ static void release(struct region *r, uint64_t upto, const char *error, bool for
  * refused. The entities stop too (the shard goes). */
 static void release_shard(struct region *r, uint32_t shard, const char *error)
 {
-	struct held_reply **at = &r->held_head, *prev = NULL;
+	struct held_reply **at = &r->held.head, *prev = NULL;
 	while (*at) {
 		struct held_reply *h = *at;
 		if (h->shard != shard) {
@@ -323,9 +323,9 @@ static void release_shard(struct region *r, uint32_t shard, const char *error)
 			continue;
 		}
 		*at = h->next;
-		if (r->held_tail == h)
-			r->held_tail = prev;
-		r->held_count--;
+		if (r->held.tail == h)
+			r->held.tail = prev;
+		r->held.count--;
 		forget_entity(r, h);
 		send_held(r, h, error);
 		free(h);
@@ -360,11 +360,11 @@ bool region_store_next_load_ready(struct region *r, uint32_t *from)
 
 void region_store_tick(struct region *r)
 {
-	if (r->held_head == NULL || r->cfg.store_timeout_ms == 0)
+	if (r->held.head == NULL || r->cfg.store_timeout_ms == 0)
 		return;
 	uint64_t now = evloop_now_ms(r->cfg.loop);
 	/* Held in order, so the oldest is first. */
-	if (now - r->held_head->held_at < r->cfg.store_timeout_ms)
+	if (now - r->held.head->held_at < r->cfg.store_timeout_ms)
 		return;
 	/* The store is in trouble. Its replies say the change was not applied,
 	 * so the type's writes not yet taken by the writer are cancelled — and
@@ -373,7 +373,7 @@ void region_store_tick(struct region *r)
 	 * committing (taken before this) may still land. */
 	log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): "
 		 "{error, store_unavailable} to the %u replies waiting", r->cfg.name,
-		 r->cfg.store_timeout_ms, r->held_count);
+		 r->cfg.store_timeout_ms, r->held.count);
 	state_store_cancel_queued(r->store);
 	release(r, UINT64_MAX, "store_unavailable", true);
 }
