@@ -162,6 +162,7 @@ struct region {
 	uint32_t buffered;          /* the sum of the slots' st.buffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t dropped, forwarded;
+	uint64_t unreadable_replies;  /* answered {error, unreadable_reply} (region_send.c) */
 	/* Messages handled here by kind (their sum is region_stats.delivered);
 	 * for the metrics endpoint, with cfg.metrics, how long their replies
 	 * took, from the loop's wakeup that took the message to the flush that

@@ -75,10 +75,13 @@ static bool reply_readable(const struct region *r, const struct envelope *e, con
 void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *reply)
 {
 	if (!reply_readable(r, e, reply)) {
-		log_warn(r->cfg.log,
-			 "region %s: a reply to %s names that node with a pid, reference or port it never made; "
-			 "it gets {error, unreadable_reply} instead",
-			 r->cfg.name, e->from->node);
+		/* Said once, then every 10 000th: an entity that keeps such a
+		 * term would otherwise log on every message to it. */
+		if (r->unreadable_replies++ % 10000 == 0)
+			log_warn(r->cfg.log,
+				 "region %s: a reply to %s names that node with a pid, reference or port it never made; "
+				 "it gets {error, unreadable_reply} instead (%llu so far)",
+				 r->cfg.name, e->from->node, (unsigned long long)r->unreadable_replies);
 		region_answer_error(r, e, "unreadable_reply");
 		return;
 	}
