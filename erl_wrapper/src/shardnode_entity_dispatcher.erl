@@ -1,0 +1,110 @@
+%% @private
+%% @doc The host's side of one C node for entities written in Erlang or
+%% Elixir ({@link shardnode_entity}): it starts that C node's entity
+%% processes ({@link shardnode_entity_proc}), watches them and the C
+%% node, and ends them all when the C node may no longer run them.
+%%
+%% From the C node's regions (docs/architecture.md, "Entities written in
+%% Erlang and Elixir"):
+%%
+%% <ul>
+%% <li>`{'$shardnode_host', start, Region, Type, Id, Stored, Seq, Msg}':
+%%   starts entity `Id' of `Type' from `Stored' with its first message;
+%%   its completion names its pid to the region.</li>
+%% <li>`{'$shardnode_host', lease, Ms}': the C node may run entities for
+%%   `Ms' more milliseconds (its quorum lease, less a margin for the
+%%   message's way); without a renewal by then, every entity of that C
+%%   node is ended.</li>
+%% </ul>
+%%
+%% To a region: `{'$shardnode_crashed', Id, Pid, Reason}' when an entity
+%% ended for any reason but `normal' (the region answers its call in
+%% flight `{error, {entity_crashed, Reason}}').
+%%
+%% A `nodedown' of the C node ends its entities at once, and the
+%% dispatcher with them: entity processes never outlive their C node.
+-module(shardnode_entity_dispatcher).
+-behaviour(gen_server).
+
+-export([start_link/2, entities/1]).
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2]).
+
+-record(dispatcher, {cnode :: node(),
+                     types :: #{atom() => module()},
+                     %% every live entity: its region, type and id
+                     entities = #{} :: #{pid() => {pid(), atom(), term()}},
+                     lease :: reference() | undefined}).
+
+%% @doc Starts the dispatcher of `CNode' for `Types' (type => module),
+%% linked to the caller.
+-spec start_link(node(), #{atom() => module()}) -> {ok, pid()} | {error, term()}.
+start_link(CNode, Types) ->
+    gen_server:start_link(?MODULE, {CNode, Types}, []).
+
+%% @doc The live entities: `{Type, Id, Pid}' each.
+-spec entities(pid()) -> [{atom(), term(), pid()}].
+entities(Dispatcher) ->
+    gen_server:call(Dispatcher, entities).
+
+-spec init({node(), #{atom() => module()}}) -> {ok, #dispatcher{}}.
+init({CNode, Types}) ->
+    process_flag(trap_exit, true),
+    true = erlang:monitor_node(CNode, true),
+    {ok, #dispatcher{cnode = CNode, types = Types}}.
+
+-spec handle_call(term(), gen_server:from(), #dispatcher{}) -> {reply, term(), #dispatcher{}}.
+handle_call(entities, _From, #dispatcher{entities = Es} = D) ->
+    {reply, [{T, Id, Pid} || {Pid, {_, T, Id}} <- maps:to_list(Es)], D};
+handle_call(_Other, _From, D) ->
+    {reply, {error, bad_request}, D}.
+
+-spec handle_cast(term(), #dispatcher{}) -> {noreply, #dispatcher{}}.
+handle_cast(_Msg, D) ->
+    {noreply, D}.
+
+-spec handle_info(term(), #dispatcher{}) -> {noreply, #dispatcher{}} | {stop, term(), #dispatcher{}}.
+handle_info({'$shardnode_host', start, Region, Type, Id, Stored, Seq, Msg},
+            #dispatcher{types = Types, entities = Es} = D) ->
+    case Types of
+        #{Type := Module} ->
+            {Pid, _Ref} = shardnode_entity_proc:start(Region, Module, Id, Stored, {Seq, Msg}),
+            {noreply, D#dispatcher{entities = Es#{Pid => {Region, Type, Id}}}};
+        #{} ->
+            Region ! {'$shardnode_crashed', Id, undefined, {unknown_type, Type}},
+            {noreply, D}
+    end;
+handle_info({'$shardnode_host', lease, Ms}, #dispatcher{lease = Old} = D)
+  when is_integer(Ms), Ms >= 0 ->
+    _ = cancel(Old),
+    {noreply, D#dispatcher{lease = erlang:start_timer(Ms, self(), lease)}};
+handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C} = D) ->
+    logger:warning("shardnode: the lease of ~p ran out: its entities stop", [C]),
+    {noreply, end_all(D#dispatcher{lease = undefined})};
+handle_info({'DOWN', _Ref, process, Pid, Reason}, #dispatcher{entities = Es} = D) ->
+    case maps:take(Pid, Es) of
+        {{Region, Type, Id}, Rest} ->
+            crashed(Region, Type, Id, Pid, Reason),
+            {noreply, D#dispatcher{entities = Rest}};
+        error ->
+            {noreply, D}
+    end;
+handle_info({nodedown, C}, #dispatcher{cnode = C} = D) ->
+    {stop, normal, end_all(D)};
+handle_info(_Other, D) ->
+    {noreply, D}.
+
+%% Ends every entity at once (kill: their C node may no longer run them,
+%% so none may finish a message first).
+end_all(#dispatcher{entities = Es} = D) ->
+    _ = [exit(Pid, kill) || Pid <- maps:keys(Es)],
+    D#dispatcher{entities = #{}}.
+
+crashed(_Region, _Type, _Id, _Pid, normal) ->
+    ok;
+crashed(Region, Type, Id, Pid, Reason) ->
+    logger:warning("shardnode: entity ~p of ~p crashed: ~tp", [Id, Type, Reason]),
+    Region ! {'$shardnode_crashed', Id, Pid, Reason},
+    ok.
+
+cancel(undefined) -> ok;
+cancel(Ref) -> erlang:cancel_timer(Ref).

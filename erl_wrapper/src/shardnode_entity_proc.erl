@@ -1,0 +1,98 @@
+%% @private
+%% @doc One entity of a type written in Erlang or Elixir ({@link
+%% shardnode_entity}): a process on the host running the user's module,
+%% one message at a time, for the region of a C node.
+%%
+%% The protocol with the region (docs/architecture.md, "Entities written
+%% in Erlang and Elixir"): each message comes as `{'$shardnode_entity',
+%% Seq, Msg}', and is answered with one completion to the region,
+%% `{'$shardnode_done', Id, self(), Seq, Reply, Change, Next}' where
+%% `Change' is `unchanged' (the new state `=:=' the old: nothing to write)
+%% or `{state, NewState}', and `Next' is `continue' or `stop'. The region
+%% answers the caller. `{'$shardnode_stop', Reason}' ends the entity
+%% (passivation, a move, a delete, its node stopping): `terminate/2' runs,
+%% and the process exits `normal'. Anything else goes to the module's
+%% `handle_info/2', or is dropped if it has none.
+%%
+%% A callback that raises, or returns something else, ends the process
+%% with that reason; its dispatcher ({@link shardnode_entity_dispatcher})
+%% tells the region, which answers a call in flight
+%% `{error, {entity_crashed, Reason}}'.
+-module(shardnode_entity_proc).
+
+-export([start/5]).
+-export([init/6]).
+
+-record(entity, {region :: pid(),
+                 module :: module(),
+                 id :: shardnode_entity:id(),
+                 state :: shardnode_entity:state()}).
+
+%% @doc Starts the entity `Id' of `Module' for `Region', from `Stored'
+%% (`undefined': a new entity), and gives it its first message
+%% `{Seq, Msg}'. Returns the process and the monitor its caller holds on
+%% it.
+-spec start(pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
+            {non_neg_integer(), term()}) -> {pid(), reference()}.
+start(Region, Module, Id, Stored, First) ->
+    proc_lib:spawn_opt(?MODULE, init, [self(), Region, Module, Id, Stored, First], [monitor]).
+
+%% @private
+-spec init(pid(), pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
+           {non_neg_integer(), term()}) -> no_return().
+init(_Dispatcher, Region, Module, Id, Stored, {Seq, Msg}) ->
+    {ok, State} = Module:init(Id, Stored),
+    run(Seq, Msg, #entity{region = Region, module = Module, id = Id, state = State}).
+
+-spec loop(#entity{}) -> no_return().
+loop(E) ->
+    receive
+        {'$shardnode_entity', Seq, Msg} ->
+            run(Seq, Msg, E);
+        {'$shardnode_stop', Reason} ->
+            stop(Reason, E);
+        Info ->
+            info(Info, E)
+    end.
+
+-spec run(non_neg_integer(), term(), #entity{}) -> no_return().
+run(Seq, Msg, #entity{module = M, state = State} = E) ->
+    case M:handle(Msg, State) of
+        {reply, Reply, New} ->
+            done(Seq, Reply, State, New, continue, E),
+            loop(E#entity{state = New});
+        {stop, Reply, New} ->
+            done(Seq, Reply, State, New, stop, E),
+            stop(normal, E#entity{state = New});
+        Other ->
+            exit({bad_return_value, Other})
+    end.
+
+done(Seq, Reply, Old, New, Next, #entity{region = R, id = Id}) ->
+    R ! {'$shardnode_done', Id, self(), Seq, Reply, change(Old, New), Next},
+    ok.
+
+%% Matching both arguments against one variable is `=:='.
+change(State, State) -> unchanged;
+change(_, New) -> {state, New}.
+
+-spec info(term(), #entity{}) -> no_return().
+info(Info, #entity{module = M, state = State} = E) ->
+    case erlang:function_exported(M, handle_info, 2) of
+        false ->
+            loop(E);
+        true ->
+            case M:handle_info(Info, State) of
+                {noreply, New} -> loop(E#entity{state = New});
+                {stop, New} -> stop(normal, E#entity{state = New});
+                Other -> exit({bad_return_value, Other})
+            end
+    end.
+
+-spec stop(term(), #entity{}) -> no_return().
+stop(Reason, #entity{module = M, state = State}) ->
+    case erlang:function_exported(M, terminate, 2) of
+        true -> _ = M:terminate(Reason, State);
+        false -> ok
+    end,
+    exit(normal).
