@@ -10,14 +10,18 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, init_per_testcase/2, end_per_testcase/2]).
+-export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
+-export([relay/1]).
 -export([a_first_message_starts_the_entity_from_what_was_stored/1,
          messages_are_answered_in_order_with_their_state_changes/1,
          an_entity_keeps_its_own_timers/1,
          stop_and_checkout_run_terminate/1,
          a_crash_is_told_to_the_region_with_its_reason/1,
          the_c_node_going_down_ends_its_entities/1,
-         a_lapsed_lease_ends_the_entities/1]).
+         a_lapsed_lease_ends_the_entities/1,
+         a_hello_gets_a_dispatcher_per_c_node_incarnation/1,
+         new_types_reach_every_c_node/1,
+         a_type_not_hosted_is_refused/1]).
 
 -define(WAIT, 5000).
 
@@ -28,7 +32,17 @@ all() ->
      stop_and_checkout_run_terminate,
      a_crash_is_told_to_the_region_with_its_reason,
      the_c_node_going_down_ends_its_entities,
-     a_lapsed_lease_ends_the_entities].
+     a_lapsed_lease_ends_the_entities,
+     a_hello_gets_a_dispatcher_per_c_node_incarnation,
+     new_types_reach_every_c_node,
+     a_type_not_hosted_is_refused].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Config.
+
+end_per_suite(_Config) ->
+    ok.
 
 init_per_testcase(_Case, Config) ->
     {ok, Peer, CNode} = shardnode_ct:start_peer(Config, #{}),
@@ -132,7 +146,75 @@ a_lapsed_lease_ends_the_entities(Config) ->
     %% Killed, not crashed: the region learns of it from its lease.
     receive {'$shardnode_crashed', _, _, _} = C -> ct:fail({unexpected, C}) after 200 -> ok end.
 
+%% ---- the host ----
+
+a_hello_gets_a_dispatcher_per_c_node_incarnation(Config) ->
+    CNode = ?config(cnode, Config),
+    ok = shardnode_entity_host:add_types(#{cart => sn_cart}),
+    Link = relay_on(CNode),
+    Host = {shardnode_entity_host, node()},
+    Host ! {'$shardnode_host', hello, CNode, Link},
+    {welcome, D, Types} = host_msg(),
+    ?assert(lists:member(cart, Types)),
+    %% Asked again (a retry): the same dispatcher.
+    Host ! {'$shardnode_host', hello, CNode, Link},
+    {welcome, D, _} = host_msg(),
+    %% Another incarnation: one of its own.
+    Link2 = relay_on(CNode),
+    Host ! {'$shardnode_host', hello, CNode, Link2},
+    {welcome, D2, _} = host_msg(),
+    ?assertNotEqual(D, D2),
+    %% The dispatcher it got runs entities.
+    D ! {'$shardnode_host', start, self(), cart, <<"h1">>, undefined, 1, items},
+    {_, #{}, unchanged, continue} = done(<<"h1">>, 1),
+    {init, <<"h1">>, undefined, _} = event(),
+    %% A hello that claims another node than its sender's is ignored.
+    Host ! {'$shardnode_host', hello, 'other@127.0.0.1', Link},
+    receive {relayed, {'$shardnode_host', welcome, _, _}} = W -> ct:fail({unexpected, W})
+    after 200 -> ok end,
+    %% The C node going down ends both dispatchers.
+    ok = peer:stop(?config(peer, Config)),
+    ok = sn_test:await(fun() -> not is_process_alive(D) andalso not is_process_alive(D2) end),
+    ok = sn_test:await(fun() -> [] =:= [C || {C, _} <- shardnode_entity_host:dispatchers(), C =:= CNode] end).
+
+new_types_reach_every_c_node(Config) ->
+    CNode = ?config(cnode, Config),
+    Link = relay_on(CNode),
+    {shardnode_entity_host, node()} ! {'$shardnode_host', hello, CNode, Link},
+    {welcome, D, _} = host_msg(),
+    ok = shardnode_entity_host:add_types(#{cart2 => sn_cart}),
+    {types, Types} = host_msg(),
+    ?assert(lists:member(cart2, Types)),
+    D ! {'$shardnode_host', start, self(), cart2, <<"t1">>, undefined, 1, items},
+    {_, #{}, unchanged, continue} = done(<<"t1">>, 1),
+    ?assertEqual({error, {not_an_entity_module, lists}}, shardnode_entity_host:add_types(#{x => lists})),
+    ?assertEqual({error, {bad_type, "x"}}, shardnode_entity_host:add_types(#{"x" => sn_cart})).
+
+a_type_not_hosted_is_refused(Config) ->
+    D = ?config(dispatcher, Config),
+    D ! {'$shardnode_host', start, self(), no_such_type, <<"x">>, undefined, 1, items},
+    receive {'$shardnode_crashed', <<"x">>, undefined, {unknown_type, no_such_type}} -> ok
+    after ?WAIT -> ct:fail(not_refused)
+    end.
+
 %% ---- helpers ----
+
+%% A process on CNode that hands this process everything it gets, as the
+%% C node's side of the hello would.
+relay_on(CNode) ->
+    {Mod, Bin, File} = code:get_object_code(?MODULE),
+    {module, Mod} = erpc:call(CNode, code, load_binary, [Mod, File, Bin]),
+    erpc:call(CNode, erlang, spawn, [?MODULE, relay, [self()]]).
+
+relay(To) ->
+    receive M -> To ! {relayed, M}, relay(To) end.
+
+host_msg() ->
+    receive
+        {relayed, {'$shardnode_host', welcome, D, Types}} -> {welcome, D, Types};
+        {relayed, {'$shardnode_host', types, Types}} -> {types, Types}
+    after ?WAIT -> ct:fail(no_answer_from_the_host)
+    end.
 
 %% Starts entity Id with `items' as its first message (seq 1).
 start(Config, Id) ->

@@ -7,7 +7,7 @@
 
 -spec start(application:start_type(), term()) -> {ok, pid()} | {error, term()}.
 start(_StartType, _StartArgs) ->
-    shardnode_sup:start_link().
+    shardnode_root_sup:start_link().
 
 -spec stop(term()) -> ok.
 stop(_State) ->

@@ -22,7 +22,11 @@
 %% flight `{error, {entity_crashed, Reason}}').
 %%
 %% A `nodedown' of the C node ends its entities at once, and the
-%% dispatcher with them: entity processes never outlive their C node.
+%% dispatcher with them: entity processes never outlive their C node. The
+%% entities are linked to the dispatcher, so they end with it whatever
+%% ends it; it traps exits, so an entity that ends does not end it. The
+%% host ({@link shardnode_entity_host}) sends `{'$shardnode_host', types,
+%% Types}' when its types change.
 -module(shardnode_entity_dispatcher).
 -behaviour(gen_server).
 
@@ -90,6 +94,10 @@ handle_info({'DOWN', _Ref, process, Pid, Reason}, #dispatcher{entities = Es} = D
     end;
 handle_info({nodedown, C}, #dispatcher{cnode = C} = D) ->
     {stop, normal, end_all(D)};
+handle_info({'EXIT', _Entity, _Reason}, D) ->
+    {noreply, D}; %% the entity's 'DOWN' tells what it means
+handle_info({'$shardnode_host', types, Types}, D) when is_map(Types) ->
+    {noreply, D#dispatcher{types = Types}};
 handle_info(_Other, D) ->
     {noreply, D}.
 

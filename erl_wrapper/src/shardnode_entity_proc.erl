@@ -30,12 +30,14 @@
 
 %% @doc Starts the entity `Id' of `Module' for `Region', from `Stored'
 %% (`undefined': a new entity), and gives it its first message
-%% `{Seq, Msg}'. Returns the process and the monitor its caller holds on
-%% it.
+%% `{Seq, Msg}'. The process is linked to its caller (the dispatcher,
+%% which traps exits: an entity that ends does not end it, and a
+%% dispatcher that ends takes its entities with it) and monitored by it.
+%% Returns the process and the monitor.
 -spec start(pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
             {non_neg_integer(), term()}) -> {pid(), reference()}.
 start(Region, Module, Id, Stored, First) ->
-    proc_lib:spawn_opt(?MODULE, init, [self(), Region, Module, Id, Stored, First], [monitor]).
+    proc_lib:spawn_opt(?MODULE, init, [self(), Region, Module, Id, Stored, First], [link, monitor]).
 
 %% @private
 -spec init(pid(), pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,

@@ -1,0 +1,29 @@
+%% @private
+%% @doc The application's root: the node servers' supervisor ({@link
+%% shardnode_sup}) and the host of entities written in Erlang and Elixir
+%% ({@link shardnode_entity_host}), which idles until a C node says hello
+%% or types are given to it.
+-module(shardnode_root_sup).
+-behaviour(supervisor).
+
+-export([start_link/0]).
+-export([init/1]).
+
+-spec start_link() -> {ok, pid()} | {error, term()}.
+start_link() ->
+    supervisor:start_link({local, ?MODULE}, ?MODULE, []).
+
+-spec init([]) -> {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
+init([]) ->
+    SupFlags = #{strategy => one_for_one, intensity => 10, period => 10},
+    Children = [#{id => shardnode_sup,
+                  start => {shardnode_sup, start_link, []},
+                  type => supervisor,
+                  shutdown => infinity,
+                  modules => [shardnode_sup]},
+                #{id => shardnode_entity_host,
+                  start => {shardnode_entity_host, start_link, []},
+                  type => worker,
+                  shutdown => 5000,
+                  modules => [shardnode_entity_host]}],
+    {ok, {SupFlags, Children}}.
