@@ -1,0 +1,173 @@
+/* host_msg.c — see host_msg.h. */
+#include "sharding/host_msg.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "etf/term.h"
+
+#define HOST_TAG "$shardnode_host"
+#define ENTITY_TAG "$shardnode_entity"
+#define STOP_TAG "$shardnode_stop"
+#define DONE_TAG "$shardnode_done"
+#define CRASHED_TAG "$shardnode_crashed"
+
+/* ei's encoders return -1; the raw appends -ENOMEM: either is "no whole
+ * message". */
+static int whole(int rc) { return rc < 0 ? -ENOMEM : 0; }
+
+static int head(ei_x_buff *x, int arity, const char *tag)
+{
+	return whole(ei_x_encode_version(x) | ei_x_encode_tuple_header(x, arity) | ei_x_encode_atom(x, tag));
+}
+
+int host_msg_encode_hello(ei_x_buff *x, const char *cnode, const erlang_pid *from)
+{
+	return whole(head(x, 4, HOST_TAG) | ei_x_encode_atom(x, "hello") | ei_x_encode_atom(x, cnode) |
+		     ei_x_encode_pid(x, from));
+}
+
+int host_msg_encode_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id, size_t id_len,
+			  const char *stored, size_t stored_len, uint64_t seq, const char *msg, size_t msg_len)
+{
+	int rc = head(x, 8, HOST_TAG) | ei_x_encode_atom(x, "start") | ei_x_encode_pid(x, region) |
+		 ei_x_encode_atom(x, type) | term_x_append_raw(x, id, id_len);
+	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : ei_x_encode_atom(x, "undefined");
+	rc |= ei_x_encode_ulonglong(x, seq) | term_x_append_raw(x, msg, msg_len);
+	return whole(rc);
+}
+
+int host_msg_encode_lease(ei_x_buff *x, uint32_t ms)
+{
+	return whole(head(x, 3, HOST_TAG) | ei_x_encode_atom(x, "lease") | ei_x_encode_ulong(x, ms));
+}
+
+int host_msg_encode_entity(ei_x_buff *x, uint64_t seq, const char *msg, size_t msg_len)
+{
+	return whole(head(x, 3, ENTITY_TAG) | ei_x_encode_ulonglong(x, seq) | term_x_append_raw(x, msg, msg_len));
+}
+
+int host_msg_encode_stop(ei_x_buff *x, const char *reason)
+{
+	return whole(head(x, 2, STOP_TAG) | ei_x_encode_atom(x, reason));
+}
+
+/* ---- decoding ---- */
+
+/* Points *p at the term at t[*i] and moves *i past it. */
+static void span(const char *t, size_t *i, const char **p, size_t *n)
+{
+	*p = t + *i;
+	term_skip(t, i);
+	*n = (size_t)(t + *i - *p);
+}
+
+static bool get_seq(const char *t, size_t *i, uint64_t *out)
+{
+	int ii = (int)*i;
+	unsigned long long v;
+	if (ei_decode_ulonglong(t, &ii, &v) < 0)
+		return false;
+	*out = v;
+	*i = (size_t)ii;
+	return true;
+}
+
+static bool get_list(const char *t, size_t *i, const char **p, size_t *n)
+{
+	unsigned char tag = (unsigned char)t[*i];
+	if (tag != ERL_LIST_EXT && tag != ERL_NIL_EXT && tag != ERL_STRING_EXT)
+		return false;
+	span(t, i, p, n);
+	return true;
+}
+
+/* {'$shardnode_host', welcome | types, ...} */
+static int decode_host(const char *t, size_t i, long arity, struct host_msg *out)
+{
+	if (arity == 4 && term_is_atom(t, i, "welcome")) {
+		term_skip(t, &i);
+		if (term_get_pid(t, &i, &out->pid) != 0 || !get_list(t, &i, &out->types, &out->types_len))
+			return -EPROTO;
+		out->kind = HOST_MSG_WELCOME;
+		out->has_pid = true;
+		return 1;
+	}
+	if (arity == 3 && term_is_atom(t, i, "types")) {
+		term_skip(t, &i);
+		if (!get_list(t, &i, &out->types, &out->types_len))
+			return -EPROTO;
+		out->kind = HOST_MSG_TYPES;
+		return 1;
+	}
+	/* hello, start, lease: the C node's own messages, never sent to it. */
+	return -EPROTO;
+}
+
+/* {'$shardnode_done', Id, Pid, Seq, Reply, Change, Next} */
+static int decode_done(const char *t, size_t i, long arity, struct host_msg *out)
+{
+	if (arity != 7)
+		return -EPROTO;
+	span(t, &i, &out->id, &out->id_len);
+	if (term_get_pid(t, &i, &out->pid) != 0 || !get_seq(t, &i, &out->seq))
+		return -EPROTO;
+	out->has_pid = true;
+	span(t, &i, &out->reply, &out->reply_len);
+	if (term_is_atom(t, i, "unchanged")) {
+		term_skip(t, &i);
+	} else {
+		size_t j = i;
+		if (term_get_tuple(t, &j) != 2 || !term_is_atom(t, j, "state"))
+			return -EPROTO;
+		term_skip(t, &j);
+		span(t, &j, &out->state, &out->state_len);
+		i = j;
+	}
+	if (term_is_atom(t, i, "stop"))
+		out->stop = true;
+	else if (!term_is_atom(t, i, "continue"))
+		return -EPROTO;
+	out->kind = HOST_MSG_DONE;
+	return 1;
+}
+
+/* {'$shardnode_crashed', Id, Pid | undefined, Reason} */
+static int decode_crashed(const char *t, size_t i, long arity, struct host_msg *out)
+{
+	if (arity != 4)
+		return -EPROTO;
+	span(t, &i, &out->id, &out->id_len);
+	if (term_is_atom(t, i, "undefined"))
+		term_skip(t, &i);
+	else if (term_get_pid(t, &i, &out->pid) == 0)
+		out->has_pid = true;
+	else
+		return -EPROTO;
+	span(t, &i, &out->reply, &out->reply_len);
+	out->kind = HOST_MSG_CRASHED;
+	return 1;
+}
+
+int host_msg_decode(const char *t, size_t len, struct host_msg *out)
+{
+	(void)len; /* validated: every length inside is true */
+	size_t i = 0;
+	long arity = term_get_tuple(t, &i);
+	if (arity < 1)
+		return 0;
+	memset(out, 0, sizeof *out);
+	if (term_is_atom(t, i, HOST_TAG)) {
+		term_skip(t, &i);
+		return arity < 2 ? -EPROTO : decode_host(t, i, arity, out);
+	}
+	if (term_is_atom(t, i, DONE_TAG)) {
+		term_skip(t, &i);
+		return decode_done(t, i, arity, out);
+	}
+	if (term_is_atom(t, i, CRASHED_TAG)) {
+		term_skip(t, &i);
+		return decode_crashed(t, i, arity, out);
+	}
+	return 0;
+}

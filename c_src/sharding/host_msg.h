@@ -1,0 +1,77 @@
+/*
+ * host_msg.h — the messages between a C node and the BEAM node that hosts
+ * its entities written in Erlang (docs/architecture.md, "Entities written
+ * in Erlang and Elixir"; the host's side is erl_wrapper/src/
+ * shardnode_entity_host.erl, _dispatcher.erl and _proc.erl):
+ *
+ *   {'$shardnode_host', hello, CNode, From}        C node -> host (until answered)
+ *   {'$shardnode_host', welcome, Dispatcher, [Type]}  host -> From
+ *   {'$shardnode_host', types, [Type]}             host -> From: the types changed
+ *   {'$shardnode_host', start, Region, Type, Id, Stored | undefined, Seq, Msg}
+ *                                                  region -> dispatcher
+ *   {'$shardnode_host', lease, Ms}                 C node -> dispatcher
+ *   {'$shardnode_entity', Seq, Msg}                region -> entity
+ *   {'$shardnode_stop', Reason}                    region -> entity
+ *   {'$shardnode_done', Id, Pid, Seq, Reply, unchanged | {state, New}, continue | stop}
+ *                                                  entity -> region
+ *   {'$shardnode_crashed', Id, Pid | undefined, Reason}  dispatcher -> region
+ *
+ * Ids, states, messages and replies are carried as the terms they are:
+ * the encoders take their encoded bytes (no version byte) and copy them
+ * in; the decoder points into the message.
+ */
+#ifndef SN_HOST_MSG_H
+#define SN_HOST_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+/* The encoders append one message, version byte first, to x (an
+ * initialised ei_x_buff). Each returns 0, or -ENOMEM (x then holds no
+ * whole message: send nothing). */
+int host_msg_encode_hello(ei_x_buff *x, const char *cnode, const erlang_pid *from);
+int host_msg_encode_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id, size_t id_len,
+			  const char *stored, size_t stored_len, uint64_t seq, const char *msg, size_t msg_len);
+int host_msg_encode_lease(ei_x_buff *x, uint32_t ms);
+int host_msg_encode_entity(ei_x_buff *x, uint64_t seq, const char *msg, size_t msg_len);
+int host_msg_encode_stop(ei_x_buff *x, const char *reason);
+
+enum host_msg_kind {
+	HOST_MSG_WELCOME,
+	HOST_MSG_TYPES,
+	HOST_MSG_DONE,
+	HOST_MSG_CRASHED,
+};
+
+/* A decoded message; the pointers are into the decoded term. */
+struct host_msg {
+	enum host_msg_kind kind;
+	/* WELCOME: the dispatcher; DONE: the entity; CRASHED: the entity,
+	 * unless has_pid is false (it never started) */
+	erlang_pid pid;
+	bool has_pid;
+	const char *types;      /* WELCOME, TYPES: the list of type atoms */
+	size_t types_len;
+	const char *id;         /* DONE, CRASHED: the entity's id */
+	size_t id_len;
+	uint64_t seq;           /* DONE: the message it completes */
+	const char *reply;      /* DONE: the reply; CRASHED: the reason */
+	size_t reply_len;
+	const char *state;      /* DONE: the new state, or NULL (unchanged) */
+	size_t state_len;
+	bool stop;              /* DONE: the entity ended after this message */
+};
+
+/* Recognises one of the messages above sent to a C node (welcome, types,
+ * done, crashed) in a validated term (no version byte). Returns 1 with
+ * *out filled, 0 if the term is none of them (not tagged so), or -EPROTO
+ * if it is tagged so but not as described (a wrong arity, a sequence
+ * number that is no non-negative integer, a change that is neither
+ * `unchanged` nor {state, New}, a next that is neither `continue` nor
+ * `stop`, types that are no list). */
+int host_msg_decode(const char *t, size_t len, struct host_msg *out);
+
+#endif
