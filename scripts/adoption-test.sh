@@ -40,7 +40,9 @@ adopt_mix() {
 	local project="$work/adopt_mix"
 	rm -rf "$project"
 	mkdir -p "$project/lib" "$project/test"
-	cp "$root/scripts/adoption/mix/test_helper.exs" "$root/scripts/adoption/mix/adopt_test.exs" "$project/test/"
+	cp "$root/scripts/adoption/mix/test_helper.exs" "$root/scripts/adoption/mix/adopt_test.exs" \
+		"$root/scripts/adoption/mix/entity_test.exs" "$project/test/"
+	cp "$root/examples/cart.ex" "$project/lib/"
 	cat > "$project/mix.exs" <<MIX
 defmodule Adopt.MixProject do
   use Mix.Project

@@ -21,7 +21,8 @@
          a_lapsed_lease_ends_the_entities/1,
          a_hello_gets_a_dispatcher_per_c_node_incarnation/1,
          new_types_reach_every_c_node/1,
-         a_type_not_hosted_is_refused/1]).
+         a_type_not_hosted_is_refused/1,
+         the_erlang_example_runs_under_the_host/1]).
 
 -define(WAIT, 5000).
 
@@ -35,7 +36,8 @@ all() ->
      a_lapsed_lease_ends_the_entities,
      a_hello_gets_a_dispatcher_per_c_node_incarnation,
      new_types_reach_every_c_node,
-     a_type_not_hosted_is_refused].
+     a_type_not_hosted_is_refused,
+     the_erlang_example_runs_under_the_host].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -196,6 +198,24 @@ a_type_not_hosted_is_refused(Config) ->
     receive {'$shardnode_crashed', <<"x">>, undefined, {unknown_type, no_such_type}} -> ok
     after ?WAIT -> ct:fail(not_refused)
     end.
+
+%% examples/cart.erl, the Erlang example, as a user would host it.
+the_erlang_example_runs_under_the_host(Config) ->
+    {ok, Root} = c_driver:project_root(["examples/cart.erl"]),
+    Src = filename:join(Root, "examples/cart.erl"),
+    {ok, cart, Bin} = compile:file(Src, [binary, return_errors, warnings_as_errors]),
+    {module, cart} = code:load_binary(cart, Src, Bin),
+    ok = shardnode_entity_host:add_types(#{example_cart => cart}),
+    {ok, D} = shardnode_entity_dispatcher:start_link(?config(cnode, Config), shardnode_entity_host:types()),
+    unlink(D),
+    D ! {'$shardnode_host', start, self(), example_cart, <<"e1">>, undefined, 1, {add, apple, 2}},
+    {Pid, ok, {state, #{apple := 2}}, continue} = done(<<"e1">>, 1),
+    Pid ! {'$shardnode_entity', 2, items},
+    {Pid, #{apple := 2}, unchanged, continue} = done(<<"e1">>, 2),
+    Pid ! {'$shardnode_entity', 3, checkout},
+    {Pid, {ok, #{apple := 2}}, {state, #{}}, stop} = done(<<"e1">>, 3),
+    ok = sn_test:await(fun() -> not is_process_alive(Pid) end),
+    exit(D, kill).
 
 %% ---- helpers ----
 
