@@ -5,7 +5,9 @@
  *   0  the distribution stream: split into packets (dist_frame_next, an
  *      oversized length included), each parsed (dist_frame_parse) and, as
  *      the node would, its message read as a call (gen_call_parse, the
- *      alias tag) and as a '$shardnode' message (shard_msg_decode); every
+ *      alias tag), as a '$shardnode' message (shard_msg_decode) and as a
+ *      message from the host of Erlang entities (host_msg_decode: every
+ *      span it gives lies inside the message); every
  *      prefix of it as an oversized packet's head (dist_frame_parse_prefix,
  *      gen_call_parse_head)
  *  1  a handshake stream: framed (handshake_frame), each message decoded
@@ -21,7 +23,10 @@
 #include "distribution/dist_frame.h"
 #include "distribution/gen_call.h"
 #include "distribution/handshake.h"
+#include "sharding/host_msg.h"
 #include "sharding/shard_msg.h"
+
+#include "fuzz_checks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -36,6 +41,17 @@ static void read_message(const char *msg, size_t len)
 	}
 	struct shard_msg sm;
 	(void)shard_msg_decode(msg, len, &sm);
+	struct host_msg hm;
+	if (host_msg_decode(msg, len, &hm) == 1) {
+		const struct {
+			const char *p;
+			size_t n;
+		} spans[] = {{hm.types, hm.types_len}, {hm.id, hm.id_len}, {hm.reply, hm.reply_len},
+			     {hm.state, hm.state_len}};
+		for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++)
+			check(spans[k].p == NULL ||
+			      (spans[k].p >= msg && (size_t)(spans[k].p - msg) <= len - spans[k].n));
+	}
 }
 
 static void dist_stream(const uint8_t *in, size_t len)
