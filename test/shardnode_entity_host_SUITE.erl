@@ -22,7 +22,8 @@
          a_hello_gets_a_dispatcher_per_c_node_incarnation/1,
          new_types_reach_every_c_node/1,
          a_type_not_hosted_is_refused/1,
-         the_erlang_example_runs_under_the_host/1]).
+         the_erlang_example_runs_under_the_host/1,
+         a_c_node_with_a_host_says_hello_and_renews_its_lease/1]).
 
 -define(WAIT, 5000).
 
@@ -37,7 +38,8 @@ all() ->
      a_hello_gets_a_dispatcher_per_c_node_incarnation,
      new_types_reach_every_c_node,
      a_type_not_hosted_is_refused,
-     the_erlang_example_runs_under_the_host].
+     the_erlang_example_runs_under_the_host,
+     a_c_node_with_a_host_says_hello_and_renews_its_lease].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -216,6 +218,29 @@ the_erlang_example_runs_under_the_host(Config) ->
     {Pid, {ok, #{apple := 2}}, {state, #{}}, stop} = done(<<"e1">>, 3),
     ok = sn_test:await(fun() -> not is_process_alive(Pid) end),
     exit(D, kill).
+
+%% A real C node started with `host` set to this node: it says hello (the
+%% host gives it a dispatcher), renews the lease so its entities keep
+%% running, and when it is killed its entities end with it.
+a_c_node_with_a_host_says_hello_and_renews_its_lease(Config) ->
+    ok = shardnode_entity_host:add_types(#{cart => sn_cart}),
+    Name = "hosted" ++ integer_to_list(erlang:unique_integer([positive])) ++ "@127.0.0.1",
+    {ok, C} = shardnode:start_node(#{name => Name, types => [counter],
+                                     config => #{host => node(), heartbeat_interval_ms => 100,
+                                                 failure_timeout_ms => 500}}),
+    ok = sn_test:await(fun() -> lists:keymember(C, 1, shardnode_entity_host:dispatchers()) end),
+    {C, D} = lists:keyfind(C, 1, shardnode_entity_host:dispatchers()),
+    D ! {'$shardnode_host', start, self(), cart, <<"k1">>, undefined, 1, items},
+    {Pid, _, unchanged, continue} = done(<<"k1">>, 1),
+    {init, <<"k1">>, undefined, Pid} = event(),
+    %% Past many heartbeats (and any one lease it gave): still running.
+    timer:sleep(1500),
+    true = is_process_alive(Pid),
+    ok = shardnode:kill_node(C),
+    ok = sn_test:await(fun() -> not is_process_alive(Pid) andalso not is_process_alive(D) end),
+    ok = sn_test:await(fun() -> not lists:keymember(C, 1, shardnode_entity_host:dispatchers()) end),
+    _ = Config,
+    ok.
 
 %% ---- helpers ----
 

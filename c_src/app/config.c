@@ -88,6 +88,7 @@ static const struct key_spec keys[] = {
 	{"plugin_dir", K_PATH, offsetof(struct sn_config, plugin_dir), 0, PATH_MAX},
 	{"postgres_conninfo", K_PATH, offsetof(struct sn_config, postgres_conninfo), 0, CONFIG_CONNINFO_BUF},
 	{"state_store", K_STATE_STORE, offsetof(struct sn_config, state_store), 0, 0},
+	{"host", K_PATH, offsetof(struct sn_config, host), 0, NODE_NAME_BUF},
 	U(store_timeout_ms, 1, 86400000),
 	U(net_ticktime, 1, 86400),
 	U(max_message_bytes, 1024, 2000000000),

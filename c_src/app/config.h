@@ -21,6 +21,7 @@
 
 #include "base/log.h"
 #include "base/node_limits.h"
+#include "distribution/node_name.h"
 
 #define CONFIG_MAX_LIST 64
 #define CONFIG_NAME_BUF 256
@@ -75,6 +76,9 @@ struct sn_config {
 	char plugin_dir[PATH_MAX];
 	enum state_store_kind state_store;
 	char postgres_conninfo[CONFIG_CONNINFO_BUF]; /* a libpq connection string */
+	/* The BEAM node hosting this node's entities written in Erlang
+	 * (NAME@HOST; host_link.h); empty: none. */
+	char host[NODE_NAME_BUF];
 	uint32_t store_timeout_ms;
 
 	/* keys of the runtime (in the same table) */

@@ -13,6 +13,7 @@
 #include <ei.h>
 
 #include "app/admin.h"
+#include "app/host_link.h"
 #include "app/metrics_page.h"
 #include "base/http_server.h"
 #include "cluster/membership.h"
@@ -307,6 +308,30 @@ static int start_membership(struct node_app *app)
 	return 0;
 }
 
+static uint64_t lease_until(void *arg) { return membership_lease_until(arg); }
+
+/* With `host`: the link to the BEAM node hosting this node's entities
+ * written in Erlang, renewing their lease from membership's. */
+static int start_host_link(struct node_app *app)
+{
+	const struct sn_config *cfg = app->cfg;
+	if (cfg->host[0] == '\0')
+		return 0;
+	struct host_link_config hcfg = {
+		.node = app->node, .loop = app->loop, .log = &app->log, .host = cfg->host,
+		.tick_ms = cfg->heartbeat_interval_ms, .lease_until = lease_until, .lease_arg = app->membership,
+		/* A renewal older than a heartbeat interval is late anyway. */
+		.margin_ms = cfg->heartbeat_interval_ms,
+	};
+	int rc = 0;
+	app->host_link = host_link_start(&hcfg, &rc);
+	if (app->host_link == NULL) {
+		log_error(&app->log, "cannot start the link to host %s: %s", cfg->host, strerror(-rc));
+		return neg_errno(-rc);
+	}
+	return 0;
+}
+
 /* dist_node_set_flushed, with metrics: the turn's replies are out. */
 static void time_replies(void *arg)
 {
@@ -354,6 +379,8 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		rc = start_hosted(app, known, nknown);
 	if (rc == 0)
 		rc = start_membership(app);
+	if (rc == 0)
+		rc = start_host_link(app);
 	if (rc == 0 && cfg->metrics_port != 0)
 		rc = start_metrics(app);
 	if (rc)
@@ -400,6 +427,8 @@ void node_app_stop(struct node_app *app)
 	app->nhosted = 0;
 	if (app->admin != NULL)
 		admin_set_membership(app->admin, NULL);
+	host_link_free(app->host_link);
+	app->host_link = NULL;
 	cluster_glue_set_membership(&app->glue, NULL);
 	membership_free(app->membership);
 	app->membership = NULL;

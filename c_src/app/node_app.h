@@ -24,6 +24,7 @@
 
 #include "app/cluster_glue.h"
 #include "app/config.h"
+#include "app/host_link.h"
 #include "base/evloop.h"
 #include "base/node_limits.h"
 #include "base/log.h"
@@ -50,6 +51,7 @@ struct node_app {
 	struct hosted_type hosted[NODE_TYPES_MAX];
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;
+	struct host_link *host_link; /* `host` set; NULL: none */
 	struct http_server *metrics; /* metrics_port set; NULL: off */
 	struct cluster_glue glue;
 	/* Name lists the admin and membership keep pointers into. */

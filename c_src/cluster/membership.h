@@ -190,4 +190,10 @@ bool membership_self_down(const struct membership *m);
  * does not trust an old reading. Cheap: one clock read at most. */
 bool membership_may_deliver(const struct membership *m);
 
+/* When the quorum lease runs out, on evloop_clock_ms's clock (the time
+ * membership_may_deliver turns false unless renewed); UINT64_MAX when no
+ * lease limits this node. For the host of its Erlang entities, which may
+ * run them no longer. */
+uint64_t membership_lease_until(const struct membership *m);
+
 #endif

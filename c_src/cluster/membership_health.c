@@ -332,6 +332,8 @@ bool membership_may_deliver(const struct membership *m)
 	return m->quorum_until == UINT64_MAX || evloop_clock_ms() < m->quorum_until;
 }
 
+uint64_t membership_lease_until(const struct membership *m) { return m->quorum_until; }
+
 enum downing_verdict membership_health_tick(struct membership *m, struct node_set *downs)
 {
 	detect_unreachable(m);

@@ -1,0 +1,140 @@
+/* host_link.c — see host_link.h. */
+#include "app/host_link.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distribution/node_name.h"
+#include "distribution/proc.h"
+#include "etf/term.h"
+#include "sharding/host_msg.h"
+
+#define HOST_REGISTERED_NAME "shardnode_entity_host"
+/* A lease renewal when the node holds no lease limit (no quorum rule
+ * applies): long enough for several ticks to renew it. */
+#define UNLIMITED_LEASE_TICKS 4
+
+struct host_link {
+	struct host_link_config cfg;
+	char host[NODE_NAME_BUF];
+	struct proc *proc;
+	struct evloop_timer timer;
+	bool welcomed;
+	erlang_pid dispatcher; /* welcomed: where leases go */
+};
+
+static void send_hello(struct host_link *h)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (host_msg_encode_hello(&x, dist_node_name(h->cfg.node), &h->proc->pid) == 0)
+		(void)dist_node_reg_send(h->cfg.node, &h->proc->pid, HOST_REGISTERED_NAME, h->host, x.buff,
+					 (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* How long the host may run this node's entities from now: what is left
+ * of the lease less the margin, 0 once that is nothing. */
+static uint32_t lease_left_ms(const struct host_link *h)
+{
+	uint64_t until = h->cfg.lease_until ? h->cfg.lease_until(h->cfg.lease_arg) : UINT64_MAX;
+	if (until == UINT64_MAX)
+		return h->cfg.tick_ms * UNLIMITED_LEASE_TICKS;
+	uint64_t now = evloop_clock_ms();
+	if (until <= now + h->cfg.margin_ms)
+		return 0;
+	uint64_t left = until - now - h->cfg.margin_ms;
+	return left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+}
+
+static void send_lease(struct host_link *h)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (host_msg_encode_lease(&x, lease_left_ms(h)) == 0)
+		(void)dist_node_send(h->cfg.node, &h->dispatcher, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+static void on_tick(struct evloop *loop, void *arg)
+{
+	struct host_link *h = arg;
+	if (h->welcomed)
+		send_lease(h);
+	else
+		send_hello(h);
+	evloop_timer_start(loop, &h->timer, h->cfg.tick_ms);
+}
+
+static void handle(void *ctx, struct proc *self, const struct proc_msg *m)
+{
+	(void)self;
+	struct host_link *h = ctx;
+	struct host_msg hm;
+	int rc = host_msg_decode(m->term, m->len, &hm);
+	/* Only the host speaks to this process: anything else is dropped. */
+	if (rc != 1 || strcmp(m->via, h->host) != 0 || (hm.kind != HOST_MSG_WELCOME && hm.kind != HOST_MSG_TYPES)) {
+		log_debug(h->cfg.log, "host link: a message that is no welcome or types from %s dropped", h->host);
+		return;
+	}
+	if (hm.kind == HOST_MSG_WELCOME) {
+		bool first = !h->welcomed;
+		h->welcomed = true;
+		term_pid_copy(&h->dispatcher, &hm.pid);
+		if (first)
+			log_info(h->cfg.log, "host %s answered: it runs this node's entities written in Erlang", h->host);
+		send_lease(h);
+	}
+}
+
+static void on_nodedown(void *arg, const char *peer)
+{
+	struct host_link *h = arg;
+	if (strcmp(peer, h->host) != 0 || !h->welcomed)
+		return;
+	h->welcomed = false;
+	log_warn(h->cfg.log, "host %s is gone: saying hello until it is back", h->host);
+}
+
+struct host_link *host_link_start(const struct host_link_config *cfg, int *err)
+{
+	const char *at = strchr(cfg->host, '@');
+	if (at == NULL || at == cfg->host || at[1] == '\0' || strlen(cfg->host) >= NODE_NAME_BUF) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	struct host_link *h = calloc(1, sizeof *h);
+	if (h == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	h->cfg = *cfg;
+	memcpy(h->host, cfg->host, strlen(cfg->host) + 1);
+	h->cfg.host = h->host;
+	evloop_timer_init(&h->timer, on_tick, h);
+	h->proc = dist_node_spawn(cfg->node, NULL, handle, h, err);
+	if (h->proc == NULL || (*err = dist_node_on_nodedown(cfg->node, on_nodedown, h)) != 0) {
+		if (h->proc != NULL)
+			dist_node_exit(cfg->node, h->proc, "normal");
+		free(h);
+		return NULL;
+	}
+	on_tick(cfg->loop, h);
+	*err = 0;
+	return h;
+}
+
+void host_link_free(struct host_link *h)
+{
+	if (h == NULL)
+		return;
+	evloop_timer_stop(h->cfg.loop, &h->timer);
+	dist_node_off_nodedown(h->cfg.node, on_nodedown, h);
+	dist_node_exit(h->cfg.node, h->proc, "normal");
+	free(h);
+}
+
+bool host_link_welcomed(const struct host_link *h) { return h->welcomed; }

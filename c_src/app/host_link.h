@@ -1,0 +1,52 @@
+/*
+ * host_link.h — this C node's link to the BEAM node that hosts its
+ * entities written in Erlang (the `host` setting; docs/architecture.md,
+ * "Entities written in Erlang and Elixir"): it introduces the node with a
+ * hello until the host answers, and from then on renews, on every tick, how
+ * long the host may run this node's entities — its quorum lease less a
+ * margin for the message's way. When the host goes down it says hello
+ * again until the host is back. (The regions of hosted types are not yet
+ * run through it: this is the link they will use.)
+ *
+ * Runs on the loop's thread; nothing here blocks.
+ */
+#ifndef SN_HOST_LINK_H
+#define SN_HOST_LINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "base/evloop.h"
+#include "base/log.h"
+#include "distribution/dist_node.h"
+
+struct host_link;
+
+struct host_link_config {
+	struct dist_node *node;   /* not owned */
+	struct evloop *loop;      /* not owned */
+	const struct logger *log; /* not owned */
+	const char *host;         /* NAME@HOST; copied */
+	uint32_t tick_ms;         /* hello retries and lease renewals */
+	/* The quorum lease's end on evloop_clock_ms's clock, UINT64_MAX for
+	 * none (membership_lease_until); NULL: none. */
+	uint64_t (*lease_until)(void *arg);
+	void *lease_arg;
+	/* Taken off what is left of the lease: the most a renewal may take to
+	 * reach the host. */
+	uint32_t margin_ms;
+};
+
+/* Spawns the link's process and says hello at once. Returns the link, or
+ * NULL with *err -EINVAL (a host that is no NAME@HOST) or -ENOMEM. */
+struct host_link *host_link_start(const struct host_link_config *cfg, int *err);
+
+/* Stops the timer, leaves the process and frees the link. NULL: nothing. */
+void host_link_free(struct host_link *h);
+
+/* Whether the host has answered (and not gone down since). */
+bool host_link_welcomed(const struct host_link *h);
+
+#endif
