@@ -261,9 +261,15 @@ impostor_cluster_messages_ignored(Config) ->
             {'$shardnode', heartbeat, Fake, 1}],
     [{shardnode, CNode} ! M || M <- Msgs],
     ?assertEqual({ok, Before}, gen_server:call({shardnode, CNode}, members)),
-    {ok, Lines} = shardnode:output(CNode),
-    ?assert(lists:any(fun(L) -> binary:match(L, <<"naming impostor@127.0.0.1 as its sender ignored">>) =/= nomatch end,
-                      Lines)).
+    %% The node's log reaches its output through the port a moment later
+    %% than its answer to the call above: polled, with a deadline.
+    ok = sn_test:await(
+           fun() ->
+                   {ok, Lines} = shardnode:output(CNode),
+                   lists:any(fun(L) ->
+                                     binary:match(L, <<"naming impostor@127.0.0.1 as its sender ignored">>) =/= nomatch
+                             end, Lines)
+           end).
 
 %% Messages to the admin that are not calls, or are malformed calls, are
 %% ignored: no reply, no crash, and the next call is answered.
