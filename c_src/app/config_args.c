@@ -15,6 +15,7 @@
 
 #include "app/config.h"
 #include "app/config_internal.h"
+#include "distribution/node_name.h"
 #include "base/node_limits.h"
 
 static bool valid_type_name(const char *s)
@@ -326,11 +327,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	int ntls = (c->tls_certfile[0] != '\0') + (c->tls_keyfile[0] != '\0') + (c->tls_cacertfile[0] != '\0');
 	if (ntls != 0 && ntls != 3)
 		return config_fail(err, "TLS needs tls_certfile, tls_keyfile and tls_cacertfile, all three");
-	if (c->host[0] != '\0') {
-		const char *at = strchr(c->host, '@');
-		if (at == NULL || at == c->host || at[1] == '\0')
-			return config_fail(err, "host %s: expected NAME@HOST, the BEAM node hosting this node's entities", c->host);
-	}
+	if (c->host[0] != '\0' && !node_name_valid(c->host, strlen(c->host)))
+		return config_fail(err, "host %s: expected NAME@HOST, the BEAM node hosting this node's entities", c->host);
 	if (c->state_store == STATE_STORE_POSTGRES && c->postgres_conninfo[0] == '\0')
 		return config_fail(err, "state_store postgres needs postgres_conninfo (a libpq connection string)");
 	if (c->data_dir[0] == '\0') {

@@ -101,8 +101,7 @@ static void on_nodedown(void *arg, const char *peer)
 
 struct host_link *host_link_start(const struct host_link_config *cfg, int *err)
 {
-	const char *at = strchr(cfg->host, '@');
-	if (at == NULL || at == cfg->host || at[1] == '\0' || strlen(cfg->host) >= NODE_NAME_BUF) {
+	if (!node_name_valid(cfg->host, strlen(cfg->host))) {
 		*err = -EINVAL;
 		return NULL;
 	}

@@ -103,6 +103,17 @@ void dist_node_hook_replace(void *owner, struct dist_conn *in)
 		dist_conn_close(old, "peer reconnected");
 }
 
+/* dist_node_each_conn's visitor for a connection `arg` that came up: one
+ * to the same peer that lost the race hands it its packets and closes. */
+static void adopt_from_loser(struct dist_conn *o, void *arg)
+{
+	struct dist_conn *c = arg;
+	if (o != c && dist_conn_lost_race(o) && strcmp(dist_conn_peer(o), dist_conn_peer(c)) == 0) {
+		dist_conn_adopt_pending(c, o);
+		dist_conn_close(o, "peer's connection is up");
+	}
+}
+
 void dist_node_hook_up(void *owner, struct dist_conn *c)
 {
 	struct dist_node *n = owner;
@@ -113,17 +124,8 @@ void dist_node_hook_up(void *owner, struct dist_conn *c)
 		log_info(n->settings.log, "%s answers again, after %u failed connection attempts; "
 			 "%llu messages to it were dropped meanwhile", peer, was.failures,
 			 (unsigned long long)was.dropped);
-	/* Packets that waited on a connection that lost a race go out now
-	 * (closing one moves it out of the live ones: look again). */
-	for (uint32_t i = n->nconns; i-- > 0;) {
-		if (i >= n->nconns)
-			continue;
-		struct dist_conn *o = n->conns[i];
-		if (o != c && dist_conn_lost_race(o) && strcmp(dist_conn_peer(o), peer) == 0) {
-			dist_conn_adopt_pending(c, o);
-			dist_conn_close(o, "peer's connection is up");
-		}
-	}
+	/* Packets that waited on a connection that lost a race go out now. */
+	dist_node_each_conn(n, adopt_from_loser, c);
 }
 
 /* An attempt of ours that never came up: the peer is gone or not there

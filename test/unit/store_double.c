@@ -54,6 +54,7 @@ struct record {
 
 struct store_double {
 	struct state_store base; /* first: the ops get it back */
+	struct state_store_ops ops; /* double_ops, without claim when not shared */
 	struct evloop *loop;
 	struct evloop_timer timer;
 	struct store_double_knobs knobs;
@@ -357,24 +358,26 @@ static int op_claim(struct state_store_type *st, uint32_t shard)
 	return 0;
 }
 
-/* Drops the type's loads and scans not yet answered. */
-static void op_cancel_queued(struct state_store_type *st)
+/* Takes the type's events out of the queue unanswered: every one of
+ * them, or only its loads and scans. */
+static void drop_events(struct dtype *t, bool reads_only)
 {
-	struct dtype *t = dtype_of(st);
 	struct store_double *d = t->d;
 	struct event **p = &d->head;
 	d->tail = NULL;
 	while (*p) {
-		if ((*p)->t == t && ((*p)->kind == EV_LOAD || (*p)->kind == EV_SCAN)) {
-			struct event *gone = *p;
-			*p = gone->next;
-			free(gone);
+		struct event *e = *p;
+		if (e->t == t && (!reads_only || e->kind == EV_LOAD || e->kind == EV_SCAN)) {
+			*p = e->next;
+			free(e);
 		} else {
-			d->tail = *p;
-			p = &(*p)->next;
+			d->tail = e;
+			p = &e->next;
 		}
 	}
 }
+
+static void op_cancel_queued(struct state_store_type *st) { drop_events(dtype_of(st), true); }
 
 static uint64_t op_last_queued(const struct state_store *s) { return ((const struct store_double *)s)->seq; }
 
@@ -399,18 +402,7 @@ static void op_type_close(struct state_store_type *st)
 {
 	struct dtype *t = dtype_of(st);
 	struct store_double *d = t->d;
-	for (struct event **p = &d->head; *p;) {
-		if ((*p)->t == t) {
-			struct event *gone = *p;
-			*p = gone->next;
-			free(gone);
-		} else {
-			p = &(*p)->next;
-		}
-	}
-	d->tail = NULL;
-	for (struct event *q = d->head; q; q = q->next)
-		d->tail = q;
+	drop_events(t, false);
 	for (struct dtype **p = &d->types; *p; p = &(*p)->next) {
 		if (*p == t) {
 			*p = t->next;
@@ -435,26 +427,16 @@ static const struct state_store_ops double_ops = {
 	.claim = op_claim,
 };
 
-static const struct state_store_ops double_ops_unshared = {
-	.free = op_free,
-	.type_open = op_type_open,
-	.type_close = op_type_close,
-	.write = op_write,
-	.delete_shard = op_delete_shard,
-	.load = op_load,
-	.scan = op_scan,
-	.cancel_queued = op_cancel_queued,
-	.last_queued = op_last_queued,
-	.claim = NULL, /* one node's own store: nothing to claim */
-};
-
 /* ---- life and inspection ---- */
 
 struct store_double *store_double_new(struct evloop *loop, bool shared)
 {
 	struct store_double *d = calloc(1, sizeof *d);
 	cr_assert_not_null(d);
-	d->base.ops = shared ? &double_ops : &double_ops_unshared;
+	d->ops = double_ops;
+	if (!shared)
+		d->ops.claim = NULL; /* one node's own store: nothing to claim */
+	d->base.ops = &d->ops;
 	d->base.shared = shared;
 	d->loop = loop;
 	evloop_timer_init(&d->timer, on_timer, d);
