@@ -19,7 +19,7 @@ const char config_usage[] =
 	"                 [--cookie COOKIE | --cookie-file FILE]\n"
 	"                 [--port PORT] [--join NODE[,NODE...]] [--types TYPE[,TYPE...]]\n"
 	"                 [--proxy-only] [--stop-on-stdin-eof] [--config FILE] [--set KEY=VALUE]...\n"
-	"                 [--singleton NAME=TYPE]...\n";
+	"                 [--singleton NAME=TYPE]... [--host NODE] [--host-types TYPE[,TYPE...]]\n";
 
 int config_fail(char err[CONFIG_ERR_BUF], const char *fmt, ...)
 {

@@ -45,6 +45,9 @@ struct sn_config {
 	size_t njoin;
 	char types[CONFIG_MAX_LIST][CONFIG_NAME_BUF];
 	size_t ntypes;
+	/* types[k] is written in Erlang or Elixir and runs on the host
+	 * (--host-types; hosted_entity.h), not a C type. */
+	bool type_on_host[CONFIG_MAX_LIST];
 	bool proxy_only;
 	bool stop_on_stdin_eof; /* leave when stdin closes: its parent is gone */
 	/* Cluster singletons (--singleton NAME=TYPE, the singletons key): an

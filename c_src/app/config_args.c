@@ -200,6 +200,9 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	bool named = false, have_cookie = false, have_types = false;
 	const char *singleton_args[NODE_TYPES_MAX];
 	size_t nsingleton_args = 0;
+	const char *host_arg = NULL;
+	char host_types[CONFIG_MAX_LIST][CONFIG_NAME_BUF];
+	size_t nhost_types = 0;
 
 	for (int i = 0; i < argc; i++) {
 		const char *flag = argv[i];
@@ -216,7 +219,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 			continue;
 		}
 		static const char *const with_arg[] = {"--name", "--sname", "--cookie", "--cookie-file", "--port",
-						       "--join", "--types", "--config", "--set", "--singleton", NULL};
+						       "--join", "--types", "--config", "--set", "--singleton", "--host",
+						       "--host-types", NULL};
 		bool known = false;
 		for (size_t k = 0; with_arg[k]; k++)
 			known |= strcmp(flag, with_arg[k]) == 0;
@@ -253,6 +257,10 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		} else if (strcmp(flag, "--types") == 0) {
 			rc = split_list(flag, arg, c->types, &c->ntypes, err);
 			have_types = true;
+		} else if (strcmp(flag, "--host") == 0) {
+			host_arg = arg;
+		} else if (strcmp(flag, "--host-types") == 0) {
+			rc = split_list(flag, arg, host_types, &nhost_types, err);
 		} else if (strcmp(flag, "--config") == 0) {
 			config_file = arg;
 		} else if (strcmp(flag, "--singleton") == 0) {
@@ -275,6 +283,14 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	if (!have_types) {
 		for (c->ntypes = 0; default_types[c->ntypes] && c->ntypes < CONFIG_MAX_LIST; c->ntypes++)
 			strlcpy(c->types[c->ntypes], default_types[c->ntypes], CONFIG_NAME_BUF);
+	}
+	/* The types written in Erlang join the C ones: to the rest of the
+	 * node they are types like any other. */
+	for (size_t k = 0; k < nhost_types; k++) {
+		if (c->ntypes == CONFIG_MAX_LIST)
+			return config_fail(err, "--host-types: too many types");
+		strlcpy(c->types[c->ntypes], host_types[k], CONFIG_NAME_BUF);
+		c->type_on_host[c->ntypes++] = true;
 	}
 	if (c->ntypes > NODE_TYPES_MAX)
 		return config_fail(err, "--types: %zu types; a node hosts at most %d", c->ntypes, NODE_TYPES_MAX);
@@ -327,6 +343,12 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	int ntls = (c->tls_certfile[0] != '\0') + (c->tls_keyfile[0] != '\0') + (c->tls_cacertfile[0] != '\0');
 	if (ntls != 0 && ntls != 3)
 		return config_fail(err, "TLS needs tls_certfile, tls_keyfile and tls_cacertfile, all three");
+	/* --host wins over the file and --set, as every flag does. */
+	if (host_arg != NULL && strlcpy(c->host, host_arg, sizeof c->host) >= sizeof c->host)
+		return config_fail(err, "--host %s: expected NAME@HOST, the BEAM node hosting this node's entities",
+				   host_arg);
+	if (nhost_types > 0 && c->host[0] == '\0')
+		return config_fail(err, "--host-types: the types run on a host: give --host NODE (or the host key)");
 	if (c->host[0] != '\0' && !node_name_valid(c->host, strlen(c->host)))
 		return config_fail(err, "host %s: expected NAME@HOST, the BEAM node hosting this node's entities", c->host);
 	if (c->state_store == STATE_STORE_POSTGRES && c->postgres_conninfo[0] == '\0')
@@ -360,7 +382,7 @@ static bool listed(const char *const *list, const char *name)
 int config_check_types(const struct sn_config *c, const char *const *known_types, char err[CONFIG_ERR_BUF])
 {
 	for (size_t k = 0; k < c->ntypes; k++)
-		if (!listed(known_types, c->types[k]))
+		if (!c->type_on_host[k] && !listed(known_types, c->types[k]))
 			return config_fail(err, "--types: unknown entity type '%s'", c->types[k]);
 	for (size_t k = 0; k < c->nsingletons; k++)
 		if (listed(known_types, c->singleton_names[k]))

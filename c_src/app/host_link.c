@@ -137,3 +137,11 @@ void host_link_free(struct host_link *h)
 }
 
 bool host_link_welcomed(const struct host_link *h) { return h->welcomed; }
+
+bool host_link_dispatcher(const struct host_link *h, erlang_pid *out)
+{
+	if (!h->welcomed)
+		return false;
+	term_pid_copy(out, &h->dispatcher);
+	return true;
+}

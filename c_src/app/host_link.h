@@ -5,8 +5,9 @@
  * hello until the host answers, and from then on renews, on every tick, how
  * long the host may run this node's entities — its quorum lease less a
  * margin for the message's way. When the host goes down it says hello
- * again until the host is back. (The regions of hosted types are not yet
- * run through it: this is the link they will use.)
+ * again until the host is back. The regions of the types it hosts send
+ * their entities' first messages to the dispatcher it names
+ * (host_link_dispatcher).
  *
  * Runs on the loop's thread; nothing here blocks.
  */
@@ -48,5 +49,9 @@ void host_link_free(struct host_link *h);
 
 /* Whether the host has answered (and not gone down since). */
 bool host_link_welcomed(const struct host_link *h);
+
+/* The host's dispatcher for this node: true with *out set once the host
+ * has answered (and not gone down since), false before. */
+bool host_link_dispatcher(const struct host_link *h, erlang_pid *out);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "app/admin.h"
 #include "app/host_link.h"
+#include "sharding/hosted_entity.h"
 #include "app/metrics_page.h"
 #include "base/http_server.h"
 #include "cluster/membership.h"
@@ -169,7 +170,7 @@ static int start_node(struct node_app *app)
  * shard whose coordinator keeps it on the oldest member (coordinator.h,
  * region.h). A part that fails leaves the earlier ones in *h for
  * node_app_stop. */
-static int start_type(struct node_app *app, struct hosted_type *h, const struct entity_type *type,
+static int start_type(struct node_app *app, struct hosted_type *h, const struct entity_type *type, bool on_host,
 		      const char *singleton_name)
 {
 	const struct sn_config *cfg = app->cfg;
@@ -210,7 +211,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 	}
 	struct region_config rcfg = {
 		.node = app->node, .loop = app->loop, .log = &h->log, .type = type,
-		.name = h->name, .singleton = h->singleton,
+		.host = on_host ? &app->region_host : NULL, .name = h->name, .singleton = h->singleton,
 		.number_of_shards = nshards, .buffer_size = cfg->buffer_size,
 		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_after_ms = cfg->passivate_idle_after_ms,
 		.coordinator_name = coord_name, .handoff_timeout_ms = cfg->handoff_timeout_ms,
@@ -260,7 +261,14 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 		bool singleton = k >= cfg->ntypes;
 		const char *type_name = singleton ? cfg->singleton_types[k - cfg->ntypes] : cfg->types[k];
 		const struct entity_type *type = NULL;
-		for (size_t t = 0; t < nknown; t++)
+		bool on_host = false;
+		for (size_t t = 0; t < cfg->ntypes; t++)
+			if (cfg->type_on_host[t] && strcmp(cfg->types[t], type_name) == 0) {
+				hosted_entity_type_init(&app->on_host_types[t], cfg->types[t]);
+				type = &app->on_host_types[t];
+				on_host = true;
+			}
+		for (size_t t = 0; t < nknown && !on_host; t++)
 			if (strcmp(known[t]->name, type_name) == 0)
 				type = known[t];
 		if (type == NULL) {
@@ -269,7 +277,8 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 		}
 		/* Counted before it starts, so a part that did start is stopped. */
 		app->nhosted++;
-		int rc = start_type(app, &app->hosted[k], type, singleton ? cfg->singleton_names[k - cfg->ntypes] : NULL);
+		int rc = start_type(app, &app->hosted[k], type, on_host,
+				    singleton ? cfg->singleton_names[k - cfg->ntypes] : NULL);
 		if (rc)
 			return rc;
 	}
@@ -309,6 +318,13 @@ static int start_membership(struct node_app *app)
 }
 
 static uint64_t lease_until(void *arg) { return membership_lease_until(arg); }
+
+/* region_host.dispatcher: the host's dispatcher, once it answered. */
+static bool host_dispatcher(void *arg, erlang_pid *out)
+{
+	struct node_app *app = arg;
+	return app->host_link != NULL && host_link_dispatcher(app->host_link, out);
+}
 
 /* With `host`: the link to the BEAM node hosting this node's entities
  * written in Erlang, renewing their lease from membership's. */
@@ -372,6 +388,7 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		.log = {.min_level = cfg->log_level, .out = stderr, .node = cfg->name},
 		.sigfd = -1,
 	};
+	app->region_host = (struct region_host){.dispatcher = host_dispatcher, .arg = app};
 	int rc = start_loop(app);
 	if (rc == 0)
 		rc = start_node(app);

@@ -29,6 +29,7 @@
 #include "base/node_limits.h"
 #include "base/log.h"
 #include "entity/entity.h"
+#include "sharding/region.h"
 
 struct admin;
 struct dist_node;
@@ -52,6 +53,10 @@ struct node_app {
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;
 	struct host_link *host_link; /* `host` set; NULL: none */
+	/* The types written in Erlang (cfg->type_on_host[k]: on_host_types[k])
+	 * and where their regions find the host. */
+	struct entity_type on_host_types[NODE_TYPES_MAX];
+	struct region_host region_host;
 	struct http_server *metrics; /* metrics_port set; NULL: off */
 	struct cluster_glue glue;
 	/* Name lists the admin and membership keep pointers into. */

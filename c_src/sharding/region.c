@@ -23,6 +23,7 @@
 #include "sharding/region_deliver.h"
 #include "sharding/region_handoff_state.h"
 #include "sharding/region_remember.h"
+#include "sharding/region_remote.h"
 #include "sharding/region_send.h"
 #include "sharding/region_shutdown.h"
 #include "sharding/region_stats.h"
@@ -276,6 +277,12 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.name);
 		return;
 	}
+	uint32_t shard;
+	if (region_remote_active(r) && region_remote_handle(r, m->term, m->len, &shard)) {
+		if (shard != UINT32_MAX)
+			resume_slot(r, shard); /* a hand-off may have waited for it */
+		return;
+	}
 	if (region_remember_handle(r, m->term, m->len, m->via))
 		return;
 	struct shard_msg sm;
@@ -344,6 +351,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->pid = r->proc->pid;
+	region_remote_init(r);
 	int rc = region_remember_start(r);
 	if (rc != 0) {
 		*err = rc;

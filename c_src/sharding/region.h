@@ -44,11 +44,25 @@
 struct region;
 struct state_store;
 
+/* Where the entities of a type written in Erlang or Elixir run
+ * (docs/architecture.md, "Entities written in Erlang and Elixir"). */
+struct region_host {
+	/* The host's dispatcher for this node, which starts entity processes:
+	 * true with *out set, false while the host has not answered (or went
+	 * down). */
+	bool (*dispatcher)(void *arg, erlang_pid *out);
+	void *arg;
+};
+
 struct region_config {
 	struct dist_node *node;          /* not owned */
 	struct evloop *loop;             /* not owned */
 	const struct logger *log;        /* not owned */
 	const struct entity_type *type;  /* not owned; static or plugin lifetime */
+	/* The type's entities run as processes on a host (the type is a
+	 * hosted_entity.h type); NULL: in this node, as C code. Not owned;
+	 * outlives the region. */
+	const struct region_host *host;
 	uint32_t number_of_shards;
 	uint32_t buffer_size;
 	uint32_t retry_interval_ms;

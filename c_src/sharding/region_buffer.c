@@ -25,27 +25,36 @@ void region_envelope_of(const struct pending *p, struct envelope *e)
 	};
 }
 
-bool region_buffer_append(struct region *r, struct shard_slot *slot, const struct envelope *e)
+struct pending *region_pending_new(const struct envelope *e)
 {
-	if (r->buffered >= r->cfg.buffer_size)
-		return false;
 	size_t n = e->tag_len + e->id_len + e->msg_len;
 	struct pending *p = malloc(sizeof *p + n);
 	if (p == NULL)
-		return false;
-	p->next = NULL;
-	p->t0_ns = e->t0_ns;
-	p->is_call = e->is_call;
-	p->has_from = e->from != NULL;
+		return NULL;
+	*p = (struct pending){
+		.t0_ns = e->t0_ns,
+		.is_call = e->is_call,
+		.has_from = e->from != NULL,
+		.tag_len = (uint32_t)e->tag_len,
+		.id_len = (uint32_t)e->id_len,
+		.msg_len = (uint32_t)e->msg_len,
+	};
 	if (e->from)
 		p->from = *e->from;
-	p->tag_len = (uint32_t)e->tag_len;
-	p->id_len = (uint32_t)e->id_len;
-	p->msg_len = (uint32_t)e->msg_len;
 	if (e->tag_len > 0) /* a tell has no tag, and e->tag may be NULL */
 		memcpy(p->data, e->tag, e->tag_len);
 	memcpy(p->data + e->tag_len, e->id, e->id_len);
 	memcpy(p->data + e->tag_len + e->id_len, e->msg, e->msg_len);
+	return p;
+}
+
+bool region_buffer_append(struct region *r, struct shard_slot *slot, const struct envelope *e)
+{
+	if (r->buffered >= r->cfg.buffer_size)
+		return false;
+	struct pending *p = region_pending_new(e);
+	if (p == NULL)
+		return false;
 	if (slot->tail)
 		slot->tail->next = p;
 	else
@@ -54,6 +63,20 @@ bool region_buffer_append(struct region *r, struct shard_slot *slot, const struc
 	region_slot_buffered(&slot->st);
 	r->buffered++;
 	return true;
+}
+
+void region_buffer_push_front(struct region *r, struct shard_slot *slot, struct pending *head, struct pending *tail,
+			      uint32_t n)
+{
+	if (head == NULL)
+		return;
+	tail->next = slot->head;
+	slot->head = head;
+	if (slot->tail == NULL)
+		slot->tail = tail;
+	for (uint32_t k = 0; k < n; k++)
+		region_slot_buffered(&slot->st);
+	r->buffered += n;
 }
 
 void region_refuse_entity(struct region *r, struct shard_slot *slot, const char *id, size_t id_len,

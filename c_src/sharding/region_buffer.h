@@ -11,6 +11,17 @@
 /* The envelope of a buffered message; its pointers are into p. */
 void region_envelope_of(const struct pending *p, struct envelope *e);
 
+/* A copy of the message, its shard field 0, linked to nothing; NULL when
+ * out of memory. The caller frees it (free). */
+struct pending *region_pending_new(const struct envelope *e);
+
+/* Puts the list head..tail (n messages, linked by `next`, owned by the
+ * buffer from now on) in front of what waits in the slot's buffer: they
+ * were sent before it. Not bounded by buffer_size: they were accepted
+ * already, and must not be lost. */
+void region_buffer_push_front(struct region *r, struct shard_slot *slot, struct pending *head, struct pending *tail,
+			      uint32_t n);
+
 /* Appends a copy of the message to the slot's buffer. False if the
  * buffers are full (buffer_size in all) or out of memory. */
 bool region_buffer_append(struct region *r, struct shard_slot *slot, const struct envelope *e);

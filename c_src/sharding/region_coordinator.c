@@ -18,6 +18,7 @@
 #include "sharding/region_deliver.h"
 #include "sharding/region_handoff_state.h"
 #include "sharding/region_remember.h"
+#include "sharding/region_remote.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 
@@ -35,7 +36,9 @@ static void stop_shard(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
 	if (slot->shard != NULL) {
+		region_remote_set_stop_reason(r, "moved");
 		shard_free(slot->shard);
+		region_remote_set_stop_reason(r, NULL);
 		slot->shard = NULL;
 		r->nlocal--;
 	}
@@ -69,6 +72,10 @@ static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
 		region_flush_slot(r, slot);
 	if (todo & SLOT_DO_HAND_OFF)
 		region_hand_off_when_flushed(r, shard);
+	/* Messages still at a hosted type's processes (a hand-off past its
+	 * deadline) follow the shard instead of completing here. */
+	if (todo & (SLOT_DO_SEND_STATE | SLOT_DO_STOP))
+		region_remote_take_back(r, slot);
 	if (todo & SLOT_DO_SEND_STATE)
 		region_state_send_start(r, shard); /* steps again when done */
 	if (todo & SLOT_DO_STOP)
@@ -287,7 +294,9 @@ void region_hand_off_when_flushed(struct region *r, uint32_t shard)
 		region_flush_slot(r, slot); /* stops early if the lease is gone */
 	/* Entities still loading their stored state (region_store.c) would
 	 * miss the states sent to the new home: the load's end comes back. */
-	if (region_slot_hosted(&slot->st) && (slot->st.buffered > 0 || slot->st.loads > 0))
+	/* Nor may it go while a hosted type's processes have messages to
+	 * complete: their completion comes back to the hub. */
+	if (region_slot_hosted(&slot->st) && (slot->st.buffered > 0 || slot->st.loads > 0 || slot->st.in_flight > 0))
 		return;
 	step(r, shard, event(r, SLOT_HANDED_OFF));
 }

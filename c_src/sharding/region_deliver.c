@@ -12,6 +12,7 @@
 #include "sharding/region_internal.h"
 #include "sharding/region_buffer.h"
 #include "sharding/region_deliver.h"
+#include "sharding/region_remote.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 
@@ -60,6 +61,10 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 
 void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e)
 {
+	if (region_remote_active(r)) {
+		region_remote_deliver(r, s, e); /* answered when its process completes it */
+		return;
+	}
 	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
 	if (reply == NULL)
 		return;
@@ -115,6 +120,10 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 		/* Per message: a lease can run out in the middle of a long flush. */
 		if (here && !region_may_deliver(r))
 			return; /* region_resume comes back for the rest */
+		/* A hand-off waits for its entities' processes: what is left
+		 * follows the shard (region_remote.c). */
+		if (here && region_slot_hand_off_waits(&slot->st))
+			return;
 		struct pending *p = slot->head;
 		struct envelope e;
 		region_envelope_of(p, &e);

@@ -12,6 +12,9 @@
  *   region_handoff_state.c entity states streamed to a shard's new home
  *   region_deliver.c      delivery to a hosted shard, forwarding, flushing
  *                         a shard's buffer
+ *   region_remote.c       entities run as processes on a host (a type
+ *                         written in Erlang): their mailboxes, completions
+ *                         and crashes
  *   region_store.c        entities backed by a durable store: loads before
  *                         delivery, writes of changed states, replies held
  *                         until their writes are committed
@@ -46,6 +49,8 @@
 #include "sharding/region.h"
 #include "sharding/region_slot.h"
 #include "sharding/remember_replica.h"
+#include "sharding/hosted_entity.h"
+#include "sharding/remote_mailbox.h"
 #include "sharding/shard.h"
 #include "sharding/shard_msg.h"
 #include "sharding/shard_state.h"
@@ -58,9 +63,12 @@
 /* How soon an unregistered region tries again. */
 #define REGION_REGISTER_RETRY_MS 100
 
-/* A message waiting for its shard's home. Owns copies of everything. */
+/* A message waiting for its shard's home, or (a hosted type's,
+ * region_remote.c) in its entity's mailbox. Owns copies of everything. */
 struct pending {
 	struct pending *next;
+	struct remote_mailbox_item in_mailbox; /* region_remote.c's */
+	uint32_t shard;                        /* region_remote.c's: whose entity it is for */
 	uint64_t t0_ns;
 	bool is_call;
 	bool has_from;
@@ -225,6 +233,12 @@ struct region {
 	bool slots_owed;              /* some slot's owed may be set */
 	bool stepping_owed;           /* region_step_owed is under way */
 	struct scratch state_buf;     /* a changed entity's encoded state */
+	/* region_remote.c's (a type hosted elsewhere): what its entities do
+	 * when they stop, and why the next stop happens. */
+	struct {
+		struct hosted_entity_ops ops;
+		const char *stop_reason;
+	} remote;
 };
 
 /* The loop's clock as entities see it (their last-activity stamps). */

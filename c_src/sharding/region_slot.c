@@ -224,7 +224,25 @@ enum region_slot_hold region_slot_store_hold(const struct region_slot *s, uint64
 
 enum region_slot_hold region_slot_hold(const struct region_slot *s, uint64_t written_upto)
 {
-	return s->buffered > 0 ? SLOT_HOLD_BUFFERED : region_slot_store_hold(s, written_upto);
+	if (s->buffered > 0)
+		return SLOT_HOLD_BUFFERED;
+	if (region_slot_hand_off_waits(s))
+		return SLOT_HOLD_IN_FLIGHT;
+	return region_slot_store_hold(s, written_upto);
+}
+
+void region_slot_sent_away(struct region_slot *s) { s->in_flight++; }
+
+bool region_slot_came_back(struct region_slot *s)
+{
+	if (s->in_flight == 0)
+		return false;
+	return --s->in_flight == 0;
+}
+
+bool region_slot_hand_off_waits(const struct region_slot *s)
+{
+	return s->in_flight > 0 && region_slot_handoff_ready(s);
 }
 
 void region_slot_buffered(struct region_slot *s) { s->buffered++; }

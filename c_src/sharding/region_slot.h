@@ -69,6 +69,8 @@ struct region_slot {
 	uint32_t loads;          /* hosted, with a store: entity loads under way */
 	uint64_t load_after;     /* hosted: a load waits for the store's commits
 				  * up to this write (0: none) */
+	uint32_t in_flight;      /* hosted, a type run on a host: entities with
+				  * a message at their process */
 	uint64_t since;       /* ASKED: when asked; MOVING: when the move began
 			       * (or its last state chunk came) */
 	uint64_t deadline;    /* HANDING_OFF: when to stop waiting for acks;
@@ -172,6 +174,9 @@ bool region_slot_handoff_ready(const struct region_slot *s);
  *   LOADING   hosted: an entity's stored state is being loaded
  *   COMMITS   hosted: a load waits for writes queued before it to commit
  *             (one may be the entity's last change before it stopped)
+ *   IN_FLIGHT handing off with every ack in, a type run on a host: its
+ *             entities' processes still have messages to complete, and
+ *             the shard goes once they have (new ones follow it)
  *
  * The functions below keep the counts; the region asks region_slot_hold
  * before each message and each buffered one it flushes, and flushes the
@@ -182,6 +187,7 @@ enum region_slot_hold {
 	SLOT_HOLD_CLAIMING,
 	SLOT_HOLD_LOADING,
 	SLOT_HOLD_COMMITS,
+	SLOT_HOLD_IN_FLIGHT,
 };
 
 /* What holds the hosted shard's messages back now, `written_upto` being
@@ -191,13 +197,24 @@ enum region_slot_hold {
 enum region_slot_hold region_slot_store_hold(const struct region_slot *s, uint64_t written_upto);
 
 /* What holds a new message for the shard back: BUFFERED when messages
- * wait, else, hosted, region_slot_store_hold's answer; NONE for a slot
- * not hosted with an empty buffer (its state decides). */
+ * wait, else IN_FLIGHT (region_slot_hand_off_waits), else, hosted,
+ * region_slot_store_hold's answer; NONE for a slot not hosted with an
+ * empty buffer (its state decides). */
 enum region_slot_hold region_slot_hold(const struct region_slot *s, uint64_t written_upto);
 
 /* A message joined the buffer / left it (delivered, forwarded, refused). */
 void region_slot_buffered(struct region_slot *s);
 void region_slot_unbuffered(struct region_slot *s, uint32_t n);
+
+/* An entity of a type run on a host got a message at its process, with
+ * none there before / has none there any more (completed, failed, taken
+ * back). region_slot_came_back returns true when it was the last. */
+void region_slot_sent_away(struct region_slot *s);
+bool region_slot_came_back(struct region_slot *s);
+
+/* Whether the hand-off of a slot with every ack in waits for messages at
+ * its entities' processes (IN_FLIGHT): it goes once they complete. */
+bool region_slot_hand_off_waits(const struct region_slot *s);
 
 /* A claim of the shard was sent; one committed. region_slot_claimed
  * returns true when it was the last, so what waited may go on (the claim

@@ -38,6 +38,7 @@
 
 %% Running C nodes
 -export([start_node/1,
+         host_entities/1,
          stop_node/1,
          stop_node/2,
          kill_node/1,
@@ -72,6 +73,7 @@
           port => 0..65535,
           join => [node()],
           types => [atom()],
+          entities => #{atom() => module()},
           proxy_only => boolean(),
           singletons => [{Name :: atom(), Type :: atom()}],
           config => #{atom() | string() => term()},
@@ -90,6 +92,10 @@
 %% <dt>`join'</dt><dd>seed nodes; without them the node starts a new
 %%   cluster.</dd>
 %% <dt>`types'</dt><dd>entity types hosted; default `[counter, kv, echo]'.</dd>
+%% <dt>`entities'</dt><dd>types written in Erlang or Elixir, `#{Type =>
+%%   Module}' ({@link shardnode_entity}): the node hosts them besides
+%%   `types', and their entities run on this node as processes of
+%%   `Module'.</dd>
 %% <dt>`proxy_only'</dt><dd>route but host no shards.</dd>
 %% <dt>`singletons'</dt><dd>cluster singletons, `[{Name, Type}]'
 %% (docs/contract.md "Cluster singletons").</dd>
@@ -172,10 +178,10 @@ start_node(Opts) ->
             Error
     end.
 
-start_command(Command) ->
+start_command(#{entities := Entities} = Command) ->
     case application:ensure_all_started(shardnode) of
         {ok, _} ->
-            case shardnode_sup:start_child(Command) of
+            case start_child_hosting(Entities, Command) of
                 {ok, Pid} ->
                     case shardnode_node:await_ready(Pid) of
                         {error, not_found} -> {error, node_server_died};
@@ -186,6 +192,34 @@ start_command(Command) ->
             end;
         {error, _} = Error ->
             Error
+    end.
+
+%% The types the node's entities written in Erlang run as are hosted here
+%% before it starts, so its first hello is answered with them.
+start_child_hosting(Entities, Command) when map_size(Entities) =:= 0 ->
+    shardnode_sup:start_child(Command);
+start_child_hosting(Entities, Command) ->
+    case shardnode_entity_host:add_types(Entities) of
+        ok -> shardnode_sup:start_child(Command);
+        {error, _} = Error -> Error
+    end.
+
+%% @doc Hosts entity types written in Erlang or Elixir on this node: a C
+%% node started by hand with `--host' naming this node runs these types'
+%% entities here, as processes of the given modules ({@link
+%% shardnode_entity}). Starts this application if needed. Types given
+%% before keep running; a type given again takes its new module for the
+%% entities that start from now on.
+%%
+%% ```
+%% ok = shardnode:host_entities(#{cart => cart}).
+%% '''
+-spec host_entities(#{atom() => module()}) ->
+          ok | {error, {not_an_entity_module, term()} | {bad_type, term()} | term()}.
+host_entities(Entities) when is_map(Entities) ->
+    case application:ensure_all_started(shardnode) of
+        {ok, _} -> shardnode_entity_host:add_types(Entities);
+        {error, _} = Error -> Error
     end.
 
 %% @equiv stop_node(Node, 10000)

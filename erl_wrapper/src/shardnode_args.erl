@@ -34,7 +34,8 @@
           executable := file:filename(),
           args := [string()],
           check := check(),
-          ready_timeout := non_neg_integer()}.
+          ready_timeout := non_neg_integer(),
+          entities := #{atom() => module()}}.
 %% A validated command: the node's name, the executable with its argv (for
 %% `open_port({spawn_executable, Executable}, [{args, Args}, ...])'), the
 %% readiness check and the milliseconds to wait for it.
@@ -50,7 +51,8 @@
 %% `--stop-on-stdin-eof' (the node's stdin is the port, so a node never
 %% outlives the BEAM that started it); `--cookie' (the option, else this
 %% node's cookie) or `--cookie-file'; `--port'; `--join' and `--types' as
-%% comma-separated lists; `--proxy-only'; one `--singleton Name=Type' per
+%% comma-separated lists; with `entities', `--host' (this node) and
+%% `--host-types' (their types, sorted); `--proxy-only'; one `--singleton Name=Type' per
 %% `singletons' entry, in order; `--config'; one `--set Key=Value'
 %% per `config' entry, sorted by key; then `extra_args' as they are. With
 %% `netns' the executable is `ip' and the argv starts with
@@ -62,7 +64,7 @@
 %% `{executable_not_found, Tried}'.
 -spec command(shardnode:start_opts()) -> {ok, command()} | {error, term()}.
 command(Opts) when is_map(Opts) ->
-    Known = [name, sname, cookie, cookie_file, port, join, types, proxy_only, singletons,
+    Known = [name, sname, cookie, cookie_file, port, join, types, entities, proxy_only, singletons,
              config, config_file, extra_args, executable, ready_timeout, netns],
     case [K || K <- maps:keys(Opts), not lists:member(K, Known)] of
         [] ->
@@ -98,6 +100,7 @@ build_command(Opts) ->
                          port_args(Opts),
                          list_args("--join", join, Opts),
                          list_args("--types", types, Opts),
+                         entity_args(Opts),
                          proxy_args(Opts),
                          singleton_args(Opts),
                          config_file_args(Opts),
@@ -108,7 +111,8 @@ build_command(Opts) ->
       executable => Exe,
       args => ExeArgs,
       check => check(Node, Mode, tls(Opts)),
-      ready_timeout => ready_timeout(Opts)}.
+      ready_timeout => ready_timeout(Opts),
+      entities => maps:get(entities, Opts, #{})}.
 
 %% `netns': run the node inside a Linux network namespace, as
 %% `ip netns exec NS Exe Args'. ip execs the node in its place, so the OS
@@ -209,6 +213,24 @@ list_args(Flag, Key, Opts) ->
         Other ->
             bad({Key, Other})
     end.
+
+%% `entities': types written in Erlang or Elixir, run on this node (the
+%% host) as processes; the C node is told their names and where they run.
+entity_args(#{entities := Entities}) when is_map(Entities), map_size(Entities) =:= 0 ->
+    [];
+entity_args(#{entities := Entities}) when is_map(Entities) ->
+    Types = lists:sort(maps:keys(Entities)),
+    case lists:all(fun is_atom/1, Types) andalso lists:all(fun is_atom/1, maps:values(Entities)) of
+        true ->
+            ["--host", atom_to_list(node()),
+             "--host-types", lists:join(",", [atom_to_list(T) || T <- Types])];
+        false ->
+            bad({entities, Entities})
+    end;
+entity_args(#{entities := Other}) ->
+    bad({entities, Other});
+entity_args(_) ->
+    [].
 
 proxy_args(#{proxy_only := true}) -> ["--proxy-only"];
 proxy_args(#{proxy_only := false}) -> [];

@@ -11,7 +11,8 @@
 %% or `{state, NewState}', and `Next' is `continue' or `stop'. The region
 %% answers the caller. `{'$shardnode_stop', Reason}' ends the entity
 %% (passivation, a move, a delete, its node stopping): `terminate/2' runs,
-%% and the process exits `normal'. Anything else goes to the module's
+%% and the process exits `normal'. A state changed or a stop chosen in
+%% `handle_info/2' is sent as a completion numbered 0 (no message). Anything else goes to the module's
 %% `handle_info/2', or is dropped if it has none.
 %%
 %% A callback that raises, or returns something else, ends the process
@@ -74,6 +75,14 @@ done(Seq, Reply, Old, New, Next, #entity{region = R, id = Id}) ->
     R ! {'$shardnode_done', Id, self(), Seq, Reply, change(Old, New), Next},
     ok.
 
+%% What the entity did of its own accord (handle_info/2) goes to the
+%% region as a completion of no message (number 0): the region keeps the
+%% new state (it is what moves and what the store keeps) and learns of a
+%% stop, so a message sent meanwhile starts a new incarnation.
+own_doing(Old, New, Next, #entity{region = R, id = Id}) ->
+    R ! {'$shardnode_done', Id, self(), 0, undefined, change(Old, New), Next},
+    ok.
+
 %% Matching both arguments against one variable is `=:='.
 change(State, State) -> unchanged;
 change(_, New) -> {state, New}.
@@ -85,8 +94,14 @@ info(Info, #entity{module = M, state = State} = E) ->
             loop(E);
         true ->
             case M:handle_info(Info, State) of
-                {noreply, New} -> loop(E#entity{state = New});
-                {stop, New} -> stop(normal, E#entity{state = New});
+                {noreply, State} ->
+                    loop(E);
+                {noreply, New} ->
+                    own_doing(State, New, continue, E),
+                    loop(E#entity{state = New});
+                {stop, New} ->
+                    own_doing(State, New, stop, E),
+                    stop(normal, E#entity{state = New});
                 Other -> exit({bad_return_value, Other})
             end
     end.

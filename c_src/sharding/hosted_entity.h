@@ -1,0 +1,58 @@
+/*
+ * hosted_entity.h — the entity type of a type written in Erlang or Elixir
+ * (docs/architecture.md, "Entities written in Erlang and Elixir"). To a
+ * shard it is a C entity type whose state is the term the entity's
+ * process last completed with, kept as its encoded bytes, so exports,
+ * stores, remembered entities and passivation treat it like any other;
+ * its messages never reach `handle` (region_remote.c sends them to the
+ * process and completes them when the answer comes).
+ *
+ * The state the shard keeps for each entity is a struct hosted_entity.
+ */
+#ifndef SN_HOSTED_ENTITY_H
+#define SN_HOSTED_ENTITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "entity/entity.h"
+#include "sharding/remote_mailbox.h"
+
+struct hosted_entity;
+
+/* What the region does when one of its entities stops (passivation, a
+ * delete, the shard leaving or stopping): tell the process to end, and
+ * take back the messages still in the mailbox. Set on an entity the first
+ * time the region sends it a message; an entity restored and never sent
+ * one has no process and nothing queued. */
+struct hosted_entity_ops {
+	void (*stopped)(void *arg, struct hosted_entity *he);
+	void *arg;
+};
+
+struct hosted_entity {
+	const struct hosted_entity_ops *ops; /* NULL: never sent a message here */
+	char *state;          /* the last completed state, a term without version byte; owned; NULL: none yet */
+	uint32_t state_len;
+	bool has_pid;         /* the process the messages go to is known */
+	erlang_pid pid;
+	/* A process this entity had and ended; a late crash report from it
+	 * changes nothing. */
+	bool has_retired;
+	erlang_pid retired;
+	struct remote_mailbox mb;
+};
+
+/* Fills *t as the type named `name` (borrowed: it must outlive the type)
+ * of entities hosted elsewhere. */
+void hosted_entity_type_init(struct entity_type *t, const char *name);
+
+/* Replaces the entity's state with a copy of the term state[0..len)
+ * (no version byte); len 0: none. Returns 0 or -ENOMEM (the old state
+ * stays). */
+int hosted_entity_set_state(struct hosted_entity *he, const char *state, size_t len);
+
+#endif
