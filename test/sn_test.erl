@@ -14,7 +14,7 @@
 -include_lib("common_test/include/ct.hrl").
 
 -export([await/1, await/2, call/3, call/4,
-         start_incrementer/3, acked/1, stop_incrementer/1]).
+         start_incrementer/3, start_incrementer/4, acked/1, stop_incrementer/1]).
 
 -define(AWAIT_MS, 15000).
 -define(CALL_MS, 10000).
@@ -50,8 +50,14 @@ call(Node, Type, Id, Msg) ->
 %% what comes next: `continue' (the node is expected back, or the failure
 %% to pass) or `stop' (the node is gone: increment no more).
 -spec start_incrementer(node(), [term()], continue | stop) -> pid().
-start_incrementer(Node, Ids, OnFailure) when OnFailure =:= continue; OnFailure =:= stop ->
-    spawn_link(fun() -> incrementer(Node, Ids, OnFailure, #{}, []) end).
+start_incrementer(Node, Ids, OnFailure) ->
+    start_incrementer(Node, counter, Ids, OnFailure).
+
+%% The same for the entities of Type, which answer `incr' with their new
+%% value as the counter does.
+-spec start_incrementer(node(), atom(), [term()], continue | stop) -> pid().
+start_incrementer(Node, Type, Ids, OnFailure) when OnFailure =:= continue; OnFailure =:= stop ->
+    spawn_link(fun() -> incrementer({Type, Node}, Ids, OnFailure, #{}, []) end).
 
 %% The increments a client has had acknowledged so far; fails the test if
 %% it does not answer within 15 s.
@@ -73,25 +79,25 @@ stop_incrementer(Client) ->
     after ?AWAIT_MS -> ct:fail({client_did_not_finish, Client})
     end.
 
-incrementer(Node, Ids, OnFailure, Acks, Back) ->
+incrementer(Region, Ids, OnFailure, Acks, Back) ->
     receive
         {acked, From} ->
             From ! {acked, self(), lists:sum(maps:values(Acks))},
-            incrementer(Node, Ids, OnFailure, Acks, Back);
+            incrementer(Region, Ids, OnFailure, Acks, Back);
         {stop, From} ->
             From ! {final, self(), Acks, Back}
     after 0 ->
         [Id | Rest] = Ids,
-        case catch gen_server:call({counter, Node}, {Id, incr}, ?CALL_MS) of
+        case catch gen_server:call(Region, {Id, incr}, ?CALL_MS) of
             V when is_integer(V) ->
                 Prev = maps:get(Id, Acks, 0),
                 Back1 = case V > Prev of
                             true -> Back;
                             false -> [{Id, Prev, V} | Back]
                         end,
-                incrementer(Node, Rest ++ [Id], OnFailure, Acks#{Id => max(V, Prev)}, Back1);
+                incrementer(Region, Rest ++ [Id], OnFailure, Acks#{Id => max(V, Prev)}, Back1);
             _ when OnFailure =:= continue ->
-                incrementer(Node, Rest ++ [Id], OnFailure, Acks, Back);
+                incrementer(Region, Rest ++ [Id], OnFailure, Acks, Back);
             _ ->
                 stopped(Acks, Back)
         end

@@ -84,9 +84,12 @@ static void handle(void *ctx, struct proc *self, const struct proc_msg *m)
 		bool first = !h->welcomed;
 		h->welcomed = true;
 		term_pid_copy(&h->dispatcher, &hm.pid);
-		if (first)
-			log_info(h->cfg.log, "host %s answered: it runs this node's entities written in Erlang", h->host);
 		send_lease(h);
+		if (first) {
+			log_info(h->cfg.log, "host %s answered: it runs this node's entities written in Erlang", h->host);
+			if (h->cfg.on_welcome)
+				h->cfg.on_welcome(h->cfg.on_welcome_arg);
+		}
 	}
 }
 

@@ -38,6 +38,10 @@ struct host_link_config {
 	/* Taken off what is left of the lease: the most a renewal may take to
 	 * reach the host. */
 	uint32_t margin_ms;
+	/* Called when the host answers (at first, and after it was down):
+	 * what waited for it may go. NULL: nobody waits. */
+	void (*on_welcome)(void *arg);
+	void *on_welcome_arg;
 };
 
 /* Spawns the link's process and says hello at once. Returns the link, or

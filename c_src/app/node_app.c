@@ -319,6 +319,21 @@ static int start_membership(struct node_app *app)
 
 static uint64_t lease_until(void *arg) { return membership_lease_until(arg); }
 
+static bool host_ready(void *arg)
+{
+	struct node_app *app = arg;
+	return app->host_link != NULL && host_link_welcomed(app->host_link);
+}
+
+/* The host answered: the messages of its types that waited go. */
+static void host_welcomed(void *arg)
+{
+	struct node_app *app = arg;
+	for (size_t k = 0; k < app->nhosted; k++)
+		if (app->hosted[k].region != NULL)
+			region_resume(app->hosted[k].region);
+}
+
 /* region_host.dispatcher: the host's dispatcher, once it answered. */
 static bool host_dispatcher(void *arg, erlang_pid *out)
 {
@@ -338,6 +353,7 @@ static int start_host_link(struct node_app *app)
 		.tick_ms = cfg->heartbeat_interval_ms, .lease_until = lease_until, .lease_arg = app->membership,
 		/* A renewal older than a heartbeat interval is late anyway. */
 		.margin_ms = cfg->heartbeat_interval_ms,
+		.on_welcome = host_welcomed, .on_welcome_arg = app,
 	};
 	int rc = 0;
 	app->host_link = host_link_start(&hcfg, &rc);
@@ -388,7 +404,7 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		.log = {.min_level = cfg->log_level, .out = stderr, .node = cfg->name},
 		.sigfd = -1,
 	};
-	app->region_host = (struct region_host){.dispatcher = host_dispatcher, .arg = app};
+	app->region_host = (struct region_host){.dispatcher = host_dispatcher, .ready = host_ready, .arg = app};
 	int rc = start_loop(app);
 	if (rc == 0)
 		rc = start_node(app);

@@ -11,6 +11,7 @@
 #define STOP_TAG "$shardnode_stop"
 #define DONE_TAG "$shardnode_done"
 #define CRASHED_TAG "$shardnode_crashed"
+#define STOPPED_TAG "$shardnode_stopped"
 
 /* ei's encoders return -1; the raw appends -ENOMEM: either is "no whole
  * message". */
@@ -35,6 +36,17 @@ int host_msg_encode_start(ei_x_buff *x, const erlang_pid *region, const char *ty
 	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : ei_x_encode_atom(x, "undefined");
 	rc |= ei_x_encode_ulonglong(x, seq) | term_x_append_raw(x, msg, msg_len);
 	return whole(rc);
+}
+
+int host_msg_encode_end(ei_x_buff *x, const erlang_pid *region, uint32_t token, const erlang_pid *pids, size_t n)
+{
+	if (n > INT32_MAX)
+		return -ENOMEM;
+	int rc = head(x, 5, HOST_TAG) | ei_x_encode_atom(x, "end") | ei_x_encode_pid(x, region) |
+		 ei_x_encode_ulong(x, token) | ei_x_encode_list_header(x, (long)n);
+	for (size_t k = 0; k < n && rc == 0; k++)
+		rc |= ei_x_encode_pid(x, &pids[k]);
+	return whole(rc | ei_x_encode_empty_list(x));
 }
 
 int host_msg_encode_lease(ei_x_buff *x, uint32_t ms)
@@ -149,6 +161,15 @@ static int decode_crashed(const char *t, size_t i, long arity, struct host_msg *
 	return 1;
 }
 
+/* {'$shardnode_stopped', Token} */
+static int decode_stopped(const char *t, size_t i, long arity, struct host_msg *out)
+{
+	if (arity != 2 || !get_seq(t, &i, &out->seq) || out->seq > UINT32_MAX)
+		return -EPROTO;
+	out->kind = HOST_MSG_ENDED;
+	return 1;
+}
+
 int host_msg_decode(const char *t, size_t len, struct host_msg *out)
 {
 	(void)len; /* validated: every length inside is true */
@@ -168,6 +189,10 @@ int host_msg_decode(const char *t, size_t len, struct host_msg *out)
 	if (term_is_atom(t, i, CRASHED_TAG)) {
 		term_skip(t, &i);
 		return decode_crashed(t, i, arity, out);
+	}
+	if (term_is_atom(t, i, STOPPED_TAG)) {
+		term_skip(t, &i);
+		return decode_stopped(t, i, arity, out);
 	}
 	return 0;
 }

@@ -15,6 +15,9 @@
  *   {'$shardnode_done', Id, Pid, Seq, Reply, unchanged | {state, New}, continue | stop}
  *                                                  entity -> region
  *   {'$shardnode_crashed', Id, Pid | undefined, Reason}  dispatcher -> region
+ *   {'$shardnode_host', 'end', Region, Token, [Pid]}  region -> dispatcher:
+ *                                                  end these processes (a shard leaves)
+ *   {'$shardnode_stopped', Token}                  dispatcher -> region: they have ended
  *
  * Ids, states, messages and replies are carried as the terms they are:
  * the encoders take their encoded bytes (no version byte) and copy them
@@ -36,6 +39,8 @@ int host_msg_encode_hello(ei_x_buff *x, const char *cnode, const erlang_pid *fro
 int host_msg_encode_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id, size_t id_len,
 			  const char *stored, size_t stored_len, uint64_t seq, const char *msg, size_t msg_len);
 int host_msg_encode_lease(ei_x_buff *x, uint32_t ms);
+/* pids: n of them (0: an empty list). */
+int host_msg_encode_end(ei_x_buff *x, const erlang_pid *region, uint32_t token, const erlang_pid *pids, size_t n);
 int host_msg_encode_entity(ei_x_buff *x, uint64_t seq, const char *msg, size_t msg_len);
 int host_msg_encode_stop(ei_x_buff *x, const char *reason);
 
@@ -44,6 +49,7 @@ enum host_msg_kind {
 	HOST_MSG_TYPES,
 	HOST_MSG_DONE,
 	HOST_MSG_CRASHED,
+	HOST_MSG_ENDED,
 };
 
 /* A decoded message; the pointers are into the decoded term. */
@@ -57,7 +63,7 @@ struct host_msg {
 	size_t types_len;
 	const char *id;         /* DONE, CRASHED: the entity's id */
 	size_t id_len;
-	uint64_t seq;           /* DONE: the message it completes */
+	uint64_t seq;           /* DONE: the message it completes; ENDED: the token */
 	const char *reply;      /* DONE: the reply; CRASHED: the reason */
 	size_t reply_len;
 	const char *state;      /* DONE: the new state, or NULL (unchanged) */
@@ -66,7 +72,7 @@ struct host_msg {
 };
 
 /* Recognises one of the messages above sent to a C node (welcome, types,
- * done, crashed) in a validated term (no version byte). Returns 1 with
+ * done, crashed, stopped) in a validated term (no version byte). Returns 1 with
  * *out filled, 0 if the term is none of them (not tagged so), or -EPROTO
  * if it is tagged so but not as described (a wrong arity, a sequence
  * number that is no non-negative integer, a change that is neither

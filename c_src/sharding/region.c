@@ -170,6 +170,7 @@ static void on_retry(struct evloop *loop, void *arg)
 	region_coordinator_tick(r);
 	region_resume(r);
 	region_store_tick(r);
+	region_remote_tick(r);
 	/* Unregistered, retry soon: a coordinator that has just taken over may
 	 * have ignored our first try, sent while it was not active yet. */
 	uint32_t next = r->cfg.retry_interval_ms;

@@ -51,6 +51,10 @@ struct region_host {
 	 * true with *out set, false while the host has not answered (or went
 	 * down). */
 	bool (*dispatcher)(void *arg, erlang_pid *out);
+	/* Whether the host has answered (dispatcher would give one): until it
+	 * has, the type's messages wait in their shards' buffers, as they do
+	 * without a quorum lease; region_resume delivers them. */
+	bool (*ready)(void *arg);
 	void *arg;
 };
 

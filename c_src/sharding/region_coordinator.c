@@ -35,6 +35,9 @@ static const struct region_slot_timing *timing(const struct region *r, struct re
 static void stop_shard(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
+	/* A type run on a host: shard_stopped waits until the host has ended
+	 * the entities' processes (region_remote.c sends it then). */
+	bool waits = region_remote_end_processes(r, shard);
 	if (slot->shard != NULL) {
 		region_remote_set_stop_reason(r, "moved");
 		shard_free(slot->shard);
@@ -49,7 +52,8 @@ static void stop_shard(struct region *r, uint32_t shard)
 		slot->handoff_started_ns = 0;
 	}
 	region_store_drop_loads(slot);
-	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
+	if (!waits)
+		region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
 	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u handed off", r->cfg.name, shard);
 }
 
@@ -215,6 +219,7 @@ void region_on_nodedown(void *arg, const char *peer)
 	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
 		r->registered = false;
 	region_state_on_nodedown(r, peer);
+	region_remote_on_nodedown(r, peer);
 	region_step_owed(r);
 }
 

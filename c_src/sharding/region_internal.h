@@ -148,6 +148,11 @@ struct shard_slot {
 	 * loads, the commits a load waits for, claims — is counted in st
 	 * (region_slot_hold). */
 	struct pending_load *loads;
+	/* A type run on a host: the shard left, and the host is ending its
+	 * entities' processes; shard_stopped waits for it to confirm (since
+	 * this time, the loop's clock in ms), so the new home never starts
+	 * an entity whose old process still runs. 0: not waiting. */
+	uint64_t ending_since;
 	/* When the coordinator ordered this hosted shard handed off (the
 	 * loop's clock, ns; 0: no hand-off under way), for its duration. */
 	uint64_t handoff_started_ns;
@@ -238,6 +243,8 @@ struct region {
 	struct {
 		struct hosted_entity_ops ops;
 		const char *stop_reason;
+		char host_node[MAXATOMLEN_UTF8]; /* where the last 'end' went */
+		bool slots_ending;             /* some slot's ending_since is set */
 	} remote;
 };
 
@@ -250,9 +257,13 @@ static inline bool region_is_downed(const struct region *r, const char *node)
 	return node_set_contains(&r->downed, node);
 }
 
-/* False while this node must not run entities (region_config.may_deliver). */
+/* False while this node must not run entities (region_config.may_deliver),
+ * or, for a type run on a host, while the host has not answered. */
 static inline bool region_may_deliver(const struct region *r)
 {
+	/* A type run on a host also waits for the host's answer. */
+	if (r->cfg.host != NULL && !r->cfg.host->ready(r->cfg.host->arg))
+		return false;
 	return r->cfg.may_deliver == NULL || r->cfg.may_deliver(r->cfg.may_deliver_arg);
 }
 

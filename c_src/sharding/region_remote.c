@@ -16,6 +16,7 @@
  * Below delivery, above the store part in the region's order of calls.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,17 @@ static void answer_atom(struct region *r, uint32_t shard, const struct envelope 
 	ei_x_free(&x);
 }
 
+/* The process is no longer the entity's (a crash report from it that is
+ * still on its way is late). */
+static void forget_process_only(struct hosted_entity *he)
+{
+	if (he->has_pid) {
+		he->retired = he->pid;
+		he->has_retired = true;
+	}
+	he->has_pid = false;
+}
+
 static void send_stop(struct region *r, struct hosted_entity *he, const char *reason)
 {
 	if (!he->has_pid)
@@ -74,10 +86,7 @@ static void send_stop(struct region *r, struct hosted_entity *he, const char *re
 			(void)dist_node_send(r->cfg.node, &he->pid, x.buff, (size_t)x.index);
 		ei_x_free(&x);
 	}
-	/* A crash report from it that is still on its way is late. */
-	he->retired = he->pid;
-	he->has_retired = true;
-	he->has_pid = false;
+	forget_process_only(he);
 }
 
 /* The process ended (it stopped, crashed, or was told to): its successor
@@ -85,11 +94,7 @@ static void send_stop(struct region *r, struct hosted_entity *he, const char *re
  * one; without, a stop forgets it, as a C entity's passivation does. */
 static void forget_process(struct region *r, struct hosted_entity *he, bool keep_state)
 {
-	if (he->has_pid) {
-		he->retired = he->pid;
-		he->has_retired = true;
-	}
-	he->has_pid = false;
+	forget_process_only(he);
 	if (!keep_state && !region_store_active(r))
 		(void)hosted_entity_set_state(he, NULL, 0);
 }
@@ -386,6 +391,97 @@ static void on_crashed(struct region *r, uint32_t shard, struct entity *ent, con
 		region_slot_came_back(&r->slots[shard].st);
 }
 
+/* The shard's processes have ended (or are waited for no more): the
+ * coordinator may name its new home. */
+static void end_waited(uint32_t shard, struct region *r)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->ending_since == 0)
+		return;
+	slot->ending_since = 0;
+	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
+}
+
+struct ending {
+	erlang_pid *pids;
+	size_t n, cap;
+	bool failed;
+};
+
+static void collect_process(struct entity *ent, void *arg)
+{
+	struct ending *w = arg;
+	struct hosted_entity *he = hosted(ent);
+	if (!he->has_pid)
+		return;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		erlang_pid *p = realloc(w->pids, cap * sizeof *p);
+		if (p == NULL) {
+			w->failed = true;
+			return;
+		}
+		w->pids = p;
+		w->cap = cap;
+	}
+	w->pids[w->n++] = he->pid;
+	/* The dispatcher ends it: shard_free has nothing to tell it. */
+	forget_process_only(he);
+}
+
+bool region_remote_end_processes(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	erlang_pid dispatcher;
+	if (!region_remote_active(r) || slot->shard == NULL || !r->cfg.host->dispatcher(r->cfg.host->arg, &dispatcher))
+		return false; /* no host: none of its processes runs */
+	struct ending w = {0};
+	entity_table_each(&slot->shard->entities, collect_process, &w);
+	bool waits = false;
+	ei_x_buff x;
+	if (!w.failed && w.n > 0 && ei_x_new(&x) == 0) {
+		if (host_msg_encode_end(&x, &r->pid, shard, w.pids, w.n) == 0 &&
+		    dist_node_send(r->cfg.node, &dispatcher, x.buff, (size_t)x.index) == 0) {
+			waits = true;
+			slot->ending_since = evloop_now_ms(r->cfg.loop);
+			if (slot->ending_since == 0)
+				slot->ending_since = 1;
+			r->remote.slots_ending = true;
+			snprintf(r->remote.host_node, sizeof r->remote.host_node, "%s", dispatcher.node);
+		}
+		ei_x_free(&x);
+	}
+	free(w.pids);
+	return waits;
+}
+
+void region_remote_on_nodedown(struct region *r, const char *peer)
+{
+	if (!r->remote.slots_ending || strcmp(peer, r->remote.host_node) != 0)
+		return;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
+		end_waited(s, r);
+	r->remote.slots_ending = false;
+}
+
+void region_remote_tick(struct region *r)
+{
+	if (!r->remote.slots_ending)
+		return;
+	uint64_t now = evloop_now_ms(r->cfg.loop);
+	bool still = false;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		uint64_t since = r->slots[s].ending_since;
+		if (since != 0 && now - since >= r->cfg.handoff_timeout_ms) {
+			log_warn(r->cfg.log, "region %s: the host did not confirm that shard %u's entities ended", r->cfg.name,
+				 s);
+			end_waited(s, r);
+		}
+		still = still || r->slots[s].ending_since != 0;
+	}
+	r->remote.slots_ending = still;
+}
+
 bool region_remote_handle(struct region *r, const char *term, size_t len, uint32_t *shard)
 {
 	struct host_msg hm;
@@ -393,6 +489,11 @@ bool region_remote_handle(struct region *r, const char *term, size_t len, uint32
 	int rc = host_msg_decode(term, len, &hm);
 	if (rc == 0)
 		return false;
+	if (rc == 1 && hm.kind == HOST_MSG_ENDED) {
+		if (hm.seq < r->cfg.number_of_shards)
+			end_waited((uint32_t)hm.seq, r);
+		return true;
+	}
 	if (rc < 0 || (hm.kind != HOST_MSG_DONE && hm.kind != HOST_MSG_CRASHED)) {
 		log_debug(r->cfg.log, "region %s: a malformed message from the host dropped", r->cfg.name);
 		return true;

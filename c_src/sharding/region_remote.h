@@ -40,6 +40,23 @@ bool region_remote_handle(struct region *r, const char *term, size_t len, uint32
  * The processes end when the shard is freed. */
 void region_remote_take_back(struct region *r, struct shard_slot *slot);
 
+/* The shard left and its entities are about to be freed: their processes
+ * are ended through the host's dispatcher, which confirms once they have
+ * all ended. Returns true if that confirmation is awaited: the hub's
+ * shard_stopped goes when it comes (region_remote_handle), when the host
+ * goes down (region_remote_on_nodedown) or after handoff_timeout_ms
+ * (region_remote_tick), whichever is first. False: no process to wait
+ * for. */
+bool region_remote_end_processes(struct region *r, uint32_t shard);
+
+/* A node went down: if it is the host, the shards waiting for their
+ * processes to end wait no more (they ended with the connection). */
+void region_remote_on_nodedown(struct region *r, const char *peer);
+
+/* The retry timer: a confirmation that did not come within
+ * handoff_timeout_ms is waited for no more. */
+void region_remote_tick(struct region *r);
+
 /* Why the processes of the entities stopped next end (sent to each as
  * {'$shardnode_stop', Reason}): "moved" while a shard leaves; NULL: the
  * default, passivation (or shutdown, once the region stopped). */

@@ -11,6 +11,11 @@
 %% <li>`{'$shardnode_host', start, Region, Type, Id, Stored, Seq, Msg}':
 %%   starts entity `Id' of `Type' from `Stored' with its first message;
 %%   its completion names its pid to the region.</li>
+%% <li>`{'$shardnode_host', 'end', Region, Token, Pids}': a shard of
+%%   `Region' leaves; its entities' processes `Pids' are told to stop
+%%   (`moved'), and once none of them runs, the region gets
+%%   `{'$shardnode_stopped', Token}': only then may another member start
+%%   them.</li>
 %% <li>`{'$shardnode_host', lease, Ms}': the C node may run entities for
 %%   `Ms' more milliseconds (its quorum lease, less a margin for the
 %%   message's way); without a renewal by then, every entity of that C
@@ -37,6 +42,8 @@
                      types :: #{atom() => module()},
                      %% every live entity: its region, type and id
                      entities = #{} :: #{pid() => {pid(), atom(), term()}},
+                     %% shards leaving a region: {Region, Token, processes still to end}
+                     ending = [] :: [{pid(), non_neg_integer(), [pid()]}],
                      lease :: reference() | undefined}).
 
 %% @doc Starts the dispatcher of `CNode' for `Types' (type => module),
@@ -77,6 +84,11 @@ handle_info({'$shardnode_host', start, Region, Type, Id, Stored, Seq, Msg},
             Region ! {'$shardnode_crashed', Id, undefined, {unknown_type, Type}},
             {noreply, D}
     end;
+handle_info({'$shardnode_host', 'end', Region, Token, Pids}, #dispatcher{entities = Es, ending = Ending} = D)
+  when is_pid(Region), is_integer(Token), is_list(Pids) ->
+    Live = [P || P <- Pids, is_map_key(P, Es)],
+    _ = [P ! {'$shardnode_stop', moved} || P <- Live],
+    {noreply, ended(D#dispatcher{ending = [{Region, Token, Live} | Ending]})};
 handle_info({'$shardnode_host', lease, Ms}, #dispatcher{lease = Old} = D)
   when is_integer(Ms), Ms >= 0 ->
     _ = cancel(Old),
@@ -88,7 +100,8 @@ handle_info({'DOWN', _Ref, process, Pid, Reason}, #dispatcher{entities = Es} = D
     case maps:take(Pid, Es) of
         {{Region, Type, Id}, Rest} ->
             crashed(Region, Type, Id, Pid, Reason),
-            {noreply, D#dispatcher{entities = Rest}};
+            Ending = [{R, T, lists:delete(Pid, Ps)} || {R, T, Ps} <- D#dispatcher.ending],
+            {noreply, ended(D#dispatcher{entities = Rest, ending = Ending})};
         error ->
             {noreply, D}
     end;
@@ -103,9 +116,16 @@ handle_info(_Other, D) ->
 
 %% Ends every entity at once (kill: their C node may no longer run them,
 %% so none may finish a message first).
-end_all(#dispatcher{entities = Es} = D) ->
+end_all(#dispatcher{entities = Es, ending = Ending} = D) ->
     _ = [exit(Pid, kill) || Pid <- maps:keys(Es)],
-    D#dispatcher{entities = #{}}.
+    ended(D#dispatcher{entities = #{}, ending = [{R, T, []} || {R, T, _} <- Ending]}).
+
+%% Tells each region whose leaving shard has no process left that it may
+%% go: `{'$shardnode_stopped', Token}'.
+ended(#dispatcher{ending = Ending} = D) ->
+    {Done, Left} = lists:partition(fun({_, _, Ps}) -> Ps =:= [] end, Ending),
+    _ = [R ! {'$shardnode_stopped', T} || {R, T, _} <- Done],
+    D#dispatcher{ending = Left}.
 
 crashed(_Region, _Type, _Id, _Pid, normal) ->
     ok;

@@ -34,7 +34,7 @@ start_link() ->
 %% be loadable and export `init/2' and `handle/2'.
 -spec add_types(#{atom() => module()}) -> ok | {error, {not_an_entity_module, term()} | {bad_type, term()}}.
 add_types(Types) when is_map(Types) ->
-    case [check(T, M) || {T, M} <- maps:to_list(Types)] -- [ok] of
+    case [Error || {T, M} <- maps:to_list(Types), Error <- [check(T, M)], Error =/= ok] of
         [] -> gen_server:call(?SERVER, {add_types, Types});
         [Error | _] -> Error
     end.

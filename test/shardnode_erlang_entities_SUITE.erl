@@ -1,0 +1,236 @@
+%% Entities written in Erlang (docs/contract.md, "Entities written in
+%% Erlang and Elixir"), against real C nodes whose host is this node:
+%% sn_cart and sn_tally run here as processes, the C nodes route, move,
+%% store and answer. sn_tally reports every process's start and end to
+%% this suite's instance recorder, which fails a case on a second live
+%% process for one id.
+-module(shardnode_erlang_entities_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
+-export([an_erlang_entity_answers_as_a_c_one/1,
+         a_crash_answers_the_call_and_the_next_message_restarts/1,
+         states_move_with_their_shards_and_no_entity_runs_twice/1,
+         a_store_keeps_what_the_entity_completed/1,
+         a_singleton_of_an_erlang_type/1,
+         a_c_node_started_by_hand_names_its_host/1]).
+
+-import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
+
+-define(SHARDS, 20).
+
+suite() -> [{timetrap, {minutes, 3}}].
+
+all() ->
+    [an_erlang_entity_answers_as_a_c_one,
+     a_crash_answers_the_call_and_the_next_message_restarts,
+     states_move_with_their_shards_and_no_entity_runs_twice,
+     a_store_keeps_what_the_entity_completed,
+     a_singleton_of_an_erlang_type,
+     a_c_node_started_by_hand_names_its_host].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Config.
+
+end_per_suite(_Config) ->
+    ?assertEqual([], shardnode:which_nodes()),
+    ok.
+
+init_per_testcase(_Case, Config) ->
+    Recorder = spawn(fun() -> recorder(#{}, []) end),
+    true = register(sn_instances, Recorder),
+    [{recorder, Recorder} | Config].
+
+end_per_testcase(_Case, Config) ->
+    Started = shardnode_ct:started_nodes(Config),
+    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)),
+    %% No entity process outlives its C node.
+    await(fun() -> shardnode_entity_host:dispatchers() =:= [] end),
+    exit(?config(recorder, Config), kill),
+    ok.
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% Calls, tells (their reply comes as {Type, Id, Reply}), a stop chosen by
+%% the entity, passivate and delete, the region's requests; next to a C
+%% type on the same node.
+an_erlang_entity_answers_as_a_c_one(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("ent", #{})]),
+    ?assertEqual(ok, call(N, cart, <<"a">>, {add, apple, 2})),
+    ?assertEqual(#{apple => 2}, call(N, cart, <<"a">>, items)),
+    {cart, N} ! {<<"a">>, {add, pear, 1}},
+    receive {cart, <<"a">>, ok} -> ok after 5000 -> ct:fail(no_tell_reply) end,
+    ?assertEqual(#{apple => 2, pear => 1}, call(N, cart, <<"a">>, items)),
+    %% Any term is an id, as for a C type.
+    ?assertEqual(ok, call(N, cart, {user, 7}, {add, fig, 3})),
+    ?assertEqual(#{fig => 3}, call(N, cart, {user, 7}, items)),
+    ?assertEqual(1, call(N, counter, <<"a">>, incr)),
+    %% {stop, Reply, State}: answered, and the entity ends (no store: its
+    %% next message starts it afresh).
+    ?assertEqual({ok, #{apple => 2, pear => 1}}, call(N, cart, <<"a">>, checkout)),
+    ?assertEqual(#{}, call(N, cart, <<"a">>, items)),
+    {ok, Regions} = gen_server:call({cart, N}, get_shard_region_state),
+    ?assert(lists:member(<<"a">>, lists:append(maps:values(Regions)))),
+    ?assertEqual(ok, call(N, cart, <<"a">>, passivate)),
+    await(fun() -> not lists:member(<<"a">>, live(N, cart)) end),
+    ?assertEqual(ok, call(N, cart, <<"b">>, {add, kiwi, 1})),
+    ?assertEqual(ok, call(N, cart, <<"b">>, delete)),
+    ?assertEqual(#{}, call(N, cart, <<"b">>, items)),
+    %% Many messages to one entity at once: answered in order, none lost.
+    Self = self(),
+    [spawn_link(fun() -> Self ! {done, K, call(N, tally, many, incr)} end) || K <- lists:seq(1, 200)],
+    Values = [receive {done, K, V} -> V after 10000 -> ct:fail({no_answer, K}) end || K <- lists:seq(1, 200)],
+    ?assertEqual(lists:seq(1, 200), lists:sort(Values)),
+    no_second_instance(Config),
+    ok = shardnode:stop_node(N).
+
+%% A call whose handle/2 raises is answered {error, {entity_crashed,
+%% Reason}} at once; the next message starts the entity again from its
+%% last completed state; the C node logs the crash.
+a_crash_answers_the_call_and_the_next_message_restarts(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("ent", #{})]),
+    ?assertEqual(ok, call(N, cart, 1, {add, apple, 2})),
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertMatch({error, {entity_crashed, {asked_to_crash, _}}}, call(N, cart, 1, crash)),
+    ?assert(erlang:monotonic_time(millisecond) - T0 < 2000),
+    ?assertEqual(#{apple => 2}, call(N, cart, 1, items)),
+    await(fun() -> lists:any(fun(L) -> binary:match(L, <<"crashed">>) =/= nomatch end, output(N)) end),
+    %% A state changed by the entity's own timer is what it restarts from.
+    ?assertEqual(ok, call(N, tally, 2, {set_later, 40, 10})),
+    await(fun() -> call(N, tally, 2, get) =:= 40 end),
+    ok = call(N, tally, 2, passivate),
+    ?assertEqual(0, call(N, tally, 2, get)), %% no store: a passivated entity starts afresh
+    ok = shardnode:stop_node(N).
+
+%% Three members with lmdb host an Erlang type and a C type; callers
+%% increment through every member while a fourth joins and one leaves.
+%% Every acknowledged value holds (states move with their shards, written
+%% on the new home), and no id ever has two live processes.
+states_move_with_their_shards_and_no_entity_runs_twice(Config) ->
+    Dir = ?config(priv_dir, Config),
+    [OA, OB, OC, OD] = [opts(Nm, #{state_store => lmdb, data_dir => filename:join(Dir, Nm)})
+                        || Nm <- [shardnode_ct:unique_name("ent") || _ <- lists:seq(1, 4)]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+    await(fun() -> [shardnode_ct:members(X) || X <- [A, B, C]] =:= [[A, B, C] || _ <- [A, B, C]] end),
+    Clients = [start_incrementer(X, T, [{X, T, K} || K <- lists:seq(1, 30)], continue)
+               || X <- [A, B, C], T <- [tally, counter]],
+    await(fun() -> lists:all(fun(Cl) -> acked(Cl) > 100 end, Clients) end),
+    {[D], _} = shardnode_ct:start_nodes(Config, [OD#{join => [A]}]),
+    await(fun() -> shard_count(D, tally) >= ?SHARDS div 4 - 1 end),
+    Before = [acked(Cl) || Cl <- Clients],
+    await(fun() -> lists:all(fun({Cl, K}) -> acked(Cl) > K + 50 end, lists:zip(Clients, Before)) end),
+    %% B leaves: its clients' calls fail meanwhile, the others go on.
+    ok = shardnode:stop_node(B),
+    Going = [{Cl, acked(Cl)} || {Cl, X} <- lists:zip(Clients, [X || X <- [A, B, C], _ <- [tally, counter]]),
+                                X =/= B],
+    await(fun() -> lists:all(fun({Cl, K}) -> acked(Cl) > K + 50 end, Going) end),
+    Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_incrementer(Cl)) end, #{}, Clients),
+    ct:log("~b entities, ~b acknowledged increments", [maps:size(Acked), lists:sum(maps:values(Acked))]),
+    Wrong = [{Id, V, Got} || {{_, T, _} = Id, V} <- maps:to_list(Acked),
+                             Got <- [call(A, T, Id, get)], Got < V orelse Got > V + 1],
+    ?assertEqual([], Wrong),
+    no_second_instance(Config),
+    [ok = shardnode:stop_node(X) || X <- [A, C, D]].
+
+%% With lmdb: what the entity completed is stored before the reply, so a
+%% passivated entity, and a node restarted on its data_dir, continue from
+%% it — also a state its own timer set.
+a_store_keeps_what_the_entity_completed(Config) ->
+    Name = shardnode_ct:unique_name("ent"),
+    Opts = opts(Name, #{state_store => lmdb, data_dir => filename:join(?config(priv_dir, Config), Name)}),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    [_ = call(N, tally, K, {incr, K}) || K <- lists:seq(1, 50)],
+    ok = call(N, tally, 1, passivate),
+    ?assertEqual(1, call(N, tally, 1, get)),
+    ?assertEqual(ok, call(N, tally, 7, {set_later, 700, 10})),
+    await(fun() -> call(N, tally, 7, get) =:= 700 end),
+    ?assertEqual(ok, call(N, cart, <<"c">>, {add, apple, 1})),
+    ?assertEqual(ok, call(N, tally, 9, delete)),
+    ok = shardnode:kill_node(N),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    ?assertEqual(700, call(N, tally, 7, get)),
+    ?assertEqual(0, call(N, tally, 9, get)),
+    ?assertEqual([], [{K, V} || K <- lists:seq(1, 50) -- [7, 9], V <- [call(N, tally, K, get)], V =/= K]),
+    ?assertEqual(#{apple => 1}, call(N, cart, <<"c">>, items)),
+    ok = shardnode:stop_node(N).
+
+%% --singleton NAME=TYPE of an Erlang type: one entity in the cluster,
+%% reached by its name from every member, its state carried to the next
+%% oldest when the oldest leaves.
+a_singleton_of_an_erlang_type(Config) ->
+    Single = #{singletons => [{boss, tally}]},
+    {[A], _} = shardnode_ct:start_nodes(Config, [maps:merge(opts("ent", #{}), Single)]),
+    {[B], _} = shardnode_ct:start_nodes(Config, [maps:merge((opts("ent", #{}))#{join => [A]}, Single)]),
+    await(fun() -> shardnode_ct:members(B) =:= [A, B] end),
+    ?assertEqual(1, gen_server:call({boss, A}, incr)),
+    ?assertEqual(2, gen_server:call({boss, B}, incr)),
+    ok = shardnode:stop_node(A),
+    ?assertEqual(3, gen_server:call({boss, B}, incr, 10000)),
+    no_second_instance(Config),
+    ok = shardnode:stop_node(B).
+
+%% A C node started without the wrapper names its host with --host and
+%% --host-types; shardnode:host_entities/1 on the host gives the modules.
+a_c_node_started_by_hand_names_its_host(Config) ->
+    ok = shardnode:host_entities(#{tally => sn_tally}),
+    Name = shardnode_ct:unique_name("ent") ++ "@127.0.0.1",
+    {ok, N} = shardnode:start_node(#{name => Name, types => [counter],
+                                     extra_args => ["--host", atom_to_list(node()), "--host-types", "tally"]}),
+    ?assertEqual(1, call(N, tally, x, incr)),
+    ?assertEqual({error, {not_an_entity_module, lists}}, shardnode:host_entities(#{tally => lists})),
+    _ = Config,
+    ok = shardnode:stop_node(N).
+
+%%====================================================================
+%% Helpers
+%%====================================================================
+
+opts(Prefix, Extra) ->
+    #{name => shardnode_ct:unique_name(Prefix) ++ "@127.0.0.1",
+      types => [counter],
+      entities => #{cart => sn_cart, tally => sn_tally},
+      config => maps:merge(#{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
+                             rebalance_interval_ms => 300, retry_interval_ms => 300,
+                             failure_timeout_ms => 1000, stable_after_ms => 1000}, Extra)}.
+
+call(N, Type, Id, Msg) ->
+    gen_server:call({Type, N}, {Id, Msg}, 10000).
+
+live(N, Type) ->
+    {ok, State} = gen_server:call({Type, N}, get_shard_region_state),
+    lists:append(maps:values(State)).
+
+shard_count(N, Type) ->
+    {ok, State} = gen_server:call({Type, N}, get_shard_region_state),
+    maps:size(State).
+
+output(N) ->
+    {ok, Lines} = shardnode:output(N),
+    Lines.
+
+%% The instance recorder: every sn_tally process's start and end; a start
+%% while another process of the same id still runs is a second instance.
+recorder(Live, Seconds) ->
+    receive
+        {sn_tally, {init, Id, Pid}} ->
+            Others = [P || {P, I} <- maps:to_list(Live), I =:= Id, is_process_alive(P)],
+            _ = erlang:monitor(process, Pid),
+            recorder(Live#{Pid => Id}, [{Id, Pid, Others} || Others =/= []] ++ Seconds);
+        {sn_tally, {terminate, Pid}} ->
+            recorder(maps:remove(Pid, Live), Seconds);
+        {'DOWN', _, process, Pid, _} ->
+            recorder(maps:remove(Pid, Live), Seconds);
+        {seconds, From} ->
+            From ! {seconds, Seconds},
+            recorder(Live, Seconds)
+    end.
+
+no_second_instance(Config) ->
+    ?config(recorder, Config) ! {seconds, self()},
+    receive {seconds, S} -> ?assertEqual([], S) after 5000 -> ct:fail(recorder_silent) end.
