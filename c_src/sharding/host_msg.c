@@ -43,7 +43,9 @@ int host_msg_encode_end(ei_x_buff *x, const erlang_pid *region, uint32_t token, 
 	if (n > INT32_MAX)
 		return -ENOMEM;
 	int rc = head(x, 5, HOST_TAG) | ei_x_encode_atom(x, "end") | ei_x_encode_pid(x, region) |
-		 ei_x_encode_ulong(x, token) | ei_x_encode_list_header(x, (long)n);
+		 ei_x_encode_ulong(x, token);
+	if (n > 0) /* a header of length 0 is itself the empty list */
+		rc |= ei_x_encode_list_header(x, (long)n);
 	for (size_t k = 0; k < n && rc == 0; k++)
 		rc |= ei_x_encode_pid(x, &pids[k]);
 	return whole(rc | ei_x_encode_empty_list(x));

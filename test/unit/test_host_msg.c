@@ -336,3 +336,50 @@ Test(host_msg, malformed_messages_of_its_own_are_refused)
 	cr_assert_eq(decode_rc(&x, &m), -EPROTO);
 	ei_x_free(&x);
 }
+
+Test(host_msg, end_lists_the_processes_and_stopped_returns_the_token)
+{
+	erlang_pid region = sn_pid("c1@127.0.0.1", 5, 0);
+	erlang_pid pids[2] = {sn_pid("host@127.0.0.1", 10, 0), sn_pid("host@127.0.0.1", 11, 0)};
+	for (size_t n = 0; n <= 2; n++) {
+		ei_x_buff x, want;
+		sn_x_new(&x);
+		sn_x_new(&want);
+		cr_assert_eq(host_msg_encode_end(&x, &region, 7, pids, n), 0);
+		cr_assert_eq(ei_x_encode_version(&want) | ei_x_encode_tuple_header(&want, 5) |
+				     ei_x_encode_atom(&want, "$shardnode_host") | ei_x_encode_atom(&want, "end") |
+				     ei_x_encode_pid(&want, &region) | ei_x_encode_long(&want, 7),
+			     0);
+		if (n > 0)
+			cr_assert_eq(ei_x_encode_list_header(&want, (long)n), 0);
+		for (size_t k = 0; k < n; k++)
+			cr_assert_eq(ei_x_encode_pid(&want, &pids[k]), 0);
+		cr_assert_eq(ei_x_encode_empty_list(&want), 0);
+		assert_same(&x, &want);
+		ei_x_free(&x);
+		ei_x_free(&want);
+	}
+	ei_x_buff x;
+	sn_x_new(&x);
+	struct host_msg m;
+	char *t;
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_stopped") |
+			     ei_x_encode_long(&x, 7),
+		     0);
+	cr_assert_eq(decode(&x, &m, &t), 1);
+	cr_assert_eq(m.kind, HOST_MSG_ENDED);
+	cr_assert_eq(m.seq, 7);
+	free(t);
+	/* A token that is no shard number, a wrong arity. */
+	x.index = 0;
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_stopped") |
+			     ei_x_encode_atom(&x, "seven"),
+		     0);
+	cr_assert_eq(decode_rc(&x, &m), -EPROTO);
+	x.index = 0;
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 3) | ei_x_encode_atom(&x, "$shardnode_stopped") |
+			     ei_x_encode_long(&x, 7) | ei_x_encode_long(&x, 7),
+		     0);
+	cr_assert_eq(decode_rc(&x, &m), -EPROTO);
+	ei_x_free(&x);
+}

@@ -531,6 +531,31 @@ Test(region_slot, a_claim_holds_before_a_load_and_a_load_before_commits)
 	cr_assert_eq(region_slot_store_hold(&s, 0), SLOT_HOLD_COMMITS, "a flushed message is the buffer's head");
 }
 
+Test(region_slot, a_hand_off_with_every_ack_waits_for_messages_at_the_processes)
+{
+	struct region_slot s = slot_in(SLOT_LOCAL);
+	region_slot_sent_away(&s);
+	region_slot_sent_away(&s);
+	cr_assert_not(region_slot_hand_off_waits(&s), "not handing off: messages go on to the entities");
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE);
+	s.state = SLOT_HANDING_OFF;
+	s.acks_needed = 2;
+	s.acks = 1;
+	cr_assert_not(region_slot_hand_off_waits(&s), "acks still missing: messages still go to the entities");
+	s.acks = 2;
+	cr_assert(region_slot_hand_off_waits(&s));
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_IN_FLIGHT);
+	region_slot_buffered(&s);
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_BUFFERED, "the buffer first: order holds");
+	region_slot_unbuffered(&s, 1);
+	cr_assert_not(region_slot_came_back(&s), "one is still out");
+	cr_assert(region_slot_came_back(&s), "the last came back");
+	cr_assert_not(region_slot_hand_off_waits(&s));
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE);
+	cr_assert_not(region_slot_came_back(&s), "none out: nothing counts");
+	cr_assert_eq(s.in_flight, 0);
+}
+
 Test(region_slot, loads_hold_until_none_is_left)
 {
 	struct region_slot s = slot_in(SLOT_LOCAL);
