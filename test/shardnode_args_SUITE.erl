@@ -50,7 +50,8 @@ long_name(Config) ->
                    args => ["--name", "c1@127.0.0.1", "--stop-on-stdin-eof",
                             "--cookie", "secret", "--set", "number_of_shards=10"],
                    check => ping,
-                   ready_timeout => 10000},
+                   ready_timeout => 10000,
+                   entities => #{}},
                  Cmd).
 
 %% A short name without a host gets this host's short name; a long-named
@@ -73,6 +74,7 @@ every_option_in_order(Config) ->
                           port => 4370,
                           join => ['a@127.0.0.1', "b@127.0.0.1"],
                           types => [counter, kv],
+                          entities => #{tally => sn_tally, cart => sn_cart},
                           proxy_only => true,
                           singletons => [{ledger, counter}, {boss, kv}],
                           config_file => <<"/etc/sn.config">>,
@@ -85,6 +87,8 @@ every_option_in_order(Config) ->
                   "--port", "4370",
                   "--join", "a@127.0.0.1,b@127.0.0.1",
                   "--types", "counter,kv",
+                  "--host", atom_to_list(node()),
+                  "--host-types", "cart,tally",
                   "--proxy-only",
                   "--singleton", "ledger=counter",
                   "--singleton", "boss=kv",
@@ -158,6 +162,8 @@ refused(Config) ->
          {#{name => {c1}}, {bad_option, {name, {c1}}}},
          {Name#{cookie => a, cookie_file => "f"}, {bad_option, cookie_and_cookie_file}},
          {Name#{port => 65536}, {bad_option, {port, 65536}}},
+         {Name#{entities => [cart]}, {bad_option, {entities, [cart]}}},
+         {Name#{entities => #{"cart" => cart}}, {bad_option, {entities, #{"cart" => cart}}}},
          {Name#{port => "4370"}, {bad_option, {port, "4370"}}},
          {Name#{join => 'a@h'}, {bad_option, {join, 'a@h'}}},
          {Name#{types => [counter, {kv}]}, {bad_option, {types, {kv}}}},
