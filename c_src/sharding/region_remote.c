@@ -70,7 +70,7 @@ static void answer_atom(struct region *r, uint32_t shard, const struct envelope 
 static void forget_process_only(struct hosted_entity *he)
 {
 	if (he->has_pid) {
-		he->retired = he->pid;
+		term_pid_copy(&he->retired, &he->pid);
 		he->has_retired = true;
 	}
 	he->has_pid = false;
@@ -107,11 +107,13 @@ static int send_in_flight(struct region *r, const char *id, size_t id_len, struc
 {
 	struct envelope e;
 	region_envelope_of(p, &e);
-	erlang_pid to;
-	if (he->has_pid)
-		to = he->pid;
-	else if (!r->cfg.host->dispatcher(r->cfg.host->arg, &to))
-		return -EHOSTUNREACH;
+	erlang_pid dispatcher;
+	const erlang_pid *to = &he->pid;
+	if (!he->has_pid) {
+		if (!r->cfg.host->dispatcher(r->cfg.host->arg, &dispatcher))
+			return -EHOSTUNREACH;
+		to = &dispatcher;
+	}
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return -ENOMEM;
@@ -119,7 +121,7 @@ static int send_in_flight(struct region *r, const char *id, size_t id_len, struc
 			     : host_msg_encode_start(&x, &r->pid, r->cfg.type->name, id, id_len, he->state,
 						     he->state_len, p->in_mailbox.seq, e.msg, e.msg_len);
 	if (rc == 0)
-		rc = dist_node_send(r->cfg.node, &to, x.buff, (size_t)x.index) == 0 ? 0 : -EHOSTUNREACH;
+		rc = dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index) == 0 ? 0 : -EHOSTUNREACH;
 	ei_x_free(&x);
 	return rc;
 }
@@ -191,9 +193,8 @@ static void pump(struct region *r, struct shard *s, struct entity *ent)
 	}
 }
 
-static struct pending *copy_in(struct region *r, uint32_t shard, const struct envelope *e)
+static struct pending *copy_in(uint32_t shard, const struct envelope *e)
 {
-	(void)r;
 	struct pending *p = region_pending_new(e);
 	if (p != NULL)
 		p->shard = shard;
@@ -223,7 +224,7 @@ void region_remote_deliver(struct region *r, struct shard *s, const struct envel
 	struct hosted_entity *he = hosted(ent);
 	he->ops = &r->remote.ops;
 	ent->last_active = region_now32(r);
-	struct pending *p = copy_in(r, s->id, e);
+	struct pending *p = copy_in(s->id, e);
 	if (p == NULL) {
 		answer_atom(r, s->id, e, "enomem", true);
 		return;
@@ -254,10 +255,12 @@ static struct entity *entity_of(struct region *r, const char *raw_id, size_t raw
 	return ent;
 }
 
-static bool same_pid(const erlang_pid *a, const erlang_pid *b)
+/* Whether `pid` is not the entity's process now (another, or the one it
+ * ended): what it sends is late. Before the first completion any process
+ * but the ended one is taken: the dispatcher starts it. */
+static bool from_another_process(const struct hosted_entity *he, const erlang_pid *pid)
 {
-	return a->num == b->num && a->serial == b->serial && a->creation == b->creation &&
-	       strcmp(a->node, b->node) == 0;
+	return he->has_pid ? !term_pid_equal(&he->pid, pid) : (he->has_retired && term_pid_equal(&he->retired, pid));
 }
 
 /* The changed state (with a store, written: the reply waits for its
@@ -288,7 +291,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 {
 	struct shard *s = r->slots[shard].shard;
 	struct hosted_entity *he = hosted(ent);
-	if (he->has_pid ? !same_pid(&he->pid, &hm->pid) : (he->has_retired && same_pid(&he->retired, &hm->pid)))
+	if (from_another_process(he, &hm->pid))
 		return; /* from a process this entity no longer has */
 	if (hm->seq == 0) {
 		/* Its own doing (handle_info): a changed state, or a stop. */
@@ -310,7 +313,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 	if (it == NULL)
 		return; /* late, or made up */
 	if (!he->has_pid) {
-		he->pid = hm->pid;
+		term_pid_copy(&he->pid, &hm->pid);
 		he->has_pid = true;
 	}
 	ent->last_active = region_now32(r);
@@ -361,8 +364,7 @@ static void log_crash(struct region *r, const struct host_msg *hm)
 static void on_crashed(struct region *r, uint32_t shard, struct entity *ent, const struct host_msg *hm)
 {
 	struct hosted_entity *he = hosted(ent);
-	if (hm->has_pid && (he->has_pid ? !same_pid(&he->pid, &hm->pid)
-					: (he->has_retired && same_pid(&he->retired, &hm->pid))))
+	if (hm->has_pid && from_another_process(he, &hm->pid))
 		return; /* an older process's */
 	if (!hm->has_pid && he->has_pid)
 		return; /* a start that failed, but this entity's process runs */
@@ -377,9 +379,7 @@ static void on_crashed(struct region *r, uint32_t shard, struct entity *ent, con
 	region_envelope_of(p, &e);
 	ei_x_buff x;
 	if (ei_x_new(&x) == 0) {
-		int rc = ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "error") |
-			 ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "entity_crashed");
-		rc = rc < 0 ? -ENOMEM : term_x_append_raw(&x, hm->reply, hm->reply_len);
+		int rc = term_x_error_tagged_raw(&x, "entity_crashed", hm->reply, hm->reply_len);
 		if (term_x_whole_or_enomem(&x, 0, rc) == 0)
 			answer(r, shard, &e, &x);
 		ei_x_free(&x);
@@ -424,7 +424,7 @@ static void collect_process(struct entity *ent, void *arg)
 		w->pids = p;
 		w->cap = cap;
 	}
-	w->pids[w->n++] = he->pid;
+	term_pid_copy(&w->pids[w->n++], &he->pid);
 	/* The dispatcher ends it: shard_free has nothing to tell it. */
 	forget_process_only(he);
 }
@@ -512,17 +512,17 @@ bool region_remote_handle(struct region *r, const char *term, size_t len, uint32
 
 /* ---- a shard that leaves ---- */
 
+/* Messages taken out of mailboxes, in order, for the front of a slot's
+ * buffer (region_buffer_push_front). */
 struct take_back {
-	struct region *r;
 	struct pending *head, *tail;
 	uint32_t n;
 };
 
-static void take_entity_back(struct entity *ent, void *arg)
+/* Appends the drained mailbox `it` (remote_mailbox_drain's list) to t. */
+static void take_drained(struct take_back *t, struct remote_mailbox_item *it)
 {
-	struct take_back *t = arg;
-	struct hosted_entity *he = hosted(ent);
-	for (struct remote_mailbox_item *it = remote_mailbox_drain(&he->mb); it != NULL;) {
+	while (it != NULL) {
 		struct remote_mailbox_item *following = it->next;
 		struct pending *p = CONTAINER_OF_ITEM(it);
 		p->next = NULL;
@@ -536,11 +536,16 @@ static void take_entity_back(struct entity *ent, void *arg)
 	}
 }
 
+static void take_entity_back(struct entity *ent, void *arg)
+{
+	take_drained(arg, remote_mailbox_drain(&hosted(ent)->mb));
+}
+
 void region_remote_take_back(struct region *r, struct shard_slot *slot)
 {
 	if (!region_remote_active(r) || slot->shard == NULL)
 		return;
-	struct take_back t = {.r = r};
+	struct take_back t = {0};
 	entity_table_each(&slot->shard->entities, take_entity_back, &t);
 	slot->st.in_flight = 0;
 	region_buffer_push_front(r, slot, t.head, t.tail, t.n);
@@ -566,19 +571,8 @@ static void entity_stopped(void *arg, struct hosted_entity *he)
 	struct shard_slot *slot = &r->slots[first->shard];
 	if (busy)
 		region_slot_came_back(&slot->st);
-	struct take_back t = {.r = r};
-	for (; it != NULL;) {
-		struct remote_mailbox_item *following = it->next;
-		struct pending *p = CONTAINER_OF_ITEM(it);
-		p->next = NULL;
-		if (t.tail)
-			t.tail->next = p;
-		else
-			t.head = p;
-		t.tail = p;
-		t.n++;
-		it = following;
-	}
+	struct take_back t = {0};
+	take_drained(&t, it);
 	region_buffer_push_front(r, slot, t.head, t.tail, t.n);
 	if (r->stopped)
 		region_refuse_buffered(r, slot);

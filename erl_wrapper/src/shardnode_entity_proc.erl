@@ -79,9 +79,8 @@ done(Seq, Reply, Old, New, Next, #entity{region = R, id = Id}) ->
 %% region as a completion of no message (number 0): the region keeps the
 %% new state (it is what moves and what the store keeps) and learns of a
 %% stop, so a message sent meanwhile starts a new incarnation.
-own_doing(Old, New, Next, #entity{region = R, id = Id}) ->
-    R ! {'$shardnode_done', Id, self(), 0, undefined, change(Old, New), Next},
-    ok.
+own_doing(Old, New, Next, E) ->
+    done(0, undefined, Old, New, Next, E).
 
 %% Matching both arguments against one variable is `=:='.
 change(State, State) -> unchanged;
