@@ -15,7 +15,8 @@
          states_move_with_their_shards_and_no_entity_runs_twice/1,
          a_store_keeps_what_the_entity_completed/1,
          a_singleton_of_an_erlang_type/1,
-         a_c_node_started_by_hand_names_its_host/1]).
+         a_c_node_started_by_hand_names_its_host/1,
+         a_host_down_hands_its_shards_over_and_takes_them_back/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -29,7 +30,8 @@ all() ->
      states_move_with_their_shards_and_no_entity_runs_twice,
      a_store_keeps_what_the_entity_completed,
      a_singleton_of_an_erlang_type,
-     a_c_node_started_by_hand_names_its_host].
+     a_c_node_started_by_hand_names_its_host,
+     a_host_down_hands_its_shards_over_and_takes_them_back].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -187,6 +189,55 @@ a_c_node_started_by_hand_names_its_host(Config) ->
     _ = Config,
     ok = shardnode:stop_node(N).
 
+%% Two C nodes, each with its own host: A's is this node, B's a peer. When
+%% B's host goes down, the call its process was handling is answered at
+%% once, B's shards of the type move to A with their states (B routes on),
+%% and once the host is back B takes shards again; no value goes back.
+a_host_down_hands_its_shards_over_and_takes_them_back(Config) ->
+    HostName = shardnode_ct:unique_name("host"),
+    {HostPeer, Host} = start_host(Config, HostName),
+    {[A], Config1} = shardnode_ct:start_nodes(Config, [opts("hd", #{})]),
+    BOpts = (maps:remove(entities, opts("hd", #{})))#{
+              join => [A],
+              extra_args => ["--host", atom_to_list(Host), "--host-types", "tally"]},
+    {[B], _} = shardnode_ct:start_nodes(Config1, [BOpts]),
+    Ids = lists:seq(1, 60),
+    [?assertEqual(1, call(A, tally, I, incr)) || I <- Ids],
+    await(fun() -> shard_count(A, tally) > 0 andalso shard_count(B, tally) > 0 end),
+    Total = shard_count(A, tally) + shard_count(B, tally),
+    OnB = live(B, tally),
+    ?assertNotEqual([], OnB),
+    ?assert(lists:all(fun(I) -> lists:member(I, Ids) end, OnB)),
+    %% A call at a process of the host when the host goes down.
+    [Busy | _] = OnB,
+    Self = self(),
+    _ = spawn_link(fun() -> Self ! {busy, catch call(B, tally, Busy, {sleep, 5000})} end),
+    await(fun() -> busy_on(Host) end),
+    T0 = erlang:monotonic_time(millisecond),
+    down(HostPeer, Host),
+    receive
+        {busy, Answer} ->
+            ?assertMatch({error, {entity_crashed, _}}, Answer),
+            ?assert(erlang:monotonic_time(millisecond) - T0 < 3000)
+    after 10000 -> ct:fail(busy_call_unanswered)
+    end,
+    %% Its shards move to A, their states with them; B routes on.
+    await(fun() -> shard_count(B, tally) =:= 0 andalso shard_count(A, tally) =:= Total end),
+    [?assertEqual(2, call(B, tally, I, incr)) || I <- Ids],
+    ?assert(lists:any(fun(L) -> string:find(L, "the host has not answered or is down") =/= nomatch end, output(B))),
+    %% The host comes back: B takes shards again, and their entities run
+    %% on it from the states they had.
+    {HostPeer2, Host} = start_host(Config, HostName),
+    await(fun() -> shard_count(B, tally) > 0 end),
+    [?assertEqual(3, call(A, tally, I, incr)) || I <- Ids],
+    ?assertNotEqual([], live(B, tally)),
+    ?assert(erpc:call(Host, shardnode_entity_host, dispatchers, []) =/= []),
+    no_second_instance(Config),
+    [shardnode:stop_node(N) || N <- [B, A]],
+    %% No entity process outlives the C nodes on the host either.
+    await(fun() -> erpc:call(Host, shardnode_entity_host, dispatchers, []) =:= [] end),
+    down(HostPeer2, Host).
+
 %%====================================================================
 %% Helpers
 %%====================================================================
@@ -198,6 +249,30 @@ opts(Prefix, Extra) ->
       config => maps:merge(#{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
                              rebalance_interval_ms => 300, retry_interval_ms => 300,
                              failure_timeout_ms => 1000, stable_after_ms => 1000}, Extra)}.
+
+%% A BEAM node that hosts tally for C nodes that name it. Unlinked: it
+%% goes down as a crashed node does (down/2), without taking the case.
+start_host(Config, Name) ->
+    TestDir = filename:dirname(code:which(sn_tally)),
+    {ok, Peer, Host} = shardnode_ct:start_peer(Config, #{name => Name, args => ["-pa", TestDir]}),
+    unlink(Peer),
+    ok = erpc:call(Host, shardnode, host_entities, [#{tally => sn_tally}]),
+    {Peer, Host}.
+
+down(Peer, Host) ->
+    Ref = erlang:monitor(process, Peer),
+    erpc:cast(Host, erlang, halt, []),
+    receive {'DOWN', Ref, process, Peer, _} -> ok after 10000 -> ct:fail({host_still_up, Host}) end,
+    await(fun() -> not lists:member(Host, nodes()) end).
+
+%% Whether an sn_tally process on Host is in its {sleep, _} call.
+busy_on(Host) ->
+    lists:any(fun(P) ->
+                      case erpc:call(Host, erlang, process_info, [P, current_function]) of
+                          {current_function, {timer, sleep, 1}} -> true;
+                          _ -> false
+                      end
+              end, erpc:call(Host, erlang, processes, [])).
 
 call(N, Type, Id, Msg) ->
     gen_server:call({Type, N}, {Id, Msg}, 10000).

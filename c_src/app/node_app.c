@@ -404,7 +404,8 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		.log = {.min_level = cfg->log_level, .out = stderr, .node = cfg->name},
 		.sigfd = -1,
 	};
-	app->region_host = (struct region_host){.dispatcher = host_dispatcher, .ready = host_ready, .arg = app};
+	app->region_host = (struct region_host){
+		.dispatcher = host_dispatcher, .ready = host_ready, .arg = app, .node = app->cfg->host};
 	int rc = start_loop(app);
 	if (rc == 0)
 		rc = start_node(app);

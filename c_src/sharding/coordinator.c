@@ -44,6 +44,15 @@ static bool is_downed(const struct coordinator *c, size_t region)
 	return coordinator_members_in(&c->members, CM_DOWNED, c->regions[region].pid.node);
 }
 
+/* It sent region_leaving (graceful_shutdown, or its type's host is down). */
+static bool is_leaving(const struct coordinator *c, const erlang_pid *region)
+{
+	for (size_t d = 0; d < c->nleaving; d++)
+		if (term_pid_equal(&c->leaving[d], region))
+			return true;
+	return false;
+}
+
 /* Its node is leaving, or it is shutting down on a node that stays; or,
  * for a singleton's coordinator, it is on another node than this one, the
  * oldest member's, where the shard belongs. */
@@ -53,10 +62,7 @@ static bool is_draining(const struct coordinator *c, size_t region)
 		return true;
 	if (coordinator_members_in(&c->members, CM_DRAINING, c->regions[region].pid.node))
 		return true;
-	for (size_t d = 0; d < c->nleaving; d++)
-		if (term_pid_equal(&c->regions[region].pid, &c->leaving[d]))
-			return true;
-	return false;
+	return is_leaving(c, &c->regions[region].pid);
 }
 
 /* Not to be given shards. A region may register before its node is up
@@ -214,10 +220,11 @@ static int find_proxy(const struct coordinator *c, const erlang_pid *pid)
 	return -1;
 }
 
-/* A region's graceful_shutdown on a node that stays: hand its shards off. */
+/* A region's graceful_shutdown on a node that stays, or a region whose
+ * type's host is down: hand its shards off. */
 static void on_region_leaving(struct coordinator *c, const erlang_pid *region)
 {
-	if (!c->active || find_region(c, region) < 0)
+	if (!c->active || find_region(c, region) < 0 || is_leaving(c, region))
 		return;
 	if (c->nleaving == c->leaving_cap) {
 		size_t cap = c->leaving_cap ? c->leaving_cap * 2 : 4;
@@ -229,6 +236,20 @@ static void on_region_leaving(struct coordinator *c, const erlang_pid *region)
 	}
 	c->leaving[c->nleaving++] = *region;
 	drain(c);
+}
+
+/* The host of a region that was leaving for it is back: the region may
+ * be given shards again; the rebalance ticks even them out. */
+static void on_region_back(struct coordinator *c, const erlang_pid *region)
+{
+	for (size_t d = 0; d < c->nleaving; d++) {
+		if (term_pid_equal(&c->leaving[d], region)) {
+			c->leaving[d] = c->leaving[--c->nleaving];
+			log_info(c->cfg.log, "coordinator %s: region %s takes shards again", c->cfg.type_name,
+				 region->node);
+			return;
+		}
+	}
 }
 
 static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
@@ -587,6 +608,7 @@ static void coordinator_handle(void *ctx, struct proc *self, const struct proc_m
 	case SMSG_REGISTER: on_register(c, &sm.pid); break;
 	case SMSG_REGISTER_PROXY: on_register_proxy(c, &sm.pid); break;
 	case SMSG_REGION_LEAVING: on_region_leaving(c, &sm.pid); break;
+	case SMSG_REGION_BACK: on_region_back(c, &sm.pid); break;
 	case SMSG_GET_SHARD_HOME: on_get_home(c, sm.shard, &sm.pid); break;
 	case SMSG_REGION_STOPPED: on_region_stopped(c, &sm.pid); break;
 	case SMSG_HOSTING: on_hosting(c, &sm.pid, sm.shards); break;

@@ -149,7 +149,10 @@ void region_resume(struct region *r)
 	/* A stopped region has freed its shards: nothing of it may resume
 	 * (remembered entities waiting for the lease would start in a shard
 	 * that is gone). The glue calls this on every membership change. */
-	if (r->stopped || !region_may_deliver(r))
+	if (r->stopped)
+		return;
+	region_remote_check_host(r, false); /* the host may have answered */
+	if (!region_may_deliver(r))
 		return;
 	region_remember_resume(r);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards && region_may_deliver(r); s++) {

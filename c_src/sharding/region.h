@@ -56,6 +56,9 @@ struct region_host {
 	 * without a quorum lease; region_resume delivers them. */
 	bool (*ready)(void *arg);
 	void *arg;
+	/* The host's node name (NAME@HOST): its nodedown ends every process
+	 * of the type's entities. Not owned; outlives the region. */
+	const char *node;
 };
 
 struct region_config {

@@ -182,6 +182,7 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 	if (first)
 		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.name,
 			  coordinator->node);
+	region_remote_check_host(r, first);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct region_slot_event ev = event(r, SLOT_REGISTERED);
 		/* Only an unknown home is asked for on this account. */
@@ -301,7 +302,10 @@ void region_hand_off_when_flushed(struct region *r, uint32_t shard)
 	 * miss the states sent to the new home: the load's end comes back. */
 	/* Nor may it go while a hosted type's processes have messages to
 	 * complete: their completion comes back to the hub. */
-	if (region_slot_hosted(&slot->st) && (slot->st.buffered > 0 || slot->st.loads > 0 || slot->st.in_flight > 0))
+	/* With the host down nothing buffered can be delivered here: it
+	 * follows the shard. */
+	bool buffer_waits = slot->st.buffered > 0 && !region_remote_host_down(r);
+	if (region_slot_hosted(&slot->st) && (buffer_waits || slot->st.loads > 0 || slot->st.in_flight > 0))
 		return;
 	step(r, shard, event(r, SLOT_HANDED_OFF));
 }

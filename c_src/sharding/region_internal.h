@@ -245,6 +245,9 @@ struct region {
 		const char *stop_reason;
 		char host_node[MAXATOMLEN_UTF8]; /* where the last 'end' went */
 		bool slots_ending;             /* some slot's ending_since is set */
+		/* The coordinator was told region_leaving because the host is
+		 * down (region_remote_check_host); region_back undoes it. */
+		bool away;
 	} remote;
 };
 

@@ -455,15 +455,6 @@ bool region_remote_end_processes(struct region *r, uint32_t shard)
 	return waits;
 }
 
-void region_remote_on_nodedown(struct region *r, const char *peer)
-{
-	if (!r->remote.slots_ending || strcmp(peer, r->remote.host_node) != 0)
-		return;
-	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
-		end_waited(s, r);
-	r->remote.slots_ending = false;
-}
-
 void region_remote_tick(struct region *r)
 {
 	if (!r->remote.slots_ending)
@@ -549,6 +540,99 @@ void region_remote_take_back(struct region *r, struct shard_slot *slot)
 	entity_table_each(&slot->shard->entities, take_entity_back, &t);
 	slot->st.in_flight = 0;
 	region_buffer_push_front(r, slot, t.head, t.tail, t.n);
+}
+
+/* ---- the host goes down and comes back ---- */
+
+static void tell_coordinator(struct region *r, bool ready);
+
+struct host_lost {
+	struct region *r;
+	struct shard_slot *slot;
+	struct take_back *t;
+};
+
+/* The host went down with the entity's process: what it was handling is
+ * answered as a crash's, the rest waits in the buffer. */
+static void lose_process(struct entity *ent, void *arg)
+{
+	struct host_lost *hl = arg;
+	struct hosted_entity *he = hosted(ent);
+	forget_process(hl->r, he, true);
+	struct remote_mailbox_item *next = NULL;
+	struct remote_mailbox_item *it = remote_mailbox_fail(&he->mb, &next);
+	if (it == NULL)
+		return; /* between messages: nothing was out */
+	struct pending *p = CONTAINER_OF_ITEM(it);
+	struct envelope e;
+	region_envelope_of(p, &e);
+	ei_x_buff x;
+	if (ei_x_new(&x) == 0) {
+		/* {error, {entity_crashed, noconnection}}: what a monitor of
+		 * the process says when its node is gone. */
+		int rc = ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "error") |
+			 ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "entity_crashed") |
+			 ei_x_encode_atom(&x, "noconnection");
+		if (term_x_whole_or_enomem(&x, 0, rc) == 0)
+			answer(hl->r, hl->slot->shard->id, &e, &x);
+		ei_x_free(&x);
+	}
+	free(p);
+	take_entity_back(ent, hl->t);
+}
+
+static void lose_host(struct region *r)
+{
+	uint32_t lost = 0;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->shard == NULL)
+			continue; /* every process of its entities is gone, busy or not */
+		lost += slot->st.in_flight;
+		struct take_back t = {0};
+		struct host_lost hl = {.r = r, .slot = slot, .t = &t};
+		entity_table_each(&slot->shard->entities, lose_process, &hl);
+		slot->st.in_flight = 0;
+		region_buffer_push_front(r, slot, t.head, t.tail, t.n);
+	}
+	if (lost > 0)
+		log_warn(r->cfg.log, "region %s: the host %s went down with %u entities' messages at their processes",
+			 r->cfg.name, r->cfg.host->node, lost);
+}
+
+void region_remote_on_nodedown(struct region *r, const char *peer)
+{
+	if (!region_remote_active(r) || r->cfg.host->node == NULL || strcmp(peer, r->cfg.host->node) != 0)
+		return;
+	lose_host(r);
+	if (r->remote.slots_ending) {
+		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
+			end_waited(s, r);
+		r->remote.slots_ending = false;
+	}
+	tell_coordinator(r, false); /* the host link may hear of it after us */
+}
+
+/* region_leaving or region_back, if `ready` (the host's) is news to the
+ * coordinator. */
+static void tell_coordinator(struct region *r, bool ready)
+{
+	if (r->cfg.proxy_only || r->stopped || r->leave.under_way || !r->registered || ready == !r->remote.away)
+		return;
+	r->remote.away = !ready;
+	log_info(r->cfg.log, ready ? "region %s: the host answered: taking shards again"
+				   : "region %s: the host has not answered or is down: its shards go to members whose host is up",
+		 r->cfg.name);
+	region_send_to_coordinator(r, ready ? SMSG_REGION_BACK : SMSG_REGION_LEAVING, 0);
+}
+
+void region_remote_check_host(struct region *r, bool registered_anew)
+{
+	if (!region_remote_active(r))
+		return;
+	if (registered_anew)
+		r->remote.away = false;
+	tell_coordinator(r, r->cfg.host->ready(r->cfg.host->arg));
 }
 
 void region_remote_set_stop_reason(struct region *r, const char *reason) { r->remote.stop_reason = reason; }

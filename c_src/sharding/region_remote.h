@@ -13,6 +13,13 @@
 /* Whether the region's entities run on a host (cfg.host is set). */
 static inline bool region_remote_active(const struct region *r) { return r->cfg.host != NULL; }
 
+/* Whether the region's entities run on a host that has not answered or
+ * is down: nothing can be delivered to them here now. */
+static inline bool region_remote_host_down(const struct region *r)
+{
+	return region_remote_active(r) && !r->cfg.host->ready(r->cfg.host->arg);
+}
+
 /* Prepares the region's side of its hosted entities (their stop hook). */
 void region_remote_init(struct region *r);
 
@@ -49,9 +56,23 @@ void region_remote_take_back(struct region *r, struct shard_slot *slot);
  * for. */
 bool region_remote_end_processes(struct region *r, uint32_t shard);
 
-/* A node went down: if it is the host, the shards waiting for their
- * processes to end wait no more (they ended with the connection). */
+/* A node went down. If it is the host, every process of the type's
+ * entities ended with the connection: a message one was handling is
+ * answered {error, {entity_crashed, noconnection}} (it may or may not
+ * have been handled, as with any crash), the messages queued behind go
+ * back to the front of their slot's buffer to wait for the host or follow
+ * the shard, the states last completed stay; and the shards waiting for
+ * their processes to end wait no more. */
 void region_remote_on_nodedown(struct region *r, const char *peer);
+
+/* Tells the coordinator what the host's state means for this region's
+ * shards, when that changed: while the host is down, region_leaving (the
+ * shards move to members whose host is up; the region stays and routes);
+ * once it is back, region_back (it takes shards again). Called on every
+ * registration (`registered_anew`: a coordinator that knows nothing of
+ * it), on the retry tick and when the host answers or goes down. Nothing
+ * for a region without a host, a proxy, or one shutting down. */
+void region_remote_check_host(struct region *r, bool registered_anew);
 
 /* The retry timer: a confirmation that did not come within
  * handoff_timeout_ms is waited for no more. */

@@ -26,6 +26,7 @@ static const char *const kind_names[] = {
 	[SMSG_REGISTER_AGAIN] = "register_again",
 	[SMSG_SHARD_STATE] = "shard_state",
 	[SMSG_SHARD_STATE_ACK] = "shard_state_ack",
+	[SMSG_REGION_BACK] = "region_back",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -70,6 +71,7 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 	switch (k) {
 	case SMSG_REGISTER:
 	case SMSG_REGION_LEAVING:
+	case SMSG_REGION_BACK:
 	case SMSG_REGISTER_PROXY:
 	case SMSG_REGISTERED:
 	case SMSG_REGISTER_AGAIN:

@@ -16,7 +16,10 @@
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
  *   {'$shardnode', region_leaving, RegionPid}        region -> coordinator: hand my
- *                                                    shards off (graceful_shutdown)
+ *                                                    shards off (graceful_shutdown, or
+ *                                                    the host of its type is down)
+ *   {'$shardnode', region_back, RegionPid}           region -> coordinator: the host
+ *                                                    is back, I take shards again
  *   {'$shardnode', region_stopped, RegionPid}        region -> coordinator
  *   {'$shardnode', begin_handoff, ShardId, FromRegionPid} coordinator -> every
  *                                                    region but the shard's home
@@ -69,6 +72,7 @@ enum shard_msg_kind {
 	SMSG_REGISTER_AGAIN,
 	SMSG_SHARD_STATE,
 	SMSG_SHARD_STATE_ACK,
+	SMSG_REGION_BACK,
 };
 
 struct shard_msg {

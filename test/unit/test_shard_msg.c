@@ -78,9 +78,10 @@ static void begin_msg(ei_x_buff *x, int arity, const char *kind)
 Test(shard_msg, pid_messages_round_trip)
 {
 	static const enum shard_msg_kind kinds[] = {SMSG_REGISTER, SMSG_REGISTERED, SMSG_REGION_STOPPED,
-						    SMSG_REGISTER_PROXY, SMSG_REGION_LEAVING, SMSG_REGISTER_AGAIN};
+						    SMSG_REGISTER_PROXY, SMSG_REGION_LEAVING, SMSG_REGISTER_AGAIN,
+						    SMSG_REGION_BACK};
 	static const char *const names[] = {"register", "registered", "region_stopped", "register_proxy",
-					    "region_leaving", "register_again"};
+					    "region_leaving", "register_again", "region_back"};
 	for (size_t k = 0; k < SN_ARRAY_LEN(kinds); k++) {
 		erlang_pid pid = sn_pid(NODE, 100 + (unsigned)k, 3);
 		ei_x_buff x;
