@@ -11,3 +11,5 @@
 -define(REBALANCE_SHARDS, 100).
 %% shards of the two nodes of the state-move figure (half of them move)
 -define(MOVE_SHARDS, 200).
+%% Erlang entities created for their memory figure (at most BENCH_ENTITIES)
+-define(ERL_MEM_ENTITIES, 100000).

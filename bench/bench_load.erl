@@ -79,6 +79,7 @@ fill_loop(Sys, Type, Msg, Next, Last, Out, Got) ->
     end.
 
 check_reply(counter, N) when is_integer(N) -> ok;
+check_reply(ecounter, N) when is_integer(N) -> ok;
 check_reply(echo, B) when is_binary(B) -> ok;
 check_reply(_Type, Other) -> erlang:error({bad_reply, Other}).
 
@@ -160,6 +161,7 @@ ask_loop(Sys, Type, Msg, NEnt, K, Deadline, Acc) ->
     end.
 
 check_ask(counter, _, N) when is_integer(N) -> ok;
+check_ask(ecounter, _, N) when is_integer(N) -> ok;
 check_ask(echo, Msg, Msg) -> ok;
 check_ask(_Type, _Msg, Other) -> erlang:error({bad_reply, Other}).
 

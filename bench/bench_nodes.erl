@@ -7,7 +7,7 @@
 %% dictionary.
 -module(bench_nodes).
 
--export([with_load_nodes/2, with_node/4, with_c_node/4, with_beam_tls_node/3, start_c/3, stop/1,
+-export([with_load_nodes/2, with_node/4, with_c_node/4, with_beam_tls_node/3, with_host/3, start_c/3, stop/1,
          stop_quietly/1,
          all_gone/0, cleanup/0, note_ospid/2,
          cpu_us/1, rss_kb/1]).
@@ -121,6 +121,19 @@ with_beam_tls_node(Certs, #{tag := Tag} = Cfg, Fun) ->
     [{ok, _} = peer:call(maps:get(peer, Sys), bench_region, start, [Type]) || Type <- [counter, echo]],
     with_started(Sys, Fun).
 
+%% A BEAM node that hosts entities written in Erlang (Types, a map of type
+%% to module, given with shardnode:host_entities/1) for the C nodes that
+%% name it with --host; Fun runs with it and it stops afterwards, also when
+%% Fun fails. Its schedulers busy-wait as the baseline's do.
+with_host(Types, #{tag := Tag, entities := Entities} = Cfg, Fun) ->
+    MaxProcs = max(262144, Entities + 100000),
+    Sys = start_peer(host, "bench_host" ++ Tag,
+                     ["+P", integer_to_list(MaxProcs),
+                      "-pa", filename:absname(filename:dirname(code:which(shardnode))),
+                      "-pa", filename:absname(filename:dirname(code:which(?MODULE)))], Cfg),
+    ok = erpc:call(maps:get(node, Sys), shardnode, host_entities, [Types]),
+    with_started(Sys, Fun).
+
 %% started_at: the time just before shardnode:start_node/1, which spawns
 %% the OS process.
 start_c(Prefix, #{config := Config} = Opts, #{tag := Tag, data_dir := DataDir} = Cfg) ->
@@ -152,7 +165,7 @@ stop(#{system := shardnode, node := Node} = Sys) ->
         ok -> gone(Node, maps:get(ospid, Sys, undefined));
         {error, Reason} -> erlang:error({stop_shardnode, Node, Reason})
     end;
-stop(#{system := System, node := Node, peer := Peer} = Sys) when System =:= beam; System =:= load ->
+stop(#{system := System, node := Node, peer := Peer} = Sys) when System =:= beam; System =:= load; System =:= host ->
     untrack(Sys),
     ok = peer:stop(Peer),
     gone(Node, maps:get(ospid, Sys, undefined)).

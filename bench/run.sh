@@ -11,7 +11,7 @@ EBIN=_build/default/lib/shardnode/ebin
 [ -x priv/shardnode ] || { echo "make bench: priv/shardnode missing; run make first" >&2; exit 1; }
 
 mkdir -p "$OUT"
-erlc -Werror -o "$OUT" bench/*.erl
+erlc -Werror -pa "$EBIN" -o "$OUT" bench/*.erl
 
 # The C load generator links the node's own runtime: every c_src/*/*.c but
 # main.c. Rebuilt only when a source is newer than the binary, so a repeated

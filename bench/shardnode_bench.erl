@@ -106,7 +106,8 @@ config() ->
       c_loadgen => filename:absname(env_str("BENCH_C_LOADGEN", "build/bench/c_loadgen")),
       tag => env_str("BENCH_TAG", os:getpid()),
       pids_file => env_str("BENCH_PIDS_FILE", ""),
-      data_dir => env_str("BENCH_DATA_DIR", "build/bench/data")}.
+      data_dir => env_str("BENCH_DATA_DIR", "build/bench/data"),
+      only => env_str("BENCH_ONLY", "")}.
 
 env_int(Var, Default, Min) ->
     env_int(Var, Default, Min, infinity).
@@ -163,6 +164,18 @@ run(#{rounds := Rounds} = Cfg0) ->
 
 %% One system, one round: every figure, each on a fresh node where it
 %% matters.
+measure(System, Round, #{only := "erlang_entities"} = Cfg) ->
+    %% BENCH_ONLY=erlang_entities: the Erlang-entity rows and the baseline
+    %% figures they are compared with
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    case System of
+        shardnode ->
+            erlang_entity_figures(Cfg);
+        beam ->
+            M1 = bench_nodes:with_node(beam, #{}, Cfg, fun(Sys) -> throughput_figures(Sys, Cfg) end),
+            M3 = bench_nodes:with_node(beam, #{}, Cfg, fun(Sys) -> memory_figures(Sys, Cfg) end),
+            as_erlang_entities(maps:merge(M1, M3))
+    end;
 measure(System, Round, Cfg) ->
     io:format("~nround ~b, ~s~n", [Round, label(System)]),
     M1 = bench_nodes:with_node(System, #{}, Cfg,
@@ -178,10 +191,15 @@ measure(System, Round, Cfg) ->
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
-                                       singleton_figures(Cfg), metrics_figures(Cfg)]);
+                                       singleton_figures(Cfg), metrics_figures(Cfg),
+                                       erlang_entity_figures(Cfg)]);
              beam -> #{}
          end,
-    lists:foldl(fun maps:merge/2, M1, [Tls, M2, M3, M4]).
+    M = lists:foldl(fun maps:merge/2, M1, [Tls, M2, M3, M4]),
+    case System of
+        shardnode -> M;
+        beam -> maps:merge(M, as_erlang_entities(M))
+    end.
 
 label(shardnode) -> "shardnode";
 label(beam) -> "BEAM".
@@ -325,6 +343,110 @@ entity_count(#{system := shardnode, node := Node}, Type) ->
     Count;
 entity_count(#{system := beam, node := Node}, Type) ->
     erpc:call(Node, bench_region, entity_count, [Type], ?CALL_TIMEOUT).
+
+%% Entities written in Erlang (bench_counter_entity, a shardnode_entity
+%% counter) on a host BEAM node, for a C node started with --host: the
+%% tell and ask figures of the counter rows above, with the CPU of the C
+%% node and of the host per message, and the memory per idle entity on
+%% each. The baseline is the BEAM's own gen_server counters of those rows
+%% (as_erlang_entities): the same workload, the same machine.
+erlang_entity_figures(#{tag := Tag, clients := C, window := W, seconds := Secs,
+                        entities := Entities} = Cfg) ->
+    bench_nodes:with_host(
+      #{ecounter => bench_counter_entity}, Cfg,
+      fun(#{node := Host, ospid := HostPid}) ->
+              Opts = #{types => [counter], config => #{},
+                       extra_args => ["--host", atom_to_list(Host), "--host-types", "ecounter"]},
+              bench_nodes:with_c_node(
+                "bench_erl", Opts, Cfg,
+                fun(#{ospid := OsPid} = Sys) ->
+                        %% the host has answered once a call goes through
+                        ok = shardnode_poll:until(
+                               fun() -> catch bench_load:ask_one(Sys, ecounter, 0, get) =:= 0 end, 20000),
+                        bench_load:fill(Sys, ecounter, incr, 1, ?HOT_ENTITIES, C, W),
+                        Me = list_to_integer(os:getpid()),
+                        Cpu = fun() -> {bench_nodes:cpu_us(OsPid), bench_nodes:cpu_us(HostPid),
+                                        bench_nodes:cpu_us(Me)} end,
+                        {C0, H0, G0} = Cpu(),
+                        {Tell, Tells} = bench_load:tell_rate(Sys, ecounter, incr, ?HOT_ENTITIES, C, W, Secs),
+                        {C1, H1, G1} = Cpu(),
+                        {AskRate, AskP50, AskP99, Asks} =
+                            bench_load:ask(Sys, ecounter, get, ?HOT_ENTITIES, C, Secs),
+                        {C2, H2, G2} = Cpu(),
+                        progress("erl tell", "~s msg/s, CPU per message: C node ~s us, host ~s us "
+                                 "(load generator: ~s us)",
+                                 [fmt(Tell), fmt((C1 - C0) / Tells), fmt((H1 - H0) / Tells),
+                                  fmt((G1 - G0) / Tells)]),
+                        progress("erl ask", "~s calls/s, p50 ~s us, p99 ~s us, CPU per call: C node ~s us, "
+                                 "host ~s us (callers: ~s us)",
+                                 [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt((C2 - C1) / Asks),
+                                  fmt((H2 - H1) / Asks), fmt((G2 - G1) / Asks)]),
+                        Spread = erlang_entity_spread(Sys, HostPid, Cfg),
+                        Mem = erlang_entity_memory(Sys, HostPid, min(Entities, ?ERL_MEM_ENTITIES), Cfg),
+                        _ = Tag,
+                        (maps:merge(Spread, Mem))#{erl_tell_rate => Tell,
+                             erl_tell_cpu => (C1 - C0 + H1 - H0) / Tells,
+                             erl_tell_cpu_c => (C1 - C0) / Tells,
+                             erl_tell_cpu_host => (H1 - H0) / Tells,
+                             erl_ask_rate => AskRate, erl_ask_p50 => AskP50, erl_ask_p99 => AskP99,
+                             erl_ask_cpu => (C2 - C1 + H2 - H1) / Asks,
+                             erl_ask_cpu_c => (C2 - C1) / Asks,
+                             erl_ask_cpu_host => (H2 - H1) / Asks,
+                             erl_ask_cpu_caller => (G2 - G1) / Asks}
+                end)
+      end).
+
+%% The same tells and asks with the clients spread over the load nodes, as
+%% in spread_figures: the controller's one connection no longer limits them.
+erlang_entity_spread(#{ospid := OsPid} = Sys, HostPid,
+                     #{clients := C, window := W, seconds := Secs, load_nodes := Loads}) ->
+    Nodes = [N || #{node := N} <- Loads],
+    Cpu = fun() -> {bench_nodes:cpu_us(OsPid), bench_nodes:cpu_us(HostPid)} end,
+    {C0, H0} = Cpu(),
+    {Tell, Tells} = bench_load:tell_rate(Sys, ecounter, incr, ?HOT_ENTITIES, C, W, Secs, Nodes),
+    {C1, H1} = Cpu(),
+    {AskRate, AskP50, AskP99, Asks} = bench_load:ask(Sys, ecounter, get, ?HOT_ENTITIES, C, Secs, Nodes),
+    {C2, H2} = Cpu(),
+    What = io_lib:format("~b nodes", [length(Nodes)]),
+    progress(["erl tell, ", What], "~s msg/s, CPU per message: C node ~s us, host ~s us",
+             [fmt(Tell), fmt((C1 - C0) / Tells), fmt((H1 - H0) / Tells)]),
+    progress(["erl ask, ", What], "~s calls/s, p50 ~s us, p99 ~s us, CPU per call: C node ~s us, host ~s us",
+             [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt((C2 - C1) / Asks), fmt((H2 - H1) / Asks)]),
+    #{erl_spread_tell_rate => Tell, erl_spread_tell_cpu => (C1 - C0 + H1 - H0) / Tells,
+      erl_spread_tell_cpu_c => (C1 - C0) / Tells,
+      erl_spread_ask_rate => AskRate, erl_spread_ask_p50 => AskP50, erl_spread_ask_p99 => AskP99,
+      erl_spread_ask_cpu => (C2 - C1 + H2 - H1) / Asks, erl_spread_ask_cpu_c => (C2 - C1) / Asks}.
+
+%% RSS growth of the C node and of the host while N more Erlang entities
+%% are created (one tell each) and left idle.
+erlang_entity_memory(#{ospid := OsPid} = Sys, HostPid, N, #{clients := C, window := W}) ->
+    timer:sleep(200),
+    Before = entity_count(Sys, ecounter),
+    Rc0 = bench_nodes:rss_kb(OsPid), Rh0 = bench_nodes:rss_kb(HostPid),
+    _ = bench_load:fill(Sys, ecounter, incr, ?HOT_ENTITIES + 1, N, C, W),
+    N = entity_count(Sys, ecounter) - Before,
+    timer:sleep(500),
+    Rc1 = bench_nodes:rss_kb(OsPid), Rh1 = bench_nodes:rss_kb(HostPid),
+    PerC = (Rc1 - Rc0) * 1024 / N, PerHost = (Rh1 - Rh0) * 1024 / N,
+    progress("erl memory", "~s bytes per idle entity: C node ~s, host ~s (~s entities)",
+             [fmt(PerC + PerHost), fmt(PerC), fmt(PerHost), fmt(N)]),
+    #{erl_mem => PerC + PerHost, erl_mem_c => PerC, erl_mem_host => PerHost}.
+
+%% The baseline of the Erlang-entity rows: the BEAM's gen_server counters
+%% measured by the rows above, under the rows' own names.
+as_erlang_entities(M) ->
+    maps:from_list([{New, maps:get(Old, M)}
+                    || {New, Old} <- [{erl_tell_rate, tell_rate}, {erl_tell_cpu, tell_cpu},
+                                      {erl_ask_rate, ask_rate}, {erl_ask_p50, ask_p50},
+                                      {erl_ask_p99, ask_p99}, {erl_ask_cpu, ask_cpu},
+                                      {erl_mem, mem_per_entity},
+                                      {erl_spread_tell_rate, spread_tell_rate},
+                                      {erl_spread_tell_cpu, spread_tell_cpu},
+                                      {erl_spread_ask_rate, spread_ask_rate},
+                                      {erl_spread_ask_p50, spread_ask_p50},
+                                      {erl_spread_ask_p99, spread_ask_p99},
+                                      {erl_spread_ask_cpu, spread_ask_cpu}],
+                       maps:is_key(Old, M)]).
 
 %% Two shardnode nodes, no baseline: the first, alone, hosts all 100 shards
 %% of counter (one entity in each); a second joins it, and the coordinator

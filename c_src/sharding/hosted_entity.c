@@ -12,6 +12,11 @@ int hosted_entity_set_state(struct hosted_entity *he, const char *state, size_t 
 	char *copy = NULL;
 	if (len > UINT32_MAX)
 		return -ENOMEM;
+	if (len > 0 && len == he->state_len && he->state != NULL) {
+		/* A counter's next value, say: the same size, in place. */
+		memmove(he->state, state, len);
+		return 0;
+	}
 	if (len > 0) {
 		if ((copy = malloc(len)) == NULL)
 			return -ENOMEM;
@@ -69,4 +74,25 @@ void hosted_entity_type_init(struct entity_type *t, const char *name)
 		.encode_state = encode_state,
 		.decode_state = decode_state,
 	};
+}
+
+void hosted_pid_keep(struct hosted_pid *hp, const erlang_pid *pid)
+{
+	*hp = (struct hosted_pid){.num = pid->num, .serial = pid->serial, .creation = pid->creation};
+}
+
+bool hosted_pid_is(const struct hosted_pid *hp, const erlang_pid *pid, const char *host)
+{
+	return hp->num == pid->num && hp->serial == pid->serial && hp->creation == pid->creation &&
+	       strcmp(pid->node, host) == 0;
+}
+
+void hosted_pid_expand(const struct hosted_pid *hp, const char *host, erlang_pid *out)
+{
+	size_t n = strnlen(host, sizeof out->node - 1);
+	memcpy(out->node, host, n);
+	out->node[n] = '\0';
+	out->num = hp->num;
+	out->serial = hp->serial;
+	out->creation = hp->creation;
 }

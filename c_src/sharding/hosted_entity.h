@@ -33,18 +33,36 @@ struct hosted_entity_ops {
 	void *arg;
 };
 
+/* An entity process's pid without its node, which is always the host's:
+ * 12 bytes where an erlang_pid takes over 1 KB (its node name buffer),
+ * kept for every live entity. */
+struct hosted_pid {
+	uint32_t num, serial, creation;
+};
+
 struct hosted_entity {
 	const struct hosted_entity_ops *ops; /* NULL: never sent a message here */
 	char *state;          /* the last completed state, a term without version byte; owned; NULL: none yet */
 	uint32_t state_len;
 	bool has_pid;         /* the process the messages go to is known */
-	erlang_pid pid;
 	/* A process this entity had and ended; a late crash report from it
 	 * changes nothing. */
 	bool has_retired;
-	erlang_pid retired;
+	struct hosted_pid pid;
+	struct hosted_pid retired;
 	struct remote_mailbox mb;
 };
+
+/* Keeps `pid`'s number, serial and creation in *hp (its node is the
+ * host's: the caller checked). */
+void hosted_pid_keep(struct hosted_pid *hp, const erlang_pid *pid);
+
+/* Whether `pid` is the process *hp names on node `host`. */
+bool hosted_pid_is(const struct hosted_pid *hp, const erlang_pid *pid, const char *host);
+
+/* Writes into *out the pid *hp names on node `host` (NAME@HOST, shorter
+ * than a node name buffer: it is one). */
+void hosted_pid_expand(const struct hosted_pid *hp, const char *host, erlang_pid *out);
 
 /* Fills *t as the type named `name` (borrowed: it must outlive the type)
  * of entities hosted elsewhere. */

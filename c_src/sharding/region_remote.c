@@ -35,6 +35,9 @@
 
 static struct hosted_entity *hosted(struct entity *e) { return entity_state(e); }
 
+/* The node every process of the region's entities runs on. */
+static const char *host_node(const struct region *r) { return r->cfg.host->node ? r->cfg.host->node : ""; }
+
 static struct entity *find_entity(struct shard *s, const char *id, size_t id_len)
 {
 	return entity_table_find(&s->entities, id, id_len, entity_table_hash(id, id_len));
@@ -70,7 +73,7 @@ static void answer_atom(struct region *r, uint32_t shard, const struct envelope 
 static void forget_process_only(struct hosted_entity *he)
 {
 	if (he->has_pid) {
-		term_pid_copy(&he->retired, &he->pid);
+		he->retired = he->pid;
 		he->has_retired = true;
 	}
 	he->has_pid = false;
@@ -80,10 +83,12 @@ static void send_stop(struct region *r, struct hosted_entity *he, const char *re
 {
 	if (!he->has_pid)
 		return;
+	erlang_pid to;
+	hosted_pid_expand(&he->pid, host_node(r), &to);
 	ei_x_buff x;
 	if (ei_x_new(&x) == 0) {
 		if (host_msg_encode_stop(&x, reason) == 0)
-			(void)dist_node_send(r->cfg.node, &he->pid, x.buff, (size_t)x.index);
+			(void)dist_node_send(r->cfg.node, &to, x.buff, (size_t)x.index);
 		ei_x_free(&x);
 	}
 	forget_process_only(he);
@@ -107,13 +112,11 @@ static int send_in_flight(struct region *r, const char *id, size_t id_len, struc
 {
 	struct envelope e;
 	region_envelope_of(p, &e);
-	erlang_pid dispatcher;
-	const erlang_pid *to = &he->pid;
-	if (!he->has_pid) {
-		if (!r->cfg.host->dispatcher(r->cfg.host->arg, &dispatcher))
-			return -EHOSTUNREACH;
-		to = &dispatcher;
-	}
+	erlang_pid to;
+	if (he->has_pid)
+		hosted_pid_expand(&he->pid, host_node(r), &to);
+	else if (!r->cfg.host->dispatcher(r->cfg.host->arg, &to))
+		return -EHOSTUNREACH;
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return -ENOMEM;
@@ -121,7 +124,7 @@ static int send_in_flight(struct region *r, const char *id, size_t id_len, struc
 			     : host_msg_encode_start(&x, &r->pid, r->cfg.type->name, id, id_len, he->state,
 						     he->state_len, p->in_mailbox.seq, e.msg, e.msg_len);
 	if (rc == 0)
-		rc = dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index) == 0 ? 0 : -EHOSTUNREACH;
+		rc = dist_node_send(r->cfg.node, &to, x.buff, (size_t)x.index) == 0 ? 0 : -EHOSTUNREACH;
 	ei_x_free(&x);
 	return rc;
 }
@@ -256,11 +259,15 @@ static struct entity *entity_of(struct region *r, const char *raw_id, size_t raw
 }
 
 /* Whether `pid` is not the entity's process now (another, or the one it
- * ended): what it sends is late. Before the first completion any process
- * but the ended one is taken: the dispatcher starts it. */
-static bool from_another_process(const struct hosted_entity *he, const erlang_pid *pid)
+ * ended, or one not on the host): what it sends is late. Before the first
+ * completion any process of the host but the ended one is taken: the
+ * dispatcher starts it. */
+static bool from_another_process(const struct region *r, const struct hosted_entity *he, const erlang_pid *pid)
 {
-	return he->has_pid ? !term_pid_equal(&he->pid, pid) : (he->has_retired && term_pid_equal(&he->retired, pid));
+	const char *host = host_node(r);
+	if (he->has_pid)
+		return !hosted_pid_is(&he->pid, pid, host);
+	return strcmp(pid->node, host) != 0 || (he->has_retired && hosted_pid_is(&he->retired, pid, host));
 }
 
 /* The changed state (with a store, written: the reply waits for its
@@ -291,7 +298,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 {
 	struct shard *s = r->slots[shard].shard;
 	struct hosted_entity *he = hosted(ent);
-	if (from_another_process(he, &hm->pid))
+	if (from_another_process(r, he, &hm->pid))
 		return; /* from a process this entity no longer has */
 	if (hm->seq == 0) {
 		/* Its own doing (handle_info): a changed state, or a stop. */
@@ -313,7 +320,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 	if (it == NULL)
 		return; /* late, or made up */
 	if (!he->has_pid) {
-		term_pid_copy(&he->pid, &hm->pid);
+		hosted_pid_keep(&he->pid, &hm->pid);
 		he->has_pid = true;
 	}
 	ent->last_active = region_now32(r);
@@ -364,7 +371,7 @@ static void log_crash(struct region *r, const struct host_msg *hm)
 static void on_crashed(struct region *r, uint32_t shard, struct entity *ent, const struct host_msg *hm)
 {
 	struct hosted_entity *he = hosted(ent);
-	if (hm->has_pid && from_another_process(he, &hm->pid))
+	if (hm->has_pid && from_another_process(r, he, &hm->pid))
 		return; /* an older process's */
 	if (!hm->has_pid && he->has_pid)
 		return; /* a start that failed, but this entity's process runs */
@@ -403,6 +410,7 @@ static void end_waited(uint32_t shard, struct region *r)
 }
 
 struct ending {
+	const char *host;
 	erlang_pid *pids;
 	size_t n, cap;
 	bool failed;
@@ -424,7 +432,7 @@ static void collect_process(struct entity *ent, void *arg)
 		w->pids = p;
 		w->cap = cap;
 	}
-	term_pid_copy(&w->pids[w->n++], &he->pid);
+	hosted_pid_expand(&he->pid, w->host, &w->pids[w->n++]);
 	/* The dispatcher ends it: shard_free has nothing to tell it. */
 	forget_process_only(he);
 }
@@ -435,7 +443,7 @@ bool region_remote_end_processes(struct region *r, uint32_t shard)
 	erlang_pid dispatcher;
 	if (!region_remote_active(r) || slot->shard == NULL || !r->cfg.host->dispatcher(r->cfg.host->arg, &dispatcher))
 		return false; /* no host: none of its processes runs */
-	struct ending w = {0};
+	struct ending w = {.host = host_node(r)};
 	entity_table_each(&slot->shard->entities, collect_process, &w);
 	bool waits = false;
 	ei_x_buff x;
