@@ -62,7 +62,8 @@ end_per_testcase(_Case, Config) ->
 %% the entity, passivate and delete, the region's requests; next to a C
 %% type on the same node.
 an_erlang_entity_answers_as_a_c_one(Config) ->
-    {[N], _} = shardnode_ct:start_nodes(Config, [opts("ent", #{})]),
+    Port = shardnode_ct:free_port(),
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("ent", #{metrics_port => Port})]),
     ?assertEqual(ok, call(N, cart, <<"a">>, {add, apple, 2})),
     ?assertEqual(#{apple => 2}, call(N, cart, <<"a">>, items)),
     {cart, N} ! {<<"a">>, {add, pear, 1}},
@@ -88,6 +89,16 @@ an_erlang_entity_answers_as_a_c_one(Config) ->
     [spawn_link(fun() -> Self ! {done, K, call(N, tally, many, incr)} end) || K <- lists:seq(1, 200)],
     Values = [receive {done, K, V} -> V after 10000 -> ct:fail({no_answer, K}) end || K <- lists:seq(1, 200)],
     ?assertEqual(lists:seq(1, 200), lists:sort(Values)),
+    %% The metrics of a C type, and how long the processes took.
+    Page = metrics_page(Port),
+    Metric = fun(Name, Type) ->
+                     shardnode_ct:metric_value(Page, iolist_to_binary([Name, "{type=\"", Type, "\"}"]))
+             end,
+    ?assert(Metric("shardnode_messages_total", "tally\",kind=\"ask") >= 200),
+    ?assert(Metric("shardnode_reply_latency_seconds_count", "tally") >= 200),
+    ?assert(Metric("shardnode_entity_process_seconds_count", "tally") >= 200),
+    ?assert(Metric("shardnode_entity_process_seconds_sum", "tally") > 0),
+    ?assertEqual(undefined, Metric("shardnode_entity_process_seconds_count", "counter")),
     no_second_instance(Config),
     ok = shardnode:stop_node(N).
 
@@ -273,6 +284,20 @@ busy_on(Host) ->
                           _ -> false
                       end
               end, erpc:call(Host, erlang, processes, [])).
+
+%% The metrics page, read over a plain TCP connection.
+metrics_page(Port) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], 5000),
+    ok = gen_tcp:send(S, <<"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n">>),
+    All = read_all(S, <<>>),
+    [_Head, Body] = binary:split(All, <<"\r\n\r\n">>),
+    Body.
+
+read_all(S, Acc) ->
+    case gen_tcp:recv(S, 0, 5000) of
+        {ok, B} -> read_all(S, <<Acc/binary, B/binary>>);
+        {error, closed} -> Acc
+    end.
 
 call(N, Type, Id, Msg) ->
     gen_server:call({Type, N}, {Id, Msg}, 10000).

@@ -83,9 +83,10 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 		labels_of(&l, names[k], "kind", "tell");
 		prom_u64(p, "shardnode_messages_total", l.text, rm[k].tells);
 	}
-	uint64_t forwarded[NODE_TYPES_MAX], entities[NODE_TYPES_MAX], shards[NODE_TYPES_MAX],
-		buffered[NODE_TYPES_MAX], dropped[NODE_TYPES_MAX], handoffs[NODE_TYPES_MAX];
-	const struct histogram *latency[NODE_TYPES_MAX], *handoff_duration[NODE_TYPES_MAX];
+	/* Zeroed: gcc cannot tell that only the first n are read. */
+	uint64_t forwarded[NODE_TYPES_MAX] = {0}, entities[NODE_TYPES_MAX] = {0}, shards[NODE_TYPES_MAX] = {0},
+		 buffered[NODE_TYPES_MAX] = {0}, dropped[NODE_TYPES_MAX] = {0}, handoffs[NODE_TYPES_MAX] = {0};
+	const struct histogram *latency[NODE_TYPES_MAX] = {0}, *handoff_duration[NODE_TYPES_MAX] = {0};
 	for (size_t k = 0; k < n; k++) {
 		forwarded[k] = rm[k].stats.forwarded;
 		entities[k] = rm[k].stats.entities;
@@ -113,6 +114,21 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 		 handoffs, n);
 	per_type_histogram(p, "shardnode_handoff_duration_seconds",
 			   "From the coordinator's hand-off order to the shard stopped here.", names, handoff_duration, n);
+	/* Only the types written in Erlang or Elixir have processes to time. */
+	const char *hosted_names[NODE_TYPES_MAX];
+	const struct histogram *process[NODE_TYPES_MAX];
+	size_t nh = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (!rm[k].hosted)
+			continue;
+		hosted_names[nh] = names[k];
+		process[nh++] = &rm[k].process_latency;
+	}
+	if (nh > 0)
+		per_type_histogram(p, "shardnode_entity_process_seconds",
+				   "For types written in Erlang or Elixir: from a message's sending to its entity's "
+				   "process on the host to the completion's arrival here.",
+				   hosted_names, process, nh);
 }
 
 static void render_coordinators(struct prom_text *p, const struct node_app *app)

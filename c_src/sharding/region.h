@@ -167,6 +167,11 @@ struct region_metrics {
 	struct histogram reply_latency;  /* with cfg.metrics */
 	uint64_t handoffs;               /* shards handed off from here */
 	struct histogram handoff_duration;
+	/* A type written in Erlang or Elixir: how long its entities'
+	 * processes took, from the message's sending to the completion's
+	 * arrival (with cfg.metrics). */
+	bool hosted;
+	struct histogram process_latency;
 };
 void region_get_metrics(const struct region *r, struct region_metrics *out);
 

@@ -69,6 +69,7 @@ struct pending {
 	struct pending *next;
 	struct remote_mailbox_item in_mailbox; /* region_remote.c's */
 	uint32_t shard;                        /* region_remote.c's: whose entity it is for */
+	uint64_t sent_ns;                      /* region_remote.c's: when it went to the process */
 	uint64_t t0_ns;
 	bool is_call;
 	bool has_from;
@@ -248,6 +249,9 @@ struct region {
 		/* The coordinator was told region_leaving because the host is
 		 * down (region_remote_check_host); region_back undoes it. */
 		bool away;
+		/* With cfg.metrics: from a message's sending to its entity's
+		 * process to its completion's arrival, on the loop's clock. */
+		struct histogram process_latency;
 	} remote;
 };
 

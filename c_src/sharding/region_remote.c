@@ -126,6 +126,7 @@ static int send_in_flight(struct region *r, const char *id, size_t id_len, struc
 	if (rc == 0)
 		rc = dist_node_send(r->cfg.node, &to, x.buff, (size_t)x.index) == 0 ? 0 : -EHOSTUNREACH;
 	ei_x_free(&x);
+	p->sent_ns = evloop_now_ns(r->cfg.loop);
 	return rc;
 }
 
@@ -325,6 +326,10 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 	}
 	ent->last_active = region_now32(r);
 	struct pending *p = CONTAINER_OF_ITEM(it);
+	if (r->cfg.metrics) {
+		uint64_t now = evloop_now_ns(r->cfg.loop);
+		histogram_observe(&r->remote.process_latency, now > p->sent_ns ? now - p->sent_ns : 0);
+	}
 	struct envelope e;
 	region_envelope_of(p, &e);
 	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);

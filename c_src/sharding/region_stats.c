@@ -52,6 +52,8 @@ void region_get_metrics(const struct region *r, struct region_metrics *out)
 	out->reply_latency = r->reply_latency;
 	out->handoffs = r->handoffs;
 	out->handoff_duration = r->handoff_duration;
+	out->hosted = r->cfg.host != NULL;
+	out->process_latency = r->remote.process_latency;
 }
 
 /* ---- this region ---- */
