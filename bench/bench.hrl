@@ -13,3 +13,5 @@
 -define(MOVE_SHARDS, 200).
 %% Erlang entities created for their memory figure (at most BENCH_ENTITIES)
 -define(ERL_MEM_ENTITIES, 100000).
+%% sequential calls of the Erlang-entity figure's one-call breakdown
+-define(ERL_ONE_CALL_SAMPLES, 2000).

@@ -355,7 +355,10 @@ erlang_entity_figures(#{tag := Tag, clients := C, window := W, seconds := Secs,
     bench_nodes:with_host(
       #{ecounter => bench_counter_entity}, Cfg,
       fun(#{node := Host, ospid := HostPid}) ->
-              Opts = #{types => [counter], config => #{},
+              {ok, L} = gen_tcp:listen(0, [{reuseaddr, true}]),
+              {ok, Port} = inet:port(L),
+              ok = gen_tcp:close(L),
+              Opts = #{types => [counter], config => #{metrics_port => Port},
                        extra_args => ["--host", atom_to_list(Host), "--host-types", "ecounter"]},
               bench_nodes:with_c_node(
                 "bench_erl", Opts, Cfg,
@@ -363,6 +366,7 @@ erlang_entity_figures(#{tag := Tag, clients := C, window := W, seconds := Secs,
                         %% the host has answered once a call goes through
                         ok = shardnode_poll:until(
                                fun() -> catch bench_load:ask_one(Sys, ecounter, 0, get) =:= 0 end, 20000),
+                        OneCall = erlang_entity_one_call(Sys, Port),
                         bench_load:fill(Sys, ecounter, incr, 1, ?HOT_ENTITIES, C, W),
                         Me = list_to_integer(os:getpid()),
                         Cpu = fun() -> {bench_nodes:cpu_us(OsPid), bench_nodes:cpu_us(HostPid),
@@ -384,7 +388,7 @@ erlang_entity_figures(#{tag := Tag, clients := C, window := W, seconds := Secs,
                         Spread = erlang_entity_spread(Sys, HostPid, Cfg),
                         Mem = erlang_entity_memory(Sys, HostPid, min(Entities, ?ERL_MEM_ENTITIES), Cfg),
                         _ = Tag,
-                        (maps:merge(Spread, Mem))#{erl_tell_rate => Tell,
+                        (maps:merge(OneCall, maps:merge(Spread, Mem)))#{erl_tell_rate => Tell,
                              erl_tell_cpu => (C1 - C0 + H1 - H0) / Tells,
                              erl_tell_cpu_c => (C1 - C0) / Tells,
                              erl_tell_cpu_host => (H1 - H0) / Tells,
@@ -395,6 +399,33 @@ erlang_entity_figures(#{tag := Tag, clients := C, window := W, seconds := Secs,
                              erl_ask_cpu_caller => (G2 - G1) / Asks}
                 end)
       end).
+
+%% Where the time of one call goes: one caller, one call at a time, to an
+%% Erlang entity and then to a C counter on the same node. The C node's
+%% own histograms (over the Erlang entity's calls alone) split the first:
+%% from reading the call to writing its reply, of which from sending it
+%% to the entity's process to the completion's arrival (the host and the
+%% two network legs to it).
+erlang_entity_one_call(Sys, Port) ->
+    _ = bench_load:ask_one(Sys, counter, 0, get),
+    N = ?ERL_ONE_CALL_SAMPLES,
+    Page0 = scrape(Port),
+    Erl = [bench_load:timed_call(Sys, ecounter, 0, get) || _ <- lists:seq(1, N)],
+    Page1 = scrape(Port),
+    C = [bench_load:timed_call(Sys, counter, 0, get) || _ <- lists:seq(1, N)],
+    Mean = fun(Family) ->
+                   Series = fun(Suffix) -> [Family, Suffix, "\\{type=\"ecounter\"\\}"] end,
+                   Diff = fun(Suffix) -> metric(Page1, Series(Suffix)) - metric(Page0, Series(Suffix)) end,
+                   1.0e6 * Diff("_sum") / Diff("_count")
+           end,
+    Node = Mean("shardnode_reply_latency_seconds"),
+    Host = Mean("shardnode_entity_process_seconds"),
+    ErlUs = bench_figures:median(Erl), CUs = bench_figures:median(C),
+    progress("erl one call", "~s us round trip (a C type's ~s us); in the C node, read -> reply ~s us, "
+             "of which at the host (and the way there and back) ~s us; medians of ~b, means of the C node's",
+             [fmt(ErlUs), fmt(CUs), fmt(Node), fmt(Host), N]),
+    #{erl_one_call_us => ErlUs, erl_one_call_c_type_us => CUs,
+      erl_one_call_node_us => Node, erl_one_call_host_us => Host}.
 
 %% The same tells and asks with the clients spread over the load nodes, as
 %% in spread_figures: the controller's one connection no longer limits them.
