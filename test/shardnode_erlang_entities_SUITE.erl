@@ -16,7 +16,8 @@
          a_store_keeps_what_the_entity_completed/1,
          a_singleton_of_an_erlang_type/1,
          a_c_node_started_by_hand_names_its_host/1,
-         a_host_down_hands_its_shards_over_and_takes_them_back/1]).
+         a_host_down_hands_its_shards_over_and_takes_them_back/1,
+         remembered_erlang_entities_run_again_without_a_message/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -31,7 +32,8 @@ all() ->
      a_store_keeps_what_the_entity_completed,
      a_singleton_of_an_erlang_type,
      a_c_node_started_by_hand_names_its_host,
-     a_host_down_hands_its_shards_over_and_takes_them_back].
+     a_host_down_hands_its_shards_over_and_takes_them_back,
+     remembered_erlang_entities_run_again_without_a_message].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -249,6 +251,28 @@ a_host_down_hands_its_shards_over_and_takes_them_back(Config) ->
     await(fun() -> erpc:call(Host, shardnode_entity_host, dispatchers, []) =:= [] end),
     down(HostPeer2, Host).
 
+%% remember_entities with lmdb: after a restart on the same data_dir the
+%% entities that ran run again, their processes started on the host
+%% before anyone sends them anything, from their stored states; one a
+%% timer of its own changes meanwhile keeps that change.
+remembered_erlang_entities_run_again_without_a_message(Config) ->
+    Dir = filename:join(?config(priv_dir, Config), "remember"),
+    Opts = opts("rem", #{state_store => lmdb, data_dir => Dir, remember_entities => true}),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    Ids = [{r, K} || K <- lists:seq(1, 20)],
+    [?assertEqual(K, call(N, tally, Id, {incr, K})) || {r, K} = Id <- Ids],
+    await(fun() -> lists:sort(running(Config)) =:= lists:sort(Ids) end),
+    ok = shardnode:stop_node(N),
+    await(fun() -> running(Config) =:= [] end),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
+    %% Nothing sent: the processes are there, from the stored states.
+    await(fun() -> lists:sort(running(Config)) =:= lists:sort(Ids) end),
+    ?assertEqual(ok, call(N, tally, {r, 1}, {set_later, 100, 50})),
+    await(fun() -> call(N, tally, {r, 1}, get) =:= 100 end),
+    [?assertEqual(K, call(N, tally, Id, get)) || {r, K} = Id <- Ids, K > 1],
+    no_second_instance(Config),
+    ok = shardnode:stop_node(N).
+
 %%====================================================================
 %% Helpers
 %%====================================================================
@@ -328,8 +352,16 @@ recorder(Live, Seconds) ->
             recorder(maps:remove(Pid, Live), Seconds);
         {seconds, From} ->
             From ! {seconds, Seconds},
+            recorder(Live, Seconds);
+        {running, From} ->
+            From ! {running, [Id || {P, Id} <- maps:to_list(Live), is_process_alive(P)]},
             recorder(Live, Seconds)
     end.
+
+%% The ids whose sn_tally process runs on this node now.
+running(Config) ->
+    ?config(recorder, Config) ! {running, self()},
+    receive {running, Ids} -> Ids after 5000 -> ct:fail(recorder_silent) end.
 
 no_second_instance(Config) ->
     ?config(recorder, Config) ! {seconds, self()},

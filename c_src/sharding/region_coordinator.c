@@ -19,6 +19,7 @@
 #include "sharding/region_handoff_state.h"
 #include "sharding/region_remember.h"
 #include "sharding/region_remote.h"
+#include "sharding/region_remote_host.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 

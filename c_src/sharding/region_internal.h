@@ -10,6 +10,9 @@
  *                         handoff (on the shard slots of region_slot.h)
  *   region_remember.c     remembered entities (remember_replica.h)
  *   region_handoff_state.c entity states streamed to a shard's new home
+ *   region_remote_host.c  a type written in Erlang and its host's state:
+ *                         a leaving shard's processes ended, the host's
+ *                         nodedown, the coordinator told while it is down
  *   region_deliver.c      delivery to a hosted shard, forwarding, flushing
  *                         a shard's buffer
  *   region_remote.c       entities run as processes on a host (a type

@@ -14,6 +14,7 @@
 #include "etf/entity_id.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_remember.h"
+#include "sharding/region_remote.h"
 #include "sharding/region_store.h"
 
 int region_remember_start(struct region *r)
@@ -35,6 +36,12 @@ int region_remember_start(struct region *r)
 
 /* ---- starting remembered entities ---- */
 
+/* A type run on a host starts the entity's process too (region_remote.h). */
+static int start_entity(struct region *r, uint32_t shard, const char *id, size_t len)
+{
+	return region_remote_active(r) ? region_remote_wake(r, shard, id, len) : region_start_entity(r, shard, id, len);
+}
+
 struct start_ctx {
 	struct region *r;
 	struct shard *shard;
@@ -44,7 +51,7 @@ struct start_ctx {
 static void start_one(void *arg, const char *id, size_t len)
 {
 	struct start_ctx *c = arg;
-	if (region_start_entity(c->r, c->shard->id, id, len) != 0)
+	if (start_entity(c->r, c->shard->id, id, len) != 0)
 		c->failed++;
 }
 
@@ -57,7 +64,7 @@ static void start_singleton(struct region *r, struct shard *s)
 		return;
 	int rc = entity_id_canonical(r->type_atom, r->type_atom_len, canon);
 	if (rc == 0)
-		rc = region_start_entity(r, s->id, canon->buff, (size_t)canon->index);
+		rc = start_entity(r, s->id, canon->buff, (size_t)canon->index);
 	if (rc != 0)
 		log_warn(r->cfg.log, "singleton %s: its entity failed to start (%d); the next message starts it",
 			 r->cfg.name, rc);
@@ -124,7 +131,7 @@ static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t
 		r->remembered_pending = true;
 		return;
 	}
-	region_start_entity(r, shard, id, len);
+	(void)start_entity(r, shard, id, len);
 }
 
 static bool hosts_shard(void *arg, uint32_t shard)

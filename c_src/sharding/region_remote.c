@@ -31,12 +31,17 @@
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 
-#define CONTAINER_OF_ITEM(it) ((struct pending *)((char *)(it) - offsetof(struct pending, in_mailbox)))
 
-static struct hosted_entity *hosted(struct entity *e) { return entity_state(e); }
 
-/* The node every process of the region's entities runs on. */
-static const char *host_node(const struct region *r) { return r->cfg.host->node ? r->cfg.host->node : ""; }
+/* '$shardnode_wake' as a term without version byte (SMALL_ATOM_UTF8_EXT):
+ * the region's own message that starts an entity's process. */
+static const char WAKE[] = {'\x77', 15, '$', 's', 'h', 'a', 'r', 'd', 'n', 'o', 'd', 'e', '_', 'w', 'a', 'k', 'e'};
+
+static bool is_wake(const struct envelope *e)
+{
+	return e->from == NULL && !e->is_call && e->msg_len == sizeof WAKE && memcmp(e->msg, WAKE, sizeof WAKE) == 0;
+}
+
 
 static struct entity *find_entity(struct shard *s, const char *id, size_t id_len)
 {
@@ -45,8 +50,10 @@ static struct entity *find_entity(struct shard *s, const char *id, size_t id_len
 
 /* The answer goes as a C entity's: after the commits queued so far with a
  * store, at once without. */
-static void answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply)
+void region_remote_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply)
 {
+	if (is_wake(e))
+		return; /* nobody asked */
 	if (e->is_call)
 		r->asks++;
 	else
@@ -64,13 +71,13 @@ static void answer_atom(struct region *r, uint32_t shard, const struct envelope 
 		return;
 	int rc = error ? term_x_error_atom(&x, atom) : ei_x_encode_atom(&x, atom);
 	if (term_x_whole_or_enomem(&x, 0, rc) == 0)
-		answer(r, shard, e, &x);
+		region_remote_answer(r, shard, e, &x);
 	ei_x_free(&x);
 }
 
 /* The process is no longer the entity's (a crash report from it that is
  * still on its way is late). */
-static void forget_process_only(struct hosted_entity *he)
+void region_remote_forget_process_only(struct hosted_entity *he)
 {
 	if (he->has_pid) {
 		he->retired = he->pid;
@@ -84,22 +91,22 @@ static void send_stop(struct region *r, struct hosted_entity *he, const char *re
 	if (!he->has_pid)
 		return;
 	erlang_pid to;
-	hosted_pid_expand(&he->pid, host_node(r), &to);
+	hosted_pid_expand(&he->pid, region_remote_host_node(r), &to);
 	ei_x_buff x;
 	if (ei_x_new(&x) == 0) {
 		if (host_msg_encode_stop(&x, reason) == 0)
 			(void)dist_node_send(r->cfg.node, &to, x.buff, (size_t)x.index);
 		ei_x_free(&x);
 	}
-	forget_process_only(he);
+	region_remote_forget_process_only(he);
 }
 
 /* The process ended (it stopped, crashed, or was told to): its successor
  * starts from the state last completed — with a store that is the stored
  * one; without, a stop forgets it, as a C entity's passivation does. */
-static void forget_process(struct region *r, struct hosted_entity *he, bool keep_state)
+void region_remote_forget_process(struct region *r, struct hosted_entity *he, bool keep_state)
 {
-	forget_process_only(he);
+	region_remote_forget_process_only(he);
 	if (!keep_state && !region_store_active(r))
 		(void)hosted_entity_set_state(he, NULL, 0);
 }
@@ -114,7 +121,7 @@ static int send_in_flight(struct region *r, const char *id, size_t id_len, struc
 	region_envelope_of(p, &e);
 	erlang_pid to;
 	if (he->has_pid)
-		hosted_pid_expand(&he->pid, host_node(r), &to);
+		hosted_pid_expand(&he->pid, region_remote_host_node(r), &to);
 	else if (!r->cfg.host->dispatcher(r->cfg.host->arg, &to))
 		return -EHOSTUNREACH;
 	ei_x_buff x;
@@ -135,7 +142,7 @@ static int send_in_flight(struct region *r, const char *id, size_t id_len, struc
  * behind: `ent` is gone). */
 static bool do_local(struct region *r, struct shard *s, struct entity *ent, struct pending *p, bool delete)
 {
-	struct hosted_entity *he = hosted(ent);
+	struct hosted_entity *he = region_remote_hosted(ent);
 	struct envelope e;
 	region_envelope_of(p, &e);
 	const char *result = "ok";
@@ -159,7 +166,7 @@ static bool do_local(struct region *r, struct shard *s, struct entity *ent, stru
 	}
 	/* Messages wait behind it: a new incarnation takes them. */
 	send_stop(r, he, delete ? "delete" : "passivate");
-	forget_process(r, he, false);
+	region_remote_forget_process(r, he, false);
 	if (delete)
 		(void)hosted_entity_set_state(he, NULL, 0);
 	return false;
@@ -172,11 +179,11 @@ static bool do_local(struct region *r, struct shard *s, struct entity *ent, stru
 static void pump(struct region *r, struct shard *s, struct entity *ent)
 {
 	for (;;) {
-		struct hosted_entity *he = hosted(ent);
+		struct hosted_entity *he = region_remote_hosted(ent);
 		struct remote_mailbox_item *it = he->mb.in_flight;
 		if (it == NULL)
 			return;
-		struct pending *p = CONTAINER_OF_ITEM(it);
+		struct pending *p = REGION_REMOTE_PENDING_OF(it);
 		struct envelope e;
 		region_envelope_of(p, &e);
 		bool passivate = term_is_atom(e.msg, 0, "passivate"), delete = term_is_atom(e.msg, 0, "delete");
@@ -208,6 +215,8 @@ static struct pending *copy_in(uint32_t shard, const struct envelope *e)
 void region_remote_deliver(struct region *r, struct shard *s, const struct envelope *e)
 {
 	struct entity *ent = find_entity(s, e->id, e->id_len);
+	if (ent != NULL && is_wake(e) && (region_remote_hosted(ent)->has_pid || region_remote_hosted(ent)->mb.in_flight != NULL))
+		return; /* its process runs, or is being started */
 	if (ent == NULL) {
 		/* Not live: passivate has nothing to stop, delete only the
 		 * stored state; anything else starts the entity (its stored
@@ -225,7 +234,7 @@ void region_remote_deliver(struct region *r, struct shard *s, const struct envel
 			return;
 		}
 	}
-	struct hosted_entity *he = hosted(ent);
+	struct hosted_entity *he = region_remote_hosted(ent);
 	he->ops = &r->remote.ops;
 	ent->last_active = region_now32(r);
 	struct pending *p = copy_in(s->id, e);
@@ -237,6 +246,20 @@ void region_remote_deliver(struct region *r, struct shard *s, const struct envel
 		region_slot_sent_away(&r->slots[s->id].st);
 		pump(r, s, ent);
 	}
+}
+
+int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t id_len)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	struct envelope e = {.id = id, .id_len = id_len, .msg = WAKE, .msg_len = sizeof WAKE};
+	/* As route() does with a message for a shard hosted here. */
+	if (slot->shard != NULL && region_slot_hold(&slot->st, r->written_upto) == SLOT_HOLD_NONE &&
+	    region_slot_hosted(&slot->st) && region_may_deliver(r) &&
+	    !(region_store_active(r) && region_store_must_wait(r, shard, id, id_len, e.msg))) {
+		region_remote_deliver(r, slot->shard, &e);
+		return 0;
+	}
+	return region_buffer_append(r, slot, &e) ? 0 : -ENOBUFS;
 }
 
 /* ---- what the host sends ---- */
@@ -265,7 +288,7 @@ static struct entity *entity_of(struct region *r, const char *raw_id, size_t raw
  * dispatcher starts it. */
 static bool from_another_process(const struct region *r, const struct hosted_entity *he, const erlang_pid *pid)
 {
-	const char *host = host_node(r);
+	const char *host = region_remote_host_node(r);
 	if (he->has_pid)
 		return !hosted_pid_is(&he->pid, pid, host);
 	return strcmp(pid->node, host) != 0 || (he->has_retired && hosted_pid_is(&he->retired, pid, host));
@@ -298,7 +321,7 @@ static int keep_state(struct region *r, uint32_t shard, const char *id, size_t i
 static void on_done(struct region *r, uint32_t shard, struct entity *ent, const struct host_msg *hm)
 {
 	struct shard *s = r->slots[shard].shard;
-	struct hosted_entity *he = hosted(ent);
+	struct hosted_entity *he = region_remote_hosted(ent);
 	if (from_another_process(r, he, &hm->pid))
 		return; /* from a process this entity no longer has */
 	if (hm->seq == 0) {
@@ -306,7 +329,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 		if (he->has_pid && keep_state(r, shard, entity_id(ent), ent->id_len, he, hm) != 0)
 			send_stop(r, he, "store_unavailable");
 		if (hm->stop) {
-			forget_process(r, he, false);
+			region_remote_forget_process(r, he, false);
 			/* A message sent to it meanwhile was never handled: the
 			 * next incarnation takes it. */
 			if (he->mb.in_flight != NULL)
@@ -325,7 +348,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 		he->has_pid = true;
 	}
 	ent->last_active = region_now32(r);
-	struct pending *p = CONTAINER_OF_ITEM(it);
+	struct pending *p = REGION_REMOTE_PENDING_OF(it);
 	if (r->cfg.metrics) {
 		uint64_t now = evloop_now_ns(r->cfg.loop);
 		histogram_observe(&r->remote.process_latency, now > p->sent_ns ? now - p->sent_ns : 0);
@@ -344,12 +367,12 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 		} else {
 			(void)term_x_whole_or_enomem(reply, 0, term_x_append_raw(reply, hm->reply, hm->reply_len));
 		}
-		answer(r, shard, &e, reply);
+		region_remote_answer(r, shard, &e, reply);
 		scratch_put(&r->reply_buf, reply);
 	}
 	free(p);
 	if (hm->stop)
-		forget_process(r, he, false);
+		region_remote_forget_process(r, he, false);
 	if (next != NULL) {
 		pump(r, s, ent);
 		return;
@@ -375,25 +398,25 @@ static void log_crash(struct region *r, const struct host_msg *hm)
  * state last completed. */
 static void on_crashed(struct region *r, uint32_t shard, struct entity *ent, const struct host_msg *hm)
 {
-	struct hosted_entity *he = hosted(ent);
+	struct hosted_entity *he = region_remote_hosted(ent);
 	if (hm->has_pid && from_another_process(r, he, &hm->pid))
 		return; /* an older process's */
 	if (!hm->has_pid && he->has_pid)
 		return; /* a start that failed, but this entity's process runs */
 	log_crash(r, hm);
-	forget_process(r, he, true);
+	region_remote_forget_process(r, he, true);
 	struct remote_mailbox_item *next = NULL;
 	struct remote_mailbox_item *it = remote_mailbox_fail(&he->mb, &next);
 	if (it == NULL)
 		return; /* it crashed between messages: the next one restarts it */
-	struct pending *p = CONTAINER_OF_ITEM(it);
+	struct pending *p = REGION_REMOTE_PENDING_OF(it);
 	struct envelope e;
 	region_envelope_of(p, &e);
 	ei_x_buff x;
 	if (ei_x_new(&x) == 0) {
 		int rc = term_x_error_tagged_raw(&x, "entity_crashed", hm->reply, hm->reply_len);
 		if (term_x_whole_or_enomem(&x, 0, rc) == 0)
-			answer(r, shard, &e, &x);
+			region_remote_answer(r, shard, &e, &x);
 		ei_x_free(&x);
 	}
 	free(p);
@@ -405,85 +428,13 @@ static void on_crashed(struct region *r, uint32_t shard, struct entity *ent, con
 
 /* The shard's processes have ended (or are waited for no more): the
  * coordinator may name its new home. */
-static void end_waited(uint32_t shard, struct region *r)
+void region_remote_end_waited(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
 	if (slot->ending_since == 0)
 		return;
 	slot->ending_since = 0;
 	region_send_to_coordinator(r, SMSG_SHARD_STOPPED, shard);
-}
-
-struct ending {
-	const char *host;
-	erlang_pid *pids;
-	size_t n, cap;
-	bool failed;
-};
-
-static void collect_process(struct entity *ent, void *arg)
-{
-	struct ending *w = arg;
-	struct hosted_entity *he = hosted(ent);
-	if (!he->has_pid)
-		return;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		erlang_pid *p = realloc(w->pids, cap * sizeof *p);
-		if (p == NULL) {
-			w->failed = true;
-			return;
-		}
-		w->pids = p;
-		w->cap = cap;
-	}
-	hosted_pid_expand(&he->pid, w->host, &w->pids[w->n++]);
-	/* The dispatcher ends it: shard_free has nothing to tell it. */
-	forget_process_only(he);
-}
-
-bool region_remote_end_processes(struct region *r, uint32_t shard)
-{
-	struct shard_slot *slot = &r->slots[shard];
-	erlang_pid dispatcher;
-	if (!region_remote_active(r) || slot->shard == NULL || !r->cfg.host->dispatcher(r->cfg.host->arg, &dispatcher))
-		return false; /* no host: none of its processes runs */
-	struct ending w = {.host = host_node(r)};
-	entity_table_each(&slot->shard->entities, collect_process, &w);
-	bool waits = false;
-	ei_x_buff x;
-	if (!w.failed && w.n > 0 && ei_x_new(&x) == 0) {
-		if (host_msg_encode_end(&x, &r->pid, shard, w.pids, w.n) == 0 &&
-		    dist_node_send(r->cfg.node, &dispatcher, x.buff, (size_t)x.index) == 0) {
-			waits = true;
-			slot->ending_since = evloop_now_ms(r->cfg.loop);
-			if (slot->ending_since == 0)
-				slot->ending_since = 1;
-			r->remote.slots_ending = true;
-			snprintf(r->remote.host_node, sizeof r->remote.host_node, "%s", dispatcher.node);
-		}
-		ei_x_free(&x);
-	}
-	free(w.pids);
-	return waits;
-}
-
-void region_remote_tick(struct region *r)
-{
-	if (!r->remote.slots_ending)
-		return;
-	uint64_t now = evloop_now_ms(r->cfg.loop);
-	bool still = false;
-	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
-		uint64_t since = r->slots[s].ending_since;
-		if (since != 0 && now - since >= r->cfg.handoff_timeout_ms) {
-			log_warn(r->cfg.log, "region %s: the host did not confirm that shard %u's entities ended", r->cfg.name,
-				 s);
-			end_waited(s, r);
-		}
-		still = still || r->slots[s].ending_since != 0;
-	}
-	r->remote.slots_ending = still;
 }
 
 bool region_remote_handle(struct region *r, const char *term, size_t len, uint32_t *shard)
@@ -495,7 +446,7 @@ bool region_remote_handle(struct region *r, const char *term, size_t len, uint32
 		return false;
 	if (rc == 1 && hm.kind == HOST_MSG_ENDED) {
 		if (hm.seq < r->cfg.number_of_shards)
-			end_waited((uint32_t)hm.seq, r);
+			region_remote_end_waited(r, (uint32_t)hm.seq);
 		return true;
 	}
 	if (rc < 0 || (hm.kind != HOST_MSG_DONE && hm.kind != HOST_MSG_CRASHED)) {
@@ -516,19 +467,12 @@ bool region_remote_handle(struct region *r, const char *term, size_t len, uint32
 
 /* ---- a shard that leaves ---- */
 
-/* Messages taken out of mailboxes, in order, for the front of a slot's
- * buffer (region_buffer_push_front). */
-struct take_back {
-	struct pending *head, *tail;
-	uint32_t n;
-};
-
 /* Appends the drained mailbox `it` (remote_mailbox_drain's list) to t. */
 static void take_drained(struct take_back *t, struct remote_mailbox_item *it)
 {
 	while (it != NULL) {
 		struct remote_mailbox_item *following = it->next;
-		struct pending *p = CONTAINER_OF_ITEM(it);
+		struct pending *p = REGION_REMOTE_PENDING_OF(it);
 		p->next = NULL;
 		if (t->tail)
 			t->tail->next = p;
@@ -540,9 +484,9 @@ static void take_drained(struct take_back *t, struct remote_mailbox_item *it)
 	}
 }
 
-static void take_entity_back(struct entity *ent, void *arg)
+void region_remote_take_entity_back(struct entity *ent, void *take_back)
 {
-	take_drained(arg, remote_mailbox_drain(&hosted(ent)->mb));
+	take_drained(take_back, remote_mailbox_drain(&region_remote_hosted(ent)->mb));
 }
 
 void region_remote_take_back(struct region *r, struct shard_slot *slot)
@@ -550,102 +494,9 @@ void region_remote_take_back(struct region *r, struct shard_slot *slot)
 	if (!region_remote_active(r) || slot->shard == NULL)
 		return;
 	struct take_back t = {0};
-	entity_table_each(&slot->shard->entities, take_entity_back, &t);
+	entity_table_each(&slot->shard->entities, region_remote_take_entity_back, &t);
 	slot->st.in_flight = 0;
 	region_buffer_push_front(r, slot, t.head, t.tail, t.n);
-}
-
-/* ---- the host goes down and comes back ---- */
-
-static void tell_coordinator(struct region *r, bool ready);
-
-struct host_lost {
-	struct region *r;
-	struct shard_slot *slot;
-	struct take_back *t;
-};
-
-/* The host went down with the entity's process: what it was handling is
- * answered as a crash's, the rest waits in the buffer. */
-static void lose_process(struct entity *ent, void *arg)
-{
-	struct host_lost *hl = arg;
-	struct hosted_entity *he = hosted(ent);
-	forget_process(hl->r, he, true);
-	struct remote_mailbox_item *next = NULL;
-	struct remote_mailbox_item *it = remote_mailbox_fail(&he->mb, &next);
-	if (it == NULL)
-		return; /* between messages: nothing was out */
-	struct pending *p = CONTAINER_OF_ITEM(it);
-	struct envelope e;
-	region_envelope_of(p, &e);
-	ei_x_buff x;
-	if (ei_x_new(&x) == 0) {
-		/* {error, {entity_crashed, noconnection}}: what a monitor of
-		 * the process says when its node is gone. */
-		int rc = ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "error") |
-			 ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "entity_crashed") |
-			 ei_x_encode_atom(&x, "noconnection");
-		if (term_x_whole_or_enomem(&x, 0, rc) == 0)
-			answer(hl->r, hl->slot->shard->id, &e, &x);
-		ei_x_free(&x);
-	}
-	free(p);
-	take_entity_back(ent, hl->t);
-}
-
-static void lose_host(struct region *r)
-{
-	uint32_t lost = 0;
-	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
-		struct shard_slot *slot = &r->slots[s];
-		if (slot->shard == NULL)
-			continue; /* every process of its entities is gone, busy or not */
-		lost += slot->st.in_flight;
-		struct take_back t = {0};
-		struct host_lost hl = {.r = r, .slot = slot, .t = &t};
-		entity_table_each(&slot->shard->entities, lose_process, &hl);
-		slot->st.in_flight = 0;
-		region_buffer_push_front(r, slot, t.head, t.tail, t.n);
-	}
-	if (lost > 0)
-		log_warn(r->cfg.log, "region %s: the host %s went down with %u entities' messages at their processes",
-			 r->cfg.name, r->cfg.host->node, lost);
-}
-
-void region_remote_on_nodedown(struct region *r, const char *peer)
-{
-	if (!region_remote_active(r) || r->cfg.host->node == NULL || strcmp(peer, r->cfg.host->node) != 0)
-		return;
-	lose_host(r);
-	if (r->remote.slots_ending) {
-		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
-			end_waited(s, r);
-		r->remote.slots_ending = false;
-	}
-	tell_coordinator(r, false); /* the host link may hear of it after us */
-}
-
-/* region_leaving or region_back, if `ready` (the host's) is news to the
- * coordinator. */
-static void tell_coordinator(struct region *r, bool ready)
-{
-	if (r->cfg.proxy_only || r->stopped || r->leave.under_way || !r->registered || ready == !r->remote.away)
-		return;
-	r->remote.away = !ready;
-	log_info(r->cfg.log, ready ? "region %s: the host answered: taking shards again"
-				   : "region %s: the host has not answered or is down: its shards go to members whose host is up",
-		 r->cfg.name);
-	region_send_to_coordinator(r, ready ? SMSG_REGION_BACK : SMSG_REGION_LEAVING, 0);
-}
-
-void region_remote_check_host(struct region *r, bool registered_anew)
-{
-	if (!region_remote_active(r))
-		return;
-	if (registered_anew)
-		r->remote.away = false;
-	tell_coordinator(r, r->cfg.host->ready(r->cfg.host->arg));
 }
 
 void region_remote_set_stop_reason(struct region *r, const char *reason) { r->remote.stop_reason = reason; }
@@ -664,7 +515,7 @@ static void entity_stopped(void *arg, struct hosted_entity *he)
 	struct remote_mailbox_item *it = remote_mailbox_drain(&he->mb);
 	if (it == NULL)
 		return;
-	struct pending *first = CONTAINER_OF_ITEM(it);
+	struct pending *first = REGION_REMOTE_PENDING_OF(it);
 	struct shard_slot *slot = &r->slots[first->shard];
 	if (busy)
 		region_slot_came_back(&slot->st);

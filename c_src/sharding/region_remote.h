@@ -8,17 +8,12 @@
 #ifndef SN_REGION_REMOTE_H
 #define SN_REGION_REMOTE_H
 
+#include "sharding/hosted_entity.h"
 #include "sharding/region_internal.h"
 
 /* Whether the region's entities run on a host (cfg.host is set). */
 static inline bool region_remote_active(const struct region *r) { return r->cfg.host != NULL; }
 
-/* Whether the region's entities run on a host that has not answered or
- * is down: nothing can be delivered to them here now. */
-static inline bool region_remote_host_down(const struct region *r)
-{
-	return region_remote_active(r) && !r->cfg.host->ready(r->cfg.host->arg);
-}
 
 /* Prepares the region's side of its hosted entities (their stop hook). */
 void region_remote_init(struct region *r);
@@ -31,6 +26,17 @@ void region_remote_init(struct region *r);
  * Without a host to send to, a message is answered
  * {error, host_unavailable}. */
 void region_remote_deliver(struct region *r, struct shard *s, const struct envelope *e);
+
+/* Starts the process of the live-to-be entity `id` (canonical) of hosted
+ * shard `shard` without a message of anyone's: a remembered entity, or a
+ * singleton's, runs from when its shard lands here, timers and all. The
+ * process is woken by a message of the region's own, '$shardnode_wake',
+ * which the entity's process completes without calling the module; it
+ * takes its turn as any message does (after the entity's stored state is
+ * loaded, behind what was sent before it), and an entity whose process
+ * runs or is being started ignores it. Returns 0, or -ENOBUFS (the slot's
+ * buffer is full: the next message starts the entity) or -ENOMEM. */
+int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t id_len);
 
 /* Takes a message from the host (term validated, no version byte): a
  * completion or a crash report. Returns false if it is neither (the hub
@@ -47,40 +53,54 @@ bool region_remote_handle(struct region *r, const char *term, size_t len, uint32
  * The processes end when the shard is freed. */
 void region_remote_take_back(struct region *r, struct shard_slot *slot);
 
-/* The shard left and its entities are about to be freed: their processes
- * are ended through the host's dispatcher, which confirms once they have
- * all ended. Returns true if that confirmation is awaited: the hub's
- * shard_stopped goes when it comes (region_remote_handle), when the host
- * goes down (region_remote_on_nodedown) or after handoff_timeout_ms
- * (region_remote_tick), whichever is first. False: no process to wait
- * for. */
-bool region_remote_end_processes(struct region *r, uint32_t shard);
 
-/* A node went down. If it is the host, every process of the type's
- * entities ended with the connection: a message one was handling is
- * answered {error, {entity_crashed, noconnection}} (it may or may not
- * have been handled, as with any crash), the messages queued behind go
- * back to the front of their slot's buffer to wait for the host or follow
- * the shard, the states last completed stay; and the shards waiting for
- * their processes to end wait no more. */
-void region_remote_on_nodedown(struct region *r, const char *peer);
 
-/* Tells the coordinator what the host's state means for this region's
- * shards, when that changed: while the host is down, region_leaving (the
- * shards move to members whose host is up; the region stays and routes);
- * once it is back, region_back (it takes shards again). Called on every
- * registration (`registered_anew`: a coordinator that knows nothing of
- * it), on the retry tick and when the host answers or goes down. Nothing
- * for a region without a host, a proxy, or one shutting down. */
-void region_remote_check_host(struct region *r, bool registered_anew);
 
-/* The retry timer: a confirmation that did not come within
- * handoff_timeout_ms is waited for no more. */
-void region_remote_tick(struct region *r);
 
 /* Why the processes of the entities stopped next end (sent to each as
  * {'$shardnode_stop', Reason}): "moved" while a shard leaves; NULL: the
  * default, passivation (or shutdown, once the region stopped). */
 void region_remote_set_stop_reason(struct region *r, const char *reason);
+
+/* ---- for region_remote_host.c ---- */
+
+/* The record a hosted type keeps for each live entity. */
+static inline struct hosted_entity *region_remote_hosted(struct entity *e) { return entity_state(e); }
+
+/* The node every process of the region's entities runs on ("" if none). */
+static inline const char *region_remote_host_node(const struct region *r)
+{
+	return r->cfg.host->node ? r->cfg.host->node : "";
+}
+
+/* The message a mailbox item belongs to. */
+#define REGION_REMOTE_PENDING_OF(it) ((struct pending *)((char *)(it) - offsetof(struct pending, in_mailbox)))
+
+/* Messages taken out of mailboxes, in order, for the front of a slot's
+ * buffer (region_buffer_push_front). Zero-initialised: empty. */
+struct take_back {
+	struct pending *head, *tail;
+	uint32_t n;
+};
+
+/* entity_table_each's callback: appends the entity's mailbox (the message
+ * at its process first) to the struct take_back `take_back`. */
+void region_remote_take_entity_back(struct entity *ent, void *take_back);
+
+/* Answers e with `reply` as a C entity's answer goes: after the commits
+ * queued so far with a store, at once without. A wake is not answered. */
+void region_remote_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply);
+
+/* The entity's process is its no longer (a report still on its way from
+ * it is late). */
+void region_remote_forget_process_only(struct hosted_entity *he);
+
+/* The process ended: its successor starts from the state last completed
+ * (without a store and without keep_state, none). */
+void region_remote_forget_process(struct region *r, struct hosted_entity *he, bool keep_state);
+
+/* The shard's processes have ended (or are waited for no more): the
+ * coordinator hears shard_stopped, once. */
+void region_remote_end_waited(struct region *r, uint32_t shard);
 
 #endif

@@ -13,7 +13,10 @@
 %% (passivation, a move, a delete, its node stopping): `terminate/2' runs,
 %% and the process exits `normal'. A state changed or a stop chosen in
 %% `handle_info/2' is sent as a completion numbered 0 (no message). Anything else goes to the module's
-%% `handle_info/2', or is dropped if it has none.
+%% `handle_info/2', or is dropped if it has none. The message
+%% `'$shardnode_wake'' is the region's own: it starts a remembered entity
+%% (or a singleton's) with no message of anyone's, and is completed
+%% without calling the module.
 %%
 %% A callback that raises, or returns something else, ends the process
 %% with that reason; its dispatcher ({@link shardnode_entity_dispatcher})
@@ -59,6 +62,11 @@ loop(E) ->
     end.
 
 -spec run(non_neg_integer(), term(), #entity{}) -> no_return().
+run(Seq, '$shardnode_wake', #entity{state = State} = E) ->
+    %% The region's own message: a remembered entity, or a singleton's,
+    %% runs from when its shard lands, before anyone sends it anything.
+    done(Seq, ok, State, State, continue, E),
+    loop(E);
 run(Seq, Msg, #entity{module = M, state = State} = E) ->
     case M:handle(Msg, State) of
         {reply, Reply, New} ->
