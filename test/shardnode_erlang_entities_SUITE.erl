@@ -44,8 +44,7 @@ end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(_Case, Config) ->
-    Recorder = spawn(fun() -> recorder(#{}, []) end),
-    true = register(sn_instances, Recorder),
+    Recorder = sn_test:start_instance_recorder(),
     [{recorder, Recorder} | Config].
 
 end_per_testcase(_Case, Config) ->
@@ -338,31 +337,7 @@ output(N) ->
     {ok, Lines} = shardnode:output(N),
     Lines.
 
-%% The instance recorder: every sn_tally process's start and end; a start
-%% while another process of the same id still runs is a second instance.
-recorder(Live, Seconds) ->
-    receive
-        {sn_tally, {init, Id, Pid}} ->
-            Others = [P || {P, I} <- maps:to_list(Live), I =:= Id, is_process_alive(P)],
-            _ = erlang:monitor(process, Pid),
-            recorder(Live#{Pid => Id}, [{Id, Pid, Others} || Others =/= []] ++ Seconds);
-        {sn_tally, {terminate, Pid}} ->
-            recorder(maps:remove(Pid, Live), Seconds);
-        {'DOWN', _, process, Pid, _} ->
-            recorder(maps:remove(Pid, Live), Seconds);
-        {seconds, From} ->
-            From ! {seconds, Seconds},
-            recorder(Live, Seconds);
-        {running, From} ->
-            From ! {running, [Id || {P, Id} <- maps:to_list(Live), is_process_alive(P)]},
-            recorder(Live, Seconds)
-    end.
-
-%% The ids whose sn_tally process runs on this node now.
-running(Config) ->
-    ?config(recorder, Config) ! {running, self()},
-    receive {running, Ids} -> Ids after 5000 -> ct:fail(recorder_silent) end.
+running(Config) -> sn_test:running_instances(?config(recorder, Config)).
 
 no_second_instance(Config) ->
-    ?config(recorder, Config) ! {seconds, self()},
-    receive {seconds, S} -> ?assertEqual([], S) after 5000 -> ct:fail(recorder_silent) end.
+    ?assertEqual([], sn_test:second_instances(?config(recorder, Config))).

@@ -23,7 +23,8 @@
          a_whole_cluster_restart_keeps_every_value/1,
          a_paused_members_stale_write_is_refused/1,
          two_clusters_on_one_database_take_turns_never_both/1,
-         a_crashed_singleton_continues_from_the_database/1]).
+         a_crashed_singleton_continues_from_the_database/1,
+         erlang_entities_through_join_leave_and_kill/1]).
 
 -define(SHARDS, 30).
 
@@ -38,7 +39,8 @@ all() ->
      a_whole_cluster_restart_keeps_every_value,
      a_paused_members_stale_write_is_refused,
      two_clusters_on_one_database_take_turns_never_both,
-     a_crashed_singleton_continues_from_the_database].
+     a_crashed_singleton_continues_from_the_database,
+     erlang_entities_through_join_leave_and_kill].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -270,6 +272,51 @@ a_crashed_singleton_continues_from_the_database(Config) ->
            end,
     ?assertEqual({ok, 31}, shardnode_poll:value(Next, 20000)),
     ?assertEqual(32, gen_server:call({boss, B}, incr, 10000)).
+
+%% An Erlang type (sn_tally, hosted by this node for every member) and the
+%% C counter: clients increment through every member while a fourth joins,
+%% one leaves and one is killed with SIGKILL. Every counter ends at its
+%% last acknowledged value or one more (a commit whose reply was cut
+%% off), no acknowledged value ever went back, and no tally ran twice at
+%% once: the host ended a member's processes before another took them.
+erlang_entities_through_join_leave_and_kill(Config) ->
+    Recorder = sn_test:start_instance_recorder(),
+    try
+        Opts = fun() -> (opts(Config, "pge"))#{entities => #{tally => sn_tally}} end,
+        [OA, OB, OC, OD] = [Opts() || _ <- [a, b, c, d]],
+        {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+        {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+        await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort([A, B, C]) end, [A, B, C]) end),
+        Clients = [{X, sn_test:start_incrementer(X, T, [{X, T, K} || K <- lists:seq(1, 20)], continue)}
+                   || X <- [A, B, C], T <- [tally, counter]],
+        Progress = fun(Which, N) ->
+                           Before = [{Cl, acked(Cl)} || {X, Cl} <- Clients, lists:member(X, Which)],
+                           await(fun() -> lists:all(fun({Cl, K}) -> acked(Cl) > K + N end, Before) end)
+                   end,
+        Progress([A, B, C], 50),
+        {[D], _} = shardnode_ct:start_nodes(Config, [OD#{join => [A]}]),
+        await(fun() -> tally_shards(D) > 0 end),
+        Progress([A, B, C], 50),
+        ok = shardnode:stop_node(B),
+        Progress([A, C], 50),
+        ok = shardnode:kill_node(C),
+        await(fun() -> members(A) =:= lists:sort([A, D]) end),
+        Progress([A], 50),
+        Acked = lists:foldl(fun({_, Cl}, Acc) -> maps:merge(Acc, stop_incrementer(Cl)) end, #{}, Clients),
+        ct:log("~b entities, ~b acknowledged increments", [maps:size(Acked), lists:sum(maps:values(Acked))]),
+        Wrong = [{Id, V, Got} || {{_, T, _} = Id, V} <- maps:to_list(Acked),
+                                 Got <- [sn_test:call(A, T, Id, get)], Got < V orelse Got > V + 1],
+        ?assertEqual([], Wrong),
+        ?assertEqual([], sn_test:second_instances(Recorder))
+    after
+        exit(Recorder, kill)
+    end.
+
+tally_shards(Node) ->
+    case catch gen_server:call({tally, Node}, get_shard_region_state, 2000) of
+        {ok, State} -> maps:size(State);
+        _ -> 0
+    end.
 
 expected(I) -> 1 + I rem 7.
 

@@ -1,7 +1,8 @@
 %% Helpers every common_test suite of this repository shares: waiting for a
 %% condition with a deadline, calling a counter, and a client that
 %% increments counters and checks, on every answer, that acknowledged
-%% values only go up.
+%% values only go up; and the recorder of sn_tally's processes, which tells
+%% whether an entity ever ran twice at once.
 %%
 %% A suite imports what it uses:
 %%
@@ -14,7 +15,8 @@
 -include_lib("common_test/include/ct.hrl").
 
 -export([await/1, await/2, call/3, call/4,
-         start_incrementer/3, start_incrementer/4, acked/1, stop_incrementer/1]).
+         start_incrementer/3, start_incrementer/4, acked/1, stop_incrementer/1,
+         start_instance_recorder/0, second_instances/1, running_instances/1]).
 
 -define(AWAIT_MS, 15000).
 -define(CALL_MS, 10000).
@@ -108,4 +110,44 @@ stopped(Acks, Back) ->
     receive
         {acked, From} -> From ! {acked, self(), lists:sum(maps:values(Acks))}, stopped(Acks, Back);
         {stop, From} -> From ! {final, self(), Acks, Back}
+    end.
+
+%% Starts the instance recorder and registers it as sn_instances, where
+%% every sn_tally process on this node reports its start and end (the
+%% caller kills it at the end of the case). A start while another process
+%% of the same id still runs is a second instance.
+-spec start_instance_recorder() -> pid().
+start_instance_recorder() ->
+    Recorder = spawn(fun() -> recorder(#{}, []) end),
+    true = register(sn_instances, Recorder),
+    Recorder.
+
+%% The second instances seen so far: [{Id, Pid, OthersRunning}].
+-spec second_instances(pid()) -> [{term(), pid(), [pid()]}].
+second_instances(Recorder) ->
+    Recorder ! {seconds, self()},
+    receive {seconds, S} -> S after ?AWAIT_MS -> ct:fail(recorder_silent) end.
+
+%% The ids whose sn_tally process runs now.
+-spec running_instances(pid()) -> [term()].
+running_instances(Recorder) ->
+    Recorder ! {running, self()},
+    receive {running, Ids} -> Ids after ?AWAIT_MS -> ct:fail(recorder_silent) end.
+
+recorder(Live, Seconds) ->
+    receive
+        {sn_tally, {init, Id, Pid}} ->
+            Others = [P || {P, I} <- maps:to_list(Live), I =:= Id, is_process_alive(P)],
+            _ = erlang:monitor(process, Pid),
+            recorder(Live#{Pid => Id}, [{Id, Pid, Others} || Others =/= []] ++ Seconds);
+        {sn_tally, {terminate, Pid}} ->
+            recorder(maps:remove(Pid, Live), Seconds);
+        {'DOWN', _, process, Pid, _} ->
+            recorder(maps:remove(Pid, Live), Seconds);
+        {seconds, From} ->
+            From ! {seconds, Seconds},
+            recorder(Live, Seconds);
+        {running, From} ->
+            From ! {running, [Id || {P, Id} <- maps:to_list(Live), is_process_alive(P)]},
+            recorder(Live, Seconds)
     end.
