@@ -191,6 +191,7 @@ a_singleton_of_an_erlang_type(Config) ->
 
 %% A C node started without the wrapper names its host with --host and
 %% --host-types; shardnode:host_entities/1 on the host gives the modules.
+%% With --host alone it waits for the host to name the types.
 a_c_node_started_by_hand_names_its_host(Config) ->
     ok = shardnode:host_entities(#{tally => sn_tally}),
     Name = shardnode_ct:unique_name("ent") ++ "@127.0.0.1",
@@ -198,7 +199,16 @@ a_c_node_started_by_hand_names_its_host(Config) ->
                                      extra_args => ["--host", atom_to_list(node()), "--host-types", "tally"]}),
     ?assertEqual(1, call(N, tally, x, incr)),
     ?assertEqual({error, {not_an_entity_module, lists}}, shardnode:host_entities(#{tally => lists})),
+    %% With --host alone, the C node hosts the types the host names.
+    Name2 = shardnode_ct:unique_name("ent") ++ "@127.0.0.1",
+    {ok, N2} = shardnode:start_node(#{name => Name2, types => [counter], join => [N],
+                                      extra_args => ["--host", atom_to_list(node())]}),
+    {ok, Types} = gen_server:call({shardnode, N2}, shard_types),
+    ?assert(lists:member(tally, Types) andalso lists:member(counter, Types)),
+    ?assert(lists:any(fun(L) -> string:find(L, "waiting for host") =/= nomatch end, output(N2))),
+    ?assertEqual(2, call(N2, tally, x, incr)),
     _ = Config,
+    ok = shardnode:stop_node(N2),
     ok = shardnode:stop_node(N).
 
 %% Two C nodes, each with its own host: A's is this node, B's a peer. When

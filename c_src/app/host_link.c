@@ -22,7 +22,33 @@ struct host_link {
 	struct evloop_timer timer;
 	bool welcomed;
 	erlang_pid dispatcher; /* welcomed: where leases go */
+	char types[HOST_LINK_TYPES_MAX][HOST_LINK_TYPE_BUF]; /* the last welcome's */
+	size_t ntypes;
 };
+
+/* Keeps the type names of a welcome's list (term_validate'd by the
+ * decoder: a proper list); an element that is no atom, or one past
+ * HOST_LINK_TYPES_MAX, is left out. */
+static void keep_types(struct host_link *h, const char *list, size_t len)
+{
+	(void)len;
+	int i = 0, arity = 0;
+	h->ntypes = 0;
+	if (ei_decode_list_header(list, &i, &arity) < 0)
+		return;
+	for (int k = 0; k < arity; k++) {
+		char atom[MAXATOMLEN_UTF8];
+		int before = i;
+		if (ei_decode_atom(list, &i, atom) == 0 && strlen(atom) < HOST_LINK_TYPE_BUF &&
+		    h->ntypes < HOST_LINK_TYPES_MAX) {
+			memcpy(h->types[h->ntypes++], atom, strlen(atom) + 1);
+			continue;
+		}
+		i = before;
+		if (ei_skip_term(list, &i) < 0)
+			return;
+	}
+}
 
 static void send_hello(struct host_link *h)
 {
@@ -84,6 +110,7 @@ static void handle(void *ctx, struct proc *self, const struct proc_msg *m)
 		bool first = !h->welcomed;
 		h->welcomed = true;
 		term_pid_copy(&h->dispatcher, &hm.pid);
+		keep_types(h, hm.types, hm.types_len);
 		send_lease(h);
 		if (first) {
 			log_info(h->cfg.log, "host %s answered: it runs this node's entities written in Erlang", h->host);
@@ -140,6 +167,14 @@ void host_link_free(struct host_link *h)
 }
 
 bool host_link_welcomed(const struct host_link *h) { return h->welcomed; }
+
+size_t host_link_types(const struct host_link *h, const char **names, size_t max)
+{
+	size_t n = h->ntypes < max ? h->ntypes : max;
+	for (size_t k = 0; k < n; k++)
+		names[k] = h->types[k];
+	return n;
+}
 
 bool host_link_dispatcher(const struct host_link *h, erlang_pid *out)
 {

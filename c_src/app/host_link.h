@@ -15,6 +15,7 @@
 #define SN_HOST_LINK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <ei.h>
@@ -53,6 +54,16 @@ void host_link_free(struct host_link *h);
 
 /* Whether the host has answered (and not gone down since). */
 bool host_link_welcomed(const struct host_link *h);
+
+/* The most types a welcome's list is read for, and the longest name. */
+#define HOST_LINK_TYPES_MAX 64
+#define HOST_LINK_TYPE_BUF 256
+
+/* The types the host named in its last welcome (those it was given with
+ * shardnode:host_entities/1), at most HOST_LINK_TYPES_MAX: their names
+ * into names[0..max), valid until the next welcome. Returns how many (0
+ * before the first welcome). */
+size_t host_link_types(const struct host_link *h, const char **names, size_t max);
 
 /* The host's dispatcher for this node: true with *out set once the host
  * has answered (and not gone down since), false before. */

@@ -44,6 +44,12 @@ static void on_signal(struct evloop *loop, int fd, uint32_t events, void *arg)
 	struct signalfd_siginfo si;
 	if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
 		return;
+	if (app->awaiting_host_types) {
+		/* Nothing of the cluster runs yet: there is nothing to leave. */
+		app->host_wait_cancelled = true;
+		evloop_stop(loop);
+		return;
+	}
 	if (cluster_glue_leaving(&app->glue)) {
 		evloop_stop(loop);
 		return;
@@ -105,6 +111,9 @@ static int start_loop(struct node_app *app)
 
 /* The distribution node and the admin; then the glue, which needs the
  * node's name. */
+static int gather_types(struct node_app *app);
+static int start_host_link(struct node_app *app);
+
 static int start_node(struct node_app *app)
 {
 	const struct sn_config *cfg = app->cfg;
@@ -138,15 +147,16 @@ static int start_node(struct node_app *app)
 		return neg_errno(-rc);
 	}
 
-	for (size_t k = 0; k < cfg->ntypes; k++)
-		app->type_names[k] = cfg->types[k];
+	rc = gather_types(app);
+	if (rc)
+		return rc;
 	for (size_t k = 0; k < cfg->nsingletons; k++) {
 		app->singleton_names[k] = cfg->singleton_names[k];
 		app->singleton_types[k] = cfg->singleton_types[k];
 	}
 	struct admin_config acfg = {
 		.node = app->node, .log = &app->log, .levels = &app->log,
-		.types = app->type_names, .ntypes = cfg->ntypes,
+		.types = app->type_names, .ntypes = app->ntypes,
 		.singleton_names = app->singleton_names, .singleton_types = app->singleton_types,
 		.nsingletons = cfg->nsingletons,
 		.proxy_only = cfg->proxy_only, .request_leave = cluster_glue_request_leave, .leave_arg = &app->glue,
@@ -162,6 +172,57 @@ static int start_node(struct node_app *app)
 		.proxy_only = cfg->proxy_only, .handoff_timeout_ms = cfg->handoff_timeout_ms,
 	};
 	cluster_glue_init(&app->glue, &gcfg);
+	return 0;
+}
+
+/* cfg's types, and with `host` but no host types, the types the host
+ * names: the link starts now, and the loop runs until the host's first
+ * welcome (it is asked for every heartbeat interval, for as long as it
+ * takes) or a signal. Returns 0, or -ECANCELED (a signal came first) or
+ * the loop's or the link's error. */
+static int gather_types(struct node_app *app)
+{
+	const struct sn_config *cfg = app->cfg;
+	bool host_types_given = false;
+	for (size_t k = 0; k < cfg->ntypes; k++) {
+		app->type_names[k] = cfg->types[k];
+		app->type_on_host[k] = cfg->type_on_host[k];
+		host_types_given = host_types_given || cfg->type_on_host[k];
+	}
+	app->ntypes = cfg->ntypes;
+	if (cfg->host[0] == '\0' || host_types_given || cfg->proxy_only)
+		return 0;
+	int rc = start_host_link(app);
+	if (rc)
+		return rc;
+	log_info(&app->log, "waiting for host %s to name the types it runs here", cfg->host);
+	app->awaiting_host_types = true;
+	rc = evloop_run(app->loop);
+	app->awaiting_host_types = false;
+	if (rc)
+		return rc;
+	if (app->host_wait_cancelled) {
+		log_info(&app->log, "stopped before host %s answered", cfg->host);
+		return -ECANCELED;
+	}
+	const char *named[HOST_LINK_TYPES_MAX];
+	size_t n = host_link_types(app->host_link, named, HOST_LINK_TYPES_MAX);
+	for (size_t k = 0; k < n; k++) {
+		bool known = false;
+		for (size_t t = 0; t < app->ntypes; t++)
+			known = known || strcmp(app->type_names[t], named[k]) == 0;
+		if (known)
+			continue; /* a C type of the same name: --types has it */
+		if (app->ntypes + cfg->nsingletons >= NODE_TYPES_MAX || strlen(named[k]) >= CONFIG_NAME_BUF) {
+			log_warn(&app->log, "host %s names type %s: not hosted here (at most %d types)", cfg->host,
+				 named[k], NODE_TYPES_MAX);
+			continue;
+		}
+		memcpy(app->named_by_host[app->ntypes], named[k], strlen(named[k]) + 1);
+		app->type_names[app->ntypes] = app->named_by_host[app->ntypes];
+		app->type_on_host[app->ntypes++] = true;
+	}
+	log_info(&app->log, "host %s runs %zu types here", cfg->host, app->ntypes - cfg->ntypes);
 	return 0;
 }
 
@@ -257,14 +318,14 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 	}
 	/* The types, then the singletons (config_parse_args checked that each
 	 * singleton's type is one of the types, and the count). */
-	for (size_t k = 0; k < cfg->ntypes + cfg->nsingletons; k++) {
-		bool singleton = k >= cfg->ntypes;
-		const char *type_name = singleton ? cfg->singleton_types[k - cfg->ntypes] : cfg->types[k];
+	for (size_t k = 0; k < app->ntypes + cfg->nsingletons; k++) {
+		bool singleton = k >= app->ntypes;
+		const char *type_name = singleton ? cfg->singleton_types[k - app->ntypes] : app->type_names[k];
 		const struct entity_type *type = NULL;
 		bool on_host = false;
-		for (size_t t = 0; t < cfg->ntypes; t++)
-			if (cfg->type_on_host[t] && strcmp(cfg->types[t], type_name) == 0) {
-				hosted_entity_type_init(&app->on_host_types[t], cfg->types[t]);
+		for (size_t t = 0; t < app->ntypes; t++)
+			if (app->type_on_host[t] && strcmp(app->type_names[t], type_name) == 0) {
+				hosted_entity_type_init(&app->on_host_types[t], app->type_names[t]);
 				type = &app->on_host_types[t];
 				on_host = true;
 			}
@@ -278,7 +339,7 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 		/* Counted before it starts, so a part that did start is stopped. */
 		app->nhosted++;
 		int rc = start_type(app, &app->hosted[k], type, on_host,
-				    singleton ? cfg->singleton_names[k - cfg->ntypes] : NULL);
+				    singleton ? cfg->singleton_names[k - app->ntypes] : NULL);
 		if (rc)
 			return rc;
 	}
@@ -317,7 +378,13 @@ static int start_membership(struct node_app *app)
 	return 0;
 }
 
-static uint64_t lease_until(void *arg) { return membership_lease_until(arg); }
+/* Before membership runs (a node waiting for its host's types) there is
+ * no lease: the host runs nothing of ours. */
+static uint64_t lease_until(void *arg)
+{
+	const struct node_app *app = arg;
+	return app->membership != NULL ? membership_lease_until(app->membership) : 0;
+}
 
 static bool host_ready(void *arg)
 {
@@ -329,6 +396,10 @@ static bool host_ready(void *arg)
 static void host_welcomed(void *arg)
 {
 	struct node_app *app = arg;
+	if (app->awaiting_host_types) {
+		evloop_stop(app->loop); /* gather_types goes on with its types */
+		return;
+	}
 	for (size_t k = 0; k < app->nhosted; k++)
 		if (app->hosted[k].region != NULL)
 			region_resume(app->hosted[k].region);
@@ -346,11 +417,11 @@ static bool host_dispatcher(void *arg, erlang_pid *out)
 static int start_host_link(struct node_app *app)
 {
 	const struct sn_config *cfg = app->cfg;
-	if (cfg->host[0] == '\0')
-		return 0;
+	if (cfg->host[0] == '\0' || app->host_link != NULL)
+		return 0; /* none, or started already to learn the types */
 	struct host_link_config hcfg = {
 		.node = app->node, .loop = app->loop, .log = &app->log, .host = cfg->host,
-		.tick_ms = cfg->heartbeat_interval_ms, .lease_until = lease_until, .lease_arg = app->membership,
+		.tick_ms = cfg->heartbeat_interval_ms, .lease_until = lease_until, .lease_arg = app,
 		/* A renewal older than a heartbeat interval is late anyway. */
 		.margin_ms = cfg->heartbeat_interval_ms,
 		.on_welcome = host_welcomed, .on_welcome_arg = app,
@@ -421,7 +492,7 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		return rc;
 	app->started = true;
 	log_info(&app->log, "node %s up: port %u, creation %u, types %zu%s%s", cfg->name, dist_node_port(app->node),
-		 dist_node_creation(app->node), cfg->ntypes, cfg->proxy_only ? " (proxy only)" : "",
+		 dist_node_creation(app->node), app->ntypes, cfg->proxy_only ? " (proxy only)" : "",
 		 app->tls ? ", TLS" : "");
 	return 0;
 }

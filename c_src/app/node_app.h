@@ -53,14 +53,22 @@ struct node_app {
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;
 	struct host_link *host_link; /* `host` set; NULL: none */
-	/* The types written in Erlang (cfg->type_on_host[k]: on_host_types[k])
+	/* The types written in Erlang (type_on_host[k]: on_host_types[k])
 	 * and where their regions find the host. */
 	struct entity_type on_host_types[NODE_TYPES_MAX];
 	struct region_host region_host;
 	struct http_server *metrics; /* metrics_port set; NULL: off */
 	struct cluster_glue glue;
-	/* Name lists the admin and membership keep pointers into. */
-	const char *type_names[NODE_TYPES_MAX]; /* cfg->types */
+	/* The types hosted here: cfg->types, then, for a node started with
+	 * `host` and no host types, those its host named in its first
+	 * welcome (kept in named_by_host); type_on_host[k]: written in
+	 * Erlang. The admin and membership keep pointers into type_names. */
+	const char *type_names[NODE_TYPES_MAX];
+	bool type_on_host[NODE_TYPES_MAX];
+	size_t ntypes;
+	char named_by_host[NODE_TYPES_MAX][CONFIG_NAME_BUF];
+	bool awaiting_host_types;    /* the loop runs for the host's first welcome */
+	bool host_wait_cancelled;    /* a signal came meanwhile */
 	const char *seeds[CONFIG_MAX_LIST];      /* cfg->join */
 	const char *hosted_names[NODE_TYPES_MAX];
 	const char *singleton_names[NODE_TYPES_MAX], *singleton_types[NODE_TYPES_MAX]; /* cfg's */
