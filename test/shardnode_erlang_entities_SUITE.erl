@@ -17,7 +17,8 @@
          a_singleton_of_an_erlang_type/1,
          a_c_node_started_by_hand_names_its_host/1,
          a_host_down_hands_its_shards_over_and_takes_them_back/1,
-         remembered_erlang_entities_run_again_without_a_message/1]).
+         remembered_erlang_entities_run_again_without_a_message/1,
+         graceful_shutdown_of_an_erlang_region_moves_its_states/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -33,7 +34,8 @@ all() ->
      a_singleton_of_an_erlang_type,
      a_c_node_started_by_hand_names_its_host,
      a_host_down_hands_its_shards_over_and_takes_them_back,
-     remembered_erlang_entities_run_again_without_a_message].
+     remembered_erlang_entities_run_again_without_a_message,
+     graceful_shutdown_of_an_erlang_region_moves_its_states].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -281,6 +283,28 @@ remembered_erlang_entities_run_again_without_a_message(Config) ->
     [?assertEqual(K, call(N, tally, Id, get)) || {r, K} = Id <- Ids, K > 1],
     no_second_instance(Config),
     ok = shardnode:stop_node(N).
+
+%% graceful_shutdown of an Erlang type's region on a node that stays: its
+%% shards go to the other member with their states, its entities'
+%% processes end before the other member starts theirs, and the region's
+%% name goes (monitors get `normal'); the node's other types go on.
+graceful_shutdown_of_an_erlang_region_moves_its_states(Config) ->
+    {[A], Config1} = shardnode_ct:start_nodes(Config, [opts("gs", #{})]),
+    {[B], _} = shardnode_ct:start_nodes(Config1, [(opts("gs", #{}))#{join => [A]}]),
+    Ids = lists:seq(1, 60),
+    [?assertEqual(K, call(A, tally, K, {incr, K})) || K <- Ids],
+    await(fun() -> shard_count(B, tally) > 0 andalso shard_count(A, tally) > 0 end),
+    Total = shard_count(A, tally) + shard_count(B, tally),
+    Mon = erlang:monitor(process, {tally, B}),
+    ?assertEqual(ok, gen_server:call({tally, B}, graceful_shutdown, 15000)),
+    receive {'DOWN', Mon, process, _, Reason} -> ?assertEqual(normal, Reason)
+    after 15000 -> ct:fail(region_did_not_stop)
+    end,
+    ?assertEqual(Total, shard_count(A, tally)),
+    [?assertEqual(K + 1, call(A, tally, K, incr)) || K <- Ids],
+    ?assertEqual(1, call(B, counter, x, incr)),
+    no_second_instance(Config),
+    [ok = shardnode:stop_node(N) || N <- [B, A]].
 
 %%====================================================================
 %% Helpers
