@@ -124,11 +124,13 @@ with_beam_tls_node(Certs, #{tag := Tag} = Cfg, Fun) ->
 %% A BEAM node that hosts entities written in Erlang (Types, a map of type
 %% to module, given with shardnode:host_entities/1) for the C nodes that
 %% name it with --host; Fun runs with it and it stops afterwards, also when
-%% Fun fails. Its schedulers busy-wait as the baseline's do.
+%% Fun fails. Its schedulers do not busy-wait (+sbwt none, as the load
+%% nodes'): it shares the machine's cores with its C node, which a
+%% spinning scheduler would take them from.
 with_host(Types, #{tag := Tag, entities := Entities} = Cfg, Fun) ->
     MaxProcs = max(262144, Entities + 100000),
     Sys = start_peer(host, "bench_host" ++ Tag,
-                     ["+P", integer_to_list(MaxProcs),
+                     ["+P", integer_to_list(MaxProcs), "+sbwt", "none", "+sbwtdcpu", "none", "+sbwtdio", "none",
                       "-pa", filename:absname(filename:dirname(code:which(shardnode))),
                       "-pa", filename:absname(filename:dirname(code:which(?MODULE)))], Cfg),
     ok = erpc:call(maps:get(node, Sys), shardnode, host_entities, [Types]),

@@ -386,9 +386,10 @@ erlang_entity_figures(#{tag := Tag, clients := C, window := W, seconds := Secs,
                                  [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt((C2 - C1) / Asks),
                                   fmt((H2 - H1) / Asks), fmt((G2 - G1) / Asks)]),
                         Spread = erlang_entity_spread(Sys, HostPid, Cfg),
+                        CGen = erlang_entity_c_loadgen(Sys, HostPid, Cfg),
                         Mem = erlang_entity_memory(Sys, HostPid, min(Entities, ?ERL_MEM_ENTITIES), Cfg),
                         _ = Tag,
-                        (maps:merge(OneCall, maps:merge(Spread, Mem)))#{erl_tell_rate => Tell,
+                        (maps:merge(maps:merge(OneCall, CGen), maps:merge(Spread, Mem)))#{erl_tell_rate => Tell,
                              erl_tell_cpu => (C1 - C0 + H1 - H0) / Tells,
                              erl_tell_cpu_c => (C1 - C0) / Tells,
                              erl_tell_cpu_host => (H1 - H0) / Tells,
@@ -448,6 +449,29 @@ erlang_entity_spread(#{ospid := OsPid} = Sys, HostPid,
       erl_spread_ask_rate => AskRate, erl_spread_ask_p50 => AskP50, erl_spread_ask_p99 => AskP99,
       erl_spread_ask_cpu => (C2 - C1 + H2 - H1) / Asks, erl_spread_ask_cpu_c => (C2 - C1) / Asks}.
 
+%% The C load generator's asks and tells (as in c_loadgen_figures) on the
+%% Erlang counters: calls and tells arrive in bigger batches than the BEAM
+%% clients send, so the C node's CPU per forwarded message is what it
+%% costs, less what each wake-up costs.
+erlang_entity_c_loadgen(#{ospid := OsPid} = Sys, HostPid, #{c_window := CW, window := W} = Cfg) ->
+    Gen = Cfg#{c_loadgen_args => ["--type", "ecounter"]},
+    Cpu = fun() -> {bench_nodes:cpu_us(OsPid), bench_nodes:cpu_us(HostPid)} end,
+    {C0, H0} = Cpu(),
+    Ask = bench_load:c_loadgen(Sys, ask, CW, Gen),
+    {C1, H1} = Cpu(),
+    Tell = bench_load:c_loadgen(Sys, tell, W, Gen),
+    {C2, H2} = Cpu(),
+    #{"calls" := Calls, "calls_per_s" := AskRate, "p50_us" := P50, "p99_us" := P99} = Ask,
+    #{"tells" := Tells, "tells_per_s" := TellRate} = Tell,
+    progress("erl C gen ask", "~s calls/s, p50 ~s us, p99 ~s us, CPU per call: C node ~s us, host ~s us",
+             [fmt(AskRate), fmt(P50), fmt(P99), fmt((C1 - C0) / Calls), fmt((H1 - H0) / Calls)]),
+    progress("erl C gen tell", "~s msg/s, CPU per message: C node ~s us, host ~s us",
+             [fmt(TellRate), fmt((C2 - C1) / Tells), fmt((H2 - H1) / Tells)]),
+    #{erl_c_ask_rate => AskRate, erl_c_ask_p50 => P50, erl_c_ask_p99 => P99,
+      erl_c_ask_cpu => (C1 - C0 + H1 - H0) / Calls, erl_c_ask_cpu_c => (C1 - C0) / Calls,
+      erl_c_tell_rate => TellRate, erl_c_tell_cpu => (C2 - C1 + H2 - H1) / Tells,
+      erl_c_tell_cpu_c => (C2 - C1) / Tells}.
+
 %% RSS growth of the C node and of the host while N more Erlang entities
 %% are created (one tell each) and left idle.
 erlang_entity_memory(#{ospid := OsPid} = Sys, HostPid, N, #{clients := C, window := W}) ->
@@ -476,7 +500,10 @@ as_erlang_entities(M) ->
                                       {erl_spread_ask_rate, spread_ask_rate},
                                       {erl_spread_ask_p50, spread_ask_p50},
                                       {erl_spread_ask_p99, spread_ask_p99},
-                                      {erl_spread_ask_cpu, spread_ask_cpu}],
+                                      {erl_spread_ask_cpu, spread_ask_cpu},
+                                      {erl_c_ask_rate, c_ask_rate}, {erl_c_ask_p50, c_ask_p50},
+                                      {erl_c_ask_p99, c_ask_p99}, {erl_c_ask_cpu, c_ask_cpu},
+                                      {erl_c_tell_rate, c_tell_rate}, {erl_c_tell_cpu, c_tell_cpu}],
                        maps:is_key(Old, M)]).
 
 %% Two shardnode nodes, no baseline: the first, alone, hosts all 100 shards
