@@ -18,7 +18,8 @@
          a_c_node_started_by_hand_names_its_host/1,
          a_host_down_hands_its_shards_over_and_takes_them_back/1,
          remembered_erlang_entities_run_again_without_a_message/1,
-         graceful_shutdown_of_an_erlang_region_moves_its_states/1]).
+         graceful_shutdown_of_an_erlang_region_moves_its_states/1,
+         a_c_node_with_host_alone_waits_for_its_types/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -35,7 +36,8 @@ all() ->
      a_c_node_started_by_hand_names_its_host,
      a_host_down_hands_its_shards_over_and_takes_them_back,
      remembered_erlang_entities_run_again_without_a_message,
-     graceful_shutdown_of_an_erlang_region_moves_its_states].
+     graceful_shutdown_of_an_erlang_region_moves_its_states,
+     a_c_node_with_host_alone_waits_for_its_types].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -306,6 +308,42 @@ graceful_shutdown_of_an_erlang_region_moves_its_states(Config) ->
     no_second_instance(Config),
     [ok = shardnode:stop_node(N) || N <- [B, A]].
 
+%% --host alone, to a host that has no types yet: the C node waits (the
+%% host's welcome names none), and goes on once the host is given one; a
+%% SIGTERM while it waits stops it with status 0, as any stop.
+a_c_node_with_host_alone_waits_for_its_types(Config) ->
+    {HostPeer, Host} = start_host(Config, shardnode_ct:unique_name("host"), #{}),
+    %% A C node of our own, without the wrapper: SIGTERM and its status.
+    {ok, #{executable := Exe, args := Args}} =
+        shardnode_args:command(#{name => shardnode_ct:unique_name("wait") ++ "@127.0.0.1", types => [counter],
+                                 extra_args => ["--host", atom_to_list(Host)]}),
+    Port = open_port({spawn_executable, Exe}, [{args, Args}, exit_status, stderr_to_stdout, {line, 1000}]),
+    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+    port_line(Port, "waiting for host"),
+    _ = os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
+    receive {Port, {exit_status, Status}} -> ?assertEqual(0, Status)
+    after 10000 -> ct:fail(no_exit_after_sigterm)
+    end,
+    %% Through the wrapper: ready once the host names a type.
+    Self = self(),
+    Name = shardnode_ct:unique_name("wait") ++ "@127.0.0.1",
+    _ = spawn_link(fun() ->
+                           Self ! {started, shardnode:start_node(#{name => Name, types => [counter],
+                                                                   ready_timeout => 30000,
+                                                                   extra_args => ["--host", atom_to_list(Host)]})}
+                   end),
+    N = list_to_atom(Name),
+    await(fun() -> lists:member(N, shardnode:which_nodes()) andalso
+                       lists:any(fun(L) -> string:find(L, "waiting for host") =/= nomatch end, output(N)) end),
+    receive {started, Early} -> ct:fail({started_without_types, Early}) after 500 -> ok end,
+    ok = erpc:call(Host, shardnode, host_entities, [#{tally => sn_tally, 'Bad-Name' => sn_tally}]),
+    receive {started, R} -> ?assertEqual({ok, N}, R) after 30000 -> ct:fail(not_started) end,
+    {ok, Types} = gen_server:call({shardnode, N}, shard_types),
+    ?assertEqual([counter, tally], lists:sort(Types)),
+    ?assertEqual(1, call(N, tally, w, incr)),
+    ok = shardnode:stop_node(N),
+    down(HostPeer, Host).
+
 %%====================================================================
 %% Helpers
 %%====================================================================
@@ -321,11 +359,27 @@ opts(Prefix, Extra) ->
 %% A BEAM node that hosts tally for C nodes that name it. Unlinked: it
 %% goes down as a crashed node does (down/2), without taking the case.
 start_host(Config, Name) ->
+    start_host(Config, Name, #{tally => sn_tally}).
+
+%% The same with the types Entities (none: the application runs, no type).
+start_host(Config, Name, Entities) ->
     TestDir = filename:dirname(code:which(sn_tally)),
     {ok, Peer, Host} = shardnode_ct:start_peer(Config, #{name => Name, args => ["-pa", TestDir]}),
     unlink(Peer),
-    ok = erpc:call(Host, shardnode, host_entities, [#{tally => sn_tally}]),
+    ok = erpc:call(Host, shardnode, host_entities, [Entities]),
     {Peer, Host}.
+
+%% Waits for a line of the port's output containing Text.
+port_line(Port, Text) ->
+    receive
+        {Port, {data, {_, Line}}} ->
+            case string:find(Line, Text) of
+                nomatch -> port_line(Port, Text);
+                _ -> ok
+            end;
+        {Port, {exit_status, S}} -> ct:fail({exited, S})
+    after 15000 -> ct:fail({no_line, Text})
+    end.
 
 down(Peer, Host) ->
     Ref = erlang:monitor(process, Peer),

@@ -99,6 +99,11 @@ struct sn_config {
 	bool tls_verify_peer;
 };
 
+/* Whether `name` is one --types accepts as an entity type's: a lowercase
+ * letter, then letters, digits and `_` (it becomes a registered name and a
+ * file name under data_dir). */
+bool config_valid_type_name(const char *name);
+
 /* Fills defaults (data_dir is left empty; config_parse_args derives it). */
 void config_defaults(struct sn_config *cfg);
 

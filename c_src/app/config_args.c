@@ -18,7 +18,7 @@
 #include "distribution/node_name.h"
 #include "base/node_limits.h"
 
-static bool valid_type_name(const char *s)
+bool config_valid_type_name(const char *s)
 {
 	if (!islower((unsigned char)s[0]))
 		return false;
@@ -176,7 +176,7 @@ static int check_singletons(const struct sn_config *c, char err[CONFIG_ERR_BUF])
 			    c->nsingletons, NODE_TYPES_MAX);
 	for (size_t k = 0; k < c->nsingletons; k++) {
 		const char *name = c->singleton_names[k], *type = c->singleton_types[k];
-		if (!valid_type_name(name) || strncmp(name, "shardnode", 9) == 0 || strcmp(name, "net_kernel") == 0)
+		if (!config_valid_type_name(name) || strncmp(name, "shardnode", 9) == 0 || strcmp(name, "net_kernel") == 0)
 			return config_fail(err, "singleton %s: the name must be a lower-case atom, not net_kernel or "
 				    "shardnode*", name);
 		bool hosted = false;
@@ -295,7 +295,7 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	if (c->ntypes > NODE_TYPES_MAX)
 		return config_fail(err, "--types: %zu types; a node hosts at most %d", c->ntypes, NODE_TYPES_MAX);
 	for (size_t k = 0; k < c->ntypes; k++) {
-		if (!valid_type_name(c->types[k]))
+		if (!config_valid_type_name(c->types[k]))
 			return config_fail(err, "--types: '%s' is not an entity type name", c->types[k]);
 		for (size_t j = 0; j < k; j++)
 			if (strcmp(c->types[j], c->types[k]) == 0)

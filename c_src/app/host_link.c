@@ -106,11 +106,11 @@ static void handle(void *ctx, struct proc *self, const struct proc_msg *m)
 		log_debug(h->cfg.log, "host link: a message that is no welcome or types from %s dropped", h->host);
 		return;
 	}
+	keep_types(h, hm.types, hm.types_len);
 	if (hm.kind == HOST_MSG_WELCOME) {
 		bool first = !h->welcomed;
 		h->welcomed = true;
 		term_pid_copy(&h->dispatcher, &hm.pid);
-		keep_types(h, hm.types, hm.types_len);
 		send_lease(h);
 		if (first) {
 			log_info(h->cfg.log, "host %s answered: it runs this node's entities written in Erlang", h->host);
@@ -118,6 +118,8 @@ static void handle(void *ctx, struct proc *self, const struct proc_msg *m)
 				h->cfg.on_welcome(h->cfg.on_welcome_arg);
 		}
 	}
+	if (h->cfg.on_types)
+		h->cfg.on_types(h->cfg.on_types_arg);
 }
 
 static void on_nodedown(void *arg, const char *peer)

@@ -43,6 +43,10 @@ struct host_link_config {
 	 * what waited for it may go. NULL: nobody waits. */
 	void (*on_welcome)(void *arg);
 	void *on_welcome_arg;
+	/* Called when the host names its types (in every welcome, and when
+	 * they change): host_link_types has them. NULL: nobody listens. */
+	void (*on_types)(void *arg);
+	void *on_types_arg;
 };
 
 /* Spawns the link's process and says hello at once. Returns the link, or

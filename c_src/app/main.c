@@ -107,6 +107,8 @@ int main(int argc, char **argv)
 	rc = node_app_start(&app, &cfg, catalog.types, catalog.n);
 	if (rc == 0)
 		rc = node_app_run(&app);
+	else if (rc == -ECANCELED)
+		rc = 0; /* stopped while waiting for its host: a stop like any other */
 	node_app_stop(&app);
 	entity_plugins_free(&plugins);
 	return rc ? 1 : 0;

@@ -69,6 +69,11 @@ static void on_stdin(struct evloop *loop, int fd, uint32_t events, void *arg)
 	if (n > 0 || (n < 0 && errno == EINTR))
 		return; /* input is ignored */
 	evloop_unwatch(loop, fd);
+	if (app->awaiting_host_types) {
+		app->host_wait_cancelled = true; /* nothing of the cluster runs yet */
+		evloop_stop(loop);
+		return;
+	}
 	cluster_glue_leave(&app->glue, "stdin closed");
 }
 
@@ -176,10 +181,12 @@ static int start_node(struct node_app *app)
 }
 
 /* cfg's types, and with `host` but no host types, the types the host
- * names: the link starts now, and the loop runs until the host's first
- * welcome (it is asked for every heartbeat interval, for as long as it
- * takes) or a signal. Returns 0, or -ECANCELED (a signal came first) or
- * the loop's or the link's error. */
+ * names: the link starts now, and the loop runs until the host names at
+ * least one type (it is asked every heartbeat interval, for as long as it
+ * takes), or a signal or the end of stdin. A name that is no valid type
+ * name, or one this node has already, is left out. Returns 0, or
+ * -ECANCELED (stopped first: node_app_start's caller exits as on a
+ * graceful stop) or the loop's or the link's error. */
 static int gather_types(struct node_app *app)
 {
 	const struct sn_config *cfg = app->cfg;
@@ -211,9 +218,17 @@ static int gather_types(struct node_app *app)
 		bool known = false;
 		for (size_t t = 0; t < app->ntypes; t++)
 			known = known || strcmp(app->type_names[t], named[k]) == 0;
+		for (size_t t = 0; t < cfg->nsingletons; t++)
+			known = known || strcmp(cfg->singleton_names[t], named[k]) == 0;
 		if (known)
-			continue; /* a C type of the same name: --types has it */
-		if (app->ntypes + cfg->nsingletons >= NODE_TYPES_MAX || strlen(named[k]) >= CONFIG_NAME_BUF) {
+			continue; /* a C type of the same name (--types has it), or a singleton's */
+		if (!config_valid_type_name(named[k]) || strncmp(named[k], "shardnode", 9) == 0 ||
+		    strcmp(named[k], "net_kernel") == 0) {
+			log_warn(&app->log, "host %s names type %.255s: not a name a type may have here", cfg->host,
+				 named[k]);
+			continue;
+		}
+		if (app->ntypes + cfg->nsingletons >= NODE_TYPES_MAX) {
 			log_warn(&app->log, "host %s names type %s: not hosted here (at most %d types)", cfg->host,
 				 named[k], NODE_TYPES_MAX);
 			continue;
@@ -396,13 +411,21 @@ static bool host_ready(void *arg)
 static void host_welcomed(void *arg)
 {
 	struct node_app *app = arg;
-	if (app->awaiting_host_types) {
-		evloop_stop(app->loop); /* gather_types goes on with its types */
-		return;
-	}
+	if (app->awaiting_host_types)
+		return; /* host_named_types decides */
 	for (size_t k = 0; k < app->nhosted; k++)
 		if (app->hosted[k].region != NULL)
 			region_resume(app->hosted[k].region);
+}
+
+/* While gather_types waits: the host named its types. None yet (it was
+ * asked before shardnode:host_entities/1 gave it any): wait on. */
+static void host_named_types(void *arg)
+{
+	struct node_app *app = arg;
+	const char *named[1];
+	if (app->awaiting_host_types && host_link_types(app->host_link, named, 1) > 0)
+		evloop_stop(app->loop); /* gather_types goes on with them */
 }
 
 /* region_host.dispatcher: the host's dispatcher, once it answered. */
@@ -425,6 +448,7 @@ static int start_host_link(struct node_app *app)
 		/* A renewal older than a heartbeat interval is late anyway. */
 		.margin_ms = cfg->heartbeat_interval_ms,
 		.on_welcome = host_welcomed, .on_welcome_arg = app,
+		.on_types = host_named_types, .on_types_arg = app,
 	};
 	int rc = 0;
 	app->host_link = host_link_start(&hcfg, &rc);
@@ -480,12 +504,14 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 	int rc = start_loop(app);
 	if (rc == 0)
 		rc = start_node(app);
+	/* Before the regions: its nodedown listener then runs before theirs,
+	 * so a region that hears its host is gone finds it not ready. */
+	if (rc == 0)
+		rc = start_host_link(app);
 	if (rc == 0)
 		rc = start_hosted(app, known, nknown);
 	if (rc == 0)
 		rc = start_membership(app);
-	if (rc == 0)
-		rc = start_host_link(app);
 	if (rc == 0 && cfg->metrics_port != 0)
 		rc = start_metrics(app);
 	if (rc)

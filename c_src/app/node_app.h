@@ -79,8 +79,11 @@ struct node_app {
  * outlive the app, whose log lines name the node from it). `known` are the
  * nknown entity types cfg->types names come from (not owned; they must
  * outlive the app). Ignores SIGPIPE and blocks SIGTERM and SIGINT for the
- * process. Each failure is logged. Returns 0, or a negative errno (the part
- * that failed said why); either way node_app_stop must follow. */
+ * process. With `host` and no host types it waits for the host to name
+ * them (running the loop). Each failure is logged. Returns 0, -ECANCELED
+ * (a signal, or the end of stdin with stop_on_stdin_eof, came while it
+ * waited for the host: a stop, not a failure), or a negative errno (the
+ * part that failed said why); either way node_app_stop must follow. */
 int node_app_start(struct node_app *app, const struct sn_config *cfg, const struct entity_type *const *known,
 		   size_t nknown);
 

@@ -221,7 +221,13 @@ void region_on_nodedown(void *arg, const char *peer)
 	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
 		r->registered = false;
 	region_state_on_nodedown(r, peer);
-	region_remote_on_nodedown(r, peer);
+	if (region_remote_on_nodedown(r, peer)) {
+		/* Their processes are gone with the host: a hand-off that waited
+		 * for them goes on, its buffer following the shard. */
+		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
+			if (region_slot_handoff_ready(&r->slots[s].st))
+				region_hand_off_when_flushed(r, s);
+	}
 	region_step_owed(r);
 }
 

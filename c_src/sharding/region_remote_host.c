@@ -151,17 +151,18 @@ static void lose_host(struct region *r)
 			 r->cfg.name, r->cfg.host->node, lost);
 }
 
-void region_remote_on_nodedown(struct region *r, const char *peer)
+bool region_remote_on_nodedown(struct region *r, const char *peer)
 {
 	if (!region_remote_active(r) || r->cfg.host->node == NULL || strcmp(peer, r->cfg.host->node) != 0)
-		return;
+		return false;
 	lose_host(r);
 	if (r->remote.slots_ending) {
 		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 			region_remote_end_waited(r, s);
 		r->remote.slots_ending = false;
 	}
-	tell_coordinator(r, false); /* the host link may hear of it after us */
+	tell_coordinator(r, false);
+	return true;
 }
 
 /* region_leaving or region_back, if `ready` (the host's) is news to the
@@ -181,8 +182,16 @@ void region_remote_check_host(struct region *r, bool registered_anew)
 {
 	if (!region_remote_active(r))
 		return;
-	if (registered_anew)
-		r->remote.away = false;
-	tell_coordinator(r, r->cfg.host->ready(r->cfg.host->arg));
+	bool ready = r->cfg.host->ready(r->cfg.host->arg);
+	if (registered_anew) {
+		/* A coordinator that forgot this region answers a register as
+		 * one it knew: it may still count it as leaving from before.
+		 * region_back to one that does not is nothing. */
+		r->remote.away = !ready;
+		if (!r->cfg.proxy_only && !r->stopped && !r->leave.under_way)
+			region_send_to_coordinator(r, ready ? SMSG_REGION_BACK : SMSG_REGION_LEAVING, 0);
+		return;
+	}
+	tell_coordinator(r, ready);
 }
 

@@ -33,8 +33,9 @@ bool region_remote_end_processes(struct region *r, uint32_t shard);
  * have been handled, as with any crash), the messages queued behind go
  * back to the front of their slot's buffer to wait for the host or follow
  * the shard, the states last completed stay; and the shards waiting for
- * their processes to end wait no more. */
-void region_remote_on_nodedown(struct region *r, const char *peer);
+ * their processes to end wait no more. Returns true if `peer` was the
+ * host: hand-offs that waited for those processes may go on now. */
+bool region_remote_on_nodedown(struct region *r, const char *peer);
 
 /* Tells the coordinator what the host's state means for this region's
  * shards, when that changed: while the host is down, region_leaving (the

@@ -1005,3 +1005,16 @@ Test(config, plugin_dir_key)
 	cr_assert_eq(config_apply_text(&c, text, sizeof text - 1, "f", err), 0, "%s", err);
 	cr_assert_str_eq(c.plugin_dir, "/opt/x");
 }
+
+/* The names a type may have: what --types accepts, and what a node takes
+ * from its host's list of types written in Erlang. */
+Test(config, valid_type_names)
+{
+	static const char *const good[] = {"counter", "cart", "a", "user_cart2", "x_1_y"};
+	static const char *const bad[] = {"", "Cart", "_cart", "1cart", "cart-x", "../x", "caf\xc3\xa9", "a b",
+					  "cart/x"};
+	for (size_t k = 0; k < sizeof good / sizeof good[0]; k++)
+		cr_assert(config_valid_type_name(good[k]), "%s", good[k]);
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+		cr_assert_not(config_valid_type_name(bad[k]), "%s", bad[k]);
+}
