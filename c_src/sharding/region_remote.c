@@ -252,6 +252,11 @@ int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t 
 {
 	struct shard_slot *slot = &r->slots[shard];
 	struct envelope e = {.id = id, .id_len = id_len, .msg = WAKE, .msg_len = sizeof WAKE};
+	/* With a store its state's load starts now, as a C type's remembered
+	 * entities' loads do, all of a shard's at once; the wake waits for it
+	 * in the buffer (a failed start is tried again when the wake comes). */
+	if (region_store_active(r) && (slot->shard == NULL || !shard_entity_live(slot->shard, id, id_len)))
+		(void)region_start_entity(r, shard, id, id_len);
 	/* As route() does with a message for a shard hosted here. */
 	if (slot->shard != NULL && region_slot_hold(&slot->st, r->written_upto) == SLOT_HOLD_NONE &&
 	    region_slot_hosted(&slot->st) && region_may_deliver(r) &&

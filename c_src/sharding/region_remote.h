@@ -33,7 +33,8 @@ void region_remote_deliver(struct region *r, struct shard *s, const struct envel
  * process is woken by a message of the region's own, '$shardnode_wake',
  * which the entity's process completes without calling the module; it
  * takes its turn as any message does (after the entity's stored state is
- * loaded, behind what was sent before it), and an entity whose process
+ * loaded — the load starts at once — behind what was sent before it), and
+ * an entity whose process
  * runs or is being started ignores it. Returns 0, or -ENOBUFS (the slot's
  * buffer is full: the next message starts the entity) or -ENOMEM. */
 int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t id_len);
