@@ -189,3 +189,68 @@ void replica_sets_renumber(struct replica_set *sets, uint32_t nshards, int32_t g
 				s->replica[k]--;
 	}
 }
+
+/* Builds one shard's set from the reports of its highest epoch. */
+static void rebuild_one(struct replica_set *s, uint32_t shard, const struct replica_report *reports, size_t n,
+			uint64_t top, uint64_t *next_epoch)
+{
+	replica_set_init(s);
+	s->epoch = top;
+	/* Lowest regions first: the reports in region order. */
+	for (int32_t last = -1;;) {
+		const struct replica_report *next = NULL;
+		for (size_t k = 0; k < n; k++) {
+			const struct replica_report *r = &reports[k];
+			if (r->shard == shard && r->epoch == top && r->region > last &&
+			    (next == NULL || r->region < next->region))
+				next = r;
+		}
+		if (next == NULL)
+			break;
+		last = next->region;
+		if (next->home && s->home < 0) {
+			s->home = next->region;
+		} else if (!next->home && s->nreplicas < REPLICA_SETS_MAX) {
+			s->replica[s->nreplicas] = next->region;
+			s->complete[s->nreplicas++] = next->complete;
+		}
+	}
+	if (s->home >= 0)
+		return;
+	for (uint8_t k = 0; k < s->nreplicas; k++) {
+		if (s->complete[k]) {
+			s->home = s->replica[k];
+			remove_replica(s, k);
+			s->epoch = ++*next_epoch;
+			return;
+		}
+	}
+	while (s->nreplicas > 0)
+		remove_replica(s, 0);
+	s->waiting = true;
+}
+
+size_t replica_sets_rebuild(struct replica_set *sets, uint32_t nshards, const struct replica_report *reports,
+			    size_t nreports, uint64_t *next_epoch)
+{
+	for (size_t k = 0; k < nreports; k++)
+		if (reports[k].epoch > *next_epoch)
+			*next_epoch = reports[k].epoch;
+	size_t rebuilt = 0;
+	for (uint32_t sh = 0; sh < nshards; sh++) {
+		uint64_t top = 0;
+		bool any = false;
+		for (size_t k = 0; k < nreports; k++) {
+			if (reports[k].shard != sh || reports[k].region < 0)
+				continue;
+			if (!any || reports[k].epoch > top)
+				top = reports[k].epoch;
+			any = true;
+		}
+		if (!any)
+			continue;
+		rebuild_one(&sets[sh], sh, reports, nreports, top, next_epoch);
+		rebuilt++;
+	}
+	return rebuilt;
+}

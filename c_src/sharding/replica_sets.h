@@ -106,6 +106,29 @@ struct replica_change {
 int replica_sets_region_lost(struct replica_set *sets, uint32_t nshards, int32_t region, uint64_t *next_epoch,
 			     struct replica_change *out, size_t *nout);
 
+/* What a region reports of one shard it keeps a copy of (after a
+ * coordinator fail-over, or a restart on its data_dir): its role and the
+ * epoch it last had, and whether its copy holds every record. */
+struct replica_report {
+	uint32_t shard;
+	int32_t region;
+	bool home;
+	bool complete; /* always true of a home */
+	uint64_t epoch;
+};
+
+/* A new coordinator's sets from the reports (any order; a shard below
+ * nshards, a region >= 0): for each shard, the reports of the highest
+ * epoch make its set — their home, and their replicas (at most
+ * REPLICA_SETS_MAX, lowest regions first) — and reports of older epochs
+ * are left out (their copies may miss writes). Without a home at that
+ * epoch, its complete replica in the lowest region is promoted under a new
+ * epoch; without one, the shard waits (never started empty). A shard no
+ * region reported is left as it was. *next_epoch ends above every epoch
+ * reported and given. Returns how many shards were rebuilt. */
+size_t replica_sets_rebuild(struct replica_set *sets, uint32_t nshards, const struct replica_report *reports,
+			    size_t nreports, uint64_t *next_epoch);
+
 /* The coordinator removed region `gone` from its list, and the regions
  * after it moved down one index: the sets follow. `gone` itself must be in
  * no set any more (replica_sets_region_lost first), except as a waiting

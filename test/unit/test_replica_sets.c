@@ -357,3 +357,106 @@ Test(replica_sets, renumbering_after_a_removal)
 	cr_assert(w.sets[1].waiting);
 	cr_assert_eq(w.sets[2].home, 0);
 }
+
+/* ---- a new coordinator's sets from the regions' reports ---- */
+
+#define REPORT(sh, reg, is_home, done, ep) \
+	((struct replica_report){.shard = (sh), .region = (reg), .home = (is_home), .complete = (done), .epoch = (ep)})
+
+Test(replica_sets, rebuilt_from_the_reports_of_the_highest_epoch)
+{
+	struct world w;
+	init(&w, 3, 4);
+	for (uint32_t s = 0; s < 3; s++)
+		replica_set_init(&w.sets[s]);
+	w.epoch = 1;
+	const struct replica_report r[] = {
+		/* shard 0: home 2 with replicas 3 (complete) and 0 (filling) at
+		 * epoch 40; region 1 was its home at 30, before a move. */
+		REPORT(0, 1, true, true, 30),
+		REPORT(0, 3, false, true, 40),
+		REPORT(0, 2, true, true, 40),
+		REPORT(0, 0, false, false, 40),
+		/* shard 1: home 1 alone at 7. */
+		REPORT(1, 1, true, true, 7),
+	};
+	cr_assert_eq(replica_sets_rebuild(w.sets, w.nshards, r, SN_ARRAY_LEN(r), &w.epoch), 2);
+	const struct replica_set *s0 = &w.sets[0];
+	cr_assert_eq(s0->home, 2, "the home of the highest epoch, not the older one");
+	cr_assert_eq(s0->epoch, 40);
+	cr_assert_eq(s0->nreplicas, 2);
+	cr_assert_eq(s0->replica[0], 0, "lowest region first");
+	cr_assert_not(s0->complete[0]);
+	cr_assert_eq(s0->replica[1], 3);
+	cr_assert(s0->complete[1]);
+	cr_assert_eq(w.sets[1].home, 1);
+	cr_assert_eq(w.sets[1].epoch, 7);
+	cr_assert_eq(w.sets[2].home, -1, "nobody reported it: left as it was");
+	cr_assert_eq(w.epoch, 40, "the counter goes on above every reported epoch");
+}
+
+Test(replica_sets, rebuilt_without_its_home_a_complete_replica_is_promoted)
+{
+	struct world w;
+	init(&w, 1, 4);
+	w.epoch = 50;
+	const struct replica_report r[] = {
+		REPORT(0, 3, false, true, 60),
+		REPORT(0, 1, false, false, 60),
+		REPORT(0, 2, false, true, 60),
+	};
+	cr_assert_eq(replica_sets_rebuild(w.sets, w.nshards, r, SN_ARRAY_LEN(r), &w.epoch), 1);
+	const struct replica_set *s = &w.sets[0];
+	cr_assert_eq(s->home, 2, "the complete replica in the lowest region, not the filling one");
+	cr_assert_eq(s->epoch, 61, "a promotion takes a new epoch");
+	cr_assert_eq(w.epoch, 61);
+	cr_assert_eq(s->nreplicas, 2);
+	cr_assert_eq(s->replica[0], 1);
+	cr_assert_eq(s->replica[1], 3);
+	cr_assert_not(s->waiting);
+}
+
+Test(replica_sets, rebuilt_with_no_complete_copy_the_shard_waits)
+{
+	struct world w;
+	init(&w, 1, 3);
+	const struct replica_report r[] = {
+		REPORT(0, 1, false, false, 9),
+		/* A full copy, but of an older epoch: it may miss writes. */
+		REPORT(0, 2, true, true, 8),
+	};
+	cr_assert_eq(replica_sets_rebuild(w.sets, w.nshards, r, SN_ARRAY_LEN(r), &w.epoch), 1);
+	const struct replica_set *s = &w.sets[0];
+	cr_assert(s->waiting);
+	cr_assert_eq(s->home, -1);
+	cr_assert_eq(s->nreplicas, 0);
+	cr_assert_eq(s->epoch, 9);
+	/* Nothing fills it while it waits. */
+	fill(&w, 1);
+	cr_assert_eq(w.n, 0);
+}
+
+Test(replica_sets, rebuilt_the_same_whatever_the_order_of_the_reports)
+{
+	const struct replica_report fwd[] = {
+		REPORT(0, 0, true, true, 5), REPORT(0, 1, false, true, 5), REPORT(0, 2, false, false, 5),
+		REPORT(1, 2, true, true, 3), REPORT(1, 0, false, true, 3),
+	};
+	struct replica_report rev[SN_ARRAY_LEN(fwd)];
+	for (size_t k = 0; k < SN_ARRAY_LEN(fwd); k++)
+		rev[k] = fwd[SN_ARRAY_LEN(fwd) - 1 - k];
+	struct world a, b;
+	init(&a, 2, 3);
+	init(&b, 2, 3);
+	(void)replica_sets_rebuild(a.sets, a.nshards, fwd, SN_ARRAY_LEN(fwd), &a.epoch);
+	(void)replica_sets_rebuild(b.sets, b.nshards, rev, SN_ARRAY_LEN(rev), &b.epoch);
+	for (uint32_t s = 0; s < 2; s++) {
+		cr_assert_eq(a.sets[s].home, b.sets[s].home);
+		cr_assert_eq(a.sets[s].epoch, b.sets[s].epoch);
+		cr_assert_eq(a.sets[s].nreplicas, b.sets[s].nreplicas);
+		for (uint8_t k = 0; k < a.sets[s].nreplicas; k++) {
+			cr_assert_eq(a.sets[s].replica[k], b.sets[s].replica[k]);
+			cr_assert_eq(a.sets[s].complete[k], b.sets[s].complete[k]);
+		}
+	}
+}
