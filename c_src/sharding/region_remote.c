@@ -398,6 +398,29 @@ static void log_crash(struct region *r, const struct host_msg *hm)
 	free(why);
 }
 
+struct remote_mailbox_item *region_remote_crashed(struct region *r, uint32_t shard, struct hosted_entity *he,
+					       const char *reason, size_t reason_len, bool *had)
+{
+	region_remote_forget_process(r, he, true);
+	struct remote_mailbox_item *next = NULL;
+	struct remote_mailbox_item *it = remote_mailbox_fail(&he->mb, &next);
+	*had = it != NULL;
+	if (it == NULL)
+		return NULL; /* it ended between messages: the next one restarts it */
+	struct pending *p = REGION_REMOTE_PENDING_OF(it);
+	struct envelope e;
+	region_envelope_of(p, &e);
+	ei_x_buff x;
+	if (ei_x_new(&x) == 0) {
+		int rc = term_x_error_tagged_raw(&x, "entity_crashed", reason, reason_len);
+		if (term_x_whole_or_enomem(&x, 0, rc) == 0)
+			region_remote_answer(r, shard, &e, &x);
+		ei_x_free(&x);
+	}
+	free(p);
+	return next;
+}
+
 /* The entity's process ended abnormally: the message it had is answered
  * {error, {entity_crashed, Reason}}, the next one starts it again from the
  * state last completed. */
@@ -409,22 +432,10 @@ static void on_crashed(struct region *r, uint32_t shard, struct entity *ent, con
 	if (!hm->has_pid && he->has_pid)
 		return; /* a start that failed, but this entity's process runs */
 	log_crash(r, hm);
-	region_remote_forget_process(r, he, true);
-	struct remote_mailbox_item *next = NULL;
-	struct remote_mailbox_item *it = remote_mailbox_fail(&he->mb, &next);
-	if (it == NULL)
-		return; /* it crashed between messages: the next one restarts it */
-	struct pending *p = REGION_REMOTE_PENDING_OF(it);
-	struct envelope e;
-	region_envelope_of(p, &e);
-	ei_x_buff x;
-	if (ei_x_new(&x) == 0) {
-		int rc = term_x_error_tagged_raw(&x, "entity_crashed", hm->reply, hm->reply_len);
-		if (term_x_whole_or_enomem(&x, 0, rc) == 0)
-			region_remote_answer(r, shard, &e, &x);
-		ei_x_free(&x);
-	}
-	free(p);
+	bool had = false;
+	struct remote_mailbox_item *next = region_remote_crashed(r, shard, he, hm->reply, hm->reply_len, &had);
+	if (!had)
+		return;
 	if (next != NULL)
 		pump(r, r->slots[shard].shard, ent);
 	else

@@ -100,6 +100,15 @@ void region_remote_forget_process_only(struct hosted_entity *he);
  * (without a store and without keep_state, none). */
 void region_remote_forget_process(struct region *r, struct hosted_entity *he, bool keep_state);
 
+/* The entity's process ended abnormally with `reason` (a term without
+ * version byte): it is forgotten, its last completed state kept, and the
+ * message it had, if any, is answered {error, {entity_crashed, Reason}}
+ * and freed. *had: whether one was in flight. Returns the mailbox's next
+ * message, now in flight and not yet sent (NULL: none); the caller sends
+ * it or takes it back. */
+struct remote_mailbox_item *region_remote_crashed(struct region *r, uint32_t shard, struct hosted_entity *he,
+					       const char *reason, size_t reason_len, bool *had);
+
 /* The shard's processes have ended (or are waited for no more): the
  * coordinator hears shard_stopped, once. */
 void region_remote_end_waited(struct region *r, uint32_t shard);

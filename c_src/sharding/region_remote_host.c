@@ -107,29 +107,14 @@ struct host_lost {
  * answered as a crash's, the rest waits in the buffer. */
 static void lose_process(struct entity *ent, void *arg)
 {
+	/* noconnection (SMALL_ATOM_UTF8_EXT): what a monitor of the process
+	 * says when its node is gone. */
+	static const char NOCONNECTION[] = {'\x77', 12, 'n', 'o', 'c', 'o', 'n', 'n', 'e', 'c', 't', 'i', 'o', 'n'};
 	struct host_lost *hl = arg;
-	struct hosted_entity *he = region_remote_hosted(ent);
-	region_remote_forget_process(hl->r, he, true);
-	struct remote_mailbox_item *next = NULL;
-	struct remote_mailbox_item *it = remote_mailbox_fail(&he->mb, &next);
-	if (it == NULL)
-		return; /* between messages: nothing was out */
-	struct pending *p = REGION_REMOTE_PENDING_OF(it);
-	struct envelope e;
-	region_envelope_of(p, &e);
-	ei_x_buff x;
-	if (ei_x_new(&x) == 0) {
-		/* {error, {entity_crashed, noconnection}}: what a monitor of
-		 * the process says when its node is gone. */
-		int rc = ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "error") |
-			 ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "entity_crashed") |
-			 ei_x_encode_atom(&x, "noconnection");
-		if (term_x_whole_or_enomem(&x, 0, rc) == 0)
-			region_remote_answer(hl->r, hl->slot->shard->id, &e, &x);
-		ei_x_free(&x);
-	}
-	free(p);
-	region_remote_take_entity_back(ent, hl->t);
+	bool had = false;
+	(void)region_remote_crashed(hl->r, hl->slot->shard->id, region_remote_hosted(ent), NOCONNECTION,
+				    sizeof NOCONNECTION, &had);
+	region_remote_take_entity_back(ent, hl->t); /* what was queued behind */
 }
 
 static void lose_host(struct region *r)
