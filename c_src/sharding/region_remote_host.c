@@ -95,7 +95,7 @@ void region_remote_tick(struct region *r)
 
 /* ---- the host goes down and comes back ---- */
 
-static void tell_coordinator(struct region *r, bool ready);
+static void tell_coordinator(struct region *r, bool ready, bool always);
 
 struct host_lost {
 	struct region *r;
@@ -146,37 +146,32 @@ bool region_remote_on_nodedown(struct region *r, const char *peer)
 			region_remote_end_waited(r, s);
 		r->remote.slots_ending = false;
 	}
-	tell_coordinator(r, false);
+	tell_coordinator(r, false, false);
 	return true;
 }
 
 /* region_leaving or region_back, if `ready` (the host's) is news to the
- * coordinator. */
-static void tell_coordinator(struct region *r, bool ready)
+ * coordinator, or, `always`, in any case. */
+static void tell_coordinator(struct region *r, bool ready, bool always)
 {
-	if (r->cfg.proxy_only || r->stopped || r->leave.under_way || !r->registered || ready == !r->remote.away)
+	if (r->cfg.proxy_only || r->stopped || r->leave.under_way || !r->registered)
 		return;
+	if (!always && ready == !r->remote.away)
+		return;
+	if (!always)
+		log_info(r->cfg.log, ready ? "region %s: the host answered: taking shards again"
+					   : "region %s: the host has not answered or is down: its shards go to members whose host is up",
+			 r->cfg.name);
 	r->remote.away = !ready;
-	log_info(r->cfg.log, ready ? "region %s: the host answered: taking shards again"
-				   : "region %s: the host has not answered or is down: its shards go to members whose host is up",
-		 r->cfg.name);
 	region_send_to_coordinator(r, ready ? SMSG_REGION_BACK : SMSG_REGION_LEAVING, 0);
 }
 
 void region_remote_check_host(struct region *r, bool registered_anew)
 {
-	if (!region_remote_active(r))
-		return;
-	bool ready = r->cfg.host->ready(r->cfg.host->arg);
-	if (registered_anew) {
-		/* A coordinator that forgot this region answers a register as
-		 * one it knew: it may still count it as leaving from before.
-		 * region_back to one that does not is nothing. */
-		r->remote.away = !ready;
-		if (!r->cfg.proxy_only && !r->stopped && !r->leave.under_way)
-			region_send_to_coordinator(r, ready ? SMSG_REGION_BACK : SMSG_REGION_LEAVING, 0);
-		return;
-	}
-	tell_coordinator(r, ready);
+	/* Registered anew: a coordinator that forgot this region answers a
+	 * register as one it knew, and may still count it as leaving from
+	 * before; region_back to one that does not is nothing. */
+	if (region_remote_active(r))
+		tell_coordinator(r, r->cfg.host->ready(r->cfg.host->arg), registered_anew);
 }
 
