@@ -54,6 +54,7 @@ void config_defaults(struct sn_config *c)
 	c->log_level = LOG_INFO;
 	c->state_store = STATE_STORE_MEMORY;
 	c->store_timeout_ms = 5000;
+	c->state_replicas = 1;
 	c->tls_verify_peer = true;
 }
 
@@ -90,6 +91,7 @@ static const struct key_spec keys[] = {
 	{"state_store", K_STATE_STORE, offsetof(struct sn_config, state_store), 0, 0},
 	{"host", K_PATH, offsetof(struct sn_config, host), 0, NODE_NAME_BUF},
 	U(store_timeout_ms, 1, 86400000),
+	U(state_replicas, 0, 3),
 	U(net_ticktime, 1, 86400),
 	U(max_message_bytes, 1024, 2000000000),
 	U(max_connections, 1, 1000000),

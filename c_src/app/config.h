@@ -83,6 +83,10 @@ struct sn_config {
 	 * (NAME@HOST; host_link.h); empty: none. */
 	char host[NODE_NAME_BUF];
 	uint32_t store_timeout_ms;
+	/* Copies of each shard's records on other members besides its home
+	 * (docs/contract.md, "Replicated state"); used with state_store =
+	 * lmdb only. 0: none. */
+	uint32_t state_replicas;
 
 	/* keys of the runtime (in the same table) */
 	uint32_t net_ticktime;       /* seconds, as the kernel parameter */

@@ -16,6 +16,7 @@
 #include "app/host_link.h"
 #include "sharding/hosted_entity.h"
 #include "app/metrics_page.h"
+#include "entity/entity_type.h"
 #include "base/http_server.h"
 #include "cluster/membership.h"
 #include "distribution/dist_node.h"
@@ -270,6 +271,12 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 			.handoff_timeout_ms = cfg->handoff_timeout_ms,
 			.min_nr_of_members = cfg->min_nr_of_members,
 			.pinned = h->singleton,
+			/* Only where its regions keep copies: a store of each
+			 * node's own and a type that keeps state (region_store.c
+			 * opens the store on the same terms). */
+			.state_replicas = app->store != NULL && !app->store->shared && entity_type_keeps_state(type)
+						  ? cfg->state_replicas
+						  : 0,
 		};
 		h->coordinator = coordinator_start(&ccfg, &rc);
 		if (h->coordinator == NULL) {
@@ -296,6 +303,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		.may_deliver = cluster_glue_may_deliver, .may_deliver_arg = &app->glue,
 		.remember = h->remember,
 		.store = app->store, .store_timeout_ms = cfg->store_timeout_ms,
+		.state_replicas = cfg->state_replicas,
 		.metrics = cfg->metrics_port != 0,
 		.on_stopped = cluster_glue_region_stopped, .on_stopped_arg = &app->glue,
 	};

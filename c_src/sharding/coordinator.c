@@ -6,73 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sharding/coordinator_members.h"
+#include "sharding/coordinator_internal.h"
 #include "sharding/rebalance.h"
+#include "sharding/replica_msg.h"
 #include "sharding/shard_msg.h"
 #include "etf/term.h"
-
-struct region_ref {
-	erlang_pid pid;
-	uint32_t nshards; /* shards allocated to it */
-	bool reported;    /* its `hosting` report has arrived */
-};
-
-struct coordinator {
-	struct coordinator_config cfg;
-	struct proc *proc;
-	bool active;
-	struct region_ref *regions;
-	size_t nregions, cap;
-	int32_t *home; /* per shard: index into regions, or -1 */
-	int32_t *moving_to; /* per shard: index of the region it moves to, or -1 */
-	uint64_t *moving_since;
-	uint32_t nmoving;
-	struct coordinator_metrics metrics;
-	struct coordinator_members members; /* owners, joining, draining, downed */
-	erlang_pid *leaving; /* regions shutting down on nodes that stay */
-	size_t nleaving, leaving_cap;
-	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
-	size_t nproxies, proxies_cap;
-	struct evloop_timer rebalance_timer;
-};
-
-/* A region on a downed node keeps its shards until its lease has run out
- * (membership.h), but it answers nothing: it gets no shard, takes part in no
- * move, and no handoff waits for its ack. */
-static bool is_downed(const struct coordinator *c, size_t region)
-{
-	return coordinator_members_in(&c->members, CM_DOWNED, c->regions[region].pid.node);
-}
-
-/* It sent region_leaving (graceful_shutdown, or its type's host is down). */
-static bool is_leaving(const struct coordinator *c, const erlang_pid *region)
-{
-	for (size_t d = 0; d < c->nleaving; d++)
-		if (term_pid_equal(&c->leaving[d], region))
-			return true;
-	return false;
-}
-
-/* Its node is leaving, or it is shutting down on a node that stays; or,
- * for a singleton's coordinator, it is on another node than this one, the
- * oldest member's, where the shard belongs. */
-static bool is_draining(const struct coordinator *c, size_t region)
-{
-	if (c->cfg.pinned && strcmp(c->regions[region].pid.node, dist_node_name(c->cfg.node)) != 0)
-		return true;
-	if (coordinator_members_in(&c->members, CM_DRAINING, c->regions[region].pid.node))
-		return true;
-	return is_leaving(c, &c->regions[region].pid);
-}
-
-/* Not to be given shards. A region may register before its node is up
- * (while it is joining): it gets shards only once the node owns shards, as
- * in Akka, and so only after the members that hold remembered entities
- * have sent it their sets (remember_replica.h). */
-static bool unavailable(const struct coordinator *c, size_t region)
-{
-	return is_draining(c, region) || !coordinator_members_may_get_shards(&c->members, c->regions[region].pid.node);
-}
 
 static void drain(struct coordinator *c);
 
@@ -86,6 +24,7 @@ static void forget_all(struct coordinator *c)
 	c->nmoving = 0;
 	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++)
 		c->home[s] = c->moving_to[s] = -1;
+	coordinator_replicas_reset(&c->replicas);
 }
 
 void coordinator_set_active(struct coordinator *c, bool active)
@@ -137,20 +76,6 @@ void coordinator_set_downed(struct coordinator *c, const char *const *nodes, siz
 	}
 }
 
-/* True when every owner's region has registered and reported. */
-static bool all_reported(const struct coordinator *c)
-{
-	const char **reported = malloc((c->nregions ? c->nregions : 1) * sizeof *reported);
-	if (reported == NULL)
-		return false; /* the region asks again */
-	size_t n = 0;
-	for (size_t k = 0; k < c->nregions; k++)
-		if (c->regions[k].reported)
-			reported[n++] = c->regions[k].pid.node;
-	bool all = coordinator_members_all_reported(&c->members, reported, n);
-	free(reported);
-	return all;
-}
 
 int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
 {
@@ -162,69 +87,58 @@ int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
 	return best;
 }
 
-static int find_region(const struct coordinator *c, const erlang_pid *pid)
-{
-	for (size_t k = 0; k < c->nregions; k++)
-		if (term_pid_equal(&c->regions[k].pid, pid))
-			return (int)k;
-	return -1;
-}
 
-static void send_pid_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
-			 const erlang_pid *pid)
+
+
+/* The shard's home changed: its replica set follows and is told (before
+ * the home is). */
+static void replicas_home_set(struct coordinator *c, uint32_t shard)
 {
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
+	struct coordinator_view v;
+	bool *takes;
+	if (!coordinator_replicas_on(&c->replicas) || coord_replica_view(c, &v, &takes) != 0)
 		return;
-	if (shard_msg_encode_pid(&x, kind, pid) == 0)
-		dist_node_send(c->cfg.node, to, x.buff, (size_t)x.index);
-	ei_x_free(&x);
+	coordinator_replicas_home_set(&c->replicas, &v, shard, c->home[shard]);
+	free(takes);
 }
 
-/* Messages that change where a region sends a shard's messages go to the
- * region's registered name with our pid as sender, so a region can tell
- * the active coordinator from one that was active before. */
-static void send_to_region(struct coordinator *c, const erlang_pid *region, const ei_x_buff *x)
+/* Once every region has reported, the replica sets are rebuilt from what
+ * they keep; shards whose home is gone continue on a replica. False while
+ * the sets are not known (nothing may be allocated then). */
+static bool replicas_ready(struct coordinator *c)
 {
-	dist_node_reg_send(c->cfg.node, &c->proc->pid, c->cfg.type_name, region->node, x->buff, (size_t)x->index);
+	if (!coordinator_replicas_on(&c->replicas) || c->replicas.ready)
+		return true;
+	if (!coord_all_reported(c))
+		return false;
+	struct coordinator_view v;
+	bool *takes;
+	uint32_t *promoted = malloc(c->cfg.number_of_shards * sizeof *promoted);
+	if (promoted == NULL || coord_replica_view(c, &v, &takes) != 0) {
+		free(promoted);
+		return false;
+	}
+	size_t n = 0;
+	coordinator_replicas_rebuild(&c->replicas, &v, c->home, promoted, &n);
+	free(takes);
+	for (size_t k = 0; k < n; k++) {
+		c->regions[c->home[promoted[k]]].nshards++;
+		coord_broadcast_home(c, promoted[k]);
+	}
+	free(promoted);
+	return true;
 }
 
-static void send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard, const erlang_pid *home)
-{
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return;
-	if (shard_msg_encode_shard(&x, SMSG_SHARD_HOME, shard, home) == 0)
-		send_to_region(c, to, &x);
-	ei_x_free(&x);
-}
 
-/* Tells every region where the shard lives, its home first so it hosts the
- * shard before anything is forwarded to it. */
-static void broadcast_home(struct coordinator *c, uint32_t shard)
-{
-	const erlang_pid *home = &c->regions[c->home[shard]].pid;
-	send_home(c, home, shard, home);
-	for (size_t k = 0; k < c->nregions; k++)
-		if ((int32_t)k != c->home[shard])
-			send_home(c, &c->regions[k].pid, shard, home);
-	for (size_t k = 0; k < c->nproxies; k++)
-		send_home(c, &c->proxies[k], shard, home);
-}
 
-static int find_proxy(const struct coordinator *c, const erlang_pid *pid)
-{
-	for (size_t k = 0; k < c->nproxies; k++)
-		if (term_pid_equal(&c->proxies[k], pid))
-			return (int)k;
-	return -1;
-}
+
+
 
 /* A region's graceful_shutdown on a node that stays, or a region whose
  * type's host is down: hand its shards off. */
 static void on_region_leaving(struct coordinator *c, const erlang_pid *region)
 {
-	if (!c->active || find_region(c, region) < 0 || is_leaving(c, region))
+	if (!c->active || coord_find_region(c, region) < 0 || coord_is_leaving(c, region))
 		return;
 	if (c->nleaving == c->leaving_cap) {
 		size_t cap = c->leaving_cap ? c->leaving_cap * 2 : 4;
@@ -256,7 +170,7 @@ static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
 {
 	if (!c->active || coordinator_members_unknown_region(&c->members, proxy->node) == CM_IGNORE)
 		return;
-	if (find_proxy(c, proxy) < 0) {
+	if (coord_find_proxy(c, proxy) < 0) {
 		if (c->nproxies == c->proxies_cap) {
 			size_t cap = c->proxies_cap ? c->proxies_cap * 2 : 4;
 			erlang_pid *p = realloc(c->proxies, cap * sizeof *p);
@@ -268,7 +182,7 @@ static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
 		c->proxies[c->nproxies++] = *proxy;
 		log_info(c->cfg.log, "coordinator %s: proxy region %s registered", c->cfg.type_name, proxy->node);
 	}
-	send_pid_msg(c, proxy, SMSG_REGISTERED, &c->proc->pid);
+	coord_send_pid_msg(c, proxy, SMSG_REGISTERED, &c->proc->pid);
 }
 
 /* Gives `shard` (which has no home) to the region the allocation strategy
@@ -283,13 +197,14 @@ static int32_t allocate_home(struct coordinator *c, uint32_t shard)
 	if (counts == NULL)
 		return -1;
 	for (size_t k = 0; k < c->nregions; k++)
-		counts[k] = unavailable(c, k) ? UINT32_MAX : c->regions[k].nshards;
+		counts[k] = coord_unavailable(c, k) ? UINT32_MAX : c->regions[k].nshards;
 	int pick = c->cfg.allocate(counts, c->nregions, c->cfg.allocate_arg);
 	free(counts);
-	if (pick < 0 || (size_t)pick >= c->nregions || unavailable(c, (size_t)pick))
+	if (pick < 0 || (size_t)pick >= c->nregions || coord_unavailable(c, (size_t)pick))
 		return -1;
 	c->home[shard] = pick;
 	c->regions[pick].nshards++;
+	replicas_home_set(c, shard);
 	return pick;
 }
 
@@ -297,19 +212,9 @@ static int32_t allocate_home(struct coordinator *c, uint32_t shard)
 static void reallocate(struct coordinator *c, uint32_t shard)
 {
 	if (allocate_home(c, shard) >= 0)
-		broadcast_home(c, shard);
+		coord_broadcast_home(c, shard);
 }
 
-static void send_shard_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
-			   uint32_t shard, const erlang_pid *pid)
-{
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return;
-	if (shard_msg_encode_shard(&x, kind, shard, pid) == 0)
-		send_to_region(c, to, &x);
-	ei_x_free(&x);
-}
 
 static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 {
@@ -322,18 +227,18 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 		 from->node, c->regions[to].pid.node);
 	uint32_t acks = (uint32_t)c->nproxies;
 	for (size_t k = 0; k < c->nregions; k++) {
-		if ((int32_t)k == c->home[shard] || is_downed(c, k))
+		if ((int32_t)k == c->home[shard] || coord_is_downed(c, k))
 			continue;
-		send_shard_msg(c, &c->regions[k].pid, SMSG_BEGIN_HANDOFF, shard, from);
+		coord_send_shard_msg(c, &c->regions[k].pid, SMSG_BEGIN_HANDOFF, shard, from);
 		acks++;
 	}
 	for (size_t k = 0; k < c->nproxies; k++)
-		send_shard_msg(c, &c->proxies[k], SMSG_BEGIN_HANDOFF, shard, from);
+		coord_send_shard_msg(c, &c->proxies[k], SMSG_BEGIN_HANDOFF, shard, from);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
 	if (shard_msg_encode_handoff(&x, shard, acks, &c->regions[to].pid) == 0)
-		send_to_region(c, from, &x);
+		coord_send_to_region(c, from, &x);
 	ei_x_free(&x);
 }
 
@@ -350,7 +255,8 @@ static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang
 	c->regions[c->home[shard]].nshards++;
 	c->moving_to[shard] = -1;
 	c->nmoving--;
-	broadcast_home(c, shard);
+	replicas_home_set(c, shard);
+	coord_broadcast_home(c, shard);
 }
 
 /* The allocation as rebalance.h sees it. takes and drains (caller-freed)
@@ -365,9 +271,9 @@ static int rebalance_state_of(const struct coordinator *c, struct rebalance_stat
 		return -ENOMEM;
 	}
 	for (size_t k = 0; k < c->nregions; k++) {
-		(*takes)[k] = !unavailable(c, k);
+		(*takes)[k] = !coord_unavailable(c, k);
 		/* A downed region's shards stay until its lease has run out. */
-		(*drains)[k] = is_draining(c, k) && !is_downed(c, k);
+		(*drains)[k] = coord_is_draining(c, k) && !coord_is_downed(c, k);
 	}
 	*st = (struct rebalance_state){
 		.nshards = c->cfg.number_of_shards,
@@ -385,7 +291,7 @@ static int rebalance_state_of(const struct coordinator *c, struct rebalance_stat
 static void drain(struct coordinator *c)
 {
 	if (!c->active || (coordinator_members_count(&c->members, CM_DRAINING) == 0 && c->nleaving == 0 && !c->cfg.pinned) ||
-	    !all_reported(c))
+	    !coord_all_reported(c))
 		return;
 	struct rebalance_state st;
 	bool *takes, *drains;
@@ -416,10 +322,18 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 			c->moving_to[s] = -1;
 			c->nmoving--;
 			c->metrics.rebalances_abandoned++;
-			broadcast_home(c, s); /* back where it was */
+			coord_broadcast_home(c, s); /* back where it was */
 		}
 	}
-	if (!c->active || c->nregions < 2 || !all_reported(c))
+	if (!c->active || !coord_all_reported(c) || !replicas_ready(c))
+		return;
+	struct coordinator_view v;
+	bool *vtakes;
+	if (coordinator_replicas_on(&c->replicas) && coord_replica_view(c, &v, &vtakes) == 0) {
+		coordinator_replicas_tick(&c->replicas, &v); /* replicas still missing */
+		free(vtakes);
+	}
+	if (c->nregions < 2)
 		return;
 	drain(c);
 	uint32_t max = c->cfg.max_simultaneous_rebalance;
@@ -443,9 +357,9 @@ static void on_register(struct coordinator *c, const erlang_pid *region)
 {
 	if (!c->active)
 		return; /* the region finds the active one through membership */
-	if (find_region(c, region) < 0 && coordinator_members_unknown_region(&c->members, region->node) == CM_IGNORE)
+	if (coord_find_region(c, region) < 0 && coordinator_members_unknown_region(&c->members, region->node) == CM_IGNORE)
 		return; /* its node stops once it hears; its report would only mislead */
-	if (find_region(c, region) < 0) {
+	if (coord_find_region(c, region) < 0) {
 		/* A region of the same node under another pid is one of an earlier
 		 * incarnation of the node (it crashed and came back faster than it
 		 * was found unreachable): its shards are gone with it. */
@@ -469,17 +383,19 @@ static void on_register(struct coordinator *c, const erlang_pid *region)
 		log_info(c->cfg.log, "coordinator %s: region %s registered (%zu regions)", c->cfg.type_name,
 			 region->node, c->nregions);
 	}
-	send_pid_msg(c, region, SMSG_REGISTERED, &c->proc->pid);
+	coord_send_pid_msg(c, region, SMSG_REGISTERED, &c->proc->pid);
 }
 
 /* {'$shardnode', hosting, RegionPid, [ShardId]}: what a registering region
  * already hosts becomes its allocation. */
 static void on_hosting(struct coordinator *c, const erlang_pid *region, const char *list)
 {
-	int k = find_region(c, region);
+	int k = coord_find_region(c, region);
 	if (!c->active || k < 0)
 		return;
-	c->regions[k].reported = true;
+	/* With replicas, its report is complete with replicas_held. */
+	if (!coordinator_replicas_on(&c->replicas))
+		c->regions[k].reported = true;
 	int i = 0, n;
 	if (ei_decode_list_header(list, &i, &n) < 0)
 		return;
@@ -492,6 +408,7 @@ static void on_hosting(struct coordinator *c, const erlang_pid *region, const ch
 		if (c->home[shard] < 0) {
 			c->home[shard] = k;
 			c->regions[k].nshards++;
+			replicas_home_set(c, (uint32_t)shard);
 		} else if (c->home[shard] != k) {
 			log_at_shard(c->cfg.log, LOG_WARN, (unsigned long)shard, "coordinator %s: shard %lld reported by %s and %s; keeping the first",
 				 c->cfg.type_name, shard, c->regions[c->home[shard]].pid.node, region->node);
@@ -504,7 +421,7 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 {
 	if (!c->active || shard >= c->cfg.number_of_shards)
 		return;
-	if (find_region(c, requester) < 0 && find_proxy(c, requester) < 0) {
+	if (coord_find_region(c, requester) < 0 && coord_find_proxy(c, requester) < 0) {
 		/* It believes it is registered with us, but we forgot it (or it
 		 * registered before a hand-over that went and came back): it
 		 * would ask forever. It registers, reports, then asks again.
@@ -513,11 +430,13 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 			return;
 		log_debug(c->cfg.log, "coordinator %s: region %s is not registered here: asked to register again",
 			  c->cfg.type_name, requester->node);
-		send_pid_msg(c, requester, SMSG_REGISTER_AGAIN, &c->proc->pid);
+		coord_send_pid_msg(c, requester, SMSG_REGISTER_AGAIN, &c->proc->pid);
 		return;
 	}
-	if (c->home[shard] < 0 && !all_reported(c))
+	if (c->home[shard] < 0 && (!coord_all_reported(c) || !replicas_ready(c)))
 		return; /* allocating now could give away a shard a region still hosts */
+	if (c->home[shard] < 0 && coordinator_replicas_waiting(&c->replicas, shard))
+		return; /* never started empty: it waits for a member of its last set */
 	if (c->home[shard] < 0 && coordinator_members_count(&c->members, CM_OWNERS) < c->cfg.min_nr_of_members)
 		return; /* min_nr_of_members: the region asks again */
 	int32_t h = c->home[shard];
@@ -531,14 +450,14 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 		/* The home hears first, so it hosts the shard before anyone
 		 * forwards messages to it. */
 		if (!term_pid_equal(&c->regions[pick].pid, requester))
-			send_home(c, &c->regions[pick].pid, shard, &c->regions[pick].pid);
+			coord_send_home(c, &c->regions[pick].pid, shard, &c->regions[pick].pid);
 	}
-	send_home(c, requester, shard, &c->regions[h].pid);
+	coord_send_home(c, requester, shard, &c->regions[h].pid);
 }
 
 static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 {
-	int proxy = find_proxy(c, region);
+	int proxy = coord_find_proxy(c, region);
 	if (proxy >= 0) {
 		c->proxies[proxy] = c->proxies[--c->nproxies];
 		return;
@@ -549,13 +468,32 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 			break;
 		}
 	}
-	int k = find_region(c, region);
+	int k = coord_find_region(c, region);
 	if (k < 0)
 		return;
 	log_info(c->cfg.log, "coordinator %s: region %s stopped (%zu regions left)", c->cfg.type_name,
 		 region->node, c->nregions - 1);
 	uint32_t *orphans = malloc(c->cfg.number_of_shards * sizeof *orphans);
 	size_t norphans = 0;
+	/* With replicas, a shard it homed continues on a complete replica,
+	 * or waits for it to come back (never started empty): either way
+	 * not allocated afresh, and a move of it is off. */
+	if (orphans != NULL)
+		coordinator_replicas_region_lost(&c->replicas, k, c->home, orphans, &norphans);
+	for (size_t o = 0; o < norphans; o++) {
+		uint32_t s = orphans[o];
+		c->regions[c->home[s]].nshards++;
+		if (c->moving_to[s] >= 0) {
+			c->moving_to[s] = -1;
+			c->nmoving--;
+		}
+	}
+	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++) {
+		if (c->moving_to[s] >= 0 && c->home[s] < 0 && coordinator_replicas_waiting(&c->replicas, s)) {
+			c->moving_to[s] = -1;
+			c->nmoving--;
+		}
+	}
 	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++) {
 		if (c->moving_to[s] == k) {
 			/* Its new home is gone: the move is off, the shard stays. */
@@ -585,20 +523,54 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 			c->moving_to[s]--;
 	memmove(&c->regions[k], &c->regions[k + 1], (c->nregions - (size_t)k - 1) * sizeof *c->regions);
 	c->nregions--;
+	struct coordinator_view v;
+	bool *takes;
+	if (coordinator_replicas_on(&c->replicas) && coord_replica_view(c, &v, &takes) == 0) {
+		coordinator_replicas_region_removed(&c->replicas, &v, k); /* the sets told before the homes */
+		free(takes);
+	}
 	for (size_t o = 0; o < norphans; o++) {
 		uint32_t s = orphans[o];
 		if (c->home[s] < 0)
 			reallocate(c, s);
 		else
-			broadcast_home(c, s);
+			coord_broadcast_home(c, s);
 	}
 	free(orphans);
+}
+
+/* replicas_held (a region's report, with replicas the end of it) and
+ * replica_filled. */
+static void on_replica_msg(struct coordinator *c, const struct replica_msg *m)
+{
+	int k = c->active ? coord_find_region(c, &m->pid) : -1;
+	if (k < 0)
+		return;
+	if (m->kind == RMSG_HELD) {
+		c->regions[k].reported = true;
+		coordinator_replicas_on_report(&c->replicas, k, m);
+		if (replicas_ready(c))
+			drain(c); /* the last report may be what a leaving region's shards waited for */
+		return;
+	}
+	struct coordinator_view v;
+	bool *takes;
+	if (m->kind == RMSG_FILLED && coord_replica_view(c, &v, &takes) == 0) {
+		int replica = coord_find_region(c, &m->pid);
+		coordinator_replicas_on_filled(&c->replicas, &v, m->shard, replica);
+		free(takes);
+	}
 }
 
 static void coordinator_handle(void *ctx, struct proc *self, const struct proc_msg *m)
 {
 	(void)self;
 	struct coordinator *c = ctx;
+	struct replica_msg rm;
+	if (replica_msg_decode(m->term, m->len, &rm) == 1) {
+		on_replica_msg(c, &rm);
+		return;
+	}
 	struct shard_msg sm;
 	if (shard_msg_decode(m->term, m->len, &sm) != 1) {
 		log_debug(c->cfg.log, "coordinator %s: unexpected message ignored", c->cfg.type_name);
@@ -632,6 +604,14 @@ struct coordinator *coordinator_start(const struct coordinator_config *cfg, int 
 		return NULL;
 	}
 	c->cfg = *cfg;
+	if (coordinator_replicas_init(&c->replicas, cfg->number_of_shards, cfg->state_replicas) != 0) {
+		free(c->home);
+		free(c->moving_to);
+		free(c->moving_since);
+		free(c);
+		*err = -ENOMEM;
+		return NULL;
+	}
 	if (c->cfg.allocate == NULL)
 		c->cfg.allocate = coordinator_least_shards;
 	for (uint32_t s = 0; s < cfg->number_of_shards; s++)
@@ -639,6 +619,7 @@ struct coordinator *coordinator_start(const struct coordinator_config *cfg, int 
 	evloop_timer_init(&c->rebalance_timer, on_rebalance_tick, c);
 	c->proc = dist_node_spawn(cfg->node, cfg->name, coordinator_handle, c, err);
 	if (c->proc == NULL) {
+		coordinator_replicas_free(&c->replicas);
 		free(c->home);
 		free(c->moving_to);
 		free(c->moving_since);
@@ -664,6 +645,7 @@ void coordinator_free(struct coordinator *c)
 	free(c->moving_to);
 	free(c->moving_since);
 	coordinator_members_free(&c->members);
+	coordinator_replicas_free(&c->replicas);
 	free(c->leaving);
 	free(c->proxies);
 	free(c);

@@ -66,6 +66,10 @@ struct coordinator_config {
 	 * member's; a region elsewhere that holds one (the oldest before, now
 	 * leaving) is drained to it, and nothing is evened out. */
 	bool pinned;
+	/* state_replicas (docs/contract.md, "Replicated state"): replicas
+	 * per shard besides its home, named to the regions with an epoch
+	 * (coordinator_replicas.h). 0: none (no store of each node's own). */
+	uint32_t state_replicas;
 };
 
 /* Spawns the coordinator proc. Returns it, or NULL with *err. */

@@ -25,6 +25,8 @@
 #include "sharding/region_remember.h"
 #include "sharding/region_remote.h"
 #include "sharding/region_remote_host.h"
+#include "sharding/region_replica_copy.h"
+#include "sharding/region_replica_home.h"
 #include "sharding/region_send.h"
 #include "sharding/region_shutdown.h"
 #include "sharding/region_stats.h"
@@ -48,10 +50,10 @@ static void resume_slot(struct region *r, uint32_t shard)
 /* Commits up to `upto`: held replies go (region_store.c), state chunks
  * written meanwhile are acknowledged (region_handoff_state.c), and the
  * slots whose load waited for those commits go on. */
-static void on_store_written(void *arg, uint64_t upto, int status)
+/* Held replies, state chunks' acknowledgements and loads that waited for
+ * writes to be durable go on, as far as they are now. */
+static void after_durable(struct region *r)
 {
-	struct region *r = arg;
-	region_store_on_written(r, upto, status);
 	region_state_on_committed(r);
 	region_step_owed(r); /* streams that could not go on */
 	if (!r->slots_awaiting_commit)
@@ -59,6 +61,19 @@ static void on_store_written(void *arg, uint64_t upto, int status)
 	r->slots_awaiting_commit = false;
 	for (uint32_t s = 0; region_store_next_load_ready(r, &s); s++)
 		resume_slot(r, s); /* its load starts now */
+}
+
+static void on_store_written(void *arg, uint64_t upto, int status)
+{
+	struct region *r = arg;
+	region_store_on_written(r, upto, status);
+	if (region_replicated(r)) {
+		/* A replica's acknowledgements of what it committed, and fills
+		 * that waited for commits. */
+		region_replica_copy_on_committed(r, status);
+		region_replica_home_on_committed(r);
+	}
+	after_durable(r);
 }
 
 static void on_store_loaded(void *arg, uint64_t token, int found, const char *state, size_t len)
@@ -80,6 +95,10 @@ static void on_store_scanned(void *arg, uint64_t token, int status, const char *
 			     const char *last_key, size_t last_key_len)
 {
 	struct region *r = arg;
+	if (region_replica_home_is_fill_token(token)) {
+		region_replica_home_on_scanned(r, token, status, chunk, len, more, last_key, last_key_len);
+		return;
+	}
 	region_state_on_scanned(r, token, status, chunk, len, more, last_key, last_key_len);
 	region_step_owed(r); /* a stream that could not go on */
 }
@@ -268,6 +287,21 @@ static void on_internal(struct region *r, const struct shard_msg *sm, const erla
 	region_on_coordinator_msg(r, sm, from);
 }
 
+/* A replica set, a home's writes, a replica's replies
+ * (region_replica_copy.c), and what they ask of the slot. */
+static void on_replica(struct region *r, const struct replica_msg *m, const erlang_pid *from)
+{
+	unsigned todo = region_replica_handle(r, m, from);
+	if ((todo & REPLICA_DO_FENCE) && region_store_on_fenced(r, m->shard))
+		region_step(r, m->shard, SLOT_FENCED);
+	if ((todo & REPLICA_DO_CLAIMED) && region_slot_claimed(&r->slots[m->shard].st))
+		resume_slot(r, m->shard);
+	if (todo & REPLICA_DO_RECHECK) {
+		region_store_recheck(r);
+		after_durable(r);
+	}
+}
+
 static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m)
 {
 	(void)self;
@@ -290,6 +324,11 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 	}
 	if (region_remember_handle(r, m->term, m->len, m->via))
 		return;
+	struct replica_msg rm;
+	if (replica_msg_decode(m->term, m->len, &rm) == 1) {
+		on_replica(r, &rm, m->from);
+		return;
+	}
 	struct shard_msg sm;
 	rc = shard_msg_decode(m->term, m->len, &sm);
 	if (rc == 1) {
@@ -398,6 +437,7 @@ void region_free(struct region *r)
 	if (r == NULL)
 		return;
 	region_shutdown(r);
+	region_replica_free(r);
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
 	remember_replica_free(r->replica);

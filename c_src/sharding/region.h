@@ -104,6 +104,11 @@ struct region_config {
 	 * memory only. Not owned; outlives the region. */
 	struct state_store *store;
 	uint32_t store_timeout_ms;       /* a held reply gives up after this */
+	/* state_replicas (docs/contract.md, "Replicated state"): copies of
+	 * each shard's records kept on other members besides its home, named
+	 * by the coordinator. Used only with a store of this node's own
+	 * (lmdb); 0: none. */
+	uint32_t state_replicas;
 	/* Time each reply for the metrics endpoint (region_get_metrics): two
 	 * clock reads per message. Off: the latency histogram stays empty. */
 	bool metrics;

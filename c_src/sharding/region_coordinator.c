@@ -20,6 +20,7 @@
 #include "sharding/region_remember.h"
 #include "sharding/region_remote.h"
 #include "sharding/region_remote_host.h"
+#include "sharding/region_replica_copy.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 
@@ -156,6 +157,7 @@ static void send_registration(struct region *r)
 				   (size_t)x.index);
 	free(hosted);
 	ei_x_free(&x);
+	region_replica_send_report(r); /* with replicas, the copies it keeps end the report */
 }
 
 void region_set_coordinator_node(struct region *r, const char *node)

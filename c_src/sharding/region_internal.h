@@ -18,9 +18,16 @@
  *   region_remote.c       entities run as processes on a host (a type
  *                         written in Erlang): their mailboxes, completions
  *                         and crashes
+ *   region_replica_copy.c replicated state: the coordinator's sets, and a
+ *                         replica's side (a home's writes and fills
+ *                         committed here, acknowledged, older epochs
+ *                         refused)
  *   region_store.c        entities backed by a durable store: loads before
  *                         delivery, writes of changed states, replies held
  *                         until their writes are committed
+ *   region_replica_home.c replicated state, the home's side: each write
+ *                         sent to the shard's replicas, their
+ *                         acknowledgements, new replicas filled
  *   region_buffer.c       the per-shard buffers of messages waiting
  *   region_send.c         answers, tell replies, messages to the coordinator
  *   region_slot.c         the states of a shard's slot, pure (region_slot.h)
@@ -43,6 +50,7 @@
 
 #include <ei.h>
 
+#include "base/byte_set.h"
 #include "base/histogram.h"
 #include "base/poll_until.h"
 #include "distribution/node_set.h"
@@ -54,6 +62,7 @@
 #include "sharding/remember_replica.h"
 #include "sharding/hosted_entity.h"
 #include "sharding/remote_mailbox.h"
+#include "sharding/replica_sets.h"
 #include "sharding/shard.h"
 #include "sharding/shard_msg.h"
 #include "sharding/shard_state.h"
@@ -86,6 +95,8 @@ struct pending_load;
 /* A reply waiting for its write's commit (region_store.c). */
 struct held_reply;
 struct held_state_ack;
+/* A replica's acknowledgement waiting for its commit (region_replica_copy.c). */
+struct replica_ack_due;
 
 /* The message being routed or answered; pointers borrowed from the
  * caller. */
@@ -130,6 +141,45 @@ enum {
 	SLOT_OWES_STATE_CHUNK = 1u << 1, /* a chunk came: the move is alive */
 };
 
+/* Replicated state (state_replicas): what a region knows of one shard's
+ * set and its own part in it. Allocated once the shard first has a set
+ * here (struct shard_slot.repl). */
+enum slot_replica_role {
+	SLOT_REPLICA_NONE, /* neither its home nor a replica (as far as known) */
+	SLOT_REPLICA_HOME, /* its home: writes go to the peers below */
+	SLOT_REPLICA_COPY, /* a replica: the home's writes are committed here */
+};
+
+/* The home's side of filling one replica (region_replica_home.c). */
+struct replica_fill;
+
+/* One replica of a shard homed here. */
+struct replica_peer {
+	erlang_pid pid;
+	bool complete;             /* holds every record: its acks are waited for */
+	uint64_t acked;            /* the last of this home's writes it committed */
+	struct replica_fill *fill; /* being filled (owned); NULL otherwise */
+};
+
+struct slot_replicas {
+	uint64_t epoch;  /* of the newest set of the shard heard of here */
+	uint8_t role;    /* enum slot_replica_role */
+	/* Hosted before a set named this region its home: its messages wait
+	 * (a claim, region_slot.h) until one does. */
+	bool claim_waiting;
+	/* SLOT_REPLICA_HOME: */
+	uint8_t npeers;
+	struct replica_peer peers[REPLICA_SETS_MAX];
+	uint64_t last_sent; /* the shard's last write sent to the peers */
+	/* SLOT_REPLICA_COPY: */
+	erlang_pid home;
+	uint32_t home_gen;  /* grows whenever home does: acks owed to an earlier one are dropped */
+	bool complete;      /* the coordinator counts this copy as holding everything */
+	bool filling;       /* between fill chunk 0 and the last one */
+	uint64_t next_chunk;
+	struct byte_set written; /* filling: ids written live since chunk 0 */
+};
+
 struct shard_slot {
 	struct region_slot st;   /* where the shard lives (region_slot.h) */
 	uint8_t owed;            /* SLOT_OWES_* bits */
@@ -160,6 +210,9 @@ struct shard_slot {
 	/* When the coordinator ordered this hosted shard handed off (the
 	 * loop's clock, ns; 0: no hand-off under way), for its duration. */
 	uint64_t handoff_started_ns;
+	/* state_replicas: the shard's set as known here (owned); NULL
+	 * until one names this region. */
+	struct slot_replicas *repl;
 };
 
 struct region {
@@ -239,6 +292,16 @@ struct region {
 		struct held_state_ack *acks_head, *acks_tail;
 		bool streams_awaiting_commit;
 	} handoff;
+	/* Replicated state (region_replica_home.c, region_replica_copy.c).
+	 * written_upto is then how far writes are durable on the home and
+	 * on every complete replica; committed_upto, how far this node's
+	 * store alone has committed. */
+	struct {
+		uint64_t committed_upto;
+		struct replica_ack_due *acks_head, *acks_tail; /* a replica's acks waiting for commits (owned) */
+		bool fills_awaiting_commit;
+		uint32_t fill_gen; /* the last fill's number */
+	} replicas;
 	bool slots_owed;              /* some slot's owed may be set */
 	bool stepping_owed;           /* region_step_owed is under way */
 	struct scratch state_buf;     /* a changed entity's encoded state */
@@ -257,6 +320,13 @@ struct region {
 		struct histogram process_latency;
 	} remote;
 };
+
+/* Whether this region's shards have replicas: state_replicas with a
+ * store of this node's own (not one every member shares). */
+static inline bool region_replicated(const struct region *r)
+{
+	return r->cfg.state_replicas > 0 && r->store != NULL && !r->cfg.store->shared;
+}
 
 /* The loop's clock as entities see it (their last-activity stamps). */
 static inline uint32_t region_now32(const struct region *r) { return (uint32_t)evloop_now_ms(r->cfg.loop); }

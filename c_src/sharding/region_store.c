@@ -40,6 +40,7 @@
 #include "etf/term_validate.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_buffer.h"
+#include "sharding/region_replica_home.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 
@@ -194,6 +195,13 @@ void region_store_claim(struct region *r, uint32_t shard)
 {
 	if (r->store == NULL)
 		return;
+	if (region_replicated(r)) {
+		/* Its replicas first: a write acknowledged before they are known
+		 * would exist on this member alone. */
+		if (region_replica_home_claim(r, shard))
+			region_slot_claim_sent(&r->slots[shard].st);
+		return;
+	}
 	int rc = state_store_claim(r->store, shard);
 	if (rc == 0)
 		region_slot_claim_sent(&r->slots[shard].st);
@@ -214,8 +222,8 @@ bool region_store_on_fenced(struct region *r, uint32_t shard)
 {
 	if (shard >= r->cfg.number_of_shards)
 		return false;
-	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: another member claimed it in the store; its writes from "
-		 "here are refused: it stops here", r->cfg.name, shard);
+	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: another member holds it now (a newer claim "
+		 "or replica set); its writes from here are refused: it stops here", r->cfg.name, shard);
 	release_shard(r, shard, "store_unavailable");
 	return true;
 }
@@ -332,14 +340,42 @@ static void release_shard(struct region *r, uint32_t shard, const char *error)
 	}
 }
 
+/* How far writes are durable: this node's commits, and with replicas,
+ * their acknowledgements too. Never goes back. */
+static void advance(struct region *r)
+{
+	uint64_t durable = r->replicas.committed_upto;
+	if (region_replicated(r)) {
+		uint64_t bound = region_replica_home_bound(r);
+		if (bound < durable)
+			durable = bound;
+	}
+	if (durable > r->written_upto)
+		r->written_upto = durable;
+}
+
 void region_store_on_written(struct region *r, uint64_t upto, int status)
 {
-	if (upto > r->written_upto)
-		r->written_upto = upto;
-	if (status != 0)
+	if (upto > r->replicas.committed_upto)
+		r->replicas.committed_upto = upto;
+	if (status != 0) {
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
 			  "{error, store_unavailable}", r->cfg.name, status);
-	release(r, upto, status != 0 ? "store_unavailable" : NULL, status != 0);
+		if (upto > r->written_upto)
+			r->written_upto = upto;
+		release(r, upto, "store_unavailable", true);
+		return;
+	}
+	advance(r);
+	release(r, r->written_upto, NULL, false);
+}
+
+void region_store_recheck(struct region *r)
+{
+	if (r->store == NULL)
+		return;
+	advance(r);
+	release(r, r->written_upto, NULL, false);
 }
 
 bool region_store_next_load_ready(struct region *r, uint32_t *from)
@@ -393,8 +429,12 @@ int region_start_entity(struct region *r, uint32_t shard, const char *id, size_t
 int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state)
 {
 	uint64_t seq;
-	return state_store_write(r->store, shard, id, id_len, state ? state->buff : NULL,
-				state ? (size_t)state->index : 0, &seq);
+	const char *bytes = state ? state->buff : NULL;
+	size_t len = state ? (size_t)state->index : 0;
+	int rc = state_store_write(r->store, shard, id, id_len, bytes, len, &seq);
+	if (rc == 0 && region_replicated(r))
+		region_replica_home_on_write(r, shard, seq, id, id_len, bytes, len);
+	return rc;
 }
 
 int region_store_delete_shard(struct region *r, uint32_t shard)
@@ -413,7 +453,7 @@ int region_store_start(struct region *r, const struct state_store_callbacks *cb)
 	r->store = state_store_type_open(r->cfg.store, r->cfg.name, cb, &err);
 	if (r->store == NULL)
 		return err;
-	r->written_upto = region_store_last_queued(r);
+	r->written_upto = r->replicas.committed_upto = region_store_last_queued(r);
 	return 0;
 }
 

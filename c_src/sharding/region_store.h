@@ -33,6 +33,10 @@ bool region_store_on_fenced(struct region *r, uint32_t shard);
  * replies they cover go, failed ones as {error, store_unavailable}. */
 void region_store_on_written(struct region *r, uint64_t upto, int status);
 
+/* Replicas acknowledged writes (or a set changed which ones count): the
+ * held replies now durable go. */
+void region_store_recheck(struct region *r);
+
 /* The next slot from *from on whose load waited for commits that are now
  * done: true with *from set to it; the slots still waiting keep
  * slots_awaiting_commit set. */

@@ -1,0 +1,106 @@
+/*
+ * coordinator_internal.h — what the files of a coordinator (coordinator.h)
+ * share. Not for other modules: they use coordinator.h.
+ *
+ *   coordinator.c          the protocol: registrations, allocation, moves,
+ *                          rebalancing, regions gone
+ *   coordinator_base.c     what the protocol asks of its state: which
+ *                          regions may get shards, lookups, and the
+ *                          messages it sends
+ *   coordinator_replicas.c the replica sets (state_replicas), on a view of
+ *                          the regions coordinator_base.c gives
+ *
+ * Calls run down this list. Everything runs on the loop's thread.
+ */
+#ifndef SN_COORDINATOR_INTERNAL_H
+#define SN_COORDINATOR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ei.h>
+
+#include "distribution/proc.h"
+#include "sharding/coordinator.h"
+#include "sharding/coordinator_members.h"
+#include "sharding/coordinator_replicas.h"
+#include "sharding/shard_msg.h"
+
+struct region_ref {
+	erlang_pid pid;
+	uint32_t nshards; /* shards allocated to it */
+	bool reported;    /* its `hosting` report (with replicas, its replicas_held) has arrived */
+};
+
+struct coordinator {
+	struct coordinator_config cfg;
+	struct proc *proc;
+	bool active;
+	struct region_ref *regions;
+	size_t nregions, cap;
+	int32_t *home; /* per shard: index into regions, or -1 */
+	int32_t *moving_to; /* per shard: index of the region it moves to, or -1 */
+	uint64_t *moving_since;
+	uint32_t nmoving;
+	struct coordinator_metrics metrics;
+	struct coordinator_members members; /* owners, joining, draining, downed */
+	erlang_pid *leaving; /* regions shutting down on nodes that stay */
+	size_t nleaving, leaving_cap;
+	erlang_pid *proxies; /* proxy-only regions: told of homes, never given shards */
+	size_t nproxies, proxies_cap;
+	struct evloop_timer rebalance_timer;
+	struct coordinator_replicas replicas; /* state_replicas */
+};
+
+
+/* A region on a downed node keeps its shards until its lease has run out
+ * (membership.h), but it answers nothing: it gets no shard, takes part in no
+ * move, and no handoff waits for its ack. */
+bool coord_is_downed(const struct coordinator *c, size_t region);
+
+/* It sent region_leaving (graceful_shutdown, or its type's host is down). */
+bool coord_is_leaving(const struct coordinator *c, const erlang_pid *region);
+
+/* Its node is leaving, or it is shutting down on a node that stays; or,
+ * for a singleton's coordinator, it is on another node than this one, the
+ * oldest member's, where the shard belongs. */
+bool coord_is_draining(const struct coordinator *c, size_t region);
+
+/* Not to be given shards. A region may register before its node is up
+ * (while it is joining): it gets shards only once the node owns shards, as
+ * in Akka, and so only after the members that hold remembered entities
+ * have sent it their sets (remember_replica.h). */
+bool coord_unavailable(const struct coordinator *c, size_t region);
+
+/* True when every owner's region has registered and reported. */
+bool coord_all_reported(const struct coordinator *c);
+
+int coord_find_region(const struct coordinator *c, const erlang_pid *pid);
+
+const erlang_pid *coord_region_pid_at(void *arg, size_t k);
+
+/* The regions as the replica sets see them; *takes (caller-freed) is
+ * allocated here. Returns 0 or -ENOMEM. */
+int coord_replica_view(struct coordinator *c, struct coordinator_view *v, bool **takes);
+
+void coord_send_pid_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
+			 const erlang_pid *pid);
+
+/* Messages that change where a region sends a shard's messages go to the
+ * region's registered name with our pid as sender, so a region can tell
+ * the active coordinator from one that was active before. */
+void coord_send_to_region(struct coordinator *c, const erlang_pid *region, const ei_x_buff *x);
+
+void coord_send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard, const erlang_pid *home);
+
+/* Tells every region where the shard lives, its home first so it hosts the
+ * shard before anything is forwarded to it. */
+void coord_broadcast_home(struct coordinator *c, uint32_t shard);
+
+int coord_find_proxy(const struct coordinator *c, const erlang_pid *pid);
+
+void coord_send_shard_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
+			   uint32_t shard, const erlang_pid *pid);
+
+#endif

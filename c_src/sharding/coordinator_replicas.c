@@ -1,0 +1,278 @@
+/* coordinator_replicas.c — see coordinator_replicas.h. */
+#include "sharding/coordinator_replicas.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int coordinator_replicas_init(struct coordinator_replicas *cr, uint32_t nshards, uint32_t want)
+{
+	memset(cr, 0, sizeof *cr);
+	if (want == 0)
+		return 0;
+	if (want > REPLICA_SETS_MAX)
+		want = REPLICA_SETS_MAX;
+	cr->sets = malloc((nshards ? nshards : 1) * sizeof *cr->sets);
+	cr->dirty = calloc(nshards ? nshards : 1, sizeof *cr->dirty);
+	if (cr->sets == NULL || cr->dirty == NULL) {
+		free(cr->sets);
+		free(cr->dirty);
+		cr->sets = NULL;
+		cr->dirty = NULL;
+		return -ENOMEM;
+	}
+	cr->want = want;
+	cr->nshards = nshards;
+	coordinator_replicas_reset(cr);
+	return 0;
+}
+
+void coordinator_replicas_free(struct coordinator_replicas *cr)
+{
+	free(cr->sets);
+	free(cr->dirty);
+	free(cr->reports);
+	memset(cr, 0, sizeof *cr);
+}
+
+void coordinator_replicas_reset(struct coordinator_replicas *cr)
+{
+	if (!coordinator_replicas_on(cr))
+		return;
+	for (uint32_t s = 0; s < cr->nshards; s++) {
+		replica_set_init(&cr->sets[s]);
+		cr->dirty[s] = false;
+	}
+	cr->ready = false;
+	cr->nreports = 0;
+}
+
+/* ---- telling ---- */
+
+/* The set of `shard` to every region, from the coordinator (regions
+ * ignore sets from another): its home's, its replicas'. */
+static void tell(struct coordinator_replicas *cr, const struct coordinator_view *v, uint32_t shard)
+{
+	const struct replica_set *s = &cr->sets[shard];
+	cr->dirty[shard] = false;
+	if (s->home < 0 || s->waiting || (size_t)s->home >= v->nregions)
+		return; /* nobody to name */
+	const erlang_pid *replicas[REPLICA_SETS_MAX];
+	bool complete[REPLICA_SETS_MAX];
+	size_t n = 0;
+	for (uint8_t k = 0; k < s->nreplicas; k++) {
+		if (s->replica[k] < 0 || (size_t)s->replica[k] >= v->nregions)
+			continue;
+		replicas[n] = v->region_pid(v->arg, (size_t)s->replica[k]);
+		complete[n] = s->complete[k];
+		n++;
+	}
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (replica_msg_encode_set(&x, shard, s->epoch, v->region_pid(v->arg, (size_t)s->home), replicas, complete,
+				   n) == 0)
+		for (size_t k = 0; k < v->nregions; k++)
+			dist_node_reg_send(v->node, v->self, v->region_name, v->region_pid(v->arg, k)->node, x.buff,
+					   (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* Adds the replicas missing where regions can take them, then tells
+ * every set that changed. */
+static void fill_and_tell(struct coordinator_replicas *cr, const struct coordinator_view *v)
+{
+	struct replica_add *adds = malloc((size_t)cr->nshards * cr->want * sizeof *adds + 1);
+	size_t nadds = 0;
+	struct replica_sets_view sv = {.nregions = v->nregions, .takes = v->takes};
+	if (adds != NULL &&
+	    replica_sets_fill(cr->sets, cr->nshards, &sv, cr->want, &cr->next_epoch, adds, &nadds) == 0)
+		for (size_t k = 0; k < nadds; k++)
+			cr->dirty[adds[k].shard] = true;
+	free(adds);
+	for (uint32_t s = 0; s < cr->nshards; s++)
+		if (cr->dirty[s])
+			tell(cr, v, s);
+}
+
+/* ---- changes ---- */
+
+/* Makes region `home` the set's home under a new epoch; it leaves the
+ * replicas if it was one (its copy is the home's now). */
+static void make_home(struct coordinator_replicas *cr, uint32_t shard, int32_t home)
+{
+	struct replica_set *s = &cr->sets[shard];
+	for (uint8_t k = 0; k < s->nreplicas; k++) {
+		if (s->replica[k] != home)
+			continue;
+		for (uint8_t j = k; j + 1 < s->nreplicas; j++) {
+			s->replica[j] = s->replica[j + 1];
+			s->complete[j] = s->complete[j + 1];
+		}
+		s->nreplicas--;
+		s->replica[s->nreplicas] = -1;
+		s->complete[s->nreplicas] = false;
+		break;
+	}
+	s->home = home;
+	s->waiting = false;
+	s->epoch = ++cr->next_epoch;
+	cr->dirty[shard] = true;
+}
+
+void coordinator_replicas_home_set(struct coordinator_replicas *cr, const struct coordinator_view *v, uint32_t shard,
+				   int32_t home)
+{
+	if (!coordinator_replicas_on(cr) || !cr->ready || shard >= cr->nshards || home < 0)
+		return;
+	if (cr->sets[shard].home == home && !cr->sets[shard].waiting && cr->sets[shard].epoch != 0)
+		return;
+	make_home(cr, shard, home);
+	fill_and_tell(cr, v);
+}
+
+void coordinator_replicas_region_lost(struct coordinator_replicas *cr, int32_t k, int32_t *home, uint32_t *promoted,
+				      size_t *npromoted)
+{
+	*npromoted = 0;
+	if (!coordinator_replicas_on(cr) || !cr->ready)
+		return;
+	struct replica_change *changes = malloc((cr->nshards ? cr->nshards : 1) * sizeof *changes);
+	size_t n = 0;
+	if (changes == NULL || replica_sets_region_lost(cr->sets, cr->nshards, k, &cr->next_epoch, changes, &n) != 0) {
+		free(changes);
+		return; /* its shards are allocated afresh, as without replicas */
+	}
+	for (size_t c = 0; c < n; c++) {
+		uint32_t s = changes[c].shard;
+		cr->dirty[s] = true;
+		if (changes[c].what == REPLICA_LOSS_PROMOTED) {
+			home[s] = changes[c].home;
+			promoted[(*npromoted)++] = s;
+		} else if (changes[c].what == REPLICA_LOSS_WAITING) {
+			home[s] = -1;
+		}
+	}
+	free(changes);
+}
+
+void coordinator_replicas_region_removed(struct coordinator_replicas *cr, const struct coordinator_view *v, int32_t k)
+{
+	if (!coordinator_replicas_on(cr))
+		return;
+	for (size_t e = 0; e < cr->nreports;) {
+		if (cr->reports[e].region == k) {
+			cr->reports[e] = cr->reports[--cr->nreports];
+			continue;
+		}
+		if (cr->reports[e].region > k)
+			cr->reports[e].region--;
+		e++;
+	}
+	if (!cr->ready)
+		return;
+	replica_sets_renumber(cr->sets, cr->nshards, k);
+	fill_and_tell(cr, v);
+}
+
+bool coordinator_replicas_waiting(const struct coordinator_replicas *cr, uint32_t shard)
+{
+	return coordinator_replicas_on(cr) && shard < cr->nshards && cr->sets[shard].waiting;
+}
+
+void coordinator_replicas_on_filled(struct coordinator_replicas *cr, const struct coordinator_view *v, uint32_t shard,
+				    int32_t k)
+{
+	if (!coordinator_replicas_on(cr) || !cr->ready || shard >= cr->nshards || k < 0)
+		return;
+	if (replica_sets_completed(&cr->sets[shard], k, &cr->next_epoch) == 0)
+		return;
+	cr->dirty[shard] = true;
+	tell(cr, v, shard);
+}
+
+void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coordinator_view *v)
+{
+	if (coordinator_replicas_on(cr) && cr->ready)
+		fill_and_tell(cr, v);
+}
+
+/* ---- a coordinator that takes over ---- */
+
+struct report_ctx {
+	struct coordinator_replicas *cr;
+	int32_t region;
+};
+
+static int add_report(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role)
+{
+	struct report_ctx *c = arg;
+	struct coordinator_replicas *cr = c->cr;
+	if (shard >= cr->nshards)
+		return 0;
+	if (cr->nreports == cr->cap) {
+		size_t cap = cr->cap ? cr->cap * 2 : 64;
+		struct replica_report *p = realloc(cr->reports, cap * sizeof *p);
+		if (p == NULL)
+			return -ENOMEM;
+		cr->reports = p;
+		cr->cap = cap;
+	}
+	cr->reports[cr->nreports++] = (struct replica_report){
+		.shard = shard,
+		.region = c->region,
+		.home = role == REPLICA_HELD_HOME,
+		.complete = role != REPLICA_HELD_FILLING,
+		.epoch = epoch,
+	};
+	if (epoch > cr->next_epoch)
+		cr->next_epoch = epoch; /* a set given later must be newer than every copy's */
+	return 0;
+}
+
+void coordinator_replicas_on_report(struct coordinator_replicas *cr, int32_t k, const struct replica_msg *m)
+{
+	if (!coordinator_replicas_on(cr))
+		return;
+	/* A region that reports again (it registered again) replaces what it
+	 * said before. */
+	for (size_t e = 0; e < cr->nreports;) {
+		if (cr->reports[e].region == k)
+			cr->reports[e] = cr->reports[--cr->nreports];
+		else
+			e++;
+	}
+	struct report_ctx c = {.cr = cr, .region = k};
+	(void)replica_msg_each_held(m, add_report, &c);
+}
+
+void coordinator_replicas_rebuild(struct coordinator_replicas *cr, const struct coordinator_view *v, int32_t *home,
+				  uint32_t *promoted, size_t *npromoted)
+{
+	*npromoted = 0;
+	if (!coordinator_replicas_on(cr) || cr->ready)
+		return;
+	cr->ready = true;
+	(void)replica_sets_rebuild(cr->sets, cr->nshards, cr->reports, cr->nreports, &cr->next_epoch);
+	cr->nreports = 0;
+	for (uint32_t s = 0; s < cr->nshards; s++) {
+		struct replica_set *set = &cr->sets[s];
+		if (home[s] >= 0) {
+			/* The region that hosts it is its home, whatever was kept. */
+			if (set->home != home[s] || set->waiting || set->epoch == 0)
+				make_home(cr, s, home[s]);
+			else
+				cr->dirty[s] = true; /* told again: the regions may know another coordinator's */
+		} else if (set->home >= 0 && !set->waiting) {
+			home[s] = set->home;
+			promoted[(*npromoted)++] = s;
+			cr->dirty[s] = true;
+			log_at_shard(v->log, LOG_INFO, s, "coordinator %s: shard %u continues on its replica on %s",
+				     v->type_name, s, v->region_pid(v->arg, (size_t)set->home)->node);
+		} else if (set->waiting) {
+			log_at_shard(v->log, LOG_WARN, s, "coordinator %s: shard %u waits: no member of its last replica "
+				     "set that holds every record is here", v->type_name, s);
+		}
+	}
+	fill_and_tell(cr, v);
+}

@@ -1,0 +1,376 @@
+/*
+ * region_replica_copy.c — replicated state as a region receives it (see
+ * region_replica_copy.h; docs/architecture.md, "Replicated state").
+ *
+ * Sets. The coordinator tells every region each shard's set: its home,
+ * its replicas and an epoch that only grows. A region named home takes
+ * the replicas as its peers (region_replica_home.c), and a hosted shard
+ * whose messages waited for that (its claim) goes on; a region that was
+ * the home of an older set stops serving the shard; a region named
+ * replica expects the home's writes.
+ *
+ * A replica's side. The home's writes and fill chunks are written to this
+ * node's store as the region's own writes are (the writer thread commits
+ * them in its next group), and acknowledged once committed, to the home
+ * that sent them only (home_gen: an acknowledgement owed to an earlier home
+ * is dropped). Fencing: a write or chunk of an older epoch than the newest
+ * set this region knows of the shard is refused (replica_refused), so a
+ * home the coordinator replaced — paused, cut off — cannot change a copy
+ * its successor relies on; one of a newer epoch is taken (the set saying
+ * so may still be on its way). While a fill is under way, a chunk's record
+ * of an id written live since chunk 0 is older than that write and is not
+ * applied.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etf/term.h"
+#include "sharding/region_internal.h"
+#include "sharding/region_replica_copy.h"
+#include "sharding/region_replica_home.h"
+#include "sharding/region_store.h"
+#include "sharding/shard_state.h"
+
+/* An acknowledgement sent once the store has committed up to `need`. */
+struct replica_ack_due {
+	struct replica_ack_due *next;
+	uint64_t need;
+	uint64_t value; /* replicated: the home's write; fill_ack: the chunk */
+	uint32_t shard;
+	uint32_t home_gen;
+	enum replica_msg_kind kind;
+};
+
+static struct slot_replicas *repl_of(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->repl == NULL)
+		slot->repl = calloc(1, sizeof *slot->repl);
+	return slot->repl;
+}
+
+static void stop_filling(struct slot_replicas *p)
+{
+	p->filling = false;
+	byte_set_clear(&p->written);
+}
+
+static void set_home(struct slot_replicas *p, const erlang_pid *home)
+{
+	if (!term_pid_equal(&p->home, home)) {
+		p->home = *home;
+		p->home_gen++;
+	}
+}
+
+/* This region was the shard's home and is not any more: what the hub
+ * must do. A claim that waited for a set naming it home is over. */
+static unsigned lose_home(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	struct slot_replicas *p = slot->repl;
+	unsigned todo = 0;
+	if (p->role == SLOT_REPLICA_HOME) {
+		region_replica_home_drop(r, shard);
+		if (region_slot_hosted(&slot->st))
+			todo |= REPLICA_DO_FENCE;
+	}
+	if (p->claim_waiting) {
+		p->claim_waiting = false;
+		(void)region_slot_claimed(&slot->st);
+		if (region_slot_hosted(&slot->st))
+			todo |= REPLICA_DO_FENCE;
+	}
+	return todo;
+}
+
+/* ---- sets ---- */
+
+struct members {
+	erlang_pid pids[REPLICA_SETS_MAX];
+	const erlang_pid *ptrs[REPLICA_SETS_MAX];
+	bool complete[REPLICA_SETS_MAX];
+	size_t n;
+	const erlang_pid *me;
+	bool me_listed, me_complete;
+};
+
+static int add_member(void *arg, const erlang_pid *replica, bool complete)
+{
+	struct members *m = arg;
+	if (term_pid_equal(replica, m->me)) {
+		m->me_listed = true;
+		m->me_complete = complete;
+	}
+	if (m->n == REPLICA_SETS_MAX)
+		return 0;
+	m->pids[m->n] = *replica;
+	m->ptrs[m->n] = &m->pids[m->n];
+	m->complete[m->n] = complete;
+	m->n++;
+	return 0;
+}
+
+static unsigned on_set(struct region *r, const struct replica_msg *m)
+{
+	struct slot_replicas *p = repl_of(r, m->shard);
+	if (p == NULL || m->epoch < p->epoch)
+		return 0; /* no memory (the next set tries again), or an older set */
+	struct members mem = {.me = &r->pid};
+	if (replica_msg_each_member(m, add_member, &mem) != 0)
+		return 0;
+	unsigned todo = 0;
+	if (term_pid_equal(&m->pid, &r->pid)) {
+		stop_filling(p);
+		set_home(p, &r->pid);
+		region_replica_home_take(r, m->shard, m->epoch, mem.ptrs, mem.complete, mem.n);
+		if (p->claim_waiting) {
+			p->claim_waiting = false;
+			todo |= REPLICA_DO_CLAIMED;
+		}
+		return todo | REPLICA_DO_RECHECK; /* peers gone may have held replies back */
+	}
+	todo = lose_home(r, m->shard);
+	p->epoch = m->epoch;
+	set_home(p, &m->pid); /* kept whatever this region's part: only it may write */
+	if (mem.me_listed) {
+		p->role = SLOT_REPLICA_COPY;
+		p->complete = mem.me_complete;
+	} else {
+		p->role = SLOT_REPLICA_NONE;
+		p->complete = false;
+		stop_filling(p);
+	}
+	return todo | REPLICA_DO_RECHECK;
+}
+
+/* ---- a replica's side ---- */
+
+static void send_reply(struct region *r, const erlang_pid *to, enum replica_msg_kind kind, uint32_t shard,
+		       uint64_t value)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (replica_msg_encode_reply(&x, kind, shard, value, &r->pid) == 0)
+		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
+/* Owes `kind` (value) to the shard's home once what is queued now is
+ * committed. */
+static void owe_ack(struct region *r, uint32_t shard, enum replica_msg_kind kind, uint64_t value)
+{
+	struct replica_ack_due *a = malloc(sizeof *a);
+	if (a == NULL)
+		return; /* the home's next write is acknowledged with a later number */
+	*a = (struct replica_ack_due){.need = state_store_last_queued(r->cfg.store), .value = value, .shard = shard,
+				      .home_gen = r->slots[shard].repl->home_gen, .kind = kind};
+	if (r->replicas.acks_tail)
+		r->replicas.acks_tail->next = a;
+	else
+		r->replicas.acks_head = a;
+	r->replicas.acks_tail = a;
+	if (a->need <= r->replicas.committed_upto)
+		region_replica_copy_on_committed(r, 0); /* nothing to wait for */
+}
+
+void region_replica_copy_on_committed(struct region *r, int status)
+{
+	while (r->replicas.acks_head && r->replicas.acks_head->need <= r->replicas.committed_upto) {
+		struct replica_ack_due *a = r->replicas.acks_head;
+		r->replicas.acks_head = a->next;
+		if (r->replicas.acks_head == NULL)
+			r->replicas.acks_tail = NULL;
+		const struct slot_replicas *p = r->slots[a->shard].repl;
+		if (status == 0 && p != NULL && p->role == SLOT_REPLICA_COPY && p->home_gen == a->home_gen)
+			send_reply(r, &p->home, a->kind, a->shard, a->value);
+		free(a);
+	}
+}
+
+/* Whether a home's write or chunk may be applied here. One of a newer
+ * epoch than any set this region knows of the shard is taken as the set
+ * naming this region replica (its message may still be on the way).
+ * Otherwise it must come from the home of the newest set known — of an
+ * older epoch too, as that home may not have heard of its newest set yet
+ * — and is applied if that set counts this region a replica, dropped
+ * unacknowledged if not (the home stops waiting for it once it hears).
+ * From any other member it is refused: that member is a home the
+ * coordinator replaced, and must stop serving the shard. *todo gets what
+ * the hub must do if this region was the home. */
+static bool accept_writes(struct region *r, const struct replica_msg *m, struct slot_replicas *p, unsigned *todo)
+{
+	if (m->epoch > p->epoch) {
+		*todo |= lose_home(r, m->shard);
+		p->epoch = m->epoch;
+		p->role = SLOT_REPLICA_COPY;
+		p->complete = false;
+		set_home(p, &m->pid);
+		return true;
+	}
+	if (term_pid_equal(&p->home, &m->pid))
+		return p->role == SLOT_REPLICA_COPY;
+	log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: writes from %s of epoch %llu refused "
+		     "(the newest set known here, epoch %llu, names another home)", r->cfg.name, m->shard,
+		     m->pid.node, (unsigned long long)m->epoch, (unsigned long long)p->epoch);
+	send_reply(r, &m->pid, RMSG_REFUSED, m->shard, p->epoch);
+	return false;
+}
+
+struct apply_ctx {
+	struct region *r;
+	uint32_t shard;
+	struct slot_replicas *p;
+	ei_x_buff x;
+	uint64_t last_seq;
+	bool from_fill; /* records of a fill chunk: an id written live since chunk 0 is skipped */
+	int failed;
+};
+
+/* One record into this node's store (state without its version byte,
+ * NULL: deleted). */
+static int apply(struct apply_ctx *c, const char *id, size_t id_len, const char *state, size_t state_len)
+{
+	if (c->from_fill && byte_set_contains(&c->p->written, id, id_len))
+		return 0;
+	if (!c->from_fill && c->p->filling && byte_set_add(&c->p->written, id, id_len) != 0)
+		return -ENOMEM;
+	int rc;
+	if (state == NULL) {
+		rc = region_store_write(c->r, c->shard, id, id_len, NULL);
+	} else {
+		c->x.index = 0;
+		rc = ei_x_encode_version(&c->x) < 0 || term_x_append_raw(&c->x, state, state_len) != 0
+			     ? -ENOMEM
+			     : region_store_write(c->r, c->shard, id, id_len, &c->x);
+	}
+	return rc;
+}
+
+static int apply_write(void *arg, uint64_t seq, const char *id, size_t id_len, const char *state, size_t state_len)
+{
+	struct apply_ctx *c = arg;
+	c->last_seq = seq;
+	return apply(c, id, id_len, state, state_len);
+}
+
+static int apply_record(void *arg, const char *id, size_t id_len, const char *state, size_t state_len)
+{
+	return apply(arg, id, id_len, state, state_len);
+}
+
+static unsigned on_writes(struct region *r, const struct replica_msg *m)
+{
+	struct slot_replicas *p = repl_of(r, m->shard);
+	unsigned todo = 0;
+	if (p == NULL || !accept_writes(r, m, p, &todo))
+		return todo;
+	struct apply_ctx c = {.r = r, .shard = m->shard, .p = p};
+	if (ei_x_new(&c.x) < 0)
+		return todo; /* unacknowledged: the home's reply waits, then times out */
+	int rc = m->kind == RMSG_REPLICATE ? replica_msg_each_write(m, apply_write, &c) : 0;
+	if (m->kind == RMSG_FILL) {
+		if (m->seq == 0) {
+			/* What this node held of the shard is out of date: the fill
+			 * brings what there is. */
+			rc = region_store_delete_shard(r, m->shard);
+			stop_filling(p);
+			p->filling = rc == 0;
+			p->next_chunk = 1;
+			p->complete = false;
+		} else if (!p->filling || m->seq != p->next_chunk) {
+			rc = -EPROTO; /* a chunk out of its fill's order */
+		} else {
+			c.from_fill = true;
+			rc = shard_state_each(m->list, m->list_len, apply_record, &c);
+			p->next_chunk++;
+			if (m->last)
+				stop_filling(p);
+		}
+	}
+	ei_x_free(&c.x);
+	if (rc != 0) {
+		/* Not acknowledged: the home's replies wait for this copy, then
+		 * time out; the coordinator replaces a replica that fails. */
+		log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: writes from its home on %s not all "
+			     "applied (%d)", r->cfg.name, m->shard, m->pid.node, rc);
+		if (m->kind == RMSG_FILL)
+			stop_filling(p);
+		return todo;
+	}
+	owe_ack(r, m->shard, m->kind == RMSG_REPLICATE ? RMSG_REPLICATED : RMSG_FILL_ACK,
+		m->kind == RMSG_REPLICATE ? c.last_seq : m->seq);
+	return todo;
+}
+
+unsigned region_replica_handle(struct region *r, const struct replica_msg *m, const erlang_pid *from)
+{
+	if (!region_replicated(r) || m->shard >= r->cfg.number_of_shards)
+		return 0;
+	switch (m->kind) {
+	case RMSG_SET:
+		if (from == NULL || !r->registered || !term_pid_equal(from, &r->coordinator))
+			return 0; /* an earlier coordinator's */
+		return on_set(r, m);
+	case RMSG_REPLICATE:
+	case RMSG_FILL:
+		return on_writes(r, m);
+	case RMSG_REPLICATED:
+	case RMSG_FILL_ACK:
+		region_replica_home_on_reply(r, m);
+		return REPLICA_DO_RECHECK;
+	case RMSG_REFUSED:
+		return region_replica_home_on_refused(r, m) ? REPLICA_DO_FENCE : 0;
+	default:
+		return 0; /* the coordinator's */
+	}
+}
+
+void region_replica_send_report(struct region *r)
+{
+	if (!region_replicated(r) || r->coordinator_node[0] == '\0')
+		return;
+	uint32_t n = r->cfg.number_of_shards;
+	uint32_t *shards = malloc(n * sizeof *shards);
+	uint64_t *epochs = malloc(n * sizeof *epochs);
+	enum replica_role_held *roles = malloc(n * sizeof *roles);
+	size_t count = 0;
+	for (uint32_t s = 0; shards && epochs && roles && s < n; s++) {
+		const struct slot_replicas *p = r->slots[s].repl;
+		if (p == NULL || p->epoch == 0)
+			continue;
+		if (p->role == SLOT_REPLICA_HOME && region_slot_hosted(&r->slots[s].st))
+			roles[count] = REPLICA_HELD_HOME;
+		else if (p->role == SLOT_REPLICA_COPY)
+			roles[count] = p->complete && !p->filling ? REPLICA_HELD_COMPLETE : REPLICA_HELD_FILLING;
+		else
+			continue;
+		shards[count] = s;
+		epochs[count] = p->epoch;
+		count++;
+	}
+	ei_x_buff x;
+	if (shards && epochs && roles && ei_x_new(&x) == 0) {
+		if (replica_msg_encode_held(&x, &r->pid, shards, epochs, roles, count) == 0)
+			dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
+					   (size_t)x.index);
+		ei_x_free(&x);
+	}
+	free(shards);
+	free(epochs);
+	free(roles);
+}
+
+void region_replica_free(struct region *r)
+{
+	while (r->replicas.acks_head) {
+		struct replica_ack_due *a = r->replicas.acks_head;
+		r->replicas.acks_head = a->next;
+		free(a);
+	}
+	r->replicas.acks_tail = NULL;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
+		region_replica_free_slot(&r->slots[s]);
+}

@@ -1,0 +1,41 @@
+/*
+ * region_replica_copy.h — replicated state as a region receives it
+ * (region_replica_copy.c): the coordinator's sets, and a replica's side of
+ * the home's writes and fills. For the files of a region only
+ * (region_internal.h says which may call which).
+ */
+#ifndef SN_REGION_REPLICA_COPY_H
+#define SN_REGION_REPLICA_COPY_H
+
+#include "sharding/region_internal.h"
+#include "sharding/replica_msg.h"
+
+/* What the hub must do for the message's shard after
+ * region_replica_handle. */
+enum {
+	REPLICA_DO_CLAIMED = 1u << 0, /* a set named this region its home: the claim that waited for it is done */
+	REPLICA_DO_FENCE = 1u << 1,   /* the shard is homed elsewhere now: stop serving it here */
+	REPLICA_DO_RECHECK = 1u << 2, /* acknowledgements came: replies may be durable now */
+};
+
+/* Handles a decoded replica message sent to the region by `from` (the
+ * sender; NULL if unknown): a set (only from the coordinator the region is
+ * registered with), a home's writes and fill chunks (applied, acknowledged
+ * once committed, refused from an older epoch), a replica's replies.
+ * Returns REPLICA_DO_* bits for m->shard. */
+unsigned region_replica_handle(struct region *r, const struct replica_msg *m, const erlang_pid *from);
+
+/* The store reported its commits up to r->replicas.committed_upto with
+ * `status`: the acknowledgements they cover go to the homes (none for a
+ * failed commit: its writes are not here). */
+void region_replica_copy_on_committed(struct region *r, int status);
+
+/* replicas_held to the coordinator: the copies this region keeps (sent
+ * with every registration, after `hosting`, so a new coordinator
+ * rebuilds the sets). */
+void region_replica_send_report(struct region *r);
+
+/* Frees every slot's set and the acknowledgements owed. */
+void region_replica_free(struct region *r);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * region_replica_home.c — replicated state, a shard home's side (see
+ * region_replica_home.h; docs/architecture.md, "Replicated state").
+ *
+ * Writes. Each write of a shard homed here goes to its replicas as soon as
+ * it is queued, numbered by this node's store (its `seq`), so the home's
+ * and the replicas' commits run side by side; a replica acknowledges the
+ * last number it has committed. A reply waits (region_store.c) until the
+ * home has committed its write and every complete replica has
+ * acknowledged it: region_replica_home_bound says how far that is, shard
+ * by shard — a replica that acknowledged up to A of a shard whose last
+ * write sent is L > A holds back every write after A.
+ *
+ * Filling. A replica the coordinator adds holds nothing of the shard that
+ * can be trusted. Chunk 0 of its fill goes at once (the replica forgets
+ * what it held of the shard), and from then on it gets every write as the
+ * others do; the shard's records follow in chunks read from the store
+ * (bounded, at most FILL_WINDOW unacknowledged), once every write queued
+ * before chunk 0 is committed, so each record is either in a chunk or sent
+ * as a write after chunk 0 (the replica keeps the live one when both
+ * come). After the last chunk's acknowledgement the coordinator hears
+ * replica_filled, and counts the replica from its next set on.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etf/term.h"
+#include "sharding/region_internal.h"
+#include "sharding/region_replica_home.h"
+
+/* A fill chunk ends once it holds this many bytes (a record is never
+ * split); at most FILL_WINDOW of a fill are unacknowledged. */
+#define FILL_CHUNK_BYTES (64 * 1024)
+#define FILL_WINDOW 4
+
+/* A fill's scans carry this bit in their tokens (a move's do not) and the
+ * fill's number, which finds its peer (a new set may reorder them). */
+#define FILL_TOKEN_BIT (1ull << 63)
+#define FILL_GEN_MASK 0x7fffffffu
+
+struct replica_fill {
+	uint32_t gen;          /* this fill's number, in its scans' tokens */
+	uint32_t next_chunk;   /* chunks sent (0 starts the fill) */
+	uint32_t acked;        /* chunks acknowledged, in order */
+	bool last_sent;
+	bool scan_in_flight;
+	bool reported;         /* replica_filled went to the coordinator */
+	uint64_t commit_needed; /* the records are read once this is committed */
+	uint16_t scan_key_len; /* the last record sent: the next scan's start */
+	char scan_key[STATE_STORE_KEY_MAX];
+};
+
+static struct slot_replicas *homed(const struct region *r, uint32_t shard)
+{
+	struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
+	return p != NULL && p->role == SLOT_REPLICA_HOME ? p : NULL;
+}
+
+static int find_peer(const struct slot_replicas *p, const erlang_pid *pid)
+{
+	for (uint8_t k = 0; k < p->npeers; k++)
+		if (term_pid_equal(&p->peers[k].pid, pid))
+			return k;
+	return -1;
+}
+
+/* ---- filling ---- */
+
+static void send_fill_chunk(struct region *r, uint32_t shard, struct replica_peer *peer, const char *records,
+			    size_t len, bool last)
+{
+	struct replica_fill *f = peer->fill;
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (replica_msg_encode_fill(&x, shard, r->slots[shard].repl->epoch, f->next_chunk, last, &r->pid, records,
+				    len) == 0 &&
+	    dist_node_send(r->cfg.node, &peer->pid, x.buff, (size_t)x.index) == 0) {
+		f->next_chunk++;
+		f->last_sent = last;
+	}
+	ei_x_free(&x);
+}
+
+/* Asks the store for the fill's next chunk, when its window has room and
+ * the writes before chunk 0 are committed. */
+static void pump(struct region *r, uint32_t shard, uint8_t k)
+{
+	struct replica_peer *peer = &r->slots[shard].repl->peers[k];
+	struct replica_fill *f = peer->fill;
+	if (f == NULL || f->last_sent || f->scan_in_flight || f->next_chunk - f->acked >= FILL_WINDOW)
+		return;
+	if (f->commit_needed > r->replicas.committed_upto) {
+		r->replicas.fills_awaiting_commit = true; /* region_replica_home_on_committed */
+		return;
+	}
+	uint64_t token = FILL_TOKEN_BIT | ((uint64_t)(f->gen & FILL_GEN_MASK) << 32) | shard;
+	int rc = state_store_scan(r->store, shard, f->scan_key, f->scan_key_len, FILL_CHUNK_BYTES, token);
+	if (rc == 0) {
+		f->scan_in_flight = true;
+		return;
+	}
+	/* Without its records the replica never counts: the next set that
+	 * names it incomplete starts its fill again. */
+	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: filling the replica on %s failed (%d)",
+		     r->cfg.name, shard, peer->pid.node, rc);
+	free(peer->fill);
+	peer->fill = NULL;
+}
+
+static void start_fill(struct region *r, uint32_t shard, uint8_t k)
+{
+	struct replica_peer *peer = &r->slots[shard].repl->peers[k];
+	struct replica_fill *f = calloc(1, sizeof *f);
+	if (f == NULL)
+		return; /* the next set tries again */
+	f->gen = ++r->replicas.fill_gen;
+	peer->fill = f;
+	/* Every write queued from here on is sent to it as well; the ones
+	 * queued before are read from the store once committed. */
+	f->commit_needed = state_store_last_queued(r->cfg.store);
+	const char nil = ERL_NIL_EXT;
+	send_fill_chunk(r, shard, peer, &nil, 1, false);
+	if (f->next_chunk == 0) {
+		free(f);
+		peer->fill = NULL;
+		return;
+	}
+	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: filling its replica on %s", r->cfg.name, shard,
+		     peer->pid.node);
+	pump(r, shard, k);
+}
+
+bool region_replica_home_is_fill_token(uint64_t token) { return (token & FILL_TOKEN_BIT) != 0; }
+
+void region_replica_home_on_scanned(struct region *r, uint64_t token, int status, const char *chunk, size_t len,
+				    bool more, const char *last_key, size_t last_key_len)
+{
+	uint32_t shard = (uint32_t)token;
+	uint32_t gen = (uint32_t)(token >> 32) & FILL_GEN_MASK;
+	struct slot_replicas *p = homed(r, shard);
+	uint8_t k = 0;
+	while (p != NULL && k < p->npeers && !(p->peers[k].fill != NULL && (p->peers[k].fill->gen & FILL_GEN_MASK) == gen))
+		k++;
+	if (p == NULL || k == p->npeers || !p->peers[k].fill->scan_in_flight)
+		return; /* an answer to a fill that ended */
+	struct replica_peer *peer = &p->peers[k];
+	struct replica_fill *f = peer->fill;
+	f->scan_in_flight = false;
+	if (status != 0) {
+		log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: reading records for the replica on %s "
+			     "failed (%d)", r->cfg.name, shard, peer->pid.node, status);
+		free(peer->fill);
+		peer->fill = NULL;
+		return;
+	}
+	if (last_key_len > 0 && last_key_len <= sizeof f->scan_key) {
+		memcpy(f->scan_key, last_key, last_key_len);
+		f->scan_key_len = (uint16_t)last_key_len;
+	}
+	send_fill_chunk(r, shard, peer, chunk, len, !more);
+	pump(r, shard, k);
+}
+
+void region_replica_home_on_committed(struct region *r)
+{
+	if (!r->replicas.fills_awaiting_commit)
+		return;
+	r->replicas.fills_awaiting_commit = false;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct slot_replicas *p = homed(r, s);
+		for (uint8_t k = 0; p != NULL && k < p->npeers; k++)
+			if (p->peers[k].fill != NULL)
+				pump(r, s, k); /* one still waiting sets the flag again */
+	}
+}
+
+static void fill_acked(struct region *r, uint32_t shard, struct replica_peer *peer, uint8_t k, uint64_t chunk)
+{
+	struct replica_fill *f = peer->fill;
+	if (f == NULL || chunk != f->acked || f->acked >= f->next_chunk)
+		return;
+	f->acked++;
+	if (f->last_sent && f->acked == f->next_chunk && !f->reported) {
+		f->reported = true;
+		log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: its replica on %s is filled",
+			     r->cfg.name, shard, peer->pid.node);
+		ei_x_buff x;
+		if (r->registered && ei_x_new(&x) == 0) {
+			if (replica_msg_encode_filled(&x, shard, &peer->pid) == 0)
+				dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator.node, x.buff,
+						   (size_t)x.index);
+			ei_x_free(&x);
+		}
+		return;
+	}
+	pump(r, shard, k);
+}
+
+/* ---- the set ---- */
+
+void region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, const erlang_pid *const *replicas,
+			      const bool *complete, size_t n)
+{
+	struct slot_replicas *p = r->slots[shard].repl;
+	struct replica_peer old[REPLICA_SETS_MAX];
+	uint8_t nold = p->role == SLOT_REPLICA_HOME ? p->npeers : 0;
+	memcpy(old, p->peers, sizeof old);
+	p->role = SLOT_REPLICA_HOME;
+	p->epoch = epoch;
+	p->npeers = 0;
+	for (size_t e = 0; e < n && p->npeers < REPLICA_SETS_MAX; e++) {
+		struct replica_peer *peer = &p->peers[p->npeers];
+		int was = -1;
+		for (uint8_t k = 0; k < nold && was < 0; k++)
+			if (term_pid_equal(&old[k].pid, replicas[e]))
+				was = k;
+		if (was >= 0) {
+			*peer = old[was];
+			old[was].fill = NULL; /* taken */
+		} else {
+			/* Nothing sent to it yet: nothing outstanding. */
+			*peer = (struct replica_peer){.pid = *replicas[e], .acked = p->last_sent};
+		}
+		peer->complete = complete[e];
+		if (peer->complete && peer->fill != NULL) {
+			free(peer->fill);
+			peer->fill = NULL;
+		}
+		p->npeers++;
+	}
+	for (uint8_t k = 0; k < nold; k++)
+		free(old[k].fill);
+	for (uint8_t k = 0; k < p->npeers; k++)
+		if (!p->peers[k].complete && p->peers[k].fill == NULL)
+			start_fill(r, shard, k);
+}
+
+void region_replica_home_drop(struct region *r, uint32_t shard)
+{
+	struct slot_replicas *p = homed(r, shard);
+	if (p == NULL)
+		return;
+	for (uint8_t k = 0; k < p->npeers; k++) {
+		free(p->peers[k].fill);
+		p->peers[k].fill = NULL;
+	}
+	p->npeers = 0;
+	p->role = SLOT_REPLICA_NONE;
+}
+
+bool region_replica_home_claim(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->repl == NULL && (slot->repl = calloc(1, sizeof *slot->repl)) == NULL)
+		return false; /* no memory to wait in: served as without replicas */
+	if (slot->repl->role == SLOT_REPLICA_HOME || slot->repl->claim_waiting)
+		return false;
+	slot->repl->claim_waiting = true;
+	return true;
+}
+
+/* ---- writes and their acknowledgements ---- */
+
+void region_replica_home_on_write(struct region *r, uint32_t shard, uint64_t seq, const char *id, size_t id_len,
+				  const char *state, size_t state_len)
+{
+	struct slot_replicas *p = homed(r, shard);
+	if (p == NULL || p->npeers == 0)
+		return;
+	ei_x_buff x;
+	struct replica_writes w;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (replica_msg_writes_begin(&w, &x, shard, p->epoch, &r->pid) == 0 &&
+	    replica_msg_writes_add(&w, seq, id, id_len, state, state_len) == 0 && replica_msg_writes_end(&w) == 0) {
+		for (uint8_t k = 0; k < p->npeers; k++) {
+			struct replica_peer *peer = &p->peers[k];
+			/* A replica being filled gets the writes after its chunk 0. */
+			if (peer->complete || (peer->fill != NULL && peer->fill->next_chunk > 0))
+				dist_node_send(r->cfg.node, &peer->pid, x.buff, (size_t)x.index);
+		}
+	}
+	/* Unsent (no memory), the write is still waited for: the reply gets
+	 * {error, store_unavailable} at store_timeout_ms rather than claim a
+	 * copy that does not exist. */
+	p->last_sent = seq;
+	ei_x_free(&x);
+}
+
+uint64_t region_replica_home_bound(const struct region *r)
+{
+	uint64_t bound = UINT64_MAX;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		const struct slot_replicas *p = homed(r, s);
+		for (uint8_t k = 0; p != NULL && k < p->npeers; k++)
+			if (p->peers[k].complete && p->peers[k].acked < p->last_sent && p->peers[k].acked < bound)
+				bound = p->peers[k].acked;
+	}
+	return bound;
+}
+
+void region_replica_home_on_reply(struct region *r, const struct replica_msg *m)
+{
+	struct slot_replicas *p = homed(r, m->shard);
+	int k = p != NULL ? find_peer(p, &m->pid) : -1;
+	if (k < 0)
+		return; /* late, from a replica no longer in the set */
+	struct replica_peer *peer = &p->peers[k];
+	if (m->kind == RMSG_REPLICATED && m->seq > peer->acked && m->seq <= p->last_sent)
+		peer->acked = m->seq;
+	else if (m->kind == RMSG_FILL_ACK)
+		fill_acked(r, m->shard, peer, (uint8_t)k, m->seq);
+}
+
+bool region_replica_home_on_refused(struct region *r, const struct replica_msg *m)
+{
+	struct slot_replicas *p = homed(r, m->shard);
+	if (p == NULL || m->epoch <= p->epoch || find_peer(p, &m->pid) < 0)
+		return false;
+	log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: its replica on %s knows a newer set (epoch "
+		     "%llu, this home's %llu): it stops here", r->cfg.name, m->shard, m->pid.node,
+		     (unsigned long long)m->epoch, (unsigned long long)p->epoch);
+	region_replica_home_drop(r, m->shard);
+	return true;
+}
+
+void region_replica_free_slot(struct shard_slot *slot)
+{
+	struct slot_replicas *p = slot->repl;
+	if (p == NULL)
+		return;
+	for (uint8_t k = 0; k < p->npeers; k++)
+		free(p->peers[k].fill);
+	byte_set_clear(&p->written);
+	free(p);
+	slot->repl = NULL;
+}
