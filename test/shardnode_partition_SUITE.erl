@@ -7,6 +7,13 @@
 %% instances of one entity. The stream increments the cluster singleton
 %% boss too: a minority's proxy must never reach a second instance.
 %%
+%% The faults run twice: with states in memory, where an entity that
+%% moves off a lost member restarts at 1, and in the group `replicated',
+%% with `state_store = lmdb' and replicas (docs/contract.md, "Entity
+%% state"), where no entity ever restarts: every acknowledged value goes
+%% on from where it was (two replicas for the split that cuts two members
+%% away at once, one otherwise).
+%%
 %% Needs root, iproute2 and iptables (`make deps' installs them). Where a
 %% namespace cannot be made, every case is skipped, with the reason.
 %%
@@ -18,7 +25,8 @@
 
 -import(shardnode_ct, [member_status/2]).
 
--export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+-export([all/0, groups/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_group/2, end_per_group/2,
          init_per_testcase/2, end_per_testcase/2]).
 -export([five_nodes_join_at_once/1,
          one_cut_link_costs_one_member/1,
@@ -36,12 +44,23 @@
 suite() -> [{timetrap, {minutes, 3}}].
 
 all() ->
-    [five_nodes_join_at_once,
-     one_cut_link_costs_one_member,
+    [five_nodes_join_at_once | faults()] ++ [{group, replicated}].
+
+groups() ->
+    [{replicated, [], faults()}].
+
+faults() ->
+    [one_cut_link_costs_one_member,
      one_lossy_member_costs_only_itself,
      minority_downs_itself_majority_serves,
      oldest_member_isolated,
      killed_member_restarts].
+
+init_per_group(replicated, Config) ->
+    [{replicas, 1} | Config].
+
+end_per_group(_Group, _Config) ->
+    ok.
 
 init_per_suite(Config) ->
     teardown_network(),
@@ -62,9 +81,15 @@ end_per_suite(_Config) ->
 %% Every case but the first starts with five members, n1 the oldest.
 init_per_testcase(five_nodes_join_at_once, Config) ->
     Config;
-init_per_testcase(_Case, Config) ->
-    {[N1], Config1} = shardnode_ct:start_nodes(Config, [opts(1)]),
-    {Rest, Config2} = shardnode_ct:start_nodes(Config1, [(opts(I))#{join => [N1]} || I <- lists:seq(2, ?N)]),
+init_per_testcase(Case, Config0) ->
+    %% Two members cut away at once: with one replica a shard whose two
+    %% copies were both there would wait for them (never start empty).
+    Config = case {Case, ?config(replicas, Config0)} of
+                 {minority_downs_itself_majority_serves, 1} -> [{replicas, 2} | Config0];
+                 _ -> Config0
+             end,
+    {[N1], Config1} = shardnode_ct:start_nodes(Config, [opts(1, Config)]),
+    {Rest, Config2} = shardnode_ct:start_nodes(Config1, [(opts(I, Config))#{join => [N1]} || I <- lists:seq(2, ?N)]),
     Nodes = [N1 | Rest],
     await(fun() -> same_up_members(Nodes, Nodes) end),
     [{nodes, Nodes} | Config2].
@@ -115,7 +140,7 @@ one_cut_link_costs_one_member(Config) ->
     heal(),
     assert_no_more_lost(Survivors),
     await(fun() -> all_answer(Survivors) end),
-    assert_stream(Stream).
+    assert_stream(Stream, Config).
 
 %% n3 loses 30 % of its packets, both ways. It may be downed; no healthy
 %% member ever is, and the healthy ones keep serving.
@@ -134,7 +159,7 @@ one_lossy_member_costs_only_itself(Config) ->
     await(AllHealthyUp),
     hold(AllHealthyUp, erlang:monotonic_time(millisecond) + 4000),
     await(fun() -> all_answer(Healthy) end),
-    assert_stream(Stream).
+    assert_stream(Stream, Config).
 
 %% Every node of `At' lists every member of `Members' as up.
 lists_up(At, Members) ->
@@ -156,7 +181,7 @@ minority_downs_itself_majority_serves(Config) ->
     await(fun() -> same_up_members(Majority, Majority) end),
     heal(),
     await(fun() -> all_answer(Majority) end),
-    assert_stream(Stream).
+    assert_stream(Stream, Config).
 
 %% n1, the oldest (it runs every coordinator and the singleton), is cut
 %% from everyone. It downs itself; the others down it, and n2 takes the
@@ -172,7 +197,7 @@ oldest_member_isolated(Config) ->
     ?assertEqual({ok, N2}, gen_server:call({shardnode, lists:last(Nodes)}, {singleton, boss})),
     heal(),
     await(fun() -> all_answer(Rest) end),
-    assert_stream(Stream).
+    assert_stream(Stream, Config).
 
 %% kill -9 of n5: it is downed, its shards go elsewhere; it comes back under
 %% its name and serves again.
@@ -183,10 +208,10 @@ killed_member_restarts(Config) ->
     ok = shardnode:kill_node(N5),
     await(fun() -> lists:member(member_status(N1, N5), [down, absent]) end),
     await(fun() -> all_answer(lists:droplast(Nodes)) end),
-    {[N5], _} = shardnode_ct:start_nodes(Config, [(opts(?N))#{join => [N1]}]),
+    {[N5], _} = shardnode_ct:start_nodes(Config, [(opts(?N, Config))#{join => [N1]}]),
     await(fun() -> same_up_members(Nodes, Nodes) end),
     await(fun() -> all_answer(Nodes) end),
-    assert_stream(Stream),
+    assert_stream(Stream, Config),
     ok = shardnode:stop_node(N5).
 
 %%====================================================================
@@ -254,7 +279,7 @@ stream(Owner, Nodes, K, Last, Tally) ->
 
 bump(Kind, Tally) -> maps:update_with(Kind, fun(X) -> X + 1 end, 1, Tally).
 
-assert_stream(Stream) ->
+assert_stream(Stream, Config) ->
     unlink(Stream),
     Stream ! {stop, self()},
     Tally = receive {tally, T} -> T after 10000 -> ct:fail(stream_did_not_stop) end,
@@ -268,11 +293,31 @@ assert_stream(Stream) ->
     %% member was lost: two instances answering would go back and forth.
     ?assert(length(Boss) > 0),
     ?assert(length(Drops) =< 1, {singleton_went_back, Drops, Boss}),
+    case ?config(replicas, Config) of
+        undefined ->
+            ok;
+        _ ->
+            %% With replicas nothing acknowledged is lost: no counter and
+            %% not the singleton starts again from nothing.
+            ?assertEqual({0, 0, []}, {maps:get(restart, Tally, 0), maps:get(restart_lost_ack, Tally, 0), Drops})
+    end,
     ok.
 
 %%====================================================================
 %% Helpers
 %%====================================================================
+
+%% With {replicas, R} in Config, the states in LMDB (a data_dir per node)
+%% with R replicas per shard.
+opts(I, Config) ->
+    Base = opts(I),
+    case ?config(replicas, Config) of
+        undefined ->
+            Base;
+        R ->
+            Dir = filename:join(?config(priv_dir, Config), ns(I)),
+            Base#{config => (maps:get(config, Base))#{state_store => lmdb, data_dir => Dir, state_replicas => R}}
+    end.
 
 opts(I) ->
     #{name => name(I), netns => ns(I), singletons => [{boss, counter}],

@@ -106,7 +106,7 @@ static void on_store_scanned(void *arg, uint64_t token, int status, const char *
 static void on_store_fenced(void *arg, uint32_t shard)
 {
 	struct region *r = arg;
-	if (region_store_on_fenced(r, shard))
+	if (region_store_on_fenced(r, shard, "another member claimed it in the store"))
 		region_step(r, shard, SLOT_FENCED);
 }
 
@@ -292,7 +292,7 @@ static void on_internal(struct region *r, const struct shard_msg *sm, const erla
 static void on_replica(struct region *r, const struct replica_msg *m, const erlang_pid *from)
 {
 	unsigned todo = region_replica_handle(r, m, from);
-	if ((todo & REPLICA_DO_FENCE) && region_store_on_fenced(r, m->shard))
+	if ((todo & REPLICA_DO_FENCE) && region_store_on_fenced(r, m->shard, "a newer replica set names another home"))
 		region_step(r, m->shard, SLOT_FENCED);
 	if ((todo & REPLICA_DO_CLAIMED) && region_slot_claimed(&r->slots[m->shard].st))
 		resume_slot(r, m->shard);

@@ -218,12 +218,12 @@ bool region_store_on_claimed(struct region *r, uint32_t shard)
 
 static void release_shard(struct region *r, uint32_t shard, const char *error);
 
-bool region_store_on_fenced(struct region *r, uint32_t shard)
+bool region_store_on_fenced(struct region *r, uint32_t shard, const char *why)
 {
 	if (shard >= r->cfg.number_of_shards)
 		return false;
-	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: another member holds it now (a newer claim "
-		 "or replica set); its writes from here are refused: it stops here", r->cfg.name, shard);
+	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: %s; its writes from here are refused: it stops "
+		     "here", r->cfg.name, shard, why);
 	release_shard(r, shard, "store_unavailable");
 	return true;
 }

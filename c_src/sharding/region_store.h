@@ -24,10 +24,11 @@ bool region_store_on_loaded(struct region *r, uint64_t token, int found, const c
  * may go on. */
 bool region_store_on_claimed(struct region *r, uint32_t shard);
 
-/* Another member claimed `shard`: its held replies get
- * {error, store_unavailable}; true if the hub must step the slot
+/* Another member holds `shard` now (`why`, for the log: it claimed it in
+ * a shared store, or a newer replica set names it home): its held replies
+ * get {error, store_unavailable}; true if the hub must step the slot
  * SLOT_FENCED. */
-bool region_store_on_fenced(struct region *r, uint32_t shard);
+bool region_store_on_fenced(struct region *r, uint32_t shard, const char *why);
 
 /* Commits up to `upto` (status: 0, or the commit's error): the held
  * replies they cover go, failed ones as {error, store_unavailable}. */
