@@ -40,6 +40,7 @@
 -define(N, 5).
 -define(SHARDS, 30).
 -define(IDS, 40).
+-define(METRICS_PORT, 9464).
 
 suite() -> [{timetrap, {minutes, 3}}].
 
@@ -84,14 +85,21 @@ init_per_testcase(five_nodes_join_at_once, Config) ->
 init_per_testcase(Case, Config0) ->
     %% Two members cut away at once: with one replica a shard whose two
     %% copies were both there would wait for them (never start empty).
+    %% Each case's nodes have data_dirs of their own.
     Config = case {Case, ?config(replicas, Config0)} of
-                 {minority_downs_itself_majority_serves, 1} -> [{replicas, 2} | Config0];
-                 _ -> Config0
+                 {minority_downs_itself_majority_serves, 1} -> [{replicas, 2}, {case_name, Case} | Config0];
+                 _ -> [{case_name, Case} | Config0]
              end,
     {[N1], Config1} = shardnode_ct:start_nodes(Config, [opts(1, Config)]),
     {Rest, Config2} = shardnode_ct:start_nodes(Config1, [(opts(I, Config))#{join => [N1]} || I <- lists:seq(2, ?N)]),
     Nodes = [N1 | Rest],
     await(fun() -> same_up_members(Nodes, Nodes) end),
+    %% With replicas, the faults come once every shard has all its copies
+    %% (n1 runs the coordinators): before that, a shard whose only other
+    %% copy is still being filled has one copy, and waits if it is lost.
+    ?config(replicas, Config) =:= undefined orelse
+        await(fun() -> all_answer(Nodes) andalso
+                           replicas_missing() =:= [0, 0] end),
     [{nodes, Nodes} | Config2].
 
 end_per_testcase(_Case, Config) ->
@@ -307,6 +315,12 @@ assert_stream(Stream, Config) ->
 %% Helpers
 %%====================================================================
 
+%% On n1, where the coordinators run: the replicas the shards of counter
+%% and boss lack.
+replicas_missing() ->
+    [sn_test:metric(addr(1), ?METRICS_PORT, <<"shardnode_shard_replicas_missing{type=\"", T/binary, "\"}">>)
+     || T <- [<<"counter">>, <<"boss">>]].
+
 %% With {replicas, R} in Config, the states in LMDB (a data_dir per node)
 %% with R replicas per shard.
 opts(I, Config) ->
@@ -315,8 +329,9 @@ opts(I, Config) ->
         undefined ->
             Base;
         R ->
-            Dir = filename:join(?config(priv_dir, Config), ns(I)),
-            Base#{config => (maps:get(config, Base))#{state_store => lmdb, data_dir => Dir, state_replicas => R}}
+            Dir = filename:join([?config(priv_dir, Config), ?config(case_name, Config), ns(I)]),
+            Base#{config => (maps:get(config, Base))#{state_store => lmdb, data_dir => Dir, state_replicas => R,
+                                                      metrics_port => ?METRICS_PORT}}
     end.
 
 opts(I) ->

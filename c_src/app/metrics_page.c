@@ -135,6 +135,7 @@ static void render_coordinators(struct prom_text *p, const struct node_app *app)
 {
 	const char *names[NODE_TYPES_MAX];
 	uint64_t active[NODE_TYPES_MAX], rebalances[NODE_TYPES_MAX], abandoned[NODE_TYPES_MAX];
+	uint64_t missing[NODE_TYPES_MAX], waiting[NODE_TYPES_MAX];
 	size_t n = 0;
 	for (size_t k = 0; k < app->nhosted; k++) {
 		if (app->hosted[k].coordinator == NULL)
@@ -144,6 +145,8 @@ static void render_coordinators(struct prom_text *p, const struct node_app *app)
 		active[n] = cm.active;
 		rebalances[n] = cm.rebalances;
 		abandoned[n] = cm.rebalances_abandoned;
+		missing[n] = cm.replicas_missing;
+		waiting[n] = cm.shards_waiting;
 		names[n++] = app->hosted[k].name;
 	}
 	per_type(p, "shardnode_coordinator_active", "gauge",
@@ -154,6 +157,12 @@ static void render_coordinators(struct prom_text *p, const struct node_app *app)
 	per_type(p, "shardnode_rebalances_abandoned_total", "counter",
 		 "Of those, moves given up after handoff_timeout_ms (the shard stays where it was).", names, abandoned,
 		 n);
+	per_type(p, "shardnode_shard_replicas_missing", "gauge",
+		 "On the coordinator's node: replicas the shards lack (state_replicas less their complete ones).",
+		 names, missing, n);
+	per_type(p, "shardnode_shards_waiting", "gauge",
+		 "On the coordinator's node: shards whose home was lost with no complete replica, waiting for a "
+		 "member of their last replica set.", names, waiting, n);
 }
 
 static void render_members(struct prom_text *p, const struct node_app *app)

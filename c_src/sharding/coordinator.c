@@ -656,4 +656,6 @@ void coordinator_get_metrics(const struct coordinator *c, struct coordinator_met
 	*out = c->metrics;
 	out->active = c->active;
 	out->moving = c->nmoving;
+	if (c->active)
+		coordinator_replicas_count(&c->replicas, &out->replicas_missing, &out->shards_waiting);
 }

@@ -112,6 +112,8 @@ struct coordinator_metrics {
 	uint64_t rebalances;           /* shard moves started by this coordinator */
 	uint64_t rebalances_abandoned; /* of those, given up after handoff_timeout_ms */
 	uint32_t moving;               /* under way now */
+	uint32_t replicas_missing;     /* state_replicas: copies the shards lack (coordinator_replicas_count) */
+	uint32_t shards_waiting;       /* shards waiting for a member of their last replica set */
 	bool active;                   /* the cluster's coordinator of the type runs here */
 };
 void coordinator_get_metrics(const struct coordinator *c, struct coordinator_metrics *out);

@@ -44,6 +44,17 @@ bool coord_unavailable(const struct coordinator *c, size_t region)
 	return coord_is_draining(c, region) || !coordinator_members_may_get_shards(&c->members, c->regions[region].pid.node);
 }
 
+/* May keep copies of shards homed elsewhere (state_replicas): as
+ * coord_unavailable, but a singleton's copies go to the other members too
+ * (only its home is pinned to the oldest). */
+bool coord_takes_copies(const struct coordinator *c, size_t region)
+{
+	const char *node = c->regions[region].pid.node;
+	return !coord_is_downed(c, region) && !coord_is_leaving(c, &c->regions[region].pid) &&
+	       !coordinator_members_in(&c->members, CM_DRAINING, node) &&
+	       coordinator_members_may_get_shards(&c->members, node);
+}
+
 /* True when every owner's region has registered and reported. */
 bool coord_all_reported(const struct coordinator *c)
 {
@@ -81,7 +92,7 @@ int coord_replica_view(struct coordinator *c, struct coordinator_view *v, bool *
 	if (*takes == NULL)
 		return -ENOMEM;
 	for (size_t k = 0; k < c->nregions; k++)
-		(*takes)[k] = !coord_unavailable(c, k) && !coord_is_downed(c, k);
+		(*takes)[k] = coord_takes_copies(c, k);
 	*v = (struct coordinator_view){
 		.node = c->cfg.node,
 		.log = c->cfg.log,

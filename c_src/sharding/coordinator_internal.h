@@ -73,6 +73,11 @@ bool coord_is_draining(const struct coordinator *c, size_t region);
  * have sent it their sets (remember_replica.h). */
 bool coord_unavailable(const struct coordinator *c, size_t region);
 
+/* May keep copies of shards homed elsewhere (state_replicas): as
+ * coord_unavailable, but a singleton's copies go to the other members too
+ * (only its home is pinned to the oldest). */
+bool coord_takes_copies(const struct coordinator *c, size_t region);
+
 /* True when every owner's region has registered and reported. */
 bool coord_all_reported(const struct coordinator *c);
 

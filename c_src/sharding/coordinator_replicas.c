@@ -93,6 +93,19 @@ static void fill_and_tell(struct coordinator_replicas *cr, const struct coordina
 	for (uint32_t s = 0; s < cr->nshards; s++)
 		if (cr->dirty[s])
 			tell(cr, v, s);
+	/* Said once per change: shards short of replicas for want of
+	 * members to put them on. */
+	uint32_t short_of = 0;
+	for (uint32_t s = 0; s < cr->nshards; s++)
+		short_of += cr->sets[s].home >= 0 && !cr->sets[s].waiting && cr->sets[s].nreplicas < cr->want;
+	if (short_of != cr->short_of) {
+		cr->short_of = short_of;
+		if (short_of > 0)
+			log_warn(v->log, "coordinator %s: %u shards have fewer than state_replicas (%u) replicas: too few "
+				 "members host the type to hold them all", v->type_name, short_of, cr->want);
+		else
+			log_info(v->log, "coordinator %s: every shard has its %u replicas", v->type_name, cr->want);
+	}
 }
 
 /* ---- changes ---- */
@@ -275,4 +288,24 @@ void coordinator_replicas_rebuild(struct coordinator_replicas *cr, const struct 
 		}
 	}
 	fill_and_tell(cr, v);
+}
+
+void coordinator_replicas_count(const struct coordinator_replicas *cr, uint32_t *missing, uint32_t *waiting)
+{
+	*missing = *waiting = 0;
+	if (!coordinator_replicas_on(cr) || !cr->ready)
+		return;
+	for (uint32_t s = 0; s < cr->nshards; s++) {
+		const struct replica_set *set = &cr->sets[s];
+		if (set->waiting) {
+			(*waiting)++;
+			continue;
+		}
+		if (set->home < 0)
+			continue;
+		uint32_t complete = 0;
+		for (uint8_t k = 0; k < set->nreplicas; k++)
+			complete += set->complete[k];
+		*missing += complete < cr->want ? cr->want - complete : 0;
+	}
 }

@@ -48,6 +48,7 @@ struct coordinator_replicas {
 	bool ready;
 	struct replica_report *reports;
 	size_t nreports, cap;
+	uint32_t short_of; /* shards with fewer replicas than want, as last logged */
 };
 
 /* want 0: nothing kept, every call below does nothing. Returns 0 or
@@ -103,5 +104,11 @@ void coordinator_replicas_on_filled(struct coordinator_replicas *cr, const struc
 /* The rebalance tick: replicas still missing (regions joined, or none
  * could take them before) are added, and the changed sets told. */
 void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coordinator_view *v);
+
+/* For the metrics: *missing, the replicas the shards that have a home
+ * lack (state_replicas less their complete ones: being filled, or fewer
+ * regions than copies wanted); *waiting, the shards that wait for a member
+ * of their last set. Both 0 before the sets are known. */
+void coordinator_replicas_count(const struct coordinator_replicas *cr, uint32_t *missing, uint32_t *waiting);
 
 #endif
