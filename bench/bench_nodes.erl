@@ -8,7 +8,7 @@
 -module(bench_nodes).
 
 -export([with_load_nodes/2, with_node/4, with_c_node/4, with_beam_tls_node/3, with_host/3, start_c/3, stop/1,
-         stop_quietly/1,
+         stop_quietly/1, kill/1,
          all_gone/0, cleanup/0, note_ospid/2,
          cpu_us/1, rss_kb/1]).
 
@@ -170,6 +170,13 @@ stop(#{system := shardnode, node := Node} = Sys) ->
 stop(#{system := System, node := Node, peer := Peer} = Sys) when System =:= beam; System =:= load; System =:= host ->
     untrack(Sys),
     ok = peer:stop(Peer),
+    gone(Node, maps:get(ospid, Sys, undefined)).
+
+%% A shardnode node killed with SIGKILL (shardnode:kill_node/1, which
+%% returns once its OS process has exited), for the figures of a crash.
+kill(#{system := shardnode, node := Node} = Sys) ->
+    untrack(Sys),
+    ok = shardnode:kill_node(Node),
     gone(Node, maps:get(ospid, Sys, undefined)).
 
 %% Node is gone: its name is not in epmd, a ping gets pang (the check of

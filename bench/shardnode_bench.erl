@@ -164,6 +164,14 @@ run(#{rounds := Rounds} = Cfg0) ->
 
 %% One system, one round: every figure, each on a fresh node where it
 %% matters.
+measure(System, Round, #{only := "replicated"} = Cfg) ->
+    %% BENCH_ONLY=replicated: the rows of replicated lmdb alone (no
+    %% baseline does this job)
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    case System of
+        shardnode -> maps:merge(durable_figures(Cfg), replicated_figures(Cfg));
+        beam -> #{}
+    end;
 measure(System, Round, #{only := "erlang_entities"} = Cfg) ->
     %% BENCH_ONLY=erlang_entities: the Erlang-entity rows and the baseline
     %% figures they are compared with
@@ -189,7 +197,7 @@ measure(System, Round, Cfg) ->
                                fun(Sys) -> memory_figures(Sys, Cfg) end),
     M4 = case System of
              shardnode -> lists:foldl(fun maps:merge/2, #{},
-                                      [rebalance_figures(Cfg), durable_figures(Cfg),
+                                      [rebalance_figures(Cfg), durable_figures(Cfg), replicated_figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
                                        singleton_figures(Cfg), metrics_figures(Cfg),
                                        erlang_entity_figures(Cfg)]);
@@ -565,6 +573,89 @@ durable_figures(#{clients := C, window := W, seconds := Secs, load_nodes := Load
                 durable_c_cpu => (Cpu1 - Cpu0) / Calls,
                 durable_load_rate => LRate, durable_load_p50 => LP50, durable_load_p99 => LP99}
       end).
+
+%% Replicated durable increments (state_replicas = 1): two shardnode nodes
+%% on this machine, both with state_store = lmdb, so that every shard's
+%% records are committed on its home and on its replica, the other node,
+%% before a reply leaves (the two share the disk and the cores). Once every
+%% shard has its replica, the C load generator asks A for the hot
+%% counters, BENCH_C_DURABLE_WINDOW in flight per client (half the shards
+%% live on B: forwarded). Then fail-over: B is killed with SIGKILL while a
+%% client increments a counter B homed through A; the time from the kill
+%% to the first increment acknowledged again (by A, from its replica), and
+%% of it the part after A's member list stopped showing B up (what
+%% fail-over adds to failure detection).
+replicated_figures(#{clients := C, window := W, c_durable_window := DW} = Cfg) ->
+    Shards = 100,
+    Config = #{state_store => lmdb, state_replicas => 1, number_of_shards => Shards,
+               heartbeat_interval_ms => 200, failure_timeout_ms => 1000, stable_after_ms => 1000},
+    PortA = shardnode_ct:free_port(),
+    SysA = bench_nodes:start_c("bench_ra", #{types => [counter], config => Config#{metrics_port => PortA}}, Cfg),
+    #{node := A, ospid := OsA} = SysA,
+    try
+        SysB = bench_nodes:start_c("bench_rb", #{types => [counter], join => [A],
+                                                 config => Config#{metrics_port => shardnode_ct:free_port()}}, Cfg),
+        #{node := B, ospid := OsB} = SysB,
+        Missing = fun() ->
+                          case shardnode_ct:metrics_page(PortA) of
+                              {ok, Page} ->
+                                  shardnode_ct:metric_value(Page, <<"shardnode_shard_replicas_missing{type=\"counter\"}">>);
+                              _ -> unknown
+                          end
+                  end,
+        bench_load:fill(SysA, counter, incr, 1, ?HOT_ENTITIES, C, W),
+        ok = shardnode_poll:until(fun() -> Missing() =:= 0 andalso length(hosted(B)) >= Shards div 2 - 1 end,
+                                  ?REBALANCE_DEADLINE_MS),
+        Cpu0 = bench_nodes:cpu_us(OsA) + bench_nodes:cpu_us(OsB),
+        Ask = bench_load:c_loadgen(SysA, ask, DW, Cfg),
+        Cpu1 = bench_nodes:cpu_us(OsA) + bench_nodes:cpu_us(OsB),
+        #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
+        progress("replicated, C gen", "~s incr/s, p50 ~s us, p99 ~s us, ~s us CPU per call (both nodes)",
+                 [fmt(Rate), fmt(P50), fmt(P99), fmt((Cpu1 - Cpu0) / Calls)]),
+        OnB = hosted(B),
+        [Id | _] = [I || I <- lists:seq(1, ?HOT_ENTITIES), lists:member(erlang:phash2(I, Shards), OnB)],
+        V0 = bench_load:ask_one(SysA, counter, Id, incr),
+        Self = self(),
+        Watcher = spawn_link(fun() -> watch_down(Self, A, B) end),
+        T0 = erlang:monotonic_time(),
+        ok = bench_nodes:kill(SysB),
+        V1 = incr_until_acked(A, Id),
+        T1 = erlang:monotonic_time(),
+        V1 =:= V0 + 1 orelse erlang:error({replicated_value_lost, Id, V0, V1}),
+        TDown = receive {Watcher, down, T} -> T after ?CALL_TIMEOUT -> erlang:error(b_never_down) end,
+        Total = bench_figures:us(T1 - T0) / 1000,
+        AfterDown = bench_figures:us(T1 - TDown) / 1000,
+        progress("replicated fail-over", "~s ms from kill -9 to the first ack on the replica, ~s ms of it after "
+                 "the member was seen down; value kept (~b)", [fmt(Total), fmt(AfterDown), V1]),
+        #{repl_c_rate => Rate, repl_c_p50 => P50, repl_c_p99 => P99, repl_c_cpu => (Cpu1 - Cpu0) / Calls,
+          failover_ms => Total, failover_after_down_ms => AfterDown}
+    after
+        bench_nodes:stop_quietly(SysA),
+        [bench_nodes:stop_quietly(#{system => shardnode, node => N}) || N <- shardnode:which_nodes(),
+                                                                        lists:prefix("bench_rb", atom_to_list(N))]
+    end.
+
+hosted(Node) ->
+    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state, ?CALL_TIMEOUT),
+    maps:keys(State).
+
+%% Tells Owner the moment A's member list stops showing B up.
+watch_down(Owner, A, B) ->
+    Up = case catch gen_server:call({shardnode, A}, members, 1000) of
+             {ok, Ms} -> lists:member(B, [N || #{node := N, status := up} <- Ms]);
+             _ -> true
+         end,
+    case Up of
+        true -> timer:sleep(2), watch_down(Owner, A, B);
+        false -> Owner ! {self(), down, erlang:monotonic_time()}
+    end.
+
+%% Increments Id through A until a call is acknowledged: its value.
+incr_until_acked(A, Id) ->
+    case catch gen_server:call({counter, A}, {Id, incr}, 500) of
+        V when is_integer(V) -> V;
+        _ -> incr_until_acked(A, Id)
+    end.
 
 %% Durable increments with state_store = postgres, on the private server
 %% bench/run.sh started (BENCH_PG_PORT): the hot counters created, then the

@@ -318,8 +318,13 @@ assert_stream(Stream, Config) ->
 %% On n1, where the coordinators run: the replicas the shards of counter
 %% and boss lack.
 replicas_missing() ->
-    [sn_test:metric(addr(1), ?METRICS_PORT, <<"shardnode_shard_replicas_missing{type=\"", T/binary, "\"}">>)
-     || T <- [<<"counter">>, <<"boss">>]].
+    case shardnode_ct:metrics_page(addr(1), ?METRICS_PORT) of
+        {ok, Page} ->
+            [shardnode_ct:metric_value(Page, <<"shardnode_shard_replicas_missing{type=\"", T/binary, "\"}">>)
+             || T <- [<<"counter">>, <<"boss">>]];
+        {error, _} ->
+            unknown
+    end.
 
 %% With {replicas, R} in Config, the states in LMDB (a data_dir per node)
 %% with R replicas per shard.

@@ -16,8 +16,7 @@
 
 -export([await/1, await/2, call/3, call/4,
          start_incrementer/3, start_incrementer/4, acked/1, stop_incrementer/1,
-         start_instance_recorder/0, second_instances/1, running_instances/1,
-         metric/3]).
+         start_instance_recorder/0, second_instances/1, running_instances/1]).
 
 -define(AWAIT_MS, 15000).
 -define(CALL_MS, 10000).
@@ -153,31 +152,3 @@ recorder(Live, Seconds) ->
             recorder(Live, Seconds)
     end.
 
-%% The value of metric Name (a binary, labels included as they appear,
-%% e.g. <<"shardnode_shard_replicas_missing{type=\"counter\"}">>) on the
-%% metrics endpoint at Addr:Port; `undefined' when the page does not have
-%% it or cannot be read.
--spec metric(inet:ip_address() | string(), inet:port_number(), binary()) -> number() | undefined.
-metric(Addr, Port, Name) ->
-    case gen_tcp:connect(Addr, Port, [binary, {active, false}], 2000) of
-        {ok, S} ->
-            ok = gen_tcp:send(S, <<"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n">>),
-            Page = recv_all(S, <<>>),
-            Lines = binary:split(Page, <<"\n">>, [global]),
-            Prefix = <<Name/binary, " ">>,
-            case [V || L <- Lines, <<P:(byte_size(Prefix))/binary, V/binary>> <- [L], P =:= Prefix] of
-                [V | _] -> binary_to_number(string:trim(V));
-                [] -> undefined
-            end;
-        {error, _} ->
-            undefined
-    end.
-
-recv_all(S, Acc) ->
-    case gen_tcp:recv(S, 0, 5000) of
-        {ok, Data} -> recv_all(S, <<Acc/binary, Data/binary>>);
-        _ -> gen_tcp:close(S), Acc
-    end.
-
-binary_to_number(B) ->
-    try binary_to_integer(B) catch error:badarg -> binary_to_float(B) end.

@@ -43,6 +43,7 @@
          resume/1,
          free_port/0,
          metrics_page/1,
+         metrics_page/2,
          metric_value/2]).
 
 -define(KEY, shardnode_nodes).
@@ -382,7 +383,13 @@ free_port() ->
 %% on 127.0.0.1), or `{error, Reason}'.
 -spec metrics_page(inet:port_number()) -> {ok, binary()} | {error, term()}.
 metrics_page(Port) ->
-    case gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], 5000) of
+    metrics_page({127, 0, 0, 1}, Port).
+
+%% @doc The same from a node at another address (one in a network
+%% namespace of its own, say).
+-spec metrics_page(inet:socket_address() | inet:hostname(), inet:port_number()) -> {ok, binary()} | {error, term()}.
+metrics_page(Addr, Port) ->
+    case gen_tcp:connect(Addr, Port, [binary, {active, false}], 5000) of
         {ok, S} ->
             ok = gen_tcp:send(S, <<"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n">>),
             Result = recv_page(S, <<>>),
