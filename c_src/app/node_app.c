@@ -467,6 +467,14 @@ static int start_host_link(struct node_app *app)
 	return 0;
 }
 
+/* dist_node_set_flushing: the regions' batches join the turn's output. */
+static void flush_batches(void *arg)
+{
+	struct node_app *app = arg;
+	for (size_t k = 0; k < app->nhosted; k++)
+		region_flush_batches(app->hosted[k].region);
+}
+
 /* dist_node_set_flushed, with metrics: the turn's replies are out. */
 static void time_replies(void *arg)
 {
@@ -519,6 +527,8 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 	if (rc == 0)
 		rc = start_hosted(app, known, nknown);
 	if (rc == 0)
+		dist_node_set_flushing(app->node, flush_batches, app);
+	if (rc == 0)
 		rc = start_membership(app);
 	if (rc == 0 && cfg->metrics_port != 0)
 		rc = start_metrics(app);
@@ -546,8 +556,10 @@ void node_app_stop(struct node_app *app)
 	/* The endpoint first: it reads every other part. */
 	http_server_free(app->metrics);
 	app->metrics = NULL;
-	if (app->node != NULL)
+	if (app->node != NULL) {
 		dist_node_set_flushed(app->node, NULL, NULL);
+		dist_node_set_flushing(app->node, NULL, NULL);
+	}
 	/* Regions first: their entities stop, and membership still answers
 	 * them (who hosts the type, for the last remembered-entity changes;
 	 * whether a lease is held). Then the coordinators hear of no more

@@ -49,6 +49,12 @@ void dist_node_set_flushed(struct dist_node *n, flushed_fn fn, void *arg)
 	n->flushed_arg = arg;
 }
 
+void dist_node_set_flushing(struct dist_node *n, flushed_fn fn, void *arg)
+{
+	n->flushing = fn;
+	n->flushing_arg = arg;
+}
+
 /* ---- procs ---- */
 
 struct proc *dist_node_spawn(struct dist_node *n, const char *name, proc_handler_fn handler, void *ctx,
@@ -161,6 +167,8 @@ static bool on_idle(struct evloop *loop, void *arg)
 			n->stats.undeliverable++;
 		free(m);
 	}
+	if (n->flushing != NULL)
+		n->flushing(n->flushing_arg);
 	dist_node_each_conn(n, flush_conn, NULL);
 	if (n->flushed != NULL)
 		n->flushed(n->flushed_arg);

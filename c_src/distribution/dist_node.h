@@ -119,6 +119,12 @@ typedef void (*flushed_fn)(void *arg);
 /* Sets the one flush listener (fn NULL: none): fn(arg) after every flush. */
 void dist_node_set_flushed(struct dist_node *n, flushed_fn fn, void *arg);
 
+/* Sets the one listener called before each turn's output is written (fn
+ * NULL: none): the last moment to queue what is to leave this turn, such
+ * as a batch built up over the turn. What fn sends is written with the
+ * rest. */
+void dist_node_set_flushing(struct dist_node *n, flushed_fn fn, void *arg);
+
 /* Counters for the admin and for tests. */
 struct dist_node_stats {
 	uint64_t connections_accepted;

@@ -70,6 +70,8 @@ struct dist_node {
 	size_t nnodedown, nodedown_cap;
 	flushed_fn flushed;              /* dist_node_set_flushed; NULL: none */
 	void *flushed_arg;
+	flushed_fn flushing;             /* dist_node_set_flushing; NULL: none */
+	void *flushing_arg;
 	struct peer_backoff unreachable; /* peers our attempts failed to reach */
 };
 

@@ -288,14 +288,12 @@ static void on_internal(struct region *r, const struct shard_msg *sm, const erla
 }
 
 /* A replica set, a home's writes, a replica's replies
- * (region_replica_copy.c), and what they ask of the slot. */
+ * (region_replica_copy.c); what it left owed on slots (a claim done, a
+ * fence) is stepped. */
 static void on_replica(struct region *r, const struct replica_msg *m, const erlang_pid *from)
 {
 	unsigned todo = region_replica_handle(r, m, from);
-	if ((todo & REPLICA_DO_FENCE) && region_store_on_fenced(r, m->shard, "a newer replica set names another home"))
-		region_step(r, m->shard, SLOT_FENCED);
-	if ((todo & REPLICA_DO_CLAIMED) && region_slot_claimed(&r->slots[m->shard].st))
-		resume_slot(r, m->shard);
+	region_step_owed(r);
 	if (todo & REPLICA_DO_RECHECK) {
 		region_store_recheck(r);
 		after_durable(r);
@@ -430,6 +428,12 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	if (cfg->passivate_idle_after_ms > 0)
 		on_idle_sweep(cfg->loop, r);
 	return r;
+}
+
+void region_flush_batches(struct region *r)
+{
+	if (r != NULL && region_replicated(r))
+		region_replica_home_flush(r);
 }
 
 void region_free(struct region *r)

@@ -154,6 +154,11 @@ bool region_stopped(const struct region *r);
 /* region_shutdown if needed, then frees. */
 void region_free(struct region *r);
 
+/* Before the loop's turn writes its output (dist_node_set_flushing): what
+ * the region batched over the turn goes out — the replicated writes to
+ * each replica region, one message each. NULL is ignored. */
+void region_flush_batches(struct region *r);
+
 /* Counters, for tests and benchmarks. */
 struct region_stats {
 	uint64_t entities;   /* live */

@@ -115,6 +115,18 @@ void region_step_owed(struct region *r)
 				step(r, s, event(r, SLOT_STATE_CHUNK));
 			if (owed & SLOT_OWES_STATE_SENT)
 				step(r, s, event(r, SLOT_STATE_SENT));
+			/* Replicated state (region_replica_copy.c): a newer set
+			 * names another home; a set named this one, ending the
+			 * claim its messages waited for. */
+			if ((owed & SLOT_OWES_REPLICA_FENCE) &&
+			    region_store_on_fenced(r, s, "a newer replica set names another home"))
+				step(r, s, event(r, SLOT_FENCED));
+			if ((owed & SLOT_OWES_REPLICA_CLAIMED) && region_slot_claimed(&r->slots[s].st) &&
+			    region_slot_hosted(&r->slots[s].st)) {
+				region_flush_slot(r, &r->slots[s]);
+				if (region_slot_handoff_ready(&r->slots[s].st))
+					region_hand_off_when_flushed(r, s);
+			}
 		}
 	}
 	r->stepping_owed = false;

@@ -139,6 +139,12 @@ struct state_out {
 enum {
 	SLOT_OWES_STATE_SENT = 1u << 0,  /* the stream ended, done or cut short */
 	SLOT_OWES_STATE_CHUNK = 1u << 1, /* a chunk came: the move is alive */
+	/* region_replica_copy.c's: a set named this region home, ending the
+	 * claim that held the shard's messages */
+	SLOT_OWES_REPLICA_CLAIMED = 1u << 2,
+	/* region_replica_copy.c's: a newer set names another home, or a
+	 * replica refused this home's writes: stop serving the shard */
+	SLOT_OWES_REPLICA_FENCE = 1u << 3,
 };
 
 /* Replicated state (state_replicas): what a region knows of one shard's
@@ -157,9 +163,15 @@ struct replica_fill;
 struct replica_peer {
 	erlang_pid pid;
 	bool complete;             /* holds every record: its acks are waited for */
-	uint64_t acked;            /* the last of this home's writes it committed */
+	int32_t stream;            /* its region's index in r->replicas.streams; -1: nothing sent yet */
+	uint64_t sent;             /* the shard's last write sent to it (0: none) */
 	struct replica_fill *fill; /* being filled (owned); NULL otherwise */
 };
+
+/* What this home sends one replica region, whatever the shards
+ * (region_replica_home.c): a turn's writes go as one replicate message,
+ * and the region acknowledges the last it committed. */
+struct replica_stream;
 
 struct slot_replicas {
 	uint64_t epoch;  /* of the newest set of the shard heard of here */
@@ -170,7 +182,6 @@ struct slot_replicas {
 	/* SLOT_REPLICA_HOME: */
 	uint8_t npeers;
 	struct replica_peer peers[REPLICA_SETS_MAX];
-	uint64_t last_sent; /* the shard's last write sent to the peers */
 	/* SLOT_REPLICA_COPY: */
 	erlang_pid home;
 	uint32_t home_gen;  /* grows whenever home does: acks owed to an earlier one are dropped */
@@ -301,6 +312,10 @@ struct region {
 		struct replica_ack_due *acks_head, *acks_tail; /* a replica's acks waiting for commits (owned) */
 		bool fills_awaiting_commit;
 		uint32_t fill_gen; /* the last fill's number */
+		/* The home's side: one stream per replica region written to
+		 * (owned; never removed, indexes stable). */
+		struct replica_stream *streams;
+		uint32_t nstreams, streams_cap;
 	} replicas;
 	bool slots_owed;              /* some slot's owed may be set */
 	bool stepping_owed;           /* region_step_owed is under way */

@@ -11,9 +11,10 @@
  *
  * A replica's side. The home's writes and fill chunks are written to this
  * node's store as the region's own writes are (the writer thread commits
- * them in its next group), and acknowledged once committed, to the home
- * that sent them only (home_gen: an acknowledgement owed to an earlier home
- * is dropped). Fencing: a write or chunk of an older epoch than the newest
+ * them in its next group), and acknowledged once committed: a home's
+ * writes with one `replicated` for the last of them committed, whatever
+ * their shards; a fill chunk with its own, to the home the shard's set
+ * names then (home_gen: one owed to an earlier home is dropped). Fencing: a write or chunk of an older epoch than the newest
  * set this region knows of the shard is refused (replica_refused), so a
  * home the coordinator replaced — paused, cut off — cannot change a copy
  * its successor relies on; one of a newer epoch is taken (the set saying
@@ -36,10 +37,11 @@
 struct replica_ack_due {
 	struct replica_ack_due *next;
 	uint64_t need;
-	uint64_t value; /* replicated: the home's write; fill_ack: the chunk */
-	uint32_t shard;
-	uint32_t home_gen;
+	uint64_t value; /* replicated: the home's last write; fill_ack: the chunk */
 	enum replica_msg_kind kind;
+	uint32_t shard;    /* fill_ack */
+	uint32_t home_gen; /* fill_ack */
+	erlang_pid home;   /* replicated */
 };
 
 static struct slot_replicas *repl_of(struct region *r, uint32_t shard)
@@ -64,25 +66,33 @@ static void set_home(struct slot_replicas *p, const erlang_pid *home)
 	}
 }
 
-/* This region was the shard's home and is not any more: what the hub
- * must do. A claim that waited for a set naming it home is over. */
-static unsigned lose_home(struct region *r, uint32_t shard)
+/* The slot owes the hub `bit` (SLOT_OWES_REPLICA_*), stepped by
+ * region_step_owed once this file's call returns. */
+static void owe(struct region *r, uint32_t shard, uint8_t bit)
+{
+	r->slots[shard].owed |= bit;
+	r->slots_owed = true;
+}
+
+/* This region was the shard's home and is not any more: a shard it hosts
+ * stops being served here. A claim that waited for a set naming it home
+ * is over. */
+static void lose_home(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
 	struct slot_replicas *p = slot->repl;
-	unsigned todo = 0;
+	bool fence = false;
 	if (p->role == SLOT_REPLICA_HOME) {
 		region_replica_home_drop(r, shard);
-		if (region_slot_hosted(&slot->st))
-			todo |= REPLICA_DO_FENCE;
+		fence = region_slot_hosted(&slot->st);
 	}
 	if (p->claim_waiting) {
 		p->claim_waiting = false;
 		(void)region_slot_claimed(&slot->st);
-		if (region_slot_hosted(&slot->st))
-			todo |= REPLICA_DO_FENCE;
+		fence = fence || region_slot_hosted(&slot->st);
 	}
-	return todo;
+	if (fence)
+		owe(r, shard, SLOT_OWES_REPLICA_FENCE);
 }
 
 /* ---- sets ---- */
@@ -112,26 +122,25 @@ static int add_member(void *arg, const erlang_pid *replica, bool complete)
 	return 0;
 }
 
-static unsigned on_set(struct region *r, const struct replica_msg *m)
+static void on_set(struct region *r, const struct replica_msg *m)
 {
 	struct slot_replicas *p = repl_of(r, m->shard);
 	if (p == NULL || m->epoch < p->epoch)
-		return 0; /* no memory (the next set tries again), or an older set */
+		return; /* no memory (the next set tries again), or an older set */
 	struct members mem = {.me = &r->pid};
 	if (replica_msg_each_member(m, add_member, &mem) != 0)
-		return 0;
-	unsigned todo = 0;
+		return;
 	if (term_pid_equal(&m->pid, &r->pid)) {
 		stop_filling(p);
 		set_home(p, &r->pid);
 		region_replica_home_take(r, m->shard, m->epoch, mem.ptrs, mem.complete, mem.n);
 		if (p->claim_waiting) {
 			p->claim_waiting = false;
-			todo |= REPLICA_DO_CLAIMED;
+			owe(r, m->shard, SLOT_OWES_REPLICA_CLAIMED);
 		}
-		return todo | REPLICA_DO_RECHECK; /* peers gone may have held replies back */
+		return;
 	}
-	todo = lose_home(r, m->shard);
+	lose_home(r, m->shard);
 	p->epoch = m->epoch;
 	set_home(p, &m->pid); /* kept whatever this region's part: only it may write */
 	if (mem.me_listed) {
@@ -142,7 +151,6 @@ static unsigned on_set(struct region *r, const struct replica_msg *m)
 		p->complete = false;
 		stop_filling(p);
 	}
-	return todo | REPLICA_DO_RECHECK;
 }
 
 /* ---- a replica's side ---- */
@@ -158,15 +166,21 @@ static void send_reply(struct region *r, const erlang_pid *to, enum replica_msg_
 	ei_x_free(&x);
 }
 
-/* Owes `kind` (value) to the shard's home once what is queued now is
- * committed. */
-static void owe_ack(struct region *r, uint32_t shard, enum replica_msg_kind kind, uint64_t value)
+/* Owes an acknowledgement once what is queued now is committed: `kind`
+ * with `value` — replicated to `home`, or a fill chunk's to the shard's
+ * home. */
+static void owe_ack(struct region *r, enum replica_msg_kind kind, uint64_t value, const erlang_pid *home,
+		    uint32_t shard)
 {
 	struct replica_ack_due *a = malloc(sizeof *a);
 	if (a == NULL)
-		return; /* the home's next write is acknowledged with a later number */
-	*a = (struct replica_ack_due){.need = state_store_last_queued(r->cfg.store), .value = value, .shard = shard,
-				      .home_gen = r->slots[shard].repl->home_gen, .kind = kind};
+		return; /* a later acknowledgement covers a write; a chunk's is lost and its fill stalls */
+	*a = (struct replica_ack_due){.need = state_store_last_queued(r->cfg.store), .value = value, .kind = kind,
+				      .shard = shard};
+	if (kind == RMSG_REPLICATED)
+		a->home = *home;
+	else
+		a->home_gen = r->slots[shard].repl->home_gen;
 	if (r->replicas.acks_tail)
 		r->replicas.acks_tail->next = a;
 	else
@@ -176,6 +190,18 @@ static void owe_ack(struct region *r, uint32_t shard, enum replica_msg_kind kind
 		region_replica_copy_on_committed(r, 0); /* nothing to wait for */
 }
 
+/* The home of a run of `replicated` acknowledgements and the last of
+ * them: only the last is sent. */
+static void send_replicated(struct region *r, const erlang_pid *home, uint64_t seq)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (replica_msg_encode_replicated(&x, seq, &r->pid) == 0)
+		dist_node_send(r->cfg.node, home, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
 void region_replica_copy_on_committed(struct region *r, int status)
 {
 	while (r->replicas.acks_head && r->replicas.acks_head->need <= r->replicas.committed_upto) {
@@ -183,9 +209,22 @@ void region_replica_copy_on_committed(struct region *r, int status)
 		r->replicas.acks_head = a->next;
 		if (r->replicas.acks_head == NULL)
 			r->replicas.acks_tail = NULL;
-		const struct slot_replicas *p = r->slots[a->shard].repl;
-		if (status == 0 && p != NULL && p->role == SLOT_REPLICA_COPY && p->home_gen == a->home_gen)
-			send_reply(r, &p->home, a->kind, a->shard, a->value);
+		if (status != 0) {
+			/* Not here: the home's replies time out, and this copy must
+			 * not be counted on. */
+			log_error(r->cfg.log, "region %s: a commit of a home's writes failed (%d): they are not "
+				  "acknowledged", r->cfg.name, status);
+		} else if (a->kind == RMSG_REPLICATED) {
+			/* One for a run of them to one home: the last covers all. */
+			const struct replica_ack_due *next = r->replicas.acks_head;
+			if (next == NULL || next->need > r->replicas.committed_upto || next->kind != RMSG_REPLICATED ||
+			    !term_pid_equal(&next->home, &a->home))
+				send_replicated(r, &a->home, a->value);
+		} else {
+			const struct slot_replicas *p = r->slots[a->shard].repl;
+			if (p != NULL && p->role == SLOT_REPLICA_COPY && p->home_gen == a->home_gen)
+				send_reply(r, &p->home, a->kind, a->shard, a->value);
+		}
 		free(a);
 	}
 }
@@ -195,38 +234,44 @@ void region_replica_copy_on_committed(struct region *r, int status)
  * naming this region replica (its message may still be on the way).
  * Otherwise it must come from the home of the newest set known — of an
  * older epoch too, as that home may not have heard of its newest set yet
- * — and is applied if that set counts this region a replica, dropped
- * unacknowledged if not (the home stops waiting for it once it hears).
- * From any other member it is refused: that member is a home the
- * coordinator replaced, and must stop serving the shard. *todo gets what
- * the hub must do if this region was the home. */
-static bool accept_writes(struct region *r, const struct replica_msg *m, struct slot_replicas *p, unsigned *todo)
+ * — and is applied if that set counts this region a replica, skipped if
+ * not (the home stops waiting for this region once it hears). From any
+ * other member it is refused: that member is a home the coordinator
+ * replaced, and must stop serving the shard. A region that was the home
+ * stops serving it (lose_home). */
+static bool accept_writes(struct region *r, uint32_t shard, uint64_t epoch, const erlang_pid *from,
+			  struct slot_replicas *p)
 {
-	if (m->epoch > p->epoch) {
-		*todo |= lose_home(r, m->shard);
-		p->epoch = m->epoch;
+	if (epoch > p->epoch) {
+		lose_home(r, shard);
+		p->epoch = epoch;
 		p->role = SLOT_REPLICA_COPY;
 		p->complete = false;
-		set_home(p, &m->pid);
+		set_home(p, from);
 		return true;
 	}
-	if (term_pid_equal(&p->home, &m->pid))
+	if (term_pid_equal(&p->home, from))
 		return p->role == SLOT_REPLICA_COPY;
-	log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: writes from %s of epoch %llu refused "
-		     "(the newest set known here, epoch %llu, names another home)", r->cfg.name, m->shard,
-		     m->pid.node, (unsigned long long)m->epoch, (unsigned long long)p->epoch);
-	send_reply(r, &m->pid, RMSG_REFUSED, m->shard, p->epoch);
+	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: writes from %s of epoch %llu refused "
+		     "(the newest set known here, epoch %llu, names another home)", r->cfg.name, shard, from->node,
+		     (unsigned long long)epoch, (unsigned long long)p->epoch);
+	send_reply(r, from, RMSG_REFUSED, shard, p->epoch);
 	return false;
 }
 
 struct apply_ctx {
 	struct region *r;
+	const erlang_pid *from;
 	uint32_t shard;
 	struct slot_replicas *p;
 	ei_x_buff x;
-	uint64_t last_seq;
 	bool from_fill; /* records of a fill chunk: an id written live since chunk 0 is skipped */
-	int failed;
+	/* replicate: the shard of the write before, and whether it was taken
+	 * (a refusal is sent once per run of one shard's writes) */
+	bool have_last;
+	uint32_t last_shard;
+	bool last_taken;
+	uint64_t last_seq;
 };
 
 /* One record into this node's store (state without its version byte,
@@ -237,22 +282,31 @@ static int apply(struct apply_ctx *c, const char *id, size_t id_len, const char 
 		return 0;
 	if (!c->from_fill && c->p->filling && byte_set_add(&c->p->written, id, id_len) != 0)
 		return -ENOMEM;
-	int rc;
-	if (state == NULL) {
-		rc = region_store_write(c->r, c->shard, id, id_len, NULL);
-	} else {
-		c->x.index = 0;
-		rc = ei_x_encode_version(&c->x) < 0 || term_x_append_raw(&c->x, state, state_len) != 0
-			     ? -ENOMEM
-			     : region_store_write(c->r, c->shard, id, id_len, &c->x);
-	}
-	return rc;
+	if (state == NULL)
+		return region_store_write(c->r, c->shard, id, id_len, NULL);
+	c->x.index = 0;
+	if (ei_x_encode_version(&c->x) < 0 || term_x_append_raw(&c->x, state, state_len) != 0)
+		return -ENOMEM;
+	return region_store_write(c->r, c->shard, id, id_len, &c->x);
 }
 
-static int apply_write(void *arg, uint64_t seq, const char *id, size_t id_len, const char *state, size_t state_len)
+static int apply_write(void *arg, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id, size_t id_len,
+		       const char *state, size_t state_len)
 {
 	struct apply_ctx *c = arg;
+	struct region *r = c->r;
 	c->last_seq = seq;
+	if (shard >= r->cfg.number_of_shards)
+		return 0;
+	if (!c->have_last || shard != c->last_shard) {
+		c->have_last = true;
+		c->last_shard = shard;
+		c->p = repl_of(r, shard);
+		c->last_taken = c->p != NULL && accept_writes(r, shard, epoch, c->from, c->p);
+	}
+	if (!c->last_taken)
+		return 0;
+	c->shard = shard;
 	return apply(c, id, id_len, state, state_len);
 }
 
@@ -261,68 +315,93 @@ static int apply_record(void *arg, const char *id, size_t id_len, const char *st
 	return apply(arg, id, id_len, state, state_len);
 }
 
-static unsigned on_writes(struct region *r, const struct replica_msg *m)
+/* A home's writes, whatever their shards. */
+static void on_writes(struct region *r, const struct replica_msg *m)
 {
-	struct slot_replicas *p = repl_of(r, m->shard);
-	unsigned todo = 0;
-	if (p == NULL || !accept_writes(r, m, p, &todo))
-		return todo;
-	struct apply_ctx c = {.r = r, .shard = m->shard, .p = p};
+	struct apply_ctx c = {.r = r, .from = &m->pid};
 	if (ei_x_new(&c.x) < 0)
-		return todo; /* unacknowledged: the home's reply waits, then times out */
-	int rc = m->kind == RMSG_REPLICATE ? replica_msg_each_write(m, apply_write, &c) : 0;
-	if (m->kind == RMSG_FILL) {
-		if (m->seq == 0) {
-			/* What this node held of the shard is out of date: the fill
-			 * brings what there is. */
-			rc = region_store_delete_shard(r, m->shard);
-			stop_filling(p);
-			p->filling = rc == 0;
-			p->next_chunk = 1;
-			p->complete = false;
-		} else if (!p->filling || m->seq != p->next_chunk) {
-			rc = -EPROTO; /* a chunk out of its fill's order */
-		} else {
-			c.from_fill = true;
-			rc = shard_state_each(m->list, m->list_len, apply_record, &c);
-			p->next_chunk++;
-			if (m->last)
-				stop_filling(p);
-		}
-	}
+		return; /* unacknowledged: the home's replies wait, then time out */
+	int rc = replica_msg_each_write(m, apply_write, &c);
 	ei_x_free(&c.x);
 	if (rc != 0) {
-		/* Not acknowledged: the home's replies wait for this copy, then
-		 * time out; the coordinator replaces a replica that fails. */
-		log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: writes from its home on %s not all "
-			     "applied (%d)", r->cfg.name, m->shard, m->pid.node, rc);
-		if (m->kind == RMSG_FILL)
-			stop_filling(p);
-		return todo;
+		/* A write not in the store: nothing from this home may be
+		 * acknowledged past it, so none of this message is. */
+		log_error(r->cfg.log, "region %s: writes from the home on %s not all applied (%d): not "
+			  "acknowledged", r->cfg.name, m->pid.node, rc);
+		return;
 	}
-	owe_ack(r, m->shard, m->kind == RMSG_REPLICATE ? RMSG_REPLICATED : RMSG_FILL_ACK,
-		m->kind == RMSG_REPLICATE ? c.last_seq : m->seq);
-	return todo;
+	if (c.last_seq > 0)
+		owe_ack(r, RMSG_REPLICATED, c.last_seq, &m->pid, 0);
+}
+
+/* A fill chunk of one shard. */
+static void on_fill(struct region *r, const struct replica_msg *m)
+{
+	struct slot_replicas *p = repl_of(r, m->shard);
+	if (p == NULL || !accept_writes(r, m->shard, m->epoch, &m->pid, p))
+		return;
+	int rc = 0;
+	if (m->seq == 0) {
+		/* What this node held of the shard is out of date: the fill
+		 * brings what there is. */
+		rc = region_store_delete_shard(r, m->shard);
+		stop_filling(p);
+		p->filling = rc == 0;
+		p->next_chunk = 1;
+		p->complete = false;
+	} else if (!p->filling || m->seq != p->next_chunk) {
+		rc = -EPROTO; /* a chunk out of its fill's order */
+	} else {
+		struct apply_ctx c = {.r = r, .from = &m->pid, .shard = m->shard, .p = p, .from_fill = true};
+		if (ei_x_new(&c.x) < 0)
+			return;
+		rc = shard_state_each(m->list, m->list_len, apply_record, &c);
+		ei_x_free(&c.x);
+		p->next_chunk++;
+		if (m->last)
+			stop_filling(p);
+	}
+	if (rc != 0) {
+		/* Not acknowledged: the fill stalls, and the replica never
+		 * counts. */
+		log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: a fill chunk from %s not applied (%d)",
+			     r->cfg.name, m->shard, m->pid.node, rc);
+		stop_filling(p);
+		return;
+	}
+	owe_ack(r, RMSG_FILL_ACK, m->seq, NULL, m->shard);
 }
 
 unsigned region_replica_handle(struct region *r, const struct replica_msg *m, const erlang_pid *from)
 {
-	if (!region_replicated(r) || m->shard >= r->cfg.number_of_shards)
+	if (!region_replicated(r))
+		return 0;
+	if (m->kind == RMSG_REPLICATE) {
+		on_writes(r, m);
+		return 0;
+	}
+	if (m->kind == RMSG_REPLICATED) {
+		region_replica_home_on_reply(r, m);
+		return REPLICA_DO_RECHECK;
+	}
+	if (m->shard >= r->cfg.number_of_shards)
 		return 0;
 	switch (m->kind) {
 	case RMSG_SET:
 		if (from == NULL || !r->registered || !term_pid_equal(from, &r->coordinator))
 			return 0; /* an earlier coordinator's */
-		return on_set(r, m);
-	case RMSG_REPLICATE:
+		on_set(r, m);
+		return REPLICA_DO_RECHECK; /* peers gone may have held replies back */
 	case RMSG_FILL:
-		return on_writes(r, m);
-	case RMSG_REPLICATED:
+		on_fill(r, m);
+		return 0;
 	case RMSG_FILL_ACK:
 		region_replica_home_on_reply(r, m);
-		return REPLICA_DO_RECHECK;
+		return 0;
 	case RMSG_REFUSED:
-		return region_replica_home_on_refused(r, m) ? REPLICA_DO_FENCE : 0;
+		if (region_replica_home_on_refused(r, m))
+			owe(r, m->shard, SLOT_OWES_REPLICA_FENCE);
+		return REPLICA_DO_RECHECK;
 	default:
 		return 0; /* the coordinator's */
 	}
@@ -365,6 +444,7 @@ void region_replica_send_report(struct region *r)
 
 void region_replica_free(struct region *r)
 {
+	region_replica_home_free(r);
 	while (r->replicas.acks_head) {
 		struct replica_ack_due *a = r->replicas.acks_head;
 		r->replicas.acks_head = a->next;

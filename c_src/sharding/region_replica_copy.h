@@ -10,19 +10,18 @@
 #include "sharding/region_internal.h"
 #include "sharding/replica_msg.h"
 
-/* What the hub must do for the message's shard after
- * region_replica_handle. */
+/* What the hub must do after region_replica_handle. */
 enum {
-	REPLICA_DO_CLAIMED = 1u << 0, /* a set named this region its home: the claim that waited for it is done */
-	REPLICA_DO_FENCE = 1u << 1,   /* the shard is homed elsewhere now: stop serving it here */
-	REPLICA_DO_RECHECK = 1u << 2, /* acknowledgements came: replies may be durable now */
+	REPLICA_DO_RECHECK = 1u << 0, /* acknowledgements came, or a set changed: replies may be durable now */
 };
 
 /* Handles a decoded replica message sent to the region by `from` (the
  * sender; NULL if unknown): a set (only from the coordinator the region is
  * registered with), a home's writes and fill chunks (applied, acknowledged
- * once committed, refused from an older epoch), a replica's replies.
- * Returns REPLICA_DO_* bits for m->shard. */
+ * once committed, refused from a member that is not the newest set's
+ * home), a replica's replies. What a slot must do next is left owed on it
+ * (SLOT_OWES_REPLICA_CLAIMED, SLOT_OWES_REPLICA_FENCE) for
+ * region_step_owed. Returns REPLICA_DO_* bits. */
 unsigned region_replica_handle(struct region *r, const struct replica_msg *m, const erlang_pid *from);
 
 /* The store reported its commits up to r->replicas.committed_upto with

@@ -2,14 +2,18 @@
  * region_replica_home.c — replicated state, a shard home's side (see
  * region_replica_home.h; docs/architecture.md, "Replicated state").
  *
- * Writes. Each write of a shard homed here goes to its replicas as soon as
- * it is queued, numbered by this node's store (its `seq`), so the home's
- * and the replicas' commits run side by side; a replica acknowledges the
- * last number it has committed. A reply waits (region_store.c) until the
- * home has committed its write and every complete replica has
- * acknowledged it: region_replica_home_bound says how far that is, shard
- * by shard — a replica that acknowledged up to A of a shard whose last
- * write sent is L > A holds back every write after A.
+ * Writes. Each write of a shard homed here is numbered by this node's
+ * store (its `seq`) and added to the stream of each of the shard's
+ * replica regions: one replicate message per region per loop turn
+ * (region_replica_home_flush, before the turn's output is written, or
+ * sooner when it grows past STREAM_BATCH_BYTES), so the home's and the
+ * replicas' commits run side by side and a busy turn costs a message, not
+ * one per write. A replica region acknowledges the last number it has
+ * committed of all this home sent it. A reply waits (region_store.c)
+ * until the home has committed its write and every complete replica has
+ * acknowledged it: region_replica_home_bound says how far that is — a
+ * complete replica whose region acknowledged A while the last write of the
+ * shard sent to it is L > A holds back every write after A.
  *
  * Filling. A replica the coordinator adds holds nothing of the shard that
  * can be trusted. Chunk 0 of its fill goes at once (the replica forgets
@@ -33,6 +37,16 @@
  * split); at most FILL_WINDOW of a fill are unacknowledged. */
 #define FILL_CHUNK_BYTES (64 * 1024)
 #define FILL_WINDOW 4
+/* A stream's batch goes at once when it grows past this. */
+#define STREAM_BATCH_BYTES (256 * 1024)
+
+struct replica_stream {
+	erlang_pid pid;  /* the replica region */
+	uint64_t acked;  /* the last of this home's writes it has committed */
+	ei_x_buff batch; /* a replicate message being built (open) */
+	struct replica_writes w;
+	bool open;
+};
 
 /* A fill's scans carry this bit in their tokens (a move's do not) and the
  * fill's number, which finds its peer (a new set may reorder them). */
@@ -65,12 +79,74 @@ static int find_peer(const struct slot_replicas *p, const erlang_pid *pid)
 	return -1;
 }
 
+/* ---- streams ---- */
+
+/* The stream to region `pid`, made if there is none: its index, or -1
+ * (no memory). */
+static int32_t stream_of(struct region *r, const erlang_pid *pid)
+{
+	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
+		if (term_pid_equal(&r->replicas.streams[k].pid, pid))
+			return (int32_t)k;
+	if (r->replicas.nstreams == r->replicas.streams_cap) {
+		uint32_t cap = r->replicas.streams_cap ? r->replicas.streams_cap * 2 : 4;
+		struct replica_stream *p = realloc(r->replicas.streams, cap * sizeof *p);
+		if (p == NULL)
+			return -1;
+		r->replicas.streams = p;
+		r->replicas.streams_cap = cap;
+	}
+	r->replicas.streams[r->replicas.nstreams] = (struct replica_stream){.pid = *pid};
+	return (int32_t)r->replicas.nstreams++;
+}
+
+/* Sends the stream's batch, if it has one. */
+static void flush_stream(struct region *r, struct replica_stream *st)
+{
+	if (!st->open)
+		return;
+	st->open = false;
+	if (replica_msg_writes_end(&st->w) == 0)
+		dist_node_send(r->cfg.node, &st->pid, st->batch.buff, (size_t)st->batch.index);
+	ei_x_free(&st->batch);
+}
+
+void region_replica_home_flush(struct region *r)
+{
+	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
+		flush_stream(r, &r->replicas.streams[k]);
+}
+
+/* Adds a write to the stream's batch. Returns 0 or -ENOMEM (not added:
+ * the batch so far is sent). */
+static int stream_add(struct region *r, struct replica_stream *st, uint32_t shard, uint64_t epoch, uint64_t seq,
+		      const char *id, size_t id_len, const char *state, size_t state_len)
+{
+	if (!st->open) {
+		if (ei_x_new(&st->batch) < 0)
+			return -ENOMEM;
+		if (replica_msg_writes_begin(&st->w, &st->batch, &r->pid) != 0) {
+			ei_x_free(&st->batch);
+			return -ENOMEM;
+		}
+		st->open = true;
+	}
+	int rc = replica_msg_writes_add(&st->w, shard, epoch, seq, id, id_len, state, state_len);
+	if (rc != 0 || st->batch.index > STREAM_BATCH_BYTES)
+		flush_stream(r, st);
+	return rc;
+}
+
 /* ---- filling ---- */
 
 static void send_fill_chunk(struct region *r, uint32_t shard, struct replica_peer *peer, const char *records,
 			    size_t len, bool last)
 {
 	struct replica_fill *f = peer->fill;
+	/* After the writes queued for it so far: the replica sees them in the
+	 * order they were made. */
+	if (peer->stream >= 0)
+		flush_stream(r, &r->replicas.streams[peer->stream]);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
@@ -220,8 +296,8 @@ void region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, 
 			*peer = old[was];
 			old[was].fill = NULL; /* taken */
 		} else {
-			/* Nothing sent to it yet: nothing outstanding. */
-			*peer = (struct replica_peer){.pid = *replicas[e], .acked = p->last_sent};
+			/* Nothing of this shard sent to it yet: nothing outstanding. */
+			*peer = (struct replica_peer){.pid = *replicas[e], .stream = stream_of(r, replicas[e])};
 		}
 		peer->complete = complete[e];
 		if (peer->complete && peer->fill != NULL) {
@@ -267,26 +343,21 @@ void region_replica_home_on_write(struct region *r, uint32_t shard, uint64_t seq
 				  const char *state, size_t state_len)
 {
 	struct slot_replicas *p = homed(r, shard);
-	if (p == NULL || p->npeers == 0)
-		return;
-	ei_x_buff x;
-	struct replica_writes w;
-	if (ei_x_new(&x) < 0)
-		return;
-	if (replica_msg_writes_begin(&w, &x, shard, p->epoch, &r->pid) == 0 &&
-	    replica_msg_writes_add(&w, seq, id, id_len, state, state_len) == 0 && replica_msg_writes_end(&w) == 0) {
-		for (uint8_t k = 0; k < p->npeers; k++) {
-			struct replica_peer *peer = &p->peers[k];
-			/* A replica being filled gets the writes after its chunk 0. */
-			if (peer->complete || (peer->fill != NULL && peer->fill->next_chunk > 0))
-				dist_node_send(r->cfg.node, &peer->pid, x.buff, (size_t)x.index);
-		}
+	for (uint8_t k = 0; p != NULL && k < p->npeers; k++) {
+		struct replica_peer *peer = &p->peers[k];
+		/* A replica being filled gets the writes after its chunk 0. */
+		if (!(peer->complete || (peer->fill != NULL && peer->fill->next_chunk > 0)))
+			continue;
+		/* Unsent (no memory), the write is still waited for: the reply
+		 * gets {error, store_unavailable} at store_timeout_ms rather than
+		 * claim a copy that does not exist. */
+		peer->sent = seq;
+		if (peer->stream < 0)
+			peer->stream = stream_of(r, &peer->pid);
+		if (peer->stream >= 0)
+			(void)stream_add(r, &r->replicas.streams[peer->stream], shard, p->epoch, seq, id, id_len, state,
+					 state_len);
 	}
-	/* Unsent (no memory), the write is still waited for: the reply gets
-	 * {error, store_unavailable} at store_timeout_ms rather than claim a
-	 * copy that does not exist. */
-	p->last_sent = seq;
-	ei_x_free(&x);
 }
 
 uint64_t region_replica_home_bound(const struct region *r)
@@ -294,24 +365,32 @@ uint64_t region_replica_home_bound(const struct region *r)
 	uint64_t bound = UINT64_MAX;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		const struct slot_replicas *p = homed(r, s);
-		for (uint8_t k = 0; p != NULL && k < p->npeers; k++)
-			if (p->peers[k].complete && p->peers[k].acked < p->last_sent && p->peers[k].acked < bound)
-				bound = p->peers[k].acked;
+		for (uint8_t k = 0; p != NULL && k < p->npeers; k++) {
+			const struct replica_peer *peer = &p->peers[k];
+			if (!peer->complete || peer->sent == 0)
+				continue;
+			uint64_t acked = peer->stream >= 0 ? r->replicas.streams[peer->stream].acked : 0;
+			if (acked < peer->sent && acked < bound)
+				bound = acked;
+		}
 	}
 	return bound;
 }
 
 void region_replica_home_on_reply(struct region *r, const struct replica_msg *m)
 {
+	if (m->kind == RMSG_REPLICATED) {
+		for (uint32_t k = 0; k < r->replicas.nstreams; k++) {
+			struct replica_stream *st = &r->replicas.streams[k];
+			if (term_pid_equal(&st->pid, &m->pid) && m->seq > st->acked)
+				st->acked = m->seq;
+		}
+		return;
+	}
 	struct slot_replicas *p = homed(r, m->shard);
 	int k = p != NULL ? find_peer(p, &m->pid) : -1;
-	if (k < 0)
-		return; /* late, from a replica no longer in the set */
-	struct replica_peer *peer = &p->peers[k];
-	if (m->kind == RMSG_REPLICATED && m->seq > peer->acked && m->seq <= p->last_sent)
-		peer->acked = m->seq;
-	else if (m->kind == RMSG_FILL_ACK)
-		fill_acked(r, m->shard, peer, (uint8_t)k, m->seq);
+	if (k >= 0 && m->kind == RMSG_FILL_ACK)
+		fill_acked(r, m->shard, &p->peers[k], (uint8_t)k, m->seq);
 }
 
 bool region_replica_home_on_refused(struct region *r, const struct replica_msg *m)
@@ -324,6 +403,16 @@ bool region_replica_home_on_refused(struct region *r, const struct replica_msg *
 		     (unsigned long long)m->epoch, (unsigned long long)p->epoch);
 	region_replica_home_drop(r, m->shard);
 	return true;
+}
+
+void region_replica_home_free(struct region *r)
+{
+	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
+		if (r->replicas.streams[k].open)
+			ei_x_free(&r->replicas.streams[k].batch);
+	free(r->replicas.streams);
+	r->replicas.streams = NULL;
+	r->replicas.nstreams = r->replicas.streams_cap = 0;
 }
 
 void region_replica_free_slot(struct shard_slot *slot)

@@ -35,6 +35,10 @@ bool region_replica_home_claim(struct region *r, uint32_t shard);
 void region_replica_home_on_write(struct region *r, uint32_t shard, uint64_t seq, const char *id, size_t id_len,
 				  const char *state, size_t state_len);
 
+/* Sends the writes batched this turn (one replicate message per replica
+ * region). Before the turn's output is written: region_flush_batches. */
+void region_replica_home_flush(struct region *r);
+
 /* How far the replicas have acknowledged: every write up to the result
  * is committed on each complete replica of the shard it belongs to
  * (UINT64_MAX: none is outstanding). */
@@ -58,6 +62,9 @@ void region_replica_home_on_scanned(struct region *r, uint64_t token, int status
 
 /* The store committed more: fills that waited for commits go on. */
 void region_replica_home_on_committed(struct region *r);
+
+/* Frees the streams (a batch not sent is dropped). */
+void region_replica_home_free(struct region *r);
 
 /* Frees what the slot's set holds (fills, the ids a filling replica
  * keeps) and the set itself. */

@@ -107,8 +107,10 @@ int replica_msg_each_write(const struct replica_msg *m, replica_write_fn fn, voi
 		return -ENOMEM;
 	int rc = 0;
 	for (int k = 0; k < n && rc == 0; k++) {
-		uint64_t seq;
-		if (term_get_tuple(t, &i) != 3 || !get_u64(t, &i, &seq)) {
+		uint32_t shard;
+		uint64_t epoch, seq;
+		if (term_get_tuple(t, &i) != 5 || !get_u32(t, &i, &shard) || !get_u64(t, &i, &epoch) ||
+		    !get_u64(t, &i, &seq)) {
 			rc = -EPROTO;
 			break;
 		}
@@ -132,7 +134,7 @@ int replica_msg_each_write(const struct replica_msg *m, replica_write_fn fn, voi
 			break;
 		}
 		if (fn)
-			rc = fn(arg, seq, id.buff, (size_t)id.index, state, state_len);
+			rc = fn(arg, shard, epoch, seq, id.buff, (size_t)id.index, state, state_len);
 	}
 	if (rc == 0 && !(list_tail(t, &i, n) && i == m->list_len))
 		rc = -EPROTO;
@@ -197,16 +199,23 @@ int replica_msg_decode(const char *t, size_t len, struct replica_msg *out)
 	int rc = 0;
 	switch (out->kind) {
 	case RMSG_SET:
-	case RMSG_REPLICATE:
 		ok = arity == 6 && get_u32(t, &i, &out->shard) && get_u64(t, &i, &out->epoch) &&
 		     term_get_pid(t, &i, &out->pid) == 0;
 		if (ok) {
 			take_list(t, &i, out);
-			rc = out->kind == RMSG_SET ? replica_msg_each_member(out, NULL, NULL)
-						   : replica_msg_each_write(out, NULL, NULL);
+			rc = replica_msg_each_member(out, NULL, NULL);
+		}
+		break;
+	case RMSG_REPLICATE:
+		ok = arity == 4 && term_get_pid(t, &i, &out->pid) == 0;
+		if (ok) {
+			take_list(t, &i, out);
+			rc = replica_msg_each_write(out, NULL, NULL);
 		}
 		break;
 	case RMSG_REPLICATED:
+		ok = arity == 4 && get_u64(t, &i, &out->seq) && term_get_pid(t, &i, &out->pid) == 0;
+		break;
 	case RMSG_FILL_ACK:
 		ok = arity == 5 && get_u32(t, &i, &out->shard) && get_u64(t, &i, &out->seq) &&
 		     term_get_pid(t, &i, &out->pid) == 0;
@@ -264,12 +273,10 @@ int replica_msg_encode_set(ei_x_buff *x, uint32_t shard, uint64_t epoch, const e
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 
-int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, uint32_t shard, uint64_t epoch,
-			     const erlang_pid *home)
+int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, const erlang_pid *home)
 {
 	*w = (struct replica_writes){.x = x};
-	if (begin(x, 6, RMSG_REPLICATE) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulonglong(x, epoch) < 0 ||
-	    ei_x_encode_pid(x, home) < 0)
+	if (begin(x, 4, RMSG_REPLICATE) || ei_x_encode_pid(x, home) < 0)
 		return -ENOMEM;
 	/* LIST_EXT, its length patched in by _end: known only then. */
 	const char head[5] = {ERL_LIST_EXT, 0, 0, 0, 0};
@@ -277,11 +284,12 @@ int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, uint32_t sh
 	return ei_x_append_buf(x, head, sizeof head) < 0 ? -ENOMEM : 0;
 }
 
-int replica_msg_writes_add(struct replica_writes *w, uint64_t seq, const char *id, size_t id_len, const char *state,
-			   size_t state_len)
+int replica_msg_writes_add(struct replica_writes *w, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id,
+			   size_t id_len, const char *state, size_t state_len)
 {
 	ei_x_buff *x = w->x;
-	if (ei_x_encode_tuple_header(x, 3) < 0 || ei_x_encode_ulonglong(x, seq) < 0 ||
+	if (ei_x_encode_tuple_header(x, 5) < 0 || ei_x_encode_ulong(x, shard) < 0 ||
+	    ei_x_encode_ulonglong(x, epoch) < 0 || ei_x_encode_ulonglong(x, seq) < 0 ||
 	    term_x_append_raw(x, id, id_len) != 0)
 		return -ENOMEM;
 	if (state == NULL) {
@@ -323,6 +331,13 @@ int replica_msg_encode_fill(ei_x_buff *x, uint32_t shard, uint64_t epoch, uint32
 	    ei_x_encode_pid(x, home) < 0)
 		return -ENOMEM;
 	return term_x_append_raw(x, records, records_len);
+}
+
+int replica_msg_encode_replicated(ei_x_buff *x, uint64_t seq, const erlang_pid *replica)
+{
+	if (begin(x, 4, RMSG_REPLICATED) || ei_x_encode_ulonglong(x, seq) < 0 || ei_x_encode_pid(x, replica) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 int replica_msg_encode_filled(ei_x_buff *x, uint32_t shard, const erlang_pid *replica)

@@ -7,10 +7,13 @@
  *   {'$shardnode', replica_set, Shard, Epoch, HomePid, [{ReplicaPid, Complete}]}
  *       coordinator -> every region: the shard's set as of Epoch (Complete:
  *       the replica holds every record and counts for acknowledgements)
- *   {'$shardnode', replicate, Shard, Epoch, HomePid, [{Seq, Id, {State} | deleted}]}
- *       home -> replica: writes of the shard, numbered by the home's store
- *   {'$shardnode', replicated, Shard, Seq, ReplicaPid}
- *       replica -> home: every write up to Seq is committed here
+ *   {'$shardnode', replicate, HomePid, [{Shard, Epoch, Seq, Id, {State} | deleted}]}
+ *       home -> replica: writes of the shards it homes and the replica
+ *       keeps, numbered by the home's store, in order, a turn's in one
+ *   {'$shardnode', replicated, Seq, ReplicaPid}
+ *       replica -> home: every write the home sent it up to Seq is
+ *       committed here (or was not for it to keep: refused, or of a shard
+ *       whose newest set does not count it)
  *   {'$shardnode', replica_fill, Shard, Epoch, Chunk, Last, HomePid, [{Id, State}]}
  *       home -> a replica being filled: chunk 0 (no records) starts the
  *       fill (the replica forgets what it held of the shard), the next
@@ -50,8 +53,8 @@ enum replica_msg_kind {
 /* A decoded message; pointers point into the term decoded. */
 struct replica_msg {
 	enum replica_msg_kind kind;
-	uint32_t shard;
-	uint64_t epoch;  /* set, replicate, fill, refused */
+	uint32_t shard;  /* all but replicate, replicated, held */
+	uint64_t epoch;  /* set, fill, refused */
 	uint64_t seq;    /* replicated: the write; fill, fill_ack: the chunk */
 	bool last;       /* fill */
 	erlang_pid pid;  /* the sender's region (the coordinator's set: the home) */
@@ -70,8 +73,8 @@ int replica_msg_decode(const char *term, size_t len, struct replica_msg *out);
 typedef int (*replica_member_fn)(void *arg, const erlang_pid *replica, bool complete);
 int replica_msg_each_member(const struct replica_msg *m, replica_member_fn fn, void *arg);
 /* A write: `id` canonical; state (no version byte) NULL for a deletion. */
-typedef int (*replica_write_fn)(void *arg, uint64_t seq, const char *id, size_t id_len, const char *state,
-				size_t state_len);
+typedef int (*replica_write_fn)(void *arg, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id,
+				size_t id_len, const char *state, size_t state_len);
 int replica_msg_each_write(const struct replica_msg *m, replica_write_fn fn, void *arg);
 enum replica_role_held { REPLICA_HELD_HOME, REPLICA_HELD_COMPLETE, REPLICA_HELD_FILLING };
 typedef int (*replica_held_fn)(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role);
@@ -88,21 +91,21 @@ struct replica_writes {
 	int list_at; /* where the list's header is patched in at the end */
 	uint32_t n;
 };
-int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, uint32_t shard, uint64_t epoch,
-			     const erlang_pid *home);
-/* One write: `state` with its version byte (state_len >= 1), NULL for a
- * deletion. */
-int replica_msg_writes_add(struct replica_writes *w, uint64_t seq, const char *id, size_t id_len, const char *state,
-			   size_t state_len);
+int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, const erlang_pid *home);
+/* One write of `shard` under its set's `epoch`: `state` with its version
+ * byte (state_len >= 1), NULL for a deletion. */
+int replica_msg_writes_add(struct replica_writes *w, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id,
+			   size_t id_len, const char *state, size_t state_len);
 int replica_msg_writes_end(struct replica_writes *w);
-/* replicated, replica_fill_ack (value: the chunk), replica_refused (value:
- * the epoch). */
+/* replica_fill_ack (value: the chunk), replica_refused (value: the
+ * epoch). */
 int replica_msg_encode_reply(ei_x_buff *x, enum replica_msg_kind kind, uint32_t shard, uint64_t value,
 			     const erlang_pid *from);
 /* `records`: an encoded [{Id, State}] (no version byte), copied in. */
 int replica_msg_encode_fill(ei_x_buff *x, uint32_t shard, uint64_t epoch, uint32_t chunk, bool last,
 			    const erlang_pid *home, const char *records, size_t records_len);
 int replica_msg_encode_filled(ei_x_buff *x, uint32_t shard, const erlang_pid *replica);
+int replica_msg_encode_replicated(ei_x_buff *x, uint64_t seq, const erlang_pid *replica);
 /* replicas_held: n entries of shards[], epochs[], roles[]. */
 int replica_msg_encode_held(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, const uint64_t *epochs,
 			    const enum replica_role_held *roles, size_t n);

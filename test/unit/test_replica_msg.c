@@ -108,6 +108,8 @@ Test(replica_msg, a_set_without_replicas_reads_back)
 /* ---- writes ---- */
 
 struct seen_writes {
+	uint32_t shard[4];
+	uint64_t epoch[4];
 	uint64_t seq[4];
 	char ids[4][32];
 	size_t id_len[4];
@@ -117,11 +119,14 @@ struct seen_writes {
 	size_t n;
 };
 
-static int see_write(void *arg, uint64_t seq, const char *id, size_t id_len, const char *state, size_t state_len)
+static int see_write(void *arg, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id, size_t id_len,
+		     const char *state, size_t state_len)
 {
 	struct seen_writes *s = arg;
 	cr_assert_lt(s->n, 4);
 	cr_assert_lt(id_len, 32);
+	s->shard[s->n] = shard;
+	s->epoch[s->n] = epoch;
 	s->seq[s->n] = seq;
 	memcpy(s->ids[s->n], id, id_len);
 	s->id_len[s->n] = id_len;
@@ -155,19 +160,20 @@ Test(replica_msg, writes_read_back_in_order)
 	ei_x_buff x;
 	sn_x_new(&x);
 	struct replica_writes w;
-	cr_assert_eq(replica_msg_writes_begin(&w, &x, 3, 9, &home), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 100, id1.buff, (size_t)id1.index, st.buff, (size_t)st.index), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 101, id2.buff, (size_t)id2.index, NULL, 0), 0);
+	cr_assert_eq(replica_msg_writes_begin(&w, &x, &home), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, 3, 9, 100, id1.buff, (size_t)id1.index, st.buff, (size_t)st.index), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, 4000000000u, UINT64_MAX, 101, id2.buff, (size_t)id2.index, NULL, 0), 0);
 	cr_assert_eq(replica_msg_writes_end(&w), 0);
 	struct replica_msg m;
 	char *p;
 	cr_assert_eq(decode_copy(&x, &m, &p), 1);
 	cr_assert_eq(m.kind, RMSG_REPLICATE);
-	cr_assert_eq(m.shard, 3);
-	cr_assert_eq(m.epoch, 9);
+	cr_assert(term_pid_equal(&m.pid, &home));
 	struct seen_writes s = {0};
 	cr_assert_eq(replica_msg_each_write(&m, see_write, &s), 0);
 	cr_assert_eq(s.n, 2);
+	cr_assert(s.shard[0] == 3 && s.epoch[0] == 9);
+	cr_assert(s.shard[1] == 4000000000u && s.epoch[1] == UINT64_MAX);
 	cr_assert_eq(s.seq[0], 100);
 	/* Ids come canonical (entity_id.h), as the stores key them. */
 	ei_x_buff canon;
@@ -195,7 +201,7 @@ Test(replica_msg, no_writes_is_an_empty_list)
 	ei_x_buff x;
 	sn_x_new(&x);
 	struct replica_writes w;
-	cr_assert_eq(replica_msg_writes_begin(&w, &x, 3, 9, &home), 0);
+	cr_assert_eq(replica_msg_writes_begin(&w, &x, &home), 0);
 	cr_assert_eq(replica_msg_writes_end(&w), 0);
 	struct replica_msg m;
 	char *p;
@@ -217,9 +223,9 @@ Test(replica_msg, replies_fills_filled_and_held_read_back)
 	char *p;
 
 	sn_x_new(&x);
-	cr_assert_eq(replica_msg_encode_reply(&x, RMSG_REPLICATED, 11, 123456789012ull, &pid), 0);
+	cr_assert_eq(replica_msg_encode_replicated(&x, 123456789012ull, &pid), 0);
 	cr_assert_eq(decode_copy(&x, &m, &p), 1);
-	cr_assert(m.kind == RMSG_REPLICATED && m.shard == 11 && m.seq == 123456789012ull);
+	cr_assert(m.kind == RMSG_REPLICATED && m.seq == 123456789012ull);
 	cr_assert(term_pid_equal(&m.pid, &pid));
 	free(p);
 	ei_x_free(&x);
@@ -309,12 +315,13 @@ Test(replica_msg, malformed_ones_are_refused)
 {
 	/* Wrong arity, a shard that is not an integer, a list that is not
 	 * one, a member that is not {Pid, Bool}, a role that is no role. */
-	cr_assert_eq(decode_fmt("{'$shardnode', replicated, 1, 2}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', replicated, 1, 2, 3}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', replicate, 1, []}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', replica_filled, a, 2}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', replica_set, 1, 2, 3, []}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', replica_fill, 1, 2, 3, maybe, 4, []}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', replicas_held, 1, [{1, 2, boss}]}"), -EPROTO);
-	cr_assert_eq(decode_fmt("{'$shardnode', replicated, -1, 2, 3}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', replica_fill_ack, -1, 2, 3}"), -EPROTO);
 }
 
 /* ---- truncated and corrupted encodings ---- */
@@ -355,13 +362,13 @@ static void encode_all(ei_x_buff msgs[ALL_MSGS])
 	cr_assert_eq(replica_msg_encode_set(&msgs[0], 5, 300, &a, reps, complete, 1), 0);
 	ei_x_buff id = term_of("{k, 1}", false), st = term_of("[1, 2]", true);
 	struct replica_writes w;
-	cr_assert_eq(replica_msg_writes_begin(&w, &msgs[1], 5, 300, &a), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 1000, id.buff, (size_t)id.index, st.buff, (size_t)st.index), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 1001, id.buff, (size_t)id.index, NULL, 0), 0);
+	cr_assert_eq(replica_msg_writes_begin(&w, &msgs[1], &a), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, 5, 300, 1000, id.buff, (size_t)id.index, st.buff, (size_t)st.index), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, 6, 301, 1001, id.buff, (size_t)id.index, NULL, 0), 0);
 	cr_assert_eq(replica_msg_writes_end(&w), 0);
 	ei_x_buff recs = term_of("[{{k, 1}, 7}]", false);
 	cr_assert_eq(replica_msg_encode_fill(&msgs[2], 5, 300, 1, false, &a, recs.buff, (size_t)recs.index), 0);
-	cr_assert_eq(replica_msg_encode_reply(&msgs[3], RMSG_REPLICATED, 5, 1001, &b), 0);
+	cr_assert_eq(replica_msg_encode_replicated(&msgs[3], 1001, &b), 0);
 	uint32_t shards[] = {5};
 	uint64_t epochs[] = {300};
 	enum replica_role_held roles[] = {REPLICA_HELD_COMPLETE};
