@@ -20,7 +20,8 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([kill_9_of_a_member_loses_no_acknowledged_value/1,
          kill_9_of_the_oldest_under_a_stream_loses_nothing/1,
-         a_paused_member_is_replaced_and_its_late_writes_refused/1]).
+         a_paused_member_is_replaced_and_its_late_writes_refused/1,
+         a_whole_cluster_killed_restarts_in_another_order/1]).
 
 -define(SHARDS, 30).
 
@@ -29,7 +30,8 @@ suite() -> [{timetrap, {minutes, 3}}].
 all() ->
     [kill_9_of_a_member_loses_no_acknowledged_value,
      kill_9_of_the_oldest_under_a_stream_loses_nothing,
-     a_paused_member_is_replaced_and_its_late_writes_refused].
+     a_paused_member_is_replaced_and_its_late_writes_refused,
+     a_whole_cluster_killed_restarts_in_another_order].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -133,8 +135,47 @@ a_paused_member_is_replaced_and_its_late_writes_refused(Config) ->
     ?assertEqual([], Lost),
     ok.
 
+%% Three members, 300 counters at 1 to 7 and every shard with its
+%% replica; then all three are killed with SIGKILL at once. Started again
+%% on their data_dirs in the other order (C, the youngest, first and alone:
+%% it coordinates; then B; then A), they answer every counter with its
+%% value: a shard C kept a copy of continues at once, one whose last set
+%% C was not in waits (never started empty, never from an older copy)
+%% until a member of that set is back. Each member keeps, per shard, the
+%% epoch and its part of the last set it heard of, in its LMDB.
+a_whole_cluster_killed_restarts_in_another_order(Config) ->
+    [OA, OB, OC] = [with_metrics(opts(Config, shardnode_ct:unique_name("repl"))) || _ <- [a, b, c]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+    await_members([A, B, C], [A, B, C]),
+    Ids = lists:seq(1, 300),
+    [[_ = call(lists:nth(1 + I rem 3, [A, B, C]), I, incr) || _ <- lists:seq(1, expected(I))] || I <- Ids],
+    await(fun() -> replicas_missing(OA) =:= 0 end, 30000),
+    [ok = shardnode:kill_node(X) || X <- [A, B, C]],
+    {[C], _} = shardnode_ct:start_nodes(Config, [OC#{join => []}]),
+    {[B], _} = shardnode_ct:start_nodes(Config, [OB#{join => [C]}]),
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA#{join => [C]}]),
+    await_members([A, B, C], [C, B, A]),
+    Wrong = [{I, V} || I <- Ids, V <- [call(C, I, get)], V =/= expected(I)],
+    ?assertEqual([], Wrong),
+    ?assertEqual([], [{I, V} || I <- Ids, V <- [call(A, I, incr)], V =/= expected(I) + 1]),
+    ok.
+
 %%====================================================================
 %% Helpers
+
+expected(I) -> 1 + I rem 7.
+
+with_metrics(#{config := Config} = Opts) ->
+    Opts#{config => Config#{metrics_port => shardnode_ct:free_port()}}.
+
+%% On the node of Opts (the coordinators' node): the replicas the counter
+%% shards lack.
+replicas_missing(#{config := #{metrics_port := Port}}) ->
+    case shardnode_ct:metrics_page(Port) of
+        {ok, Page} -> shardnode_ct:metric_value(Page, <<"shardnode_shard_replicas_missing{type=\"counter\"}">>);
+        {error, _} -> unknown
+    end.
 %%====================================================================
 
 opts(Config, Name) ->

@@ -546,15 +546,25 @@ static void on_replica_msg(struct coordinator *c, const struct replica_msg *m)
 	int k = c->active ? coord_find_region(c, &m->pid) : -1;
 	if (k < 0)
 		return;
+	struct coordinator_view v;
+	bool *takes;
 	if (m->kind == RMSG_HELD) {
 		c->regions[k].reported = true;
-		coordinator_replicas_on_report(&c->replicas, k, m);
+		uint32_t *promoted = malloc(c->cfg.number_of_shards * sizeof *promoted);
+		size_t n = 0;
+		if (promoted != NULL && coord_replica_view(c, &v, &takes) == 0) {
+			coordinator_replicas_on_report(&c->replicas, &v, k, m, c->home, promoted, &n);
+			free(takes);
+		}
+		for (size_t e = 0; e < n; e++) {
+			c->regions[k].nshards++;
+			coord_broadcast_home(c, promoted[e]);
+		}
+		free(promoted);
 		if (replicas_ready(c))
 			drain(c); /* the last report may be what a leaving region's shards waited for */
 		return;
 	}
-	struct coordinator_view v;
-	bool *takes;
 	if (m->kind == RMSG_FILLED && coord_replica_view(c, &v, &takes) == 0) {
 		int replica = coord_find_region(c, &m->pid);
 		coordinator_replicas_on_filled(&c->replicas, &v, m->shard, replica);

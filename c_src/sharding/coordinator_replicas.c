@@ -235,7 +235,8 @@ static int add_report(void *arg, uint32_t shard, uint64_t epoch, enum replica_ro
 		.shard = shard,
 		.region = c->region,
 		.home = role == REPLICA_HELD_HOME,
-		.complete = role != REPLICA_HELD_FILLING,
+		.complete = role == REPLICA_HELD_HOME || role == REPLICA_HELD_COMPLETE,
+		.none = role == REPLICA_HELD_NONE,
 		.epoch = epoch,
 	};
 	if (epoch > cr->next_epoch)
@@ -243,8 +244,10 @@ static int add_report(void *arg, uint32_t shard, uint64_t epoch, enum replica_ro
 	return 0;
 }
 
-void coordinator_replicas_on_report(struct coordinator_replicas *cr, int32_t k, const struct replica_msg *m)
+void coordinator_replicas_on_report(struct coordinator_replicas *cr, const struct coordinator_view *v, int32_t k,
+				    const struct replica_msg *m, int32_t *home, uint32_t *promoted, size_t *npromoted)
 {
+	*npromoted = 0;
 	if (!coordinator_replicas_on(cr))
 		return;
 	/* A region that reports again (it registered again) replaces what it
@@ -255,8 +258,25 @@ void coordinator_replicas_on_report(struct coordinator_replicas *cr, int32_t k, 
 		else
 			e++;
 	}
+	size_t first = cr->nreports;
 	struct report_ctx c = {.cr = cr, .region = k};
 	(void)replica_msg_each_held(m, add_report, &c);
+	if (!cr->ready)
+		return; /* the rebuild reads them */
+	/* The sets are known: what it holds matters only to a shard that
+	 * waits for a copy like it (a member of its last set, back). */
+	for (size_t e = first; e < cr->nreports; e++) {
+		const struct replica_report *r = &cr->reports[e];
+		if (home[r->shard] >= 0 || !replica_sets_copy_returned(&cr->sets[r->shard], k, r, &cr->next_epoch))
+			continue;
+		home[r->shard] = k;
+		promoted[(*npromoted)++] = r->shard;
+		cr->dirty[r->shard] = true;
+		log_at_shard(v->log, LOG_INFO, r->shard, "coordinator %s: shard %u waited for a copy: it continues on %s",
+			     v->type_name, r->shard, v->region_pid(v->arg, (size_t)k)->node);
+	}
+	cr->nreports = first; /* kept only until the rebuild */
+	fill_and_tell(cr, v);
 }
 
 void coordinator_replicas_rebuild(struct coordinator_replicas *cr, const struct coordinator_view *v, int32_t *home,

@@ -63,8 +63,12 @@ static inline bool coordinator_replicas_on(const struct coordinator_replicas *cr
  * is forgotten (the epochs keep growing). */
 void coordinator_replicas_reset(struct coordinator_replicas *cr);
 
-/* Region k reported the copies it keeps (a replicas_held list). */
-void coordinator_replicas_on_report(struct coordinator_replicas *cr, int32_t k, const struct replica_msg *m);
+/* Region k reported the copies it keeps (a replicas_held list). Before
+ * the sets are known, kept for the rebuild. After, a copy of a shard that
+ * waits for one like it makes k the shard's home (home[] updated; listed in
+ * promoted[], room for nshards, *npromoted of them), told. */
+void coordinator_replicas_on_report(struct coordinator_replicas *cr, const struct coordinator_view *v, int32_t k,
+				    const struct replica_msg *m, int32_t *home, uint32_t *promoted, size_t *npromoted);
 
 /* Every region has reported: the sets are rebuilt from the reports and
  * reconciled with `home` (per shard, the region hosting it, from the

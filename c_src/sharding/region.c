@@ -413,9 +413,10 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		.arg = r,
 	};
 	/* Without nodedown a region would wait for ever on a home that died. */
-	if ((rc = region_store_start(r, &store_cb)) != 0 ||
+	if ((rc = region_store_start(r, &store_cb)) != 0 || (rc = region_replica_restore(r)) != 0 ||
 	    (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
 		*err = rc;
+		region_replica_free(r);
 		region_store_stop(r);
 		region_state_release_acks(r, UINT64_MAX);
 		remember_replica_free(r->replica);

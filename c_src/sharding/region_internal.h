@@ -189,6 +189,12 @@ struct slot_replicas {
 	bool filling;       /* between fill chunk 0 and the last one */
 	uint64_t next_chunk;
 	struct byte_set written; /* filling: ids written live since chunk 0 */
+	/* What the store keeps of this (region_replica_copy.c): the epoch and
+	 * part last written, and, after a restart, the part read back
+	 * (restored: enum replica_part + 1; 0 once a set has been heard). */
+	uint64_t saved_epoch;
+	uint8_t saved_part;
+	uint8_t restored;
 };
 
 struct shard_slot {

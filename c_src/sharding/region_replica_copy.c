@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/byteorder.h"
 #include "etf/term.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_replica_copy.h"
@@ -43,6 +44,41 @@ struct replica_ack_due {
 	uint32_t home_gen; /* fill_ack */
 	erlang_pid home;   /* replicated */
 };
+
+/* A region's part in a shard's newest set, as its store keeps it: a
+ * record of the epoch (8 bytes, big-endian) and the part (1 byte). */
+enum replica_part { PART_NONE, PART_HOME, PART_COMPLETE, PART_FILLING };
+#define PART_RECORD_BYTES 9
+
+static enum replica_part part_of(const struct slot_replicas *p)
+{
+	switch (p->role) {
+	case SLOT_REPLICA_HOME: return PART_HOME;
+	case SLOT_REPLICA_COPY: return p->complete && !p->filling ? PART_COMPLETE : PART_FILLING;
+	default: return PART_NONE;
+	}
+}
+
+/* Writes the shard's part to the store if it changed: in order with the
+ * writes, so after a crash the record says as much as the records do.
+ * Without memory for it, the record stays as it was — older, which a
+ * coordinator rebuilding the sets trusts less, never more. */
+static void save_part(struct region *r, uint32_t shard)
+{
+	struct slot_replicas *p = r->slots[shard].repl;
+	enum replica_part part = part_of(p);
+	p->restored = 0; /* what this region knows now replaces what it read back */
+	if (p->epoch == p->saved_epoch && part == p->saved_part)
+		return;
+	char rec[PART_RECORD_BYTES];
+	be64_write(rec, p->epoch);
+	rec[8] = (char)part;
+	uint64_t seq;
+	if (state_store_shard_meta_write(r->store, shard, rec, sizeof rec, &seq) == 0) {
+		p->saved_epoch = p->epoch;
+		p->saved_part = (uint8_t)part;
+	}
+}
 
 static struct slot_replicas *repl_of(struct region *r, uint32_t shard)
 {
@@ -134,6 +170,7 @@ static void on_set(struct region *r, const struct replica_msg *m)
 		stop_filling(p);
 		set_home(p, &r->pid);
 		region_replica_home_take(r, m->shard, m->epoch, mem.ptrs, mem.complete, mem.n);
+		save_part(r, m->shard);
 		if (p->claim_waiting) {
 			p->claim_waiting = false;
 			owe(r, m->shard, SLOT_OWES_REPLICA_CLAIMED);
@@ -151,6 +188,7 @@ static void on_set(struct region *r, const struct replica_msg *m)
 		p->complete = false;
 		stop_filling(p);
 	}
+	save_part(r, m->shard);
 }
 
 /* ---- a replica's side ---- */
@@ -248,6 +286,7 @@ static bool accept_writes(struct region *r, uint32_t shard, uint64_t epoch, cons
 		p->role = SLOT_REPLICA_COPY;
 		p->complete = false;
 		set_home(p, from);
+		save_part(r, shard);
 		return true;
 	}
 	if (term_pid_equal(&p->home, from))
@@ -349,6 +388,7 @@ static void on_fill(struct region *r, const struct replica_msg *m)
 		p->filling = rc == 0;
 		p->next_chunk = 1;
 		p->complete = false;
+		save_part(r, m->shard); /* before any of the fill's records */
 	} else if (!p->filling || m->seq != p->next_chunk) {
 		rc = -EPROTO; /* a chunk out of its fill's order */
 	} else {
@@ -420,12 +460,15 @@ void region_replica_send_report(struct region *r)
 		const struct slot_replicas *p = r->slots[s].repl;
 		if (p == NULL || p->epoch == 0)
 			continue;
-		if (p->role == SLOT_REPLICA_HOME && region_slot_hosted(&r->slots[s].st))
+		if (p->restored != 0)
+			roles[count] = (enum replica_role_held[]){REPLICA_HELD_NONE, REPLICA_HELD_HOME, REPLICA_HELD_COMPLETE,
+								   REPLICA_HELD_FILLING}[p->restored - 1];
+		else if (p->role == SLOT_REPLICA_HOME)
 			roles[count] = REPLICA_HELD_HOME;
 		else if (p->role == SLOT_REPLICA_COPY)
 			roles[count] = p->complete && !p->filling ? REPLICA_HELD_COMPLETE : REPLICA_HELD_FILLING;
 		else
-			continue;
+			roles[count] = REPLICA_HELD_NONE;
 		shards[count] = s;
 		epochs[count] = p->epoch;
 		count++;
@@ -440,6 +483,27 @@ void region_replica_send_report(struct region *r)
 	free(shards);
 	free(epochs);
 	free(roles);
+}
+
+static int restore_one(void *arg, uint32_t shard, const void *meta, size_t len)
+{
+	struct region *r = arg;
+	if (shard >= r->cfg.number_of_shards || len != PART_RECORD_BYTES || ((const unsigned char *)meta)[8] > PART_FILLING)
+		return 0; /* not this configuration's, or damaged: as if never heard of */
+	struct slot_replicas *p = repl_of(r, shard);
+	if (p == NULL)
+		return -ENOMEM;
+	p->epoch = p->saved_epoch = be64_read(meta);
+	p->saved_part = ((const unsigned char *)meta)[8];
+	p->restored = (uint8_t)(p->saved_part + 1);
+	return 0;
+}
+
+int region_replica_restore(struct region *r)
+{
+	if (!region_replicated(r))
+		return 0;
+	return state_store_shard_meta_read(r->store, restore_one, r);
 }
 
 void region_replica_free(struct region *r)

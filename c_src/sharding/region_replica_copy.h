@@ -34,6 +34,12 @@ void region_replica_copy_on_committed(struct region *r, int status);
  * rebuilds the sets). */
 void region_replica_send_report(struct region *r);
 
+/* At the region's start, after its store is open: each shard's part in
+ * its last set as the store kept it (written with every change of it), for
+ * the replicas_held report until the region hears a set of the shard
+ * again. Returns 0 or the store's error. */
+int region_replica_restore(struct region *r);
+
 /* Frees every slot's set and the acknowledgements owed. */
 void region_replica_free(struct region *r);
 

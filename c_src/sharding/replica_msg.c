@@ -161,6 +161,8 @@ int replica_msg_each_held(const struct replica_msg *m, replica_held_fn fn, void 
 			role = REPLICA_HELD_COMPLETE;
 		else if (term_is_atom(t, i, "filling"))
 			role = REPLICA_HELD_FILLING;
+		else if (term_is_atom(t, i, "none"))
+			role = REPLICA_HELD_NONE;
 		else
 			return -EPROTO;
 		term_skip(t, &i);
@@ -350,7 +352,7 @@ int replica_msg_encode_filled(ei_x_buff *x, uint32_t shard, const erlang_pid *re
 int replica_msg_encode_held(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, const uint64_t *epochs,
 			    const enum replica_role_held *roles, size_t n)
 {
-	static const char *const role_names[] = {"home", "complete", "filling"};
+	static const char *const role_names[] = {"home", "complete", "filling", "none"};
 	if (begin(x, 4, RMSG_HELD) || ei_x_encode_pid(x, region) < 0)
 		return -ENOMEM;
 	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)

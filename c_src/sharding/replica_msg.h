@@ -24,8 +24,9 @@
  *       replica -> a home of an older epoch than its own: not applied
  *   {'$shardnode', replica_filled, Shard, ReplicaPid}
  *       home -> coordinator: the replica holds every record now
- *   {'$shardnode', replicas_held, RegionPid, [{Shard, Epoch, home | complete | filling}]}
- *       region -> coordinator, after registering: the copies it keeps
+ *   {'$shardnode', replicas_held, RegionPid, [{Shard, Epoch, home | complete | filling | none}]}
+ *       region -> coordinator, after registering: the copies it keeps,
+ *       and the newest epoch it heard of each shard it keeps none of
  *
  * States travel as terms without their version byte; ids as the
  * canonical id term.
@@ -76,7 +77,7 @@ int replica_msg_each_member(const struct replica_msg *m, replica_member_fn fn, v
 typedef int (*replica_write_fn)(void *arg, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id,
 				size_t id_len, const char *state, size_t state_len);
 int replica_msg_each_write(const struct replica_msg *m, replica_write_fn fn, void *arg);
-enum replica_role_held { REPLICA_HELD_HOME, REPLICA_HELD_COMPLETE, REPLICA_HELD_FILLING };
+enum replica_role_held { REPLICA_HELD_HOME, REPLICA_HELD_COMPLETE, REPLICA_HELD_FILLING, REPLICA_HELD_NONE };
 typedef int (*replica_held_fn)(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role);
 int replica_msg_each_held(const struct replica_msg *m, replica_held_fn fn, void *arg);
 

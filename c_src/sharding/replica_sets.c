@@ -152,6 +152,7 @@ int replica_sets_region_lost(struct replica_set *sets, uint32_t nshards, int32_t
 				while (s->nreplicas > 0)
 					remove_replica(s, 0);
 				s->waiting = true;
+				s->wait_epoch = s->epoch; /* its home's copy, when it comes back */
 				s->epoch = ++*next_epoch;
 				out[(*nout)++] = (struct replica_change){sh, REPLICA_LOSS_WAITING, s->home, s->epoch};
 				continue;
@@ -201,7 +202,7 @@ static void rebuild_one(struct replica_set *s, uint32_t shard, const struct repl
 		const struct replica_report *next = NULL;
 		for (size_t k = 0; k < n; k++) {
 			const struct replica_report *r = &reports[k];
-			if (r->shard == shard && r->epoch == top && r->region > last &&
+			if (r->shard == shard && r->epoch == top && r->region > last && !r->none &&
 			    (next == NULL || r->region < next->region))
 				next = r;
 		}
@@ -228,6 +229,18 @@ static void rebuild_one(struct replica_set *s, uint32_t shard, const struct repl
 	while (s->nreplicas > 0)
 		remove_replica(s, 0);
 	s->waiting = true;
+	s->wait_epoch = top;
+}
+
+bool replica_sets_copy_returned(struct replica_set *s, int32_t region, const struct replica_report *report,
+				uint64_t *next_epoch)
+{
+	if (!s->waiting || report->none || !(report->home || report->complete) || report->epoch < s->wait_epoch)
+		return false;
+	replica_set_init(s);
+	s->home = region;
+	s->epoch = ++*next_epoch;
+	return true;
 }
 
 size_t replica_sets_rebuild(struct replica_set *sets, uint32_t nshards, const struct replica_report *reports,

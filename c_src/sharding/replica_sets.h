@@ -43,6 +43,9 @@ struct replica_set {
 	 * served by nobody and started empty by nobody until a member of its
 	 * last set (`home`, kept) returns. */
 	bool waiting;
+	/* Waiting: a copy reported from this epoch on holds every
+	 * acknowledged record (replica_sets_copy_returned). */
+	uint64_t wait_epoch;
 	uint64_t epoch; /* 0: never set */
 };
 
@@ -114,20 +117,31 @@ struct replica_report {
 	int32_t region;
 	bool home;
 	bool complete; /* always true of a home */
+	/* The region keeps no copy: the newest set it heard of (`epoch`)
+	 * does not name it. It tells how new the shard's last set is. */
+	bool none;
 	uint64_t epoch;
 };
 
 /* A new coordinator's sets from the reports (any order; a shard below
  * nshards, a region >= 0): for each shard, the reports of the highest
  * epoch make its set — their home, and their replicas (at most
- * REPLICA_SETS_MAX, lowest regions first) — and reports of older epochs
- * are left out (their copies may miss writes). Without a home at that
- * epoch, its complete replica in the lowest region is promoted under a new
- * epoch; without one, the shard waits (never started empty). A shard no
- * region reported is left as it was. *next_epoch ends above every epoch
- * reported and given. Returns how many shards were rebuilt. */
+ * REPLICA_SETS_MAX, lowest regions first; `none` reports count for the
+ * epoch only) — and reports of older epochs are left out (their copies
+ * may miss writes). Without a home at that epoch, its complete replica in
+ * the lowest region is promoted under a new epoch; without one, the shard
+ * waits (never started empty) for a copy of that epoch. A shard no region
+ * reported is left as it was. *next_epoch ends above every epoch reported
+ * and given. Returns how many shards were rebuilt. */
 size_t replica_sets_rebuild(struct replica_set *sets, uint32_t nshards, const struct replica_report *reports,
 			    size_t nreports, uint64_t *next_epoch);
+
+/* A region that registered after the sets were built reports a copy of a
+ * shard: if the shard waits and the copy is its home's or a complete
+ * replica's of epoch s->wait_epoch or newer, that region becomes its home
+ * under a new epoch (++*next_epoch) and true is returned. */
+bool replica_sets_copy_returned(struct replica_set *s, int32_t region, const struct replica_report *report,
+				uint64_t *next_epoch);
 
 /* The coordinator removed region `gone` from its list, and the regions
  * after it moved down one index: the sets follow. `gone` itself must be in

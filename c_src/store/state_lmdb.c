@@ -43,6 +43,7 @@ struct state_lmdb_type {
 	uint32_t index;
 	uint32_t gen; /* bumped at each open: answers to a closed one are dropped */
 	MDB_dbi dbi;
+	MDB_dbi meta_dbi; /* the type's shards' own records (state_lmdb_shard_meta_write) */
 	state_store_written_fn written;
 	state_store_loaded_fn loaded;
 	state_store_scanned_fn scanned;
@@ -475,7 +476,18 @@ struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *t
 			*err = state_lmdb_errno(rc);
 			return NULL;
 		}
+		/* No type name has a ':' (config_valid_type_name). */
+		char meta_name[TYPE_NAME_BUF + 32];
+		snprintf(meta_name, sizeof meta_name, "shards:%s", type);
+		MDB_dbi meta_dbi;
+		rc = open_dbi(s, meta_name, &meta_dbi);
+		if (rc != 0) {
+			log_error(s->log, "state store: cannot open the shard records of %s: %s", type, mdb_strerror(rc));
+			*err = state_lmdb_errno(rc);
+			return NULL;
+		}
 		t->dbi = dbi;
+		t->meta_dbi = meta_dbi;
 		memcpy(t->name, type, name_len + 1);
 	}
 	t->in_use = true;
@@ -535,6 +547,43 @@ void state_lmdb_cancel_queued(struct state_lmdb_type *t)
 		if (w->dbi == t->dbi)
 			w->kind = WRITE_CANCELLED;
 	pthread_mutex_unlock(&s->mu);
+}
+
+int state_lmdb_shard_meta_write(struct state_lmdb_type *t, uint32_t shard, const void *meta, size_t len,
+				uint64_t *seq)
+{
+	struct write_op *w = state_lmdb_record_shard_meta(t->meta_dbi, shard, meta, len);
+	if (w == NULL)
+		return -ENOMEM;
+	queue_write(t->s, w, seq);
+	return 0;
+}
+
+int state_lmdb_shard_meta_read(struct state_lmdb_type *t, state_store_meta_fn fn, void *arg)
+{
+	/* At the type's start, before its region runs: one short read of a
+	 * database of at most a record per shard. */
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(t->s->env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return state_lmdb_errno(rc);
+	MDB_cursor *cur;
+	rc = mdb_cursor_open(txn, t->meta_dbi, &cur);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return state_lmdb_errno(rc);
+	}
+	MDB_val key, val;
+	int status = 0;
+	for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0 && status == 0;
+	     rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT))
+		if (key.mv_size == 4)
+			status = fn(arg, be32_read(key.mv_data), val.mv_data, val.mv_size);
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	if (status != 0)
+		return status;
+	return rc == MDB_NOTFOUND ? 0 : state_lmdb_errno(rc);
 }
 
 int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t *seq)
@@ -637,6 +686,17 @@ static int op_scan(struct state_store_type *t, uint32_t shard, const char *after
 	return state_lmdb_scan(lmdb_type(t), shard, after_key, after_len, max_bytes, token);
 }
 
+static int op_shard_meta_write(struct state_store_type *t, uint32_t shard, const void *meta, size_t len,
+			       uint64_t *seq)
+{
+	return state_lmdb_shard_meta_write(lmdb_type(t), shard, meta, len, seq);
+}
+
+static int op_shard_meta_read(struct state_store_type *t, state_store_meta_fn fn, void *arg)
+{
+	return state_lmdb_shard_meta_read(lmdb_type(t), fn, arg);
+}
+
 static void op_cancel_queued(struct state_store_type *t)
 {
 	state_lmdb_cancel_queued(lmdb_type(t));
@@ -657,6 +717,8 @@ static const struct state_store_ops lmdb_ops = {
 	.scan = op_scan,
 	.cancel_queued = op_cancel_queued,
 	.last_queued = op_last_queued,
+	.shard_meta_write = op_shard_meta_write,
+	.shard_meta_read = op_shard_meta_read,
 };
 
 struct state_store *state_lmdb_store(struct state_lmdb *s)

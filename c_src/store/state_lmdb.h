@@ -104,6 +104,18 @@ int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t 
 int state_lmdb_scan(struct state_lmdb_type *t, uint32_t shard, const char *after_key, size_t after_len,
 		    size_t max_bytes, uint64_t token);
 
+/* Queues `meta` (len bytes, copied) as shard `shard`'s own record of the
+ * type, in a database of its own (`shards:<type>`), ordered with the
+ * type's writes (*seq). For what a region keeps per shard across restarts
+ * (replicated state). Returns 0 or -ENOMEM. */
+int state_lmdb_shard_meta_write(struct state_lmdb_type *t, uint32_t shard, const void *meta, size_t len,
+				uint64_t *seq);
+
+/* Reads every shard record of the type committed so far, calling fn for
+ * each, in shard order, on the caller's thread (one short read
+ * transaction: for a type's start). Returns 0, fn's error, or -errno. */
+int state_lmdb_shard_meta_read(struct state_lmdb_type *t, state_store_meta_fn fn, void *arg);
+
 /* The sequence number of the last write queued (0: none yet). */
 uint64_t state_lmdb_last_queued(const struct state_lmdb *s);
 

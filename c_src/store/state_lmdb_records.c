@@ -316,6 +316,18 @@ static struct write_op *new_write(MDB_dbi dbi, enum write_kind kind, size_t key_
 	return w;
 }
 
+struct write_op *state_lmdb_record_shard_meta(MDB_dbi dbi, uint32_t shard, const void *meta, size_t len)
+{
+	struct write_op *w = new_write(dbi, WRITE_PUT, 4, len);
+	if (w == NULL)
+		return NULL;
+	w->key_len = 4;
+	be32_write(w->data, shard);
+	if (len > 0)
+		memcpy(w->data + 4, meta, len);
+	return w;
+}
+
 struct write_op *state_lmdb_record_put(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len,
 				       const char *state, size_t state_len)
 {

@@ -61,6 +61,9 @@ struct write_op *state_lmdb_record_put(MDB_dbi dbi, uint32_t shard, const char *
 				       const char *state, size_t state_len);
 struct write_op *state_lmdb_record_delete(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len);
 struct write_op *state_lmdb_record_delete_shard(MDB_dbi dbi, uint32_t shard);
+/* A shard's own record in a database of them (state_lmdb_shard_meta_write):
+ * the key is the shard (4 bytes, big-endian), the value `meta`. */
+struct write_op *state_lmdb_record_shard_meta(MDB_dbi dbi, uint32_t shard, const void *meta, size_t len);
 struct load_op *state_lmdb_record_load(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len);
 /* after_len at most STATE_LMDB_KEY_MAX. */
 struct load_op *state_lmdb_record_scan(MDB_dbi dbi, uint32_t shard, const char *after_key, size_t after_len,

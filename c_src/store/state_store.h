@@ -29,6 +29,7 @@
 #ifndef SN_STATE_STORE_H
 #define SN_STATE_STORE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +67,10 @@ typedef void (*state_store_claimed_fn)(void *arg, uint32_t shard);
  * commit). Called once per claim lost. */
 typedef void (*state_store_fenced_fn)(void *arg, uint32_t shard);
 
+/* One shard's own record (state_store_shard_meta_read): valid during the
+ * call. Returns 0 to go on or a negative errno, which ends the read. */
+typedef int (*state_store_meta_fn)(void *arg, uint32_t shard, const void *meta, size_t len);
+
 /* The most bytes a scan's cursor key has. */
 #define STATE_STORE_KEY_MAX 511
 
@@ -95,6 +100,10 @@ struct state_store_ops {
 	void (*cancel_queued)(struct state_store_type *t);
 	uint64_t (*last_queued)(const struct state_store *s);
 	int (*claim)(struct state_store_type *t, uint32_t shard); /* NULL: nothing to claim */
+	/* NULL (a shared store): no shard records */
+	int (*shard_meta_write)(struct state_store_type *t, uint32_t shard, const void *meta, size_t len,
+				uint64_t *seq);
+	int (*shard_meta_read)(struct state_store_type *t, state_store_meta_fn fn, void *arg);
 };
 
 /* What the metrics endpoint shows of a store (docs/metrics.md), kept by
@@ -240,6 +249,28 @@ static inline int state_store_claim(struct state_store_type *t, uint32_t shard)
 	if (t->store->ops->claim == NULL)
 		return 1;
 	return t->store->ops->claim(t, shard);
+}
+
+/* A store of this node's own keeps a small record per shard of a type
+ * for the region (replicated state: the epoch and its part in the shard's
+ * last set), written in order with the type's writes, so it survives a
+ * crash exactly as far as they do. Queues `meta` (copied) as the shard's
+ * record (*seq). Returns 0, -ENOMEM, or -ENOTSUP (a store without them). */
+static inline int state_store_shard_meta_write(struct state_store_type *t, uint32_t shard, const void *meta,
+					       size_t len, uint64_t *seq)
+{
+	if (t->store->ops->shard_meta_write == NULL)
+		return -ENOTSUP;
+	return t->store->ops->shard_meta_write(t, shard, meta, len, seq);
+}
+
+/* Every shard record committed, to fn, on the caller's thread (a type's
+ * start). Returns 0 (none too), fn's error, -errno, or -ENOTSUP. */
+static inline int state_store_shard_meta_read(struct state_store_type *t, state_store_meta_fn fn, void *arg)
+{
+	if (t->store->ops->shard_meta_read == NULL)
+		return -ENOTSUP;
+	return t->store->ops->shard_meta_read(t, fn, arg);
 }
 
 /* The number of the last write queued (0: none yet). */

@@ -460,3 +460,65 @@ Test(replica_sets, rebuilt_the_same_whatever_the_order_of_the_reports)
 		}
 	}
 }
+
+#define NONE_REPORT(sh, reg, ep) \
+	((struct replica_report){.shard = (sh), .region = (reg), .none = true, .epoch = (ep)})
+
+Test(replica_sets, a_region_with_no_copy_tells_how_new_the_last_set_is)
+{
+	struct world w;
+	init(&w, 1, 3);
+	w.epoch = 0;
+	/* Region 2 heard of a set of epoch 9 that does not name it: the
+	 * complete copy of epoch 7 may miss that set's writes. */
+	const struct replica_report r[] = {
+		REPORT(0, 1, false, true, 7),
+		NONE_REPORT(0, 2, 9),
+	};
+	cr_assert_eq(replica_sets_rebuild(w.sets, w.nshards, r, SN_ARRAY_LEN(r), &w.epoch), 1);
+	const struct replica_set *s = &w.sets[0];
+	cr_assert(s->waiting);
+	cr_assert_eq(s->wait_epoch, 9);
+	cr_assert_eq(s->nreplicas, 0, "a region without a copy is no replica");
+	cr_assert_eq(w.epoch, 9);
+}
+
+Test(replica_sets, a_waiting_shard_takes_a_copy_of_its_last_set_back)
+{
+	struct world w;
+	init(&w, 1, 3);
+	w.epoch = 0;
+	const struct replica_report r[] = {NONE_REPORT(0, 0, 9)};
+	replica_sets_rebuild(w.sets, w.nshards, r, SN_ARRAY_LEN(r), &w.epoch);
+	struct replica_set *s = &w.sets[0];
+	cr_assert(s->waiting);
+	const struct replica_report older = REPORT(0, 1, false, true, 8);
+	const struct replica_report filling = REPORT(0, 1, false, false, 9);
+	const struct replica_report none = NONE_REPORT(0, 1, 12);
+	cr_assert_not(replica_sets_copy_returned(s, 1, &older, &w.epoch), "an older copy may miss writes");
+	cr_assert_not(replica_sets_copy_returned(s, 1, &filling, &w.epoch), "a copy being filled holds too little");
+	cr_assert_not(replica_sets_copy_returned(s, 1, &none, &w.epoch));
+	cr_assert(s->waiting);
+	const struct replica_report back = REPORT(0, 2, true, true, 9);
+	cr_assert(replica_sets_copy_returned(s, 2, &back, &w.epoch));
+	cr_assert_not(s->waiting);
+	cr_assert_eq(s->home, 2);
+	cr_assert_eq(s->epoch, 10, "under a new epoch");
+	cr_assert_not(replica_sets_copy_returned(s, 1, &back, &w.epoch), "only a waiting shard");
+}
+
+Test(replica_sets, a_lost_home_is_waited_for_at_its_own_epoch)
+{
+	struct world w;
+	init(&w, 1, 3);
+	w.sets[0].home = 0;
+	w.sets[0].epoch = w.epoch = 5;
+	lose(&w, 0);
+	struct replica_set *s = &w.sets[0];
+	cr_assert(s->waiting);
+	cr_assert_eq(s->wait_epoch, 5, "the copy its home had");
+	cr_assert_gt(s->epoch, 5);
+	const struct replica_report home_back = REPORT(0, 0, true, true, 5);
+	cr_assert(replica_sets_copy_returned(s, 0, &home_back, &w.epoch));
+	cr_assert_eq(s->home, 0);
+}
