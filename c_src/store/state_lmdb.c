@@ -419,29 +419,6 @@ void state_lmdb_free(struct state_lmdb *s)
  * the type is first stored (the writer thread's commits wait meanwhile,
  * not the other way round: the environment's write lock is free then but
  * for one of the writer's batches, which is short). */
-static int open_dbi(struct state_lmdb *s, const char *name, MDB_dbi *dbi)
-{
-	MDB_txn *txn;
-	int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
-	if (rc != 0)
-		return rc;
-	rc = mdb_dbi_open(txn, name, 0, dbi);
-	if (rc == 0)
-		return mdb_txn_commit(txn); /* keeps the handle for every transaction */
-	mdb_txn_abort(txn);
-	if (rc != MDB_NOTFOUND)
-		return rc;
-	rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-	if (rc != 0)
-		return rc;
-	rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi);
-	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return rc;
-	}
-	return mdb_txn_commit(txn);
-}
-
 struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *type, state_store_written_fn written,
 					     state_store_loaded_fn loaded, state_store_scanned_fn scanned, void *arg,
 					     int *err)
@@ -470,7 +447,7 @@ struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *t
 	struct state_lmdb_type *t = free_slot;
 	if (strcmp(t->name, type) != 0) {
 		MDB_dbi dbi;
-		int rc = open_dbi(s, type, &dbi);
+		int rc = state_lmdb_open_dbi(s->env, type, &dbi);
 		if (rc != 0) {
 			log_error(s->log, "state store: cannot open the database of %s: %s", type, mdb_strerror(rc));
 			*err = state_lmdb_errno(rc);
@@ -480,7 +457,7 @@ struct state_lmdb_type *state_lmdb_type_open(struct state_lmdb *s, const char *t
 		char meta_name[TYPE_NAME_BUF + 32];
 		snprintf(meta_name, sizeof meta_name, "shards:%s", type);
 		MDB_dbi meta_dbi;
-		rc = open_dbi(s, meta_name, &meta_dbi);
+		rc = state_lmdb_open_dbi(s->env, meta_name, &meta_dbi);
 		if (rc != 0) {
 			log_error(s->log, "state store: cannot open the shard records of %s: %s", type, mdb_strerror(rc));
 			*err = state_lmdb_errno(rc);
@@ -561,29 +538,7 @@ int state_lmdb_shard_meta_write(struct state_lmdb_type *t, uint32_t shard, const
 
 int state_lmdb_shard_meta_read(struct state_lmdb_type *t, state_store_meta_fn fn, void *arg)
 {
-	/* At the type's start, before its region runs: one short read of a
-	 * database of at most a record per shard. */
-	MDB_txn *txn;
-	int rc = mdb_txn_begin(t->s->env, NULL, MDB_RDONLY, &txn);
-	if (rc != 0)
-		return state_lmdb_errno(rc);
-	MDB_cursor *cur;
-	rc = mdb_cursor_open(txn, t->meta_dbi, &cur);
-	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return state_lmdb_errno(rc);
-	}
-	MDB_val key, val;
-	int status = 0;
-	for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0 && status == 0;
-	     rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT))
-		if (key.mv_size == 4)
-			status = fn(arg, be32_read(key.mv_data), val.mv_data, val.mv_size);
-	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
-	if (status != 0)
-		return status;
-	return rc == MDB_NOTFOUND ? 0 : state_lmdb_errno(rc);
+	return state_lmdb_read_shard_meta(t->s->env, t->meta_dbi, fn, arg);
 }
 
 int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t *seq)

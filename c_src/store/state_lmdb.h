@@ -10,7 +10,9 @@
  * LMDB keys are short (511 bytes): an id too long for one is keyed by the
  * shard, a zero byte (no canonical id starts with one) and the SHA-256 of
  * the id instead, and its value is the term {Id, State}, so that the id
- * can be read back (a shard's scan).
+ * can be read back (a shard's scan). A second database per type,
+ * `shards:<type>`, holds a small record per shard for the region
+ * (state_lmdb_shard_meta_write), keyed by the shard.
  *
  * It is a state_store (state_store.h): the callbacks' contracts are there.
  *

@@ -401,3 +401,53 @@ struct load_op *state_lmdb_record_scan(MDB_dbi dbi, uint32_t shard, const char *
 		memcpy(l->data, after_key, after_len);
 	return l;
 }
+
+int state_lmdb_open_dbi(MDB_env *env, const char *name, MDB_dbi *dbi)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return rc;
+	rc = mdb_dbi_open(txn, name, 0, dbi);
+	if (rc == 0)
+		return mdb_txn_commit(txn); /* keeps the handle for every transaction */
+	mdb_txn_abort(txn);
+	if (rc != MDB_NOTFOUND)
+		return rc;
+	rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (rc != 0)
+		return rc;
+	rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	return mdb_txn_commit(txn);
+}
+
+int state_lmdb_read_shard_meta(MDB_env *env, MDB_dbi dbi, state_store_meta_fn fn, void *arg)
+{
+	/* At a type's start, before its region runs: one short read of a
+	 * database of at most a record per shard. */
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return state_lmdb_errno(rc);
+	MDB_cursor *cur;
+	rc = mdb_cursor_open(txn, dbi, &cur);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return state_lmdb_errno(rc);
+	}
+	MDB_val key, val;
+	int status = 0;
+	for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0 && status == 0;
+	     rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT))
+		if (key.mv_size == 4)
+			status = fn(arg, be32_read(key.mv_data), val.mv_data, val.mv_size);
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	if (status != 0)
+		return status;
+	return rc == MDB_NOTFOUND ? 0 : state_lmdb_errno(rc);
+}

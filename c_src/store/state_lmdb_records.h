@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/state_store.h"
+
 /* WRITE_CANCELLED: taken by the writer and skipped (state_lmdb_cancel_queued). */
 enum write_kind { WRITE_PUT, WRITE_DELETE, WRITE_DELETE_SHARD, WRITE_CANCELLED };
 
@@ -68,6 +70,16 @@ struct load_op *state_lmdb_record_load(MDB_dbi dbi, uint32_t shard, const char *
 /* after_len at most STATE_LMDB_KEY_MAX. */
 struct load_op *state_lmdb_record_scan(MDB_dbi dbi, uint32_t shard, const char *after_key, size_t after_len,
 				       size_t max_bytes);
+
+/* Opens the named database `name` of the environment, creating it if it
+ * is missing (a write transaction then). Returns 0 or LMDB's code. At a
+ * type's open. */
+int state_lmdb_open_dbi(MDB_env *env, const char *name, MDB_dbi *dbi);
+
+/* Reads every shard record of `dbi` (state_lmdb_record_shard_meta's),
+ * calling fn for each in shard order, in one read transaction on the
+ * caller's thread. Returns 0, fn's error, or -errno. */
+int state_lmdb_read_shard_meta(MDB_env *env, MDB_dbi dbi, state_store_meta_fn fn, void *arg);
 
 /* Writes the batch (a list) in one transaction and commits it, the fsync
  * with it. Returns 0 or LMDB's code (then none of it is written). The
