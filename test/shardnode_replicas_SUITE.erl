@@ -153,6 +153,17 @@ a_whole_cluster_killed_restarts_in_another_order(Config) ->
     await(fun() -> replicas_missing(OA) =:= 0 end, 30000),
     [ok = shardnode:kill_node(X) || X <- [A, B, C]],
     {[C], _} = shardnode_ct:start_nodes(Config, [OC#{join => []}]),
+    %% C alone: its shards answer; the others wait, and what waits for
+    %% them is answered {error, store_unavailable} after store_timeout_ms.
+    Self = self(),
+    [spawn_link(fun() -> Self ! {alone, I, catch call(C, I, get)} end) || I <- Ids],
+    Alone = [receive {alone, I, R} -> {I, R} end || I <- Ids],
+    Odd = [{I, R} || {I, R} <- Alone, R =/= expected(I), R =/= {error, store_unavailable}],
+    ?assertEqual([], Odd),
+    Waiting = [I || {I, {error, store_unavailable}} <- Alone],
+    ct:log("C alone: ~b counters answered, ~b waited", [length(Ids) - length(Waiting), length(Waiting)]),
+    ?assert(Waiting =/= [] andalso length(Waiting) < length(Ids)),
+    ?assert(shards_waiting(OC) > 0),
     {[B], _} = shardnode_ct:start_nodes(Config, [OB#{join => [C]}]),
     {[A], _} = shardnode_ct:start_nodes(Config, [OA#{join => [C]}]),
     await_members([A, B, C], [C, B, A]),
@@ -165,6 +176,10 @@ a_whole_cluster_killed_restarts_in_another_order(Config) ->
 %% Helpers
 
 expected(I) -> 1 + I rem 7.
+
+shards_waiting(#{config := #{metrics_port := Port}}) ->
+    {ok, Page} = shardnode_ct:metrics_page(Port),
+    shardnode_ct:metric_value(Page, <<"shardnode_shards_waiting{type=\"counter\"}">>).
 
 with_metrics(#{config := Config} = Opts) ->
     Opts#{config => Config#{metrics_port => shardnode_ct:free_port()}}.

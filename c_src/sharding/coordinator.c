@@ -435,8 +435,12 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 	}
 	if (c->home[shard] < 0 && (!coord_all_reported(c) || !replicas_ready(c)))
 		return; /* allocating now could give away a shard a region still hosts */
-	if (c->home[shard] < 0 && coordinator_replicas_waiting(&c->replicas, shard))
-		return; /* never started empty: it waits for a member of its last set */
+	if (c->home[shard] < 0 && coordinator_replicas_waiting(&c->replicas, shard)) {
+		/* Never started empty: it waits for a member of its last set,
+		 * and the region answers what waits for it meanwhile. */
+		coord_send_shard_msg(c, requester, SMSG_SHARD_WAITS, shard, &c->proc->pid);
+		return;
+	}
 	if (c->home[shard] < 0 && coordinator_members_count(&c->members, CM_OWNERS) < c->cfg.min_nr_of_members)
 		return; /* min_nr_of_members: the region asks again */
 	int32_t h = c->home[shard];

@@ -101,7 +101,7 @@ void region_refuse_entity(struct region *r, struct shard_slot *slot, const char 
 	slot->tail = last;
 }
 
-void region_refuse_buffered(struct region *r, struct shard_slot *slot)
+void region_refuse_buffered(struct region *r, struct shard_slot *slot, const char *error)
 {
 	while (slot->head) {
 		struct pending *p = slot->head;
@@ -110,7 +110,7 @@ void region_refuse_buffered(struct region *r, struct shard_slot *slot)
 		region_envelope_of(p, &e);
 		/* A call learns why it will get no entity reply. */
 		if (e.is_call)
-			region_answer_error(r, &e, "shutting_down");
+			region_answer_error(r, &e, error);
 		free(p);
 	}
 	slot->tail = NULL;

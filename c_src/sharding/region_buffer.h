@@ -32,8 +32,8 @@ bool region_buffer_append(struct region *r, struct shard_slot *slot, const struc
 void region_refuse_entity(struct region *r, struct shard_slot *slot, const char *id, size_t id_len,
 			  const char *error);
 
-/* Empties the slot's buffer for good: each waiting call is answered
- * {error, shutting_down}, tells are dropped. */
-void region_refuse_buffered(struct region *r, struct shard_slot *slot);
+/* Empties the slot's buffer: each waiting call is answered {error,
+ * `error`} (shutting_down: the region stops), tells are dropped. */
+void region_refuse_buffered(struct region *r, struct shard_slot *slot, const char *error);
 
 #endif

@@ -16,6 +16,7 @@
 #include "sharding/region_internal.h"
 #include "sharding/region_coordinator.h"
 #include "sharding/region_deliver.h"
+#include "sharding/region_buffer.h"
 #include "sharding/region_handoff_state.h"
 #include "sharding/region_remember.h"
 #include "sharding/region_remote.h"
@@ -287,7 +288,23 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	}
 	if (!here)
 		slot->home_region = *home;
+	slot->waits_since = 0;
 	step(r, shard, event(r, here ? SLOT_HOME_HERE : SLOT_HOME_THERE));
+}
+
+/* No member of the shard's last replica set with a copy is in the
+ * cluster: it is not started empty, and what waits for it is answered
+ * {error, store_unavailable} once it has waited store_timeout_ms
+ * (region_coordinator_tick). The region keeps asking. */
+static void on_shard_waits(struct region *r, uint32_t shard)
+{
+	struct shard_slot *slot = &r->slots[shard];
+	if (region_slot_hosted(&slot->st) || slot->waits_since != 0)
+		return;
+	slot->waits_since = evloop_now_ms(r->cfg.loop);
+	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u waits for a member of its last replica set to "
+		     "come back: its messages are answered {error, store_unavailable} after store_timeout_ms",
+		     r->cfg.name, shard);
 }
 
 static void send_shard_msg(struct region *r, const erlang_pid *to, enum shard_msg_kind kind, uint32_t shard)
@@ -358,7 +375,7 @@ static bool from_coordinator(const struct region *r, const erlang_pid *from)
 void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, const erlang_pid *from)
 {
 	bool coordinator_order = sm->kind == SMSG_SHARD_HOME || sm->kind == SMSG_BEGIN_HANDOFF ||
-				 sm->kind == SMSG_HANDOFF;
+				 sm->kind == SMSG_HANDOFF || sm->kind == SMSG_SHARD_WAITS;
 	if (coordinator_order && !from_coordinator(r, from)) {
 		log_debug(r->cfg.log, "region %s: order from a coordinator we are not registered with ignored",
 			  r->cfg.name);
@@ -373,6 +390,9 @@ void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, con
 		break;
 	case SMSG_SHARD_HOME:
 		on_shard_home(r, sm->shard, &sm->pid);
+		break;
+	case SMSG_SHARD_WAITS:
+		on_shard_waits(r, sm->shard);
 		break;
 	case SMSG_BEGIN_HANDOFF:
 		on_begin_handoff(r, sm->shard, &sm->pid);
@@ -404,4 +424,13 @@ void region_coordinator_tick(struct region *r)
 	 * ended (region_slot.h). */
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		step(r, s, event(r, SLOT_TICK));
+	/* Shards that wait for a member of their last replica set: what
+	 * waited for them long enough is answered. */
+	uint64_t now = evloop_now_ms(r->cfg.loop);
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->waits_since != 0 && slot->head != NULL && !region_slot_hosted(&slot->st) &&
+		    now - slot->waits_since >= r->cfg.store_timeout_ms)
+			region_refuse_buffered(r, slot, "store_unavailable");
+	}
 }

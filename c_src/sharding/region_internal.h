@@ -230,6 +230,11 @@ struct shard_slot {
 	/* state_replicas: the shard's set as known here (owned); NULL
 	 * until one names this region. */
 	struct slot_replicas *repl;
+	/* The coordinator said the shard waits for a member of its last
+	 * replica set (shard_waits), since this time (the loop's clock, ms;
+	 * 0: it does not): what waits for it longer than store_timeout_ms is
+	 * answered {error, store_unavailable}. */
+	uint64_t waits_since;
 };
 
 struct region {

@@ -539,7 +539,7 @@ static void entity_stopped(void *arg, struct hosted_entity *he)
 	take_drained(&t, it);
 	region_buffer_push_front(r, slot, t.head, t.tail, t.n);
 	if (r->stopped)
-		region_refuse_buffered(r, slot);
+		region_refuse_buffered(r, slot, "shutting_down");
 }
 
 void region_remote_init(struct region *r)

@@ -77,7 +77,7 @@ void region_shutdown(struct region *r)
 	region_state_release_acks(r, UINT64_MAX);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
-		region_refuse_buffered(r, slot);
+		region_refuse_buffered(r, slot, "shutting_down");
 		shard_free(slot->shard);
 		slot->shard = NULL;
 		region_state_drop_incoming(slot);

@@ -27,6 +27,7 @@ static const char *const kind_names[] = {
 	[SMSG_SHARD_STATE] = "shard_state",
 	[SMSG_SHARD_STATE_ACK] = "shard_state_ack",
 	[SMSG_REGION_BACK] = "region_back",
+	[SMSG_SHARD_WAITS] = "shard_waits",
 };
 
 static bool get_pid(const char *t, size_t *i, erlang_pid *pid)
@@ -123,6 +124,7 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 	case SMSG_GET_STATS:
 	case SMSG_GET_SHARD_HOME:
 	case SMSG_SHARD_HOME:
+	case SMSG_SHARD_WAITS:
 	case SMSG_BEGIN_HANDOFF:
 	case SMSG_HANDOFF_ACK:
 	case SMSG_SHARD_STOPPED:

@@ -15,6 +15,10 @@
  *                                                    for a home: register and report
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
+ *   {'$shardnode', shard_waits, ShardId, CoordinatorPid} coordinator -> a region
+ *                                                    that asked: no member of the
+ *                                                    shard's last replica set with
+ *                                                    a copy is here; it waits
  *   {'$shardnode', region_leaving, RegionPid}        region -> coordinator: hand my
  *                                                    shards off (graceful_shutdown, or
  *                                                    the host of its type is down)
@@ -73,6 +77,7 @@ enum shard_msg_kind {
 	SMSG_SHARD_STATE,
 	SMSG_SHARD_STATE_ACK,
 	SMSG_REGION_BACK,
+	SMSG_SHARD_WAITS,
 };
 
 struct shard_msg {
