@@ -252,6 +252,18 @@ void region_replica_home_on_committed(struct region *r)
 	}
 }
 
+/* replica_filled to the coordinator: the peer holds every record. */
+static void tell_filled(struct region *r, uint32_t shard, const struct replica_peer *peer)
+{
+	ei_x_buff x;
+	if (!r->registered || ei_x_new(&x) != 0)
+		return;
+	if (replica_msg_encode_filled(&x, shard, &peer->pid) == 0)
+		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator.node, x.buff,
+				   (size_t)x.index);
+	ei_x_free(&x);
+}
+
 static void fill_acked(struct region *r, uint32_t shard, struct replica_peer *peer, uint8_t k, uint64_t chunk)
 {
 	struct replica_fill *f = peer->fill;
@@ -262,13 +274,7 @@ static void fill_acked(struct region *r, uint32_t shard, struct replica_peer *pe
 		f->reported = true;
 		log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: its replica on %s is filled",
 			     r->cfg.name, shard, peer->pid.node);
-		ei_x_buff x;
-		if (r->registered && ei_x_new(&x) == 0) {
-			if (replica_msg_encode_filled(&x, shard, &peer->pid) == 0)
-				dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator.node, x.buff,
-						   (size_t)x.index);
-			ei_x_free(&x);
-		}
+		tell_filled(r, shard, peer);
 		return;
 	}
 	pump(r, shard, k);
@@ -308,9 +314,16 @@ void region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, 
 	}
 	for (uint8_t k = 0; k < nold; k++)
 		free(old[k].fill);
-	for (uint8_t k = 0; k < p->npeers; k++)
-		if (!p->peers[k].complete && p->peers[k].fill == NULL)
+	for (uint8_t k = 0; k < p->npeers; k++) {
+		struct replica_peer *peer = &p->peers[k];
+		if (!peer->complete && peer->fill == NULL)
 			start_fill(r, shard, k);
+		else if (!peer->complete && peer->fill->reported)
+			/* Filled, but the set still counts it filling: the
+			 * coordinator that heard may be gone, and a new one
+			 * rebuilt the set from the reports. Said again. */
+			tell_filled(r, shard, peer);
+	}
 }
 
 void region_replica_home_drop(struct region *r, uint32_t shard)

@@ -114,7 +114,8 @@ Test(shard_msg, shard_messages_round_trip)
 	static const uint32_t shards[] = {0, 1, 255, 256, 65535, 65536, 999999, INT32_MAX, (uint32_t)INT32_MAX + 1,
 					  UINT32_MAX - 1, UINT32_MAX};
 	static const enum shard_msg_kind kinds[] = {SMSG_GET_SHARD_HOME, SMSG_SHARD_HOME, SMSG_BEGIN_HANDOFF,
-						    SMSG_HANDOFF_ACK, SMSG_SHARD_STOPPED, SMSG_GET_STATS};
+						    SMSG_HANDOFF_ACK, SMSG_SHARD_STOPPED, SMSG_GET_STATS,
+						    SMSG_SHARD_WAITS};
 	for (size_t k = 0; k < SN_ARRAY_LEN(kinds); k++) {
 		for (size_t s = 0; s < SN_ARRAY_LEN(shards); s++) {
 			erlang_pid pid = sn_pid(NODE, 7, (unsigned)s);
