@@ -113,7 +113,7 @@ kill_9_of_the_oldest_under_a_stream_loses_nothing(Config) ->
 %% and C learns it is down and exits; nothing it did after its downing is
 %% seen anywhere.
 a_paused_member_is_replaced_and_its_late_writes_refused(Config) ->
-    [OA, OB, OC] = [opts(Config, shardnode_ct:unique_name("repl")) || _ <- [a, b, c]],
+    [OA, OB, OC] = [with_metrics(opts(Config, shardnode_ct:unique_name("repl"))) || _ <- [a, b, c]],
     {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
     {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
     await_members([A, B, C], [A, B, C]),
@@ -121,13 +121,29 @@ a_paused_member_is_replaced_and_its_late_writes_refused(Config) ->
     Clients = [start_incrementer(lists:nth(1 + K rem 2, [A, B]), [K * 1000 + J || J <- lists:seq(1, 40)], continue)
                || K <- lists:seq(1, 4)],
     await(fun() -> lists:all(fun(Cl) -> acked(Cl) > 200 end, Clients) end),
+    %% A counter homed on C, at 5, its replica complete.
+    OnC = hosted(C),
+    [X | _] = [I || I <- lists:seq(100000, 101000), lists:member(erlang:phash2(I, ?SHARDS), OnC)],
+    [_ = call(C, X, incr) || _ <- lists:seq(1, 5)],
+    await(fun() -> replicas_missing(OA) =:= 0 end, 30000),
     {ok, OsPid} = shardnode:os_pid(C),
     "" = os:cmd("kill -STOP " ++ integer_to_list(OsPid)),
     await_members([A, B], [A, B]),
     await(fun() -> shard_count(A) + shard_count(B) =:= ?SHARDS end, 30000),
     Before = [acked(Cl) || Cl <- Clients],
     await(fun() -> lists:all(fun({Cl, N}) -> acked(Cl) > N + 50 end, lists:zip(Clients, Before)) end, 30000),
+    ?assertEqual(5, call(A, X, get)),
+    %% An increment of X waits in C's socket while C sleeps: woken, C may
+    %% still take itself for X's home, but its write is refused by the
+    %% replica that replaced it (or C, its lease gone, handles nothing):
+    %% it never acknowledges 6, and X stays at 5.
+    Self = self(),
+    spawn_link(fun() -> Self ! {late, catch gen_server:call({counter, C}, {X, incr}, 20000)} end),
     "" = os:cmd("kill -CONT " ++ integer_to_list(OsPid)),
+    Late = receive {late, R} -> R after 30000 -> ct:fail(late_call_unanswered) end,
+    ct:log("the late increment on the replaced home: ~p", [Late]),
+    ?assertNotEqual(6, Late),
+    ?assertEqual(5, call(A, X, get)),
     await(fun() -> not lists:member(C, shardnode:which_nodes()) end, 30000),
     Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_incrementer(Cl)) end, #{}, Clients),
     Lost = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(B, Id, get)], Got < V orelse Got > V + 1],
