@@ -21,7 +21,8 @@
 -export([kill_9_of_a_member_loses_no_acknowledged_value/1,
          kill_9_of_the_oldest_under_a_stream_loses_nothing/1,
          a_paused_member_is_replaced_and_its_late_writes_refused/1,
-         a_whole_cluster_killed_restarts_in_another_order/1]).
+         a_whole_cluster_killed_restarts_in_another_order/1,
+         members_leaving_and_joining_move_shards_to_their_replicas/1]).
 
 -define(SHARDS, 30).
 
@@ -31,7 +32,8 @@ all() ->
     [kill_9_of_a_member_loses_no_acknowledged_value,
      kill_9_of_the_oldest_under_a_stream_loses_nothing,
      a_paused_member_is_replaced_and_its_late_writes_refused,
-     a_whole_cluster_killed_restarts_in_another_order].
+     a_whole_cluster_killed_restarts_in_another_order,
+     members_leaving_and_joining_move_shards_to_their_replicas].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -186,6 +188,34 @@ a_whole_cluster_killed_restarts_in_another_order(Config) ->
     Wrong = [{I, V} || I <- Ids, V <- [call(C, I, get)], V =/= expected(I)],
     ?assertEqual([], Wrong),
     ?assertEqual([], [{I, V} || I <- Ids, V <- [call(A, I, incr)], V =/= expected(I) + 1]),
+    ok.
+
+%% Planned moves with replicas: a fourth member joins (shards move to it,
+%% preferably those it already keeps a copy of), then one leaves with
+%% SIGTERM (its shards go to members that keep copies: no state streamed
+%% for those). Through all of it, increments go on, and every counter ends
+%% with its value; and a kill -9 of one of the three left after that loses
+%% nothing either.
+members_leaving_and_joining_move_shards_to_their_replicas(Config) ->
+    [OA, OB, OC, OD] = [with_metrics(opts(Config, shardnode_ct:unique_name("repl"))) || _ <- [a, b, c, d]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+    await_members([A, B, C], [A, B, C]),
+    Ids = lists:seq(1, 300),
+    [[_ = call(lists:nth(1 + I rem 3, [A, B, C]), I, incr) || _ <- lists:seq(1, expected(I))] || I <- Ids],
+    Clients = [start_incrementer(A, [K * 1000 + J || J <- lists:seq(1, 30)], continue) || K <- [1, 2]],
+    {[D], _} = shardnode_ct:start_nodes(Config, [OD#{join => [A]}]),
+    await(fun() -> balanced([shard_count(X) || X <- [A, B, C, D]]) andalso replicas_missing(OA) =:= 0 end, 30000),
+    ok = shardnode:stop_node(C),
+    await(fun() -> balanced([shard_count(X) || X <- [A, B, D]]) andalso replicas_missing(OA) =:= 0 end, 30000),
+    ?assertEqual([], [{I, V} || I <- Ids, V <- [call(D, I, get)], V =/= expected(I)]),
+    ok = shardnode:kill_node(D),
+    await_members([A, B], [A, B]),
+    await(fun() -> shard_count(A) + shard_count(B) =:= ?SHARDS end, 30000),
+    Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_incrementer(Cl)) end, #{}, Clients),
+    ?assertEqual([], [{I, V} || I <- Ids, V <- [call(A, I, get)], V =/= expected(I)]),
+    Lost = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(A, Id, get)], Got < V orelse Got > V + 1],
+    ?assertEqual([], Lost),
     ok.
 
 %%====================================================================

@@ -218,6 +218,12 @@ static void reallocate(struct coordinator *c, uint32_t shard)
 
 static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 {
+	/* With replicas, a shard of the same home that `to` keeps a complete
+	 * copy of goes instead, if there is one: its records are there, so
+	 * nothing is streamed (the counts come out the same). */
+	shard = coordinator_replicas_prefer(&c->replicas, shard, to, c->home, c->moving_to);
+	if (c->moving_to[shard] >= 0)
+		return; /* taken instead of an earlier move's shard */
 	const erlang_pid *from = &c->regions[c->home[shard]].pid;
 	c->moving_to[shard] = to;
 	c->moving_since[shard] = evloop_now_ms(c->cfg.loop);

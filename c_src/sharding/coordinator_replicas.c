@@ -329,3 +329,24 @@ void coordinator_replicas_count(const struct coordinator_replicas *cr, uint32_t 
 		*missing += complete < cr->want ? cr->want - complete : 0;
 	}
 }
+
+static bool complete_replica(const struct replica_set *s, int32_t region)
+{
+	for (uint8_t k = 0; k < s->nreplicas; k++)
+		if (s->replica[k] == region && s->complete[k])
+			return true;
+	return false;
+}
+
+uint32_t coordinator_replicas_prefer(const struct coordinator_replicas *cr, uint32_t shard, int32_t to,
+				     const int32_t *home, const int32_t *moving_to)
+{
+	if (!coordinator_replicas_on(cr) || !cr->ready || shard >= cr->nshards ||
+	    complete_replica(&cr->sets[shard], to))
+		return shard;
+	for (uint32_t s = 0; s < cr->nshards; s++)
+		if (home[s] == home[shard] && moving_to[s] < 0 && !cr->sets[s].waiting &&
+		    complete_replica(&cr->sets[s], to))
+			return s;
+	return shard;
+}

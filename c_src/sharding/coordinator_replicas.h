@@ -109,6 +109,13 @@ void coordinator_replicas_on_filled(struct coordinator_replicas *cr, const struc
  * could take them before) are added, and the changed sets told. */
 void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coordinator_view *v);
 
+/* A planned move of `shard` to region `to`: the shard to move instead —
+ * one with the same home, not moving, of which `to` is a complete replica
+ * (its records are there already) — or `shard` itself when `to` is one of
+ * its complete replicas, or no such shard exists. */
+uint32_t coordinator_replicas_prefer(const struct coordinator_replicas *cr, uint32_t shard, int32_t to,
+				     const int32_t *home, const int32_t *moving_to);
+
 /* For the metrics: *missing, the replicas the shards that have a home
  * lack (state_replicas less their complete ones: being filled, or fewer
  * regions than copies wanted); *waiting, the shards that wait for a member

@@ -27,6 +27,7 @@
 #include "etf/term.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_handoff_state.h"
+#include "sharding/region_replica_home.h"
 #include "sharding/region_store.h"
 #include "sharding/shard_state.h"
 
@@ -100,9 +101,12 @@ static int pump_store(struct region *r, uint32_t shard, uint32_t *room)
 		r->handoff.streams_awaiting_commit = true; /* region_state_on_committed */
 		return 0;
 	}
-	if (region_store_shared(r)) {
-		/* The new home reads the states from the store itself: the
-		 * stream is one empty chunk, sent once the writes are in. */
+	if (region_store_shared(r) ||
+	    (region_replicated(r) && region_replica_home_peer_complete(r, shard, &r->slots[shard].home_region))) {
+		/* The new home reads the states from the store itself (one every
+		 * member shares, or its own as a complete replica of the
+		 * shard, every write acknowledged): the stream is one empty
+		 * chunk, sent once the writes are in. */
 		const char nil = ERL_NIL_EXT;
 		(*room)--;
 		return send_chunk(r, shard, &nil, 1, true);
@@ -352,7 +356,10 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 			/* What this node stored of the shard, when it last hosted
 			 * it, is out of date: the stream brings what there is now
 			 * (entities deleted since must not come back). */
+			/* Unless this region is a complete replica of the shard:
+			 * it holds what there is, and the stream is empty. */
 			if (region_store_active(r) && !region_store_shared(r) &&
+			    !(region_replicated(r) && region_replica_holds_all(r, sm->shard, &sm->pid)) &&
 			    region_store_delete_shard(r, sm->shard) != 0)
 				log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: out of memory clearing its old records",
 					 r->cfg.name, sm->shard);

@@ -418,6 +418,19 @@ bool region_replica_home_on_refused(struct region *r, const struct replica_msg *
 	return true;
 }
 
+bool region_replica_home_peer_complete(const struct region *r, uint32_t shard, const erlang_pid *peer)
+{
+	const struct slot_replicas *p = homed(r, shard);
+	int k = p != NULL ? find_peer(p, peer) : -1;
+	return k >= 0 && p->peers[k].complete;
+}
+
+bool region_replica_holds_all(const struct region *r, uint32_t shard, const erlang_pid *home)
+{
+	const struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
+	return p != NULL && p->role == SLOT_REPLICA_COPY && p->complete && !p->filling && term_pid_equal(&p->home, home);
+}
+
 void region_replica_home_free(struct region *r)
 {
 	for (uint32_t k = 0; k < r->replicas.nstreams; k++)

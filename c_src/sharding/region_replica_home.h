@@ -63,6 +63,14 @@ void region_replica_home_on_scanned(struct region *r, uint64_t token, int status
 /* The store committed more: fills that waited for commits go on. */
 void region_replica_home_on_committed(struct region *r);
 
+/* Whether region `peer` is a complete replica of `shard`, homed here: it
+ * holds every record the home has committed and it acknowledged. */
+bool region_replica_home_peer_complete(const struct region *r, uint32_t shard, const erlang_pid *peer);
+
+/* Whether this region is a complete replica of `shard` whose home is
+ * `home`: a move from that home needs none of the shard's records sent. */
+bool region_replica_holds_all(const struct region *r, uint32_t shard, const erlang_pid *home);
+
 /* Frees the streams (a batch not sent is dropped). */
 void region_replica_home_free(struct region *r);
 
