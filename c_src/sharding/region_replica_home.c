@@ -43,6 +43,10 @@
 struct replica_stream {
 	erlang_pid pid;  /* the replica region */
 	uint64_t acked;  /* the last of this home's writes it has committed */
+	uint64_t sent;   /* the last write added to it */
+	/* Since when (the loop's clock, ms) it has had writes unacknowledged
+	 * without acknowledging any; 0: it has none. */
+	uint64_t behind_since;
 	ei_x_buff batch; /* a replicate message being built (open) */
 	struct replica_writes w;
 	bool open;
@@ -132,6 +136,11 @@ static int stream_add(struct region *r, struct replica_stream *st, uint32_t shar
 		st->open = true;
 	}
 	int rc = replica_msg_writes_add(&st->w, shard, epoch, seq, id, id_len, state, state_len);
+	if (rc == 0) {
+		if (st->behind_since == 0)
+			st->behind_since = evloop_now_ms(r->cfg.loop);
+		st->sent = seq;
+	}
 	if (rc != 0 || st->batch.index > STREAM_BATCH_BYTES)
 		flush_stream(r, st);
 	return rc;
@@ -395,8 +404,11 @@ void region_replica_home_on_reply(struct region *r, const struct replica_msg *m)
 	if (m->kind == RMSG_REPLICATED) {
 		for (uint32_t k = 0; k < r->replicas.nstreams; k++) {
 			struct replica_stream *st = &r->replicas.streams[k];
-			if (term_pid_equal(&st->pid, &m->pid) && m->seq > st->acked)
+			if (term_pid_equal(&st->pid, &m->pid) && m->seq > st->acked) {
 				st->acked = m->seq;
+				/* Progress: the clock starts again for what is left. */
+				st->behind_since = st->acked >= st->sent ? 0 : evloop_now_ms(r->cfg.loop);
+			}
 		}
 		return;
 	}
@@ -416,6 +428,22 @@ bool region_replica_home_on_refused(struct region *r, const struct replica_msg *
 		     (unsigned long long)m->epoch, (unsigned long long)p->epoch);
 	region_replica_home_drop(r, m->shard);
 	return true;
+}
+
+bool region_replica_home_lagging(const struct region *r, uint32_t shard)
+{
+	const struct slot_replicas *p = homed(r, shard);
+	uint64_t now = evloop_now_ms(r->cfg.loop);
+	uint64_t lag = r->cfg.store_timeout_ms / 5 > 100 ? r->cfg.store_timeout_ms / 5 : 100;
+	for (uint8_t k = 0; p != NULL && k < p->npeers; k++) {
+		const struct replica_peer *peer = &p->peers[k];
+		if (!peer->complete || peer->stream < 0)
+			continue;
+		const struct replica_stream *st = &r->replicas.streams[peer->stream];
+		if (st->acked < peer->sent && st->behind_since != 0 && now - st->behind_since >= lag)
+			return true;
+	}
+	return false;
 }
 
 bool region_replica_home_peer_complete(const struct region *r, uint32_t shard, const erlang_pid *peer)

@@ -63,6 +63,12 @@ void region_replica_home_on_scanned(struct region *r, uint64_t token, int status
 /* The store committed more: fills that waited for commits go on. */
 void region_replica_home_on_committed(struct region *r);
 
+/* Whether a complete replica of `shard`, homed here, has acknowledged
+ * nothing for a fifth of store_timeout_ms (at least 100 ms) while it has
+ * the shard's writes to acknowledge: unreachable or stuck. The shard's
+ * next changes wait rather than be made on this member alone. */
+bool region_replica_home_lagging(const struct region *r, uint32_t shard);
+
 /* Whether region `peer` is a complete replica of `shard`, homed here: it
  * holds every record the home has committed and it acknowledged. */
 bool region_replica_home_peer_complete(const struct region *r, uint32_t shard, const erlang_pid *peer);

@@ -106,6 +106,15 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	if (region_slot_store_hold(&slot->st, r->written_upto) != SLOT_HOLD_NONE)
 		return true;
 	(void)region_slot_commits_done(&slot->st, r->written_upto); /* a wait that is over */
+	if (region_replicated(r) && region_replica_home_lagging(r, shard)) {
+		/* A replica does not acknowledge: the shard's next messages wait
+		 * (until it does, or the coordinator replaces it, or they have
+		 * waited store_timeout_ms: region_store_tick) rather than make
+		 * changes that would exist here alone. */
+		region_slot_wait_for_commits(&slot->st, region_store_last_queued(r));
+		r->slots_awaiting_commit = true;
+		return true;
+	}
 	if (r->held.count >= r->cfg.buffer_size) {
 		/* As many replies wait for commits as a region may buffer
 		 * messages: a slow store holds the next messages in the shards'
@@ -394,11 +403,35 @@ bool region_store_next_load_ready(struct region *r, uint32_t *from)
 	return false;
 }
 
+/* Messages that waited in a slot's buffer for commits (a store or a
+ * replica that does not answer) for store_timeout_ms are answered {error,
+ * store_unavailable}: none of them was handled, so nothing of them is
+ * applied. */
+static void refuse_waiting_too_long(struct region *r)
+{
+	uint64_t now_ns = evloop_now_ns(r->cfg.loop);
+	uint64_t limit_ns = (uint64_t)r->cfg.store_timeout_ms * 1000000u;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->head == NULL || !region_slot_hosted(&slot->st) || slot->st.load_after <= r->written_upto ||
+		    slot->head->t0_ns == 0 || slot->head->t0_ns > now_ns || now_ns - slot->head->t0_ns < limit_ns)
+			continue;
+		log_at_shard(r->cfg.log, LOG_WARN, s, "region %s: shard %u: %u messages waited store_timeout_ms (%u ms) "
+			     "for commits: {error, store_unavailable}", r->cfg.name, s, slot->st.buffered,
+			     r->cfg.store_timeout_ms);
+		region_refuse_buffered(r, slot, "store_unavailable");
+	}
+}
+
 void region_store_tick(struct region *r)
 {
-	if (r->held.head == NULL || r->cfg.store_timeout_ms == 0)
+	if (r->store == NULL || r->cfg.store_timeout_ms == 0)
 		return;
 	uint64_t now = evloop_now_ms(r->cfg.loop);
+	if (r->slots_awaiting_commit)
+		refuse_waiting_too_long(r);
+	if (r->held.head == NULL)
+		return;
 	/* Held in order, so the oldest is first. */
 	if (now - r->held.head->held_at < r->cfg.store_timeout_ms)
 		return;
