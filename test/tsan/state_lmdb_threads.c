@@ -90,6 +90,20 @@ static void id_of(char id[5], int i)
 	id[4] = (char)i;
 }
 
+struct meta_seen {
+	char want;
+	int count, wrong;
+};
+
+static int on_meta(void *arg, uint32_t shard, const void *meta, size_t len)
+{
+	struct meta_seen *m = arg;
+	m->count++;
+	if (shard >= 64 || len != 1 || *(const char *)meta != m->want)
+		m->wrong++;
+	return 0;
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/sn-lmdb-tsan-XXXXXX";
@@ -104,6 +118,12 @@ int main(void)
 		struct round r = {.loop = loop};
 		struct state_lmdb_type *t = state_lmdb_type_open(s, "counter", on_written, on_loaded, on_scanned, &r, &err);
 		CHECK(t != NULL);
+		/* The shards' own records the round before wrote, read back on
+		 * the loop's thread while the writer thread is idle. */
+		struct meta_seen seen = {.want = (char)(round - 1)};
+		CHECK(state_lmdb_shard_meta_read(t, on_meta, &seen) == 0);
+		CHECK(seen.count == (round > 0 ? 64 : 0));
+		CHECK(seen.wrong == 0);
 		struct round other = {.loop = loop};
 		struct state_lmdb_type *kv = state_lmdb_type_open(s, "kv", on_written, on_loaded, on_scanned, &other, &err);
 		CHECK(kv != NULL);
@@ -115,6 +135,10 @@ int main(void)
 			char id[5], state[3] = {(char)131, 97, (char)round};
 			id_of(id, i);
 			CHECK(state_lmdb_write(t, (uint32_t)(i % 64), id, sizeof id, state, sizeof state, &seq) == 0);
+			if (i < 64) {
+				char meta = (char)round;
+				CHECK(state_lmdb_shard_meta_write(t, (uint32_t)i, &meta, 1, &seq) == 0);
+			}
 			if (i % 4 == 0)
 				CHECK(state_lmdb_load(t, (uint32_t)(i % 64), id, sizeof id, (uint64_t)i) == 0);
 			if (i % 16 == 0)
