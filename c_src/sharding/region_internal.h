@@ -161,16 +161,18 @@ struct replica_fill;
 
 /* One replica of a shard homed here. */
 struct replica_peer {
-	erlang_pid pid;
+	int32_t stream;            /* its region: an index in r->replicas.streams */
 	bool complete;             /* holds every record: its acks are waited for */
-	int32_t stream;            /* its region's index in r->replicas.streams; -1: nothing sent yet */
 	uint64_t sent;             /* the shard's last write sent to it (0: none) */
 	struct replica_fill *fill; /* being filled (owned); NULL otherwise */
 };
 
-/* What this home sends one replica region, whatever the shards
+/* A region of the type on another member this region has had to do with
+ * as a home or a replica, and what this home sends it, whatever the shards
  * (region_replica_home.c): a turn's writes go as one replicate message,
- * and the region acknowledges the last it committed. */
+ * and the region acknowledges the last it committed. Regions are named by
+ * their index in r->replicas.streams, so a shard's set costs a few
+ * integers, not a pid (a kilobyte) per member. */
 struct replica_stream;
 
 struct slot_replicas {
@@ -182,9 +184,11 @@ struct slot_replicas {
 	/* SLOT_REPLICA_HOME: */
 	uint8_t npeers;
 	struct replica_peer peers[REPLICA_SETS_MAX];
-	/* SLOT_REPLICA_COPY: */
-	erlang_pid home;
+	/* The home of the newest set heard of (an index in
+	 * r->replicas.streams; -1: none known). */
+	int32_t home;
 	uint32_t home_gen;  /* grows whenever home does: acks owed to an earlier one are dropped */
+	/* SLOT_REPLICA_COPY: */
 	bool complete;      /* the coordinator counts this copy as holding everything */
 	bool filling;       /* between fill chunk 0 and the last one */
 	uint64_t next_chunk;
@@ -323,8 +327,8 @@ struct region {
 		struct replica_ack_due *acks_head, *acks_tail; /* a replica's acks waiting for commits (owned) */
 		bool fills_awaiting_commit;
 		uint32_t fill_gen; /* the last fill's number */
-		/* The home's side: one stream per replica region written to
-		 * (owned; never removed, indexes stable). */
+		/* The regions named in sets, one stream each (owned; never
+		 * removed, indexes stable). */
 		struct replica_stream *streams;
 		uint32_t nstreams, streams_cap;
 	} replicas;

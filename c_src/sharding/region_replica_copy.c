@@ -42,7 +42,7 @@ struct replica_ack_due {
 	enum replica_msg_kind kind;
 	uint32_t shard;    /* fill_ack */
 	uint32_t home_gen; /* fill_ack */
-	erlang_pid home;   /* replicated */
+	int32_t home;      /* replicated: the home's region (region_replica_region_of) */
 };
 
 /* A region's part in a shard's newest set, as its store keeps it: a
@@ -84,7 +84,7 @@ static struct slot_replicas *repl_of(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
 	if (slot->repl == NULL)
-		slot->repl = calloc(1, sizeof *slot->repl);
+		slot->repl = region_replica_slot_new();
 	return slot->repl;
 }
 
@@ -94,10 +94,13 @@ static void stop_filling(struct slot_replicas *p)
 	byte_set_clear(&p->written);
 }
 
-static void set_home(struct slot_replicas *p, const erlang_pid *home)
+/* The home of the newest set heard of is `home` (unknown, -1, without
+ * memory to name it: then nothing it sends is taken). */
+static void set_home(struct region *r, struct slot_replicas *p, const erlang_pid *home)
 {
-	if (!term_pid_equal(&p->home, home)) {
-		p->home = *home;
+	int32_t k = region_replica_region_of(r, home);
+	if (k != p->home) {
+		p->home = k;
 		p->home_gen++;
 	}
 }
@@ -168,8 +171,14 @@ static void on_set(struct region *r, const struct replica_msg *m)
 		return;
 	if (term_pid_equal(&m->pid, &r->pid)) {
 		stop_filling(p);
-		set_home(p, &r->pid);
-		region_replica_home_take(r, m->shard, m->epoch, mem.ptrs, mem.complete, mem.n);
+		set_home(r, p, &r->pid);
+		if (region_replica_home_take(r, m->shard, m->epoch, mem.ptrs, mem.complete, mem.n) != 0) {
+			/* It cannot wait for replicas it cannot name: no home. */
+			log_at_shard(r->cfg.log, LOG_ERROR, m->shard, "region %s: shard %u: out of memory taking its "
+				     "replica set", r->cfg.name, m->shard);
+			lose_home(r, m->shard);
+			return;
+		}
 		save_part(r, m->shard);
 		if (p->claim_waiting) {
 			p->claim_waiting = false;
@@ -179,7 +188,7 @@ static void on_set(struct region *r, const struct replica_msg *m)
 	}
 	lose_home(r, m->shard);
 	p->epoch = m->epoch;
-	set_home(p, &m->pid); /* kept whatever this region's part: only it may write */
+	set_home(r, p, &m->pid); /* kept whatever this region's part: only it may write */
 	if (mem.me_listed) {
 		p->role = SLOT_REPLICA_COPY;
 		p->complete = mem.me_complete;
@@ -207,8 +216,7 @@ static void send_reply(struct region *r, const erlang_pid *to, enum replica_msg_
 /* Owes an acknowledgement once what is queued now is committed: `kind`
  * with `value` — replicated to `home`, or a fill chunk's to the shard's
  * home. */
-static void owe_ack(struct region *r, enum replica_msg_kind kind, uint64_t value, const erlang_pid *home,
-		    uint32_t shard)
+static void owe_ack(struct region *r, enum replica_msg_kind kind, uint64_t value, int32_t home, uint32_t shard)
 {
 	struct replica_ack_due *a = malloc(sizeof *a);
 	if (a == NULL)
@@ -216,7 +224,7 @@ static void owe_ack(struct region *r, enum replica_msg_kind kind, uint64_t value
 	*a = (struct replica_ack_due){.need = state_store_last_queued(r->cfg.store), .value = value, .kind = kind,
 				      .shard = shard};
 	if (kind == RMSG_REPLICATED)
-		a->home = *home;
+		a->home = home;
 	else
 		a->home_gen = r->slots[shard].repl->home_gen;
 	if (r->replicas.acks_tail)
@@ -256,12 +264,12 @@ void region_replica_copy_on_committed(struct region *r, int status)
 			/* One for a run of them to one home: the last covers all. */
 			const struct replica_ack_due *next = r->replicas.acks_head;
 			if (next == NULL || next->need > r->replicas.committed_upto || next->kind != RMSG_REPLICATED ||
-			    !term_pid_equal(&next->home, &a->home))
-				send_replicated(r, &a->home, a->value);
+			    next->home != a->home)
+				send_replicated(r, region_replica_region_pid(r, a->home), a->value);
 		} else {
 			const struct slot_replicas *p = r->slots[a->shard].repl;
-			if (p != NULL && p->role == SLOT_REPLICA_COPY && p->home_gen == a->home_gen)
-				send_reply(r, &p->home, a->kind, a->shard, a->value);
+			if (p != NULL && p->role == SLOT_REPLICA_COPY && p->home_gen == a->home_gen && p->home >= 0)
+				send_reply(r, region_replica_region_pid(r, p->home), a->kind, a->shard, a->value);
 		}
 		free(a);
 	}
@@ -285,11 +293,11 @@ static bool accept_writes(struct region *r, uint32_t shard, uint64_t epoch, cons
 		p->epoch = epoch;
 		p->role = SLOT_REPLICA_COPY;
 		p->complete = false;
-		set_home(p, from);
+		set_home(r, p, from);
 		save_part(r, shard);
-		return true;
+		return p->home >= 0;
 	}
-	if (term_pid_equal(&p->home, from))
+	if (p->home >= 0 && p->home == region_replica_region_find(r, from))
 		return p->role == SLOT_REPLICA_COPY;
 	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: writes from %s of epoch %llu refused "
 		     "(the newest set known here, epoch %llu, names another home)", r->cfg.name, shard, from->node,
@@ -369,8 +377,9 @@ static void on_writes(struct region *r, const struct replica_msg *m)
 			  "acknowledged", r->cfg.name, m->pid.node, rc);
 		return;
 	}
-	if (c.last_seq > 0)
-		owe_ack(r, RMSG_REPLICATED, c.last_seq, &m->pid, 0);
+	int32_t home = region_replica_region_of(r, &m->pid);
+	if (c.last_seq > 0 && home >= 0)
+		owe_ack(r, RMSG_REPLICATED, c.last_seq, home, 0);
 }
 
 /* A fill chunk of one shard. */
@@ -409,7 +418,7 @@ static void on_fill(struct region *r, const struct replica_msg *m)
 		stop_filling(p);
 		return;
 	}
-	owe_ack(r, RMSG_FILL_ACK, m->seq, NULL, m->shard);
+	owe_ack(r, RMSG_FILL_ACK, m->seq, -1, m->shard);
 }
 
 unsigned region_replica_handle(struct region *r, const struct replica_msg *m, const erlang_pid *from)

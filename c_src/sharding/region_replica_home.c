@@ -75,23 +75,36 @@ static struct slot_replicas *homed(const struct region *r, uint32_t shard)
 	return p != NULL && p->role == SLOT_REPLICA_HOME ? p : NULL;
 }
 
-static int find_peer(const struct slot_replicas *p, const erlang_pid *pid)
+static int find_peer(const struct region *r, const struct slot_replicas *p, const erlang_pid *pid)
 {
-	for (uint8_t k = 0; k < p->npeers; k++)
-		if (term_pid_equal(&p->peers[k].pid, pid))
+	int32_t region = region_replica_region_find(r, pid);
+	for (uint8_t k = 0; region >= 0 && k < p->npeers; k++)
+		if (p->peers[k].stream == region)
 			return k;
 	return -1;
 }
 
+/* The region of a peer, for messages and logs. */
+static const erlang_pid *peer_pid(const struct region *r, const struct replica_peer *peer)
+{
+	return region_replica_region_pid(r, peer->stream);
+}
+
 /* ---- streams ---- */
 
-/* The stream to region `pid`, made if there is none: its index, or -1
- * (no memory). */
-static int32_t stream_of(struct region *r, const erlang_pid *pid)
+int32_t region_replica_region_find(const struct region *r, const erlang_pid *pid)
 {
 	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
 		if (term_pid_equal(&r->replicas.streams[k].pid, pid))
 			return (int32_t)k;
+	return -1;
+}
+
+int32_t region_replica_region_of(struct region *r, const erlang_pid *pid)
+{
+	int32_t k = region_replica_region_find(r, pid);
+	if (k >= 0)
+		return k;
 	if (r->replicas.nstreams == r->replicas.streams_cap) {
 		uint32_t cap = r->replicas.streams_cap ? r->replicas.streams_cap * 2 : 4;
 		struct replica_stream *p = realloc(r->replicas.streams, cap * sizeof *p);
@@ -102,6 +115,19 @@ static int32_t stream_of(struct region *r, const erlang_pid *pid)
 	}
 	r->replicas.streams[r->replicas.nstreams] = (struct replica_stream){.pid = *pid};
 	return (int32_t)r->replicas.nstreams++;
+}
+
+const erlang_pid *region_replica_region_pid(const struct region *r, int32_t k)
+{
+	return &r->replicas.streams[k].pid;
+}
+
+struct slot_replicas *region_replica_slot_new(void)
+{
+	struct slot_replicas *p = calloc(1, sizeof *p);
+	if (p != NULL)
+		p->home = -1;
+	return p;
 }
 
 /* Sends the stream's batch, if it has one. */
@@ -154,14 +180,13 @@ static void send_fill_chunk(struct region *r, uint32_t shard, struct replica_pee
 	struct replica_fill *f = peer->fill;
 	/* After the writes queued for it so far: the replica sees them in the
 	 * order they were made. */
-	if (peer->stream >= 0)
-		flush_stream(r, &r->replicas.streams[peer->stream]);
+	flush_stream(r, &r->replicas.streams[peer->stream]);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
 	if (replica_msg_encode_fill(&x, shard, r->slots[shard].repl->epoch, f->next_chunk, last, &r->pid, records,
 				    len) == 0 &&
-	    dist_node_send(r->cfg.node, &peer->pid, x.buff, (size_t)x.index) == 0) {
+	    dist_node_send(r->cfg.node, peer_pid(r, peer), x.buff, (size_t)x.index) == 0) {
 		f->next_chunk++;
 		f->last_sent = last;
 	}
@@ -189,7 +214,7 @@ static void pump(struct region *r, uint32_t shard, uint8_t k)
 	/* Without its records the replica never counts: the next set that
 	 * names it incomplete starts its fill again. */
 	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: filling the replica on %s failed (%d)",
-		     r->cfg.name, shard, peer->pid.node, rc);
+		     r->cfg.name, shard, peer_pid(r, peer)->node, rc);
 	free(peer->fill);
 	peer->fill = NULL;
 }
@@ -213,7 +238,7 @@ static void start_fill(struct region *r, uint32_t shard, uint8_t k)
 		return;
 	}
 	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: filling its replica on %s", r->cfg.name, shard,
-		     peer->pid.node);
+		     peer_pid(r, peer)->node);
 	pump(r, shard, k);
 }
 
@@ -235,7 +260,7 @@ void region_replica_home_on_scanned(struct region *r, uint64_t token, int status
 	f->scan_in_flight = false;
 	if (status != 0) {
 		log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: reading records for the replica on %s "
-			     "failed (%d)", r->cfg.name, shard, peer->pid.node, status);
+			     "failed (%d)", r->cfg.name, shard, peer_pid(r, peer)->node, status);
 		free(peer->fill);
 		peer->fill = NULL;
 		return;
@@ -267,7 +292,7 @@ static void tell_filled(struct region *r, uint32_t shard, const struct replica_p
 	ei_x_buff x;
 	if (!r->registered || ei_x_new(&x) != 0)
 		return;
-	if (replica_msg_encode_filled(&x, shard, &peer->pid) == 0)
+	if (replica_msg_encode_filled(&x, shard, peer_pid(r, peer)) == 0)
 		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator.node, x.buff,
 				   (size_t)x.index);
 	ei_x_free(&x);
@@ -282,7 +307,7 @@ static void fill_acked(struct region *r, uint32_t shard, struct replica_peer *pe
 	if (f->last_sent && f->acked == f->next_chunk && !f->reported) {
 		f->reported = true;
 		log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: its replica on %s is filled",
-			     r->cfg.name, shard, peer->pid.node);
+			     r->cfg.name, shard, peer_pid(r, peer)->node);
 		tell_filled(r, shard, peer);
 		return;
 	}
@@ -291,10 +316,14 @@ static void fill_acked(struct region *r, uint32_t shard, struct replica_peer *pe
 
 /* ---- the set ---- */
 
-void region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, const erlang_pid *const *replicas,
-			      const bool *complete, size_t n)
+int region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, const erlang_pid *const *replicas,
+			     const bool *complete, size_t n)
 {
 	struct slot_replicas *p = r->slots[shard].repl;
+	int32_t regions[REPLICA_SETS_MAX];
+	for (size_t e = 0; e < n && e < REPLICA_SETS_MAX; e++)
+		if ((regions[e] = region_replica_region_of(r, replicas[e])) < 0)
+			return -ENOMEM; /* a replica it could not name would not be waited for */
 	struct replica_peer old[REPLICA_SETS_MAX];
 	uint8_t nold = p->role == SLOT_REPLICA_HOME ? p->npeers : 0;
 	memcpy(old, p->peers, sizeof old);
@@ -305,14 +334,14 @@ void region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, 
 		struct replica_peer *peer = &p->peers[p->npeers];
 		int was = -1;
 		for (uint8_t k = 0; k < nold && was < 0; k++)
-			if (term_pid_equal(&old[k].pid, replicas[e]))
+			if (old[k].stream == regions[e])
 				was = k;
 		if (was >= 0) {
 			*peer = old[was];
 			old[was].fill = NULL; /* taken */
 		} else {
 			/* Nothing of this shard sent to it yet: nothing outstanding. */
-			*peer = (struct replica_peer){.pid = *replicas[e], .stream = stream_of(r, replicas[e])};
+			*peer = (struct replica_peer){.stream = regions[e]};
 		}
 		peer->complete = complete[e];
 		if (peer->complete && peer->fill != NULL) {
@@ -333,6 +362,7 @@ void region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, 
 			 * rebuilt the set from the reports. Said again. */
 			tell_filled(r, shard, peer);
 	}
+	return 0;
 }
 
 void region_replica_home_drop(struct region *r, uint32_t shard)
@@ -351,7 +381,7 @@ void region_replica_home_drop(struct region *r, uint32_t shard)
 bool region_replica_home_claim(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
-	if (slot->repl == NULL && (slot->repl = calloc(1, sizeof *slot->repl)) == NULL)
+	if (slot->repl == NULL && (slot->repl = region_replica_slot_new()) == NULL)
 		return false; /* no memory to wait in: served as without replicas */
 	if (slot->repl->role == SLOT_REPLICA_HOME || slot->repl->claim_waiting)
 		return false;
@@ -374,11 +404,8 @@ void region_replica_home_on_write(struct region *r, uint32_t shard, uint64_t seq
 		 * gets {error, store_unavailable} at store_timeout_ms rather than
 		 * claim a copy that does not exist. */
 		peer->sent = seq;
-		if (peer->stream < 0)
-			peer->stream = stream_of(r, &peer->pid);
-		if (peer->stream >= 0)
-			(void)stream_add(r, &r->replicas.streams[peer->stream], shard, p->epoch, seq, id, id_len, state,
-					 state_len);
+		(void)stream_add(r, &r->replicas.streams[peer->stream], shard, p->epoch, seq, id, id_len, state,
+				 state_len);
 	}
 }
 
@@ -391,7 +418,7 @@ uint64_t region_replica_home_bound(const struct region *r)
 			const struct replica_peer *peer = &p->peers[k];
 			if (!peer->complete || peer->sent == 0)
 				continue;
-			uint64_t acked = peer->stream >= 0 ? r->replicas.streams[peer->stream].acked : 0;
+			uint64_t acked = r->replicas.streams[peer->stream].acked;
 			if (acked < peer->sent && acked < bound)
 				bound = acked;
 		}
@@ -413,7 +440,7 @@ void region_replica_home_on_reply(struct region *r, const struct replica_msg *m)
 		return;
 	}
 	struct slot_replicas *p = homed(r, m->shard);
-	int k = p != NULL ? find_peer(p, &m->pid) : -1;
+	int k = p != NULL ? find_peer(r, p, &m->pid) : -1;
 	if (k >= 0 && m->kind == RMSG_FILL_ACK)
 		fill_acked(r, m->shard, &p->peers[k], (uint8_t)k, m->seq);
 }
@@ -421,7 +448,7 @@ void region_replica_home_on_reply(struct region *r, const struct replica_msg *m)
 bool region_replica_home_on_refused(struct region *r, const struct replica_msg *m)
 {
 	struct slot_replicas *p = homed(r, m->shard);
-	if (p == NULL || m->epoch <= p->epoch || find_peer(p, &m->pid) < 0)
+	if (p == NULL || m->epoch <= p->epoch || find_peer(r, p, &m->pid) < 0)
 		return false;
 	log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: its replica on %s knows a newer set (epoch "
 		     "%llu, this home's %llu): it stops here", r->cfg.name, m->shard, m->pid.node,
@@ -437,7 +464,7 @@ bool region_replica_home_lagging(const struct region *r, uint32_t shard)
 	uint64_t lag = r->cfg.store_timeout_ms / 5 > 100 ? r->cfg.store_timeout_ms / 5 : 100;
 	for (uint8_t k = 0; p != NULL && k < p->npeers; k++) {
 		const struct replica_peer *peer = &p->peers[k];
-		if (!peer->complete || peer->stream < 0)
+		if (!peer->complete)
 			continue;
 		const struct replica_stream *st = &r->replicas.streams[peer->stream];
 		if (st->acked < peer->sent && st->behind_since != 0 && now - st->behind_since >= lag)
@@ -449,14 +476,15 @@ bool region_replica_home_lagging(const struct region *r, uint32_t shard)
 bool region_replica_home_peer_complete(const struct region *r, uint32_t shard, const erlang_pid *peer)
 {
 	const struct slot_replicas *p = homed(r, shard);
-	int k = p != NULL ? find_peer(p, peer) : -1;
+	int k = p != NULL ? find_peer(r, p, peer) : -1;
 	return k >= 0 && p->peers[k].complete;
 }
 
 bool region_replica_holds_all(const struct region *r, uint32_t shard, const erlang_pid *home)
 {
 	const struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
-	return p != NULL && p->role == SLOT_REPLICA_COPY && p->complete && !p->filling && term_pid_equal(&p->home, home);
+	return p != NULL && p->role == SLOT_REPLICA_COPY && p->complete && !p->filling && p->home >= 0 &&
+	       p->home == region_replica_region_find(r, home);
 }
 
 void region_replica_home_free(struct region *r)

@@ -12,14 +12,25 @@
 #include "sharding/region_internal.h"
 #include "sharding/replica_msg.h"
 
+/* The regions named in sets (region_internal.h, struct replica_stream):
+ * the index of `pid`, added if it is new (-1: no memory for it); the
+ * index of `pid` if known, else -1; the pid of index k. */
+int32_t region_replica_region_of(struct region *r, const erlang_pid *pid);
+int32_t region_replica_region_find(const struct region *r, const erlang_pid *pid);
+const erlang_pid *region_replica_region_pid(const struct region *r, int32_t k);
+
+/* A slot's set, empty (no role, no home known): calloc'ed, or NULL. */
+struct slot_replicas *region_replica_slot_new(void);
+
 /* The shard's set (its epoch) names this region its home, with these
  * replicas: a peer still in the set keeps what it acknowledged and its
  * fill; a new one starts with nothing outstanding, and one that is not
  * complete is filled (its records streamed to it; the coordinator hears
  * replica_filled when it holds them all). A peer no longer in the set is
- * forgotten. *repl must exist. */
-void region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, const erlang_pid *const *replicas,
-			      const bool *complete, size_t n);
+ * forgotten. *repl must exist. Returns 0, or -ENOMEM: the set is not
+ * taken (the region is no home of the shard: the caller fences it). */
+int region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, const erlang_pid *const *replicas,
+			     const bool *complete, size_t n);
 
 /* The shard is homed here no more: its peers and fills are forgotten. */
 void region_replica_home_drop(struct region *r, uint32_t shard);
