@@ -435,6 +435,14 @@ void region_store_tick(struct region *r)
 	/* Held in order, so the oldest is first. */
 	if (now - r->held.head->held_at < r->cfg.store_timeout_ms)
 		return;
+	/* Committed here, it waits for a replica's acknowledgement: the change
+	 * is applied, so an error would not be true. It is answered when the
+	 * replica answers or the coordinator replaces it (then the new set
+	 * holds it); the caller's own timeout meanwhile says "maybe". What
+	 * comes after it waits in the buffers and is refused there
+	 * (refuse_waiting_too_long), nothing of it applied. */
+	if (region_replicated(r) && r->held.head->seq <= r->replicas.committed_upto)
+		return;
 	/* The store is in trouble. Its replies say the change was not applied,
 	 * so the type's writes not yet taken by the writer are cancelled — and
 	 * then no held reply can be sent as it is: all get the error, and their
