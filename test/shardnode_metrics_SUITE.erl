@@ -244,7 +244,12 @@ the_log_level_shows_and_metrics_off_means_no_port(Config) ->
     {ok, Lines} = shardnode:output(D),
     ?assertEqual([], [L || L <- Lines, binary:match(L, <<"metrics">>) =/= nomatch]),
     {ok, CLines} = shardnode:output(C),
-    ?assertMatch([_], [L || L <- CLines, binary:match(L, <<"metrics on port">>) =/= nomatch]).
+    ?assertMatch([_], [L || L <- CLines, binary:match(L, <<"metrics on port">>) =/= nomatch]),
+    %% the log's first line says what the node runs, the metrics port with it
+    [First | _] = CLines,
+    Says = <<" starting: types counter,kv,echo; store memory; TLS off; metrics port ",
+             (integer_to_binary(Port))/binary, "; seeds none">>,
+    ?assertNotEqual(nomatch, binary:match(First, Says), First).
 
 %% Every query of docs/grafana-dashboard.json parses as PromQL (promtool
 %% check rules, with Grafana's variables given values) and names only

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "app/config.h"
+#include "app/config_describe.h"
 #include "app/node_app.h"
 #include "base/log.h"
 #include "entity/entity.h"
@@ -92,8 +93,14 @@ int main(int argc, char **argv)
 	int rc = config_parse_args(&cfg, argc - 1, argv + 1, catalog.builtin, NULL, err);
 	if (rc == 1)
 		return 0; /* --help */
-	if (rc == 0)
+	if (rc == 0) {
+		/* The log's first line: what this node runs. */
+		static char what[4096];
+		struct logger startup_log = {.min_level = cfg.log_level, .out = stderr, .node = cfg.name};
+		config_describe(&cfg, what, sizeof what);
+		log_info(&startup_log, "%s", what);
 		rc = catalog_plugins(&catalog, &plugins, &cfg, err);
+	}
 	if (rc == 0)
 		rc = config_check_types(&cfg, catalog.names, err);
 	/* Only a good command line may create ~/.erlang.cookie. */
