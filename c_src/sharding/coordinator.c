@@ -76,7 +76,6 @@ void coordinator_set_downed(struct coordinator *c, const char *const *nodes, siz
 	}
 }
 
-
 int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
 {
 	(void)arg;
@@ -87,19 +86,13 @@ int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
 	return best;
 }
 
-
-
-
 /* The shard's home changed: its replica set follows and is told (before
  * the home is). */
 static void replicas_home_set(struct coordinator *c, uint32_t shard)
 {
 	struct coordinator_view v;
-	bool *takes;
-	if (!coordinator_replicas_on(&c->replicas) || coord_replica_view(c, &v, &takes) != 0)
-		return;
+	coord_replica_view(c, &v);
 	coordinator_replicas_home_set(&c->replicas, &v, shard, c->home[shard]);
-	free(takes);
 }
 
 /* Once every region has reported, the replica sets are rebuilt from what
@@ -111,16 +104,13 @@ static bool replicas_ready(struct coordinator *c)
 		return true;
 	if (!coord_all_reported(c))
 		return false;
-	struct coordinator_view v;
-	bool *takes;
 	uint32_t *promoted = malloc(c->cfg.number_of_shards * sizeof *promoted);
-	if (promoted == NULL || coord_replica_view(c, &v, &takes) != 0) {
-		free(promoted);
+	if (promoted == NULL)
 		return false;
-	}
+	struct coordinator_view v;
+	coord_replica_view(c, &v);
 	size_t n = 0;
 	coordinator_replicas_rebuild(&c->replicas, &v, c->home, promoted, &n);
-	free(takes);
 	for (size_t k = 0; k < n; k++) {
 		c->regions[c->home[promoted[k]]].nshards++;
 		coord_broadcast_home(c, promoted[k]);
@@ -128,11 +118,6 @@ static bool replicas_ready(struct coordinator *c)
 	free(promoted);
 	return true;
 }
-
-
-
-
-
 
 /* A region's graceful_shutdown on a node that stays, or a region whose
  * type's host is down: hand its shards off. */
@@ -214,7 +199,6 @@ static void reallocate(struct coordinator *c, uint32_t shard)
 	if (allocate_home(c, shard) >= 0)
 		coord_broadcast_home(c, shard);
 }
-
 
 static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 {
@@ -334,11 +318,8 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	if (!c->active || !coord_all_reported(c) || !replicas_ready(c))
 		return;
 	struct coordinator_view v;
-	bool *vtakes;
-	if (coordinator_replicas_on(&c->replicas) && coord_replica_view(c, &v, &vtakes) == 0) {
-		coordinator_replicas_tick(&c->replicas, &v); /* replicas still missing */
-		free(vtakes);
-	}
+	coord_replica_view(c, &v);
+	coordinator_replicas_tick(&c->replicas, &v); /* replicas still missing */
 	if (c->nregions < 2)
 		return;
 	drain(c);
@@ -534,11 +515,8 @@ static void on_region_stopped(struct coordinator *c, const erlang_pid *region)
 	memmove(&c->regions[k], &c->regions[k + 1], (c->nregions - (size_t)k - 1) * sizeof *c->regions);
 	c->nregions--;
 	struct coordinator_view v;
-	bool *takes;
-	if (coordinator_replicas_on(&c->replicas) && coord_replica_view(c, &v, &takes) == 0) {
-		coordinator_replicas_region_removed(&c->replicas, &v, k); /* the sets told before the homes */
-		free(takes);
-	}
+	coord_replica_view(c, &v);
+	coordinator_replicas_region_removed(&c->replicas, &v, k); /* the sets told before the homes */
 	for (size_t o = 0; o < norphans; o++) {
 		uint32_t s = orphans[o];
 		if (c->home[s] < 0)
@@ -557,15 +535,13 @@ static void on_replica_msg(struct coordinator *c, const struct replica_msg *m)
 	if (k < 0)
 		return;
 	struct coordinator_view v;
-	bool *takes;
+	coord_replica_view(c, &v);
 	if (m->kind == RMSG_HELD) {
 		c->regions[k].reported = true;
 		uint32_t *promoted = malloc(c->cfg.number_of_shards * sizeof *promoted);
 		size_t n = 0;
-		if (promoted != NULL && coord_replica_view(c, &v, &takes) == 0) {
+		if (promoted != NULL)
 			coordinator_replicas_on_report(&c->replicas, &v, k, m, c->home, promoted, &n);
-			free(takes);
-		}
 		for (size_t e = 0; e < n; e++) {
 			c->regions[k].nshards++;
 			coord_broadcast_home(c, promoted[e]);
@@ -575,11 +551,8 @@ static void on_replica_msg(struct coordinator *c, const struct replica_msg *m)
 			drain(c); /* the last report may be what a leaving region's shards waited for */
 		return;
 	}
-	if (m->kind == RMSG_FILLED && coord_replica_view(c, &v, &takes) == 0) {
-		int replica = coord_find_region(c, &m->pid);
-		coordinator_replicas_on_filled(&c->replicas, &v, m->shard, replica);
-		free(takes);
-	}
+	if (m->kind == RMSG_FILLED)
+		coordinator_replicas_on_filled(&c->replicas, &v, m->shard, k);
 }
 
 static void coordinator_handle(void *ctx, struct proc *self, const struct proc_msg *m)

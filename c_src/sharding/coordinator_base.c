@@ -84,15 +84,13 @@ const erlang_pid *coord_region_pid_at(void *arg, size_t k)
 	return &c->regions[k].pid;
 }
 
-/* The regions as the replica sets see them; *takes (caller-freed) is
- * allocated here. Returns 0 or -ENOMEM. */
-int coord_replica_view(struct coordinator *c, struct coordinator_view *v, bool **takes)
+static bool takes_copies_at(void *arg, size_t k)
 {
-	*takes = malloc((c->nregions ? c->nregions : 1) * sizeof **takes);
-	if (*takes == NULL)
-		return -ENOMEM;
-	for (size_t k = 0; k < c->nregions; k++)
-		(*takes)[k] = coord_takes_copies(c, k);
+	return coord_takes_copies(arg, k);
+}
+
+void coord_replica_view(struct coordinator *c, struct coordinator_view *v)
+{
 	*v = (struct coordinator_view){
 		.node = c->cfg.node,
 		.log = c->cfg.log,
@@ -101,10 +99,9 @@ int coord_replica_view(struct coordinator *c, struct coordinator_view *v, bool *
 		.region_name = c->cfg.type_name,
 		.nregions = c->nregions,
 		.region_pid = coord_region_pid_at,
+		.takes = takes_copies_at,
 		.arg = c,
-		.takes = *takes,
 	};
-	return 0;
 }
 
 void coord_send_pid_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,

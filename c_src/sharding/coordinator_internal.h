@@ -85,9 +85,9 @@ int coord_find_region(const struct coordinator *c, const erlang_pid *pid);
 
 const erlang_pid *coord_region_pid_at(void *arg, size_t k);
 
-/* The regions as the replica sets see them; *takes (caller-freed) is
- * allocated here. Returns 0 or -ENOMEM. */
-int coord_replica_view(struct coordinator *c, struct coordinator_view *v, bool **takes);
+/* The regions as the replica sets see them (valid until the regions
+ * change). */
+void coord_replica_view(struct coordinator *c, struct coordinator_view *v);
 
 void coord_send_pid_msg(struct coordinator *c, const erlang_pid *to, enum shard_msg_kind kind,
 			 const erlang_pid *pid);

@@ -83,13 +83,17 @@ static void tell(struct coordinator_replicas *cr, const struct coordinator_view 
 static void fill_and_tell(struct coordinator_replicas *cr, const struct coordinator_view *v)
 {
 	struct replica_add *adds = malloc((size_t)cr->nshards * cr->want * sizeof *adds + 1);
+	bool *takes = malloc(v->nregions + 1);
 	size_t nadds = 0;
-	struct replica_sets_view sv = {.nregions = v->nregions, .takes = v->takes};
-	if (adds != NULL &&
+	for (size_t k = 0; takes != NULL && k < v->nregions; k++)
+		takes[k] = v->takes(v->arg, k);
+	struct replica_sets_view sv = {.nregions = v->nregions, .takes = takes};
+	if (adds != NULL && takes != NULL &&
 	    replica_sets_fill(cr->sets, cr->nshards, &sv, cr->want, &cr->next_epoch, adds, &nadds) == 0)
 		for (size_t k = 0; k < nadds; k++)
 			cr->dirty[adds[k].shard] = true;
 	free(adds);
+	free(takes);
 	for (uint32_t s = 0; s < cr->nshards; s++)
 		if (cr->dirty[s])
 			tell(cr, v, s);
@@ -110,26 +114,10 @@ static void fill_and_tell(struct coordinator_replicas *cr, const struct coordina
 
 /* ---- changes ---- */
 
-/* Makes region `home` the set's home under a new epoch; it leaves the
- * replicas if it was one (its copy is the home's now). */
+/* Region `home` is the shard's home now: its set says so, to be told. */
 static void make_home(struct coordinator_replicas *cr, uint32_t shard, int32_t home)
 {
-	struct replica_set *s = &cr->sets[shard];
-	for (uint8_t k = 0; k < s->nreplicas; k++) {
-		if (s->replica[k] != home)
-			continue;
-		for (uint8_t j = k; j + 1 < s->nreplicas; j++) {
-			s->replica[j] = s->replica[j + 1];
-			s->complete[j] = s->complete[j + 1];
-		}
-		s->nreplicas--;
-		s->replica[s->nreplicas] = -1;
-		s->complete[s->nreplicas] = false;
-		break;
-	}
-	s->home = home;
-	s->waiting = false;
-	s->epoch = ++cr->next_epoch;
+	replica_set_make_home(&cr->sets[shard], home, &cr->next_epoch);
 	cr->dirty[shard] = true;
 }
 
@@ -330,23 +318,15 @@ void coordinator_replicas_count(const struct coordinator_replicas *cr, uint32_t 
 	}
 }
 
-static bool complete_replica(const struct replica_set *s, int32_t region)
-{
-	for (uint8_t k = 0; k < s->nreplicas; k++)
-		if (s->replica[k] == region && s->complete[k])
-			return true;
-	return false;
-}
-
 uint32_t coordinator_replicas_prefer(const struct coordinator_replicas *cr, uint32_t shard, int32_t to,
 				     const int32_t *home, const int32_t *moving_to)
 {
 	if (!coordinator_replicas_on(cr) || !cr->ready || shard >= cr->nshards ||
-	    complete_replica(&cr->sets[shard], to))
+	    replica_set_complete_at(&cr->sets[shard], to))
 		return shard;
 	for (uint32_t s = 0; s < cr->nshards; s++)
 		if (home[s] == home[shard] && moving_to[s] < 0 && !cr->sets[s].waiting &&
-		    complete_replica(&cr->sets[s], to))
+		    replica_set_complete_at(&cr->sets[s], to))
 			return s;
 	return shard;
 }

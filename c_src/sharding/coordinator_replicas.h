@@ -33,8 +33,8 @@ struct coordinator_view {
 	const char *region_name; /* the regions' registered name */
 	size_t nregions;
 	const erlang_pid *(*region_pid)(void *arg, size_t k);
+	bool (*takes)(void *arg, size_t k); /* region k may be given copies */
 	void *arg;
-	const bool *takes;       /* per region: may be given copies */
 };
 
 struct coordinator_replicas {

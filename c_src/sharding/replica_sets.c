@@ -35,6 +35,19 @@ static void remove_replica(struct replica_set *s, uint8_t k)
 	s->complete[s->nreplicas] = false;
 }
 
+void replica_set_make_home(struct replica_set *s, int32_t home, uint64_t *next_epoch)
+{
+	for (uint8_t k = 0; k < s->nreplicas; k++) {
+		if (s->replica[k] == home) {
+			remove_replica(s, k);
+			break;
+		}
+	}
+	s->home = home;
+	s->waiting = false;
+	s->epoch = ++*next_epoch;
+}
+
 /* The region that takes copies, is not in s, and has the fewest copies
  * (ties: lowest index); -1 if none. */
 static int32_t least_loaded(const struct replica_set *s, const struct replica_sets_view *v, const uint32_t *copies)
@@ -157,10 +170,8 @@ int replica_sets_region_lost(struct replica_set *sets, uint32_t nshards, int32_t
 				out[(*nout)++] = (struct replica_change){sh, REPLICA_LOSS_WAITING, s->home, s->epoch};
 				continue;
 			}
-			s->home = s->replica[k];
+			replica_set_make_home(s, s->replica[k], next_epoch);
 			homes[s->home]++;
-			remove_replica(s, (uint8_t)k);
-			s->epoch = ++*next_epoch;
 			out[(*nout)++] = (struct replica_change){sh, REPLICA_LOSS_PROMOTED, s->home, s->epoch};
 			continue;
 		}
@@ -220,9 +231,7 @@ static void rebuild_one(struct replica_set *s, uint32_t shard, const struct repl
 		return;
 	for (uint8_t k = 0; k < s->nreplicas; k++) {
 		if (s->complete[k]) {
-			s->home = s->replica[k];
-			remove_replica(s, k);
-			s->epoch = ++*next_epoch;
+			replica_set_make_home(s, s->replica[k], next_epoch);
 			return;
 		}
 	}
@@ -230,6 +239,14 @@ static void rebuild_one(struct replica_set *s, uint32_t shard, const struct repl
 		remove_replica(s, 0);
 	s->waiting = true;
 	s->wait_epoch = top;
+}
+
+bool replica_set_complete_at(const struct replica_set *s, int32_t region)
+{
+	for (uint8_t k = 0; k < s->nreplicas; k++)
+		if (s->replica[k] == region && s->complete[k])
+			return true;
+	return false;
 }
 
 bool replica_sets_copy_returned(struct replica_set *s, int32_t region, const struct replica_report *report,

@@ -136,6 +136,14 @@ struct replica_report {
 size_t replica_sets_rebuild(struct replica_set *sets, uint32_t nshards, const struct replica_report *reports,
 			    size_t nreports, uint64_t *next_epoch);
 
+/* Region `home` is the set's home now (allocated, moved to, hosting it),
+ * under a new epoch (++*next_epoch); if it was a replica it is one no
+ * more (its copy is the home's). The shard waits no more. */
+void replica_set_make_home(struct replica_set *s, int32_t home, uint64_t *next_epoch);
+
+/* Whether `region` is a complete replica of the set. */
+bool replica_set_complete_at(const struct replica_set *s, int32_t region);
+
 /* A region that registered after the sets were built reports a copy of a
  * shard: if the shard waits and the copy is its home's or a complete
  * replica's of epoch s->wait_epoch or newer, that region becomes its home
