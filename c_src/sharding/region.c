@@ -47,9 +47,6 @@ static void resume_slot(struct region *r, uint32_t shard)
 		region_hand_off_when_flushed(r, shard);
 }
 
-/* Commits up to `upto`: held replies go (region_store.c), state chunks
- * written meanwhile are acknowledged (region_handoff_state.c), and the
- * slots whose load waited for those commits go on. */
 /* Held replies, state chunks' acknowledgements and loads that waited for
  * writes to be durable go on, as far as they are now. */
 static void after_durable(struct region *r)
@@ -63,6 +60,10 @@ static void after_durable(struct region *r)
 		resume_slot(r, s); /* its load starts now */
 }
 
+/* Commits up to `upto`: held replies go (region_store.c), state chunks
+ * written meanwhile are acknowledged (region_handoff_state.c), a
+ * replica's acknowledgements go to their homes, and the slots whose load
+ * waited for those commits go on. */
 static void on_store_written(void *arg, uint64_t upto, int status)
 {
 	struct region *r = arg;

@@ -101,6 +101,12 @@ void region_refuse_entity(struct region *r, struct shard_slot *slot, const char 
 	slot->tail = last;
 }
 
+bool region_buffer_waited(const struct shard_slot *slot, uint64_t now_ns, uint64_t limit_ns)
+{
+	const struct pending *p = slot->head;
+	return p != NULL && p->t0_ns != 0 && p->t0_ns <= now_ns && now_ns - p->t0_ns >= limit_ns;
+}
+
 void region_refuse_buffered(struct region *r, struct shard_slot *slot, const char *error)
 {
 	while (slot->head) {

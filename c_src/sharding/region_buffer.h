@@ -32,6 +32,11 @@ bool region_buffer_append(struct region *r, struct shard_slot *slot, const struc
 void region_refuse_entity(struct region *r, struct shard_slot *slot, const char *id, size_t id_len,
 			  const char *error);
 
+/* Whether the oldest message in the slot's buffer has waited limit_ns or
+ * longer by now_ns (the loop's clock, evloop_now_ns). False for an empty
+ * buffer. */
+bool region_buffer_waited(const struct shard_slot *slot, uint64_t now_ns, uint64_t limit_ns);
+
 /* Empties the slot's buffer: each waiting call is answered {error,
  * `error`} (shutting_down: the region stops), tells are dropped. */
 void region_refuse_buffered(struct region *r, struct shard_slot *slot, const char *error);

@@ -288,7 +288,7 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 	}
 	if (!here)
 		slot->home_region = *home;
-	slot->waits_since = 0;
+	slot->waits = false;
 	step(r, shard, event(r, here ? SLOT_HOME_HERE : SLOT_HOME_THERE));
 }
 
@@ -299,9 +299,9 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 static void on_shard_waits(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
-	if (region_slot_hosted(&slot->st) || slot->waits_since != 0)
+	if (region_slot_hosted(&slot->st) || slot->waits)
 		return;
-	slot->waits_since = evloop_now_ms(r->cfg.loop);
+	slot->waits = true;
 	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u waits for a member of its last replica set to "
 		     "come back: its messages are answered {error, store_unavailable} after store_timeout_ms",
 		     r->cfg.name, shard);
@@ -426,11 +426,11 @@ void region_coordinator_tick(struct region *r)
 		step(r, s, event(r, SLOT_TICK));
 	/* Shards that wait for a member of their last replica set: what
 	 * waited for them long enough is answered. */
-	uint64_t now = evloop_now_ms(r->cfg.loop);
+	uint64_t now_ns = evloop_now_ns(r->cfg.loop);
+	uint64_t limit_ns = (uint64_t)r->cfg.store_timeout_ms * 1000000u;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
-		if (slot->waits_since != 0 && slot->head != NULL && !region_slot_hosted(&slot->st) &&
-		    now - slot->waits_since >= r->cfg.store_timeout_ms)
+		if (slot->waits && !region_slot_hosted(&slot->st) && region_buffer_waited(slot, now_ns, limit_ns))
 			region_refuse_buffered(r, slot, "store_unavailable");
 	}
 }

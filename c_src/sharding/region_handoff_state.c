@@ -355,9 +355,9 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 			region_state_drop_incoming(slot); /* a new stream: an earlier one was cut short */
 			/* What this node stored of the shard, when it last hosted
 			 * it, is out of date: the stream brings what there is now
-			 * (entities deleted since must not come back). */
-			/* Unless this region is a complete replica of the shard:
-			 * it holds what there is, and the stream is empty. */
+			 * (entities deleted since must not come back) — unless this
+			 * region is a complete replica of the shard: it holds what
+			 * there is, and the stream is empty. */
 			if (region_store_active(r) && !region_store_shared(r) &&
 			    !(region_replicated(r) && region_replica_holds_all(r, sm->shard, &sm->pid)) &&
 			    region_store_delete_shard(r, sm->shard) != 0)

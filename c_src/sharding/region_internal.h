@@ -194,11 +194,12 @@ struct slot_replicas {
 	uint64_t next_chunk;
 	struct byte_set written; /* filling: ids written live since chunk 0 */
 	/* What the store keeps of this (region_replica_copy.c): the epoch and
-	 * part last written, and, after a restart, the part read back
-	 * (restored: enum replica_part + 1; 0 once a set has been heard). */
+	 * part (enum replica_role_held) last written; after a restart, until
+	 * a set of the shard is heard, `restored` — what was read back is what
+	 * the region reports. */
 	uint64_t saved_epoch;
 	uint8_t saved_part;
-	uint8_t restored;
+	bool restored;
 };
 
 struct shard_slot {
@@ -235,10 +236,10 @@ struct shard_slot {
 	 * until one names this region. */
 	struct slot_replicas *repl;
 	/* The coordinator said the shard waits for a member of its last
-	 * replica set (shard_waits), since this time (the loop's clock, ms;
-	 * 0: it does not): what waits for it longer than store_timeout_ms is
-	 * answered {error, store_unavailable}. */
-	uint64_t waits_since;
+	 * replica set (shard_waits), and no home has been named since: what
+	 * has waited in its buffer store_timeout_ms is answered {error,
+	 * store_unavailable}. */
+	bool waits;
 };
 
 struct region {

@@ -45,17 +45,17 @@ struct replica_ack_due {
 	int32_t home;      /* replicated: the home's region (region_replica_region_of) */
 };
 
-/* A region's part in a shard's newest set, as its store keeps it: a
- * record of the epoch (8 bytes, big-endian) and the part (1 byte). */
-enum replica_part { PART_NONE, PART_HOME, PART_COMPLETE, PART_FILLING };
+/* A region's part in a shard's newest set (as replicas_held says it), as
+ * its store keeps it: a record of the epoch (8 bytes, big-endian) and the
+ * part (1 byte, enum replica_role_held). */
 #define PART_RECORD_BYTES 9
 
-static enum replica_part part_of(const struct slot_replicas *p)
+static enum replica_role_held part_of(const struct slot_replicas *p)
 {
 	switch (p->role) {
-	case SLOT_REPLICA_HOME: return PART_HOME;
-	case SLOT_REPLICA_COPY: return p->complete && !p->filling ? PART_COMPLETE : PART_FILLING;
-	default: return PART_NONE;
+	case SLOT_REPLICA_HOME: return REPLICA_HELD_HOME;
+	case SLOT_REPLICA_COPY: return p->complete && !p->filling ? REPLICA_HELD_COMPLETE : REPLICA_HELD_FILLING;
+	default: return REPLICA_HELD_NONE;
 	}
 }
 
@@ -66,8 +66,8 @@ static enum replica_part part_of(const struct slot_replicas *p)
 static void save_part(struct region *r, uint32_t shard)
 {
 	struct slot_replicas *p = r->slots[shard].repl;
-	enum replica_part part = part_of(p);
-	p->restored = 0; /* what this region knows now replaces what it read back */
+	enum replica_role_held part = part_of(p);
+	p->restored = false; /* what this region knows now replaces what it read back */
 	if (p->epoch == p->saved_epoch && part == p->saved_part)
 		return;
 	char rec[PART_RECORD_BYTES];
@@ -469,15 +469,7 @@ void region_replica_send_report(struct region *r)
 		const struct slot_replicas *p = r->slots[s].repl;
 		if (p == NULL || p->epoch == 0)
 			continue;
-		if (p->restored != 0)
-			roles[count] = (enum replica_role_held[]){REPLICA_HELD_NONE, REPLICA_HELD_HOME, REPLICA_HELD_COMPLETE,
-								   REPLICA_HELD_FILLING}[p->restored - 1];
-		else if (p->role == SLOT_REPLICA_HOME)
-			roles[count] = REPLICA_HELD_HOME;
-		else if (p->role == SLOT_REPLICA_COPY)
-			roles[count] = p->complete && !p->filling ? REPLICA_HELD_COMPLETE : REPLICA_HELD_FILLING;
-		else
-			roles[count] = REPLICA_HELD_NONE;
+		roles[count] = p->restored ? (enum replica_role_held)p->saved_part : part_of(p);
 		shards[count] = s;
 		epochs[count] = p->epoch;
 		count++;
@@ -497,14 +489,15 @@ void region_replica_send_report(struct region *r)
 static int restore_one(void *arg, uint32_t shard, const void *meta, size_t len)
 {
 	struct region *r = arg;
-	if (shard >= r->cfg.number_of_shards || len != PART_RECORD_BYTES || ((const unsigned char *)meta)[8] > PART_FILLING)
+	if (shard >= r->cfg.number_of_shards || len != PART_RECORD_BYTES ||
+	    ((const unsigned char *)meta)[8] > REPLICA_HELD_NONE)
 		return 0; /* not this configuration's, or damaged: as if never heard of */
 	struct slot_replicas *p = repl_of(r, shard);
 	if (p == NULL)
 		return -ENOMEM;
 	p->epoch = p->saved_epoch = be64_read(meta);
 	p->saved_part = ((const unsigned char *)meta)[8];
-	p->restored = (uint8_t)(p->saved_part + 1);
+	p->restored = true;
 	return 0;
 }
 

@@ -429,13 +429,12 @@ uint64_t region_replica_home_bound(const struct region *r)
 void region_replica_home_on_reply(struct region *r, const struct replica_msg *m)
 {
 	if (m->kind == RMSG_REPLICATED) {
-		for (uint32_t k = 0; k < r->replicas.nstreams; k++) {
-			struct replica_stream *st = &r->replicas.streams[k];
-			if (term_pid_equal(&st->pid, &m->pid) && m->seq > st->acked) {
-				st->acked = m->seq;
-				/* Progress: the clock starts again for what is left. */
-				st->behind_since = st->acked >= st->sent ? 0 : evloop_now_ms(r->cfg.loop);
-			}
+		int32_t k = region_replica_region_find(r, &m->pid);
+		struct replica_stream *st = k >= 0 ? &r->replicas.streams[k] : NULL;
+		if (st != NULL && m->seq > st->acked) {
+			st->acked = m->seq;
+			/* Progress: the clock starts again for what is left. */
+			st->behind_since = st->acked >= st->sent ? 0 : evloop_now_ms(r->cfg.loop);
 		}
 		return;
 	}

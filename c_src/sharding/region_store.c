@@ -375,8 +375,7 @@ void region_store_on_written(struct region *r, uint64_t upto, int status)
 		release(r, upto, "store_unavailable", true);
 		return;
 	}
-	advance(r);
-	release(r, r->written_upto, NULL, false);
+	region_store_recheck(r);
 }
 
 void region_store_recheck(struct region *r)
@@ -413,8 +412,8 @@ static void refuse_waiting_too_long(struct region *r)
 	uint64_t limit_ns = (uint64_t)r->cfg.store_timeout_ms * 1000000u;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
-		if (slot->head == NULL || !region_slot_hosted(&slot->st) || slot->st.load_after <= r->written_upto ||
-		    slot->head->t0_ns == 0 || slot->head->t0_ns > now_ns || now_ns - slot->head->t0_ns < limit_ns)
+		if (!region_slot_hosted(&slot->st) || slot->st.load_after <= r->written_upto ||
+		    !region_buffer_waited(slot, now_ns, limit_ns))
 			continue;
 		log_at_shard(r->cfg.log, LOG_WARN, s, "region %s: shard %u: %u messages waited store_timeout_ms (%u ms) "
 			     "for commits: {error, store_unavailable}", r->cfg.name, s, slot->st.buffered,
