@@ -151,4 +151,3 @@ recorder(Live, Seconds) ->
             From ! {running, [Id || {P, Id} <- maps:to_list(Live), is_process_alive(P)]},
             recorder(Live, Seconds)
     end.
-
