@@ -18,7 +18,8 @@
          a_client_sending_a_byte_a_second_holds_only_itself/1,
          a_thousand_scrapers_at_once/1,
          the_log_level_shows_and_metrics_off_means_no_port/1,
-         the_dashboard_queries_are_promql/1]).
+         the_dashboard_queries_are_promql/1,
+         ready_turns_200_once_the_node_has_joined/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -30,7 +31,8 @@ all() ->
      a_client_sending_a_byte_a_second_holds_only_itself,
      a_thousand_scrapers_at_once,
      the_log_level_shows_and_metrics_off_means_no_port,
-     the_dashboard_queries_are_promql].
+     the_dashboard_queries_are_promql,
+     ready_turns_200_once_the_node_has_joined].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -288,6 +290,29 @@ json_unescape(<<"\\\"", R/binary>>) -> <<"\"", (json_unescape(R))/binary>>;
 json_unescape(<<"\\\\", R/binary>>) -> <<"\\", (json_unescape(R))/binary>>;
 json_unescape(<<C, R/binary>>) -> <<C, (json_unescape(R))/binary>>;
 json_unescape(<<>>) -> <<>>.
+%% docs/contract.md "Health": B is started with a seed that is not there
+%% yet, so it stays joining: live 200, ready 503 saying why. Once the seed
+%% starts and B is admitted, ready turns 200 (B an up member, its regions
+%% registered). Another path under /health is 404, and a POST 405.
+ready_turns_200_once_the_node_has_joined(Config) ->
+    PortB = free_port(),
+    A = list_to_atom(shardnode_ct:unique_name("seed") ++ "@127.0.0.1"),
+    {[B], Config1} = shardnode_ct:start_nodes(Config, [#{join => [A], config => #{metrics_port => PortB}}]),
+    {200, _, <<"ok\n">>} = get(PortB, "/health/live"),
+    {503, Headers, Why} = get(PortB, "/health/ready"),
+    ?assertEqual(<<"text/plain; charset=utf-8">>, header(<<"content-type">>, Headers)),
+    ?assertEqual(<<"not an up member: joining\n">>, Why),
+    {404, _, _} = get(PortB, "/health"),
+    {405, _, _} = request(PortB, <<"POST /health/ready HTTP/1.1\r\nConnection: close\r\n\r\n">>),
+    {[A], _} = shardnode_ct:start_nodes(Config1, [#{name => A}]),
+    sn_test:await(fun() -> element(1, get(PortB, "/health/ready")) =:= 200 end, 20000),
+    {200, _, <<"ok\n">>} = get(PortB, "/health/ready"),
+    ?assertEqual([A, B], shardnode_ct:members(B)),
+    %% the probes are not counted as scrapes (the first page is rendered
+    %% before it is counted)
+    {200, _, Page} = get(PortB, "/metrics"),
+    ?assertEqual(0, value(Page, <<"shardnode_metrics_scrapes_total">>)).
+
 %%====================================================================
 
 %% A port free now (the node binds it a moment later).

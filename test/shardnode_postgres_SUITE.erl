@@ -15,6 +15,7 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
+-export([ready_is_503_while_the_database_is_down/1]).
 -export([a_restart_continues_every_entity/1,
          a_move_reads_the_states_from_the_database/1,
          a_killed_member_loses_no_acknowledged_increment/1,
@@ -40,7 +41,8 @@ all() ->
      a_paused_members_stale_write_is_refused,
      two_clusters_on_one_database_take_turns_never_both,
      a_crashed_singleton_continues_from_the_database,
-     erlang_entities_through_join_leave_and_kill].
+     erlang_entities_through_join_leave_and_kill,
+     ready_is_503_while_the_database_is_down].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -317,6 +319,27 @@ tally_shards(Node) ->
         {ok, State} -> maps:size(State);
         _ -> 0
     end.
+
+%% docs/contract.md "Health": a node whose PostgreSQL server stops is no
+%% longer ready (503, the reason naming the store) while still live; with
+%% the server back, ready again, and its entities answer.
+ready_is_503_while_the_database_is_down(Config) ->
+    Port = shardnode_ct:free_port(),
+    Opts = opts(Config, "pg"),
+    {[N], _} = shardnode_ct:start_nodes(Config, [deep_put(Opts, metrics_port, Port)]),
+    await(fun() -> sn_test:http_get(Port, "/health/ready") =:= {200, <<"ok\n">>} end),
+    1 = call(N, 1, incr),
+    {0, _} = sh(script() ++ " halt " ++ ?config(pg_dir, Config)),
+    await(fun() -> element(1, sn_test:http_get(Port, "/health/ready")) =:= 503 end),
+    {503, Why} = sn_test:http_get(Port, "/health/ready"),
+    ?assertMatch({_, _}, binary:match(Why, <<"store: the PostgreSQL server is not connected">>)),
+    {200, <<"ok\n">>} = sn_test:http_get(Port, "/health/live"),
+    {0, _} = sh(script() ++ " start " ++ ?config(pg_dir, Config)),
+    await(fun() -> sn_test:http_get(Port, "/health/ready") =:= {200, <<"ok\n">>} end),
+    await(fun() -> try_call(N, 1, get) =:= {ok, 1} end),
+    2 = call(N, 1, incr).
+
+deep_put(#{config := C} = Opts, K, V) -> Opts#{config := C#{K => V}}.
 
 expected(I) -> 1 + I rem 7.
 

@@ -16,7 +16,8 @@
 
 -export([await/1, await/2, call/3, call/4,
          start_incrementer/3, start_incrementer/4, acked/1, stop_incrementer/1,
-         start_instance_recorder/0, second_instances/1, running_instances/1]).
+         start_instance_recorder/0, second_instances/1, running_instances/1,
+         http_get/2]).
 
 -define(AWAIT_MS, 15000).
 -define(CALL_MS, 10000).
@@ -150,4 +151,28 @@ recorder(Live, Seconds) ->
         {running, From} ->
             From ! {running, [Id || {P, Id} <- maps:to_list(Live), is_process_alive(P)]},
             recorder(Live, Seconds)
+    end.
+
+%% GET Path from 127.0.0.1:Port on a new connection (closed after):
+%% {Status, Body}, or {error, Why} when nothing answers.
+-spec http_get(inet:port_number(), string()) -> {integer(), binary()} | {error, term()}.
+http_get(Port, Path) ->
+    case gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], 2000) of
+        {ok, S} ->
+            ok = gen_tcp:send(S, ["GET ", Path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"]),
+            Answer = http_recv(S, <<>>),
+            gen_tcp:close(S),
+            case Answer of
+                <<"HTTP/1.1 ", Code:3/binary, _/binary>> ->
+                    [_, Body] = binary:split(Answer, <<"\r\n\r\n">>),
+                    {binary_to_integer(Code), Body};
+                _ -> {error, {bad_answer, Answer}}
+            end;
+        {error, Why} -> {error, Why}
+    end.
+
+http_recv(S, Acc) ->
+    case gen_tcp:recv(S, 0, 5000) of
+        {ok, Data} -> http_recv(S, <<Acc/binary, Data/binary>>);
+        {error, _} -> Acc
     end.

@@ -15,6 +15,7 @@
 #include "app/admin.h"
 #include "app/host_link.h"
 #include "sharding/hosted_entity.h"
+#include "app/health.h"
 #include "app/metrics_page.h"
 #include "entity/entity_type.h"
 #include "base/http_server.h"
@@ -493,6 +494,8 @@ static int start_metrics(struct node_app *app)
 		.loop = app->loop, .log = &app->log, .port = (uint16_t)app->cfg->metrics_port,
 		.path = "/metrics", .content_type = "text/plain; version=0.0.4; charset=utf-8",
 		.render = metrics_page_render, .render_arg = app,
+		.checks = {{.path = "/health/live", .check = health_live, .arg = app},
+			   {.path = "/health/ready", .check = health_ready, .arg = app}},
 		.max_connections = METRICS_MAX_CONNECTIONS, .request_timeout_ms = METRICS_REQUEST_TIMEOUT_MS,
 		.max_head = METRICS_MAX_HEAD,
 	};
@@ -503,7 +506,8 @@ static int start_metrics(struct node_app *app)
 			  rc == -EADDRINUSE ? "the port is in use" : strerror(-rc));
 		return neg_errno(-rc);
 	}
-	log_info(&app->log, "metrics on port %u: GET /metrics", http_server_port(app->metrics));
+	log_info(&app->log, "metrics on port %u: GET /metrics, /health/live, /health/ready",
+		 http_server_port(app->metrics));
 	return 0;
 }
 

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bsd/string.h>
+
 #include "base/http_request.h"
 
 /* How long a closing connection's input is drained before it is closed
@@ -38,7 +40,8 @@ struct http_conn {
 	char head[256];     /* the response's status line and headers */
 	size_t head_len, head_off;
 	struct page *page;  /* the body, when it is the page */
-	const char *body;   /* the body: the page's or a static text */
+	const char *body;   /* the body: the page's, a static text or `text` */
+	char text[256];     /* a check's answer */
 	size_t body_len, body_off;
 	size_t in_len;
 	char in[];          /* max_head bytes */
@@ -169,6 +172,38 @@ static void respond_text(struct http_conn *c, const char *status, const char *te
 	respond(c, status, "text/plain; charset=utf-8", extra, c->body_len);
 }
 
+static bool path_is(const struct http_request *req, const char *path)
+{
+	return path != NULL && req->path_len == strlen(path) && memcmp(req->path, path, req->path_len) == 0;
+}
+
+/* The check served at the request's path, or NULL. */
+static const struct http_check *check_of(const struct http_server *s, const struct http_request *req)
+{
+	for (size_t k = 0; k < HTTP_SERVER_CHECKS_MAX; k++)
+		if (s->cfg.checks[k].path != NULL && path_is(req, s->cfg.checks[k].path))
+			return &s->cfg.checks[k];
+	return NULL;
+}
+
+/* 200 "ok", or 503 with the check's reason, from c->text. */
+static void answer_check(struct http_conn *c, const struct http_check *check, bool head_only)
+{
+	char reason[sizeof c->text - 1];
+	reason[0] = '\0';
+	bool well = check->check(check->arg, reason, sizeof reason);
+	if (!well && reason[0] == '\0')
+		strlcpy(reason, "not ready", sizeof reason);
+	int n = snprintf(c->text, sizeof c->text, "%s\n", well ? "ok" : reason);
+	c->srv->stats.checks++;
+	c->page = NULL;
+	c->body = c->text;
+	c->body_len = n > 0 ? strlen(c->text) : 0;
+	respond(c, well ? "200 OK" : "503 Service Unavailable", "text/plain; charset=utf-8", NULL, c->body_len);
+	if (head_only)
+		c->body_len = 0;
+}
+
 /* Answers the request whose head is the first `len` bytes of c->in. */
 static void answer(struct http_conn *c, const struct http_request *req, size_t len)
 {
@@ -177,12 +212,17 @@ static void answer(struct http_conn *c, const struct http_request *req, size_t l
 	c->close_after = !req->keep_alive;
 	bool head_only = req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0;
 	bool get = req->method_len == 3 && memcmp(req->method, "GET", 3) == 0;
-	if (req->path_len != strlen(s->cfg.path) || memcmp(req->path, s->cfg.path, req->path_len) != 0) {
+	const struct http_check *check = check_of(s, req);
+	if (check == NULL && !path_is(req, s->cfg.path)) {
 		respond_text(c, "404 Not Found", "not found\n", NULL);
 		return;
 	}
 	if (!get && !head_only) {
 		respond_text(c, "405 Method Not Allowed", "method not allowed\n", "Allow: GET, HEAD\r\n");
+		return;
+	}
+	if (check != NULL) {
+		answer_check(c, check, head_only);
 		return;
 	}
 	struct page *p = page_now(s);

@@ -1,7 +1,8 @@
 /*
  * http_server.h — a small HTTP/1.1 server on the event loop that serves one
- * page, rendered by a callback: the metrics endpoint (docs/contract.md,
- * "Metrics").
+ * page, rendered by a callback (the metrics endpoint), and a few checks
+ * that answer 200 or 503 with one line (the health probes; docs/contract.md,
+ * "Metrics" and "Health").
  *
  * It can never slow or stop the loop it runs on:
  *   - request heads are parsed by http_request.h (strict; a malformed or
@@ -19,13 +20,15 @@
  *   - responses are written as the socket takes them; a client that does
  *     not read holds only its own connection.
  *
- * GET and HEAD of `path` (the query ignored) get 200; another path 404;
- * another method on the path 405. Keep-alive and pipelined requests are
- * served in order.
+ * GET and HEAD of `path` (the query ignored) get 200; of a check's path,
+ * 200 "ok" or 503 with the check's reason; another path 404; another method
+ * on a served path 405. Keep-alive and pipelined requests are served in
+ * order.
  */
 #ifndef SN_HTTP_SERVER_H
 #define SN_HTTP_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +40,19 @@
  * -ENOMEM: the request gets 503. */
 typedef int (*http_render_fn)(void *arg, struct bytebuf *out);
 
+/* A check: returns true when well, or false with a one-line reason (no
+ * newline) written into reason (cap bytes, NUL-terminated). Runs on the
+ * loop for each request: it must be cheap. */
+typedef bool (*http_check_fn)(void *arg, char *reason, size_t cap);
+
+struct http_check {
+	const char *path; /* "/health/ready"; not owned */
+	http_check_fn check;
+	void *arg;
+};
+
+#define HTTP_SERVER_CHECKS_MAX 4
+
 struct http_server_config {
 	struct evloop *loop;         /* not owned; outlives the server */
 	const struct logger *log;    /* not owned; outlives the server */
@@ -45,6 +61,7 @@ struct http_server_config {
 	const char *content_type;    /* of the page; not owned */
 	http_render_fn render;
 	void *render_arg;
+	struct http_check checks[HTTP_SERVER_CHECKS_MAX]; /* those with a path are served */
 	uint32_t max_connections;    /* open at once; more are closed at accept */
 	uint32_t request_timeout_ms; /* for a whole request head */
 	size_t max_head;             /* bytes of a request head (and of a connection's input buffer) */
@@ -52,7 +69,8 @@ struct http_server_config {
 
 struct http_server_stats {
 	uint64_t requests;     /* answered, whatever the status */
-	uint64_t pages;        /* 200s */
+	uint64_t pages;        /* 200s of the page */
+	uint64_t checks;       /* check requests answered */
 	uint64_t renders;      /* pages rendered (scrapes arriving together share one) */
 	uint64_t bad_requests; /* 400s: malformed or oversized heads */
 	uint64_t timeouts;     /* connections closed for want of a whole head */

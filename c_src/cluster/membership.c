@@ -579,6 +579,14 @@ void membership_set_types(struct membership *m, const char *const *types, size_t
 	membership_changed(m);
 }
 
+const char *membership_self_status(const struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (strcmp(m->members[k].node, m->our_node) == 0)
+			return membership_status_names[m->members[k].status];
+	return membership_status_names[MEMBER_REMOVED];
+}
+
 bool membership_self_down(const struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++)

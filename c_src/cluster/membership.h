@@ -182,6 +182,10 @@ int membership_down(struct membership *m, const char *node);
  * NODE_TYPES_MAX are kept; the configuration allows no more. */
 void membership_set_types(struct membership *m, const char *const *types, size_t n);
 
+/* This node's status as `members` shows it ("joining", "up", "leaving",
+ * ...; static text). */
+const char *membership_self_status(const struct membership *m);
+
 /* True once this node has been downed by the others. */
 bool membership_self_down(const struct membership *m);
 

@@ -159,6 +159,10 @@ void region_free(struct region *r);
  * each replica region, one message each. NULL is ignored. */
 void region_flush_batches(struct region *r);
 
+/* True while a coordinator has acknowledged the region's registration
+ * (the readiness check, docs/contract.md "Health"). */
+bool region_registered(const struct region *r);
+
 /* Counters, for tests and benchmarks. */
 struct region_stats {
 	uint64_t entities;   /* live */

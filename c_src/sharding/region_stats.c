@@ -31,6 +31,8 @@ struct stats_request {
 	struct evloop_timer timer;
 };
 
+bool region_registered(const struct region *r) { return r->registered && !r->stopped; }
+
 void region_get_stats(const struct region *r, struct region_stats *out)
 {
 	memset(out, 0, sizeof *out);

@@ -534,6 +534,11 @@ static uint64_t op_last_queued(const struct state_store *base)
 	return pg_store(base)->last_queued;
 }
 
+static const char *op_unreachable(const struct state_store *base)
+{
+	return pg_conn_up(pg_store(base)->conn) ? NULL : "the PostgreSQL server is not connected";
+}
+
 static int op_claim(struct state_store_type *base, uint32_t shard)
 {
 	return state_pg_claim(pg_type(base), shard);
@@ -549,6 +554,7 @@ static const struct state_store_ops pg_ops = {
 	.scan = op_scan,
 	.cancel_queued = op_cancel_queued,
 	.last_queued = op_last_queued,
+	.unreachable = op_unreachable,
 	.claim = op_claim,
 };
 

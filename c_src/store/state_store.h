@@ -99,6 +99,8 @@ struct state_store_ops {
 		    size_t max_bytes, uint64_t token);
 	void (*cancel_queued)(struct state_store_type *t);
 	uint64_t (*last_queued)(const struct state_store *s);
+	/* NULL (a local store): reachable while its commits succeed */
+	const char *(*unreachable)(const struct state_store *s);
 	int (*claim)(struct state_store_type *t, uint32_t shard); /* NULL: nothing to claim */
 	/* NULL (a shared store): no shard records */
 	int (*shard_meta_write)(struct state_store_type *t, uint32_t shard, const void *meta, size_t len,
@@ -117,6 +119,7 @@ struct state_store_metrics {
 	uint64_t commit_errors; /* of those, failed */
 	struct histogram commit_latency;
 	uint64_t reported_upto;
+	bool last_commit_failed;
 	uint64_t queued_seq[STATE_STORE_TIMED], queued_ns[STATE_STORE_TIMED];
 };
 
@@ -152,6 +155,7 @@ static inline void state_store_metrics_committed(struct state_store *s, uint64_t
 	uint64_t oldest = m->reported_upto + 1;
 	m->reported_upto = upto;
 	m->commits++;
+	m->last_commit_failed = status != 0;
 	if (status != 0)
 		m->commit_errors++;
 	/* Timed unless its slot was taken by a later write meanwhile. */
@@ -277,6 +281,17 @@ static inline int state_store_shard_meta_read(struct state_store_type *t, state_
 static inline uint64_t state_store_last_queued(const struct state_store *s)
 {
 	return s->ops->last_queued(s);
+}
+
+/* Why the store cannot take writes now (static text, for the readiness
+ * check), or NULL when it can: a database's connection is down, or the
+ * last commit failed. */
+static inline const char *state_store_unreachable(const struct state_store *s)
+{
+	const char *why = s->ops->unreachable != NULL ? s->ops->unreachable(s) : NULL;
+	if (why == NULL && s->metrics.last_commit_failed)
+		why = "the store's last commit failed";
+	return why;
 }
 
 #endif
