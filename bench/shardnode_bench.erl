@@ -172,6 +172,14 @@ measure(System, Round, #{only := "replicated"} = Cfg) ->
         shardnode -> maps:merge(durable_figures(Cfg), replicated_figures(Cfg));
         beam -> #{}
     end;
+measure(System, Round, #{only := "failover"} = Cfg) ->
+    %% BENCH_ONLY=failover: the fail-over of five members with the default
+    %% timings alone
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    case System of
+        shardnode -> bench_failover:figures(Cfg);
+        beam -> #{}
+    end;
 measure(System, Round, #{only := "erlang_entities"} = Cfg) ->
     %% BENCH_ONLY=erlang_entities: the Erlang-entity rows and the baseline
     %% figures they are compared with
@@ -198,6 +206,7 @@ measure(System, Round, Cfg) ->
     M4 = case System of
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg), replicated_figures(Cfg),
+                                       bench_failover:figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
                                        singleton_figures(Cfg), metrics_figures(Cfg),
                                        erlang_entity_figures(Cfg)]);

@@ -36,11 +36,15 @@ static struct member *add(struct membership *m, const char *node)
 
 static void admit_joiners(struct membership *m);
 
-/* After any change of the member list or of a member's reachability. */
+/* We learned that e is down: when (its shards wait from then at most,
+ * membership.h), and the others hear at once whether our lease to it has
+ * lapsed. */
 static void mark_down_locally(struct membership *m, struct member *e)
 {
-	if (e->down_at == 0)
-		e->down_at = now_ms(m) ? now_ms(m) : 1;
+	if (e->down_at != 0)
+		return;
+	e->down_at = now_ms(m) ? now_ms(m) : 1;
+	membership_tell_lapsed_leases(m);
 }
 
 /* ---- sending ---- */
@@ -132,20 +136,6 @@ static void note_up_number(struct membership *m, uint32_t up)
 }
 
 /* The member as membership_rules.h sees it; node points into e. */
-static struct member_facts facts_of(const struct member *e)
-{
-	return (struct member_facts){
-		.node = e->node,
-		.up_number = e->up_number,
-		.status = e->status,
-		.version = e->version,
-		.unreachable = e->unreachable,
-		.last_heard = e->last_heard,
-		.joining_since = e->joining_since,
-		.lease_until = e->lease_until,
-	};
-}
-
 /* The leader marks joiners up, each with the next up-number, once a
  * majority has answered heartbeats sent since it heard of the joiner
  * (membership_rules_admit says who and why). */
@@ -164,7 +154,7 @@ static void admit_joiners(struct membership *m)
 		.failure_timeout_ms = m->cfg.failure_timeout_ms,
 	};
 	for (size_t k = 0; k < m->n; k++) {
-		facts[k] = facts_of(&m->members[k]);
+		facts[k] = membership_facts_of(&m->members[k]);
 		if (is_us(m, &m->members[k]))
 			a.self = k;
 	}
@@ -200,7 +190,7 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	if (node_name_decode(t, &i, joiner.node) || read_types(t, &i, &joiner))
 		return;
 	struct member *e = membership_member(m, joiner.node);
-	struct member_facts have = e != NULL ? facts_of(e) : (struct member_facts){0};
+	struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
 	uint32_t version = 0;
 	if (membership_rules_join(e != NULL ? &have : NULL, &version) == MEMBER_JOIN_TELL_AGAIN) {
 		membership_gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
@@ -230,6 +220,8 @@ static void reset_local(struct membership *m, struct member *e)
 	e->lease_until = 0;
 	e->down_at = 0;
 	e->released = false;
+	e->last_acked = 0;
+	memset(e->lapsed_from, 0, sizeof e->lapsed_from);
 }
 
 static void on_gossip(struct membership *m, const char *t, size_t i)
@@ -256,7 +248,8 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		in.status = (enum member_status)s;
 		in.version = (uint32_t)version;
 		struct member *e = membership_member(m, in.node);
-		struct member_facts in_facts = facts_of(&in), have = e != NULL ? facts_of(e) : (struct member_facts){0};
+		struct member_facts in_facts = membership_facts_of(&in);
+		struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
 		struct member_merge d =
 			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, strcmp(in.node, m->our_node) == 0);
 		if (d.verdict == MEMBER_MERGE_KEEP) {
@@ -315,7 +308,8 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 	long arity;
 	if (!shardnode_msg_head(t, &i, &arity) || arity != 4)
 		return 0;
-	static const char *const kinds[] = {"join", "gossip", "reachability", "heartbeat", "heartbeat_ack"};
+	static const char *const kinds[] = {"join", "gossip", "reachability", "heartbeat", "heartbeat_ack",
+					    "lease_lapsed"};
 	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
 		if (!term_is_atom(t, i, kinds[k]))
 			continue;
@@ -338,6 +332,11 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 	if (term_is_atom(t, i, "reachability")) {
 		term_skip(t, &i);
 		membership_on_reachability(m, t, i);
+		return 1;
+	}
+	if (term_is_atom(t, i, "lease_lapsed")) {
+		term_skip(t, &i);
+		membership_on_lease_lapsed(m, t, i);
 		return 1;
 	}
 	bool ack = term_is_atom(t, i, "heartbeat_ack");

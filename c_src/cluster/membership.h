@@ -35,10 +35,19 @@
  *
  * At most one instance of an entity: this node delivers to its entities
  * only while it holds a quorum lease (quorum.h), renewed by the acks of its
- * heartbeats, and a downed member keeps its shards for failure_timeout_ms
- * plus two heartbeat intervals after this node learns of the down
- * (membership_nodes_with), by which time its lease with every member that
- * learned of the down by then has run out.
+ * heartbeats, and a downed member keeps its shards (membership_nodes_with)
+ * until no member's lease to it is left: once a member knows of the down
+ * it acks the downed member no more, and once failure_timeout_ms have
+ * passed since its last ack it tells every member
+ *   {'$shardnode', lease_lapsed, From, {Node, UpNumber}}
+ * (each heartbeat interval for a while). When every other member that is
+ * not down has said so, and our own lease to it has lapsed too, its shards
+ * go elsewhere at once (membership_rules_downed_lease_over): after a crash
+ * the leases ran out long before the down, so fail-over takes detection
+ * and stable_after_ms. If some member stays silent, the shards go
+ * failure_timeout_ms plus two heartbeat intervals after this node learned
+ * of the down, by which time the lease of every member that learned of it
+ * by then has run out.
  *
  * Merging gossip, joins, the leader and admission are decided by the pure
  * functions of membership_rules.h (which says how incarnations, up-numbers
@@ -72,6 +81,10 @@ struct member {
 	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
 	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */
 	uint64_t down_at;      /* when we learned it was down; 0: not downed */
+	uint64_t last_acked;   /* evloop ms of our last heartbeat_ack to it; 0: none */
+	/* Bit k: members[k] said the lease it gave this incarnation lapsed
+	 * (lease_lapsed); members beyond CLUSTER_MEMBERS_MAX are never heard. */
+	uint64_t lapsed_from[CLUSTER_MEMBERS_MAX / 64];
 	uint64_t joining_since; /* when we learned it was joining */
 	bool released;         /* downed, and its shards may go elsewhere now */
 };

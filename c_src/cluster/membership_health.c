@@ -182,28 +182,101 @@ static void detect_unreachable(struct membership *m)
 }
 
 /* How long a downed member keeps its shards after this node learns of the
- * down: its leases with the members that knew of the down no later than we
- * did run out within failure_timeout_ms; the margin covers the members that
- * learn of it a gossip round or two later and ack it meanwhile. */
+ * down, at most: its leases with the members that knew of the down no
+ * later than we did run out within failure_timeout_ms; the margin covers
+ * the members that learn of it a gossip round or two later and ack it
+ * meanwhile. */
 static uint64_t release_after_ms(const struct membership *m)
 {
 	return (uint64_t)m->cfg.failure_timeout_ms + 2u * (uint64_t)m->cfg.heartbeat_interval_ms;
 }
 
-/* A downed member's shards stay with it until its lease has run out. */
+/* Whether the lease we gave e, which we know is down, has run out. A
+ * heartbeat interval of margin covers the clocks' drift and a turn. */
+static bool our_lease_lapsed(const struct membership *m, const struct member *e)
+{
+	return membership_rules_lease_lapsed(e->last_acked, now_ms(m), m->cfg.failure_timeout_ms,
+					     m->cfg.heartbeat_interval_ms);
+}
+
+/* Whether e (down) holds no lease from anyone any more
+ * (membership_rules_downed_lease_over). */
+static bool lease_over(struct membership *m, const struct member *e)
+{
+	if (m->n > CLUSTER_MEMBERS_MAX)
+		return false; /* beyond the bits: the timeout alone */
+	struct member_facts facts[CLUSTER_MEMBERS_MAX];
+	bool lapsed[CLUSTER_MEMBERS_MAX];
+	size_t downed = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		facts[k] = membership_facts_of(&m->members[k]);
+		if (&m->members[k] == e)
+			downed = k;
+		lapsed[k] = is_us(m, &m->members[k]) ? our_lease_lapsed(m, e)
+						      : (e->lapsed_from[k / 64] >> (k % 64)) & 1u;
+	}
+	return membership_rules_downed_lease_over(facts, m->n, downed, lapsed);
+}
+
+/* A downed member's shards stay with it until its lease has run out: every
+ * member has said so, or we waited release_after_ms. */
 static void release_downed(struct membership *m)
 {
 	bool any = false;
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
-		if (e->down_at != 0 && !e->released && now_ms(m) - e->down_at >= release_after_ms(m)) {
+		if (e->down_at == 0 || e->released || is_us(m, e))
+			continue;
+		bool waited = now_ms(m) - e->down_at >= release_after_ms(m);
+		if (waited || lease_over(m, e)) {
 			e->released = true;
 			any = true;
-			log_info(m->cfg.log, "member %s: down long enough, its shards go elsewhere", e->node);
+			log_info(m->cfg.log, "member %s: %s, its shards go elsewhere", e->node,
+				 waited ? "down long enough" : "no lease left with any member");
 		}
 	}
 	if (any)
 		membership_changed(m);
+}
+
+/* See membership_internal.h. */
+void membership_tell_lapsed_leases(struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (e->down_at == 0 || is_us(m, e) || now_ms(m) - e->down_at >= 2 * release_after_ms(m) ||
+		    !our_lease_lapsed(m, e))
+			continue;
+		ei_x_buff x;
+		if (membership_begin_msg(m, &x, "lease_lapsed") != 0)
+			return;
+		if (ei_x_encode_tuple_header(&x, 2) == 0 && ei_x_encode_atom(&x, e->node) == 0 &&
+		    ei_x_encode_ulong(&x, e->up_number) == 0)
+			for (size_t j = 0; j < m->n; j++) {
+				const struct member *to = &m->members[j];
+				if (!is_us(m, to) && to != e && to->status < MEMBER_DOWN)
+					membership_send_admin(m, to->node, &x);
+			}
+		ei_x_free(&x);
+	}
+}
+
+void membership_on_lease_lapsed(struct membership *m, const char *t, size_t i)
+{
+	char from[NODE_NAME_BUF], node[NODE_NAME_BUF];
+	long up_number;
+	if (node_name_decode(t, &i, from) || term_get_tuple(t, &i) != 2 ||
+	    node_name_decode(t, &i, node) || term_get_long(t, &i, &up_number) || up_number < 0)
+		return;
+	struct member *sender = membership_member(m, from), *e = membership_member(m, node);
+	if (sender == NULL || e == NULL || is_us(m, sender) || sender->status >= MEMBER_DOWN ||
+	    e->up_number != (uint64_t)up_number)
+		return;
+	size_t k = (size_t)(sender - m->members);
+	if (k >= CLUSTER_MEMBERS_MAX)
+		return;
+	e->lapsed_from[k / 64] |= UINT64_C(1) << (k % 64);
+	release_downed(m);
 }
 
 /* This node's decision on the cluster-wide view (downing.h), among the
@@ -310,6 +383,7 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	}
 	membership_heard(m, e);
 	if (!ack) {
+		e->last_acked = now_ms(m);
 		membership_send_heartbeat(m, from, "heartbeat_ack", (uint64_t)sent_at);
 		return;
 	}
@@ -342,6 +416,7 @@ enum downing_verdict membership_health_tick(struct membership *m, struct node_se
 	 * once: publishing a change has sent it already. */
 	if (!publish_own_view(m))
 		send_reachability_all(m);
+	membership_tell_lapsed_leases(m);
 	release_downed(m);
 	return keep_majority(m, downs);
 }

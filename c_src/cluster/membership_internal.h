@@ -65,6 +65,9 @@ extern const char *const membership_status_names[];
 /* The entry of `node`, or NULL. Valid until the list grows. */
 struct member *membership_member(struct membership *m, const char *node);
 
+/* The member as membership_rules.h sees it (pointing into e). */
+struct member_facts membership_facts_of(const struct member *e);
+
 /* Starts a fresh x with the version byte and {'$shardnode', Kind, Self, _
  * (the caller encodes the fourth element). Returns 0, or -ENOMEM with
  * nothing to free. */
@@ -98,6 +101,18 @@ void membership_heard(struct membership *m, struct member *e);
 /* Handles heartbeat (ack = false) or heartbeat_ack from t[i..]: From,
  * SentAt. Malformed input is ignored. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack);
+
+/* Tells every member that is not down that the leases we gave the members
+ * we know are down have run out (lease_lapsed, membership.h), for each
+ * such member for a while after we learned of its down (twice the longest
+ * wait: by then every member has released its shards). Sent on each tick
+ * and when we learn of a down, so a crash's fail-over waits no tick. */
+void membership_tell_lapsed_leases(struct membership *m);
+
+/* Handles lease_lapsed from t[i..]: From, {Node, UpNumber}: From acks
+ * that incarnation of Node no more and the lease it gave it has run out.
+ * May release Node's shards (membership.h). Malformed input is ignored. */
+void membership_on_lease_lapsed(struct membership *m, const char *t, size_t i);
 
 /* Recomputes until when we hold a quorum lease. Returns true if we just
  * got it back (withheld messages can go). Logs a loss only if `log_loss`. */

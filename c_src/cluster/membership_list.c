@@ -21,6 +21,20 @@ struct member *membership_member(struct membership *m, const char *node)
 	return NULL;
 }
 
+struct member_facts membership_facts_of(const struct member *e)
+{
+	return (struct member_facts){
+		.node = e->node,
+		.up_number = e->up_number,
+		.status = e->status,
+		.version = e->version,
+		.unreachable = e->unreachable,
+		.last_heard = e->last_heard,
+		.joining_since = e->joining_since,
+		.lease_until = e->lease_until,
+	};
+}
+
 void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x)
 {
 	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);

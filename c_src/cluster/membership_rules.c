@@ -148,3 +148,20 @@ size_t membership_rules_admit(const struct member_facts *members, size_t n, cons
 	}
 	return admitted;
 }
+
+bool membership_rules_lease_lapsed(uint64_t last_acked_ms, uint64_t now_ms, uint32_t failure_timeout_ms,
+				   uint32_t margin_ms)
+{
+	return now_ms > last_acked_ms + failure_timeout_ms + margin_ms;
+}
+
+bool membership_rules_downed_lease_over(const struct member_facts *members, size_t n, size_t downed,
+					const bool *lapsed)
+{
+	if (downed >= n || !is_down(members[downed].status))
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (k != downed && !is_down(members[k].status) && !lapsed[k])
+			return false;
+	return true;
+}

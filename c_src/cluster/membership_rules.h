@@ -143,4 +143,27 @@ struct membership_admission {
 size_t membership_rules_admit(const struct member_facts *members, size_t n, const struct membership_admission *a,
 			      struct quorum_member *scratch, uint32_t *up);
 
+/* ---- a downed member's lease ---- */
+
+/* Whether the quorum lease this node gave a member it knows is down has
+ * run out. The member draws a lease from each heartbeat we ack: its send
+ * time plus failure_timeout_ms (quorum.h). Our last ack went at
+ * last_acked_ms (the loop's ms; 0: never), after the heartbeat it answers
+ * was sent, so that lease ran out by last_acked_ms + failure_timeout_ms
+ * on any clock; margin_ms covers the clocks' drift and the loop's turn.
+ * Knowing of the down, we ack no more: once true, it stays true. */
+bool membership_rules_lease_lapsed(uint64_t last_acked_ms, uint64_t now_ms, uint32_t failure_timeout_ms,
+				   uint32_t margin_ms);
+
+/* Whether members[downed], down, holds no quorum lease any more, so its
+ * shards may go elsewhere at once rather than failure_timeout_ms and two
+ * heartbeats after we learned of the down: every other member that is not
+ * down itself (joining and exiting ones too: whoever acks heartbeats) has
+ * said its lease lapsed (lapsed[k]; ours, members[self], is ours to
+ * judge). Members down themselves are not waited for: a down is decided
+ * by the side that wins keep-majority, so they cannot lend it a quorum.
+ * Only reads. */
+bool membership_rules_downed_lease_over(const struct member_facts *members, size_t n, size_t downed,
+					const bool *lapsed);
+
 #endif

@@ -476,3 +476,48 @@ Test(membership_rules_admit, a_downed_or_removed_voter_does_not_count)
 	cr_assert_eq(admit(m, 4, 0, 3, 100, up), 1, "n1 alone is every voter");
 	cr_assert_eq(up[3], 4);
 }
+
+/* ---- a downed member's lease ---- */
+
+Test(membership_rules_lease, our_lease_lapses_failure_timeout_and_the_margin_after_our_last_ack)
+{
+	/* acked at 10 000, failure_timeout 5 000, margin 1 000 */
+	cr_assert(!membership_rules_lease_lapsed(10000, 10000, 5000, 1000));
+	cr_assert(!membership_rules_lease_lapsed(10000, 16000, 5000, 1000), "the lease could last till 15 000, and drift");
+	cr_assert(membership_rules_lease_lapsed(10000, 16001, 5000, 1000));
+	cr_assert(membership_rules_lease_lapsed(0, 6001, 5000, 1000), "never acked: nothing to wait for but the margin");
+	/* a crash noticed at 15 s and downed at 25 s: lapsed long before */
+	cr_assert(membership_rules_lease_lapsed(10000, 35000, 5000, 1000));
+}
+
+Test(membership_rules_lease, a_downed_member_is_released_when_every_member_not_down_said_its_lease_lapsed)
+{
+	struct member_facts ms[] = {F("a", 1, MEMBER_UP, 1), F("b", 2, MEMBER_DOWN, 2), F("c", 3, MEMBER_UP, 1),
+				    F("d", 4, MEMBER_LEAVING, 1), F("e", 0, MEMBER_JOINING, 1)};
+	bool lapsed[] = {true, false, true, true, true};
+	cr_assert(membership_rules_downed_lease_over(ms, 5, 1, lapsed));
+	/* the downed member's own flag means nothing */
+	lapsed[1] = true;
+	cr_assert(membership_rules_downed_lease_over(ms, 5, 1, lapsed));
+	/* any one silent member that is not down holds it: leaving, joining, us */
+	for (size_t k = 0; k < 5; k++) {
+		if (k == 1)
+			continue;
+		lapsed[k] = false;
+		cr_assert(!membership_rules_downed_lease_over(ms, 5, 1, lapsed), "member %zu has not said", k);
+		lapsed[k] = true;
+	}
+}
+
+Test(membership_rules_lease, members_down_themselves_are_not_waited_for_and_only_a_down_member_is_released)
+{
+	struct member_facts ms[] = {F("a", 1, MEMBER_UP, 1), F("b", 2, MEMBER_DOWN, 2), F("c", 3, MEMBER_REMOVED, 3),
+				    F("d", 4, MEMBER_UP, 1), F("e", 5, MEMBER_EXITING, 1)};
+	bool lapsed[] = {true, false, false, true, true};
+	cr_assert(membership_rules_downed_lease_over(ms, 5, 1, lapsed), "c is removed after a down: not asked");
+	cr_assert(membership_rules_downed_lease_over(ms, 5, 2, lapsed), "nor b, for c");
+	lapsed[4] = false;
+	cr_assert(!membership_rules_downed_lease_over(ms, 5, 1, lapsed), "an exiting member still acks heartbeats");
+	cr_assert(!membership_rules_downed_lease_over(ms, 5, 0, lapsed), "a is up: nothing to release");
+	cr_assert(!membership_rules_downed_lease_over(ms, 5, 9, lapsed), "out of range");
+}
