@@ -26,6 +26,7 @@ packages=(
 	prometheus        # promtool: the metrics suite checks a real page with it
 	iproute2          # network namespaces for partition tests (scripts/partition-scenarios.sh)
 	iptables          # cutting links and dropping packets inside them
+	dnsmasq-base      # the DNS server the discovery tests resolve --join-dns names from
 )
 
 missing=()

@@ -354,36 +354,13 @@ ns(I) -> "snpt" ++ integer_to_list(I).
 namespaces() -> [ns(I) || I <- lists:seq(1, ?N)].
 
 %% A bridge with this node's address on it (.254), and per node a
-%% namespace joined to it by a veth pair.
+%% namespace joined to it by a veth pair (sn_netns), whose iptables works.
 setup_network() ->
-    Steps = ["ip link add " ?BRIDGE " type bridge",
-             "ip addr add " ?NET "254/24 dev " ?BRIDGE,
-             "ip link set " ?BRIDGE " up"]
-        ++ lists:append(
-             [["ip netns add " ++ ns(I),
-               "ip link add snptv" ++ integer_to_list(I) ++ " type veth peer name eth0 netns " ++ ns(I),
-               "ip link set snptv" ++ integer_to_list(I) ++ " master " ?BRIDGE " up",
-               "ip -n " ++ ns(I) ++ " addr add " ++ addr(I) ++ "/24 dev eth0",
-               "ip -n " ++ ns(I) ++ " link set eth0 up",
-               "ip -n " ++ ns(I) ++ " link set lo up",
-               "ip netns exec " ++ ns(I) ++ " iptables -L -n"]
-              || I <- lists:seq(1, ?N)]),
-    run_all(Steps).
-
-run_all([]) -> ok;
-run_all([Step | Rest]) ->
-    case sh(Step) of
-        ok -> run_all(Rest);
-        {error, Out} -> {error, Step ++ ": " ++ string:trim(Out)}
-    end.
+    sn_netns:setup(?BRIDGE, ?NET, [{ns(I), addr(I)} || I <- lists:seq(1, ?N)],
+                   fun(NS) -> ["ip netns exec " ++ NS ++ " iptables -L -n"] end).
 
 teardown_network() ->
-    [begin
-         sh("ip netns pids " ++ NS ++ " 2>/dev/null | xargs -r kill -9"),
-         sh("ip netns del " ++ NS ++ " 2>/dev/null")
-     end || NS <- namespaces()],
-    sh("ip link del " ?BRIDGE " 2>/dev/null"),
-    ok.
+    sn_netns:teardown(?BRIDGE, namespaces()).
 
 %% Cuts the link between nodes A and B, inside A's namespace, both ways.
 cut(A, B) ->
@@ -405,14 +382,7 @@ heal() ->
 
 iptables(I, Rule) -> "ip netns exec " ++ ns(I) ++ " iptables " ++ Rule.
 
-%% Runs a shell command: ok, or {error, Output} when it exits non-zero.
-sh(Cmd) ->
-    Out = os:cmd(Cmd ++ " 2>&1; echo \"rc=$?\""),
-    case string:split(string:trim(Out), "rc=", trailing) of
-        [Before, "0"] -> _ = Before, ok;
-        [Before, _] -> {error, Before};
-        _ -> {error, Out}
-    end.
+sh(Cmd) -> sn_netns:sh(Cmd).
 
 sh_out(Cmd) -> os:cmd(Cmd).
 
@@ -433,18 +403,7 @@ hold(Check, Deadline) ->
             hold(Check, Deadline)
     end.
 
-%% Every node of `At' lists exactly `Expected' as its up members, and no
-%% member as unreachable.
-same_up_members(At, Expected) ->
-    lists:all(fun(N) ->
-                      case catch gen_server:call({shardnode, N}, members, 2000) of
-                          {ok, Ms} ->
-                              lists:sort([M || #{node := M, status := up} <- Ms]) =:= lists:sort(Expected)
-                                  andalso [] =:= [M || #{status := unreachable} = M <- Ms];
-                          _ -> false
-                      end
-              end, At).
-
+same_up_members(At, Expected) -> sn_netns:same_up_members(At, Expected).
 
 %% Every entity answers through every node of `Nodes' (stops at the first
 %% that does not).

@@ -24,7 +24,8 @@
          types_without_state_work_with_a_store/1,
          moved_states_are_stored_on_their_new_home/1,
          passivated_entities_move_with_their_shard/1,
-         a_full_disk_fails_changes_and_loses_nothing/1]).
+         a_full_disk_fails_changes_and_loses_nothing/1,
+         max_active_entities_keeps_the_most_recent_live_and_every_state/1]).
 
 -define(SHARDS, 30).
 
@@ -38,7 +39,8 @@ all() ->
      types_without_state_work_with_a_store,
      moved_states_are_stored_on_their_new_home,
      passivated_entities_move_with_their_shard,
-     a_full_disk_fails_changes_and_loses_nothing].
+     a_full_disk_fails_changes_and_loses_nothing,
+     max_active_entities_keeps_the_most_recent_live_and_every_state].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -116,6 +118,40 @@ passivate_unloads_and_the_next_message_reloads(Config) ->
                          end) || K <- lists:seq(1, 20)],
     ?assertEqual(25, call(N, 42, get)),
     ok = shardnode:stop_node(N).
+
+%% docs/contract.md "Entity state": max_active_entities = 100 and 1,000
+%% counters, each incremented to its own value: never more than 100 live
+%% (the least recently used passivated, as the metrics count), and every
+%% value is there when asked again, read back from the store. The 100 used
+%% last are the ones live. Without a store, an entity passivated for the
+%% limit starts afresh, as after any passivation.
+max_active_entities_keeps_the_most_recent_live_and_every_state(Config) ->
+    Port = shardnode_ct:free_port(),
+    #{config := C} = Opts = opts(Config, shardnode_ct:unique_name("store")),
+    {[N], _} = shardnode_ct:start_nodes(Config, [Opts#{config := C#{max_active_entities => 100,
+                                                                   metrics_port => Port}}]),
+    Ids = lists:seq(1, 1000),
+    [begin
+         [_ = call(N, I, incr) || _ <- lists:seq(1, expected(I))],
+         ?assert(length(live(N, counter)) =< 100)
+     end || I <- Ids],
+    ?assertEqual(lists:seq(901, 1000), lists:sort(live(N, counter))),
+    ?assertEqual([], [I || I <- Ids, call(N, I, get) =/= expected(I)]),
+    ?assertEqual(lists:seq(901, 1000), lists:sort(live(N, counter))),
+    {ok, Page} = shardnode_ct:metrics_page(Port),
+    Passivated = shardnode_ct:metric_value(Page, <<"shardnode_limit_passivations_total{type=\"counter\"}">>),
+    Loads = shardnode_ct:metric_value(Page, <<"shardnode_store_loads_total{type=\"counter\"}">>),
+    ct:log("~b passivated for the limit, ~b loads", [Passivated, Loads]),
+    ?assertEqual(1900, Passivated),
+    ?assertEqual(2000, Loads),
+    ok = shardnode:stop_node(N),
+    %% in memory
+    {[M], _} = shardnode_ct:start_nodes(Config, [#{config => #{max_active_entities => 3}}]),
+    [1, 1, 1, 2] = [call(M, I, incr) || I <- [a, b, c, c]],
+    1 = call(M, d, incr),
+    ?assertEqual([b, c, d], lists:sort(live(M, counter))),
+    1 = call(M, a, incr),
+    ?assertEqual([a, c, d], lists:sort(live(M, counter))).
 
 delete_removes_the_stored_state(Config) ->
     Name = shardnode_ct:unique_name("store"),

@@ -17,7 +17,7 @@
 const char config_usage[] =
 	"usage: shardnode (--name NAME@HOST | --sname NAME)\n"
 	"                 [--cookie COOKIE | --cookie-file FILE]\n"
-	"                 [--port PORT] [--join NODE[,NODE...]] [--types TYPE[,TYPE...]]\n"
+	"                 [--port PORT] [--join NODE[,NODE...]] [--join-dns NAME] [--types TYPE[,TYPE...]]\n"
 	"                 [--proxy-only] [--stop-on-stdin-eof] [--config FILE] [--set KEY=VALUE]...\n"
 	"                 [--singleton NAME=TYPE]... [--host NODE] [--host-types TYPE[,TYPE...]]\n";
 
@@ -79,6 +79,7 @@ static const struct key_spec keys[] = {
 	U(rebalance_threshold, 0, 1000000),
 	U(max_simultaneous_rebalance, 1, 1000000),
 	U(passivate_idle_after_ms, 0, 2000000000),
+	U(max_active_entities, 0, 1000000000),
 	{"remember_entities", K_BOOL, offsetof(struct sn_config, remember_entities), 0, 0},
 	U(min_nr_of_members, 1, 10000),
 	U(heartbeat_interval_ms, 1, 3600000),
@@ -90,6 +91,7 @@ static const struct key_spec keys[] = {
 	{"postgres_conninfo", K_PATH, offsetof(struct sn_config, postgres_conninfo), 0, CONFIG_CONNINFO_BUF},
 	{"state_store", K_STATE_STORE, offsetof(struct sn_config, state_store), 0, 0},
 	{"host", K_PATH, offsetof(struct sn_config, host), 0, NODE_NAME_BUF},
+	{"join_dns", K_PATH, offsetof(struct sn_config, join_dns), 0, CONFIG_DNS_NAME_BUF},
 	U(store_timeout_ms, 1, 86400000),
 	U(state_replicas, 0, 3),
 	U(net_ticktime, 1, 86400),

@@ -26,6 +26,8 @@
 #define CONFIG_MAX_LIST 64
 #define CONFIG_NAME_BUF 256
 #define CONFIG_ERR_BUF 512
+/* A DNS name: at most 253 characters, and its NUL. */
+#define CONFIG_DNS_NAME_BUF 254
 
 enum downing_strategy { DOWNING_KEEP_MAJORITY, DOWNING_MANUAL };
 /* Where entity states are kept (docs/contract.md, "Entity state"). */
@@ -43,6 +45,9 @@ struct sn_config {
 	uint16_t port;
 	char join[CONFIG_MAX_LIST][CONFIG_NAME_BUF];
 	size_t njoin;
+	/* --join-dns / join_dns: the seeds are BASE@ADDR for each address this
+	 * DNS name resolves to (dns_seeds.h); empty: none. */
+	char join_dns[CONFIG_DNS_NAME_BUF];
 	char types[CONFIG_MAX_LIST][CONFIG_NAME_BUF];
 	size_t ntypes;
 	/* types[k] is written in Erlang or Elixir and runs on the host
@@ -67,6 +72,7 @@ struct sn_config {
 	uint32_t rebalance_threshold;
 	uint32_t max_simultaneous_rebalance;
 	uint32_t passivate_idle_after_ms;
+	uint32_t max_active_entities; /* per region; 0: no limit */
 	bool remember_entities;
 	uint32_t min_nr_of_members;
 	uint32_t heartbeat_interval_ms;

@@ -169,6 +169,27 @@ static int derive_name(struct sn_config *c, const char *arg, bool short_names, c
 
 /* Each singleton's name is one no other process of the node has, and its
  * type one this node hosts (or proxies, --proxy-only). */
+/* A DNS name as --join-dns takes it: labels of letters, digits and '-',
+ * separated by dots (a trailing dot allowed), none empty or over 63. */
+static bool dns_name_valid(const char *name)
+{
+	size_t label = 0;
+	for (const char *p = name; *p != '\0'; p++) {
+		unsigned char ch = (unsigned char)*p;
+		if (ch == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+		} else if (isalnum(ch) || ch == '-' || ch == '_') {
+			if (++label > 63)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return name[0] != '\0';
+}
+
 static int check_singletons(const struct sn_config *c, char err[CONFIG_ERR_BUF])
 {
 	if (c->ntypes + c->nsingletons > NODE_TYPES_MAX)
@@ -200,7 +221,7 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	bool named = false, have_cookie = false, have_types = false;
 	const char *singleton_args[NODE_TYPES_MAX];
 	size_t nsingleton_args = 0;
-	const char *host_arg = NULL;
+	const char *host_arg = NULL, *join_dns_arg = NULL;
 	char host_types[CONFIG_MAX_LIST][CONFIG_NAME_BUF];
 	size_t nhost_types = 0;
 
@@ -219,7 +240,7 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 			continue;
 		}
 		static const char *const with_arg[] = {"--name", "--sname", "--cookie", "--cookie-file", "--port",
-						       "--join", "--types", "--config", "--set", "--singleton", "--host",
+						       "--join", "--join-dns", "--types", "--config", "--set", "--singleton", "--host",
 						       "--host-types", NULL};
 		bool known = false;
 		for (size_t k = 0; with_arg[k]; k++)
@@ -254,6 +275,8 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 				if (at == NULL || at == c->join[k] || at[1] == '\0')
 					rc = config_fail(err, "--join %s: expected NAME@HOST", c->join[k]);
 			}
+		} else if (strcmp(flag, "--join-dns") == 0) {
+			join_dns_arg = arg;
 		} else if (strcmp(flag, "--types") == 0) {
 			rc = split_list(flag, arg, c->types, &c->ntypes, err);
 			have_types = true;
@@ -351,6 +374,10 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		return config_fail(err, "--host-types: the types run on a host: give --host NODE (or the host key)");
 	if (c->host[0] != '\0' && !node_name_valid(c->host, strlen(c->host)))
 		return config_fail(err, "host %s: expected NAME@HOST, the BEAM node hosting this node's entities", c->host);
+	if (join_dns_arg != NULL && strlcpy(c->join_dns, join_dns_arg, sizeof c->join_dns) >= sizeof c->join_dns)
+		return config_fail(err, "--join-dns: a DNS name has at most %d characters", CONFIG_DNS_NAME_BUF - 1);
+	if ((join_dns_arg != NULL || c->join_dns[0] != '\0') && !dns_name_valid(c->join_dns))
+		return config_fail(err, "join_dns %s: expected a DNS name (letters, digits, '-' and '.')", c->join_dns);
 	if (c->state_store == STATE_STORE_POSTGRES && c->postgres_conninfo[0] == '\0')
 		return config_fail(err, "state_store postgres needs postgres_conninfo (a libpq connection string)");
 	if (c->data_dir[0] == '\0') {

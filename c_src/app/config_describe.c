@@ -76,8 +76,10 @@ void config_describe(const struct sn_config *cfg, char *out, size_t n)
 	if (cfg->metrics_port != 0)
 		add(out, n, &len, "; metrics port %u", cfg->metrics_port);
 	add(out, n, &len, "; seeds ");
-	if (cfg->njoin == 0)
+	if (cfg->njoin == 0 && cfg->join_dns[0] == '\0')
 		add(out, n, &len, "none");
 	for (size_t k = 0; k < cfg->njoin; k++)
 		add(out, n, &len, "%s%s", k == 0 ? "" : ",", cfg->join[k]);
+	if (cfg->join_dns[0] != '\0')
+		add(out, n, &len, "%sfrom DNS name %s", cfg->njoin == 0 ? "" : ", ", cfg->join_dns);
 }

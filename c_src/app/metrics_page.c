@@ -85,7 +85,8 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 	}
 	/* Zeroed: gcc cannot tell that only the first n are read. */
 	uint64_t forwarded[NODE_TYPES_MAX] = {0}, entities[NODE_TYPES_MAX] = {0}, shards[NODE_TYPES_MAX] = {0},
-		 buffered[NODE_TYPES_MAX] = {0}, dropped[NODE_TYPES_MAX] = {0}, handoffs[NODE_TYPES_MAX] = {0};
+		 buffered[NODE_TYPES_MAX] = {0}, dropped[NODE_TYPES_MAX] = {0}, handoffs[NODE_TYPES_MAX] = {0},
+		 limited[NODE_TYPES_MAX] = {0}, loads[NODE_TYPES_MAX] = {0};
 	const struct histogram *latency[NODE_TYPES_MAX] = {0}, *handoff_duration[NODE_TYPES_MAX] = {0};
 	for (size_t k = 0; k < n; k++) {
 		forwarded[k] = rm[k].stats.forwarded;
@@ -94,6 +95,8 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 		buffered[k] = rm[k].stats.buffered;
 		dropped[k] = rm[k].stats.dropped;
 		handoffs[k] = rm[k].handoffs;
+		limited[k] = rm[k].limit_passivations;
+		loads[k] = rm[k].loads;
 		latency[k] = &rm[k].reply_latency;
 		handoff_duration[k] = &rm[k].handoff_duration;
 	}
@@ -110,6 +113,10 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 		 buffered, n);
 	per_type(p, "shardnode_dropped_messages_total", "counter",
 		 "Messages dropped: a full buffer (buffer_size), or not {EntityId, Msg}.", names, dropped, n);
+	per_type(p, "shardnode_limit_passivations_total", "counter",
+		 "Entities passivated as the least recently used beyond max_active_entities.", names, limited, n);
+	per_type(p, "shardnode_store_loads_total", "counter",
+		 "Entity states read from the store: a message for an entity not live here.", names, loads, n);
 	per_type(p, "shardnode_handoffs_total", "counter", "Shards handed off from this node to another.", names,
 		 handoffs, n);
 	per_type_histogram(p, "shardnode_handoff_duration_seconds",

@@ -15,6 +15,7 @@
 #include "app/admin.h"
 #include "app/host_link.h"
 #include "sharding/hosted_entity.h"
+#include "app/dns_seeds.h"
 #include "app/health.h"
 #include "app/metrics_page.h"
 #include "entity/entity_type.h"
@@ -298,6 +299,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		.host = on_host ? &app->region_host : NULL, .name = h->name, .singleton = h->singleton,
 		.number_of_shards = nshards, .buffer_size = cfg->buffer_size,
 		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_after_ms = cfg->passivate_idle_after_ms,
+		.max_active_entities = cfg->max_active_entities,
 		.coordinator_name = coord_name, .handoff_timeout_ms = cfg->handoff_timeout_ms,
 		.proxy_only = cfg->proxy_only,
 		.members_hosting = cluster_glue_members_hosting, .members_arg = &app->glue,
@@ -389,12 +391,27 @@ static int start_membership(struct node_app *app)
 		.failure_timeout_ms = cfg->failure_timeout_ms, .stable_after_ms = cfg->stable_after_ms,
 		.keep_majority = cfg->downing == DOWNING_KEEP_MAJORITY,
 		.on_change = cluster_glue_membership_changed, .on_change_arg = &app->glue,
+		.seeds_later = cfg->join_dns[0] != '\0',
 	};
 	int rc = 0;
 	app->membership = membership_start(&mcfg, &rc);
 	if (app->membership == NULL) {
 		log_error(&app->log, "cannot start membership: %s", strerror(-rc));
 		return neg_errno(-rc);
+	}
+	if (cfg->join_dns[0] != '\0') {
+		/* The lowest seed waits three heartbeats for an answer from a
+		 * cluster: a running one answers a join within one. */
+		struct dns_seeds_config dcfg = {
+			.loop = app->loop, .log = &app->log, .membership = app->membership, .name = cfg->join_dns,
+			.our_node = cfg->name, .fixed = app->seeds, .nfixed = cfg->njoin,
+			.form_after_ms = 3 * cfg->heartbeat_interval_ms,
+		};
+		app->dns_seeds = dns_seeds_start(&dcfg, &rc);
+		if (app->dns_seeds == NULL) {
+			log_error(&app->log, "cannot look up join_dns %s: %s", cfg->join_dns, strerror(-rc));
+			return neg_errno(-rc);
+		}
 	}
 	admin_set_membership(app->admin, app->membership);
 	cluster_glue_set_membership(&app->glue, app->membership);
@@ -585,6 +602,8 @@ void node_app_stop(struct node_app *app)
 	host_link_free(app->host_link);
 	app->host_link = NULL;
 	cluster_glue_set_membership(&app->glue, NULL);
+	dns_seeds_free(app->dns_seeds); /* membership points into it */
+	app->dns_seeds = NULL;
 	membership_free(app->membership);
 	app->membership = NULL;
 	admin_free(app->admin);

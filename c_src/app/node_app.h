@@ -35,6 +35,7 @@ struct admin;
 struct dist_node;
 struct membership;
 struct http_server;
+struct dns_seeds;
 
 /* Held by the caller (it is large: one static object); the fields are
  * node_app.c's own. */
@@ -52,6 +53,7 @@ struct node_app {
 	struct hosted_type hosted[NODE_TYPES_MAX];
 	size_t nhosted;              /* started, or partly started, types */
 	struct membership *membership;
+	struct dns_seeds *dns_seeds; /* join_dns set; NULL: none */
 	struct host_link *host_link; /* `host` set; NULL: none */
 	/* The types written in Erlang (type_on_host[k]: on_host_types[k])
 	 * and where their regions find the host. */

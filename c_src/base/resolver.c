@@ -18,12 +18,15 @@
 
 struct resolve_req {
 	struct resolver *owner;
-	resolve_fn done;
+	resolve_fn done;         /* one IPv4 address; or */
+	resolve_all_fn done_all; /* every address, into addrs */
 	void *arg;
 	bool cancelled;    /* loop side only */
 	int err;           /* written by the thread before it hands the request back */
 	struct in_addr addr;
 	char host[256];
+	size_t naddrs;
+	char (*addrs)[RESOLVER_ADDR_BUF]; /* done_all only: RESOLVER_ADDRS_MAX of them */
 };
 
 struct resolver {
@@ -36,13 +39,19 @@ struct resolver {
 	atomic_uint refs;
 };
 
+static void req_free(struct resolve_req *req)
+{
+	free(req->addrs);
+	free(req);
+}
+
 /* Frees the resolver and any answers nobody will read. Only the holder of
  * the last reference calls it. */
 static void destroy(struct resolver *r)
 {
 	struct resolve_req *req;
 	while (read(r->pipe_rd, &req, sizeof req) == (ssize_t)sizeof req)
-		free(req);
+		req_free(req);
 	close(r->pipe_rd);
 	close(r->pipe_wr);
 	free(r);
@@ -53,7 +62,9 @@ static void deliver(struct resolver *r, struct resolve_req *req)
 	r->in_flight--;
 	if (!req->cancelled && req->done)
 		req->done(req->err, req->addr, req->arg);
-	free(req);
+	if (!req->cancelled && req->done_all)
+		req->done_all(req->err, (const char (*)[RESOLVER_ADDR_BUF])req->addrs, req->naddrs, req->arg);
+	req_free(req);
 }
 
 static void on_pipe(struct evloop *loop, int fd, uint32_t events, void *arg)
@@ -71,15 +82,37 @@ static void on_pipe(struct evloop *loop, int fd, uint32_t events, void *arg)
 		deliver(r, reqs[k]);
 }
 
+/* Every address of res, as text, each once, into req->addrs. */
+static void collect_all(struct resolve_req *req, const struct addrinfo *res)
+{
+	for (const struct addrinfo *a = res; a != NULL && req->naddrs < RESOLVER_ADDRS_MAX; a = a->ai_next) {
+		char text[RESOLVER_ADDR_BUF];
+		const void *bin = a->ai_family == AF_INET ? (const void *)&((const struct sockaddr_in *)a->ai_addr)->sin_addr
+							   : (const void *)&((const struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
+		if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+		    inet_ntop(a->ai_family, bin, text, sizeof text) == NULL)
+			continue;
+		bool seen = false;
+		for (size_t k = 0; k < req->naddrs && !seen; k++)
+			seen = strcmp(req->addrs[k], text) == 0;
+		if (!seen)
+			memcpy(req->addrs[req->naddrs++], text, sizeof text);
+	}
+}
+
 static void *lookup_thread(void *p)
 {
 	struct resolve_req *req = p;
 	struct resolver *r = req->owner;
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+	bool all = req->done_all != NULL;
+	struct addrinfo hints = {.ai_family = all ? AF_UNSPEC : AF_INET, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res = NULL;
 	if (getaddrinfo(req->host, NULL, &hints, &res) == 0 && res != NULL) {
-		req->addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
-		req->err = 0;
+		if (all)
+			collect_all(req, res);
+		else
+			req->addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+		req->err = all && req->naddrs == 0 ? -ENOENT : 0;
 	} else {
 		req->err = -ENOENT;
 	}
@@ -125,33 +158,18 @@ void resolver_free(struct resolver *r)
 		destroy(r);
 }
 
-struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve_fn done, void *arg,
-				   int *err)
+/* Starts a look-up of req (filled but for its owner) on a thread, or
+ * answers a numeric IPv4 address (one-address look-ups only) through the
+ * pipe. Takes req: on failure it is freed and *err set. */
+static struct resolve_req *start(struct resolver *r, struct resolve_req *req, int *err)
 {
-	size_t n = strlen(host);
-	if (n == 0 || n >= sizeof ((struct resolve_req *)0)->host) {
-		*err = -EINVAL;
-		return NULL;
-	}
-	if (r->in_flight >= MAX_IN_FLIGHT) {
-		*err = -EAGAIN;
-		return NULL;
-	}
-	struct resolve_req *req = calloc(1, sizeof *req);
-	if (req == NULL) {
-		*err = -ENOMEM;
-		return NULL;
-	}
 	req->owner = r;
-	req->done = done;
-	req->arg = arg;
-	memcpy(req->host, host, n + 1);
 	r->in_flight++;
-	if (inet_pton(AF_INET, host, &req->addr) == 1) {
+	if (req->done != NULL && inet_pton(AF_INET, req->host, &req->addr) == 1) {
 		/* No thread needed; answer through the pipe all the same. */
 		if (write(r->pipe_wr, &req, sizeof req) != (ssize_t)sizeof req) {
 			r->in_flight--;
-			free(req);
+			req_free(req);
 			*err = -ENOMEM;
 			return NULL;
 		}
@@ -167,11 +185,59 @@ struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve
 	if (rc != 0) {
 		atomic_fetch_sub(&r->refs, 1);
 		r->in_flight--;
-		free(req);
+		req_free(req);
 		*err = -rc;
 		return NULL;
 	}
 	return req;
+}
+
+/* A request for `host`, or NULL with *err set. */
+static struct resolve_req *new_req(struct resolver *r, const char *host, void *arg, int *err)
+{
+	size_t n = strlen(host);
+	if (n == 0 || n >= sizeof ((struct resolve_req *)0)->host) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (r->in_flight >= MAX_IN_FLIGHT) {
+		*err = -EAGAIN;
+		return NULL;
+	}
+	struct resolve_req *req = calloc(1, sizeof *req);
+	if (req == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	req->arg = arg;
+	memcpy(req->host, host, n + 1);
+	return req;
+}
+
+struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve_fn done, void *arg,
+				   int *err)
+{
+	struct resolve_req *req = new_req(r, host, arg, err);
+	if (req == NULL)
+		return NULL;
+	req->done = done;
+	return start(r, req, err);
+}
+
+struct resolve_req *resolver_start_all(struct resolver *r, const char *name, resolve_all_fn done, void *arg,
+				       int *err)
+{
+	struct resolve_req *req = new_req(r, name, arg, err);
+	if (req == NULL)
+		return NULL;
+	req->done_all = done;
+	req->addrs = calloc(RESOLVER_ADDRS_MAX, sizeof *req->addrs);
+	if (req->addrs == NULL) {
+		req_free(req);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return start(r, req, err);
 }
 
 void resolver_cancel(struct resolve_req *req)

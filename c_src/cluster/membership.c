@@ -74,7 +74,8 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	const struct member *me = membership_member(m, m->our_node);
 	if (me->status == MEMBER_JOINING)
 		for (size_t k = 0; k < m->cfg.nseeds; k++)
-			send_join(m, m->cfg.seeds[k]);
+			if (strcmp(m->cfg.seeds[k], m->our_node) != 0)
+				send_join(m, m->cfg.seeds[k]);
 	gossip_all(m);
 	membership_heartbeat_all(m);
 	/* The downing decided on the way: applied here, where the list is
@@ -578,6 +579,42 @@ void membership_set_types(struct membership *m, const char *const *types, size_t
 	membership_changed(m);
 }
 
+void membership_set_seeds(struct membership *m, const char *const *seeds, size_t n)
+{
+	m->cfg.seeds = seeds;
+	m->cfg.nseeds = n;
+	if (membership_member(m, m->our_node)->status == MEMBER_JOINING)
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(seeds[k], m->our_node) != 0)
+				send_join(m, seeds[k]);
+}
+
+bool membership_knows_a_cluster(const struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!is_us(m, e) && (votes(e) || e->status == MEMBER_EXITING))
+			return true;
+	}
+	return false;
+}
+
+bool membership_form_cluster(struct membership *m)
+{
+	struct member *me = membership_member(m, m->our_node);
+	if (me->status != MEMBER_JOINING || membership_knows_a_cluster(m))
+		return false;
+	me->status = MEMBER_UP;
+	me->up_number = m->top_up_number + 1;
+	note_up_number(m, me->up_number);
+	me->version++;
+	log_info(m->cfg.log, "no cluster answered: forming a new one");
+	gossip_all(m);
+	membership_changed(m);
+	admit_joiners(m);
+	return true;
+}
+
 const char *membership_self_status(const struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++)
@@ -615,7 +652,7 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 	}
 	for (size_t t = 0; t < cfg->ntypes && t < NODE_TYPES_MAX; t++)
 		strlcpy(me->types[me->ntypes++], cfg->types[t], sizeof me->types[0]);
-	if (cfg->nseeds == 0) {
+	if (cfg->nseeds == 0 && !cfg->seeds_later) {
 		me->status = MEMBER_UP;
 		me->up_number = 1;
 		me->version = 1;

@@ -98,6 +98,9 @@ struct membership_config {
 	const struct logger *log;
 	const char *const *seeds; /* other nodes to join through; none: a new cluster */
 	size_t nseeds;
+	/* The seeds come later (membership_set_seeds): start joining even
+	 * with none. */
+	bool seeds_later;
 	const char *const *types; /* entity types this node hosts */
 	size_t ntypes;
 	uint32_t heartbeat_interval_ms; /* heartbeats, and gossip at the same pace */
@@ -198,6 +201,22 @@ void membership_set_types(struct membership *m, const char *const *types, size_t
 /* This node's status as `members` shows it ("joining", "up", "leaving",
  * ...; static text). */
 const char *membership_self_status(const struct membership *m);
+
+/* Replaces the seeds joins are sent to (the pointers are kept: they must
+ * stay valid until the next call or membership_free). While this node is
+ * joining, each new seed gets a join at once. */
+void membership_set_seeds(struct membership *m, const char *const *seeds, size_t n);
+
+/* Whether some other member is up, leaving or exiting in our list: a
+ * cluster answered us. */
+bool membership_knows_a_cluster(const struct membership *m);
+
+/* Forms a new cluster of this node alone, as a node started without seeds
+ * does: only while it is joining and knows no cluster
+ * (membership_knows_a_cluster). The caller decides that no cluster can be
+ * there (dns_seeds.h: the lowest of the seeds, after a wait). Returns
+ * true if it did. */
+bool membership_form_cluster(struct membership *m);
 
 /* True once this node has been downed by the others. */
 bool membership_self_down(const struct membership *m);

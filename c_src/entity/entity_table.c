@@ -108,6 +108,70 @@ void entity_table_untag(struct entity_table *t)
 	t->untagged = true;
 }
 
+/* ---- recency ---- */
+
+static struct entity_lru_link *link_of(struct entity *e) { return (struct entity_lru_link *)(void *)e - 1; }
+
+static struct entity *entity_of_link(struct entity_lru_link *l) { return (struct entity *)(void *)(l + 1); }
+
+static void link_unlink(struct entity_lru *lru, struct entity_lru_link *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	lru->count--;
+}
+
+static void link_push_front(struct entity_lru *lru, struct entity_lru_link *l)
+{
+	l->prev = &lru->head;
+	l->next = lru->head.next;
+	lru->head.next->prev = l;
+	lru->head.next = l;
+	lru->count++;
+}
+
+void entity_lru_init(struct entity_lru *l)
+{
+	l->head.prev = l->head.next = &l->head;
+	l->head.owner = NULL;
+	l->count = 0;
+}
+
+struct entity *entity_lru_oldest(const struct entity_lru *l, void **owner)
+{
+	if (l->count == 0)
+		return NULL;
+	*owner = l->head.prev->owner;
+	return entity_of_link(l->head.prev);
+}
+
+void entity_table_set_lru(struct entity_table *t, struct entity_lru *lru, void *owner)
+{
+	t->lru = lru;
+	t->lru_owner = owner;
+}
+
+void entity_table_touch(const struct entity_table *t, struct entity *e)
+{
+	if (t->lru == NULL || t->lru->head.next == link_of(e))
+		return;
+	link_unlink(t->lru, link_of(e));
+	link_push_front(t->lru, link_of(e));
+}
+
+/* Frees e's block (and its link, off the list). */
+static void entity_free(const struct entity_table *t, struct entity *e)
+{
+	if (t->lru == NULL) {
+		free(e);
+		return;
+	}
+	link_unlink(t->lru, link_of(e));
+	free(link_of(e));
+}
+
+/* ---- the table ---- */
+
 struct entity *entity_table_insert(struct entity_table *t, const char *id, size_t len, uint32_t hash,
 				   size_t state_size)
 {
@@ -116,9 +180,15 @@ struct entity *entity_table_insert(struct entity_table *t, const char *id, size_
 	if ((t->count + 1) * 4 > t->cap * 3 && !resize(t, t->cap ? t->cap * 2 : 8))
 		return NULL;
 	size_t state_padded = (state_size + 7u) & ~(size_t)7u;
-	struct entity *e = malloc(sizeof *e + state_padded + len);
-	if (e == NULL)
+	size_t link = t->lru != NULL ? sizeof(struct entity_lru_link) : 0;
+	unsigned char *block = malloc(link + sizeof(struct entity) + state_padded + len);
+	if (block == NULL)
 		return NULL;
+	struct entity *e = (struct entity *)(void *)(block + link);
+	if (t->lru != NULL) {
+		link_of(e)->owner = t->lru_owner;
+		link_push_front(t->lru, link_of(e));
+	}
 	e->hash = hash;
 	e->last_active = 0;
 	e->id_len = (uint32_t)len;
@@ -152,7 +222,7 @@ void entity_table_remove(struct entity_table *t, struct entity *e)
 	}
 	t->slots[hole] = 0;
 	t->count--;
-	free(e);
+	entity_free(t, e);
 	if (t->cap > 8 && t->count * 8 < t->cap)
 		resize(t, t->cap / 2); /* failure just keeps the larger array */
 	if (t->count == 0) {
@@ -206,7 +276,7 @@ void entity_table_clear(struct entity_table *t, void (*on_remove)(struct entity 
 			continue;
 		if (on_remove)
 			on_remove(e, arg);
-		free(e);
+		entity_free(t, e);
 	}
 	entity_table_free(t);
 }
@@ -224,7 +294,8 @@ size_t entity_table_bytes(const struct entity_table *t)
 	for (size_t i = 0; i < t->cap; i++) {
 		const struct entity *e = entity_table_at(t, i);
 		if (e != NULL)
-			bytes += sizeof *e + ((e->state_size + 7u) & ~7u) + e->id_len;
+			bytes += sizeof *e + ((e->state_size + 7u) & ~7u) + e->id_len +
+				 (t->lru != NULL ? sizeof(struct entity_lru_link) : 0);
 	}
 	return bytes;
 }

@@ -14,6 +14,13 @@
  * cost. Should an entity's address ever use those bits (another platform,
  * a tagging allocator), the table drops the tags and stores plain pointers
  * from then on (entity_table_untag).
+ *
+ * Recency: tables given an entity_lru (entity_table_set_lru, for a
+ * region's max_active_entities) put a link in front of each entity's block
+ * — 24 bytes, paid only with a limit — and keep every entity of all of
+ * them on one list, most recently used first: moving one to the front
+ * (entity_table_touch) and finding the least recently used
+ * (entity_lru_oldest) take constant time, with no scan.
  */
 #ifndef SN_ENTITY_TABLE_H
 #define SN_ENTITY_TABLE_H
@@ -37,12 +44,42 @@ static inline const char *entity_id(const struct entity *e)
 	return (const char *)e->data + ((e->state_size + 7u) & ~7u);
 }
 
+/* The link before an entity's block in a table with an entity_lru. */
+struct entity_lru_link {
+	struct entity_lru_link *prev, *next;
+	void *owner; /* the table's owner (entity_table_set_lru) */
+};
+
+/* The entities of the tables that share it, most recently used first: a
+ * circular list through `head`. Held by its owner (a region), which must
+ * keep it until those tables are empty. */
+struct entity_lru {
+	struct entity_lru_link head;
+	size_t count; /* entities on it */
+};
+
+/* An empty list. */
+void entity_lru_init(struct entity_lru *l);
+
+/* The least recently used entity and, in *owner, its table's owner; NULL
+ * when the list is empty. */
+struct entity *entity_lru_oldest(const struct entity_lru *l, void **owner);
+
 struct entity_table {
 	uintptr_t *slots; /* entity address | hash tag (see above); 0: empty */
 	size_t cap;   /* a power of two, or 0 */
 	size_t count;
 	bool untagged; /* slots hold plain addresses */
+	struct entity_lru *lru; /* NULL: no recency kept */
+	void *lru_owner;
 };
+
+/* Keeps the table's entities on `lru` (not owned), naming `owner` as
+ * theirs. Only on an empty table. */
+void entity_table_set_lru(struct entity_table *t, struct entity_lru *lru, void *owner);
+
+/* e was used: the most recent of its list (nothing without a list). */
+void entity_table_touch(const struct entity_table *t, struct entity *e);
 
 /* The entity in slot i (i < cap), or NULL if the slot is empty. */
 struct entity *entity_table_at(const struct entity_table *t, size_t i);
@@ -54,8 +91,8 @@ uint32_t entity_table_hash(const char *id, size_t len);
 struct entity *entity_table_find(const struct entity_table *t, const char *id, size_t len, uint32_t hash);
 
 /* Allocates an entity with zeroed state and a copy of the id, and inserts it
- * (the id must not be present). Returns it, or NULL (out of memory; the table
- * is unchanged). */
+ * (the id must not be present), the most recent of the table's list if it
+ * has one. Returns it, or NULL (out of memory; the table is unchanged). */
 struct entity *entity_table_insert(struct entity_table *t, const char *id, size_t len, uint32_t hash,
 				   size_t state_size);
 

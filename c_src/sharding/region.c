@@ -362,6 +362,10 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->cfg = *cfg;
+	if (cfg->max_active_entities > 0 && cfg->remember == NULL && cfg->host == NULL) {
+		shard_limit_init(&r->limit, cfg->max_active_entities);
+		r->limited = true;
+	}
 	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);
 	r->cfg.coordinator_name = r->coordinator_name;
 	snprintf(r->name, sizeof r->name, "%s", cfg->name ? cfg->name : cfg->type->name);

@@ -74,6 +74,10 @@ struct region_config {
 	uint32_t buffer_size;
 	uint32_t retry_interval_ms;
 	uint32_t passivate_idle_after_ms;      /* 0: never */
+	/* Live entities at most, the least recently used passivated beyond
+	 * (shard.h's shard_limit); 0: no limit. Not with remember (Akka
+	 * turns passivation off for remembered entities too) nor a host. */
+	uint32_t max_active_entities;
 	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
 	bool proxy_only;                 /* route, never host a shard */
 	/* The registered name; NULL: the type's. Copied. */
@@ -180,6 +184,8 @@ struct region_metrics {
 	uint64_t asks, tells;            /* messages handled by local entities, by kind */
 	struct histogram reply_latency;  /* with cfg.metrics */
 	uint64_t handoffs;               /* shards handed off from here */
+	uint64_t limit_passivations;     /* entities passivated for max_active_entities */
+	uint64_t loads;                  /* states asked of the store (an entity not live) */
 	struct histogram handoff_duration;
 	/* A type written in Erlang or Elixir: how long its entities'
 	 * processes took, from the message's sending to the completion's

@@ -279,7 +279,7 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 		 * with none, a fresh shard. */
 		slot->shard = region_state_take_incoming(slot);
 		if (slot->shard == NULL)
-			slot->shard = shard_new(shard, r->cfg.type);
+			slot->shard = region_new_shard(r, shard);
 		if (slot->shard == NULL)
 			return; /* retried: the home request stays outstanding */
 		r->nlocal++;

@@ -369,7 +369,7 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 			rc = store_chunk(r, sm);
 		} else {
 			if (slot->incoming == NULL)
-				slot->incoming = shard_new(sm->shard, r->cfg.type);
+				slot->incoming = region_new_shard(r, sm->shard);
 			size_t restored = 0;
 			rc = slot->incoming ? shard_state_import(slot->incoming, sm->msg, sm->msg_len, region_now32(r),
 								 &restored)

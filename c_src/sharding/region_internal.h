@@ -256,6 +256,8 @@ struct region {
 	erlang_pid coordinator;     /* its pid, once it acknowledged us */
 	bool stopped;
 	struct shard_slot *slots;   /* cfg.number_of_shards of them */
+	struct shard_limit limit;   /* max_active_entities, when `limited` */
+	bool limited;
 	uint32_t buffered;          /* the sum of the slots' st.buffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t dropped, forwarded;
@@ -376,6 +378,16 @@ static inline bool region_may_deliver(const struct region *r)
 	if (r->cfg.host != NULL && !r->cfg.host->ready(r->cfg.host->arg))
 		return false;
 	return r->cfg.may_deliver == NULL || r->cfg.may_deliver(r->cfg.may_deliver_arg);
+}
+
+/* A new empty shard of this region, under its active-entity limit if it
+ * has one; NULL when out of memory. */
+static inline struct shard *region_new_shard(struct region *r, uint32_t id)
+{
+	struct shard *s = shard_new(id, r->cfg.type);
+	if (s != NULL && r->limited)
+		shard_set_limit(s, &r->limit);
+	return s;
 }
 
 #endif

@@ -53,6 +53,8 @@ void region_get_metrics(const struct region *r, struct region_metrics *out)
 	out->tells = r->tells;
 	out->reply_latency = r->reply_latency;
 	out->handoffs = r->handoffs;
+	out->limit_passivations = r->limited ? r->limit.passivated : 0;
+	out->loads = r->held.loads_issued;
 	out->handoff_duration = r->handoff_duration;
 	out->hosted = r->cfg.host != NULL;
 	out->process_latency = r->remote.process_latency;

@@ -19,6 +19,19 @@ struct shard *shard_new(uint32_t id, const struct entity_type *type)
 	return s;
 }
 
+void shard_limit_init(struct shard_limit *l, size_t max)
+{
+	entity_lru_init(&l->lru);
+	l->max = max ? max : 1;
+	l->passivated = 0;
+}
+
+void shard_set_limit(struct shard *s, struct shard_limit *limit)
+{
+	s->limit = limit;
+	entity_table_set_lru(&s->entities, limit != NULL ? &limit->lru : NULL, s);
+}
+
 static void stop_entity(struct entity *e, void *arg)
 {
 	struct shard *s = arg;
@@ -34,6 +47,21 @@ static void retire_entity(struct shard *s, struct entity *e)
 	if (s->observer.stopped)
 		s->observer.stopped(s->observer.arg, s->id, entity_id(e), e->id_len);
 	entity_table_remove(&s->entities, e);
+}
+
+/* Beyond the limit, the least recently used entities (of any shard under
+ * it; never `keep`, just started) are passivated. */
+static void enforce_limit(struct shard *s, const struct entity *keep)
+{
+	struct shard_limit *l = s->limit;
+	while (l != NULL && l->lru.count > l->max) {
+		void *owner = NULL;
+		struct entity *oldest = entity_lru_oldest(&l->lru, &owner);
+		if (oldest == NULL || oldest == keep)
+			return;
+		retire_entity(owner, oldest);
+		l->passivated++;
+	}
 }
 
 /* Inserts and starts an entity and, given a state term (state != NULL),
@@ -62,6 +90,7 @@ static struct entity *start_entity_with(struct shard *s, const char *id, size_t 
 	s->started++;
 	if (s->observer.started)
 		s->observer.started(s->observer.arg, s->id, id, id_len);
+	enforce_limit(s, e);
 	return e;
 }
 
@@ -81,6 +110,7 @@ int shard_restore_entity(struct shard *s, const char *id, size_t id_len, const c
 	if (e == NULL)
 		return rc == -ENOMEM ? -ENOMEM : -EPROTO;
 	e->last_active = now_ms;
+	entity_table_touch(&s->entities, e);
 	return 1;
 }
 
@@ -92,6 +122,7 @@ int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t 
 	if (e == NULL && (e = start_entity(s, id, id_len, hash, &rc)) == NULL)
 		return rc == -ENOMEM ? -ENOMEM : -ECANCELED;
 	e->last_active = now_ms;
+	entity_table_touch(&s->entities, e);
 	return 0;
 }
 
@@ -122,6 +153,7 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 		}
 	}
 	e->last_active = now_ms;
+	entity_table_touch(&s->entities, e);
 	enum entity_after after = s->type->handle(entity_state(e), msg, msg_len, reply);
 	if (reply->index == 0)
 		entity_reply_unknown(reply, msg, msg_len); /* a type that forgot to reply */

@@ -29,16 +29,34 @@ struct shard_observer {
 	void *arg;
 };
 
+/* An active-entity limit shared by shards (a region's
+ * max_active_entities): beyond `max` live entities, the least recently
+ * used are passivated as idle ones are, in constant time each (the list of
+ * entity_table.h). Held by its owner, which must keep it while its shards
+ * have entities; zero-initialise it with shard_limit_init. */
+struct shard_limit {
+	struct entity_lru lru;
+	size_t max;          /* >= 1 */
+	uint64_t passivated; /* entities passivated for the limit */
+};
+
+void shard_limit_init(struct shard_limit *l, size_t max);
+
 struct shard {
 	uint32_t id;
 	const struct entity_type *type;
 	struct entity_table entities;
 	uint64_t started, passivated; /* entity incarnations, for stats */
 	struct shard_observer observer; /* all NULL: nobody watches */
+	struct shard_limit *limit;      /* NULL: none */
 };
 
 /* Returns a new empty shard, or NULL (out of memory). */
 struct shard *shard_new(uint32_t id, const struct entity_type *type);
+
+/* Puts the shard's entities under `limit` (not owned). Only while it has
+ * none. */
+void shard_set_limit(struct shard *s, struct shard_limit *limit);
 
 /* Delivers msg to the entity with canonical id bytes `id`, starting it if it
  * is not live, and encodes the reply (no version byte) into `reply`.

@@ -578,6 +578,35 @@ Test(config, join_list)
 	cr_assert_eq(c.njoin, CONFIG_MAX_LIST);
 }
 
+Test(config, join_dns)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "sn@10.0.0.1", "--cookie", "c", "--join-dns",
+			   "shardnode.default.svc.cluster.local"), 0, "%s", err);
+	cr_assert_str_eq(c.join_dns, "shardnode.default.svc.cluster.local");
+	cr_assert_eq(c.njoin, 0);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--set", "join_dns=sn-peers.", "--join", "b@h"),
+		     0, "%s", err);
+	cr_assert_str_eq(c.join_dns, "sn-peers.", "a trailing dot, and --join beside it");
+	cr_assert_eq(c.njoin, 1);
+
+	const char *const bad[] = {"", ".", "a..b", ".a", "a b", "a/b", "a@b",
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b"};
+	for (size_t i = 0; i < SN_ARRAY_LEN(bad); i++) {
+		cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--join-dns", bad[i]), -EINVAL,
+			     "--join-dns '%s' accepted", bad[i]);
+		assert_err_has(err, "join_dns");
+	}
+	char longname[300];
+	memset(longname, 'a', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	for (size_t k = 60; k < sizeof longname - 1; k += 61)
+		longname[k] = '.';
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--join-dns", longname), -EINVAL);
+	assert_err_has(err, "--join-dns");
+}
+
 Test(config, proxy_only)
 {
 	struct sn_config c;

@@ -56,6 +56,10 @@ Test(config_describe, everything_it_runs_and_no_secret)
 			      "app@127.0.0.1): cart; singletons ledger=counter; store lmdb in /var/lib/sn, "
 			      "state_replicas 2; TLS on; metrics port 9464; seeds b@h,c@h");
 	cr_assert_null(strstr(out, "sekrit"));
+	snprintf(cfg.join_dns, sizeof cfg.join_dns, "sn.svc");
+	config_describe(&cfg, out, sizeof out);
+	cr_assert(strstr(out, "; seeds b@h,c@h, from DNS name sn.svc") != NULL, "%s", out);
+	cfg.join_dns[0] = '\0';
 	cfg.state_store = STATE_STORE_POSTGRES;
 	snprintf(cfg.postgres_conninfo, sizeof cfg.postgres_conninfo, "host=db password=hunter2");
 	config_describe(&cfg, out, sizeof out);

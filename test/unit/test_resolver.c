@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include "base/evloop.h"
 #include "base/resolver.h"
@@ -148,4 +150,93 @@ Test(resolver, freed_with_answers_unread)
 	resolver_free(r); /* LeakSanitizer checks the unread answer was freed */
 	cr_assert_eq(a.calls, 0);
 	evloop_free(loop);
+}
+
+/* ---- every address of a name ---- */
+
+struct all_answer {
+	int calls, err;
+	size_t n;
+	char addrs[RESOLVER_ADDRS_MAX][RESOLVER_ADDR_BUF];
+	struct evloop *loop;
+};
+
+static void on_all(int err, const char (*addrs)[RESOLVER_ADDR_BUF], size_t n, void *arg)
+{
+	struct all_answer *a = arg;
+	a->calls++;
+	a->err = err;
+	a->n = n;
+	for (size_t k = 0; k < n; k++)
+		memcpy(a->addrs[k], addrs[k], RESOLVER_ADDR_BUF);
+	evloop_stop(a->loop);
+}
+
+static struct all_answer resolve_all(const char *name)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct all_answer a = {.loop = loop};
+	int err = 0;
+	cr_assert_not_null(resolver_start_all(r, name, on_all, &a, &err), "%s: %d", name, err);
+	run(loop);
+	resolver_free(r);
+	evloop_free(loop);
+	cr_assert_eq(a.calls, 1);
+	return a;
+}
+
+static bool has(const struct all_answer *a, const char *addr)
+{
+	for (size_t k = 0; k < a->n; k++)
+		if (strcmp(a->addrs[k], addr) == 0)
+			return true;
+	return false;
+}
+
+Test(resolver_all, numeric_v4_and_v6_addresses_come_back_as_text)
+{
+	struct all_answer a = resolve_all("127.0.0.1");
+	cr_assert_eq(a.err, 0);
+	cr_assert_eq(a.n, 1, "each address once, whatever the socket types");
+	cr_assert_str_eq(a.addrs[0], "127.0.0.1");
+	a = resolve_all("::1");
+	cr_assert_eq(a.err, 0);
+	cr_assert_eq(a.n, 1);
+	cr_assert_str_eq(a.addrs[0], "::1");
+}
+
+Test(resolver_all, a_name_gives_every_address_once)
+{
+	struct all_answer a = resolve_all("localhost");
+	cr_assert_eq(a.err, 0);
+	cr_assert(has(&a, "127.0.0.1"));
+	for (size_t k = 0; k < a.n; k++)
+		for (size_t j = 0; j < k; j++)
+			cr_assert_str_neq(a.addrs[k], a.addrs[j]);
+}
+
+Test(resolver_all, an_unknown_name_is_enoent)
+{
+	struct all_answer a = resolve_all("no-such-host.invalid");
+	cr_assert_eq(a.err, -ENOENT);
+	cr_assert_eq(a.n, 0);
+}
+
+Test(resolver_all, an_empty_or_overlong_name_is_refused_at_once)
+{
+	struct evloop *loop = evloop_new();
+	struct resolver *r = resolver_new(loop);
+	struct all_answer a = {.loop = loop};
+	int err = 0;
+	cr_assert_null(resolver_start_all(r, "", on_all, &a, &err));
+	cr_assert_eq(err, -EINVAL);
+	char longname[300];
+	memset(longname, 'a', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	cr_assert_null(resolver_start_all(r, longname, on_all, &a, &err));
+	cr_assert_eq(err, -EINVAL);
+	resolver_free(r);
+	evloop_free(loop);
+	cr_assert_eq(a.calls, 0);
 }

@@ -893,3 +893,91 @@ Test(shard, start_entity_that_refuses)
 	shard_free(s);
 	cr_assert_eq(picky_stops, 0);
 }
+
+/* ---- the active-entity limit ---- */
+
+static bool live(struct shard *s, const char *text)
+{
+	struct id id = mkid(text);
+	bool l = shard_entity_live(s, id.x.buff, (size_t)id.x.index);
+	ei_x_free(&id.x);
+	return l;
+}
+
+Test(shard_limit, the_least_recently_used_is_passivated_beyond_the_limit_across_shards)
+{
+	struct shard_limit limit;
+	shard_limit_init(&limit, 3);
+	struct shard *a = shard_new(0, builtin("counter")), *b = shard_new(1, builtin("counter"));
+	shard_set_limit(a, &limit);
+	shard_set_limit(b, &limit);
+	cr_assert_eq(counter_at(a, "x", 1, "incr"), 1);
+	cr_assert_eq(counter_at(b, "y", 2, "incr"), 1);
+	cr_assert_eq(counter_at(a, "z", 3, "incr"), 1);
+	cr_assert_eq(limit.lru.count, 3);
+	/* x used again: y is now the least recently used */
+	cr_assert_eq(counter_at(a, "x", 4, "incr"), 2);
+	cr_assert_eq(counter_at(b, "w", 5, "incr"), 1);
+	cr_assert(!live(b, "y"), "y, the least recently used, passivated (in the other shard)");
+	cr_assert(live(a, "x") && live(a, "z") && live(b, "w"));
+	cr_assert_eq(limit.passivated, 1);
+	cr_assert_eq(limit.lru.count, 3);
+	cr_assert_eq(a->entities.count + b->entities.count, 3);
+	/* y starts again from nothing (no store here), z goes */
+	cr_assert_eq(counter_at(b, "y", 6, "incr"), 1);
+	cr_assert(!live(a, "z"));
+	cr_assert_eq(limit.passivated, 2);
+	/* a passivate, a stop and a shard freed leave the list */
+	ei_x_buff r = deliver_fmt(a, "x", 7, "passivate");
+	assert_reply(&r, "ok");
+	cr_assert_eq(limit.lru.count, 2);
+	shard_free(b);
+	cr_assert_eq(limit.lru.count, 0);
+	shard_free(a);
+	cr_assert_eq(limit.passivated, 2, "none of those counted as the limit's");
+}
+
+Test(shard_limit, a_limit_of_one_keeps_the_entity_just_started)
+{
+	struct shard_limit limit;
+	shard_limit_init(&limit, 1);
+	struct shard *a = shard_new(0, builtin("counter"));
+	shard_set_limit(a, &limit);
+	for (int k = 0; k < 100; k++) {
+		char id[16];
+		snprintf(id, sizeof id, "e%d", k % 7);
+		cr_assert_eq(counter_at(a, id, (uint32_t)k, "incr"), 1, "each starts afresh");
+		cr_assert_eq(a->entities.count, 1);
+		cr_assert(live(a, id));
+	}
+	cr_assert_eq(limit.passivated, 99);
+	shard_free(a);
+	cr_assert_eq(limit.lru.count, 0);
+}
+
+Test(shard_limit, idle_passivation_and_a_restore_keep_the_list_right)
+{
+	struct shard_limit limit;
+	shard_limit_init(&limit, 10);
+	struct shard *a = shard_new(0, builtin("counter"));
+	shard_set_limit(a, &limit);
+	for (int k = 0; k < 10; k++) {
+		char id[16];
+		snprintf(id, sizeof id, "e%d", k);
+		cr_assert_eq(counter_at(a, id, (uint32_t)(k < 5 ? 0 : 1000), "incr"), 1);
+	}
+	cr_assert_eq(shard_passivate_idle(a, 1000, 1000), 5);
+	cr_assert_eq(limit.lru.count, 5);
+	struct id id = mkid("restored");
+	ei_x_buff state;
+	sn_x_new(&state);
+	cr_assert_eq(ei_x_encode_long(&state, 41), 0);
+	cr_assert_eq(shard_restore_entity(a, id.x.buff, (size_t)id.x.index, state.buff, (size_t)state.index, 1001), 1);
+	ei_x_free(&state);
+	ei_x_free(&id.x);
+	cr_assert_eq(limit.lru.count, 6);
+	cr_assert_eq(counter_at(a, "restored", 1002, "incr"), 42);
+	shard_free(a);
+	cr_assert_eq(limit.lru.count, 0);
+	cr_assert_eq(limit.passivated, 0);
+}
