@@ -32,7 +32,9 @@
  * gen_server:call from BEAM, which carries two more control messages.
  *
  * Each client starts at its own offset in the ids 1..N and cycles through
- * them. Timing starts when one untimed probe has been answered (so the
+ * them; with --keys uniform each request picks an id at random, with
+ * --keys zipf:S id k with a weight of 1/k^S (Zipf: a few ids hot, a long
+ * tail cold), from a table of the cumulative weights searched by halving. Timing starts when one untimed probe has been answered (so the
  * connection is up and the target's region is ready) and ends with the last
  * reply after the clients stop sending at the deadline. The result is one
  * line of key=value pairs on stdout; the exit status is 0 only if every
@@ -40,6 +42,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,6 +70,7 @@
 #define DRAIN_MS 15000u
 
 enum mode { MODE_ASK, MODE_TELL };
+enum keys { KEYS_CYCLE, KEYS_UNIFORM, KEYS_ZIPF };
 enum phase { PH_CONNECT, PH_RUN, PH_DRAIN, PH_DONE };
 
 struct opts {
@@ -81,6 +85,8 @@ struct opts {
 	enum mode mode;
 	bool reply_to_in_msg;
 	long rate;           /* --rate: requests per second in all, paced each ms; 0: as fast as replies come */
+	enum keys keys;
+	double zipf_s;       /* KEYS_ZIPF's exponent */
 	const char *tls_dir; /* TLS with DIR/node.pem, node.key, ca.pem (scripts/tls-certs.sh); NULL: plain */
 };
 
@@ -90,6 +96,7 @@ struct client {
 	struct loadgen *lg;
 	struct proc *proc;
 	long next;         /* index of the next entity, 0-based, before wrapping */
+	uint64_t rng;      /* KEYS_UNIFORM, KEYS_ZIPF: splitmix64 state */
 	uint64_t *sent_ns; /* ask: send time per window slot, 0 when the slot is free */
 	unsigned out;      /* requests not yet answered */
 };
@@ -115,6 +122,7 @@ struct loadgen {
 	uint64_t outstanding;
 	uint32_t *hist;
 	uint64_t hist_over;
+	double *zipf_cdf;  /* KEYS_ZIPF: cumulative weight of ids 1..k, at k-1, the last 1.0 */
 	struct rusage ru_start;
 	const char *failure; /* set when the run cannot finish; NULL on success */
 };
@@ -135,12 +143,55 @@ static void fail(struct loadgen *lg, const char *why)
 	evloop_stop(lg->loop);
 }
 
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* The first id whose cumulative weight reaches u (in [0, 1)). */
+static long zipf_pick(const double *cdf, long n, double u)
+{
+	long lo = 0, hi = n - 1;
+	while (lo < hi) {
+		long mid = lo + (hi - lo) / 2;
+		if (cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo + 1;
+}
+
 /* The entity id of the client's next request (1..entities), advancing it. */
 static long next_id(struct client *c)
 {
-	long id = c->next % c->lg->o.entities + 1;
+	const struct opts *o = &c->lg->o;
+	if (o->keys == KEYS_UNIFORM)
+		return (long)(rng_next(&c->rng) % (uint64_t)o->entities) + 1;
+	if (o->keys == KEYS_ZIPF)
+		return zipf_pick(c->lg->zipf_cdf, o->entities, (double)(rng_next(&c->rng) >> 11) * 0x1.0p-53);
+	long id = c->next % o->entities + 1;
 	c->next++;
 	return id;
+}
+
+/* KEYS_ZIPF's table. Returns 0 or -ENOMEM. */
+static int zipf_table(struct loadgen *lg)
+{
+	long n = lg->o.entities;
+	lg->zipf_cdf = malloc((size_t)n * sizeof *lg->zipf_cdf);
+	if (lg->zipf_cdf == NULL)
+		return -ENOMEM;
+	double sum = 0;
+	for (long k = 0; k < n; k++)
+		lg->zipf_cdf[k] = (sum += pow((double)(k + 1), -lg->o.zipf_s));
+	for (long k = 0; k < n; k++)
+		lg->zipf_cdf[k] /= sum;
+	lg->zipf_cdf[n - 1] = 1.0;
+	return 0;
 }
 
 /* Encodes and sends one request from client c; `slot` is the ask tag. */
@@ -427,7 +478,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: c_loadgen --target NODE [--cookie C] [--seconds S] [--clients K] [--window W]\n"
 		"                 [--entities N] [--mode ask|tell] [--type T] [--msg ATOM] [--reply-to-in-msg]\n"
-		"                 [--tls-dir DIR] [--rate R]\n"
+		"                 [--tls-dir DIR] [--rate R] [--keys cycle|uniform|zipf:S]\n"
 		"  ask:  K procs each keep W gen_server calls {Id, Msg} in flight to {T, NODE}\n"
 		"  tell: K procs each keep W tells {Id, Msg} unanswered (--reply-to-in-msg:\n"
 		"        {Id, Msg, Pid}, for a BEAM region that cannot see the sender)\n"
@@ -436,7 +487,9 @@ static void usage(FILE *out)
 		"  --tls-dir: TLS distribution with DIR/node.pem, node.key and ca.pem (scripts/tls-certs.sh)\n"
 		"  --rate: R requests per second in all, sent every millisecond as they fall due\n"
 		"          (each still needs room in its client's window); without it, a reply\n"
-		"          sends the next request at once\n");
+		"          sends the next request at once\n"
+		"  --keys: which id each request goes to: each client cycles through them (the\n"
+		"          default), a random one, or one drawn from Zipf(S) (id k weighs 1/k^S)\n");
 }
 
 static int parse_uint(const char *flag, const char *text, long min, long max, long *out)
@@ -508,6 +561,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			if (parse_uint(f, v, 1, 100000000, &n))
 				return -1;
 			o->rate = n;
+		} else if (strcmp(f, "--keys") == 0) {
+			char *end = NULL;
+			if (strcmp(v, "cycle") == 0) {
+				o->keys = KEYS_CYCLE;
+			} else if (strcmp(v, "uniform") == 0) {
+				o->keys = KEYS_UNIFORM;
+			} else if (strncmp(v, "zipf:", 5) == 0 && (o->zipf_s = strtod(v + 5, &end)) > 0 &&
+				   o->zipf_s <= 10 && *end == '\0') {
+				o->keys = KEYS_ZIPF;
+			} else {
+				fprintf(stderr, "c_loadgen: --keys is cycle, uniform or zipf:S (0 < S <= 10), not '%s'\n", v);
+				return -1;
+			}
 		} else if (strcmp(f, "--entities") == 0) {
 			if (parse_uint(f, v, 1, INT32_MAX, &n))
 				return -1;
@@ -542,6 +608,8 @@ static int setup(struct loadgen *lg)
 	lg->hist = calloc(HIST_US, sizeof *lg->hist);
 	lg->clients = calloc(lg->o.clients, sizeof *lg->clients);
 	if (lg->hist == NULL || lg->clients == NULL || ei_x_new(&lg->x) != 0)
+		return -ENOMEM;
+	if (lg->o.keys == KEYS_ZIPF && zipf_table(lg) != 0)
 		return -ENOMEM;
 	evloop_timer_init(&lg->deadline, on_deadline, lg);
 	evloop_timer_init(&lg->watchdog, on_watchdog, lg);
@@ -581,6 +649,7 @@ static int setup(struct loadgen *lg)
 		/* Each client starts at its own part of the id range, as the BEAM
 		 * generator's clients do. */
 		c->next = (long)((uint64_t)k * (uint64_t)lg->o.entities / lg->o.clients);
+		c->rng = (uint64_t)k * 7919u + 1;
 		if (lg->o.mode == MODE_ASK) {
 			c->sent_ns = calloc(lg->o.window, sizeof *c->sent_ns);
 			if (c->sent_ns == NULL)
@@ -603,6 +672,7 @@ static void teardown(struct loadgen *lg)
 			free(lg->clients[k].sent_ns);
 	free(lg->clients);
 	free(lg->hist);
+	free(lg->zipf_cdf);
 	if (lg->x.buff != NULL)
 		ei_x_free(&lg->x);
 	if (lg->loop != NULL) {

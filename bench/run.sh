@@ -27,7 +27,7 @@ if [ ! -x "$LOADGEN" ] || [ -n "$(find bench/c_loadgen.c c_src -newer "$LOADGEN"
     ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Werror \
         -I"$ERL_ROOT/usr/include" -I/usr/include/postgresql -Ic_src $LOADGEN_SRC \
-        -L"$ERL_ROOT/usr/lib" -lei -llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl -o "$LOADGEN"
+        -L"$ERL_ROOT/usr/lib" -lei -llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl -lm -o "$LOADGEN"
 fi
 # The metrics page writer alone, over a page of 10 000 series.
 PROM_BENCH="$OUT/prom_render_bench"

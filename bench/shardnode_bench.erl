@@ -172,6 +172,13 @@ measure(System, Round, #{only := "replicated"} = Cfg) ->
         shardnode -> maps:merge(durable_figures(Cfg), replicated_figures(Cfg));
         beam -> #{}
     end;
+measure(System, Round, #{only := "limit"} = Cfg) ->
+    %% BENCH_ONLY=limit: the max_active_entities rows alone
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    case System of
+        shardnode -> bench_limit:figures(Cfg);
+        beam -> #{}
+    end;
 measure(System, Round, #{only := "failover"} = Cfg) ->
     %% BENCH_ONLY=failover: the fail-over of five members with the default
     %% timings alone
@@ -206,7 +213,7 @@ measure(System, Round, Cfg) ->
     M4 = case System of
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg), replicated_figures(Cfg),
-                                       bench_failover:figures(Cfg),
+                                       bench_failover:figures(Cfg), bench_limit:figures(Cfg),
                                        postgres_figures(Cfg), state_move_figures(Cfg),
                                        singleton_figures(Cfg), metrics_figures(Cfg),
                                        erlang_entity_figures(Cfg)]);

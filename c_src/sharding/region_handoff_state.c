@@ -323,7 +323,7 @@ static int store_record(void *arg, const char *id, size_t id_len, const char *st
 	c->x.index = 0;
 	if (ei_x_encode_version(&c->x) < 0 || term_x_append_raw(&c->x, state, state_len) != 0)
 		return -ENOMEM;
-	return region_store_write(c->r, c->shard, id, id_len, &c->x);
+	return region_store_write_record(c->r, c->shard, id, id_len, &c->x);
 }
 
 /* Writes the chunk's states to the store. Returns 0 or a negative errno. */

@@ -224,6 +224,11 @@ struct shard_slot {
 	 * loads, the commits a load waits for, claims — is counted in st
 	 * (region_slot_hold). */
 	struct pending_load *loads;
+	/* The store's seq of the shard's last write, and of its last write not
+	 * made by a live entity here (a moved state, a replica's copy, the
+	 * shard cleared): a load waits for the commit of the latter, and of
+	 * the former for an entity retired lately (region_store.c). */
+	uint64_t last_write_seq, bulk_write_seq;
 	/* A type run on a host: the shard left, and the host is ending its
 	 * entities' processes; shard_stopped waits for it to confirm (since
 	 * this time, the loop's clock in ms), so the new home never starts
@@ -258,6 +263,11 @@ struct region {
 	struct shard_slot *slots;   /* cfg.number_of_shards of them */
 	struct shard_limit limit;   /* max_active_entities, when `limited` */
 	bool limited;
+	/* With a store: the ids of entities retired since the last turn-over
+	 * (the shards add to it), and before that, until the writes queued by
+	 * then (retired_old_upto) are committed (region_store.c). */
+	struct shard_retired retired, retired_old;
+	uint64_t retired_old_upto;
 	uint32_t buffered;          /* the sum of the slots' st.buffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t dropped, forwarded;
@@ -387,6 +397,8 @@ static inline struct shard *region_new_shard(struct region *r, uint32_t id)
 	struct shard *s = shard_new(id, r->cfg.type);
 	if (s != NULL && r->limited)
 		shard_set_limit(s, &r->limit);
+	if (s != NULL && r->store != NULL)
+		s->retired = &r->retired;
 	return s;
 }
 

@@ -330,11 +330,11 @@ static int apply(struct apply_ctx *c, const char *id, size_t id_len, const char 
 	if (!c->from_fill && c->p->filling && byte_set_add(&c->p->written, id, id_len) != 0)
 		return -ENOMEM;
 	if (state == NULL)
-		return region_store_write(c->r, c->shard, id, id_len, NULL);
+		return region_store_write_record(c->r, c->shard, id, id_len, NULL);
 	c->x.index = 0;
 	if (ei_x_encode_version(&c->x) < 0 || term_x_append_raw(&c->x, state, state_len) != 0)
 		return -ENOMEM;
-	return region_store_write(c->r, c->shard, id, id_len, &c->x);
+	return region_store_write_record(c->r, c->shard, id, id_len, &c->x);
 }
 
 static int apply_write(void *arg, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id, size_t id_len,

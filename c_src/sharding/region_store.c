@@ -96,6 +96,42 @@ static int start_load(struct region *r, uint32_t shard, const char *id, size_t i
 	return 0;
 }
 
+/* The write whose commit a load of this entity must wait for (0: none).
+ * An entity that is not live may have a write not yet committed in two
+ * ways: it was live here and retired since (its last change is among the
+ * shard's writes), or its record came another way (a moved state, a
+ * replica's copy, the shard cleared: the shard's bulk writes). Any other
+ * entity's record is as committed as it will be, so it loads at once,
+ * however many writes of other entities keep coming; waiting for them all
+ * held every miss a commit long, and its shard with it. A type run on a
+ * host waits for all of its shard's writes. */
+static uint64_t load_waits_for(const struct region *r, uint32_t shard, const char *id, size_t id_len)
+{
+	const struct shard_slot *slot = &r->slots[shard];
+	if (r->cfg.host != NULL)
+		return slot->last_write_seq;
+	bool retired = r->retired.incomplete || byte_set_contains(&r->retired.ids, id, id_len) ||
+		       r->retired_old.incomplete || byte_set_contains(&r->retired_old.ids, id, id_len);
+	return retired && slot->last_write_seq > slot->bulk_write_seq ? slot->last_write_seq : slot->bulk_write_seq;
+}
+
+/* Ids retired before the writes now queued are no concern once those are
+ * committed: the older set is emptied then, and the newer takes its place,
+ * to wait for the writes queued by now. */
+static void turn_over_retired(struct region *r)
+{
+	if (r->retired_old_upto > r->written_upto)
+		return;
+	byte_set_clear(&r->retired_old.ids);
+	r->retired_old.incomplete = false;
+	if (r->retired.ids.count == 0 && !r->retired.incomplete)
+		return;
+	r->retired_old = r->retired;
+	byte_set_init(&r->retired.ids);
+	r->retired.incomplete = false;
+	r->retired_old_upto = region_store_last_queued(r);
+}
+
 bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg)
 {
 	struct shard_slot *slot = &r->slots[shard];
@@ -127,10 +163,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	if (term_is_atom(msg, 0, "delete") || term_is_atom(msg, 0, "passivate") ||
 	    shard_entity_live(slot->shard, id, id_len))
 		return false;
-	/* The writes queued so far first: one of them may be this entity's
-	 * last change before it was passivated. Only those: later ones do
-	 * not hold the load back, however many keep coming. */
-	uint64_t need = region_store_last_queued(r);
+	uint64_t need = load_waits_for(r, shard, id, id_len);
 	if (need > r->written_upto) {
 		region_slot_wait_for_commits(&slot->st, need);
 		r->slots_awaiting_commit = true;
@@ -383,6 +416,7 @@ void region_store_recheck(struct region *r)
 	if (r->store == NULL)
 		return;
 	advance(r);
+	turn_over_retired(r);
 	release(r, r->written_upto, NULL, false);
 }
 
@@ -472,15 +506,29 @@ int region_store_write(struct region *r, uint32_t shard, const char *id, size_t 
 	const char *bytes = state ? state->buff : NULL;
 	size_t len = state ? (size_t)state->index : 0;
 	int rc = state_store_write(r->store, shard, id, id_len, bytes, len, &seq);
+	if (rc == 0)
+		r->slots[shard].last_write_seq = seq;
 	if (rc == 0 && region_replicated(r))
 		region_replica_home_on_write(r, shard, seq, id, id_len, bytes, len);
+	return rc;
+}
+
+int region_store_write_record(struct region *r, uint32_t shard, const char *id, size_t id_len,
+			      const ei_x_buff *state)
+{
+	int rc = region_store_write(r, shard, id, id_len, state);
+	if (rc == 0)
+		r->slots[shard].bulk_write_seq = r->slots[shard].last_write_seq;
 	return rc;
 }
 
 int region_store_delete_shard(struct region *r, uint32_t shard)
 {
 	uint64_t seq;
-	return state_store_delete_shard(r->store, shard, &seq);
+	int rc = state_store_delete_shard(r->store, shard, &seq);
+	if (rc == 0)
+		r->slots[shard].last_write_seq = r->slots[shard].bulk_write_seq = seq;
+	return rc;
 }
 
 /* ---- life ---- */
@@ -506,4 +554,6 @@ void region_store_stop(struct region *r)
 		region_store_drop_loads(&r->slots[s]);
 	state_store_type_close(r->store);
 	r->store = NULL;
+	byte_set_clear(&r->retired.ids);
+	byte_set_clear(&r->retired_old.ids);
 }

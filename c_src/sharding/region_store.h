@@ -83,6 +83,12 @@ void region_store_claim(struct region *r, uint32_t shard);
  * store: the shard is not claimed, or was claimed by another member). */
 int region_store_write(struct region *r, uint32_t shard, const char *id, size_t id_len, const ei_x_buff *state);
 
+/* As region_store_write, for a record that does not come from a live
+ * entity here (a moved state, a replica's copy): a load of any entity of
+ * the shard waits for its commit. */
+int region_store_write_record(struct region *r, uint32_t shard, const char *id, size_t id_len,
+			      const ei_x_buff *state);
+
 /* Queues the deletion of every stored record of `shard` (a stream of its
  * states begins: what this node held of it before is out of date).
  * Returns 0 or -ENOMEM. */

@@ -40,12 +40,20 @@ static void stop_entity(struct entity *e, void *arg)
 	s->passivated++;
 }
 
-/* Stopped for good: the observer hears of it. */
+/* Stopped for good: the observer hears of it, and its id is kept as
+ * retired. */
+static void note_retired(struct shard *s, const struct entity *e)
+{
+	if (s->observer.stopped)
+		s->observer.stopped(s->observer.arg, s->id, entity_id(e), e->id_len);
+	if (s->retired != NULL && byte_set_add(&s->retired->ids, entity_id(e), e->id_len) != 0)
+		s->retired->incomplete = true;
+}
+
 static void retire_entity(struct shard *s, struct entity *e)
 {
 	stop_entity(e, s);
-	if (s->observer.stopped)
-		s->observer.stopped(s->observer.arg, s->id, entity_id(e), e->id_len);
+	note_retired(s, e);
 	entity_table_remove(&s->entities, e);
 }
 
@@ -207,8 +215,7 @@ static void stop_idle(struct entity *e, void *arg)
 {
 	struct shard *s = ((struct idle_sweep *)arg)->shard;
 	stop_entity(e, s);
-	if (s->observer.stopped)
-		s->observer.stopped(s->observer.arg, s->id, entity_id(e), e->id_len);
+	note_retired(s, e);
 }
 
 size_t shard_passivate_idle(struct shard *s, uint32_t now_ms, uint32_t idle_ms)

@@ -17,6 +17,7 @@
 #include <ei.h>
 
 #include "entity/entity.h"
+#include "base/byte_set.h"
 #include "entity/entity_table.h"
 
 /* Told of each entity that starts, and of each one stopped for good
@@ -42,6 +43,15 @@ struct shard_limit {
 
 void shard_limit_init(struct shard_limit *l, size_t max);
 
+/* The ids of entities stopped for good (passivated, stopped, evicted for
+ * the limit, deleted), for a region with a store: their last writes may
+ * not be committed yet, so loading them must wait for those
+ * (region_store.c); any other entity loads at once. Held by the region. */
+struct shard_retired {
+	struct byte_set ids;
+	bool incomplete; /* an id could not be kept (out of memory): assume any */
+};
+
 struct shard {
 	uint32_t id;
 	const struct entity_type *type;
@@ -49,6 +59,7 @@ struct shard {
 	uint64_t started, passivated; /* entity incarnations, for stats */
 	struct shard_observer observer; /* all NULL: nobody watches */
 	struct shard_limit *limit;      /* NULL: none */
+	struct shard_retired *retired;  /* NULL: not kept */
 };
 
 /* Returns a new empty shard, or NULL (out of memory). */
