@@ -7,8 +7,9 @@
  * the distribution node (listener, epmd); the admin (`net_kernel`,
  * `shardnode`); for each hosted type its coordinator (not on a proxy-only
  * node), its remembered-entity store (with remember_entities) and its
- * region; membership, whose first change places the coordinators; and last
- * the metrics endpoint (metrics_port), which reads them all.
+ * region; membership, whose first change places the coordinators, and with
+ * join_dns the look-ups of its seeds (dns_seeds.h); and last the metrics
+ * endpoint (metrics_port) with the health probes, which read them all.
  * How they work together while the node runs is cluster_glue.h's.
  *
  * What asks the node to stop (docs/contract.md): SIGTERM or SIGINT, stdin
