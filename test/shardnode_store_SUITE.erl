@@ -165,6 +165,17 @@ delete_removes_the_stored_state(Config) ->
     ?assertEqual({error, not_found}, gen_server:call({kv, N}, {1, {get, a}})),
     9 = call(N, 2, {incr, 9}),
     ?assertEqual(ok, call(N, 2, delete)),
+    %% An entity passivated a while ago deleted, and asked at once (before
+    %% the deletion is committed): its load waits for it, and finds nothing.
+    [begin
+         5 = call(N, I, {incr, 5}),
+         ok = call(N, I, passivate),
+         %% other changes, committed, so that its passivation is old news
+         [_ = call(N, 999, incr) || _ <- [1, 2, 3]],
+         Delete = gen_server:send_request({counter, N}, {I, delete}),
+         ?assertEqual({I, 0}, {I, call(N, I, get)}),
+         ?assertEqual({reply, ok}, gen_server:wait_response(Delete, 5000))
+     end || I <- lists:seq(100, 130)],
     ok = shardnode:stop_node(N),
     {[N], _} = shardnode_ct:start_nodes(Config, [Opts]),
     ?assertEqual(0, call(N, 2, get)),

@@ -151,6 +151,7 @@ struct dns_seeds *dns_seeds_start(const struct dns_seeds_config *cfg, int *err)
 		*err = -ENOMEM;
 		return NULL;
 	}
+	evloop_timer_init(&d->timer, on_timer, d); /* before any dns_seeds_free */
 	d->cfg = *cfg;
 	strlcpy(d->name, cfg->name, sizeof d->name);
 	strlcpy(d->our_node, cfg->our_node, sizeof d->our_node);
@@ -168,7 +169,6 @@ struct dns_seeds *dns_seeds_start(const struct dns_seeds_config *cfg, int *err)
 	}
 	d->backoff_ms = BACKOFF_FIRST_MS;
 	d->stable_since = evloop_now_ms(cfg->loop);
-	evloop_timer_init(&d->timer, on_timer, d);
 	lookup(d);
 	*err = 0;
 	return d;

@@ -36,7 +36,7 @@ bool health_ready(void *arg, char *reason, size_t cap)
 			return false;
 		}
 	}
-	const char *why = app->store != NULL ? state_store_unreachable(app->store) : NULL;
+	const char *why = app->store != NULL ? state_store_unreachable(app->store, evloop_now_ns(app->loop)) : NULL;
 	if (why != NULL) {
 		snprintf(reason, cap, "store: %s", why);
 		return false;

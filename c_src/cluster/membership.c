@@ -36,6 +36,15 @@ static struct member *add(struct membership *m, const char *node)
 
 static void admit_joiners(struct membership *m);
 
+/* A new up-number is a new incarnation (or its admission): the lease
+ * reports about an earlier one do not count for it. */
+static void set_up_number(struct member *e, uint32_t up)
+{
+	if (e->up_number != up)
+		memset(e->lapsed_from, 0, sizeof e->lapsed_from);
+	e->up_number = up;
+}
+
 /* We learned that e is down: when (its shards wait from then at most,
  * membership.h), and the others hear at once whether our lease to it has
  * lapsed. */
@@ -165,7 +174,7 @@ static void admit_joiners(struct membership *m)
 		if (up[k] == 0)
 			continue;
 		note_up_number(m, up[k]);
-		e->up_number = up[k];
+		set_up_number(e, up[k]);
 		e->status = MEMBER_UP;
 		e->version++;
 		e->last_heard = now_ms(m);
@@ -223,6 +232,11 @@ static void reset_local(struct membership *m, struct member *e)
 	e->released = false;
 	e->last_acked = 0;
 	memset(e->lapsed_from, 0, sizeof e->lapsed_from);
+	/* What its earlier incarnation reported of others' leases is its no
+	 * more. */
+	size_t k = (size_t)(e - m->members);
+	for (size_t j = 0; k < CLUSTER_MEMBERS_MAX && j < m->n; j++)
+		m->members[j].lapsed_from[k / 64] &= ~(UINT64_C(1) << (k % 64));
 }
 
 static void on_gossip(struct membership *m, const char *t, size_t i)
@@ -266,7 +280,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 			e->joining_since = now_ms(m);
 		note_up_number(m, e->up_number);
 		note_up_number(m, in.up_number);
-		e->up_number = in.up_number;
+		set_up_number(e, in.up_number);
 		e->status = in.status;
 		e->version = in.version;
 		memcpy(e->types, in.types, sizeof e->types);

@@ -269,7 +269,9 @@ void membership_on_lease_lapsed(struct membership *m, const char *t, size_t i)
 	    node_name_decode(t, &i, node) || term_get_long(t, &i, &up_number) || up_number < 0)
 		return;
 	struct member *sender = membership_member(m, from), *e = membership_member(m, node);
-	if (sender == NULL || e == NULL || is_us(m, sender) || sender->status >= MEMBER_DOWN ||
+	/* Only an admitted incarnation's (a joining one has up-number 0, as
+	 * its next incarnation will while joining, and holds no shards). */
+	if (sender == NULL || e == NULL || is_us(m, sender) || sender->status >= MEMBER_DOWN || up_number == 0 ||
 	    e->up_number != (uint64_t)up_number)
 		return;
 	size_t k = (size_t)(sender - m->members);

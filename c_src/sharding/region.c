@@ -353,6 +353,16 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 
 /* ---- life ---- */
 
+/* shard_limit.may_evict: a shard hosted here, not one whose states are
+ * being sent away (frozen, as the idle sweep leaves it) nor one arriving
+ * (its slot's incoming). */
+static bool may_evict(void *arg, const struct shard *s)
+{
+	const struct region *r = arg;
+	const struct shard_slot *slot = &r->slots[s->id];
+	return slot->shard == s && region_slot_hosted(&slot->st);
+}
+
 struct region *region_start(const struct region_config *cfg, int *err)
 {
 	struct region *r = calloc(1, sizeof *r);
@@ -364,6 +374,8 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	r->cfg = *cfg;
 	if (cfg->max_active_entities > 0 && cfg->remember == NULL && cfg->host == NULL) {
 		shard_limit_init(&r->limit, cfg->max_active_entities);
+		r->limit.may_evict = may_evict;
+		r->limit.may_evict_arg = r;
 		r->limited = true;
 	}
 	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);

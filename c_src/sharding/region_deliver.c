@@ -36,6 +36,8 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 		int rc = region_store_write(r, s->id, e->id, e->id_len, NULL) == 0
 				 ? ei_x_encode_atom(reply, "ok")
 				 : term_x_error_atom(reply, "store_unavailable");
+		/* Live or not, its next load waits for the deletion's commit. */
+		region_store_note_retired(r, e->id, e->id_len);
 		(void)term_x_whole_or_enomem(reply, 0, rc);
 	} else {
 		ei_x_buff spare, *state = scratch_get(&r->state_buf, &spare);

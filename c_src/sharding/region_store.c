@@ -522,6 +522,12 @@ int region_store_write_record(struct region *r, uint32_t shard, const char *id, 
 	return rc;
 }
 
+void region_store_note_retired(struct region *r, const char *id, size_t id_len)
+{
+	if (byte_set_add(&r->retired.ids, id, id_len) != 0)
+		r->retired.incomplete = true;
+}
+
 int region_store_delete_shard(struct region *r, uint32_t shard)
 {
 	uint64_t seq;

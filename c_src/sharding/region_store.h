@@ -89,6 +89,11 @@ int region_store_write(struct region *r, uint32_t shard, const char *id, size_t 
 int region_store_write_record(struct region *r, uint32_t shard, const char *id, size_t id_len,
 			      const ei_x_buff *state);
 
+/* The entity with canonical id `id` changed its record while not live
+ * here (a `delete` of an entity passivated): its next load waits for the
+ * shard's writes queued so far, as a retired entity's does. */
+void region_store_note_retired(struct region *r, const char *id, size_t id_len);
+
 /* Queues the deletion of every stored record of `shard` (a stream of its
  * states begins: what this node held of it before is out of date).
  * Returns 0 or -ENOMEM. */

@@ -24,6 +24,8 @@ void shard_limit_init(struct shard_limit *l, size_t max)
 	entity_lru_init(&l->lru);
 	l->max = max ? max : 1;
 	l->passivated = 0;
+	l->may_evict = NULL;
+	l->may_evict_arg = NULL;
 }
 
 void shard_set_limit(struct shard *s, struct shard_limit *limit)
@@ -62,12 +64,21 @@ static void retire_entity(struct shard *s, struct entity *e)
 static void enforce_limit(struct shard *s, const struct entity *keep)
 {
 	struct shard_limit *l = s->limit;
-	while (l != NULL && l->lru.count > l->max) {
+	/* Entities of a shard that may not lose any now are passed over (made
+	 * the most recent); a list of nothing else leaves the limit exceeded
+	 * until the next start. */
+	for (size_t passed = 0; l != NULL && l->lru.count > l->max && passed < l->lru.count;) {
 		void *owner = NULL;
 		struct entity *oldest = entity_lru_oldest(&l->lru, &owner);
 		if (oldest == NULL || oldest == keep)
 			return;
-		retire_entity(owner, oldest);
+		struct shard *from = owner;
+		if (l->may_evict != NULL && !l->may_evict(l->may_evict_arg, from)) {
+			entity_table_touch(&from->entities, oldest);
+			passed++;
+			continue;
+		}
+		retire_entity(from, oldest);
 		l->passivated++;
 	}
 }

@@ -35,12 +35,20 @@ struct shard_observer {
  * used are passivated as idle ones are, in constant time each (the list of
  * entity_table.h). Held by its owner, which must keep it while its shards
  * have entities; zero-initialise it with shard_limit_init. */
+struct shard;
+
 struct shard_limit {
 	struct entity_lru lru;
 	size_t max;          /* >= 1 */
 	uint64_t passivated; /* entities passivated for the limit */
+	/* Whether shard s's entities may be passivated now: not while its
+	 * states are being sent away or it is still arriving (its table is
+	 * walked across turns). NULL: always. */
+	bool (*may_evict)(void *arg, const struct shard *s);
+	void *may_evict_arg;
 };
 
+/* An empty limit of max entities (at least 1), may_evict unset. */
 void shard_limit_init(struct shard_limit *l, size_t max);
 
 /* The ids of entities stopped for good (passivated, stopped, evicted for

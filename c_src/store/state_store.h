@@ -119,7 +119,7 @@ struct state_store_metrics {
 	uint64_t commit_errors; /* of those, failed */
 	struct histogram commit_latency;
 	uint64_t reported_upto;
-	bool last_commit_failed;
+	uint64_t last_failure_ns; /* when the last commit failed, if the last one did; 0: it did not */
 	uint64_t queued_seq[STATE_STORE_TIMED], queued_ns[STATE_STORE_TIMED];
 };
 
@@ -155,7 +155,7 @@ static inline void state_store_metrics_committed(struct state_store *s, uint64_t
 	uint64_t oldest = m->reported_upto + 1;
 	m->reported_upto = upto;
 	m->commits++;
-	m->last_commit_failed = status != 0;
+	m->last_failure_ns = status != 0 ? (now_ns ? now_ns : 1) : 0;
 	if (status != 0)
 		m->commit_errors++;
 	/* Timed unless its slot was taken by a later write meanwhile. */
@@ -283,13 +283,19 @@ static inline uint64_t state_store_last_queued(const struct state_store *s)
 	return s->ops->last_queued(s);
 }
 
+/* How long a failed commit keeps the store shown unreachable unless a
+ * commit succeeds: a node with no more writes to try is ready again. */
+#define STATE_STORE_FAILURE_SHOWN_NS (10ull * 1000000000ull)
+
 /* Why the store cannot take writes now (static text, for the readiness
  * check), or NULL when it can: a database's connection is down, or the
- * last commit failed. */
-static inline const char *state_store_unreachable(const struct state_store *s)
+ * last commit failed (within STATE_STORE_FAILURE_SHOWN_NS of now_ns, the
+ * loop's clock). */
+static inline const char *state_store_unreachable(const struct state_store *s, uint64_t now_ns)
 {
 	const char *why = s->ops->unreachable != NULL ? s->ops->unreachable(s) : NULL;
-	if (why == NULL && s->metrics.last_commit_failed)
+	uint64_t failed = s->metrics.last_failure_ns;
+	if (why == NULL && failed != 0 && now_ns - failed < STATE_STORE_FAILURE_SHOWN_NS)
 		why = "the store's last commit failed";
 	return why;
 }

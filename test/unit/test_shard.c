@@ -981,3 +981,34 @@ Test(shard_limit, idle_passivation_and_a_restore_keep_the_list_right)
 	cr_assert_eq(limit.lru.count, 0);
 	cr_assert_eq(limit.passivated, 0);
 }
+
+static bool only_shard_0(void *arg, const struct shard *s)
+{
+	(void)arg;
+	return s->id == 0;
+}
+
+Test(shard_limit, a_shard_that_may_not_lose_entities_is_passed_over)
+{
+	struct shard_limit limit;
+	shard_limit_init(&limit, 2);
+	limit.may_evict = only_shard_0;
+	struct shard *a = shard_new(0, builtin("counter")), *frozen = shard_new(1, builtin("counter"));
+	shard_set_limit(a, &limit);
+	shard_set_limit(frozen, &limit);
+	cr_assert_eq(counter_at(frozen, "f1", 1, "incr"), 1);
+	cr_assert_eq(counter_at(frozen, "f2", 2, "incr"), 1);
+	/* beyond the limit, but only the frozen shard's entities are there:
+	 * they stay, and the limit is exceeded for now */
+	cr_assert_eq(counter_at(a, "x", 3, "incr"), 1);
+	cr_assert(live(frozen, "f1") && live(frozen, "f2") && live(a, "x"));
+	cr_assert_eq(limit.passivated, 0);
+	/* the next start passes over f1 and f2 (now the most recent) to x */
+	cr_assert_eq(counter_at(a, "y", 4, "incr"), 1);
+	cr_assert(!live(a, "x"));
+	cr_assert(live(frozen, "f1") && live(frozen, "f2") && live(a, "y"));
+	cr_assert_eq(limit.passivated, 1);
+	shard_free(a);
+	shard_free(frozen);
+	cr_assert_eq(limit.lru.count, 0);
+}
