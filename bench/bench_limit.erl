@@ -7,13 +7,16 @@
 %% LMDB a page write of its own: that rate is the disk's):
 %%   - Zipf(1.0) keys, no limit: every entity once asked stays live (the
 %%     all-in-memory rate);
-%%   - Zipf(1.0) keys, max_active_entities = N / 10: the least recently
-%%     used passivated beyond it, loaded again when asked;
+%%   - Zipf(1.0) keys, max_active_entities = N / 10, by recency alone
+%%     (max_active_by_frequency = false: the least recently used
+%%     passivated beyond it, loaded again when asked), then by recency and
+%%     frequency (the default: the least often asked of the 8 least
+%%     recently used);
 %%   - uniform keys over the N ids with the same limit: nine asks in ten
 %%     find their entity passivated and load it (the miss rate).
 %% Each measured run follows a warm-up run of the same length. The hit rate
 %% is 1 - store loads / asks over the measured run (metrics page deltas):
-%% for LRU, the share of asks that found their entity live.
+%% the share of asks that found their entity live.
 -module(bench_limit).
 
 -export([figures/1]).
@@ -23,18 +26,21 @@
 figures(#{seconds := Secs} = Cfg) ->
     Ids = bench_env_ids(),
     Limit = Ids div 10,
-    Mem = run(Cfg, Ids, 0, "zipf:1.0"),
-    Zipf = run(Cfg, Ids, Limit, "zipf:1.0"),
-    Uniform = run(Cfg, Ids, Limit, "uniform"),
+    Mem = run(Cfg, Ids, 0, true, "zipf:1.0"),
+    Lru = run(Cfg, Ids, Limit, false, "zipf:1.0"),
+    Zipf = run(Cfg, Ids, Limit, true, "zipf:1.0"),
+    Uniform = run(Cfg, Ids, Limit, true, "uniform"),
     Row = fun(What, #{rate := R, p99 := P99, hit := Hit}) ->
                   bench_figures:progress(What, "~s get/s, p99 ~s us, hit rate ~s% (~b ids, ~b s)",
                                          [bench_figures:fmt(R), bench_figures:fmt(P99),
                                           bench_figures:fmt(100 * Hit), Ids, Secs])
           end,
     Row("zipf, no limit", Mem),
-    Row("zipf, limit N/10", Zipf),
+    Row("zipf, LRU", Lru),
+    Row("zipf, LRU+freq", Zipf),
     Row("uniform, limit", Uniform),
-    #{limit_mem_rate => maps:get(rate, Mem), limit_zipf_rate => maps:get(rate, Zipf),
+    #{limit_mem_rate => maps:get(rate, Mem), limit_lru_rate => maps:get(rate, Lru),
+      limit_lru_hit => 100 * maps:get(hit, Lru), limit_zipf_rate => maps:get(rate, Zipf),
       limit_zipf_p99 => maps:get(p99, Zipf), limit_zipf_hit => 100 * maps:get(hit, Zipf),
       limit_uniform_rate => maps:get(rate, Uniform), limit_uniform_p99 => maps:get(p99, Uniform),
       limit_uniform_hit => 100 * maps:get(hit, Uniform)}.
@@ -45,9 +51,10 @@ bench_env_ids() ->
         V -> list_to_integer(V)
     end.
 
-run(Cfg, Ids, Limit, Keys) ->
+run(Cfg, Ids, Limit, ByFrequency, Keys) ->
     Port = shardnode_ct:free_port(),
-    Config = #{state_store => lmdb, max_active_entities => Limit, metrics_port => Port},
+    Config = #{state_store => lmdb, max_active_entities => Limit, max_active_by_frequency => ByFrequency,
+               metrics_port => Port},
     bench_nodes:with_node(
       shardnode, Config, Cfg,
       fun(Sys) ->

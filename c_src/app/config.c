@@ -41,6 +41,7 @@ void config_defaults(struct sn_config *c)
 	c->rebalance_threshold = 1;
 	c->max_simultaneous_rebalance = 3;
 	c->passivate_idle_after_ms = 0;
+	c->max_active_by_frequency = true;
 	c->remember_entities = false;
 	c->min_nr_of_members = 1;
 	c->heartbeat_interval_ms = 1000;
@@ -80,6 +81,7 @@ static const struct key_spec keys[] = {
 	U(max_simultaneous_rebalance, 1, 1000000),
 	U(passivate_idle_after_ms, 0, 2000000000),
 	U(max_active_entities, 0, 1000000000),
+	{"max_active_by_frequency", K_BOOL, offsetof(struct sn_config, max_active_by_frequency), 0, 0},
 	{"remember_entities", K_BOOL, offsetof(struct sn_config, remember_entities), 0, 0},
 	U(min_nr_of_members, 1, 10000),
 	U(heartbeat_interval_ms, 1, 3600000),

@@ -73,6 +73,7 @@ struct sn_config {
 	uint32_t max_simultaneous_rebalance;
 	uint32_t passivate_idle_after_ms;
 	uint32_t max_active_entities; /* per region; 0: no limit */
+	bool max_active_by_frequency; /* passivate by frequency too, not recency alone */
 	bool remember_entities;
 	uint32_t min_nr_of_members;
 	uint32_t heartbeat_interval_ms;

@@ -300,6 +300,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		.number_of_shards = nshards, .buffer_size = cfg->buffer_size,
 		.retry_interval_ms = cfg->retry_interval_ms, .passivate_idle_after_ms = cfg->passivate_idle_after_ms,
 		.max_active_entities = cfg->max_active_entities,
+		.limit_by_frequency = cfg->max_active_by_frequency,
 		.coordinator_name = coord_name, .handoff_timeout_ms = cfg->handoff_timeout_ms,
 		.proxy_only = cfg->proxy_only,
 		.members_hosting = cluster_glue_members_hosting, .members_arg = &app->glue,

@@ -145,6 +145,15 @@ struct entity *entity_lru_oldest(const struct entity_lru *l, void **owner)
 	return entity_of_link(l->head.prev);
 }
 
+struct entity *entity_lru_newer(const struct entity_lru *l, struct entity *e, void **owner)
+{
+	struct entity_lru_link *newer = link_of(e)->prev;
+	if (newer == &l->head)
+		return NULL;
+	*owner = newer->owner;
+	return entity_of_link(newer);
+}
+
 void entity_table_set_lru(struct entity_table *t, struct entity_lru *lru, void *owner)
 {
 	t->lru = lru;

@@ -65,6 +65,10 @@ void entity_lru_init(struct entity_lru *l);
  * when the list is empty. */
 struct entity *entity_lru_oldest(const struct entity_lru *l, void **owner);
 
+/* The entity used next after e (on l), and its owner; NULL after the most
+ * recent. */
+struct entity *entity_lru_newer(const struct entity_lru *l, struct entity *e, void **owner);
+
 struct entity_table {
 	uintptr_t *slots; /* entity address | hash tag (see above); 0: empty */
 	size_t cap;   /* a power of two, or 0 */

@@ -372,12 +372,6 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->cfg = *cfg;
-	if (cfg->max_active_entities > 0 && cfg->remember == NULL && cfg->host == NULL) {
-		shard_limit_init(&r->limit, cfg->max_active_entities);
-		r->limit.may_evict = may_evict;
-		r->limit.may_evict_arg = r;
-		r->limited = true;
-	}
 	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);
 	r->cfg.coordinator_name = r->coordinator_name;
 	snprintf(r->name, sizeof r->name, "%s", cfg->name ? cfg->name : cfg->type->name);
@@ -443,6 +437,22 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
+	if (cfg->max_active_entities > 0 && cfg->remember == NULL && cfg->host == NULL) {
+		/* Last, as it cannot fail: without memory for the frequencies,
+		 * the least recently used alone. */
+		/* By frequency with a store only: a newcomer not let in loses
+		 * nothing there, where without one it would start afresh on its
+		 * next message. */
+		if (shard_limit_init(&r->limit, cfg->max_active_entities, cfg->limit_by_frequency && r->store != NULL) !=
+		    0) {
+			log_warn(cfg->log, "region %s: no memory for the entities' frequencies: max_active_entities "
+				 "passivates the least recently used", r->cfg.name);
+			(void)shard_limit_init(&r->limit, cfg->max_active_entities, false);
+		}
+		r->limit.may_evict = may_evict;
+		r->limit.may_evict_arg = r;
+		r->limited = true;
+	}
 	if (cfg->passivate_idle_after_ms > 0)
 		on_idle_sweep(cfg->loop, r);
 	return r;
@@ -469,5 +479,7 @@ void region_free(struct region *r)
 	scratch_free(&r->reply_buf);
 	scratch_free(&r->tell_buf);
 	scratch_free(&r->state_buf);
+	if (r->limited)
+		shard_limit_free(&r->limit);
 	free(r);
 }

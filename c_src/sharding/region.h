@@ -78,6 +78,11 @@ struct region_config {
 	 * (shard.h's shard_limit); 0: no limit. Not with remember (Akka
 	 * turns passivation off for remembered entities too) nor a host. */
 	uint32_t max_active_entities;
+	/* With a store: the one passivated for it is the least often asked
+	 * of the 8 least recently used, and a newcomer asked no more often
+	 * than that one goes itself after its message (false, or without a
+	 * store: the least recently used). */
+	bool limit_by_frequency;
 	uint32_t handoff_timeout_ms;     /* a handoff gives up waiting after this */
 	bool proxy_only;                 /* route, never host a shard */
 	/* The registered name; NULL: the type's. Copied. */

@@ -19,14 +19,18 @@ struct shard *shard_new(uint32_t id, const struct entity_type *type)
 	return s;
 }
 
-void shard_limit_init(struct shard_limit *l, size_t max)
+int shard_limit_init(struct shard_limit *l, size_t max, bool by_frequency)
 {
 	entity_lru_init(&l->lru);
 	l->max = max ? max : 1;
 	l->passivated = 0;
 	l->may_evict = NULL;
 	l->may_evict_arg = NULL;
+	l->sketch = (struct freq_sketch){0};
+	return by_frequency ? freq_sketch_init(&l->sketch, l->max) : 0;
 }
+
+void shard_limit_free(struct shard_limit *l) { freq_sketch_free(&l->sketch); }
 
 void shard_set_limit(struct shard *s, struct shard_limit *limit)
 {
@@ -59,26 +63,67 @@ static void retire_entity(struct shard *s, struct entity *e)
 	entity_table_remove(&s->entities, e);
 }
 
-/* Beyond the limit, the least recently used entities (of any shard under
- * it; never `keep`, just started) are passivated. */
-static void enforce_limit(struct shard *s, const struct entity *keep)
+/* Entities of the least recently used sampled for the one to passivate,
+ * when frequency counts. */
+#define VICTIM_SAMPLE 8
+
+/* The entity to passivate for the limit, and its shard in *owner: the
+ * least recently used, or with a sketch the least often asked of the
+ * VICTIM_SAMPLE least recently used (the older on a tie). Never `keep`
+ * (just started, the most recent); entities of a shard that may not lose
+ * any are passed over and made the most recent, so they are looked at
+ * once. NULL: none may go now. */
+static struct entity *pick_victim(struct shard_limit *l, const struct entity *keep, void **owner)
+{
+	size_t sample = l->sketch.counts != NULL ? VICTIM_SAMPLE : 1, seen = 0;
+	struct entity *best = NULL;
+	unsigned best_freq = 0;
+	void *o = NULL;
+	struct entity *e = entity_lru_oldest(&l->lru, &o);
+	while (e != NULL && e != keep && seen < sample) {
+		void *next_owner = NULL;
+		struct entity *next = entity_lru_newer(&l->lru, e, &next_owner);
+		struct shard *from = o;
+		if (l->may_evict != NULL && !l->may_evict(l->may_evict_arg, from)) {
+			entity_table_touch(&from->entities, e);
+		} else {
+			unsigned freq = freq_sketch_estimate(&l->sketch, e->hash);
+			if (best == NULL || freq < best_freq) {
+				best = e;
+				best_freq = freq;
+				*owner = o;
+			}
+			seen++;
+		}
+		e = next;
+		o = next_owner;
+	}
+	return best;
+}
+
+/* Beyond the limit, entities (of any shard under it) are passivated. `e`
+ * was just used and stays — unless, with frequencies kept, it is the one
+ * entity too many (new, then) and has not been asked more often lately
+ * than the entity that would make room for it: then it goes instead, its
+ * message handled (W-TinyLFU's admission: a one-off does not push out an
+ * entity asked again and again). A list of none that may go leaves the
+ * limit exceeded until the next start. `may_reject` false (a start with
+ * no message): e stays whatever its frequency. */
+static void enforce_limit(struct shard *s, struct entity *e, bool may_reject)
 {
 	struct shard_limit *l = s->limit;
-	/* Entities of a shard that may not lose any now are passed over (made
-	 * the most recent); a list of nothing else leaves the limit exceeded
-	 * until the next start. */
-	for (size_t passed = 0; l != NULL && l->lru.count > l->max && passed < l->lru.count;) {
+	while (l != NULL && l->lru.count > l->max) {
 		void *owner = NULL;
-		struct entity *oldest = entity_lru_oldest(&l->lru, &owner);
-		if (oldest == NULL || oldest == keep)
+		struct entity *victim = pick_victim(l, e, &owner);
+		if (victim == NULL)
 			return;
-		struct shard *from = owner;
-		if (l->may_evict != NULL && !l->may_evict(l->may_evict_arg, from)) {
-			entity_table_touch(&from->entities, oldest);
-			passed++;
-			continue;
+		if (may_reject && l->lru.count == l->max + 1 && l->sketch.counts != NULL &&
+		    freq_sketch_estimate(&l->sketch, e->hash) <= freq_sketch_estimate(&l->sketch, victim->hash)) {
+			retire_entity(s, e);
+			l->passivated++;
+			return;
 		}
-		retire_entity(from, oldest);
+		retire_entity(owner, victim);
 		l->passivated++;
 	}
 }
@@ -109,7 +154,6 @@ static struct entity *start_entity_with(struct shard *s, const char *id, size_t 
 	s->started++;
 	if (s->observer.started)
 		s->observer.started(s->observer.arg, s->id, id, id_len);
-	enforce_limit(s, e);
 	return e;
 }
 
@@ -142,6 +186,7 @@ int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t 
 		return rc == -ENOMEM ? -ENOMEM : -ECANCELED;
 	e->last_active = now_ms;
 	entity_table_touch(&s->entities, e);
+	enforce_limit(s, e, false);
 	return 0;
 }
 
@@ -173,6 +218,8 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	}
 	e->last_active = now_ms;
 	entity_table_touch(&s->entities, e);
+	if (s->limit != NULL)
+		freq_sketch_add(&s->limit->sketch, e->hash);
 	enum entity_after after = s->type->handle(entity_state(e), msg, msg_len, reply);
 	if (reply->index == 0)
 		entity_reply_unknown(reply, msg, msg_len); /* a type that forgot to reply */
@@ -194,6 +241,8 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	}
 	if (entity_after_stops(after))
 		retire_entity(s, e);
+	else
+		enforce_limit(s, e, true);
 	return rc;
 }
 

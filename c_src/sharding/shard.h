@@ -18,6 +18,7 @@
 
 #include "entity/entity.h"
 #include "base/byte_set.h"
+#include "base/freq_sketch.h"
 #include "entity/entity_table.h"
 
 /* Told of each entity that starts, and of each one stopped for good
@@ -41,6 +42,11 @@ struct shard_limit {
 	struct entity_lru lru;
 	size_t max;          /* >= 1 */
 	uint64_t passivated; /* entities passivated for the limit */
+	/* With by_frequency: how often each entity was asked lately; the one
+	 * passivated is the least often asked of the 8 least recently used
+	 * (frequency kept off the least recent, as W-TinyLFU's admission
+	 * keeps it out of the main space), else the least recently used. */
+	struct freq_sketch sketch; /* empty: plain LRU */
 	/* Whether shard s's entities may be passivated now: not while its
 	 * states are being sent away or it is still arriving (its table is
 	 * walked across turns). NULL: always. */
@@ -48,8 +54,13 @@ struct shard_limit {
 	void *may_evict_arg;
 };
 
-/* An empty limit of max entities (at least 1), may_evict unset. */
-void shard_limit_init(struct shard_limit *l, size_t max);
+/* An empty limit of max entities (at least 1), may_evict unset, the
+ * victim chosen by frequency too if by_frequency. Returns 0 or -ENOMEM
+ * (nothing to free). */
+int shard_limit_init(struct shard_limit *l, size_t max, bool by_frequency);
+
+/* Frees what the limit holds (its shards must have no entities left). */
+void shard_limit_free(struct shard_limit *l);
 
 /* The ids of entities stopped for good (passivated, stopped, evicted for
  * the limit, deleted), for a region with a store: their last writes may

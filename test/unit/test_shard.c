@@ -907,7 +907,7 @@ static bool live(struct shard *s, const char *text)
 Test(shard_limit, the_least_recently_used_is_passivated_beyond_the_limit_across_shards)
 {
 	struct shard_limit limit;
-	shard_limit_init(&limit, 3);
+	cr_assert_eq(shard_limit_init(&limit, 3, false), 0);
 	struct shard *a = shard_new(0, builtin("counter")), *b = shard_new(1, builtin("counter"));
 	shard_set_limit(a, &limit);
 	shard_set_limit(b, &limit);
@@ -940,7 +940,7 @@ Test(shard_limit, the_least_recently_used_is_passivated_beyond_the_limit_across_
 Test(shard_limit, a_limit_of_one_keeps_the_entity_just_started)
 {
 	struct shard_limit limit;
-	shard_limit_init(&limit, 1);
+	cr_assert_eq(shard_limit_init(&limit, 1, false), 0);
 	struct shard *a = shard_new(0, builtin("counter"));
 	shard_set_limit(a, &limit);
 	for (int k = 0; k < 100; k++) {
@@ -958,7 +958,7 @@ Test(shard_limit, a_limit_of_one_keeps_the_entity_just_started)
 Test(shard_limit, idle_passivation_and_a_restore_keep_the_list_right)
 {
 	struct shard_limit limit;
-	shard_limit_init(&limit, 10);
+	cr_assert_eq(shard_limit_init(&limit, 10, false), 0);
 	struct shard *a = shard_new(0, builtin("counter"));
 	shard_set_limit(a, &limit);
 	for (int k = 0; k < 10; k++) {
@@ -991,7 +991,7 @@ static bool only_shard_0(void *arg, const struct shard *s)
 Test(shard_limit, a_shard_that_may_not_lose_entities_is_passed_over)
 {
 	struct shard_limit limit;
-	shard_limit_init(&limit, 2);
+	cr_assert_eq(shard_limit_init(&limit, 2, false), 0);
 	limit.may_evict = only_shard_0;
 	struct shard *a = shard_new(0, builtin("counter")), *frozen = shard_new(1, builtin("counter"));
 	shard_set_limit(a, &limit);
@@ -1011,4 +1011,55 @@ Test(shard_limit, a_shard_that_may_not_lose_entities_is_passed_over)
 	shard_free(a);
 	shard_free(frozen);
 	cr_assert_eq(limit.lru.count, 0);
+}
+
+Test(shard_limit, by_frequency_the_least_often_asked_of_the_least_recent_goes)
+{
+	struct shard_limit limit;
+	cr_assert_eq(shard_limit_init(&limit, 4, true), 0);
+	struct shard *a = shard_new(0, builtin("counter"));
+	shard_set_limit(a, &limit);
+	/* hot: asked 10 times first; then three asked once each */
+	for (int k = 0; k < 10; k++)
+		cr_assert_eq(counter_at(a, "hot", (uint32_t)k, "incr"), k + 1);
+	cr_assert_eq(counter_at(a, "c1", 20, "incr"), 1);
+	cr_assert_eq(counter_at(a, "c2", 21, "incr"), 1);
+	cr_assert_eq(counter_at(a, "c3", 22, "incr"), 1);
+	/* c4, asked once, is no more frequent than c1, the coldest: it goes
+	 * itself after its message */
+	cr_assert_eq(counter_at(a, "c4", 23, "incr"), 1);
+	cr_assert(!live(a, "c4"));
+	/* asked again, it is let in; hot is the least recently used, but the
+	 * least often asked of the oldest goes: c1 */
+	cr_assert_eq(counter_at(a, "c4", 24, "incr"), 1);
+	cr_assert(live(a, "c4"));
+	cr_assert(live(a, "hot"), "the frequent entity stays");
+	cr_assert(!live(a, "c1"));
+	cr_assert_eq(counter_at(a, "hot", 25, "incr"), 11);
+	shard_free(a);
+	shard_limit_free(&limit);
+}
+
+Test(shard_limit, a_one_off_does_not_push_out_entities_asked_again_and_again)
+{
+	struct shard_limit limit;
+	cr_assert_eq(shard_limit_init(&limit, 2, true), 0);
+	struct shard *a = shard_new(0, builtin("counter"));
+	shard_set_limit(a, &limit);
+	for (int k = 0; k < 5; k++) {
+		cr_assert_eq(counter_at(a, "h1", (uint32_t)k, "incr"), k + 1);
+		cr_assert_eq(counter_at(a, "h2", (uint32_t)k, "incr"), k + 1);
+	}
+	/* asked once: it answers, then goes itself */
+	cr_assert_eq(counter_at(a, "once", 10, "incr"), 1);
+	cr_assert(!live(a, "once"));
+	cr_assert(live(a, "h1") && live(a, "h2"));
+	cr_assert_eq(limit.passivated, 1);
+	/* asked often enough, a newcomer is let in and the coldest goes */
+	for (int k = 0; k < 8; k++)
+		(void)counter_at(a, "riser", (uint32_t)(20 + k), "incr");
+	cr_assert(live(a, "riser"));
+	cr_assert_eq(a->entities.count, 2);
+	shard_free(a);
+	shard_limit_free(&limit);
 }
