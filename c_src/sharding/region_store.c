@@ -96,25 +96,6 @@ static int start_load(struct region *r, uint32_t shard, const char *id, size_t i
 	return 0;
 }
 
-/* The write whose commit a load of this entity must wait for (0: none).
- * An entity that is not live may have a write not yet committed in two
- * ways: it was live here and retired since (its last change is among the
- * shard's writes), or its record came another way (a moved state, a
- * replica's copy, the shard cleared: the shard's bulk writes). Any other
- * entity's record is as committed as it will be, so it loads at once,
- * however many writes of other entities keep coming; waiting for them all
- * held every miss a commit long, and its shard with it. A type run on a
- * host waits for all of its shard's writes. */
-static uint64_t load_waits_for(const struct region *r, uint32_t shard, const char *id, size_t id_len)
-{
-	const struct shard_slot *slot = &r->slots[shard];
-	if (r->cfg.host != NULL)
-		return slot->last_write_seq;
-	bool retired = r->retired.incomplete || byte_set_contains(&r->retired.ids, id, id_len) ||
-		       r->retired_old.incomplete || byte_set_contains(&r->retired_old.ids, id, id_len);
-	return retired && slot->last_write_seq > slot->bulk_write_seq ? slot->last_write_seq : slot->bulk_write_seq;
-}
-
 /* Ids retired before the writes now queued are no concern once those are
  * committed: the older set is emptied then, and the newer takes its place,
  * to wait for the writes queued by now. */
@@ -130,6 +111,28 @@ static void turn_over_retired(struct region *r)
 	byte_set_init(&r->retired.ids);
 	r->retired.incomplete = false;
 	r->retired_old_upto = region_store_last_queued(r);
+}
+
+/* The write whose commit a load of this entity must wait for (0: none).
+ * An entity that is not live may have a write not yet committed in two
+ * ways: it was live here and retired since (its last change is among the
+ * shard's writes), or its record came another way (a moved state, a
+ * replica's copy, the shard cleared: the shard's bulk writes). Any other
+ * entity's record is as committed as it will be, so it loads at once,
+ * however many writes of other entities keep coming; waiting for them all
+ * held every miss a commit long, and its shard with it. A type run on a
+ * host waits for all of its shard's writes. */
+static uint64_t load_waits_for(struct region *r, uint32_t shard, const char *id, size_t id_len)
+{
+	const struct shard_slot *slot = &r->slots[shard];
+	/* Also here, not only on commits: with no writes coming there are
+	 * none, and the sets would grow with every entity passivated. */
+	turn_over_retired(r);
+	if (r->cfg.host != NULL)
+		return slot->last_write_seq;
+	bool retired = r->retired.incomplete || byte_set_contains(&r->retired.ids, id, id_len) ||
+		       r->retired_old.incomplete || byte_set_contains(&r->retired_old.ids, id, id_len);
+	return retired && slot->last_write_seq > slot->bulk_write_seq ? slot->last_write_seq : slot->bulk_write_seq;
 }
 
 bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg)
