@@ -19,6 +19,7 @@
 
 -export([put_terms/4, read_back_whole/4]).
 -export([counters_exact_values/1,
+         cast_is_a_tell_without_a_reply/1,
          tell_replies_to_sender/1,
          tell_order_kept/1,
          kv_operations/1,
@@ -50,6 +51,7 @@ all() ->
 groups() ->
     [{shared_node, [],
       [counters_exact_values,
+       cast_is_a_tell_without_a_reply,
        tell_replies_to_sender,
        tell_order_kept,
        kv_operations,
@@ -70,6 +72,20 @@ groups() ->
        million_ids_flood_bounded,
        plugin_entity_type,
        remembered_entities_survive_a_restart]}].
+
+%% gen_server:cast({counter, N}, {Id, Msg}) is a tell whose reply is
+%% dropped: the counter counts, and nothing comes back to the caster (the
+%% call after it, on the same path, is answered after anything the cast
+%% could have sent). A cast that is not {Id, Msg} changes nothing.
+cast_is_a_tell_without_a_reply(Config) ->
+    N = ?config(cnode, Config),
+    Id = <<"cast-1">>,
+    [ok = gen_server:cast({counter, N}, {Id, incr}) || _ <- lists:seq(1, 5)],
+    ok = gen_server:cast({counter, N}, {Id, {incr, 10}}),
+    ?assertEqual(15, gen_server:call({counter, N}, {Id, get})),
+    ok = gen_server:cast({counter, N}, not_a_pair),
+    ?assertEqual(15, gen_server:call({counter, N}, {Id, get})),
+    ?assertEqual([], [M || {messages, Ms} <- [process_info(self(), messages)], M <- Ms]).
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),

@@ -267,6 +267,29 @@ static void on_call(struct region *r, const struct gen_call *call)
 		region_begin_leaving(r);
 }
 
+/* gen_server:cast/2's {'$gen_cast', Request}: Request is a tell — {Id,
+ * Msg}, or a singleton's message — whose reply nobody waits for, so none
+ * is sent. */
+static void on_cast(struct region *r, const char *req, size_t len)
+{
+	struct envelope e = {.from = NULL, .msg = req, .msg_len = len};
+	if (r->cfg.singleton) {
+		route(r, &e, r->type_atom, r->type_atom_len);
+		return;
+	}
+	size_t i = 0;
+	if (term_get_tuple(req, &i) != 2) {
+		r->dropped++;
+		log_debug(r->cfg.log, "region %s: cast that is not {EntityId, Msg} dropped", r->cfg.name);
+		return;
+	}
+	const char *raw_id = req + i;
+	term_skip(req, &i);
+	e.msg = req + i;
+	e.msg_len = len - i;
+	route(r, &e, raw_id, (size_t)(req + i - raw_id));
+}
+
 static void on_internal(struct region *r, const struct shard_msg *sm, const erlang_pid *from)
 {
 	/* Stats messages carry a request id where the others carry a shard. */
@@ -332,6 +355,12 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 	rc = shard_msg_decode(m->term, m->len, &sm);
 	if (rc == 1) {
 		on_internal(r, &sm, m->from);
+		return;
+	}
+	size_t ci = 0;
+	if (rc == 0 && term_get_tuple(m->term, &ci) == 2 && term_is_atom(m->term, ci, "$gen_cast")) {
+		term_skip(m->term, &ci);
+		on_cast(r, m->term + ci, m->len - ci);
 		return;
 	}
 	if (rc == 0 && r->cfg.singleton) {
