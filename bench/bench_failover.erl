@@ -37,12 +37,12 @@ run(A, E, SysE, N) ->
     %% every counter once, so every shard has its home (spread by the
     %% least-shards allocation over the five)
     [_ = call(A, I, incr, 5000) || I <- lists:seq(1, ?IDS)],
-    OnE = hosted(E),
+    OnE = bench_nodes:hosted(E),
     Victims = [I || I <- lists:seq(1, ?IDS), lists:member(erlang:phash2(I, ?SHARDS), OnE)],
     Victims =/= [] orelse erlang:error(nothing_homed_on_e),
     Loaders = [spawn_link(fun() -> load(A) end) || _ <- lists:seq(1, ?LOADERS)],
     Self = self(),
-    Watcher = spawn_link(fun() -> watch(Self, A, E, up) end),
+    Watcher = spawn_link(fun() -> bench_nodes:watch_down(Self, A, E) end),
     T0 = erlang:monotonic_time(),
     ok = bench_nodes:kill(SysE),
     Askers = [spawn_link(fun() -> Self ! {answered, I, ask_until_answered(A, I)} end) || I <- Victims],
@@ -79,27 +79,4 @@ up_members(Node) ->
     case catch gen_server:call({shardnode, Node}, members, 2000) of
         {ok, Ms} -> [M || #{status := up, node := M} <- Ms];
         _ -> []
-    end.
-
-hosted(Node) ->
-    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state, 5000),
-    maps:keys(State).
-
-%% Tells Owner the moments A's member list stops showing E up, then shows
-%% it down or no more.
-watch(Owner, A, E, Was) ->
-    Status = case catch gen_server:call({shardnode, A}, members, 1000) of
-                 {ok, Ms} ->
-                     case [St || #{node := M, status := St} <- Ms, M =:= E] of
-                         [St] -> St;
-                         [] -> absent
-                     end;
-                 _ -> Was
-             end,
-    Now = erlang:monotonic_time(),
-    case {Was, Status} of
-        {up, up} -> timer:sleep(2), watch(Owner, A, E, up);
-        {up, _} -> Owner ! {self(), unreachable, Now}, watch(Owner, A, E, unreachable);
-        {_, Gone} when Gone =:= down; Gone =:= absent -> Owner ! {self(), down, Now};
-        _ -> timer:sleep(2), watch(Owner, A, E, Was)
     end.

@@ -10,7 +10,8 @@
 -export([with_load_nodes/2, with_node/4, with_c_node/4, with_beam_tls_node/3, with_host/3, start_c/3, stop/1,
          stop_quietly/1, kill/1,
          all_gone/0, cleanup/0, note_ospid/2,
-         cpu_us/1, rss_kb/1]).
+         cpu_us/1, rss_kb/1,
+         hosted/1, watch_down/3]).
 
 %%====================================================================
 %% Starting and stopping
@@ -279,3 +280,31 @@ rss_kb(OsPid) ->
     [Line] = [L || <<"VmRSS:", L/binary>> <- binary:split(Bin, <<"\n">>, [global])],
     [Kb, <<"kB">>] = binary:split(string:trim(Line), <<" ">>, [global, trim_all]),
     binary_to_integer(Kb).
+
+%% The shards Node's counter region hosts.
+hosted(Node) ->
+    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state, 5000),
+    maps:keys(State).
+
+%% Tells Owner the moments A's member list stops showing B up (B is
+%% unreachable), then shows it down or no more: {Watcher, unreachable, T},
+%% {Watcher, down, T}, T in native monotonic time.
+watch_down(Owner, A, B) ->
+    watch_down(Owner, A, B, up).
+
+watch_down(Owner, A, B, Was) ->
+    Status = case catch gen_server:call({shardnode, A}, members, 1000) of
+                 {ok, Ms} ->
+                     case [St || #{node := N, status := St} <- Ms, N =:= B] of
+                         [St] -> St;
+                         [] -> absent
+                     end;
+                 _ -> Was
+             end,
+    Now = erlang:monotonic_time(),
+    case {Was, Status} of
+        {up, up} -> timer:sleep(2), watch_down(Owner, A, B, up);
+        {up, _} -> Owner ! {self(), unreachable, Now}, watch_down(Owner, A, B, unreachable);
+        {_, Gone} when Gone =:= down; Gone =:= absent -> Owner ! {self(), down, Now};
+        _ -> timer:sleep(2), watch_down(Owner, A, B, Was)
+    end.

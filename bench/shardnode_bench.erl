@@ -620,7 +620,9 @@ replicated_figures(#{clients := C, window := W, c_durable_window := DW} = Cfg) -
                           end
                   end,
         bench_load:fill(SysA, counter, incr, 1, ?HOT_ENTITIES, C, W),
-        ok = shardnode_poll:until(fun() -> Missing() =:= 0 andalso length(hosted(B)) >= Shards div 2 - 1 end,
+        ok = shardnode_poll:until(fun() ->
+                                          Missing() =:= 0 andalso length(bench_nodes:hosted(B)) >= Shards div 2 - 1
+                                  end,
                                   ?REBALANCE_DEADLINE_MS),
         Cpu0 = bench_nodes:cpu_us(OsA) + bench_nodes:cpu_us(OsB),
         Ask = bench_load:c_loadgen(SysA, ask, DW, Cfg),
@@ -628,11 +630,11 @@ replicated_figures(#{clients := C, window := W, c_durable_window := DW} = Cfg) -
         #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
         progress("replicated, C gen", "~s incr/s, p50 ~s us, p99 ~s us, ~s us CPU per call (both nodes)",
                  [fmt(Rate), fmt(P50), fmt(P99), fmt((Cpu1 - Cpu0) / Calls)]),
-        OnB = hosted(B),
+        OnB = bench_nodes:hosted(B),
         [Id | _] = [I || I <- lists:seq(1, ?HOT_ENTITIES), lists:member(erlang:phash2(I, Shards), OnB)],
         V0 = bench_load:ask_one(SysA, counter, Id, incr),
         Self = self(),
-        Watcher = spawn_link(fun() -> watch_down(Self, A, B) end),
+        Watcher = spawn_link(fun() -> bench_nodes:watch_down(Self, A, B) end),
         T0 = erlang:monotonic_time(),
         ok = bench_nodes:kill(SysB),
         {V1, Tries} = incr_until_acked(A, Id, 1),
@@ -654,32 +656,6 @@ replicated_figures(#{clients := C, window := W, c_durable_window := DW} = Cfg) -
         bench_nodes:stop_quietly(SysA),
         [bench_nodes:stop_quietly(#{system => shardnode, node => N}) || N <- shardnode:which_nodes(),
                                                                         lists:prefix("bench_rb", atom_to_list(N))]
-    end.
-
-hosted(Node) ->
-    {ok, State} = gen_server:call({counter, Node}, get_shard_region_state, ?CALL_TIMEOUT),
-    maps:keys(State).
-
-%% Tells Owner the moments A's member list stops showing B up (B is
-%% unreachable), then shows it down or no more.
-watch_down(Owner, A, B) ->
-    watch_down(Owner, A, B, up).
-
-watch_down(Owner, A, B, Was) ->
-    Status = case catch gen_server:call({shardnode, A}, members, 1000) of
-                 {ok, Ms} ->
-                     case [St || #{node := N, status := St} <- Ms, N =:= B] of
-                         [St] -> St;
-                         [] -> absent
-                     end;
-                 _ -> Was
-             end,
-    Now = erlang:monotonic_time(),
-    case {Was, Status} of
-        {up, up} -> timer:sleep(2), watch_down(Owner, A, B, up);
-        {up, _} -> Owner ! {self(), unreachable, Now}, watch_down(Owner, A, B, unreachable);
-        {_, Gone} when Gone =:= down; Gone =:= absent -> Owner ! {self(), down, Now};
-        _ -> timer:sleep(2), watch_down(Owner, A, B, Was)
     end.
 
 %% Increments Id through A until a call is acknowledged: its value, and

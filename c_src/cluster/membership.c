@@ -77,14 +77,21 @@ static void send_join(struct membership *m, const char *seed)
 	ei_x_free(&x);
 }
 
+/* While this node is joining: a join to every seed but itself (a name's
+ * seeds, dns_seeds.h, list it too). */
+static void send_joins(struct membership *m)
+{
+	if (membership_member(m, m->our_node)->status != MEMBER_JOINING)
+		return;
+	for (size_t k = 0; k < m->cfg.nseeds; k++)
+		if (strcmp(m->cfg.seeds[k], m->our_node) != 0)
+			send_join(m, m->cfg.seeds[k]);
+}
+
 static void on_gossip_timer(struct evloop *loop, void *arg)
 {
 	struct membership *m = arg;
-	const struct member *me = membership_member(m, m->our_node);
-	if (me->status == MEMBER_JOINING)
-		for (size_t k = 0; k < m->cfg.nseeds; k++)
-			if (strcmp(m->cfg.seeds[k], m->our_node) != 0)
-				send_join(m, m->cfg.seeds[k]);
+	send_joins(m);
 	gossip_all(m);
 	membership_heartbeat_all(m);
 	/* The downing decided on the way: applied here, where the list is
@@ -145,7 +152,6 @@ static void note_up_number(struct membership *m, uint32_t up)
 		m->top_up_number = up;
 }
 
-/* The member as membership_rules.h sees it; node points into e. */
 /* The leader marks joiners up, each with the next up-number, once a
  * majority has answered heartbeats sent since it heard of the joiner
  * (membership_rules_admit says who and why). */
@@ -597,10 +603,7 @@ void membership_set_seeds(struct membership *m, const char *const *seeds, size_t
 {
 	m->cfg.seeds = seeds;
 	m->cfg.nseeds = n;
-	if (membership_member(m, m->our_node)->status == MEMBER_JOINING)
-		for (size_t k = 0; k < n; k++)
-			if (strcmp(seeds[k], m->our_node) != 0)
-				send_join(m, seeds[k]);
+	send_joins(m);
 }
 
 bool membership_knows_a_cluster(const struct membership *m)

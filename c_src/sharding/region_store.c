@@ -527,8 +527,7 @@ int region_store_write_record(struct region *r, uint32_t shard, const char *id, 
 
 void region_store_note_retired(struct region *r, const char *id, size_t id_len)
 {
-	if (byte_set_add(&r->retired.ids, id, id_len) != 0)
-		r->retired.incomplete = true;
+	shard_retired_add(&r->retired, id, id_len);
 }
 
 int region_store_delete_shard(struct region *r, uint32_t shard)

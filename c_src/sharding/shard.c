@@ -46,14 +46,20 @@ static void stop_entity(struct entity *e, void *arg)
 	s->passivated++;
 }
 
+void shard_retired_add(struct shard_retired *r, const char *id, size_t len)
+{
+	if (byte_set_add(&r->ids, id, len) != 0)
+		r->incomplete = true;
+}
+
 /* Stopped for good: the observer hears of it, and its id is kept as
  * retired. */
 static void note_retired(struct shard *s, const struct entity *e)
 {
 	if (s->observer.stopped)
 		s->observer.stopped(s->observer.arg, s->id, entity_id(e), e->id_len);
-	if (s->retired != NULL && byte_set_add(&s->retired->ids, entity_id(e), e->id_len) != 0)
-		s->retired->incomplete = true;
+	if (s->retired != NULL)
+		shard_retired_add(s->retired, entity_id(e), e->id_len);
 }
 
 static void retire_entity(struct shard *s, struct entity *e)

@@ -71,6 +71,10 @@ struct shard_retired {
 	bool incomplete; /* an id could not be kept (out of memory): assume any */
 };
 
+/* Keeps id[0..len) among the retired (out of memory: marks the set
+ * incomplete). */
+void shard_retired_add(struct shard_retired *r, const char *id, size_t len);
+
 struct shard {
 	uint32_t id;
 	const struct entity_type *type;
