@@ -10,7 +10,7 @@
 
 -export([ask_one/4, timed_call/4,
          fill/7, tell_rate/7, tell_rate/8, ask/6, ask/7,
-         c_loadgen/4]).
+         c_loadgen/4, run_clients/1]).
 
 -include("bench.hrl").
 

@@ -7,6 +7,9 @@
 %%   ask:  gen_server:call({Type, Node}, {EntityId, Msg})
 %%         the region forwards the call with the caller's From; the entity
 %%         answers the caller directly (gen:reply/2).
+%%   batch: {Type, Node} ! {'$shardnode_calls', Client, [{Tag, Id, Msg}]}
+%%         shardnode:call/5's many calls in one message (bench_client):
+%%         each handled as the call {Id, Msg} from {Client, Tag}.
 %%   tell: {Type, Node} ! {EntityId, Msg, ReplyTo}
 %%         the entity sends {Type, EntityId, Reply} to ReplyTo. A BEAM
 %%         process cannot see who sent it a message, so the reply-to pid
@@ -42,6 +45,15 @@ handle_call(Req, _From, S) ->
 handle_cast(_Msg, S) ->
     {noreply, S}.
 
+handle_info({'$shardnode_calls', Client, Requests}, S0) ->
+    %% shardnode:call/5's batch (bench_client): each request is the call
+    %% {Id, Msg} from {Client, Tag}, answered on its own by its entity
+    S = lists:foldl(fun({Tag, Id, Msg}, Acc0) ->
+                            {Pid, Acc} = entity(Id, Acc0),
+                            gen_server:cast(Pid, {call, {Client, Tag}, Msg}),
+                            Acc
+                    end, S0, Requests),
+    {noreply, S};
 handle_info({Id, Msg, ReplyTo}, S0) when is_pid(ReplyTo) ->
     {Pid, S} = entity(Id, S0),
     gen_server:cast(Pid, {tell, ReplyTo, Msg}),

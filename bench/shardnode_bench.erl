@@ -199,6 +199,10 @@ measure(System, Round, #{only := "erlang_entities"} = Cfg) ->
             M3 = bench_nodes:with_node(beam, #{}, Cfg, fun(Sys) -> memory_figures(Sys, Cfg) end),
             as_erlang_entities(maps:merge(M1, M3))
     end;
+measure(System, Round, #{only := "client"} = Cfg) ->
+    %% BENCH_ONLY=client: the calling side's rows (bench_client) alone
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    bench_nodes:with_node(System, #{}, Cfg, fun(Sys) -> bench_client:figures(Sys, Cfg) end);
 measure(System, Round, Cfg) ->
     io:format("~nround ~b, ~s~n", [Round, label(System)]),
     M1 = bench_nodes:with_node(System, #{}, Cfg,
@@ -252,7 +256,7 @@ throughput_figures(#{ospid := OsPid} = Sys, #{clients := C, window := W, seconds
              [fmt(AskRate), fmt(AskP50), fmt(AskP99), fmt(AskCpu), fmt((Gen2 - Gen1) / Asks)]),
     progress("ask echo", "~s calls/s, p50 ~s us, p99 ~s us",
              [fmt(EchoRate), fmt(EchoP50), fmt(EchoP99)]),
-    Spread = spread_figures(Sys, Cfg),
+    Spread = maps:merge(spread_figures(Sys, Cfg), bench_client:figures(Sys, Cfg)),
     CFigures = maps:merge(Spread, c_loadgen_figures(Sys, Cfg)),
     CFigures#{tell_rate => Tell, tell_cpu => TellCpu,
               ask_rate => AskRate, ask_p50 => AskP50, ask_p99 => AskP99, ask_cpu => AskCpu,

@@ -169,6 +169,7 @@ static bool on_idle(struct evloop *loop, void *arg)
 	}
 	if (n->flushing != NULL)
 		n->flushing(n->flushing_arg);
+	reply_batches_flush(&n->reply_batches); /* what the turn's handlers answered */
 	dist_node_each_conn(n, flush_conn, NULL);
 	if (n->flushed != NULL)
 		n->flushed(n->flushed_arg);
@@ -220,6 +221,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 	evloop_timer_init(&n->tick_timer, on_tick, n);
 	scratch_init(&n->reply_buf);
 	scratch_init(&n->ctl_buf);
+	reply_batches_init(&n->reply_batches, dist_node_send_batch, n);
 	n->settings.resolver = resolver_new(cfg->loop);
 	if (n->settings.resolver == NULL) {
 		*err = -errno;
@@ -285,6 +287,7 @@ void dist_node_free(struct dist_node *n)
 	free(n->nodedown);
 	scratch_free(&n->reply_buf);
 	scratch_free(&n->ctl_buf);
+	reply_batches_free(&n->reply_batches);
 	peer_backoff_free(&n->unreachable);
 	resolver_free(n->settings.resolver);
 	evloop_remove_idle(loop, on_idle, n);

@@ -25,6 +25,7 @@
 #include "distribution/dist_node.h"
 #include "distribution/peer_backoff.h"
 #include "distribution/proc.h"
+#include "distribution/reply_batch.h"
 
 /* A message to one of our own pids, delivered from the loop, not re-entrantly. */
 struct local_msg {
@@ -63,6 +64,9 @@ struct dist_node {
 	 * and REG_SEND write theirs on the stack (dist_ctl.h). */
 	struct scratch reply_buf;
 	struct scratch ctl_buf;
+	/* Replies to batched calls, one message per caller per turn
+	 * (reply_batch.h); sent by on_idle before the output is written. */
+	struct reply_batches reply_batches;
 	struct nodedown_listener {
 		nodedown_fn fn;
 		void *arg;
@@ -117,6 +121,10 @@ ei_x_buff *dist_node_begin_ctl(struct dist_node *n, ei_x_buff *spare, int arity,
 /* MONITOR_P_EXIT {21, Watched, WatcherPid, Ref, Reason} to the watcher. */
 void dist_node_send_monitor_exit(struct dist_node *n, const char *watched, size_t watched_len,
 				 const erlang_pid *watcher, const char *ref, size_t ref_len, const char *reason);
+
+/* reply_batches' send: a caller's batch of replies, as dist_node_send
+ * (errors are a lost send). `arg` is the node. */
+void dist_node_send_batch(void *arg, const erlang_pid *to, const char *msg, size_t len);
 
 /* EXIT {3, FromPid, ToPid, Reason}. */
 void dist_node_send_exit(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *reason);

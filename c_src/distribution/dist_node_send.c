@@ -144,9 +144,19 @@ static int send_to_alias(struct dist_node *n, const erlang_pid *from, const erla
 	return dist_conn_send(c, ctl, (size_t)ctl_len, msg, len);
 }
 
+void dist_node_send_batch(void *arg, const erlang_pid *to, const char *msg, size_t len)
+{
+	(void)dist_node_send(arg, to, msg, len);
+}
+
 int dist_node_reply_to(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
 		       size_t tag_len, const char *reply, size_t reply_len)
 {
+	/* A batching caller's reply leaves with the turn's others to it; alone
+	 * when there is no room for it (reply_batch.h). */
+	if (!is_local(n, to) && reply_batch_tag(tag, tag_len) &&
+	    reply_batches_add(&n->reply_batches, to, tag, tag_len, reply, reply_len) == 0)
+		return 0;
 	ei_x_buff spare, *x = scratch_get(&n->reply_buf, &spare);
 	if (x == NULL)
 		return -ENOMEM;

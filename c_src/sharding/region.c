@@ -267,6 +267,50 @@ static void on_call(struct region *r, const struct gen_call *call)
 		region_begin_leaving(r);
 }
 
+/* The Erlang client's {'$shardnode_calls', From, [{Tag, EntityId, Msg}]}
+ * (docs/protocol.md "Batched calls"): each element is the call
+ * {'$gen_call', {From, Tag}, {EntityId, Msg}}, in order. Its Tag asks for
+ * batched replies (reply_batch.h), so the turn's replies to From leave as
+ * one message. An element that is not such a triple cannot be answered:
+ * dropped and counted. Returns false if m is no batch at all. */
+static bool on_calls(struct region *r, const char *t, size_t len)
+{
+	size_t i = 0;
+	if (term_get_tuple(t, &i) != 3 || !term_is_atom(t, i, "$shardnode_calls"))
+		return false;
+	term_skip(t, &i);
+	erlang_pid from;
+	int count = 0, idx;
+	if (term_get_pid(t, &i, &from) != 0 || (idx = (int)i, ei_decode_list_header(t, &idx, &count)) < 0) {
+		r->dropped++;
+		log_debug(r->cfg.log, "region %s: batch of calls without a pid and a list dropped", r->cfg.name);
+		return true;
+	}
+	i = (size_t)idx;
+	for (int k = 0; k < count && i < len; k++) {
+		size_t at = i;
+		term_skip(t, &i);
+		size_t j = at;
+		if (term_get_tuple(t, &j) != 3) {
+			r->dropped++;
+			continue;
+		}
+		struct envelope e = {.is_call = true, .from = &from, .tag = t + j};
+		term_skip(t, &j);
+		e.tag_len = (size_t)(t + j - e.tag);
+		const char *raw_id = t + j;
+		term_skip(t, &j);
+		size_t raw_id_len = (size_t)(t + j - raw_id);
+		e.msg = t + j;
+		e.msg_len = (size_t)(t + i - e.msg);
+		if (r->cfg.singleton)
+			route(r, &e, r->type_atom, r->type_atom_len);
+		else
+			route(r, &e, raw_id, raw_id_len);
+	}
+	return true;
+}
+
 /* gen_server:cast/2's {'$gen_cast', Request}: Request is a tell — {Id,
  * Msg}, or a singleton's message — whose reply nobody waits for, so none
  * is sent. */
@@ -338,6 +382,8 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.name);
 		return;
 	}
+	if (on_calls(r, m->term, m->len))
+		return;
 	uint32_t shard;
 	if (region_remote_active(r) && region_remote_handle(r, m->term, m->len, &shard)) {
 		if (shard != UINT32_MAX)

@@ -49,6 +49,8 @@
 %% Talking to them
 -export([call/4,
          call/5,
+         multi_call/3,
+         multi_call/4,
          tell/4,
          members/1,
          shard_types/1,
@@ -57,7 +59,7 @@
          cluster_sharding_stats/2,
          shard_id/2]).
 
--export_type([start_opts/0, entity_id/0, member/0]).
+-export_type([start_opts/0, entity_id/0, member/0, call_error/0]).
 
 -define(DEFAULT_STOP_GRACE, 10000).
 %% how long to wait, after the OS process has exited, for the node to
@@ -118,6 +120,9 @@
 
 -type entity_id() :: term().
 %% Any term but a pid, port, reference or fun.
+
+-type call_error() :: noconnection | noproc | timeout | {client_crashed, term()}.
+%% Why a {@link call/5} or {@link multi_call/4} got no reply.
 
 -type member() :: #{node := node(),
                     status := joining | up | leaving | exiting | unreachable | down,
@@ -287,23 +292,52 @@ which_nodes() ->
 %%====================================================================
 
 %% @equiv call(Node, Type, EntityId, Msg, 5000)
--spec call(node(), atom(), entity_id(), term()) -> term().
+-spec call(node(), atom(), entity_id(), term()) -> term() | {error, call_error()}.
 call(Node, Type, EntityId, Msg) ->
     call(Node, Type, EntityId, Msg, ?CALL_TIMEOUT).
 
-%% @doc Asks an entity: `gen_server:call({Type, Node}, {EntityId, Msg},
-%% Timeout)'. The message reaches the entity wherever its shard lives in
-%% the cluster; the result is the entity's reply. Exits like
-%% `gen_server:call/3' (`noproc' at once when `Node' hosts no region of
-%% that type).
+%% @doc Asks an entity and returns its reply. The message reaches the
+%% entity wherever its shard lives in the cluster, as
+%% `gen_server:call({Type, Node}, {EntityId, Msg}, Timeout)' would, for a
+%% fraction of the calling node's work: one distribution message out and
+%% one back, shared with the other calls this node makes to `Node' at the
+%% same time (docs/contract.md "The Erlang client"). Errors are returned,
+%% not raised:
+%% <ul>
+%% <li>`{error, noconnection}' as soon as this node loses its connection to
+%%     `Node' (or cannot make one);</li>
+%% <li>`{error, noproc}' at once when `Node' hosts no region of `Type';</li>
+%% <li>`{error, timeout}' after `Timeout' milliseconds; a reply that comes
+%%     later never reaches the caller's mailbox.</li>
+%% </ul>
+%% An entity's own `{error, _}' replies come back as they are.
 %%
 %% ```
 %% 1 = shardnode:call(Node, counter, <<"a">>, incr, 1000),
 %% ok = shardnode:call(Node, kv, "cart-7", {put, apples, 3}, 1000).
 %% '''
--spec call(node(), atom(), entity_id(), term(), timeout()) -> term().
+-spec call(node(), atom(), entity_id(), term(), timeout()) -> term() | {error, call_error()}.
 call(Node, Type, EntityId, Msg, Timeout) ->
-    gen_server:call({Type, Node}, {EntityId, Msg}, Timeout).
+    shardnode_client:call(shardnode_clients:client(Node), Type, EntityId, Msg, Timeout).
+
+%% @equiv multi_call(Node, Type, Requests, 5000)
+-spec multi_call(node(), atom(), [{entity_id(), term()}]) -> [term()] | {error, call_error()}.
+multi_call(Node, Type, Requests) ->
+    multi_call(Node, Type, Requests, ?CALL_TIMEOUT).
+
+%% @doc Asks many entities of one type in one message, and returns their
+%% replies in the order of `Requests'. Each request is handled as a
+%% {@link call/5} of its own (entities on other members are asked there,
+%% all at once); the result comes when the last reply has. Errors are
+%% those of {@link call/5}, for the whole list: `{error, timeout}' if any
+%% reply is missing at the timeout.
+%%
+%% ```
+%% [1, 1, 2] = shardnode:multi_call(Node, counter, [{a, incr}, {b, incr}, {a, incr}]).
+%% '''
+-spec multi_call(node(), atom(), [{entity_id(), term()}], timeout()) -> [term()] | {error, call_error()}.
+multi_call(Node, Type, Requests, Timeout) when is_list(Requests) ->
+    shardnode_client:multi_call(shardnode_clients:client(Node), Type, Requests, Timeout).
 
 %% @doc Tells an entity: `{Type, Node} ! {EntityId, Msg}'. If the entity
 %% replies, the reply arrives at the caller as `{Type, EntityId, Reply}'.
