@@ -1,0 +1,187 @@
+%% The Erlang client (docs/contract.md "The Erlang client"):
+%% shardnode:call/4,5 and multi_call/3,4 answer as gen_server:call does,
+%% cost the calling node one distribution message out and one back for
+%% many calls, fail fast (noproc, noconnection) and never leave a late
+%% reply in a caller's mailbox.
+-module(shardnode_client_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([suite/0, all/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([calls_and_multi_calls_answer_in_order/1,
+         many_calls_take_one_message_each_way/1,
+         calls_reach_entities_on_every_member/1,
+         an_unknown_type_is_noproc_at_once/1,
+         a_lost_node_is_noconnection_at_once/1,
+         a_timed_out_call_leaves_no_late_reply/1]).
+
+suite() -> [{timetrap, {minutes, 2}}].
+
+all() ->
+    [calls_and_multi_calls_answer_in_order,
+     many_calls_take_one_message_each_way,
+     calls_reach_entities_on_every_member,
+     an_unknown_type_is_noproc_at_once,
+     a_lost_node_is_noconnection_at_once,
+     a_timed_out_call_leaves_no_late_reply].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Config.
+
+end_per_suite(_Config) ->
+    ?assertEqual([], shardnode:which_nodes()),
+    ok.
+
+init_per_testcase(many_calls_take_one_message_each_way, Config) ->
+    Port = shardnode_ct:free_port(),
+    {[C], Config1} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
+    [{cnode, C}, {metrics_port, Port} | Config1];
+init_per_testcase(calls_reach_entities_on_every_member, Config) ->
+    Shards = #{config => #{number_of_shards => 20}},
+    {[A], Config1} = shardnode_ct:start_nodes(Config, [Shards]),
+    {[B], Config2} = shardnode_ct:start_nodes(Config1, [Shards#{join => [A]}]),
+    [{cnode, A}, {other, B} | Config2];
+init_per_testcase(_Case, Config) ->
+    {[C], Config1} = shardnode_ct:start_nodes(Config, [#{}]),
+    [{cnode, C} | Config1].
+
+end_per_testcase(_Case, Config) ->
+    shardnode_ct:stop_nodes(Config).
+
+%%====================================================================
+%% Cases
+%%====================================================================
+
+%% Replies are the entities' own, errors included; a multi-call's come in
+%% the order of its requests, the same id twice handled in that order.
+calls_and_multi_calls_answer_in_order(Config) ->
+    C = ?config(cnode, Config),
+    ?assertEqual(1, shardnode:call(C, counter, <<"a">>, incr)),
+    ?assertEqual(2, shardnode:call(C, counter, <<"a">>, incr, 1000)),
+    ?assertEqual([1, 3, 2, 4, 1], shardnode:multi_call(C, counter, [{b, incr}, {<<"a">>, incr}, {b, incr},
+                                                                 {<<"a">>, incr}, {"c", incr}])),
+    ?assertEqual([], shardnode:multi_call(C, counter, [])),
+    ?assertEqual(hello, shardnode:call(C, echo, x, hello)),
+    ?assertEqual(ok, shardnode:call(C, kv, "cart", {put, apples, 3})),
+    ?assertEqual([{ok, 3}, {error, not_found}],
+                 shardnode:multi_call(C, kv, [{"cart", {get, apples}}, {"cart", {get, pears}}])),
+    ?assertMatch({error, {unknown_message, _}}, shardnode:call(C, counter, <<"a">>, no_such_message)),
+    ?assertMatch({error, {bad_entity_id, _}}, shardnode:call(C, counter, self(), incr)),
+    %% as gen_server:call sees the same entities
+    ?assertEqual(4, gen_server:call({counter, C}, {<<"a">>, get})),
+    %% many callers at once, each its own replies
+    Self = self(),
+    Callers = [spawn_link(fun() ->
+                                  Id = {caller, K},
+                                  Got = [shardnode:call(C, counter, Id, incr) || _ <- lists:seq(1, 200)],
+                                  Self ! {self(), Got}
+                          end) || K <- lists:seq(1, 16)],
+    [receive {P, Got} -> ?assertEqual(lists:seq(1, 200), Got) end || P <- Callers],
+    ok.
+
+%% 500 calls in one multi_call reach the node as one message and come back
+%% as one: the node's distribution packet counters move by a message or
+%% two each way, not by 500 (a tick may pass meanwhile).
+many_calls_take_one_message_each_way(Config) ->
+    C = ?config(cnode, Config),
+    Port = ?config(metrics_port, Config),
+    ?assertEqual(1, shardnode:call(C, counter, warm, incr)),
+    {In0, Out0} = packets(Port),
+    Replies = shardnode:multi_call(C, counter, [{K, incr} || K <- lists:seq(1, 500)]),
+    ?assertEqual(lists:duplicate(500, 1), Replies),
+    {In1, Out1} = packets(Port),
+    ct:pal("500 calls: ~b packets in, ~b out", [In1 - In0, Out1 - Out0]),
+    ?assert(In1 - In0 =< 2),
+    ?assert(Out1 - Out0 =< 2),
+    %% one call alone: one message each way too
+    ?assertEqual(2, shardnode:call(C, counter, warm, incr)),
+    {In2, Out2} = packets(Port),
+    ?assert(In2 - In1 =< 2),
+    ?assert(Out2 - Out1 =< 2),
+    ok.
+
+%% With two members, a multi-call's requests whose shards live on the
+%% other one are answered from there (the other member replies to the
+%% client itself); every reply is right and in order.
+calls_reach_entities_on_every_member(Config) ->
+    A = ?config(cnode, Config),
+    B = ?config(other, Config),
+    ok = sn_test:await(fun() -> length(element(2, shardnode:members(A))) =:= 2 end),
+    Ids = lists:seq(1, 300),
+    ?assertEqual(lists:duplicate(300, 1), shardnode:multi_call(A, counter, [{K, incr} || K <- Ids])),
+    ?assertEqual(lists:duplicate(300, 2), shardnode:multi_call(B, counter, [{K, incr} || K <- Ids])),
+    {ok, OnB} = shardnode:shard_region_state(B, counter),
+    ?assert(lists:sum([length(E) || E <- maps:values(OnB)]) > 0),
+    {ok, OnA} = shardnode:shard_region_state(A, counter),
+    ?assert(lists:sum([length(E) || E <- maps:values(OnA)]) > 0),
+    ok.
+
+%% No region of that type on the node: {error, noproc} at once, not at the
+%% timeout; the node's other types still answer.
+an_unknown_type_is_noproc_at_once(Config) ->
+    C = ?config(cnode, Config),
+    {Us, R} = timer:tc(fun() -> shardnode:call(C, no_such_type, a, incr, 30000) end),
+    ?assertEqual({error, noproc}, R),
+    ?assert(Us < 5000000),
+    ?assertEqual({error, noproc}, shardnode:multi_call(C, no_such_type, [{a, incr}, {b, incr}], 30000)),
+    ?assertEqual(1, shardnode:call(C, counter, a, incr)),
+    %% and a node nobody runs: noconnection at once
+    Gone = list_to_atom(shardnode_ct:unique_name("nobody") ++ "@127.0.0.1"),
+    {Us2, R2} = timer:tc(fun() -> shardnode:call(Gone, counter, a, incr, 30000) end),
+    ?assertEqual({error, noconnection}, R2),
+    ?assert(Us2 < 5000000),
+    ok.
+
+%% Callers waiting on a node that stops answering (SIGSTOP) and is then
+%% killed get {error, noconnection} as soon as the connection closes, long
+%% before their timeout.
+a_lost_node_is_noconnection_at_once(Config) ->
+    C = ?config(cnode, Config),
+    ?assertEqual(1, shardnode:call(C, counter, a, incr)),
+    ok = shardnode_ct:pause(C),
+    Self = self(),
+    Callers = [spawn_link(fun() ->
+                                  R = case K rem 2 of
+                                          0 -> shardnode:call(C, counter, K, incr, 60000);
+                                          1 -> shardnode:multi_call(C, counter, [{K, incr}, {a, get}], 60000)
+                                      end,
+                                  Self ! {self(), R, erlang:monotonic_time(millisecond)}
+                          end) || K <- lists:seq(1, 16)],
+    %% every caller is waiting for its reply
+    ok = sn_test:await(fun() ->
+                                    lists:all(fun(P) -> process_info(P, current_function) =:=
+                                                            {current_function, {shardnode_client, call, 5}}
+                                                            orelse process_info(P, current_function) =:=
+                                                            {current_function, {shardnode_client, multi_call, 4}}
+                                              end, Callers)
+                            end),
+    Killed = erlang:monotonic_time(millisecond),
+    ok = shardnode:kill_node(C),
+    [receive
+         {P, R, At} ->
+             ?assertEqual({error, noconnection}, R),
+             ?assert(At - Killed < 10000)
+     end || P <- Callers],
+    ok.
+
+%% A call that times out returns {error, timeout}; its reply, sent once
+%% the node goes on, never lands in the caller's mailbox.
+a_timed_out_call_leaves_no_late_reply(Config) ->
+    C = ?config(cnode, Config),
+    ?assertEqual(1, shardnode:call(C, counter, a, incr)),
+    ok = shardnode_ct:pause(C),
+    ?assertEqual({error, timeout}, shardnode:call(C, counter, a, incr, 200)),
+    ?assertEqual({error, timeout}, shardnode:multi_call(C, counter, [{a, incr}, {b, incr}], 200)),
+    ok = shardnode_ct:resume(C),
+    %% the node answers the calls it holds, in order, before this one
+    ?assertEqual(3, shardnode:call(C, counter, a, get)),
+    ?assertEqual({messages, []}, process_info(self(), messages)),
+    ok.
+
+packets(Port) ->
+    {ok, Page} = shardnode_ct:metrics_page(Port),
+    {shardnode_ct:metric_value(Page, <<"shardnode_dist_packets_total{direction=\"in\"}">>),
+     shardnode_ct:metric_value(Page, <<"shardnode_dist_packets_total{direction=\"out\"}">>)}.
