@@ -38,7 +38,8 @@
          graceful_shutdown_unregisters/1,
          million_ids_flood_bounded/1,
          plugin_entity_type/1,
-         remembered_entities_survive_a_restart/1]).
+         remembered_entities_survive_a_restart/1,
+         sys_answers_at_once/1]).
 
 -define(N_SHARDS, 100).
 
@@ -52,6 +53,7 @@ groups() ->
     [{shared_node, [],
       [counters_exact_values,
        cast_is_a_tell_without_a_reply,
+       sys_answers_at_once,
        tell_replies_to_sender,
        tell_order_kept,
        kv_operations,
@@ -86,6 +88,30 @@ cast_is_a_tell_without_a_reply(Config) ->
     ok = gen_server:cast({counter, N}, not_a_pair),
     ?assertEqual(15, gen_server:call({counter, N}, {Id, get})),
     ?assertEqual([], [M || {messages, Ms} <- [process_info(self(), messages)], M <- Ms]).
+
+%% sys:get_state/get_status on a region and on the admin answer with
+%% their statistics and settings; any other system message is an error at
+%% once (these have a timeout of 1 s: a wait would fail the case).
+sys_answers_at_once(Config) ->
+    N = ?config(cnode, Config),
+    _ = gen_server:call({counter, N}, {<<"sys-1">>, incr}),
+    State = sys:get_state({counter, N}, 1000),
+    ?assertMatch(#{type := counter, node := N, registered := true, coordinator := N,
+                   stats := #{entities := E, delivered := D},
+                   settings := #{number_of_shards := ?N_SHARDS, remember_entities := false}}
+                   when E >= 1 andalso D >= 1, State),
+    {status, Pid, {module, shardnode_region}, [_, running, _, _, Misc]} = sys:get_status({counter, N}, 1000),
+    ?assertEqual(N, node(Pid)),
+    ?assertEqual([State], [S || {data, Items} <- Misc, {"State", S} <- Items]),
+    ?assertMatch(#{node := N, members := [#{node := N, status := up}], shard_types := [_ | _],
+                   log_level := _}, sys:get_state({shardnode, N}, 1000)),
+    ?assertMatch({status, _, {module, shardnode_admin}, _}, sys:get_status({shardnode, N}, 1000)),
+    ?assertEqual({error, {not_supported, suspend}}, sys:suspend({counter, N}, 1000)),
+    ?assertEqual({error, {not_supported, resume}}, sys:resume({shardnode, N}, 1000)),
+    ?assertError({not_supported, {replace_state, _}}, sys:replace_state({counter, N}, fun(S) -> S end, 1000)),
+    ?assertMatch({error, {not_supported, _}}, sys:statistics({counter, N}, get, 1000)),
+    %% the region still serves
+    ?assertEqual(2, gen_server:call({counter, N}, {<<"sys-1">>, incr})).
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),

@@ -78,6 +78,10 @@ one_instance_on_the_oldest_whichever_node_is_called(Config) ->
     await(fun() -> live_entities(C) =:= 0 end),
     ?assertEqual(1, gen_server:call({counter, C}, {boss, incr})),
     ?assertEqual(13, gen_server:call({boss, B}, incr, 10000)),
+    %% a cast to the singleton is its message, its reply dropped
+    ok = gen_server:cast({boss, C}, incr),
+    ?assertEqual(15, gen_server:call({boss, A}, incr, 10000)),
+    ?assertEqual([], [M || {messages, Ms} <- [process_info(self(), messages)], M <- Ms]),
     ok.
 
 %% A tell's reply comes back to the sender as {Name, Reply}.

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "distribution/gen_call.h"
+#include "distribution/sys_msg.h"
 #include "cluster/membership.h"
 #include "etf/term.h"
 
@@ -137,6 +138,61 @@ static int set_log_level(struct admin *a, const char *name, ei_x_buff *x)
 	return ei_x_encode_atom(x, "ok");
 }
 
+/* Appends the value V of an encoded {ok, V} in `from` to x. */
+static int append_ok_value(ei_x_buff *x, const ei_x_buff *from)
+{
+	size_t i = 0;
+	if (term_get_tuple(from->buff, &i) != 2)
+		return -EPROTO;
+	term_skip(from->buff, &i);
+	return term_x_append_raw(x, from->buff + i, (size_t)from->index - i);
+}
+
+/* sys:get_state's answer (sys_msg.h): #{node, members, shard_types,
+ * singletons, proxy_only, log_level}. Returns 0 or < 0. */
+static int encode_sys_state(struct admin *a, ei_x_buff *x)
+{
+	ei_x_buff members, types;
+	if (ei_x_new(&members) < 0)
+		return -ENOMEM;
+	if (ei_x_new(&types) < 0) {
+		ei_x_free(&members);
+		return -ENOMEM;
+	}
+	int rc = encode_members(a, &members) | encode_shard_types(a, &types);
+	rc |= ei_x_encode_map_header(x, 6) | ei_x_encode_atom(x, "node") |
+	      ei_x_encode_atom(x, dist_node_name(a->cfg.node)) | ei_x_encode_atom(x, "members");
+	if (rc == 0)
+		rc = append_ok_value(x, &members);
+	rc |= ei_x_encode_atom(x, "shard_types");
+	if (rc == 0)
+		rc = append_ok_value(x, &types);
+	rc |= ei_x_encode_atom(x, "singletons");
+	if (a->cfg.nsingletons > 0)
+		rc |= ei_x_encode_list_header(x, (long)a->cfg.nsingletons);
+	for (size_t k = 0; k < a->cfg.nsingletons; k++)
+		rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, a->cfg.singleton_names[k]) |
+		      ei_x_encode_atom(x, a->cfg.singleton_types[k]);
+	rc |= ei_x_encode_empty_list(x) | ei_x_encode_atom(x, "proxy_only") | ei_x_encode_boolean(x, a->cfg.proxy_only) |
+	      ei_x_encode_atom(x, "log_level") | ei_x_encode_atom(x, log_level_name(log_get_level(a->cfg.log)));
+	ei_x_free(&members);
+	ei_x_free(&types);
+	return rc;
+}
+
+/* sys:get_state/get_status and the other system messages, at once. */
+static void on_system(struct admin *a, const struct gen_call *call)
+{
+	ei_x_buff state, reply;
+	if (ei_x_new(&state) < 0)
+		return;
+	if (term_x_whole_or_enomem(&state, 0, encode_sys_state(a, &state)) == 0 && ei_x_new(&reply) == 0)
+		reply_and_free(a, call, &reply,
+			       sys_msg_encode_reply(&reply, call, &a->shardnode->pid, "shardnode_admin", state.buff,
+						    (size_t)state.index));
+	ei_x_free(&state);
+}
+
 static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg *m)
 {
 	(void)self;
@@ -144,6 +200,10 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 	struct gen_call call;
 	if (a->membership != NULL && membership_handle(a->membership, m->term, m->len, m->via) == 1)
 		return;
+	if (gen_call_parse_system(m->term, m->len, &call) == 1) {
+		on_system(a, &call);
+		return;
+	}
 	if (!as_call(a, m, &call, "shardnode"))
 		return;
 	ei_x_buff reply;

@@ -7,10 +7,11 @@
 #include "etf/term.h"
 #include "etf/term_validate.h"
 
-int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
+/* {Label, {Pid, Tag}, Request}: gen:call/3,4's message under its label. */
+static int parse_labelled(const char *msg, size_t len, const char *label, struct gen_call *out)
 {
 	size_t i = 0;
-	if (term_get_tuple(msg, &i) != 3 || !term_is_atom(msg, i, "$gen_call"))
+	if (term_get_tuple(msg, &i) != 3 || !term_is_atom(msg, i, label))
 		return 0;
 	term_skip(msg, &i);
 	if (term_get_tuple(msg, &i) != 2)
@@ -26,6 +27,16 @@ int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
 	if (i != len)
 		return -EPROTO;
 	return 1;
+}
+
+int gen_call_parse(const char *msg, size_t len, struct gen_call *out)
+{
+	return parse_labelled(msg, len, "$gen_call", out);
+}
+
+int gen_call_parse_system(const char *msg, size_t len, struct gen_call *out)
+{
+	return parse_labelled(msg, len, "system", out);
 }
 
 int gen_call_parse_head(const char *msg, size_t avail, struct gen_call *out)

@@ -30,6 +30,10 @@ struct gen_call {
  * '$gen_call' whose From is not {Pid, Tag}, so no reply can be sent. */
 int gen_call_parse(const char *msg, size_t len, struct gen_call *out);
 
+/* The same for a system message of sys(3), {system, {Pid, Tag}, Request}
+ * (sys_msg.h): 1, 0 or -EPROTO as gen_call_parse. */
+int gen_call_parse_system(const char *msg, size_t len, struct gen_call *out);
+
 /* Recognises the head of a '$gen_call' in the first `avail` bytes of a
  * message too large to keep (its request was discarded): the 3-tuple's
  * '$gen_call' and {Pid, Tag} must lie whole within them, each checked with

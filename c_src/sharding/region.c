@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "distribution/gen_call.h"
+#include "distribution/sys_msg.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
@@ -267,6 +268,24 @@ static void on_call(struct region *r, const struct gen_call *call)
 		region_begin_leaving(r);
 }
 
+/* sys:get_state/get_status and the other system messages (sys_msg.h),
+ * answered at once. */
+static void on_system(struct region *r, const struct gen_call *call)
+{
+	ei_x_buff state, x;
+	if (ei_x_new(&state) < 0)
+		return;
+	if (ei_x_new(&x) == 0) {
+		int rc = region_encode_sys_state(r, &state);
+		if (term_x_whole_or_enomem(&state, 0, rc) == 0 &&
+		    term_x_whole_or_enomem(&x, 0, sys_msg_encode_reply(&x, call, &r->pid, "shardnode_region", state.buff,
+								       (size_t)state.index)) == 0)
+			region_send_call_reply(r, &call->from, call->tag, call->tag_len, &x);
+		ei_x_free(&x);
+	}
+	ei_x_free(&state);
+}
+
 /* The Erlang client's {'$shardnode_calls', From, [{Tag, EntityId, Msg}]}
  * (docs/protocol.md "Batched calls"): each element is the call
  * {'$gen_call', {From, Tag}, {EntityId, Msg}}, in order. Its Tag asks for
@@ -384,6 +403,10 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 	}
 	if (on_calls(r, m->term, m->len))
 		return;
+	if (gen_call_parse_system(m->term, m->len, &call) == 1) {
+		on_system(r, &call);
+		return;
+	}
 	uint32_t shard;
 	if (region_remote_active(r) && region_remote_handle(r, m->term, m->len, &shard)) {
 		if (shard != UINT32_MAX)

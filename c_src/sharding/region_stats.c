@@ -101,6 +101,36 @@ int region_encode_stats(struct region *r, ei_x_buff *x)
 	       ei_x_encode_atom(x, "forwarded") | ei_x_encode_ulonglong(x, st.forwarded);
 }
 
+int region_encode_sys_state(struct region *r, ei_x_buff *x)
+{
+	struct region_stats st;
+	region_get_stats(r, &st);
+	const struct region_config *c = &r->cfg;
+	int rc = ei_x_encode_map_header(x, 6) | ei_x_encode_atom(x, "type") | ei_x_encode_atom(x, c->name) |
+		 ei_x_encode_atom(x, "node") | ei_x_encode_atom(x, dist_node_name(c->node)) |
+		 ei_x_encode_atom(x, "registered") | ei_x_encode_boolean(x, r->registered) |
+		 ei_x_encode_atom(x, "coordinator");
+	rc |= r->registered ? ei_x_encode_atom(x, r->coordinator.node) : ei_x_encode_atom(x, "undefined");
+	rc |= ei_x_encode_atom(x, "stats") | ei_x_encode_map_header(x, 6) | ei_x_encode_atom(x, "entities") |
+	      ei_x_encode_ulonglong(x, st.entities) | ei_x_encode_atom(x, "shards") | ei_x_encode_ulong(x, st.shards) |
+	      ei_x_encode_atom(x, "buffered") | ei_x_encode_ulong(x, st.buffered) | ei_x_encode_atom(x, "delivered") |
+	      ei_x_encode_ulonglong(x, st.delivered) | ei_x_encode_atom(x, "dropped") |
+	      ei_x_encode_ulonglong(x, st.dropped) | ei_x_encode_atom(x, "forwarded") |
+	      ei_x_encode_ulonglong(x, st.forwarded);
+	rc |= ei_x_encode_atom(x, "settings") | ei_x_encode_map_header(x, 10) |
+	      ei_x_encode_atom(x, "number_of_shards") | ei_x_encode_ulong(x, c->number_of_shards) |
+	      ei_x_encode_atom(x, "buffer_size") | ei_x_encode_ulong(x, c->buffer_size) |
+	      ei_x_encode_atom(x, "passivate_idle_after_ms") | ei_x_encode_ulong(x, c->passivate_idle_after_ms) |
+	      ei_x_encode_atom(x, "max_active_entities") | ei_x_encode_ulong(x, c->max_active_entities) |
+	      ei_x_encode_atom(x, "handoff_timeout_ms") | ei_x_encode_ulong(x, c->handoff_timeout_ms) |
+	      ei_x_encode_atom(x, "remember_entities") | ei_x_encode_boolean(x, c->remember != NULL) |
+	      ei_x_encode_atom(x, "state_store") | ei_x_encode_boolean(x, c->store != NULL) |
+	      ei_x_encode_atom(x, "state_replicas") | ei_x_encode_ulong(x, c->state_replicas) |
+	      ei_x_encode_atom(x, "proxy_only") | ei_x_encode_boolean(x, c->proxy_only) |
+	      ei_x_encode_atom(x, "singleton") | ei_x_encode_boolean(x, c->singleton);
+	return rc;
+}
+
 /* #{ShardId => EntityCount} for this region. Returns 0, or < 0 when an
  * encoder failed. */
 static int encode_local_counts(struct region *r, ei_x_buff *x)

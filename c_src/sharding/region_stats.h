@@ -16,6 +16,11 @@ int region_encode_state(struct region *r, ei_x_buff *x);
  * as region_encode_state. */
 int region_encode_stats(struct region *r, ei_x_buff *x);
 
+/* sys:get_state's answer (sys_msg.h): #{type, node, registered,
+ * coordinator, stats => #{...as region_encode_stats}, settings => #{...}}.
+ * Returns as region_encode_state. */
+int region_encode_sys_state(struct region *r, ei_x_buff *x);
+
 /* get_cluster_sharding_stats: answered once every other member's region
  * has, or after 2 s. Out of memory, the call gets no answer. */
 void region_stats_start(struct region *r, const struct gen_call *call);

@@ -1,0 +1,61 @@
+/* sys_msg.c — see sys_msg.h. */
+#include "distribution/sys_msg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "etf/term.h"
+
+enum sys_request sys_msg_request(const struct gen_call *call)
+{
+	if (term_is_atom(call->request, 0, "get_state"))
+		return SYS_GET_STATE;
+	if (term_is_atom(call->request, 0, "get_status"))
+		return SYS_GET_STATUS;
+	return SYS_OTHER;
+}
+
+/* {"Key", Value}: the data items of a status print their keys as strings. */
+static int encode_item(ei_x_buff *x, const char *key)
+{
+	return ei_x_encode_tuple_header(x, 2) | ei_x_encode_string(x, key);
+}
+
+/* {status, Pid, {module, Module}, [[], running, Pid, [], Misc]} with Misc
+ * as gen_server's format_status writes it: [{header, Text}, {data,
+ * [{"Status", running}, {"Parent", Pid}]}, {data, [{"State", State}]}]. */
+static int encode_status(ei_x_buff *x, const erlang_pid *self, const char *module, const char *state,
+			 size_t state_len)
+{
+	char header[MAXATOMLEN_UTF8 + 64];
+	snprintf(header, sizeof header, "Status for %s %s", module, self->node);
+	int rc = ei_x_encode_tuple_header(x, 4) | ei_x_encode_atom(x, "status") | ei_x_encode_pid(x, self) |
+		 ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "module") | ei_x_encode_atom(x, module);
+	rc |= ei_x_encode_list_header(x, 5) | ei_x_encode_empty_list(x) | ei_x_encode_atom(x, "running") |
+	      ei_x_encode_pid(x, self) | ei_x_encode_empty_list(x);
+	rc |= ei_x_encode_list_header(x, 3);
+	rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "header") | ei_x_encode_string(x, header);
+	rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "data") | ei_x_encode_list_header(x, 2) |
+	      encode_item(x, "Status") | ei_x_encode_atom(x, "running") | encode_item(x, "Parent") |
+	      ei_x_encode_pid(x, self) | ei_x_encode_empty_list(x);
+	rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "data") | ei_x_encode_list_header(x, 1) |
+	      encode_item(x, "State");
+	if (rc == 0)
+		rc = term_x_append_raw(x, state, state_len);
+	return rc | ei_x_encode_empty_list(x) | ei_x_encode_empty_list(x) | ei_x_encode_empty_list(x);
+}
+
+int sys_msg_encode_reply(ei_x_buff *x, const struct gen_call *call, const erlang_pid *self, const char *module,
+			 const char *state, size_t state_len)
+{
+	switch (sys_msg_request(call)) {
+	case SYS_GET_STATE:
+		return term_x_append_raw(x, state, state_len);
+	case SYS_GET_STATUS:
+		return encode_status(x, self, module, state, state_len);
+	case SYS_OTHER:
+		break;
+	}
+	return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "error") | ei_x_encode_tuple_header(x, 2) |
+	       ei_x_encode_atom(x, "not_supported") | term_x_append_raw(x, call->request, call->request_len);
+}
