@@ -39,7 +39,8 @@
          million_ids_flood_bounded/1,
          plugin_entity_type/1,
          remembered_entities_survive_a_restart/1,
-         sys_answers_at_once/1]).
+         sys_answers_at_once/1,
+         counters_are_integers_of_any_size/1]).
 
 -define(N_SHARDS, 100).
 
@@ -54,6 +55,7 @@ groups() ->
       [counters_exact_values,
        cast_is_a_tell_without_a_reply,
        sys_answers_at_once,
+       counters_are_integers_of_any_size,
        tell_replies_to_sender,
        tell_order_kept,
        kv_operations,
@@ -112,6 +114,33 @@ sys_answers_at_once(Config) ->
     ?assertMatch({error, {not_supported, _}}, sys:statistics({counter, N}, get, 1000)),
     %% the region still serves
     ?assertEqual(2, gen_server:call({counter, N}, {<<"sys-1">>, incr})).
+
+%% A counter is a BEAM integer: past 2^63 it goes on (a bignum), {incr, N}
+%% takes any integer, and a run of random increments of every size agrees
+%% with the BEAM's own arithmetic.
+counters_are_integers_of_any_size(Config) ->
+    N = ?config(cnode, Config),
+    Call = fun(Id, Msg) -> gen_server:call({counter, N}, {Id, Msg}) end,
+    ?assertEqual(9223372036854775807, Call(big, {incr, 9223372036854775807})),
+    ?assertEqual(9223372036854775808, Call(big, incr)),
+    ?assertEqual(9223372036854775807, Call(big, decr)),
+    Huge = 1 bsl 300,
+    ?assertEqual(Huge + 9223372036854775807, Call(big, {incr, Huge})),
+    ?assertEqual(9223372036854775807 - Huge, Call(big, {incr, -2 * Huge})),
+    ?assertEqual(-Huge, Call(big, {incr, -9223372036854775807})),
+    ?assertEqual(0, Call(big, {incr, Huge})),
+    ?assertMatch({error, {unknown_message, {incr, 1.5}}}, Call(big, {incr, 1.5})),
+    rand:seed(exsss, {1, 2, 3}),
+    Final = lists:foldl(fun(_, Acc) ->
+                                Bits = rand:uniform(200),
+                                D = (rand:uniform(1 bsl Bits) - 1) * (2 * rand:uniform(2) - 3),
+                                ?assertEqual(Acc + D, Call(random, {incr, D})),
+                                Acc + D
+                        end, 0, lists:seq(1, 2000)),
+    ?assertEqual(Final, Call(random, get)),
+    %% a tell's reply carries the bignum too
+    {counter, N} ! {big, {incr, Huge * Huge}},
+    receive {counter, big, V} -> ?assertEqual(Huge * Huge, V) after 5000 -> ct:fail(no_tell_reply) end.
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),

@@ -89,4 +89,58 @@ struct entity_type {
 /* Encodes {error, {unknown_message, Msg}} into reply; for handle(). */
 int entity_reply_unknown(ei_x_buff *reply, const char *msg, size_t msg_len);
 
+/* ---- Integers of any size, as the BEAM's (entity_int.c) ----
+ *
+ * A BEAM integer never overflows; a C long long does at 2^63. A type that
+ * counts or sums what callers send keeps a struct entity_int in its state
+ * and does its arithmetic with these helpers: values that fit in 63 bits
+ * live in the struct itself (8 bytes, no allocation), larger ones in
+ * memory the helpers own. A zeroed struct is 0, so a state the node
+ * zeroed is ready; release it in stop() with entity_int_free. Example, a
+ * counter that never wraps (the built-in one, entity_builtin.c):
+ *
+ *     struct entity_int *v = state, n = {0};
+ *     size_t i = ...;   // at N in {incr, N}
+ *     if (entity_int_decode(msg, &i, &n) == 0 && i == len) {
+ *         entity_int_add(v, &n);
+ *         entity_int_free(&n);
+ *         entity_int_encode(reply, v);
+ *     }
+ *
+ * Every function is safe on any value the others made; none keeps a
+ * pointer to its arguments. */
+struct entity_int {
+	uint64_t bits; /* opaque: a small value tagged in place, or the big one's memory */
+};
+
+/* Decodes the integer term at buf[*idx] (SMALL_INTEGER_EXT, INTEGER_EXT,
+ * SMALL_BIG_EXT or LARGE_BIG_EXT, as validated terms hold them: messages
+ * and states the node hands a type are) into *out, which the caller
+ * releases with entity_int_free, and advances *idx past it. Returns 0;
+ * -EPROTO when the term there is no integer (*idx and *out unchanged);
+ * -ENOMEM. */
+int entity_int_decode(const char *buf, size_t *idx, struct entity_int *out);
+
+/* *acc += *x (x may be acc). Returns 0, or -ENOMEM with *acc unchanged. */
+int entity_int_add(struct entity_int *acc, const struct entity_int *x);
+
+/* *acc += x. Returns as entity_int_add. */
+int entity_int_add_i64(struct entity_int *acc, int64_t x);
+
+/* -1, 0 or 1 as *a is less than, equal to or greater than *b. */
+int entity_int_compare(const struct entity_int *a, const struct entity_int *b);
+
+/* Sets *v to x, releasing what it held. */
+void entity_int_set_i64(struct entity_int *v, int64_t x);
+
+/* Whether *v fits in an int64_t; if so, stores it in *out. */
+int entity_int_get_i64(const struct entity_int *v, int64_t *out);
+
+/* Appends *v to out as the BEAM encodes it (the shortest of the four
+ * forms). Returns 0 or -ENOMEM. */
+int entity_int_encode(ei_x_buff *out, const struct entity_int *v);
+
+/* Releases what *v holds and sets it to 0. */
+void entity_int_free(struct entity_int *v);
+
 #endif

@@ -7,7 +7,7 @@
  *            {delete, K} -> ok; keys -> [K]
  *   echo     Msg -> Msg
  *
- * counter keeps its state (API v2: the integer); echo has none.
+ * counter keeps its state (API v2: the integer, of any size); echo has none.
  */
 #include "entity/entity_builtin.h"
 #include "entity/entity.h"
@@ -21,57 +21,78 @@
 
 /* ---- counter ---- */
 
+/* The value is a BEAM integer: it never wraps, past 2^63 it is a bignum
+ * (entity_int, entity.h), and {incr, N} takes any integer. */
 static enum entity_after counter_handle(void *state, const char *msg, size_t len, ei_x_buff *reply)
 {
-	long long *value = state;
+	struct entity_int *value = state;
 	size_t i = 0;
-	long long delta = 0;
-	bool known = true;
+	int rc = 0;
+	bool changed = true;
 	if (term_is_atom(msg, 0, "incr")) {
-		delta = 1;
+		rc = entity_int_add_i64(value, 1);
 	} else if (term_is_atom(msg, 0, "decr")) {
-		delta = -1;
+		rc = entity_int_add_i64(value, -1);
 	} else if (term_is_atom(msg, 0, "get")) {
-		delta = 0;
+		changed = false;
 	} else if (term_get_tuple(msg, &i) == 2 && term_is_atom(msg, i, "incr")) {
 		term_skip(msg, &i);
-		int ii = (int)i;
-		if (ei_decode_longlong(msg, &ii, &delta) < 0 || (size_t)ii != len)
-			known = false;
+		struct entity_int delta = {0};
+		size_t at = i;
+		if (entity_int_decode(msg, &at, &delta) != 0 || at != len) {
+			entity_int_free(&delta);
+			entity_reply_unknown(reply, msg, len);
+			return ENTITY_CONTINUE;
+		}
+		int64_t d;
+		changed = !(entity_int_get_i64(&delta, &d) && d == 0);
+		rc = entity_int_add(value, &delta);
+		entity_int_free(&delta);
 	} else {
-		known = false;
-	}
-	if (!known) {
 		entity_reply_unknown(reply, msg, len);
 		return ENTITY_CONTINUE;
 	}
-	/* Wrap like a 64-bit machine word rather than overflow (undefined in C). */
-	*value = (long long)((unsigned long long)*value + (unsigned long long)delta);
-	ei_x_encode_longlong(reply, *value);
-	return delta != 0 ? ENTITY_CONTINUE | ENTITY_CHANGED : ENTITY_CONTINUE;
+	if (rc != 0) {
+		term_x_error_atom(reply, "enomem");
+		return ENTITY_CONTINUE;
+	}
+	entity_int_encode(reply, value);
+	return changed ? ENTITY_CONTINUE | ENTITY_CHANGED : ENTITY_CONTINUE;
 }
 
 /* The state as a term: the value, an integer. */
 static int counter_encode_state(const void *state, ei_x_buff *out)
 {
-	return ei_x_encode_longlong(out, *(const long long *)state) < 0 ? -ENOMEM : 0;
+	return entity_int_encode(out, state);
 }
 
 static int counter_decode_state(void *state, const char *term, size_t len)
 {
-	int i = 0;
-	long long value;
-	if (ei_decode_longlong(term, &i, &value) < 0 || (size_t)i != len)
-		return -EPROTO;
-	*(long long *)state = value;
-	return 0;
+	size_t i = 0;
+	struct entity_int *value = state, fresh = {0};
+	int rc = entity_int_decode(term, &i, &fresh);
+	if (rc == 0 && i != len) {
+		entity_int_free(&fresh);
+		rc = -EPROTO;
+	}
+	if (rc == 0) {
+		entity_int_free(value);
+		*value = fresh;
+	}
+	return rc;
+}
+
+static void counter_stop(void *state)
+{
+	entity_int_free(state);
 }
 
 static const struct entity_type counter_type = {
 	.api_version = ENTITY_API_VERSION,
 	.name = "counter",
-	.state_size = sizeof(long long),
+	.state_size = sizeof(struct entity_int),
 	.handle = counter_handle,
+	.stop = counter_stop,
 	.encode_state = counter_encode_state,
 	.decode_state = counter_decode_state,
 };

@@ -91,24 +91,37 @@ Test(entity_state, counter_says_what_changed_and_carries_its_value)
 {
 	const struct entity_type *t = builtin("counter");
 	cr_assert(entity_type_keeps_state(t));
-	long long v = 0;
+	struct entity_int v = {0};
 	expect(t, &v, "get", "0", false);
 	expect(t, &v, "incr", "1", true);
 	expect(t, &v, "{incr, 41}", "42", true);
 	expect(t, &v, "{incr, 0}", "42", false);
 	expect(t, &v, "decr", "41", true);
 	expect(t, &v, "nonsense", "{error, {unknown_message, nonsense}}", false);
-	v = -5000000000LL;
+	expect(t, &v, "{incr, foo}", "{error, {unknown_message, {incr, foo}}}", false);
+	entity_int_set_i64(&v, -5000000000LL);
 	char *printed;
-	long long *w = carry(t, &v, &printed);
+	struct entity_int *w = carry(t, &v, &printed);
 	cr_assert_str_eq(printed, "-5000000000", "the state is the integer");
-	cr_assert_eq(*w, v);
+	cr_assert_eq(entity_int_compare(w, &v), 0);
 	free(printed);
 	cr_assert_eq(decode_fmt(t, w, "foo"), -EPROTO);
 	cr_assert_eq(decode_fmt(t, w, "1.5"), -EPROTO);
 	cr_assert_eq(decode_fmt(t, w, "[1]"), -EPROTO);
-	cr_assert_eq(*w, v, "a refused state leaves the value");
+	cr_assert_eq(entity_int_compare(w, &v), 0, "a refused state leaves the value");
+	t->stop(w);
 	free(w);
+	/* past 64 bits, a bignum: carried as one */
+	entity_int_set_i64(&v, INT64_MAX);
+	expect(t, &v, "incr", "9223372036854775808", true);
+	expect(t, &v, "{incr, 9223372036854775807}", "18446744073709551615", true);
+	w = carry(t, &v, &printed);
+	cr_assert_str_eq(printed, "18446744073709551615");
+	cr_assert_eq(entity_int_compare(w, &v), 0);
+	free(printed);
+	t->stop(w);
+	free(w);
+	t->stop(&v);
 }
 
 Test(entity_state, kv_carries_its_map_with_keys_as_terms)

@@ -196,7 +196,15 @@ Test(shard, counter_messages)
 	shard_free(s);
 }
 
-Test(shard, counter_wide_increments_and_wrap)
+/* The reply `r` is exactly the bytes of `want` (consumed). */
+static void assert_reply_bytes(ei_x_buff *r, const unsigned char *want, size_t n)
+{
+	cr_assert_eq((size_t)r->index, n);
+	cr_assert_eq(memcmp(r->buff, want, n), 0);
+	ei_x_free(r);
+}
+
+Test(shard, counter_never_wraps)
 {
 	struct shard *s = new_shard(builtin("counter"));
 	ei_x_buff msg;
@@ -211,18 +219,30 @@ Test(shard, counter_wide_increments_and_wrap)
 	cr_assert_eq(reply_int(&r), LLONG_MAX);
 	ei_x_free(&msg);
 
-	/* One more wraps like a machine word (no undefined overflow). */
-	cr_assert_eq(counter(s, "w", "incr"), LLONG_MIN);
+	/* One more is 2^63, as on a BEAM, and back. */
+	static const unsigned char two_63[] = {ERL_SMALL_BIG_EXT, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0x80};
+	r = deliver_fmt(s, "w", 0, "incr");
+	assert_reply_bytes(&r, two_63, sizeof two_63);
 	cr_assert_eq(counter(s, "w", "decr"), LLONG_MAX);
 
-	/* An increment beyond 64 bits is not a counter message. */
+	/* An increment beyond 64 bits is an increment: 1 + 2^64. */
 	static const unsigned char big[] = {ERL_SMALL_TUPLE_EXT, 2,   ERL_SMALL_ATOM_UTF8_EXT, 4, 'i', 'n', 'c', 'r',
 					    ERL_SMALL_BIG_EXT,   9,   0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
 	sn_x_new(&msg);
 	cr_assert_eq(ei_x_append_buf(&msg, (const char *)big, (int)sizeof big), 0);
+	r = deliver_at(s, &id, &msg, 0);
+	ei_x_free(&msg);
+	/* LLONG_MAX + 1 + 2^64 = 2^63 + 2^64 */
+	static const unsigned char sum[] = {ERL_SMALL_BIG_EXT, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 1};
+	assert_reply_bytes(&r, sum, sizeof sum);
+
+	/* Not an integer: unknown, the value left alone. */
+	sn_x_new(&msg);
+	cr_assert_eq(ei_x_format_wo_ver(&msg, "{incr, 1.5}"), 0);
 	expect_unknown(s, "w", &msg);
 	ei_x_free(&msg);
-	cr_assert_eq(counter(s, "w", "get"), LLONG_MAX, "an unknown message leaves the value alone");
+	r = deliver_fmt(s, "w", 0, "get");
+	assert_reply_bytes(&r, sum, sizeof sum);
 
 	ei_x_free(&id.x);
 	shard_free(s);
