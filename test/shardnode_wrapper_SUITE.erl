@@ -1,7 +1,7 @@
 %% The wrapper as a user's project meets it (docs/contract.md "Adoption"):
 %% a clear error on a VM that is not distributed, the C node's log lines in
-%% logger at the levels the node gave them, and entity types of the user's
-%% own loaded from a directory of theirs (plugin_dir).
+%% logger (at debug, but for its warnings and errors), and entity types of
+%% the user's own loaded from a directory of theirs (plugin_dir).
 -module(shardnode_wrapper_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -9,7 +9,7 @@
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([a_vm_that_is_not_distributed_gets_a_clear_error/1,
-         node_log_lines_keep_their_level/1,
+         node_log_lines_are_debug_but_warnings_and_errors/1,
          types_of_the_users_own_load_from_plugin_dir/1,
          a_plugin_dir_that_cannot_be_read_is_refused/1,
          the_log_level_changes_at_run_time/1]).
@@ -20,7 +20,7 @@ suite() -> [{timetrap, {minutes, 2}}].
 
 all() ->
     [a_vm_that_is_not_distributed_gets_a_clear_error,
-     node_log_lines_keep_their_level,
+     node_log_lines_are_debug_but_warnings_and_errors,
      types_of_the_users_own_load_from_plugin_dir,
      a_plugin_dir_that_cannot_be_read_is_refused,
      the_log_level_changes_at_run_time].
@@ -36,6 +36,7 @@ end_per_suite(_Config) ->
 end_per_testcase(_Case, Config) ->
     _ = logger:remove_handler(capture),
     ok = logger:set_primary_config(level, notice),
+    ok = logger:unset_module_level(shardnode_node),
     shardnode_ct:stop_nodes(Config, shardnode:which_nodes()).
 
 %%====================================================================
@@ -57,25 +58,43 @@ a_vm_that_is_not_distributed_gets_a_clear_error(_Config) ->
         peer:stop(P)
     end.
 
-%% The node's INFO line that it is up reaches logger as info, its WARN
-%% lines as warning, each without the node's own timestamp, in the domain
-%% [shardnode, node].
-node_log_lines_keep_their_level(Config) ->
+%% The node's info record that it is up reaches logger at debug, its
+%% warning that a seed cannot be reached at warning, each as `Node: Msg'
+%% (without the node's own timestamp and level), in the domain
+%% [shardnode, node] with the node's name as metadata. With the primary
+%% level above debug, shardnode_node's module level lets the debug events
+%% through. A node whose store cannot be opened says so at error.
+node_log_lines_are_debug_but_warnings_and_errors(Config) ->
     ok = logger:set_primary_config(level, all),
     ok = logger:add_handler(capture, ?MODULE,
                             #{config => #{pid => self()}, level => all, filter_default => stop,
                               filters => [{node, {fun logger_filters:domain/2, {log, sub, [shardnode, node]}}}]}),
     %% a join to a node that is not there: the node warns that it cannot reach it
     {[C], _} = shardnode_ct:start_nodes(Config, [#{join => ['nobody@127.0.0.1']}]),
-    Up = await_log(fun(info, Text) -> match(Text, <<": node ", (atom_to_binary(C))/binary, " up: port">>);
-                      (_, _) -> false
-                   end),
-    ?assertEqual(nomatch, re:run(Up, "^(INFO|[0-9][0-9]:)")),
+    CBin = atom_to_binary(C),
+    {UpLevel, Up, UpMeta} = await_log(fun(Text) -> match(Text, <<": node ", CBin/binary, " up: port">>) end),
+    ?assertEqual(debug, UpLevel),
     ?assertMatch({match, _}, re:run(Up, ["^", atom_to_list(C), ": node "])),
-    Warn = await_log(fun(warning, Text) -> match(Text, <<"nobody@127.0.0.1">>);
-                        (_, _) -> false
-                     end),
-    ?assertEqual(nomatch, re:run(Warn, "^WARN")).
+    ?assertMatch(#{domain := [shardnode, node], shardnode := C}, UpMeta),
+    {WarnLevel, Warn, WarnMeta} = await_log(fun(Text) -> match(Text, <<"cannot reach nobody@127.0.0.1">>) end),
+    ?assertEqual(warning, WarnLevel),
+    ?assertMatch({match, _}, re:run(Warn, ["^", atom_to_list(C), ": cannot reach "])),
+    ?assertMatch(#{domain := [shardnode, node], shardnode := C}, WarnMeta),
+    %% the primary level as an Erlang VM has it by default, and the node's
+    %% debug events let through by the module level alone
+    ok = logger:set_primary_config(level, notice),
+    ok = logger:set_module_level(shardnode_node, debug),
+    ?assertEqual(ok, gen_server:call({shardnode, C}, {set_log_level, debug})),
+    {Level, _, _} = await_log(fun(Text) -> match(Text, <<": log level debug (was info)">>) end),
+    ?assertEqual(debug, Level),
+    %% a connection string libpq refuses: the node cannot open its store,
+    %% says so, and exits
+    Bad = shardnode_ct:unique_name("err") ++ "@127.0.0.1",
+    ?assertMatch({error, {exited, _, _}},
+                 shardnode:start_node(#{name => Bad, config => #{state_store => postgres,
+                                                                 postgres_conninfo => "nonsense=1"}})),
+    {ErrorLevel, _, _} = await_log(fun(Text) -> match(Text, <<": cannot open the entity state store">>) end),
+    ?assertEqual(error, ErrorLevel).
 
 %% A plugin built into a directory of the user's is hosted beside the
 %% built-in types and priv/'s plugins; a plugin there named like a built-in
@@ -147,21 +166,22 @@ count(Node, Text) ->
 
 %%====================================================================
 
-log(#{level := Level, msg := Msg}, #{config := #{pid := Pid}}) ->
+log(#{level := Level, msg := Msg, meta := Meta}, #{config := #{pid := Pid}}) ->
     Text = case Msg of
                {string, S} -> S;
                {report, R} -> io_lib:format("~0tp", [R]);
                {Format, Args} -> io_lib:format(Format, Args)
            end,
-    Pid ! {captured, Level, unicode:characters_to_binary(Text)},
+    Pid ! {captured, Level, unicode:characters_to_binary(Text), Meta},
     ok.
 
-%% The text of the first captured event that Pred accepts, within 10 s.
+%% The level, text and metadata of the first captured event whose text
+%% Pred accepts, within 10 s.
 await_log(Pred) ->
     receive
-        {captured, Level, Text} ->
-            case Pred(Level, Text) of
-                true -> Text;
+        {captured, Level, Text, Meta} ->
+            case Pred(Text) of
+                true -> {Level, Text, Meta};
                 false -> await_log(Pred)
             end
     after 10000 ->

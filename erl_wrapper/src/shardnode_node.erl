@@ -9,14 +9,19 @@
 %% What the server does:
 %% <ul>
 %% <li>runs the executable with `{spawn_executable, Path}', stderr merged
-%%     into stdout, and reads its output line by line; every record (a
-%%     logfmt line, docs/contract.md "Logs") goes to logger at its level
-%%     (debug, info, warning, error; a line that is no record, info) as
-%%     `Node: Msg', without the node's own timestamp (logger adds its own),
-%%     in the logger domain `[shardnode, node]' with the metadata
-%%     `shardnode => Node' and, where the record has them,
-%%     `shardnode_type => Type' and `shard => Shard'; the last 200 lines are
-%%     kept as they came for diagnostics ({@link output/1});</li>
+%%     into stdout, and reads its output line by line; every line goes to
+%%     logger as `Node: Msg', without the node's own timestamp (logger adds
+%%     its own): a record (a logfmt line, docs/contract.md "Logs") at
+%%     `warning' or `error' when the node gave it that level, at `debug'
+%%     otherwise (`debug' and `info' records, and a line that is no
+%%     record), so a node's routine chatter stays out of a log at the usual
+%%     levels while its warnings and errors show. Each event is in the
+%%     logger domain `[shardnode, node]', with the metadata
+%%     `shardnode => Node', `mfa' (this module's, so that
+%%     `logger:set_module_level(shardnode_node, debug)' shows the debug
+%%     events without lowering the primary level) and, where the record
+%%     has them, `shardnode_type => Type' and `shard => Shard'. The last 200
+%%     lines are kept as they came for diagnostics ({@link output/1});</li>
 %% <li>while starting, polls the node every 50 ms until it answers (a
 %%     `net_adm:ping/1' that returns `pong', then a `shard_types' call to
 %%     its admin, so that a ready node has its names registered; or, when
@@ -387,20 +392,32 @@ wait_exit(Port, Timeout) ->
 
 add_line(Line, #data{node = Node, lines = Q, nlines = N} = D) ->
     {Level, Text, Meta} = parse_record(Line),
-    logger:log(Level, "~ts: ~ts", [Node, Text], Meta),
+    logger:log(logger_level(Level), "~ts: ~ts", [Node, Text],
+               Meta#{mfa => {?MODULE, ?FUNCTION_NAME, ?FUNCTION_ARITY}}),
     Q1 = queue:in(Line, Q),
     case N < ?MAX_LINES of
         true -> D#data{lines = Q1, nlines = N + 1};
         false -> D#data{lines = queue:drop(Q1)}
     end.
 
+%% The logger level of a line the node wrote at `Level': only its
+%% warnings and errors are above debug. A node logs a record at info for
+%% each step of its start, each member it meets and each region it runs;
+%% at info in the user's log, every node started would add a dozen lines.
+-spec logger_level(debug | info | warning | error) -> logger:level().
+logger_level(warning) -> warning;
+logger_level(error) -> error;
+logger_level(_) -> debug.
+
 -define(IS_HEX(C), ((C >= $0 andalso C =< $9) orelse (C >= $a andalso C =< $f))).
 
 %% @private
 %% A record of the node's log (c_src/base/log.h):
 %%   ts=2026-11-25T12:00:00.123Z level=info node=a@h msg="text" type=counter shard=3
-%% as its logger level, its msg unescaped, and its type and shard as
-%% metadata; any other line is info as it is.
+%% as the level the node gave it, its msg unescaped, and its type and
+%% shard as metadata; any other line is info as it is. (add_line/2 turns
+%% the level into logger's with logger_level/1.)
+-spec parse_record(binary()) -> {debug | info | warning | error, binary(), logger:metadata()}.
 parse_record(Line) ->
     Re = "^ts=\\S+ level=(debug|info|warning|error)(?: node=(?:\"(?:[^\"\\\\]|\\\\.)*\"|\\S+))?"
          " msg=\"((?:[^\"\\\\]|\\\\.)*)\"(.*)$",
