@@ -1,8 +1,10 @@
 %% The wrapper as a user's project meets it (docs/contract.md "Adoption"):
 %% a clear error on a VM that is not distributed, the C node's log lines in
-%% logger (at debug, but for its warnings and errors), and entity types of
-%% the user's own loaded from a directory of theirs (plugin_dir).
+%% logger (at debug, but for its warnings and errors), entity types of the
+%% user's own loaded from a directory of theirs (plugin_dir), and a node
+%% under a supervisor of the user's (shardnode:child_spec/1).
 -module(shardnode_wrapper_SUITE).
+-behaviour(supervisor).
 
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
@@ -12,9 +14,12 @@
          node_log_lines_are_debug_but_warnings_and_errors/1,
          types_of_the_users_own_load_from_plugin_dir/1,
          a_plugin_dir_that_cannot_be_read_is_refused/1,
-         the_log_level_changes_at_run_time/1]).
+         the_log_level_changes_at_run_time/1,
+         a_node_under_a_supervisor_of_the_users_is_restarted/1]).
 %% logger handler callback: the captured events go to the test process
 -export([log/2]).
+%% supervisor callback: the user's own supervisor
+-export([init/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -23,7 +28,8 @@ all() ->
      node_log_lines_are_debug_but_warnings_and_errors,
      types_of_the_users_own_load_from_plugin_dir,
      a_plugin_dir_that_cannot_be_read_is_refused,
-     the_log_level_changes_at_run_time].
+     the_log_level_changes_at_run_time,
+     a_node_under_a_supervisor_of_the_users_is_restarted].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -124,6 +130,40 @@ a_plugin_dir_that_cannot_be_read_is_refused(Config) ->
                       end, Lines)),
     ?assert(shardnode_ct:gone(list_to_atom(Name))).
 
+%% A supervisor of the user's runs a node from shardnode:child_spec/1: the
+%% node answers, and the wrapper's functions find it by name; killed with
+%% kill -9, or stopped with shardnode:stop_node/1, it is started again and
+%% answers again; the supervisor's shutdown stops it, and it is gone.
+a_node_under_a_supervisor_of_the_users_is_restarted(_Config) ->
+    ?assertError({bad_start_opts, missing_name}, shardnode:child_spec(#{types => [counter]})),
+    Name = shardnode_ct:unique_name("sup") ++ "@127.0.0.1",
+    C = list_to_atom(Name),
+    Spec = shardnode:child_spec(#{name => Name, types => [counter]}),
+    ?assertMatch(#{id := {shardnode, C}, start := {shardnode, start_link, [_]}, restart := permanent,
+                   shutdown := 20000, type := worker, modules := [shardnode_node]}, Spec),
+    {ok, Sup} = supervisor:start_link(?MODULE, [Spec]),
+    try
+        ?assertEqual({ok, [counter]}, gen_server:call({shardnode, C}, shard_types)),
+        ?assertEqual(1, gen_server:call({counter, C}, {<<"a">>, incr})),
+        ?assertEqual([C], shardnode:which_nodes()),
+        ?assertMatch({ok, [_ | _]}, shardnode:output(C)),
+        [{{shardnode, C}, Server1, worker, [shardnode_node]}] = supervisor:which_children(Sup),
+        {ok, OsPid1} = shardnode:os_pid(C),
+        [] = os:cmd("kill -9 " ++ integer_to_list(OsPid1)),
+        OsPid2 = await_restart(C, OsPid1),
+        [{_, Server2, _, _}] = supervisor:which_children(Sup),
+        ?assertNotEqual(Server1, Server2),
+        %% a node started afresh: the memory store kept nothing
+        ?assertEqual(1, gen_server:call({counter, C}, {<<"a">>, incr})),
+        ?assertEqual(ok, shardnode:stop_node(C)),
+        _ = await_restart(C, OsPid2),
+        ?assertEqual([C], shardnode:which_nodes())
+    after
+        stop_supervisor(Sup)
+    end,
+    sn_test:await(fun() -> shardnode_ct:gone(C) end),
+    ?assertEqual([], shardnode:which_nodes()).
+
 %% {set_log_level, Level} takes effect at once: debug records appear, then
 %% none below error; a level that is none is refused; every line the node
 %% wrote is a logfmt record the wrapper reads back whole.
@@ -163,6 +203,34 @@ the_log_level_changes_at_run_time(Config) ->
 count(Node, Text) ->
     {ok, Lines} = shardnode:output(Node),
     length([L || L <- Lines, binary:match(L, Text) =/= nomatch]).
+
+%% Waits until Node runs in an OS process other than OldOsPid and answers
+%% its admin; returns the new OS pid.
+await_restart(Node, OldOsPid) ->
+    Answers = fun() ->
+                      case shardnode:os_pid(Node) of
+                          {ok, OsPid} when OsPid =/= OldOsPid ->
+                              (catch gen_server:call({shardnode, Node}, shard_types, 1000)) =:= {ok, [counter]};
+                          _ ->
+                              false
+                      end
+              end,
+    sn_test:await(Answers),
+    {ok, OsPid} = shardnode:os_pid(Node),
+    OsPid.
+
+%% Stops a supervisor started with supervisor:start_link/2 as its own
+%% supervisor would (exit shutdown), and returns once it has stopped: its
+%% children have been shut down by then.
+stop_supervisor(Sup) ->
+    Ref = monitor(process, Sup),
+    unlink(Sup),
+    exit(Sup, shutdown),
+    receive {'DOWN', Ref, process, Sup, _} -> ok end.
+
+%% The user's supervisor, of the children given.
+init(Children) ->
+    {ok, {#{strategy => one_for_one, intensity => 5, period => 10}, Children}}.
 
 %%====================================================================
 
