@@ -189,7 +189,11 @@ redact(_Config) ->
                   "--cookie", "********"],
                  shardnode_args:redact(["--name", "c1@h", "--cookie", "secret", "--port", "1",
                                         "--cookie", "other"])),
-    ?assertEqual(["--cookie-file", "/tmp/c"], shardnode_args:redact(["--cookie-file", "/tmp/c"])).
+    ?assertEqual(["--cookie-file", "/tmp/c"], shardnode_args:redact(["--cookie-file", "/tmp/c"])),
+    %% a connection string may hold a password; other settings stay
+    ?assertEqual(["--set", "number_of_shards=10", "--set", "postgres_conninfo=********"],
+                 shardnode_args:redact(["--set", "number_of_shards=10",
+                                        "--set", "postgres_conninfo=host=db password=secret"])).
 
 %%====================================================================
 %% Helpers

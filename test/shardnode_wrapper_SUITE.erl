@@ -1,29 +1,35 @@
 %% The wrapper as a user's project meets it (docs/contract.md "Adoption"):
 %% a clear error on a VM that is not distributed, the C node's log lines in
-%% logger at the levels the node gave them, and entity types of the user's
-%% own loaded from a directory of theirs (plugin_dir).
+%% logger (at debug, but for its warnings and errors), entity types of the
+%% user's own loaded from a directory of theirs (plugin_dir), and a node
+%% under a supervisor of the user's (shardnode:child_spec/1).
 -module(shardnode_wrapper_SUITE).
+-behaviour(supervisor).
 
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([a_vm_that_is_not_distributed_gets_a_clear_error/1,
-         node_log_lines_keep_their_level/1,
+         node_log_lines_are_debug_but_warnings_and_errors/1,
          types_of_the_users_own_load_from_plugin_dir/1,
          a_plugin_dir_that_cannot_be_read_is_refused/1,
-         the_log_level_changes_at_run_time/1]).
+         the_log_level_changes_at_run_time/1,
+         a_node_under_a_supervisor_of_the_users_is_restarted/1]).
 %% logger handler callback: the captured events go to the test process
 -export([log/2]).
+%% supervisor callback: the user's own supervisor
+-export([init/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
 all() ->
     [a_vm_that_is_not_distributed_gets_a_clear_error,
-     node_log_lines_keep_their_level,
+     node_log_lines_are_debug_but_warnings_and_errors,
      types_of_the_users_own_load_from_plugin_dir,
      a_plugin_dir_that_cannot_be_read_is_refused,
-     the_log_level_changes_at_run_time].
+     the_log_level_changes_at_run_time,
+     a_node_under_a_supervisor_of_the_users_is_restarted].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -36,6 +42,7 @@ end_per_suite(_Config) ->
 end_per_testcase(_Case, Config) ->
     _ = logger:remove_handler(capture),
     ok = logger:set_primary_config(level, notice),
+    ok = logger:unset_module_level(shardnode_node),
     shardnode_ct:stop_nodes(Config, shardnode:which_nodes()).
 
 %%====================================================================
@@ -57,25 +64,43 @@ a_vm_that_is_not_distributed_gets_a_clear_error(_Config) ->
         peer:stop(P)
     end.
 
-%% The node's INFO line that it is up reaches logger as info, its WARN
-%% lines as warning, each without the node's own timestamp, in the domain
-%% [shardnode, node].
-node_log_lines_keep_their_level(Config) ->
+%% The node's info record that it is up reaches logger at debug, its
+%% warning that a seed cannot be reached at warning, each as `Node: Msg'
+%% (without the node's own timestamp and level), in the domain
+%% [shardnode, node] with the node's name as metadata. With the primary
+%% level above debug, shardnode_node's module level lets the debug events
+%% through. A node whose store cannot be opened says so at error.
+node_log_lines_are_debug_but_warnings_and_errors(Config) ->
     ok = logger:set_primary_config(level, all),
     ok = logger:add_handler(capture, ?MODULE,
                             #{config => #{pid => self()}, level => all, filter_default => stop,
                               filters => [{node, {fun logger_filters:domain/2, {log, sub, [shardnode, node]}}}]}),
     %% a join to a node that is not there: the node warns that it cannot reach it
     {[C], _} = shardnode_ct:start_nodes(Config, [#{join => ['nobody@127.0.0.1']}]),
-    Up = await_log(fun(info, Text) -> match(Text, <<": node ", (atom_to_binary(C))/binary, " up: port">>);
-                      (_, _) -> false
-                   end),
-    ?assertEqual(nomatch, re:run(Up, "^(INFO|[0-9][0-9]:)")),
+    CBin = atom_to_binary(C),
+    {UpLevel, Up, UpMeta} = await_log(fun(Text) -> match(Text, <<": node ", CBin/binary, " up: port">>) end),
+    ?assertEqual(debug, UpLevel),
     ?assertMatch({match, _}, re:run(Up, ["^", atom_to_list(C), ": node "])),
-    Warn = await_log(fun(warning, Text) -> match(Text, <<"nobody@127.0.0.1">>);
-                        (_, _) -> false
-                     end),
-    ?assertEqual(nomatch, re:run(Warn, "^WARN")).
+    ?assertMatch(#{domain := [shardnode, node], shardnode := C}, UpMeta),
+    {WarnLevel, Warn, WarnMeta} = await_log(fun(Text) -> match(Text, <<"cannot reach nobody@127.0.0.1">>) end),
+    ?assertEqual(warning, WarnLevel),
+    ?assertMatch({match, _}, re:run(Warn, ["^", atom_to_list(C), ": cannot reach "])),
+    ?assertMatch(#{domain := [shardnode, node], shardnode := C}, WarnMeta),
+    %% the primary level as an Erlang VM has it by default, and the node's
+    %% debug events let through by the module level alone
+    ok = logger:set_primary_config(level, notice),
+    ok = logger:set_module_level(shardnode_node, debug),
+    ?assertEqual(ok, gen_server:call({shardnode, C}, {set_log_level, debug})),
+    {Level, _, _} = await_log(fun(Text) -> match(Text, <<": log level debug (was info)">>) end),
+    ?assertEqual(debug, Level),
+    %% a connection string libpq refuses: the node cannot open its store,
+    %% says so, and exits
+    Bad = shardnode_ct:unique_name("err") ++ "@127.0.0.1",
+    ?assertMatch({error, {exited, _, _}},
+                 shardnode:start_node(#{name => Bad, config => #{state_store => postgres,
+                                                                 postgres_conninfo => "nonsense=1"}})),
+    {ErrorLevel, _, _} = await_log(fun(Text) -> match(Text, <<": cannot open the entity state store">>) end),
+    ?assertEqual(error, ErrorLevel).
 
 %% A plugin built into a directory of the user's is hosted beside the
 %% built-in types and priv/'s plugins; a plugin there named like a built-in
@@ -104,6 +129,40 @@ a_plugin_dir_that_cannot_be_read_is_refused(Config) ->
                                     binary:match(L, list_to_binary(Dir)) =/= nomatch
                       end, Lines)),
     ?assert(shardnode_ct:gone(list_to_atom(Name))).
+
+%% A supervisor of the user's runs a node from shardnode:child_spec/1: the
+%% node answers, and the wrapper's functions find it by name; killed with
+%% kill -9, or stopped with shardnode:stop_node/1, it is started again and
+%% answers again; the supervisor's shutdown stops it, and it is gone.
+a_node_under_a_supervisor_of_the_users_is_restarted(_Config) ->
+    ?assertError({bad_start_opts, missing_name}, shardnode:child_spec(#{types => [counter]})),
+    Name = shardnode_ct:unique_name("sup") ++ "@127.0.0.1",
+    C = list_to_atom(Name),
+    Spec = shardnode:child_spec(#{name => Name, types => [counter]}),
+    ?assertMatch(#{id := {shardnode, C}, start := {shardnode, start_link, [_]}, restart := permanent,
+                   shutdown := 20000, type := worker, modules := [shardnode_node]}, Spec),
+    {ok, Sup} = supervisor:start_link(?MODULE, [Spec]),
+    try
+        ?assertEqual({ok, [counter]}, gen_server:call({shardnode, C}, shard_types)),
+        ?assertEqual(1, gen_server:call({counter, C}, {<<"a">>, incr})),
+        ?assertEqual([C], shardnode:which_nodes()),
+        ?assertMatch({ok, [_ | _]}, shardnode:output(C)),
+        [{{shardnode, C}, Server1, worker, [shardnode_node]}] = supervisor:which_children(Sup),
+        {ok, OsPid1} = shardnode:os_pid(C),
+        [] = os:cmd("kill -9 " ++ integer_to_list(OsPid1)),
+        OsPid2 = await_restart(C, OsPid1),
+        [{_, Server2, _, _}] = supervisor:which_children(Sup),
+        ?assertNotEqual(Server1, Server2),
+        %% a node started afresh: the memory store kept nothing
+        ?assertEqual(1, gen_server:call({counter, C}, {<<"a">>, incr})),
+        ?assertEqual(ok, shardnode:stop_node(C)),
+        _ = await_restart(C, OsPid2),
+        ?assertEqual([C], shardnode:which_nodes())
+    after
+        stop_supervisor(Sup)
+    end,
+    sn_test:await(fun() -> shardnode_ct:gone(C) end),
+    ?assertEqual([], shardnode:which_nodes()).
 
 %% {set_log_level, Level} takes effect at once: debug records appear, then
 %% none below error; a level that is none is refused; every line the node
@@ -145,23 +204,52 @@ count(Node, Text) ->
     {ok, Lines} = shardnode:output(Node),
     length([L || L <- Lines, binary:match(L, Text) =/= nomatch]).
 
+%% Waits until Node runs in an OS process other than OldOsPid and answers
+%% its admin; returns the new OS pid.
+await_restart(Node, OldOsPid) ->
+    Answers = fun() ->
+                      case shardnode:os_pid(Node) of
+                          {ok, OsPid} when OsPid =/= OldOsPid ->
+                              (catch gen_server:call({shardnode, Node}, shard_types, 1000)) =:= {ok, [counter]};
+                          _ ->
+                              false
+                      end
+              end,
+    sn_test:await(Answers),
+    {ok, OsPid} = shardnode:os_pid(Node),
+    OsPid.
+
+%% Stops a supervisor started with supervisor:start_link/2 as its own
+%% supervisor would (exit shutdown), and returns once it has stopped: its
+%% children have been shut down by then.
+stop_supervisor(Sup) ->
+    Ref = monitor(process, Sup),
+    unlink(Sup),
+    exit(Sup, shutdown),
+    receive {'DOWN', Ref, process, Sup, _} -> ok end.
+
+%% The user's supervisor, of the children given.
+init(Children) ->
+    {ok, {#{strategy => one_for_one, intensity => 5, period => 10}, Children}}.
+
 %%====================================================================
 
-log(#{level := Level, msg := Msg}, #{config := #{pid := Pid}}) ->
+log(#{level := Level, msg := Msg, meta := Meta}, #{config := #{pid := Pid}}) ->
     Text = case Msg of
                {string, S} -> S;
                {report, R} -> io_lib:format("~0tp", [R]);
                {Format, Args} -> io_lib:format(Format, Args)
            end,
-    Pid ! {captured, Level, unicode:characters_to_binary(Text)},
+    Pid ! {captured, Level, unicode:characters_to_binary(Text), Meta},
     ok.
 
-%% The text of the first captured event that Pred accepts, within 10 s.
+%% The level, text and metadata of the first captured event whose text
+%% Pred accepts, within 10 s.
 await_log(Pred) ->
     receive
-        {captured, Level, Text} ->
-            case Pred(Level, Text) of
-                true -> Text;
+        {captured, Level, Text, Meta} ->
+            case Pred(Text) of
+                true -> {Level, Text, Meta};
                 false -> await_log(Pred)
             end
     after 10000 ->

@@ -32,12 +32,31 @@
 %% The calling node must be distributed (`erl -name ...', `iex --name ...')
 %% to talk to C nodes; the C nodes get its cookie unless told otherwise.
 %%
+%% == Under a supervisor of your own ==
+%%
+%% {@link start_node/1} starts a node under this application's supervisor,
+%% which never restarts it. To have a node restarted when it dies, give
+%% {@link child_spec/1} to a supervisor of yours:
+%%
+%% ```
+%% init([]) ->
+%%     {ok, {#{strategy => one_for_one, intensity => 3, period => 10},
+%%           [shardnode:child_spec(#{name => "c1@127.0.0.1", types => [counter]})]}}.
+%% '''
+%%
+%% ```
+%% children = [{:shardnode, %{name: ~c"c1@127.0.0.1", types: [:counter]}}]
+%% Supervisor.start_link(children, strategy: :one_for_one)
+%% '''
+%%
 %% A tell's reply, if the entity sends one, comes back to the sender as
 %% `{Type, EntityId, Reply}'.
 -module(shardnode).
 
 %% Running C nodes
 -export([start_node/1,
+         child_spec/1,
+         start_link/1,
          host_entities/1,
          stop_node/1,
          stop_node/2,
@@ -84,7 +103,8 @@
           executable => file:filename(),
           ready_timeout => non_neg_integer(),
           netns => string()}.
-%% Options of {@link start_node/1}. Exactly one of `name' (a long name with
+%% Options of {@link start_node/1}, {@link child_spec/1} and {@link
+%% start_link/1}. Exactly one of `name' (a long name with
 %% its host, `"c1@127.0.0.1"') and `sname' (`"c1"', or `"c1@host"') is
 %% required.
 %% <dl>
@@ -167,33 +187,133 @@
 %%                            config => #{number_of_shards => 10}}).
 %% '''
 -spec start_node(start_opts()) -> {ok, node()} | {error, term()}.
-start_node(_Opts) when node() =:= nonode@nohost ->
+start_node(Opts) ->
+    case start(Opts, 0, fun shardnode_sup:start_child/1) of
+        {ok, _Pid, Node} -> {ok, Node};
+        {error, _} = Error -> Error
+    end.
+
+%% @doc A child specification that runs a C node under a supervisor of the
+%% caller's. `Opts' are those of {@link start_node/1}, validated here:
+%% options {@link start_node/1} would refuse (`{unknown_option, Key}',
+%% `{bad_option, What}', `missing_name', `{executable_not_found, Tried}')
+%% raise the error `{bad_start_opts, Reason}'. Whether this VM is
+%% distributed and the name free is found when the child starts. The
+%% child is
+%%
+%% ```
+%% #{id => {shardnode, Node},
+%%   start => {shardnode, start_link, [Opts]},
+%%   restart => permanent,
+%%   shutdown => 20000,
+%%   type => worker,
+%%   modules => [shardnode_node]}
+%% '''
+%%
+%% Starting it starts the node as {@link start_node/1} does and returns
+%% once the node answers ({@link start_link/1}). The child is the server
+%% that owns the node's OS process. When the OS process exits, whatever
+%% the cause (a crash, a `kill -9', {@link stop_node/1}, {@link
+%% kill_node/1}), the server stops with reason `normal', and the
+%% supervisor starts the node again: the child is `permanent' (a
+%% `transient' one would not be restarted). To stop the node for good,
+%% use `supervisor:terminate_child/2' or stop the supervisor: the node
+%% then gets a SIGTERM (a graceful leave) and, if it still runs 15 seconds
+%% later, a SIGKILL, within the `shutdown' of 20 seconds.
+%%
+%% {@link which_nodes/0}, {@link stop_node/1}, {@link kill_node/1}, {@link
+%% os_pid/1} and {@link output/1} find the node as they find one started by
+%% {@link start_node/1}.
+%%
+%% ```
+%% -module(my_sup).
+%% -behaviour(supervisor).
+%% -export([start_link/0, init/1]).
+%%
+%% start_link() ->
+%%     supervisor:start_link({local, ?MODULE}, ?MODULE, []).
+%%
+%% init([]) ->
+%%     Node = shardnode:child_spec(#{name => "c1@127.0.0.1", types => [counter],
+%%                                   config => #{number_of_shards => 10}}),
+%%     {ok, {#{strategy => one_for_one, intensity => 3, period => 10}, [Node]}}.
+%% '''
+%%
+%% In Elixir, `{:shardnode, Opts}' in a list of children calls this
+%% function:
+%%
+%% ```
+%% children = [
+%%   {:shardnode, %{name: ~c"c1@127.0.0.1", types: [:counter]}}
+%% ]
+%% Supervisor.start_link(children, strategy: :one_for_one)
+%% '''
+-spec child_spec(start_opts()) -> supervisor:child_spec().
+child_spec(Opts) ->
+    case shardnode_args:command(Opts) of
+        {ok, #{node := Node}} ->
+            #{id => {shardnode, Node},
+              start => {?MODULE, start_link, [Opts]},
+              restart => permanent,
+              %% the server's terminate gives the node 15 s to leave
+              %% before its SIGKILL
+              shutdown => 20000,
+              type => worker,
+              modules => [shardnode_node]};
+        {error, Reason} ->
+            %% not the options themselves: they may hold the cookie
+            error({bad_start_opts, Reason})
+    end.
+
+%% @doc Starts a C node as {@link start_node/1} does, but with the server
+%% that owns its OS process linked to the caller (a supervisor of the
+%% caller's, given {@link child_spec/1}) instead of under this
+%% application's supervisor, and returns `{ok, Pid}', the server's pid,
+%% once the node answers. Starts this application if it is not running:
+%% it keeps the registry in which the functions of this module find the
+%% node, and hosts the `entities'.
+%%
+%% Errors are those of {@link start_node/1}, but a name still registered
+%% in epmd is waited for up to ten seconds before `{name_in_use, Node}':
+%% a node of that name that has just died (the one a supervisor's restart
+%% replaces) leaves epmd a moment after its OS process has exited. On an
+%% error the server has stopped, and the caller gets no exit signal nor
+%% `EXIT' message from it.
+-spec start_link(start_opts()) -> {ok, pid()} | {error, term()}.
+start_link(Opts) ->
+    StartServer = fun(Command) -> shardnode_node:start_link(user, Command) end,
+    case start(Opts, ?GONE_TIMEOUT, StartServer) of
+        {ok, Pid, _Node} -> {ok, Pid};
+        {error, _} = Error -> Error
+    end.
+
+%% Starts the node of Opts with StartServer (a server linked to the
+%% caller, or one under shardnode_sup) and waits until it answers.
+%% NameWaitMs: how long a name registered in epmd is given to go before it
+%% is taken to be in use (0: it is looked up once).
+start(_Opts, _NameWaitMs, _StartServer) when node() =:= nonode@nohost ->
     {error, {not_distributed, "this VM must be distributed to talk to a C node: "
              "start it with -name or -sname (elixir --name, iex --sname), or call net_kernel:start/2"}};
-start_node(Opts) ->
+start(Opts, NameWaitMs, StartServer) ->
     case shardnode_args:command(Opts) of
         {ok, #{node := Node} = Command} ->
-            case shardnode_node:registered(Node) of
-                true ->
-                    {error, {name_in_use, Node}};
-                false ->
-                    start_command(Command)
+            Free = fun() -> not shardnode_node:registered(Node) end,
+            case shardnode_poll:until(Free, NameWaitMs) of
+                ok -> start_command(Command, StartServer);
+                timeout -> {error, {name_in_use, Node}}
             end;
         {error, _} = Error ->
             Error
     end.
 
-start_command(#{entities := Entities} = Command) ->
+%% Starts the application (the registry, the entity host), hosts the
+%% command's entity types, starts the server, and waits for the node.
+start_command(#{entities := Entities} = Command, StartServer) ->
     case application:ensure_all_started(shardnode) of
         {ok, _} ->
-            case start_child_hosting(Entities, Command) of
-                {ok, Pid} ->
-                    case shardnode_node:await_ready(Pid) of
-                        {error, not_found} -> {error, node_server_died};
-                        Result -> Result
-                    end;
-                {error, _} = Error ->
-                    Error
+            case start_hosting(Entities, Command, StartServer) of
+                {ok, Pid} -> await_ready(Pid);
+                {error, _} = Error -> Error
             end;
         {error, _} = Error ->
             Error
@@ -201,12 +321,30 @@ start_command(#{entities := Entities} = Command) ->
 
 %% The types the node's entities written in Erlang run as are hosted here
 %% before it starts, so its first hello is answered with them.
-start_child_hosting(Entities, Command) when map_size(Entities) =:= 0 ->
-    shardnode_sup:start_child(Command);
-start_child_hosting(Entities, Command) ->
+start_hosting(Entities, Command, StartServer) when map_size(Entities) =:= 0 ->
+    StartServer(Command);
+start_hosting(Entities, Command, StartServer) ->
     case shardnode_entity_host:add_types(Entities) of
-        ok -> shardnode_sup:start_child(Command);
+        ok -> StartServer(Command);
         {error, _} = Error -> Error
+    end.
+
+%% {ok, Pid, Node} once the server's node answers; the server's error (or
+%% node_server_died when the server itself died) once it has stopped.
+await_ready(Pid) ->
+    case shardnode_node:await_ready(Pid) of
+        {ok, Node} ->
+            {ok, Pid, Node};
+        {error, Reason} ->
+            %% The server replies with an error only as it stops. A caller
+            %% linked to it (start_link/1's) learns of that from the error
+            %% alone: the link goes, and an 'EXIT' it already sent with it.
+            unlink(Pid),
+            receive {'EXIT', Pid, _} -> ok after 0 -> ok end,
+            case Reason of
+                not_found -> {error, node_server_died};
+                _ -> {error, Reason}
+            end
     end.
 
 %% @doc Hosts entity types written in Erlang or Elixir on this node: a C
@@ -237,6 +375,11 @@ stop_node(Node) ->
 %% graceful leave), its name is no longer registered in epmd, and a ping
 %% gets `pang'.
 %%
+%% A node under a supervisor ({@link child_spec/1}) is stopped the same
+%% way, and the supervisor starts it again: `ok' comes once the OS process
+%% has exited with status 0, without waiting for the name to leave epmd
+%% (the node started again takes it).
+%%
 %% A node still running `GraceMs' milliseconds after the SIGTERM is killed
 %% with SIGKILL. Errors:
 %% <ul>
@@ -257,7 +400,9 @@ stop_node(Node, GraceMs) ->
                       end).
 
 %% @doc Kills a node with SIGKILL, as a crash would, and returns `ok' once it
-%% is gone (exited, not in epmd, not answering pings). For failure tests.
+%% is gone (exited, not in epmd, not answering pings). For failure tests. A
+%% node under a supervisor ({@link child_spec/1}), which starts it again:
+%% `ok' once its OS process has exited.
 -spec kill_node(node()) -> ok | {error, term()}.
 kill_node(Node) ->
     with_server(Node, fun(Pid, Info) ->
@@ -267,7 +412,8 @@ kill_node(Node) ->
                               end
                       end).
 
-%% @doc The operating-system pid of a node started by {@link start_node/1}.
+%% @doc The operating-system pid of a node started by {@link start_node/1}
+%% or under a supervisor ({@link child_spec/1}).
 -spec os_pid(node()) -> {ok, non_neg_integer()} | {error, not_found}.
 os_pid(Node) ->
     case server(Node) of
@@ -275,14 +421,15 @@ os_pid(Node) ->
         error -> {error, not_found}
     end.
 
-%% @doc The last 200 lines a node started by {@link start_node/1} wrote
-%% (its log goes to stderr, one line per event), oldest first.
+%% @doc The last 200 lines a node started by {@link start_node/1} or under a
+%% supervisor ({@link child_spec/1}) wrote (its log goes to stderr, one
+%% line per event), oldest first.
 -spec output(node()) -> {ok, [binary()]} | {error, not_found}.
 output(Node) ->
     with_server(Node, fun(Pid, _Info) -> {ok, shardnode_node:output(Pid)} end).
 
-%% @doc The nodes started by {@link start_node/1} whose OS processes are
-%% running, ready or not.
+%% @doc The nodes started by {@link start_node/1} or under supervisors
+%% ({@link child_spec/1}) whose OS processes are running, ready or not.
 -spec which_nodes() -> [node()].
 which_nodes() ->
     [Node || {_Pid, #{node := Node}} <- servers()].
@@ -390,13 +537,8 @@ admin(Node, Request) ->
     gen_server:call({shardnode, Node}, Request, ?CALL_TIMEOUT).
 
 servers() ->
-    case whereis(shardnode_sup) of
-        undefined ->
-            [];
-        _ ->
-            [{Pid, Info} || Pid <- shardnode_sup:children(),
-                            {ok, Info} <- [shardnode_node:info(Pid)]]
-    end.
+    [{Pid, Info} || Pid <- shardnode_node:servers(),
+                    {ok, Info} <- [shardnode_node:info(Pid)]].
 
 server(Node) ->
     case [{Pid, Info} || {Pid, #{node := N} = Info} <- servers(), N =:= Node] of
@@ -421,7 +563,11 @@ gone(Info, {ok, Status, SigKilled}, GraceMs) ->
 
 %% The OS process has exited. Its epmd registration ends when epmd sees the
 %% registering socket close, and this node's connection to it when the
-%% distribution socket closes: both happen soon, neither at once.
+%% distribution socket closes: both happen soon, neither at once. A node
+%% under a supervisor of the user's is being started again meanwhile, and
+%% its name would soon be registered and answer again.
+wait_gone(#{supervisor := user}) ->
+    ok;
 wait_gone(#{node := Node, pingable := Pingable}) ->
     Unregistered = fun() -> not shardnode_node:registered(Node) end,
     case shardnode_poll:until(Unregistered, ?GONE_TIMEOUT) of

@@ -79,10 +79,14 @@ command(Opts) when is_map(Opts) ->
 command(Opts) ->
     {error, {bad_option, Opts}}.
 
-%% @doc The argv with the value of every `--cookie' replaced by asterisks:
-%% the cookie is a password and must stay out of the logs.
+%% @doc The argv with its secrets replaced by asterisks, to go into the
+%% logs: the value of every `--cookie' (the cookie is a password), and of
+%% every `--set postgres_conninfo=' (a connection string may hold the
+%% database's password).
 -spec redact([string()]) -> [string()].
 redact(["--cookie", _ | Rest]) -> ["--cookie", "********" | redact(Rest)];
+redact(["--set", "postgres_conninfo=" ++ _ | Rest]) ->
+    ["--set", "postgres_conninfo=********" | redact(Rest)];
 redact([Arg | Rest]) -> [Arg | redact(Rest)];
 redact([]) -> [].
 

@@ -4,19 +4,27 @@
 %% Use {@link shardnode} rather than this module: `shardnode:start_node/1'
 %% validates the options and builds the command line
 %% ({@link shardnode_args:command/1}), starts one of these servers
-%% under {@link shardnode_sup} and waits for the node to answer.
+%% under {@link shardnode_sup} and waits for the node to answer;
+%% `shardnode:start_link/1', which a supervisor of the user's calls
+%% through `shardnode:child_spec/1', does the same with the server linked
+%% to that supervisor instead.
 %%
 %% What the server does:
 %% <ul>
 %% <li>runs the executable with `{spawn_executable, Path}', stderr merged
-%%     into stdout, and reads its output line by line; every record (a
-%%     logfmt line, docs/contract.md "Logs") goes to logger at its level
-%%     (debug, info, warning, error; a line that is no record, info) as
-%%     `Node: Msg', without the node's own timestamp (logger adds its own),
-%%     in the logger domain `[shardnode, node]' with the metadata
-%%     `shardnode => Node' and, where the record has them,
-%%     `shardnode_type => Type' and `shard => Shard'; the last 200 lines are
-%%     kept as they came for diagnostics ({@link output/1});</li>
+%%     into stdout, and reads its output line by line; every line goes to
+%%     logger as `Node: Msg', without the node's own timestamp (logger adds
+%%     its own): a record (a logfmt line, docs/contract.md "Logs") at
+%%     `warning' or `error' when the node gave it that level, at `debug'
+%%     otherwise (`debug' and `info' records, and a line that is no
+%%     record), so a node's routine chatter stays out of a log at the usual
+%%     levels while its warnings and errors show. Each event is in the
+%%     logger domain `[shardnode, node]', with the metadata
+%%     `shardnode => Node', `mfa' (this module's, so that
+%%     `logger:set_module_level(shardnode_node, debug)' shows the debug
+%%     events without lowering the primary level) and, where the record
+%%     has them, `shardnode_type => Type' and `shard => Shard'. The last 200
+%%     lines are kept as they came for diagnostics ({@link output/1});</li>
 %% <li>while starting, polls the node every 50 ms until it answers (a
 %%     `net_adm:ping/1' that returns `pong', then a `shard_types' call to
 %%     its admin, so that a ready node has its names registered; or, when
@@ -26,9 +34,16 @@
 %%     killing the OS process;</li>
 %% <li>stops the node with SIGTERM (a graceful leave, exit status 0), and
 %%     with SIGKILL when the grace period runs out;</li>
-%% <li>stops when the OS process exits, whatever the cause. It is a
-%%     `temporary' child: a C node that dies is reported, never restarted
-%%     behind its user's back.</li>
+%% <li>stops, with reason `normal', when the OS process exits, whatever
+%%     the cause. Under {@link shardnode_sup} it is a `temporary' child: a
+%%     C node that dies is reported, never restarted behind its user's
+%%     back. Under a supervisor of the user's it is what the child
+%%     specification says ({@link shardnode:child_spec/1}: `permanent'),
+%%     and that supervisor starts it again;</li>
+%% <li>joins the process group of the running node servers (a `pg' scope
+%%     the application starts, {@link servers/0}) while it lives, wherever
+%%     it is supervised, so that {@link shardnode:which_nodes/0} and the
+%%     functions that look a node up by name find it.</li>
 %% </ul>
 %%
 %% When the server itself is stopped (the application stops, the supervisor
@@ -50,7 +65,9 @@
 
 %% API
 -export([command/1,
-         start_link/1,
+         start_link/2,
+         scope/0,
+         servers/0,
          await_ready/1,
          stop/2,
          kill/1,
@@ -63,8 +80,12 @@
 %% the parser of the node's log records, for the suites
 -export([parse_record/1]).
 
--export_type([command/0, info/0, stop_result/0]).
+-export_type([command/0, supervisor/0, info/0, stop_result/0]).
 
+%% The pg scope (a registered process started by shardnode_root_sup) and
+%% its one group, which every node server joins.
+-define(SCOPE, shardnode_nodes).
+-define(GROUP, servers).
 -define(MAX_LINES, 200).
 -define(LINE_LENGTH, 4096).
 -define(POLL_INTERVAL, 50).
@@ -78,9 +99,17 @@
 -type command() :: shardnode_args:command().
 %% The same as {@link shardnode_args:command()}.
 
+-type supervisor() :: shardnode_sup | user.
+%% Who supervises a server: {@link shardnode_sup}, which never restarts
+%% it ({@link shardnode:start_node/1}), or the process that started it,
+%% linked to it: a supervisor of the user's ({@link
+%% shardnode:child_spec/1}), which may start the node again as soon as
+%% the server stops.
+
 -type info() :: #{node := node(),
                   os_pid := non_neg_integer(),
                   phase := phase(),
+                  supervisor := supervisor(),
                   %% false when this node cannot ping the C node (long
                   %% names here, short names there, or the other way round)
                   pingable := boolean()}.
@@ -96,6 +125,7 @@
 -record(data,
         {node :: node(),
          command :: command(),
+         supervisor :: supervisor(),
          port :: port() | undefined,
          os_pid :: non_neg_integer(),
          %% callers of await_ready/1 while starting
@@ -119,10 +149,28 @@
 command(Opts) ->
     shardnode_args:command(Opts).
 
-%% @private
--spec start_link(command()) -> {ok, pid()} | {error, term()}.
-start_link(Command) ->
-    gen_statem:start_link(?MODULE, Command, []).
+%% @doc Starts a server for a validated command, linked to the caller,
+%% and returns at once, while the node starts: {@link await_ready/1} waits
+%% for it. `Supervisor' says who the caller is, for {@link info/1}. Use
+%% {@link shardnode:start_node/1} or {@link shardnode:start_link/1} rather
+%% than this.
+-spec start_link(supervisor(), command()) -> {ok, pid()} | {error, term()}.
+start_link(Supervisor, Command) when Supervisor =:= shardnode_sup; Supervisor =:= user ->
+    gen_statem:start_link(?MODULE, {Supervisor, Command}, []).
+
+%% @doc The name of the `pg' scope the node servers join. The application
+%% starts it ({@link shardnode_root_sup}); a server started while it is not
+%% running joins nothing, and is then not found by name.
+-spec scope() -> atom().
+scope() -> ?SCOPE.
+
+%% @doc The running node servers on this node, whoever supervises them:
+%% those under {@link shardnode_sup} and those under supervisors of the
+%% user's. `[]' when the application is not running.
+-spec servers() -> [pid()].
+servers() ->
+    %% reads the scope's table: [] also when there is no scope
+    pg:get_local_members(?SCOPE, ?GROUP).
 
 %% @doc Waits until the node answers: `{ok, Node}'. When the OS process exits
 %% first: `{error, {exited, ExitStatus, LastLines}}'; when the ready timeout
@@ -149,7 +197,8 @@ stop(Pid, GraceMs) when is_integer(GraceMs), GraceMs >= 0 ->
 kill(Pid) ->
     safe_call(Pid, kill).
 
-%% @doc The node's name, OS pid, phase, and whether this node can ping it.
+%% @doc The node's name, OS pid, phase, who supervises the server, and
+%% whether this node can ping the node.
 -spec info(pid()) -> {ok, info()} | {error, not_found}.
 info(Pid) ->
     case safe_call(Pid, info) of
@@ -186,10 +235,15 @@ output(Pid) ->
 callback_mode() -> handle_event_function.
 
 %% @private
--spec init(command()) -> gen_statem:init_result(state()).
-init(#{node := Node, executable := Exe, args := Args,
-       ready_timeout := ReadyTimeout} = Command) ->
+-spec init({supervisor(), command()}) -> gen_statem:init_result(state()).
+init({Supervisor, #{node := Node, executable := Exe, args := Args,
+                    ready_timeout := ReadyTimeout} = Command}) ->
     process_flag(trap_exit, true),
+    %% the scope removes a member that exits, however it exits
+    case whereis(?SCOPE) of
+        undefined -> ok;
+        _ -> ok = pg:join(?SCOPE, ?GROUP, self())
+    end,
     logger:update_process_metadata(#{domain => [shardnode, node], shardnode => Node}),
     PortOpts = [{args, Args}, exit_status, stderr_to_stdout, use_stdio, binary,
                 {line, ?LINE_LENGTH}],
@@ -198,7 +252,8 @@ init(#{node := Node, executable := Exe, args := Args,
             {os_pid, OsPid} = erlang:port_info(Port, os_pid),
             logger:info("shardnode ~ts: started as OS process ~b: ~ts ~ts",
                         [Node, OsPid, Exe, lists:join(" ", shardnode_args:redact(Args))]),
-            D = #data{node = Node, command = Command, port = Port, os_pid = OsPid},
+            D = #data{node = Node, command = Command, supervisor = Supervisor,
+                      port = Port, os_pid = OsPid},
             {ok, starting, start_poller(D), [{state_timeout, ReadyTimeout, ready_timeout}]}
     catch
         error:Reason ->
@@ -263,9 +318,10 @@ handle_event({call, From}, kill, Phase, D) when is_atom(Phase), Phase =/= killin
 handle_event({call, From}, Req, _, D) when Req =:= kill; element(1, Req) =:= stop ->
     %% already on its way out: answered when the process has exited
     {keep_state, D#data{stoppers = [From | D#data.stoppers]}};
-handle_event({call, From}, info, State, #data{node = Node, os_pid = OsPid, command = #{check := Check}}) ->
+handle_event({call, From}, info, State, #data{node = Node, os_pid = OsPid, supervisor = Sup,
+                                              command = #{check := Check}}) ->
     {keep_state_and_data, [{reply, From, #{node => Node, os_pid => OsPid, phase => phase(State),
-                                           pingable => Check =:= ping}}]};
+                                           supervisor => Sup, pingable => Check =:= ping}}]};
 handle_event({call, From}, output, _, D) ->
     {keep_state_and_data, [{reply, From, lines(D)}]};
 handle_event({call, From}, Req, _, _) ->
@@ -387,20 +443,32 @@ wait_exit(Port, Timeout) ->
 
 add_line(Line, #data{node = Node, lines = Q, nlines = N} = D) ->
     {Level, Text, Meta} = parse_record(Line),
-    logger:log(Level, "~ts: ~ts", [Node, Text], Meta),
+    logger:log(logger_level(Level), "~ts: ~ts", [Node, Text],
+               Meta#{mfa => {?MODULE, ?FUNCTION_NAME, ?FUNCTION_ARITY}}),
     Q1 = queue:in(Line, Q),
     case N < ?MAX_LINES of
         true -> D#data{lines = Q1, nlines = N + 1};
         false -> D#data{lines = queue:drop(Q1)}
     end.
 
+%% The logger level of a line the node wrote at `Level': only its
+%% warnings and errors are above debug. A node logs a record at info for
+%% each step of its start, each member it meets and each region it runs;
+%% at info in the user's log, every node started would add a dozen lines.
+-spec logger_level(debug | info | warning | error) -> logger:level().
+logger_level(warning) -> warning;
+logger_level(error) -> error;
+logger_level(_) -> debug.
+
 -define(IS_HEX(C), ((C >= $0 andalso C =< $9) orelse (C >= $a andalso C =< $f))).
 
 %% @private
 %% A record of the node's log (c_src/base/log.h):
 %%   ts=2026-11-25T12:00:00.123Z level=info node=a@h msg="text" type=counter shard=3
-%% as its logger level, its msg unescaped, and its type and shard as
-%% metadata; any other line is info as it is.
+%% as the level the node gave it, its msg unescaped, and its type and
+%% shard as metadata; any other line is info as it is. (add_line/2 turns
+%% the level into logger's with logger_level/1.)
+-spec parse_record(binary()) -> {debug | info | warning | error, binary(), logger:metadata()}.
 parse_record(Line) ->
     Re = "^ts=\\S+ level=(debug|info|warning|error)(?: node=(?:\"(?:[^\"\\\\]|\\\\.)*\"|\\S+))?"
          " msg=\"((?:[^\"\\\\]|\\\\.)*)\"(.*)$",

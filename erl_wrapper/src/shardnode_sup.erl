@@ -5,11 +5,12 @@
 %% Children are `temporary': a C node that dies is reported, not restarted
 %% behind the caller's back.  A test that kills a node on purpose must find
 %% it gone, and a production user who wants restarts wants them under a
-%% supervisor of their own, with their own intensity.
+%% supervisor of their own, with their own intensity: {@link
+%% shardnode:child_spec/1}.
 -module(shardnode_sup).
 -behaviour(supervisor).
 
--export([start_link/0, start_child/1, children/0]).
+-export([start_link/0, start_child/1]).
 -export([init/1]).
 
 -define(SERVER, ?MODULE).
@@ -24,16 +25,12 @@ start_link() ->
 start_child(Command) ->
     supervisor:start_child(?SERVER, [Command]).
 
-%% @doc The pids of the running node servers.
--spec children() -> [pid()].
-children() ->
-    [Pid || {_, Pid, _, _} <- supervisor:which_children(?SERVER), is_pid(Pid)].
-
 -spec init([]) -> {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
 init([]) ->
     SupFlags = #{strategy => simple_one_for_one, intensity => 10, period => 10},
     Child = #{id => shardnode_node,
-              start => {shardnode_node, start_link, []},
+              %% start_child/1 appends the command
+              start => {shardnode_node, start_link, [shardnode_sup]},
               restart => temporary,
               %% terminate/2 gives the C node a graceful leave before SIGKILL
               shutdown => 20000,
