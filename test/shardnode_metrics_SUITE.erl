@@ -19,7 +19,8 @@
          a_thousand_scrapers_at_once/1,
          the_log_level_shows_and_metrics_off_means_no_port/1,
          the_dashboard_queries_are_promql/1,
-         ready_turns_200_once_the_node_has_joined/1]).
+         ready_turns_200_once_the_node_has_joined/1,
+         unroutable_messages_are_logged_once_and_counted/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -32,7 +33,8 @@ all() ->
      a_thousand_scrapers_at_once,
      the_log_level_shows_and_metrics_off_means_no_port,
      the_dashboard_queries_are_promql,
-     ready_turns_200_once_the_node_has_joined].
+     ready_turns_200_once_the_node_has_joined,
+     unroutable_messages_are_logged_once_and_counted].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -316,6 +318,34 @@ ready_turns_200_once_the_node_has_joined(Config) ->
 %%====================================================================
 
 %% A port free now (the node binds it a moment later).
+%% Nothing sent to a node vanishes without a trace: a message a region
+%% cannot route, and one to a name nobody has, are counted by reason on the
+%% page, and the first of each reason is in the node's log with what it
+%% was; the next ones only in a count.
+unroutable_messages_are_logged_once_and_counted(Config) ->
+    Port = free_port(),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
+    [{counter, C} ! {garbage, K, 1} || K <- lists:seq(1, 5)],
+    {counter, C} ! garbage,
+    ok = gen_server:cast({counter, C}, not_a_pair),
+    {no_such_name, C} ! hello,
+    {no_such_name, C} ! hello,
+    %% answered after all of the above, sent on the same connection
+    ?assertEqual(1, gen_server:call({counter, C}, {a, incr})),
+    {200, _, Page} = get(Port, "/metrics"),
+    Series = fun(Labels) -> iolist_to_binary(["shardnode_unroutable_messages_total{type=\"counter\",", Labels, "}"]) end,
+    ?assertEqual(6, value(Page, Series("reason=\"not_entity_message\""))),
+    ?assertEqual(1, value(Page, Series("reason=\"bad_cast\""))),
+    ?assertEqual(7, value(Page, <<"shardnode_dropped_messages_total{type=\"counter\"}">>)),
+    ?assertEqual(2, value(Page, <<"shardnode_undeliverable_messages_total{reason=\"unknown_name\"}">>)),
+    {ok, Lines} = shardnode:output(C),
+    Said = fun(Text) -> [L || L <- Lines, binary:match(L, Text) =/= nomatch] end,
+    [First] = Said(<<"a message that is not {EntityId, Msg}: dropped">>),
+    ?assertNotEqual(nomatch, binary:match(First, <<"{garbage, 1, 1}">>)),
+    ?assertMatch([_], Said(<<"a cast that is not {EntityId, Msg}: dropped">>)),
+    ?assertMatch([_], Said(<<"to the name no_such_name">>)),
+    ok.
+
 free_port() -> shardnode_ct:free_port().
 
 get(Port, Path) -> get(Port, Path, 5000).

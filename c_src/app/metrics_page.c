@@ -113,6 +113,14 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 		 buffered, n);
 	per_type(p, "shardnode_dropped_messages_total", "counter",
 		 "Messages dropped: a full buffer (buffer_size), or not {EntityId, Msg}.", names, dropped, n);
+	prom_family(p, "shardnode_unroutable_messages_total", "counter",
+		    "Messages a region could not route, by type and reason (the first of each reason is logged).");
+	for (size_t k = 0; k < n; k++) {
+		for (size_t j = 0; j < rm[k].drops.nreasons; j++) {
+			labels_of(&l, names[k], "reason", rm[k].drops.reasons[j].reason);
+			prom_u64(p, "shardnode_unroutable_messages_total", l.text, rm[k].drops.reasons[j].total);
+		}
+	}
 	per_type(p, "shardnode_limit_passivations_total", "counter",
 		 "Entities passivated as the least recently used beyond max_active_entities.", names, limited, n);
 	per_type(p, "shardnode_store_loads_total", "counter",
@@ -209,6 +217,17 @@ static void render_dist(struct prom_text *p, const struct node_app *app)
 	prom_u64(p, "shardnode_dist_packets_total", "direction=\"out\"", ds.packets_out);
 	single(p, "shardnode_dist_undeliverable_total", "counter",
 	       "Messages from peers to names or pids that do not exist here.", ds.undeliverable);
+	const struct drop_log *drops = dist_node_drops(app->node);
+	prom_family(p, "shardnode_undeliverable_messages_total", "counter",
+		    "Messages no process could take, by reason: unknown_name, unknown_pid (here), unreachable_peer "
+		    "(to a node our connection attempts fail to reach).");
+	for (size_t j = 0; j < drops->nreasons; j++) {
+		char labels[64];
+		size_t len = 0;
+		labels[0] = '\0';
+		(void)prom_label(labels, sizeof labels, &len, "reason", drops->reasons[j].reason);
+		prom_u64(p, "shardnode_undeliverable_messages_total", labels, drops->reasons[j].total);
+	}
 }
 
 static void render_store(struct prom_text *p, const struct node_app *app)

@@ -130,6 +130,7 @@ static void on_tick(struct evloop *loop, void *arg)
 	struct dist_node *n = arg;
 	uint64_t interval = n->ticktime_ms / 4;
 	dist_node_each_conn(n, tick_conn, &interval);
+	drop_log_tick(&n->drops, evloop_now_ms(loop));
 	evloop_timer_start(loop, &n->tick_timer, interval);
 }
 
@@ -161,10 +162,13 @@ static bool on_idle(struct evloop *loop, void *arg)
 		struct local_msg *m = batch;
 		batch = m->next;
 		struct proc *p = proc_by_pid(&n->procs, &m->to);
-		if (p != NULL)
+		if (p != NULL) {
 			dist_node_deliver(p, n->name, m->has_from ? &m->from : NULL, m->term, m->len);
-		else
+		} else {
+			/* One of ours that has stopped: routine, counted only. */
 			n->stats.undeliverable++;
+			(void)drop_log_note(&n->drops, "unknown_pid");
+		}
 		free(m);
 	}
 	if (n->flushing != NULL)
@@ -219,6 +223,7 @@ struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err)
 		.closed = dist_node_hook_closed,
 	};
 	evloop_timer_init(&n->tick_timer, on_tick, n);
+	drop_log_init(&n->drops, cfg->log, n->name, LOG_INFO);
 	scratch_init(&n->reply_buf);
 	scratch_init(&n->ctl_buf);
 	reply_batches_init(&n->reply_batches, dist_node_send_batch, n);
@@ -297,6 +302,8 @@ void dist_node_free(struct dist_node *n)
 const char *dist_node_name(const struct dist_node *n) { return n->name; }
 uint16_t dist_node_port(const struct dist_node *n) { return n->port; }
 uint32_t dist_node_creation(const struct dist_node *n) { return n->settings.creation; }
+
+const struct drop_log *dist_node_drops(const struct dist_node *n) { return &n->drops; }
 
 void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out)
 {

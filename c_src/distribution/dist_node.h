@@ -22,6 +22,8 @@
 
 #include <ei.h>
 
+#include "base/drop_log.h"
+
 #include "base/evloop.h"
 #include "distribution/gen_call.h"
 #include "base/log.h"
@@ -138,5 +140,9 @@ struct dist_node_stats {
 	uint32_t connections_open;     /* up or still setting up */
 };
 void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out);
+
+/* The messages counted as undeliverable, by reason (unknown_name,
+ * unknown_pid, unreachable_peer), for the metrics page. Borrowed. */
+const struct drop_log *dist_node_drops(const struct dist_node *n);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include <ei.h>
 
+#include "base/drop_log.h"
 #include "base/scratch.h"
 #include "distribution/dist_conn.h"
 #include "distribution/dist_node.h"
@@ -77,6 +78,9 @@ struct dist_node {
 	flushed_fn flushing;             /* dist_node_set_flushing; NULL: none */
 	void *flushing_arg;
 	struct peer_backoff unreachable; /* peers our attempts failed to reach */
+	/* Messages no proc here could take (stats.undeliverable), by reason:
+	 * unknown_name, unknown_pid, unreachable_peer (drop_log.h). */
+	struct drop_log drops;
 };
 
 /* ---- dist_node_conns.c ---- */

@@ -65,7 +65,11 @@ static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct d
 	struct proc *p = proc_by_name(&n->procs, name);
 	if (p == NULL) {
 		n->stats.undeliverable++;
-		log_debug(n->settings.log, "message from %s to unregistered name %s dropped", dist_conn_peer(c), name);
+		if (drop_log_note(&n->drops, "unknown_name"))
+			log_info(n->settings.log,
+				 "a message from %s to the name %s, which nothing here is registered as: dropped "
+				 "(the next ones are counted, a line each %d s)",
+				 dist_conn_peer(c), name, DROP_LOG_INTERVAL_MS / 1000);
 		return;
 	}
 	dist_node_deliver(p, dist_conn_peer(c), &from, m->payload, m->payload_len);
@@ -83,6 +87,11 @@ static void on_send(struct dist_node *n, struct dist_conn *c, const struct dist_
 	struct proc *p = proc_by_pid(&n->procs, &to);
 	if (p == NULL) {
 		n->stats.undeliverable++;
+		if (drop_log_note(&n->drops, "unknown_pid"))
+			log_info(n->settings.log,
+				 "a message from %s to %s.%u.%u, no process of this node (any more): dropped "
+				 "(the next ones are counted, a line each %d s)",
+				 dist_conn_peer(c), to.node, to.num, to.serial, DROP_LOG_INTERVAL_MS / 1000);
 		return;
 	}
 	dist_node_deliver(p, dist_conn_peer(c), has_from ? &from : NULL, m->payload, m->payload_len);

@@ -26,6 +26,7 @@ int dist_node_send_to_node(struct dist_node *n, const char *peer, const char *ct
 			 * per message. Dropped, as the attempt would have. */
 			peer_backoff_dropped(&n->unreachable, peer, 1);
 			n->stats.undeliverable++;
+			(void)drop_log_note(&n->drops, "unreachable_peer"); /* peer_backoff logs it */
 			return -EHOSTUNREACH;
 		}
 		c = dist_conn_new();

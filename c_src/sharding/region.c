@@ -34,6 +34,29 @@
 #include "sharding/region_store.h"
 
 
+/* ---- what cannot be routed ---- */
+
+/* A message this region cannot route (`reason`, a label for the metrics;
+ * `why`, for people): counted, and the first of each reason logged with
+ * the message itself, the next ones summed up each interval (drop_log.h):
+ * a peer sending garbage is seen, and cannot flood the log. `term` may be
+ * NULL. */
+static void drop(struct region *r, const char *reason, const char *why, const char *term)
+{
+	r->dropped++;
+	if (!drop_log_note(&r->drops, reason))
+		return;
+	char *text = NULL;
+	int i = 0;
+	if (term != NULL && ei_s_print_term(&text, term, &i) < 0) {
+		free(text);
+		text = NULL;
+	}
+	log_warn(r->cfg.log, "region %s: %s: dropped (%s; the next ones are counted, a line each %d s): %.300s",
+		 r->cfg.name, why, reason, DROP_LOG_INTERVAL_MS / 1000, text != NULL ? text : "");
+	free(text);
+}
+
 /* ---- the store's outcomes ---- */
 
 /* What waited in a hosted slot for a load or a claim goes on; a handoff
@@ -152,9 +175,9 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 		if (!region_buffer_append(r, slot, e)) {
 			if (e->is_call) {
 				region_answer_error(r, e, "overloaded");
-			} else if (r->dropped++ % 10000 == 0) {
-				log_warn(r->cfg.log, "region %s: buffer full (%u messages): tell dropped (%llu so far)",
-					 r->cfg.name, r->buffered, (unsigned long long)r->dropped);
+			} else {
+				drop(r, "buffer_full", "a tell, with buffer_size messages waiting for their shards' homes",
+				     e->msg);
 			}
 		}
 		/* Even when this message could not wait, the home is asked for,
@@ -196,6 +219,7 @@ static void on_retry(struct evloop *loop, void *arg)
 	region_resume(r);
 	region_store_tick(r);
 	region_remote_tick(r);
+	drop_log_tick(&r->drops, evloop_now_ms(loop));
 	/* Unregistered, retry soon: a coordinator that has just taken over may
 	 * have ignored our first try, sent while it was not active yet. */
 	uint32_t next = r->cfg.retry_interval_ms;
@@ -301,8 +325,7 @@ static bool on_calls(struct region *r, const char *t, size_t len)
 	erlang_pid from;
 	int count = 0, idx;
 	if (term_get_pid(t, &i, &from) != 0 || (idx = (int)i, ei_decode_list_header(t, &idx, &count)) < 0) {
-		r->dropped++;
-		log_debug(r->cfg.log, "region %s: batch of calls without a pid and a list dropped", r->cfg.name);
+		drop(r, "bad_batch", "a batch of calls without a pid and a list", t);
 		return true;
 	}
 	i = (size_t)idx;
@@ -311,7 +334,7 @@ static bool on_calls(struct region *r, const char *t, size_t len)
 		term_skip(t, &i);
 		size_t j = at;
 		if (term_get_tuple(t, &j) != 3) {
-			r->dropped++;
+			drop(r, "bad_batch", "a call of a batch that is not {Tag, EntityId, Msg}", t + at);
 			continue;
 		}
 		struct envelope e = {.is_call = true, .from = &from, .tag = t + j};
@@ -342,8 +365,7 @@ static void on_cast(struct region *r, const char *req, size_t len)
 	}
 	size_t i = 0;
 	if (term_get_tuple(req, &i) != 2) {
-		r->dropped++;
-		log_debug(r->cfg.log, "region %s: cast that is not {EntityId, Msg} dropped", r->cfg.name);
+		drop(r, "bad_cast", "a cast that is not {EntityId, Msg}", req);
 		return;
 	}
 	const char *raw_id = req + i;
@@ -398,7 +420,8 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		return;
 	}
 	if (rc < 0) {
-		log_debug(r->cfg.log, "region %s: malformed call ignored", r->cfg.name);
+		drop(r, "malformed_call", "a '$gen_call' whose From is not {Pid, Tag}, so no reply can be sent",
+		     m->term);
 		return;
 	}
 	if (on_calls(r, m->term, m->len))
@@ -445,8 +468,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		route(r, &e, raw_id, (size_t)(m->term + i - raw_id));
 		return;
 	}
-	r->dropped++;
-	log_debug(r->cfg.log, "region %s: message that is not {EntityId, Msg} dropped", r->cfg.name);
+	drop(r, "not_entity_message", "a message that is not {EntityId, Msg}", m->term);
 }
 
 /* ---- life ---- */
@@ -488,6 +510,8 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->type_atom_len = (size_t)type_atom_len;
+	snprintf(r->drops_who, sizeof r->drops_who, "region %s", r->name);
+	drop_log_init(&r->drops, cfg->log, r->drops_who, LOG_WARN);
 	evloop_timer_init(&r->retry_timer, on_retry, r);
 	evloop_timer_init(&r->idle_timer, on_idle_sweep, r);
 	region_leave_poll_init(r);

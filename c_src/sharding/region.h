@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/drop_log.h"
 #include "base/histogram.h"
 
 #include <ei.h>
@@ -191,6 +192,7 @@ struct region_metrics {
 	uint64_t handoffs;               /* shards handed off from here */
 	uint64_t limit_passivations;     /* entities passivated for max_active_entities */
 	uint64_t loads;                  /* states asked of the store (an entity not live) */
+	struct drop_log drops;           /* stats.dropped by reason */
 	struct histogram handoff_duration;
 	/* A type written in Erlang or Elixir: how long its entities'
 	 * processes took, from the message's sending to the completion's

@@ -51,6 +51,7 @@
 #include <ei.h>
 
 #include "base/byte_set.h"
+#include "base/drop_log.h"
 #include "base/histogram.h"
 #include "base/poll_until.h"
 #include "distribution/node_set.h"
@@ -271,6 +272,10 @@ struct region {
 	uint32_t buffered;          /* the sum of the slots' st.buffered */
 	uint32_t nlocal;            /* slots with a shard */
 	uint64_t dropped, forwarded;
+	/* The messages dropped (`dropped`) by reason, for the log and the
+	 * metrics (region.c's drop); who they are logged as. */
+	struct drop_log drops;
+	char drops_who[MAXATOMLEN + 8];
 	uint64_t unreadable_replies;  /* answered {error, unreadable_reply} (region_send.c) */
 	/* Messages handled here by kind (their sum is region_stats.delivered);
 	 * for the metrics endpoint, with cfg.metrics, how long their replies

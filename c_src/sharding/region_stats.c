@@ -55,6 +55,7 @@ void region_get_metrics(const struct region *r, struct region_metrics *out)
 	out->handoffs = r->handoffs;
 	out->limit_passivations = r->limited ? r->limit.passivated : 0;
 	out->loads = r->held.loads_issued;
+	out->drops = r->drops;
 	out->handoff_duration = r->handoff_duration;
 	out->hosted = r->cfg.host != NULL;
 	out->process_latency = r->remote.process_latency;
