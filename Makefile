@@ -9,7 +9,9 @@ CC      ?= cc
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Werror
 # libpq's headers: Debian puts them in their own folder.
 PQ_INC  := /usr/include/postgresql
-CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -I$(PQ_INC) -Ic_src
+# The version, written down once: the application's vsn (c_src/app/version.h).
+VERSION := $(shell sed -n 's/.*{vsn, "\(.*\)"}.*/\1/p' erl_wrapper/src/shardnode.app.src)
+CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(WARN) -I$(EI_INC) -I$(PQ_INC) -Ic_src -DSHARDNODE_VERSION='"$(VERSION)"'
 OPT     := -O2
 LDLIBS  := -L$(EI_LIB) -lei -llmdb -lpq -lssl -lcrypto -lbsd -lpthread -ldl
 # The node exports its symbols, and all of ei, so entity plugins loaded

@@ -20,7 +20,9 @@
          the_log_level_shows_and_metrics_off_means_no_port/1,
          the_dashboard_queries_are_promql/1,
          ready_turns_200_once_the_node_has_joined/1,
-         unroutable_messages_are_logged_once_and_counted/1]).
+         unroutable_messages_are_logged_once_and_counted/1,
+         the_whole_time_counts_waits_on_the_member_that_forwarded/1,
+         the_info_carries_the_version/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -34,7 +36,9 @@ all() ->
      the_log_level_shows_and_metrics_off_means_no_port,
      the_dashboard_queries_are_promql,
      ready_turns_200_once_the_node_has_joined,
-     unroutable_messages_are_logged_once_and_counted].
+     unroutable_messages_are_logged_once_and_counted,
+     the_whole_time_counts_waits_on_the_member_that_forwarded,
+     the_info_carries_the_version].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -239,11 +243,11 @@ the_log_level_shows_and_metrics_off_means_no_port(Config) ->
     Port = free_port(),
     {[C, D], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}, #{}]),
     {200, _, P0} = get(Port, "/metrics"),
-    Info = <<"shardnode_info{node=\"", (atom_to_binary(C))/binary, "\",log_level=\"info\"} 1">>,
+    Info = <<"shardnode_info{node=\"", (atom_to_binary(C))/binary, "\",log_level=\"info\",version=\"">>,
     ?assertNotEqual(nomatch, binary:match(P0, Info)),
     ok = gen_server:call({shardnode, C}, {set_log_level, debug}),
     {200, _, P1} = get(Port, "/metrics"),
-    ?assertNotEqual(nomatch, binary:match(P1, <<"log_level=\"debug\"} 1">>)),
+    ?assertNotEqual(nomatch, binary:match(P1, <<"log_level=\"debug\",version=\"">>)),
     %% a node without metrics_port says nothing of metrics
     {ok, Lines} = shardnode:output(D),
     ?assertEqual([], [L || L <- Lines, binary:match(L, <<"metrics">>) =/= nomatch]),
@@ -344,6 +348,54 @@ unroutable_messages_are_logged_once_and_counted(Config) ->
     ?assertNotEqual(nomatch, binary:match(First, <<"{garbage, 1, 1}">>)),
     ?assertMatch([_], Said(<<"a cast that is not {EntityId, Msg}: dropped">>)),
     ?assertMatch([_], Said(<<"to the name no_such_name">>)),
+    ok.
+
+%% A call reaches B, a proxy-only member, while the coordinator's member A
+%% is paused: it waits in B's buffer for its shard's home, then B forwards
+%% it to A. A's reply latency counts from A's arrival (fast); its whole
+%% time, shardnode_message_duration_seconds, counts from B's arrival, the
+%% wait included.
+the_whole_time_counts_waits_on_the_member_that_forwarded(Config) ->
+    PortA = free_port(),
+    {[A], Config1} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => PortA}}]),
+    {[B], _} = shardnode_ct:start_nodes(Config1, [#{join => [A], proxy_only => true}]),
+    ok = sn_test:await(fun() -> {ok, A} =:= shardnode:coordinator(B, counter) end),
+    ?assertEqual(1, gen_server:call({counter, B}, {warm, incr})),
+    ok = shardnode_ct:pause(A),
+    Self = self(),
+    Caller = spawn_link(fun() -> Self ! {self(), gen_server:call({counter, B}, {<<"waits">>, incr}, 10000)} end),
+    %% it is in B's buffer
+    ok = sn_test:await(fun() ->
+                               case gen_server:call({counter, B}, get_region_stats) of
+                                   {ok, #{buffered := 1}} -> true;
+                                   _ -> false
+                               end
+                       end),
+    timer:sleep(700), % the wait measured; nothing is polled for
+    ok = shardnode_ct:resume(A),
+    receive {Caller, Reply} -> ?assertEqual(1, Reply) after 10000 -> ct:fail(no_reply) end,
+    {200, _, Page} = get(PortA, "/metrics"),
+    Bucket = fun(Family, Le) ->
+                     value(Page, iolist_to_binary([Family, "_bucket{type=\"counter\",le=\"", Le, "\"}"]))
+             end,
+    Count = fun(Family) -> value(Page, iolist_to_binary([Family, "_count{type=\"counter\"}"])) end,
+    ?assertEqual(2, Count(<<"shardnode_message_duration_seconds">>)),
+    ?assertEqual(1, Bucket(<<"shardnode_message_duration_seconds">>, "0.5")),
+    ?assertEqual(2, Count(<<"shardnode_reply_latency_seconds">>)),
+    ?assertEqual(2, Bucket(<<"shardnode_reply_latency_seconds">>, "0.25")),
+    ok.
+
+%% shardnode_info carries the version of the application (its vsn), as
+%% the admin's sys:get_state does.
+the_info_carries_the_version(Config) ->
+    Port = free_port(),
+    {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
+    {ok, Vsn} = application:get_key(shardnode, vsn),
+    {200, _, Page} = get(Port, "/metrics"),
+    Info = iolist_to_binary(["shardnode_info{node=\"", atom_to_list(C), "\",log_level=\"info\",version=\"",
+                             Vsn, "\"}"]),
+    ?assertEqual(1, value(Page, Info)),
+    ?assertMatch(#{version := Vsn}, sys:get_state({shardnode, C}, 1000)),
     ok.
 
 free_port() -> shardnode_ct:free_port().

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app/node_app.h"
+#include "app/version.h"
 #include "base/http_server.h"
 #include "base/process_stats.h"
 #include "base/prom_text.h"
@@ -87,7 +88,8 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 	uint64_t forwarded[NODE_TYPES_MAX] = {0}, entities[NODE_TYPES_MAX] = {0}, shards[NODE_TYPES_MAX] = {0},
 		 buffered[NODE_TYPES_MAX] = {0}, dropped[NODE_TYPES_MAX] = {0}, handoffs[NODE_TYPES_MAX] = {0},
 		 limited[NODE_TYPES_MAX] = {0}, loads[NODE_TYPES_MAX] = {0};
-	const struct histogram *latency[NODE_TYPES_MAX] = {0}, *handoff_duration[NODE_TYPES_MAX] = {0};
+	const struct histogram *latency[NODE_TYPES_MAX] = {0}, *handoff_duration[NODE_TYPES_MAX] = {0},
+			       *whole[NODE_TYPES_MAX] = {0};
 	for (size_t k = 0; k < n; k++) {
 		forwarded[k] = rm[k].stats.forwarded;
 		entities[k] = rm[k].stats.entities;
@@ -98,6 +100,7 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 		limited[k] = rm[k].limit_passivations;
 		loads[k] = rm[k].loads;
 		latency[k] = &rm[k].reply_latency;
+		whole[k] = &rm[k].whole_latency;
 		handoff_duration[k] = &rm[k].handoff_duration;
 	}
 	per_type(p, "shardnode_messages_forwarded_total", "counter",
@@ -106,6 +109,11 @@ static void render_regions(struct prom_text *p, const struct node_app *app)
 			   "From the wakeup that read a message to the flush that wrote its reply, for messages "
 			   "handled here.",
 			   names, latency, n);
+	per_type_histogram(p, "shardnode_message_duration_seconds",
+			   "From a message's arrival at the first member that took it from its sender to the flush "
+			   "that wrote its reply here: waits in buffers (here and on members that forwarded it), store "
+			   "loads and commits, replicas' acknowledgements included.",
+			   names, whole, n);
 	per_type(p, "shardnode_entities", "gauge", "Live entities on this node.", names, entities, n);
 	per_type(p, "shardnode_shards", "gauge", "Shards hosted on this node.", names, shards, n);
 	per_type(p, "shardnode_buffered_messages", "gauge",
@@ -263,7 +271,8 @@ static void render_self(struct prom_text *p, const struct node_app *app)
 	labels[0] = '\0';
 	(void)prom_label(labels, sizeof labels, &len, "node", app->cfg->name);
 	(void)prom_label(labels, sizeof labels, &len, "log_level", log_level_name(log_get_level(&app->log)));
-	prom_family(p, "shardnode_info", "gauge", "1, with the node's name and log level as labels.");
+	(void)prom_label(labels, sizeof labels, &len, "version", SHARDNODE_VERSION);
+	prom_family(p, "shardnode_info", "gauge", "1, with the node's name, log level and version as labels.");
 	prom_u64(p, "shardnode_info", labels, 1);
 }
 

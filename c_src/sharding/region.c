@@ -17,6 +17,7 @@
 #include "distribution/sys_msg.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
+#include "etf/shardnode_msg.h"
 #include "etf/term.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_buffer.h"
@@ -143,6 +144,7 @@ static void on_store_fenced(void *arg, uint32_t shard)
 static void route(struct region *r, struct envelope *e, const char *raw_id, size_t raw_id_len)
 {
 	e->t0_ns = evloop_now_ns(r->cfg.loop);
+	e->arrived_ns = e->t0_ns > r->incoming_age_ns ? e->t0_ns - r->incoming_age_ns : 1;
 	ei_x_buff spare, *canon = scratch_get(&r->canon_buf, &spare);
 	if (canon == NULL)
 		return;
@@ -409,10 +411,38 @@ static void on_replica(struct region *r, const struct replica_msg *m, const erla
 	}
 }
 
+/* {'$shardnode', aged, WaitedUs, Message} (region_forward): Message, which
+ * waited WaitedUs on the member that forwarded it. Returns whether m is
+ * one, with *inner (pointing into m) and *age_ns set. */
+static bool unwrap_aged(const struct proc_msg *m, struct proc_msg *inner, uint64_t *age_ns)
+{
+	size_t i = 0;
+	long arity;
+	if (!shardnode_msg_head(m->term, &i, &arity) || arity != 4 || !term_is_atom(m->term, i, "aged"))
+		return false;
+	term_skip(m->term, &i);
+	int idx = (int)i;
+	unsigned long long us;
+	if (ei_decode_ulonglong(m->term, &idx, &us) < 0)
+		return false;
+	*inner = *m;
+	inner->term = m->term + idx;
+	inner->len = m->len - (size_t)idx;
+	*age_ns = us > UINT64_MAX / 1000 ? UINT64_MAX : us * 1000;
+	return true;
+}
+
 static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m)
 {
-	(void)self;
 	struct region *r = ctx;
+	struct proc_msg inner;
+	uint64_t age_ns;
+	if (r->incoming_age_ns == 0 && unwrap_aged(m, &inner, &age_ns)) {
+		r->incoming_age_ns = age_ns ? age_ns : 1;
+		region_handle(ctx, self, &inner);
+		r->incoming_age_ns = 0;
+		return;
+	}
 	struct gen_call call;
 	int rc = gen_call_parse(m->term, m->len, &call);
 	if (rc == 1) {

@@ -189,6 +189,7 @@ struct region_metrics {
 	struct region_stats stats;
 	uint64_t asks, tells;            /* messages handled by local entities, by kind */
 	struct histogram reply_latency;  /* with cfg.metrics */
+	struct histogram whole_latency;  /* with cfg.metrics: from the arrival at the first member */
 	uint64_t handoffs;               /* shards handed off from here */
 	uint64_t limit_passivations;     /* entities passivated for max_active_entities */
 	uint64_t loads;                  /* states asked of the store (an entity not live) */

@@ -14,6 +14,7 @@ void region_envelope_of(const struct pending *p, struct envelope *e)
 {
 	*e = (struct envelope){
 		.t0_ns = p->t0_ns,
+		.arrived_ns = p->arrived_ns,
 		.is_call = p->is_call,
 		.from = p->has_from ? &p->from : NULL,
 		.tag = p->data,
@@ -33,6 +34,7 @@ struct pending *region_pending_new(const struct envelope *e)
 		return NULL;
 	*p = (struct pending){
 		.t0_ns = e->t0_ns,
+		.arrived_ns = e->arrived_ns,
 		.is_call = e->is_call,
 		.has_from = e->from != NULL,
 		.tag_len = (uint32_t)e->tag_len,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "etf/shardnode_msg.h"
 #include "etf/term.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_buffer.h"
@@ -110,8 +111,25 @@ void region_forward(struct region *r, const erlang_pid *home, const struct envel
 	} else {
 		rc = shard_msg_encode_tell(&x, e->from, e->id, e->id_len, e->msg, e->msg_len);
 	}
-	if (rc == 0 && dist_node_send(r->cfg.node, home, x.buff, (size_t)x.index) == 0)
+	/* A message that waited here (a buffer, a hand-off) tells the home
+	 * how long, so its whole time is measured from its arrival here: it
+	 * goes inside {'$shardnode', aged, WaitedUs, Message}. One that did
+	 * not goes as it is. */
+	uint64_t now = evloop_now_ns(r->cfg.loop);
+	uint64_t waited = e->arrived_ns != 0 && now > e->arrived_ns ? now - e->arrived_ns : 0;
+	ei_x_buff aged = {0};
+	const ei_x_buff *out = &x;
+	if (rc == 0 && waited >= REGION_AGED_MIN_NS) {
+		if (ei_x_new_with_version(&aged) == 0 &&
+		    shardnode_msg_begin(&aged, 4, "aged") == 0 &&
+		    ei_x_encode_ulonglong(&aged, waited / 1000) == 0 &&
+		    term_x_append_raw(&aged, x.buff + 1, (size_t)x.index - 1) == 0)
+			out = &aged;
+	}
+	if (rc == 0 && dist_node_send(r->cfg.node, home, out->buff, (size_t)out->index) == 0)
 		r->forwarded++;
+	if (aged.buff != NULL)
+		ei_x_free(&aged);
 	ei_x_free(&x);
 }
 

@@ -73,6 +73,10 @@
  * beyond them is timed at once (a clock read of its own). */
 #define REGION_UNTIMED_RUNS 8
 
+/* A message forwarded after waiting at least this long here goes inside
+ * {'$shardnode', aged, WaitedUs, Message} (region_deliver.c). */
+#define REGION_AGED_MIN_NS 1000000ull
+
 /* How soon an unregistered region tries again. */
 #define REGION_REGISTER_RETRY_MS 100
 
@@ -84,6 +88,7 @@ struct pending {
 	uint32_t shard;                        /* region_remote.c's: whose entity it is for */
 	uint64_t sent_ns;                      /* region_remote.c's: when it went to the process */
 	uint64_t t0_ns;
+	uint64_t arrived_ns;                   /* the envelope's */
 	bool is_call;
 	bool has_from;
 	erlang_pid from;
@@ -111,6 +116,11 @@ struct envelope {
 	const char *msg;
 	size_t msg_len;
 	uint64_t t0_ns; /* when the loop woke up to it (evloop_now_ns), for the reply latency; 0: unknown */
+	/* When it reached the first member that took it from its sender, on
+	 * this node's clock: t0_ns less what it waited on the members that
+	 * forwarded it here (their '$shardnode' aged wrapper, region.c), for
+	 * the whole-time histogram. 0 with t0_ns. */
+	uint64_t arrived_ns;
 };
 /* A get_cluster_sharding_stats call waiting for the members (region_stats.c). */
 struct stats_request;
@@ -284,11 +294,17 @@ struct region {
 	 * hand-off took. Plain counters on the loop. */
 	uint64_t asks, tells;
 	struct histogram reply_latency;
+	/* With cfg.metrics: each reply's time from its message's arrival at
+	 * the first member (envelope.arrived_ns) to the flush that wrote it. */
+	struct histogram whole_latency;
+	/* While region.c handles the message inside an aged wrapper: how long
+	 * it had waited on the members that forwarded it (else 0). */
+	uint64_t incoming_age_ns;
 	/* Replies of this turn not yet timed, as runs of one start time: they
 	 * leave when the turn's output is flushed, and are timed then with one
 	 * clock read (region_time_replies). */
 	struct {
-		uint64_t t0_ns;
+		uint64_t t0_ns, arrived_ns;
 		uint32_t n;
 	} untimed[REGION_UNTIMED_RUNS];
 	uint32_t nuntimed;

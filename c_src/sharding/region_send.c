@@ -14,16 +14,21 @@
 
 /* A reply of a message that arrived at t0_ns leaves with this turn's
  * output: counted in a run of its start time, timed at the flush. */
-static void note_reply(struct region *r, uint64_t t0_ns)
+static void note_reply(struct region *r, uint64_t t0_ns, uint64_t arrived_ns)
 {
-	if (r->nuntimed > 0 && r->untimed[r->nuntimed - 1].t0_ns == t0_ns) {
+	if (arrived_ns == 0)
+		arrived_ns = t0_ns;
+	if (r->nuntimed > 0 && r->untimed[r->nuntimed - 1].t0_ns == t0_ns &&
+	    r->untimed[r->nuntimed - 1].arrived_ns == arrived_ns) {
 		r->untimed[r->nuntimed - 1].n++;
 	} else if (r->nuntimed < REGION_UNTIMED_RUNS) {
 		r->untimed[r->nuntimed].t0_ns = t0_ns;
+		r->untimed[r->nuntimed].arrived_ns = arrived_ns;
 		r->untimed[r->nuntimed++].n = 1;
 	} else {
 		uint64_t now = evloop_clock_ns();
 		histogram_observe(&r->reply_latency, now > t0_ns ? now - t0_ns : 0);
+		histogram_observe(&r->whole_latency, now > arrived_ns ? now - arrived_ns : 0);
 	}
 }
 
@@ -33,8 +38,9 @@ void region_time_replies(struct region *r)
 		return;
 	uint64_t now = evloop_clock_ns();
 	for (uint32_t k = 0; k < r->nuntimed; k++) {
-		uint64_t t0 = r->untimed[k].t0_ns;
+		uint64_t t0 = r->untimed[k].t0_ns, arrived = r->untimed[k].arrived_ns;
 		histogram_observe_n(&r->reply_latency, now > t0 ? now - t0 : 0, r->untimed[k].n);
+		histogram_observe_n(&r->whole_latency, now > arrived ? now - arrived : 0, r->untimed[k].n);
 	}
 	r->nuntimed = 0;
 }
@@ -86,7 +92,7 @@ void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *
 		return;
 	}
 	if (r->cfg.metrics && e->t0_ns != 0 && (e->is_call || e->from != NULL))
-		note_reply(r, e->t0_ns);
+		note_reply(r, e->t0_ns, e->arrived_ns);
 	if (e->is_call)
 		region_send_call_reply(r, e->from, e->tag, e->tag_len, reply);
 	else if (e->from != NULL)

@@ -52,6 +52,7 @@ void region_get_metrics(const struct region *r, struct region_metrics *out)
 	out->asks = r->asks;
 	out->tells = r->tells;
 	out->reply_latency = r->reply_latency;
+	out->whole_latency = r->whole_latency;
 	out->handoffs = r->handoffs;
 	out->limit_passivations = r->limited ? r->limit.passivated : 0;
 	out->loads = r->held.loads_issued;

@@ -58,6 +58,7 @@ struct held_reply {
 	uint64_t seq;       /* released once the store has written up to this */
 	uint64_t held_at;   /* the loop's clock, for store_timeout_ms */
 	uint64_t t0_ns;     /* the message's envelope's, for the reply latency */
+	uint64_t arrived_ns; /* and its arrival, for the whole time */
 	uint32_t shard;
 	bool is_call;
 	bool has_from;
@@ -279,6 +280,7 @@ static void send_held(struct region *r, struct held_reply *h, const char *error)
 {
 	struct envelope e = {
 		.t0_ns = h->t0_ns,
+		.arrived_ns = h->arrived_ns,
 		.is_call = h->is_call,
 		.from = h->has_from ? &h->from : NULL,
 		.tag = h->data,
@@ -327,7 +329,8 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 		log_warn(r->cfg.log, "region %s: out of memory holding a reply", r->cfg.name);
 		return;
 	}
-	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .t0_ns = e->t0_ns, .shard = shard,
+	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .t0_ns = e->t0_ns,
+				 .arrived_ns = e->arrived_ns, .shard = shard,
 				 .is_call = e->is_call, .has_from = e->from != NULL,
 				 .tag_len = (uint32_t)e->tag_len, .id_len = (uint32_t)e->id_len,
 				 .reply_len = (uint32_t)reply->index};

@@ -429,7 +429,8 @@ output(Node) ->
     with_server(Node, fun(Pid, _Info) -> {ok, shardnode_node:output(Pid)} end).
 
 %% @doc The nodes started by {@link start_node/1} or under supervisors
-%% ({@link child_spec/1}) whose OS processes are running, ready or not.
+%% ({@link child_spec/1}) whose OS processes are running, ready or not,
+%% in the order they started.
 -spec which_nodes() -> [node()].
 which_nodes() ->
     [Node || {_Pid, #{node := Node}} <- servers()].
@@ -536,9 +537,12 @@ shard_id(EntityId, NumberOfShards) ->
 admin(Node, Request) ->
     gen_server:call({shardnode, Node}, Request, ?CALL_TIMEOUT).
 
+%% In the order they started: stopping them last first (shardnode_ct)
+%% leaves the oldest, which may coordinate the others, until the end.
 servers() ->
-    [{Pid, Info} || Pid <- shardnode_node:servers(),
-                    {ok, Info} <- [shardnode_node:info(Pid)]].
+    Infos = [{Pid, Info} || Pid <- shardnode_node:servers(),
+                            {ok, Info} <- [shardnode_node:info(Pid)]],
+    lists:sort(fun({_, #{started := A}}, {_, #{started := B}}) -> A =< B end, Infos).
 
 server(Node) ->
     case [{Pid, Info} || {Pid, #{node := N} = Info} <- servers(), N =:= Node] of

@@ -128,6 +128,8 @@
          supervisor :: supervisor(),
          port :: port() | undefined,
          os_pid :: non_neg_integer(),
+         %% orders the servers by their start (servers/0)
+         started = erlang:unique_integer([monotonic]) :: integer(),
          %% callers of await_ready/1 while starting
          waiters = [] :: [gen_statem:from()],
          %% callers of stop/2 and kill/1
@@ -318,10 +320,11 @@ handle_event({call, From}, kill, Phase, D) when is_atom(Phase), Phase =/= killin
 handle_event({call, From}, Req, _, D) when Req =:= kill; element(1, Req) =:= stop ->
     %% already on its way out: answered when the process has exited
     {keep_state, D#data{stoppers = [From | D#data.stoppers]}};
-handle_event({call, From}, info, State, #data{node = Node, os_pid = OsPid, supervisor = Sup,
+handle_event({call, From}, info, State, #data{node = Node, os_pid = OsPid, supervisor = Sup, started = Started,
                                               command = #{check := Check}}) ->
     {keep_state_and_data, [{reply, From, #{node => Node, os_pid => OsPid, phase => phase(State),
-                                           supervisor => Sup, pingable => Check =:= ping}}]};
+                                           supervisor => Sup, pingable => Check =:= ping,
+                                           started => Started}}]};
 handle_event({call, From}, output, _, D) ->
     {keep_state_and_data, [{reply, From, lines(D)}]};
 handle_event({call, From}, Req, _, _) ->
