@@ -94,6 +94,9 @@ an_erlang_entity_answers_as_a_c_one(Config) ->
     [spawn_link(fun() -> Self ! {done, K, call(N, tally, many, incr)} end) || K <- lists:seq(1, 200)],
     Values = [receive {done, K, V} -> V after 10000 -> ct:fail({no_answer, K}) end || K <- lists:seq(1, 200)],
     ?assertEqual(lists:seq(1, 200), lists:sort(Values)),
+    %% The client's batches reach Erlang entities too, their replies in order.
+    ?assertEqual([201, 202, 1], shardnode:multi_call(N, tally, [{many, incr}, {many, incr}, {other, incr}])),
+    ?assertEqual(203, shardnode:call(N, tally, many, incr)),
     %% The metrics of a C type, and how long the processes took.
     Page = metrics_page(Port),
     Metric = fun(Name, Type) ->
