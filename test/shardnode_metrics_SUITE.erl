@@ -334,6 +334,7 @@ unroutable_messages_are_logged_once_and_counted(Config) ->
     ok = gen_server:cast({counter, C}, not_a_pair),
     {no_such_name, C} ! hello,
     {no_such_name, C} ! hello,
+    {shardnode, C} ! not_a_call,
     %% answered after all of the above, sent on the same connection
     ?assertEqual(1, gen_server:call({counter, C}, {a, incr})),
     {200, _, Page} = get(Port, "/metrics"),
@@ -342,12 +343,14 @@ unroutable_messages_are_logged_once_and_counted(Config) ->
     ?assertEqual(1, value(Page, Series("reason=\"bad_cast\""))),
     ?assertEqual(7, value(Page, <<"shardnode_dropped_messages_total{type=\"counter\"}">>)),
     ?assertEqual(2, value(Page, <<"shardnode_undeliverable_messages_total{reason=\"unknown_name\"}">>)),
+    ?assertEqual(1, value(Page, <<"shardnode_admin_dropped_messages_total{reason=\"not_a_call\"}">>)),
     {ok, Lines} = shardnode:output(C),
     Said = fun(Text) -> [L || L <- Lines, binary:match(L, Text) =/= nomatch] end,
     [First] = Said(<<"a message that is not {EntityId, Msg}: dropped">>),
     ?assertNotEqual(nomatch, binary:match(First, <<"{garbage, 1, 1}">>)),
     ?assertMatch([_], Said(<<"a cast that is not {EntityId, Msg}: dropped">>)),
     ?assertMatch([_], Said(<<"to the name no_such_name">>)),
+    ?assertMatch([_], Said(<<"shardnode: a message that is no '$gen_call': dropped">>)),
     ok.
 
 %% A call reaches B, a proxy-only member, while the coordinator's member A

@@ -13,6 +13,10 @@
 
 struct admin {
 	struct admin_config cfg;
+	/* Messages to net_kernel or shardnode that are no call they know
+	 * (drop_log.h): counted, the first of each reason logged. */
+	struct drop_log drops;
+	struct evloop_timer drops_timer;
 	struct proc *net_kernel;
 	struct proc *shardnode;
 	struct membership *membership;
@@ -21,6 +25,16 @@ struct admin {
 void admin_set_membership(struct admin *a, struct membership *m) { a->membership = m; }
 
 const erlang_pid *admin_pid(const struct admin *a) { return &a->shardnode->pid; }
+
+const struct drop_log *admin_drops(const struct admin *a) { return &a->drops; }
+
+/* The drops' summary lines, each interval. */
+static void on_drops_timer(struct evloop *loop, void *arg)
+{
+	struct admin *a = arg;
+	drop_log_tick(&a->drops, evloop_now_ms(loop));
+	evloop_timer_start(loop, &a->drops_timer, DROP_LOG_INTERVAL_MS);
+}
 
 /* Sends `reply` (encoded without version byte) and frees it. */
 /* Sends the reply built in `reply` from its start, the encoders' results
@@ -44,7 +58,19 @@ static int as_call(struct admin *a, const struct proc_msg *m, struct gen_call *c
 	int rc = gen_call_parse(m->term, m->len, call);
 	if (rc == 1)
 		return 1;
-	log_debug(a->cfg.log, "%s: %s message ignored", who, rc == 0 ? "non-call" : "malformed call");
+	const char *reason = rc == 0 ? "not_a_call" : "malformed_call";
+	if (drop_log_note(&a->drops, reason)) {
+		char *text = NULL;
+		int i = 0;
+		if (ei_s_print_term(&text, m->term, &i) < 0) {
+			free(text);
+			text = NULL;
+		}
+		log_warn(a->cfg.log, "%s: a message that is %s: dropped (%s; the next ones are counted, a line each %d s): %.300s",
+			 who, rc == 0 ? "no '$gen_call'" : "a '$gen_call' whose From is not {Pid, Tag}", reason,
+			 DROP_LOG_INTERVAL_MS / 1000, text != NULL ? text : "");
+		free(text);
+	}
 	return 0;
 }
 
@@ -273,6 +299,10 @@ struct admin *admin_start(const struct admin_config *cfg, int *err)
 		return NULL;
 	}
 	a->cfg = *cfg;
+	drop_log_init(&a->drops, cfg->log, "the admin (net_kernel, shardnode)", LOG_WARN);
+	evloop_timer_init(&a->drops_timer, on_drops_timer, a);
+	if (cfg->loop != NULL)
+		evloop_timer_start(cfg->loop, &a->drops_timer, DROP_LOG_INTERVAL_MS);
 	a->net_kernel = dist_node_spawn(cfg->node, "net_kernel", net_kernel_handle, a, err);
 	if (a->net_kernel != NULL)
 		a->shardnode = dist_node_spawn(cfg->node, "shardnode", shardnode_handle, a, err);
@@ -291,5 +321,7 @@ void admin_free(struct admin *a)
 		dist_node_exit(a->cfg.node, a->shardnode, "normal");
 	if (a->net_kernel)
 		dist_node_exit(a->cfg.node, a->net_kernel, "normal");
+	if (a->cfg.loop != NULL)
+		evloop_timer_stop(a->cfg.loop, &a->drops_timer);
 	free(a);
 }

@@ -15,11 +15,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/drop_log.h"
+#include "base/evloop.h"
 #include "distribution/dist_node.h"
 #include "base/log.h"
 
 struct admin_config {
 	struct dist_node *node;       /* not owned */
+	struct evloop *loop;          /* not owned: the drops' summary timer runs on it */
 	const struct logger *log;     /* not owned */
 	struct logger *levels;        /* not owned: the root logger whose level set_log_level changes */
 	const char *const *types;     /* hosted entity types; not owned */
@@ -46,6 +49,10 @@ void admin_set_membership(struct admin *a, struct membership *m);
 
 /* The pid of the `shardnode` process. */
 const erlang_pid *admin_pid(const struct admin *a);
+
+/* The messages net_kernel and shardnode dropped (not a call, or a call
+ * that cannot be answered), by reason, for the metrics page. Borrowed. */
+const struct drop_log *admin_drops(const struct admin *a);
 
 /* Unregisters both names (their monitors get `normal`) and frees the admin. */
 void admin_free(struct admin *a);

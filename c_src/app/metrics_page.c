@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "app/admin.h"
 #include "app/node_app.h"
 #include "app/version.h"
 #include "base/http_server.h"
@@ -59,6 +60,19 @@ static void per_type_histogram(struct prom_text *p, const char *name, const char
 	for (size_t k = 0; k < n; k++) {
 		labels_of(&l, names[k], NULL, NULL);
 		prom_histogram(p, name, l.text, h[k]);
+	}
+}
+
+/* A counter family with a sample per reason of `drops`. */
+static void by_reason(struct prom_text *p, const char *name, const char *help, const struct drop_log *drops)
+{
+	prom_family(p, name, "counter", help);
+	for (size_t j = 0; j < drops->nreasons; j++) {
+		char labels[64];
+		size_t len = 0;
+		labels[0] = '\0';
+		(void)prom_label(labels, sizeof labels, &len, "reason", drops->reasons[j].reason);
+		prom_u64(p, name, labels, drops->reasons[j].total);
 	}
 }
 
@@ -225,17 +239,15 @@ static void render_dist(struct prom_text *p, const struct node_app *app)
 	prom_u64(p, "shardnode_dist_packets_total", "direction=\"out\"", ds.packets_out);
 	single(p, "shardnode_dist_undeliverable_total", "counter",
 	       "Messages from peers to names or pids that do not exist here.", ds.undeliverable);
-	const struct drop_log *drops = dist_node_drops(app->node);
-	prom_family(p, "shardnode_undeliverable_messages_total", "counter",
-		    "Messages no process could take, by reason: unknown_name, unknown_pid (here), unreachable_peer "
-		    "(to a node our connection attempts fail to reach).");
-	for (size_t j = 0; j < drops->nreasons; j++) {
-		char labels[64];
-		size_t len = 0;
-		labels[0] = '\0';
-		(void)prom_label(labels, sizeof labels, &len, "reason", drops->reasons[j].reason);
-		prom_u64(p, "shardnode_undeliverable_messages_total", labels, drops->reasons[j].total);
-	}
+	by_reason(p, "shardnode_undeliverable_messages_total",
+		  "Messages no process could take, by reason: unknown_name, unknown_pid (here), unreachable_peer "
+		  "(to a node our connection attempts fail to reach).",
+		  dist_node_drops(app->node));
+	if (app->admin != NULL)
+		by_reason(p, "shardnode_admin_dropped_messages_total",
+			  "Messages to net_kernel or shardnode that are no call (not_a_call) or a call that cannot be "
+			  "answered (malformed_call).",
+			  admin_drops(app->admin));
 }
 
 static void render_store(struct prom_text *p, const struct node_app *app)

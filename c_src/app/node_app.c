@@ -163,7 +163,7 @@ static int start_node(struct node_app *app)
 		app->singleton_types[k] = cfg->singleton_types[k];
 	}
 	struct admin_config acfg = {
-		.node = app->node, .log = &app->log, .levels = &app->log,
+		.node = app->node, .loop = app->loop, .log = &app->log, .levels = &app->log,
 		.types = app->type_names, .ntypes = app->ntypes,
 		.singleton_names = app->singleton_names, .singleton_types = app->singleton_types,
 		.nsingletons = cfg->nsingletons,
