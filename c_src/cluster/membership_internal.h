@@ -1,9 +1,10 @@
 /*
- * membership_internal.h — what the three files of membership share. Not
+ * membership_internal.h — what the four files of membership share. Not
  * for other modules: they use membership.h. Calls run one way:
  *
- *   membership.c          joins, gossip merged, the list's answers, downs
+ *   membership.c          joins, gossip merged, downs and leaves
  *     -> membership_health.c   failure detection, downing decisions, lease
+ *     -> membership_view.c     the list's answers (read only)
  *     -> membership_list.c     the list's look-up, the messages built from it
  *
  * membership_health.c decides and membership.c applies (a down is always
