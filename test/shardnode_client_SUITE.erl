@@ -72,6 +72,14 @@ calls_and_multi_calls_answer_in_order(Config) ->
     ?assertMatch({error, {bad_entity_id, _}}, shardnode:call(C, counter, self(), incr)),
     %% as gen_server:call sees the same entities
     ?assertEqual(4, gen_server:call({counter, C}, {<<"a">>, get})),
+    %% more calls than one message carries (1000): several messages, the
+    %% replies still in order, each entity's increments in the order made
+    Keys = [{many, K rem 7} || K <- lists:seq(1, 2500)],
+    {Expected, _} = lists:mapfoldl(fun(Key, Seen) ->
+                                           N = maps:get(Key, Seen, 0) + 1,
+                                           {N, Seen#{Key => N}}
+                                   end, #{}, Keys),
+    ?assertEqual(Expected, shardnode:multi_call(C, counter, [{Key, incr} || Key <- Keys])),
     %% many callers at once, each its own replies
     Self = self(),
     Callers = [spawn_link(fun() ->

@@ -27,10 +27,14 @@
 -module(shardnode_client).
 
 -export([start/1, call/5, multi_call/4]).
--export([init/2]).
+-export([init/1]).
 
 %% calls taken from the mailbox before the batch is sent
 -define(MAX_DRAIN, 1000).
+%% calls in one message at most: a multi_call of many goes in several, so
+%% no message nears the node's max_message_bytes for ordinary requests and
+%% the node answers the first ones while it reads the next
+-define(MAX_BATCH, 1000).
 %% how often calls whose caller has given up are forgotten
 -define(SWEEP_MS, 1000).
 
@@ -47,7 +51,7 @@
 
 -spec start(node()) -> {pid(), reference()}.
 start(Node) ->
-    spawn_opt(?MODULE, init, [Node, self()], [monitor, {message_queue_data, off_heap}]).
+    spawn_opt(?MODULE, init, [Node], [monitor, {message_queue_data, off_heap}]).
 
 %% @doc One call through `Client' (see shardnode:call/5).
 -spec call(pid(), atom(), term(), term(), timeout()) -> term().
@@ -101,8 +105,8 @@ deadline(Timeout) -> erlang:monotonic_time(millisecond) + Timeout.
 %% The client process
 %%--------------------------------------------------------------------
 
--spec init(node(), pid()) -> no_return().
-init(Node, _Owner) ->
+-spec init(node()) -> no_return().
+init(Node) ->
     %% Connects if need be; a node that cannot be reached is reported as
     %% {nodedown, Node} at once, and the callers learn of it.
     true = erlang:monitor_node(Node, true),
@@ -184,10 +188,20 @@ watch(Type, #st{regions = Rs, node = Node} = S) ->
 send_out(#st{out = Out} = S) when map_size(Out) =:= 0 ->
     S;
 send_out(#st{out = Out, node = Node} = S) ->
-    maps:foreach(fun(Type, Reqs) ->
-                         {Type, Node} ! {'$shardnode_calls', self(), lists:reverse(Reqs)}
-                 end, Out),
+    maps:foreach(fun(Type, Reqs) -> send_batches(Type, Node, lists:reverse(Reqs)) end, Out),
     S#st{out = #{}}.
+
+send_batches(_Type, _Node, []) ->
+    ok;
+send_batches(Type, Node, Reqs) ->
+    {Batch, Rest} = take(?MAX_BATCH, Reqs, []),
+    {Type, Node} ! {'$shardnode_calls', self(), Batch},
+    send_batches(Type, Node, Rest).
+
+%% The first N of a list (or all of a shorter one) and the rest.
+take(0, Rest, Acc) -> {lists:reverse(Acc), Rest};
+take(_, [], Acc) -> {lists:reverse(Acc), []};
+take(N, [R | Rest], Acc) -> take(N - 1, Rest, [R | Acc]).
 
 answered({{'$shardnode_batched', Seq}, Reply}, #st{pending = P} = S) ->
     case maps:take(Seq, P) of
