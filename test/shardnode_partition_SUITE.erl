@@ -252,6 +252,10 @@ stream(Owner, Nodes, K, Last, Tally) ->
                           end,
         {Prev, Lost} = maps:get(Id, Last, {0, false}),
         try gen_server:call({Dest, Node}, Msg, 1000) of
+            {error, unconfirmed} = Unknown when Id =/= boss ->
+                %% handled, its write not confirmed as the node stopped:
+                %% maybe applied, as after a timeout
+                stream(Owner, Nodes, K + 1, Last#{Id => {Prev, true}}, bump(Unknown, Tally));
             {error, _} = Refused ->
                 %% {error, shutting_down}: held for a lease, then refused
                 %% as the node stopped. Not applied.

@@ -558,9 +558,12 @@ int region_store_start(struct region *r, const struct state_store_callbacks *cb)
 
 void region_store_stop(struct region *r)
 {
-	/* Their writes still commit (state_store_free waits for them), but no
-	 * answer can wait for that any more. */
-	release(r, UINT64_MAX, "shutting_down", false);
+	/* Their writes still commit here (state_store_free waits for them),
+	 * and a replica may have taken them: the messages were handled, but
+	 * whether their effect lasts cannot be told any more. So not
+	 * shutting_down, which says a message was not handled: unconfirmed,
+	 * an outcome unknown, as a timeout's. */
+	release(r, UINT64_MAX, "unconfirmed", false);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		region_store_drop_loads(&r->slots[s]);
 	state_store_type_close(r->store);
