@@ -3,6 +3,7 @@
 #include "app/version.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,19 +59,10 @@ static int as_call(struct admin *a, const struct proc_msg *m, struct gen_call *c
 	int rc = gen_call_parse(m->term, m->len, call);
 	if (rc == 1)
 		return 1;
-	const char *reason = rc == 0 ? "not_a_call" : "malformed_call";
-	if (drop_log_note(&a->drops, reason)) {
-		char *text = NULL;
-		int i = 0;
-		if (ei_s_print_term(&text, m->term, &i) < 0) {
-			free(text);
-			text = NULL;
-		}
-		log_warn(a->cfg.log, "%s: a message that is %s: dropped (%s; the next ones are counted, a line each %d s): %.300s",
-			 who, rc == 0 ? "no '$gen_call'" : "a '$gen_call' whose From is not {Pid, Tag}", reason,
-			 DROP_LOG_INTERVAL_MS / 1000, text != NULL ? text : "");
-		free(text);
-	}
+	char what[96];
+	snprintf(what, sizeof what, "%s: a message that is %s", who,
+		 rc == 0 ? "no '$gen_call'" : "a '$gen_call' whose From is not {Pid, Tag}");
+	drop_log_drop(&a->drops, rc == 0 ? "not_a_call" : "malformed_call", what, m->term);
 	return 0;
 }
 
@@ -211,13 +203,13 @@ static int encode_sys_state(struct admin *a, ei_x_buff *x)
 /* sys:get_state/get_status and the other system messages, at once. */
 static void on_system(struct admin *a, const struct gen_call *call)
 {
-	ei_x_buff state, reply;
+	ei_x_buff state;
 	if (ei_x_new(&state) < 0)
 		return;
-	if (term_x_whole_or_enomem(&state, 0, encode_sys_state(a, &state)) == 0 && ei_x_new(&reply) == 0)
-		reply_and_free(a, call, &reply,
-			       sys_msg_encode_reply(&reply, call, &a->shardnode->pid, "shardnode_admin", state.buff,
-						    (size_t)state.index));
+	int rc = encode_sys_state(a, &state);
+	rc = sys_msg_answer(a->cfg.node, &a->shardnode->pid, call, "shardnode_admin", &state, rc);
+	if (rc)
+		log_warn(a->cfg.log, "reply to a system message could not be sent: %s", strerror(-rc));
 	ei_x_free(&state);
 }
 
@@ -299,7 +291,7 @@ struct admin *admin_start(const struct admin_config *cfg, int *err)
 		return NULL;
 	}
 	a->cfg = *cfg;
-	drop_log_init(&a->drops, cfg->log, "the admin (net_kernel, shardnode)", LOG_WARN);
+	drop_log_init(&a->drops, cfg->log, "admin", LOG_WARN);
 	evloop_timer_init(&a->drops_timer, on_drops_timer, a);
 	if (cfg->loop != NULL)
 		evloop_timer_start(cfg->loop, &a->drops_timer, DROP_LOG_INTERVAL_MS);

@@ -1,7 +1,10 @@
 /* drop_log.c — see drop_log.h. */
 #include "base/drop_log.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include <ei.h>
 
 void drop_log_init(struct drop_log *d, const struct logger *log, const char *who, enum log_level level)
 {
@@ -41,6 +44,21 @@ bool drop_log_note(struct drop_log *d, const char *reason)
 	return false;
 }
 
+void drop_log_drop(struct drop_log *d, const char *reason, const char *what, const char *term)
+{
+	if (!drop_log_note(d, reason))
+		return;
+	char *text = NULL;
+	int i = 0;
+	if (term != NULL && ei_s_print_term(&text, term, &i) < 0) {
+		free(text);
+		text = NULL;
+	}
+	log_at(d->log, d->level, "%s: %s: dropped (%s; the next ones are counted, a line each %d s): %.300s", d->who,
+	       what, reason, DROP_LOG_INTERVAL_MS / 1000, text != NULL ? text : "");
+	free(text);
+}
+
 void drop_log_tick(struct drop_log *d, uint64_t now_ms)
 {
 	if (now_ms - d->last_summary_ms < DROP_LOG_INTERVAL_MS)
@@ -57,6 +75,14 @@ void drop_log_tick(struct drop_log *d, uint64_t now_ms)
 	}
 	if (said)
 		d->last_summary_ms = now_ms;
+}
+
+uint64_t drop_log_count(const struct drop_log *d)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < d->nreasons; k++)
+		n += d->reasons[k].total;
+	return n;
 }
 
 uint64_t drop_log_total(const struct drop_log *d, const char *reason)

@@ -48,10 +48,20 @@ void drop_log_init(struct drop_log *d, const struct logger *log, const char *who
  * it was. */
 bool drop_log_note(struct drop_log *d, const char *reason);
 
+/* Counts one message dropped for `reason` (drop_log_note) and, when it is
+ * the first of its reason, logs it at the log's level as
+ * "<who>: <what>: dropped (<reason>; ...): <term>", the term (encoded,
+ * validated, no version byte; may be NULL) printed as Erlang text, cut at
+ * 300 bytes. For callers whose first line needs nothing but the message. */
+void drop_log_drop(struct drop_log *d, const char *reason, const char *what, const char *term);
+
 /* Writes, once DROP_LOG_INTERVAL_MS have passed since the last time it
  * did, a line for each reason with drops not yet logged: "<who>: N more
  * messages dropped: <reason> (T in all)". Call it from a timer. */
 void drop_log_tick(struct drop_log *d, uint64_t now_ms);
+
+/* Drops of every reason so far. */
+uint64_t drop_log_count(const struct drop_log *d);
 
 /* Drops of `reason` so far (0 for a reason never seen). */
 uint64_t drop_log_total(const struct drop_log *d, const char *reason);

@@ -166,7 +166,6 @@ static bool on_idle(struct evloop *loop, void *arg)
 			dist_node_deliver(p, n->name, m->has_from ? &m->from : NULL, m->term, m->len);
 		} else {
 			/* One of ours that has stopped: routine, counted only. */
-			n->stats.undeliverable++;
 			(void)drop_log_note(&n->drops, "unknown_pid");
 		}
 		free(m);
@@ -308,6 +307,7 @@ const struct drop_log *dist_node_drops(const struct dist_node *n) { return &n->d
 void dist_node_get_stats(const struct dist_node *n, struct dist_node_stats *out)
 {
 	*out = n->stats;
+	out->undeliverable = drop_log_count(&n->drops);
 	out->connections_up = 0;
 	out->connections_open = 0;
 	for (uint32_t i = 0; i < n->nconns; i++) {

@@ -78,7 +78,8 @@ struct dist_node {
 	flushed_fn flushing;             /* dist_node_set_flushing; NULL: none */
 	void *flushing_arg;
 	struct peer_backoff unreachable; /* peers our attempts failed to reach */
-	/* Messages no proc here could take (stats.undeliverable), by reason:
+	/* Messages no proc here could take, by reason (their sum is
+	 * dist_node_get_stats' undeliverable):
 	 * unknown_name, unknown_pid, unreachable_peer (drop_log.h). */
 	struct drop_log drops;
 };

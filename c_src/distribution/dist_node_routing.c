@@ -64,7 +64,6 @@ static void on_reg_send(struct dist_node *n, struct dist_conn *c, const struct d
 	}
 	struct proc *p = proc_by_name(&n->procs, name);
 	if (p == NULL) {
-		n->stats.undeliverable++;
 		if (drop_log_note(&n->drops, "unknown_name"))
 			log_info(n->settings.log,
 				 "a message from %s to the name %s, which nothing here is registered as: dropped "
@@ -86,7 +85,6 @@ static void on_send(struct dist_node *n, struct dist_conn *c, const struct dist_
 	}
 	struct proc *p = proc_by_pid(&n->procs, &to);
 	if (p == NULL) {
-		n->stats.undeliverable++;
 		if (drop_log_note(&n->drops, "unknown_pid"))
 			log_info(n->settings.log,
 				 "a message from %s to %s.%u.%u, no process of this node (any more): dropped "

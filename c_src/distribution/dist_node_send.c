@@ -25,7 +25,6 @@ int dist_node_send_to_node(struct dist_node *n, const char *peer, const char *ct
 			/* It failed a moment ago: no new attempt (and log line)
 			 * per message. Dropped, as the attempt would have. */
 			peer_backoff_dropped(&n->unreachable, peer, 1);
-			n->stats.undeliverable++;
 			(void)drop_log_note(&n->drops, "unreachable_peer"); /* peer_backoff logs it */
 			return -EHOSTUNREACH;
 		}

@@ -1,6 +1,7 @@
 /* sys_msg.c — see sys_msg.h. */
 #include "distribution/sys_msg.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,4 +59,18 @@ int sys_msg_encode_reply(ei_x_buff *x, const struct gen_call *call, const erlang
 	}
 	return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "error") | ei_x_encode_tuple_header(x, 2) |
 	       ei_x_encode_atom(x, "not_supported") | term_x_append_raw(x, call->request, call->request_len);
+}
+
+int sys_msg_answer(struct dist_node *n, const erlang_pid *self, const struct gen_call *call, const char *module,
+		   ei_x_buff *state, int state_rc)
+{
+	ei_x_buff x;
+	if (term_x_whole_or_enomem(state, 0, state_rc) != 0 || ei_x_new(&x) < 0)
+		return -ENOMEM;
+	int rc = term_x_whole_or_enomem(&x, 0,
+					sys_msg_encode_reply(&x, call, self, module, state->buff, (size_t)state->index));
+	if (rc == 0)
+		rc = dist_node_reply(n, self, call, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+	return rc;
 }

@@ -44,18 +44,7 @@
  * NULL. */
 static void drop(struct region *r, const char *reason, const char *why, const char *term)
 {
-	r->dropped++;
-	if (!drop_log_note(&r->drops, reason))
-		return;
-	char *text = NULL;
-	int i = 0;
-	if (term != NULL && ei_s_print_term(&text, term, &i) < 0) {
-		free(text);
-		text = NULL;
-	}
-	log_warn(r->cfg.log, "region %s: %s: dropped (%s; the next ones are counted, a line each %d s): %.300s",
-		 r->cfg.name, why, reason, DROP_LOG_INTERVAL_MS / 1000, text != NULL ? text : "");
-	free(text);
+	drop_log_drop(&r->drops, reason, why, term);
 }
 
 /* ---- the store's outcomes ---- */
@@ -298,17 +287,11 @@ static void on_call(struct region *r, const struct gen_call *call)
  * answered at once. */
 static void on_system(struct region *r, const struct gen_call *call)
 {
-	ei_x_buff state, x;
+	ei_x_buff state;
 	if (ei_x_new(&state) < 0)
 		return;
-	if (ei_x_new(&x) == 0) {
-		int rc = region_encode_sys_state(r, &state);
-		if (term_x_whole_or_enomem(&state, 0, rc) == 0 &&
-		    term_x_whole_or_enomem(&x, 0, sys_msg_encode_reply(&x, call, &r->pid, "shardnode_region", state.buff,
-								       (size_t)state.index)) == 0)
-			region_send_call_reply(r, &call->from, call->tag, call->tag_len, &x);
-		ei_x_free(&x);
-	}
+	int rc = region_encode_sys_state(r, &state);
+	(void)sys_msg_answer(r->cfg.node, &r->pid, call, "shardnode_region", &state, rc);
 	ei_x_free(&state);
 }
 

@@ -281,9 +281,10 @@ struct region {
 	uint64_t retired_old_upto;
 	uint32_t buffered;          /* the sum of the slots' st.buffered */
 	uint32_t nlocal;            /* slots with a shard */
-	uint64_t dropped, forwarded;
-	/* The messages dropped (`dropped`) by reason, for the log and the
-	 * metrics (region.c's drop); who they are logged as. */
+	uint64_t forwarded;
+	/* The messages dropped, by reason (their sum is region_stats.dropped),
+	 * for the log and the metrics (region.c's drop); who they are logged
+	 * as. */
 	struct drop_log drops;
 	char drops_who[MAXATOMLEN + 8];
 	uint64_t unreadable_replies;  /* answered {error, unreadable_reply} (region_send.c) */

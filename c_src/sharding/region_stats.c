@@ -42,7 +42,7 @@ void region_get_stats(const struct region *r, struct region_stats *out)
 	out->shards = r->nlocal;
 	out->buffered = r->buffered;
 	out->delivered = r->asks + r->tells;
-	out->dropped = r->dropped;
+	out->dropped = drop_log_count(&r->drops);
 	out->forwarded = r->forwarded;
 }
 
