@@ -165,7 +165,7 @@ FUZZ_CHECK_SECONDS ?= 5
 # big-endian readers shift a byte into an int's sign bit).
 EI_SRC_DIR := $(firstword $(wildcard $(ERL_ROOT)/lib/erl_interface-*/src))
 EI_FUZZ_SRC := $(wildcard $(EI_SRC_DIR)/decode/*.c $(EI_SRC_DIR)/encode/*.c) \
-	$(addprefix $(EI_SRC_DIR)/misc/,ei_x_encode.c ei_malloc.c get_type.c)
+	$(addprefix $(EI_SRC_DIR)/misc/,ei_x_encode.c ei_malloc.c get_type.c ei_printterm.c)
 EI_FUZZ_OBJ := $(addprefix build/fuzz/ei/,$(notdir $(EI_FUZZ_SRC:.c=.o)))
 EI_FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize=pointer-overflow,shift \
 	-fno-sanitize-recover=undefined -Ibuild/fuzz/ei -I$(EI_SRC_DIR)/misc -I$(EI_SRC_DIR)/include \
