@@ -129,13 +129,14 @@ static void membership_message(uint8_t how, const char *term, size_t len)
 		.types = types, .ntypes = 2,
 		.heartbeat_interval_ms = 1000, .failure_timeout_ms = 5000, .stable_after_ms = 1000,
 		.keep_majority = (how & 8) != 0,
+		.may_form = (how & 4) == 0, .seed_timeout_ms = 1000,
 	};
 	struct membership *m = membership_start(&cfg, &err);
 	check(m != NULL);
 	const char *via = senders[(how >> 4) % 4];
 	if (via == NULL)
 		via = name;
-	(void)membership_handle(m, term, len, via);
+	(void)membership_handle(m, term, len, via, (uint32_t)(how >> 6) & 3);
 	check_members(m);
 	membership_free(m);
 	dist_node_free(node);

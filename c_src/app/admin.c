@@ -218,7 +218,7 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 	(void)self;
 	struct admin *a = ctx;
 	struct gen_call call;
-	if (a->membership != NULL && membership_handle(a->membership, m->term, m->len, m->via) == 1)
+	if (a->membership != NULL && membership_handle(a->membership, m->term, m->len, m->via, m->from != NULL ? m->from->creation : 0) == 1)
 		return;
 	if (gen_call_parse_system(m->term, m->len, &call) == 1) {
 		on_system(a, &call);

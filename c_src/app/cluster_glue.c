@@ -1,10 +1,12 @@
 /* cluster_glue.c — see cluster_glue.h. */
 #include "app/cluster_glue.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/config.h"
 #include "base/node_limits.h"
+#include "cluster/members_file.h"
 #include "cluster/membership.h"
 #include "sharding/coordinator.h"
 #include "sharding/region.h"
@@ -32,6 +34,42 @@ void cluster_glue_set_membership(struct cluster_glue *g, struct membership *m) {
 void cluster_glue_stop(struct cluster_glue *g)
 {
 	poll_until_stop(&g->leave_poll);
+	free(g->members_written);
+	g->members_written = NULL;
+}
+
+/* data_dir/members as the list is now, unless that is what it holds or
+ * this node is not a member yet (while it joins, the file keeps the
+ * members it is asking: a crash meanwhile must not forget them). A
+ * failed write is said once (and tried again at the next change): the
+ * node runs on, and only a restart would miss the file. */
+static void remember_members(struct cluster_glue *g)
+{
+	if (g->cfg.data_dir == NULL || g->cfg.data_dir[0] == '\0')
+		return;
+	struct members_record *now = malloc(sizeof *now);
+	if (now == NULL)
+		return;
+	membership_remembered(g->membership, now);
+	if (now->self_up_number == 0) {
+		free(now);
+		return;
+	}
+	struct members_record *was = g->members_written;
+	bool same = was != NULL && was->self_up_number == now->self_up_number && was->n == now->n &&
+		    memcmp(was->nodes, now->nodes, now->n * sizeof now->nodes[0]) == 0;
+	int rc = same ? 0 : members_file_write(g->cfg.data_dir, now);
+	if (same || rc != 0) {
+		if (rc != 0 && !g->members_failed)
+			log_warn(g->cfg.log, "cannot write %s/members: %s; a restart of this node may not find its "
+				 "cluster", g->cfg.data_dir, strerror(-rc));
+		g->members_failed = rc != 0;
+		free(now);
+		return;
+	}
+	g->members_failed = false;
+	free(was);
+	g->members_written = now;
 }
 
 /* One hosted type after a membership change: see the top of the header. A
@@ -72,6 +110,7 @@ void cluster_glue_membership_changed(void *glue)
 	}
 	for (size_t k = 0; k < g->nhosted; k++)
 		apply_to_type(g, &g->hosted[k]);
+	remember_members(g);
 }
 
 size_t cluster_glue_members_hosting(void *glue, const char *type, const char **out, size_t max)

@@ -19,7 +19,9 @@
  *     take them, or handoff_timeout_ms has passed), marks it exiting and
  *     stops the loop;
  *   - a region stopped by graceful_shutdown is no longer a type this node
- *     says it hosts.
+ *     says it hosts;
+ *   - data_dir/members (members_file.h) holds the members after every
+ *     change that changes what it holds.
  *
  * The glue owns none of the parts: node_app.h starts and stops them.
  */
@@ -59,6 +61,7 @@ struct cluster_glue_config {
 	const char *our_node;            /* this node's name; not owned; outlives the glue */
 	bool proxy_only;             /* the node hosts nothing and coordinates nothing */
 	uint32_t handoff_timeout_ms; /* how long a leave waits for its shards to go */
+	const char *data_dir;        /* where `members` is kept; not owned; outlives the glue */
 };
 
 /* Held by its owner; the fields are the glue's own. */
@@ -70,6 +73,8 @@ struct cluster_glue {
 	struct poll_until leave_poll;   /* a leave: until no shard is left here */
 	bool leaving;
 	const char *stop_reason;
+	struct members_record *members_written; /* owned: the file as last written; NULL: not yet */
+	bool members_failed;            /* a write failed: said once */
 };
 
 /* Readies g; until cluster_glue_set_hosted and cluster_glue_set_membership,
@@ -86,8 +91,9 @@ void cluster_glue_set_hosted(struct cluster_glue *g, struct hosted_type *hosted,
  * is freed. Does not apply it: call cluster_glue_membership_changed. */
 void cluster_glue_set_membership(struct cluster_glue *g, struct membership *m);
 
-/* Disarms the leave timer. After it the glue does nothing more; safe on a
- * glue that was zeroed and never initialised. */
+/* Disarms the leave timer and frees what the glue owns. After it the glue
+ * does nothing more; safe on a glue that was zeroed and never
+ * initialised. */
 void cluster_glue_stop(struct cluster_glue *g);
 
 /* membership_config.on_change, arg a struct cluster_glue: applies the

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -20,6 +21,7 @@
 #include "app/metrics_page.h"
 #include "entity/entity_type.h"
 #include "base/http_server.h"
+#include "cluster/members_file.h"
 #include "cluster/membership.h"
 #include "distribution/dist_node.h"
 #include "distribution/dist_tls.h"
@@ -178,6 +180,7 @@ static int start_node(struct node_app *app)
 	struct cluster_glue_config gcfg = {
 		.loop = app->loop, .log = &app->log, .our_node = dist_node_name(app->node),
 		.proxy_only = cfg->proxy_only, .handoff_timeout_ms = cfg->handoff_timeout_ms,
+		.data_dir = cfg->data_dir,
 	};
 	cluster_glue_init(&app->glue, &gcfg);
 	return 0;
@@ -374,12 +377,39 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 	return 0;
 }
 
+/* data_dir/members, the members this node knew when it last ran
+ * (members_file.h): asked to let it join as the seeds are. A file that
+ * cannot be read is said and ignored: the seeds still serve. */
+static void read_remembered(struct node_app *app)
+{
+	const struct sn_config *cfg = app->cfg;
+	app->remembered = malloc(sizeof *app->remembered);
+	int rc = app->remembered ? members_file_read(cfg->data_dir, app->remembered) : -ENOMEM;
+	if (rc == 0 && strcmp(app->remembered->self, cfg->name) != 0)
+		rc = -EXDEV; /* another node's data_dir */
+	if (rc != 0) {
+		if (rc != -ENOENT)
+			log_warn(&app->log, "%s/members ignored: %s", cfg->data_dir,
+				 rc == -EXDEV ? "it was written by another node" :
+				 rc == -EPROTO ? "a line is not what it writes" : strerror(-rc));
+		free(app->remembered);
+		app->remembered = NULL;
+		return;
+	}
+	for (size_t k = 0; k < app->remembered->n; k++)
+		app->remembered_names[k] = app->remembered->nodes[k];
+	if (app->remembered->n > 0)
+		log_info(&app->log, "remembered members: %zu (in %s/members), asked before this node forms a cluster",
+			 app->remembered->n, cfg->data_dir);
+}
+
 /* Membership last: its first change places the coordinators. */
 static int start_membership(struct node_app *app)
 {
 	const struct sn_config *cfg = app->cfg;
 	for (size_t k = 0; k < cfg->njoin; k++)
 		app->seeds[k] = cfg->join[k];
+	read_remembered(app);
 	/* Members know a proxy-only node as hosting nothing. */
 	size_t nhosted_names = 0;
 	for (size_t k = 0; k < app->nhosted && !cfg->proxy_only; k++)
@@ -393,6 +423,13 @@ static int start_membership(struct node_app *app)
 		.keep_majority = cfg->downing == DOWNING_KEEP_MAJORITY,
 		.on_change = cluster_glue_membership_changed, .on_change_arg = &app->glue,
 		.seeds_later = cfg->join_dns[0] != '\0',
+		.remembered = app->remembered_names,
+		.nremembered = app->remembered ? app->remembered->n : 0,
+		.last_up_number = app->remembered ? app->remembered->self_up_number : 0,
+		/* The first seed, or a node given none (with DNS seeds,
+		 * dns_seeds.h decides). */
+		.may_form = cfg->join_dns[0] == '\0' && (cfg->njoin == 0 || strcmp(cfg->join[0], cfg->name) == 0),
+		.seed_timeout_ms = cfg->seed_timeout_ms,
 	};
 	int rc = 0;
 	app->membership = membership_start(&mcfg, &rc);
@@ -607,6 +644,8 @@ void node_app_stop(struct node_app *app)
 	app->dns_seeds = NULL;
 	membership_free(app->membership);
 	app->membership = NULL;
+	free(app->remembered); /* membership pointed into it */
+	app->remembered = NULL;
 	admin_free(app->admin);
 	app->admin = NULL;
 	dist_node_free(app->node);

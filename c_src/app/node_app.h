@@ -73,6 +73,10 @@ struct node_app {
 	bool awaiting_host_types;    /* the loop runs for the host's first welcome */
 	bool host_wait_cancelled;    /* a signal came meanwhile */
 	const char *seeds[CONFIG_MAX_LIST];      /* cfg->join */
+	/* data_dir/members as found at start (NULL: none), which membership
+	 * asks; remembered_names point into it. */
+	struct members_record *remembered;
+	const char *remembered_names[CLUSTER_MEMBERS_MAX];
 	const char *hosted_names[NODE_TYPES_MAX];
 	const char *singleton_names[NODE_TYPES_MAX], *singleton_types[NODE_TYPES_MAX]; /* cfg's */
 	bool started;                /* node_app_start succeeded */

@@ -78,8 +78,17 @@ static void send_join(struct membership *m, const char *seed)
 	ei_x_free(&x);
 }
 
+static bool is_seed(const struct membership *m, const char *node)
+{
+	for (size_t k = 0; k < m->cfg.nseeds; k++)
+		if (strcmp(m->cfg.seeds[k], node) == 0)
+			return true;
+	return false;
+}
+
 /* While this node is joining: a join to every seed but itself (a name's
- * seeds, dns_seeds.h, list it too). */
+ * seeds, dns_seeds.h, list it too; so may a seed list every member is
+ * given), and to every member it remembers that is no seed. */
 static void send_joins(struct membership *m)
 {
 	if (membership_member(m, m->our_node)->status != MEMBER_JOINING)
@@ -87,11 +96,36 @@ static void send_joins(struct membership *m)
 	for (size_t k = 0; k < m->cfg.nseeds; k++)
 		if (strcmp(m->cfg.seeds[k], m->our_node) != 0)
 			send_join(m, m->cfg.seeds[k]);
+	for (size_t k = 0; k < m->cfg.nremembered; k++)
+		if (strcmp(m->cfg.remembered[k], m->our_node) != 0 && !is_seed(m, m->cfg.remembered[k]))
+			send_join(m, m->cfg.remembered[k]);
+}
+
+/* Whether anyone but this node is there to ask for a cluster. */
+static bool anyone_to_ask(const struct membership *m)
+{
+	for (size_t k = 0; k < m->cfg.nseeds; k++)
+		if (strcmp(m->cfg.seeds[k], m->our_node) != 0)
+			return true;
+	for (size_t k = 0; k < m->cfg.nremembered; k++)
+		if (strcmp(m->cfg.remembered[k], m->our_node) != 0)
+			return true;
+	return false;
+}
+
+/* The first seed's wait (Akka's first-seed-node process): once nobody
+ * answered as a member for seed_timeout_ms, no cluster is there, and this
+ * node forms one. Every other node keeps joining. */
+static void form_if_nobody_answered(struct membership *m)
+{
+	if (m->cfg.may_form && now_ms(m) - m->started_ms >= m->cfg.seed_timeout_ms)
+		membership_form_cluster(m);
 }
 
 static void on_gossip_timer(struct evloop *loop, void *arg)
 {
 	struct membership *m = arg;
+	form_if_nobody_answered(m);
 	send_joins(m);
 	gossip_all(m);
 	membership_heartbeat_all(m);
@@ -198,10 +232,35 @@ done:
 	}
 }
 
+static void reset_local(struct membership *m, struct member *e);
+
+/* Lists e joining as a new incarnation at `version`, with the types it
+ * gave (NULL: the ones it had), heard from now with creation `creation`:
+ * nothing seen of an old incarnation counts, and its up-number is never
+ * given again. */
+static void list_joining(struct membership *m, struct member *e, const struct member *joiner, uint32_t version,
+			 uint32_t creation)
+{
+	note_up_number(m, e->up_number);
+	if (joiner != NULL && joiner != e) {
+		memcpy(e->types, joiner->types, sizeof e->types);
+		e->ntypes = joiner->ntypes;
+	}
+	reset_local(m, e);
+	e->status = MEMBER_JOINING;
+	e->up_number = 0;
+	e->version = version;
+	e->joining_since = now_ms(m);
+	e->creation = creation;
+	gossip_all(m);
+	membership_changed(m);
+	admit_joiners(m);
+}
+
 /* A seed hears `join`: the joiner is listed as joining (a new incarnation
  * if it was down, or restarted while still listed), for the leader to
  * admit. */
-static void on_join(struct membership *m, const char *t, size_t i)
+static void on_join(struct membership *m, const char *t, size_t i, uint32_t creation)
 {
 	struct member joiner = {0};
 	if (node_name_decode(t, &i, joiner.node) || read_types(t, &i, &joiner))
@@ -210,23 +269,41 @@ static void on_join(struct membership *m, const char *t, size_t i)
 	struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
 	uint32_t version = 0;
 	if (membership_rules_join(e != NULL ? &have : NULL, &version) == MEMBER_JOIN_TELL_AGAIN) {
+		if (e->status == MEMBER_JOINING) { /* the types it hosts now */
+			memcpy(e->types, joiner.types, sizeof e->types);
+			e->ntypes = joiner.ntypes;
+		}
 		membership_gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
 		admit_joiners(m);
 		return;
 	}
 	if (e == NULL && (e = add(m, joiner.node)) == NULL)
 		return;
-	note_up_number(m, e->up_number);
-	*e = joiner; /* a new incarnation: nothing seen of an old one counts */
-	e->status = MEMBER_JOINING;
-	e->up_number = 0;
-	e->version = version;
-	e->last_heard = now_ms(m);
-	e->joining_since = now_ms(m);
 	log_info(m->cfg.log, "member %s is joining", e->node);
-	gossip_all(m);
-	membership_changed(m);
-	admit_joiners(m);
+	list_joining(m, e, &joiner, version, creation);
+}
+
+/* A message of `via`'s with creation `creation`: a member we list that
+ * is not down and was heard from with another creation was started again
+ * (see membership_handle). Its old incarnation is gone, so it is listed
+ * joining at once: its shards go to their replicas or the store, and the
+ * new incarnation is admitted with a new up-number. */
+static void note_incarnation(struct membership *m, const char *via, uint32_t creation)
+{
+	struct member *e = membership_member(m, via);
+	if (e == NULL || creation == 0 || is_us(m, e) || e->creation == creation)
+		return;
+	if (e->creation == 0 || e->status >= MEMBER_DOWN) {
+		e->creation = creation; /* first heard, or a down the rules handle */
+		return;
+	}
+	uint32_t version = 0;
+	struct member_facts gone = membership_facts_of(e);
+	gone.status = MEMBER_DOWN; /* the rules list a downed member anew */
+	(void)membership_rules_join(&gone, &version);
+	log_info(m->cfg.log, "member %s started again (a new incarnation): its old one is gone, and its shards go "
+		 "elsewhere at once", e->node);
+	list_joining(m, e, NULL, version, creation);
 }
 
 /* Forgets what this node saw of an earlier incarnation of the member. */
@@ -238,6 +315,7 @@ static void reset_local(struct membership *m, struct member *e)
 	e->down_at = 0;
 	e->released = false;
 	e->last_acked = 0;
+	e->creation = 0;
 	memset(e->lapsed_from, 0, sizeof e->lapsed_from);
 	/* What its earlier incarnation reported of others' leases is its no
 	 * more. */
@@ -272,6 +350,8 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		struct member *e = membership_member(m, in.node);
 		struct member_facts in_facts = membership_facts_of(&in);
 		struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
+		if (e != NULL && is_us(m, e))
+			have.old_up_number = m->cfg.last_up_number;
 		struct member_merge d =
 			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, strcmp(in.node, m->our_node) == 0);
 		if (d.verdict == MEMBER_MERGE_KEEP) {
@@ -323,7 +403,7 @@ static bool sent_by(struct membership *m, const char *t, size_t i, const char *v
 	return false;
 }
 
-int membership_handle(struct membership *m, const char *t, size_t len, const char *via)
+int membership_handle(struct membership *m, const char *t, size_t len, const char *via, uint32_t creation)
 {
 	(void)len;
 	size_t i;
@@ -339,11 +419,12 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 		term_skip(t, &after);
 		if (!sent_by(m, t, after, via, kinds[k]))
 			return 1;
+		note_incarnation(m, via, creation);
 		break;
 	}
 	if (term_is_atom(t, i, "join")) {
 		term_skip(t, &i);
-		on_join(m, t, i);
+		on_join(m, t, i, creation);
 		return 1;
 	}
 	if (term_is_atom(t, i, "gossip")) {
@@ -500,12 +581,15 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 	}
 	for (size_t t = 0; t < cfg->ntypes && t < NODE_TYPES_MAX; t++)
 		strlcpy(me->types[me->ntypes++], cfg->types[t], sizeof me->types[0]);
-	if (cfg->nseeds == 0 && !cfg->seeds_later) {
+	m->started_ms = now_ms(m);
+	if (cfg->may_form && !cfg->seeds_later && !anyone_to_ask(m)) {
 		me->status = MEMBER_UP;
-		me->up_number = 1;
+		me->up_number = cfg->last_up_number + 1;
 		me->version = 1;
+		note_up_number(m, me->up_number);
 	} else {
 		me->status = MEMBER_JOINING;
+		note_up_number(m, cfg->last_up_number); /* never given to us again */
 	}
 	m->quorum_until = UINT64_MAX;
 	m->lease_holds = true;

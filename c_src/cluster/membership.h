@@ -87,6 +87,10 @@ struct member {
 	uint64_t lapsed_from[CLUSTER_MEMBERS_MAX / 64];
 	uint64_t joining_since; /* when we learned it was joining */
 	bool released;         /* downed, and its shards may go elsewhere now */
+	/* The creation of the incarnation we heard from directly (the
+	 * creation of its admin's pid); 0: none heard yet. Another creation
+	 * is a new incarnation: the old one is gone (membership_handle). */
+	uint32_t creation;
 };
 
 struct membership;
@@ -96,8 +100,24 @@ struct membership_config {
 	erlang_pid from;          /* sender of our gossip: the admin's pid */
 	struct evloop *loop;
 	const struct logger *log;
-	const char *const *seeds; /* other nodes to join through; none: a new cluster */
+	/* Nodes to join through; may name this node (every member can be given
+	 * the same list). None, and nothing remembered: a new cluster. */
+	const char *const *seeds;
 	size_t nseeds;
+	/* The other members this node knew when it last ran
+	 * (members_file.h), asked to let it join as the seeds are. */
+	const char *const *remembered;
+	size_t nremembered;
+	/* This node's up-number in the incarnation that wrote the members
+	 * file (0: none): gossip that lists us at or below it speaks of that
+	 * incarnation, not of us. */
+	uint32_t last_up_number;
+	/* This node may form a new cluster when no seed or remembered member
+	 * answers as a member within seed_timeout_ms: it is the first of the
+	 * seeds, or was started without any. With nobody to ask, it forms one
+	 * at once. */
+	bool may_form;
+	uint32_t seed_timeout_ms;
 	/* The seeds come later (membership_set_seeds): start joining even
 	 * with none. */
 	bool seeds_later;
@@ -113,9 +133,11 @@ struct membership_config {
 };
 
 /* Starts this node's membership: the member list holds this node alone,
- * up (no seeds: a cluster of one) or joining (seeds: joins are sent on the
- * first gossip round, which runs at once and then every
- * heartbeat_interval_ms). cfg is copied; the pointers in it (loop, log,
+ * up (a node that may form a cluster and has nobody to ask: a cluster of
+ * one) or joining (joins go to the seeds and the remembered members but
+ * this node on the first gossip round, which runs at once and then every
+ * heartbeat_interval_ms; a node that may form one forms it once nobody
+ * answered as a member for seed_timeout_ms). cfg is copied; the pointers in it (loop, log,
  * node, seeds, types) must outlive the membership. Listens for nodedowns
  * on cfg->node. Returns the membership with *err = 0, or NULL with *err =
  * -ENOMEM (nothing to free). The constructor convention of the node: a
@@ -128,11 +150,16 @@ void membership_free(struct membership *m);
 
 /* Handles a '$shardnode' join, gossip, reachability, heartbeat or
  * heartbeat_ack message that came from node `via` (proc_msg.via: the
- * connection's peer). Each names its sender first; one whose sender is not
+ * connection's peer), sent by a process of creation `creation` (its pid's;
+ * 0: unknown). Each names its sender first; one whose sender is not
  * `via` — anyone with the cookie speaking for another node — or is no
- * valid node name is ignored (and logged). Returns 1 if it was one of
- * these messages, 0 if not. */
-int membership_handle(struct membership *m, const char *term, size_t len, const char *via);
+ * valid node name is ignored (and logged). A member we list (not down)
+ * whose creation is not the one we heard from before was started again:
+ * its old incarnation is gone (its name was free in epmd for the new one),
+ * so it is listed joining at once, as a new incarnation, and its shards go
+ * elsewhere without waiting for failure detection. Returns 1 if it was one
+ * of these messages, 0 if not. */
+int membership_handle(struct membership *m, const char *term, size_t len, const char *via, uint32_t creation);
 
 /* Encodes {ok, [#{node := Node, status := Status}]}, oldest first.
  * Returns 0 or -ENOMEM (x then holds part of it: the caller answers an
@@ -217,6 +244,13 @@ bool membership_knows_a_cluster(const struct membership *m);
  * there (dns_seeds.h: the lowest of the seeds, after a wait). Returns
  * true if it did. */
 bool membership_form_cluster(struct membership *m);
+
+struct members_record;
+
+/* What data_dir/members is to hold now (members_file.h): this node, its
+ * up-number, and every other member that is neither down nor removed.
+ * Cannot fail. */
+void membership_remembered(const struct membership *m, struct members_record *out);
 
 /* True once this node has been downed by the others. */
 bool membership_self_down(const struct membership *m);

@@ -35,6 +35,7 @@ struct membership {
 	struct member *members;
 	size_t n, cap;
 	struct evloop_timer gossip_timer;
+	uint64_t started_ms;    /* when membership started: the first seed's wait counts from it */
 	uint64_t stable_since;  /* last change of members or reachability */
 	uint64_t quorum_until;  /* quorum_until() of the leases we hold */
 	bool lease_holds;       /* may deliver, as of the last refresh */

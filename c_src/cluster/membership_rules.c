@@ -28,6 +28,8 @@ static enum member_merge_verdict verdict_of(const struct member_facts *in, const
 			return in->version >= have->version ? MEMBER_MERGE_NEW_INCARNATION : MEMBER_MERGE_KEEP;
 		return in->up_number > have->up_number ? MEMBER_MERGE_NEW_INCARNATION : MEMBER_MERGE_KEEP;
 	}
+	if (self_joining && !in_down && in->up_number != 0 && in->up_number <= have->old_up_number)
+		return MEMBER_MERGE_KEEP; /* our old incarnation's admission, not ours */
 	if (in_down && !have_down) {
 		if (self_joining)
 			return MEMBER_MERGE_KEEP; /* the down of an earlier incarnation of ours */

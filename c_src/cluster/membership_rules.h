@@ -45,6 +45,10 @@ struct member_facts {
 	uint64_t last_heard;       /* loop ms of its last heartbeat, ack or gossip */
 	uint64_t joining_since;    /* loop ms when we learned it was joining */
 	uint64_t lease_until;      /* the quorum lease it gives us (quorum.h) */
+	/* This node's own entry only: its up-number before it was started
+	 * again (members_file.h), 0 if none. An entry of ours that carries an
+	 * up-number at or below it is of that old incarnation. */
+	uint32_t old_up_number;
 };
 
 /* ---- merging gossip ---- */
@@ -80,7 +84,11 @@ struct member_merge {
  * are read). `is_self`: the entry is this node's own, which nobody else
  * may move back from leaving or beyond (only we leave, and only a down
  * from the others overrides it), and whose downs of an earlier incarnation
- * do not concern us while we await admission. Both entries are only read.
+ * do not concern us while we await admission; nor does an entry that
+ * lists an earlier incarnation of ours as a member (an up-number at or
+ * below have->old_up_number), which a member that has not yet heard of our
+ * restart gossips: taking it, a node started again would believe itself
+ * admitted under its old identity. Both entries are only read.
  * Cannot fail. */
 struct member_merge membership_rules_merge(const struct member_facts *in, const struct member_facts *have,
 					   bool is_self);

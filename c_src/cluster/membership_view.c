@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bsd/string.h>
+
+#include "cluster/members_file.h"
 #include "cluster/membership_internal.h"
 
 static int by_age(const void *a, const void *b)
@@ -174,4 +177,18 @@ size_t membership_others(const struct membership *m)
 		n += strcmp(e->node, m->our_node) != 0 && e->status == MEMBER_UP;
 	}
 	return n;
+}
+
+void membership_remembered(const struct membership *m, struct members_record *out)
+{
+	strlcpy(out->self, m->our_node, sizeof out->self);
+	out->self_up_number = 0;
+	out->n = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (is_us(m, e))
+			out->self_up_number = e->up_number;
+		else if (e->status < MEMBER_DOWN && out->n < CLUSTER_MEMBERS_MAX)
+			strlcpy(out->nodes[out->n++], e->node, sizeof out->nodes[0]);
+	}
 }

@@ -206,6 +206,40 @@ Test(membership_rules_merge, a_joining_node_ignores_the_down_of_its_earlier_inca
 	cr_assert_eq(membership_rules_merge(&in, &mine, true).verdict, MEMBER_MERGE_TAKE);
 }
 
+/* A node started again asks its cluster to let it join; a member that has
+ * not heard of the restart yet gossips the old incarnation's entry of it,
+ * up. The node refuses it (its up-number is at or below the one the node
+ * had, read from data_dir/members), and takes its new admission. */
+Test(membership_rules_merge, a_node_started_again_refuses_its_old_incarnations_entry)
+{
+	struct member_facts mine = F("me", 0, MEMBER_JOINING, 0);
+	mine.old_up_number = 3;
+	struct member_facts in = F("me", 3, MEMBER_UP, 7);
+	cr_assert_eq(membership_rules_merge(&in, &mine, true).verdict, MEMBER_MERGE_KEEP);
+	in = F("me", 2, MEMBER_LEAVING, 9);
+	cr_assert_eq(membership_rules_merge(&in, &mine, true).verdict, MEMBER_MERGE_KEEP);
+	in = F("me", 3, MEMBER_EXITING, 12);
+	cr_assert_eq(membership_rules_merge(&in, &mine, true).verdict, MEMBER_MERGE_KEEP);
+	/* listed joining again, then admitted with a new up-number */
+	in = F("me", 0, MEMBER_JOINING, 9);
+	cr_assert_eq(membership_rules_merge(&in, &mine, true).verdict, MEMBER_MERGE_TAKE);
+	mine = F("me", 0, MEMBER_JOINING, 9);
+	mine.old_up_number = 3;
+	in = F("me", 5, MEMBER_UP, 10);
+	cr_assert_eq(membership_rules_merge(&in, &mine, true).verdict, MEMBER_MERGE_TAKE);
+	/* Once up in the new incarnation, the old one's entry loses on its
+	 * up-number, as any older incarnation's does. */
+	mine = F("me", 5, MEMBER_UP, 10);
+	mine.old_up_number = 3;
+	in = F("me", 3, MEMBER_UP, 30);
+	cr_assert_eq(membership_rules_merge(&in, &mine, true).verdict, MEMBER_MERGE_KEEP);
+	/* Others' entries of us are not ours to judge so. */
+	mine = F("me", 0, MEMBER_JOINING, 0);
+	mine.old_up_number = 3;
+	in = F("me", 3, MEMBER_UP, 7);
+	cr_assert_eq(membership_rules_merge(&in, &mine, false).verdict, MEMBER_MERGE_TAKE);
+}
+
 /* Two members holding different entries of one node converge: exactly one
  * of the two merges takes, whoever gossips first. Every pair of entries
  * over a small grid of up-numbers, statuses and versions. */
