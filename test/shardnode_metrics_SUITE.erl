@@ -391,17 +391,18 @@ the_whole_time_counts_waits_on_the_member_that_forwarded(Config) ->
     ?assertEqual(2, Bucket(<<"shardnode_reply_latency_seconds">>, "0.25")),
     ok.
 
-%% shardnode_info carries the version of the application (its vsn), as
-%% the admin's sys:get_state does.
+%% shardnode_info carries the version of the application (its vsn) and
+%% the protocol the node speaks to other members, as the admin's
+%% sys:get_state does (there, for every member it lists).
 the_info_carries_the_version(Config) ->
     Port = free_port(),
     {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port}}]),
     {ok, Vsn} = application:get_key(shardnode, vsn),
     {200, _, Page} = get(Port, "/metrics"),
     Info = iolist_to_binary(["shardnode_info{node=\"", atom_to_list(C), "\",log_level=\"info\",version=\"",
-                             Vsn, "\"}"]),
+                             Vsn, "\",protocol=\"2\"}"]),
     ?assertEqual(1, value(Page, Info)),
-    ?assertMatch(#{version := Vsn}, sys:get_state({shardnode, C}, 1000)),
+    ?assertMatch(#{version := Vsn, protocols := #{C := 2}}, sys:get_state({shardnode, C}, 1000)),
     ok.
 
 free_port() -> shardnode_ct:free_port().

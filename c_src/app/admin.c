@@ -1,6 +1,7 @@
 /* admin.c — see admin.h. */
 #include "app/admin.h"
 #include "app/version.h"
+#include "cluster/member_protocol.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -167,8 +168,9 @@ static int append_ok_value(ei_x_buff *x, const ei_x_buff *from)
 	return term_x_append_raw(x, from->buff + i, (size_t)from->index - i);
 }
 
-/* sys:get_state's answer (sys_msg.h): #{version, node, members,
- * shard_types, singletons, proxy_only, log_level}. Returns 0 or < 0. */
+/* sys:get_state's answer (sys_msg.h): #{version, protocols, node,
+ * members, shard_types, singletons, proxy_only, log_level}; protocols
+ * is #{Node => Protocol} (member_protocol.h). Returns 0 or < 0. */
 static int encode_sys_state(struct admin *a, ei_x_buff *x)
 {
 	ei_x_buff members, types;
@@ -179,8 +181,14 @@ static int encode_sys_state(struct admin *a, ei_x_buff *x)
 		return -ENOMEM;
 	}
 	int rc = encode_members(a, &members) | encode_shard_types(a, &types);
-	rc |= ei_x_encode_map_header(x, 7) | ei_x_encode_atom(x, "version") | ei_x_encode_string(x, SHARDNODE_VERSION) |
-	      ei_x_encode_atom(x, "node") |
+	rc |= ei_x_encode_map_header(x, 8) | ei_x_encode_atom(x, "version") | ei_x_encode_string(x, SHARDNODE_VERSION) |
+	      ei_x_encode_atom(x, "protocols");
+	if (a->membership != NULL)
+		rc |= membership_encode_protocols(a->membership, x);
+	else
+		rc |= ei_x_encode_map_header(x, 1) | ei_x_encode_atom(x, dist_node_name(a->cfg.node)) |
+		      ei_x_encode_ulong(x, MEMBER_PROTOCOL);
+	rc |= ei_x_encode_atom(x, "node") |
 	      ei_x_encode_atom(x, dist_node_name(a->cfg.node)) | ei_x_encode_atom(x, "members");
 	if (rc == 0)
 		rc = append_ok_value(x, &members);

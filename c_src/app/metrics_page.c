@@ -7,6 +7,7 @@
 #include "app/admin.h"
 #include "app/node_app.h"
 #include "app/version.h"
+#include "cluster/member_protocol.h"
 #include "base/http_server.h"
 #include "base/process_stats.h"
 #include "base/prom_text.h"
@@ -278,13 +279,15 @@ static void render_self(struct prom_text *p, const struct node_app *app)
 	prom_family(p, "shardnode_metrics_render_seconds", "gauge", "How long the previous page took to render.");
 	prom_seconds(p, "shardnode_metrics_render_seconds", NULL, hs.last_render_ns);
 
-	char labels[NODE_NAME_BUF + 64];
+	char labels[NODE_NAME_BUF + 96];
 	size_t len = 0;
 	labels[0] = '\0';
 	(void)prom_label(labels, sizeof labels, &len, "node", app->cfg->name);
 	(void)prom_label(labels, sizeof labels, &len, "log_level", log_level_name(log_get_level(&app->log)));
 	(void)prom_label(labels, sizeof labels, &len, "version", SHARDNODE_VERSION);
-	prom_family(p, "shardnode_info", "gauge", "1, with the node's name, log level and version as labels.");
+	(void)prom_label(labels, sizeof labels, &len, "protocol", MEMBER_PROTOCOL_TEXT);
+	prom_family(p, "shardnode_info", "gauge",
+		    "1, with the node's name, log level, version and member protocol as labels.");
 	prom_u64(p, "shardnode_info", labels, 1);
 }
 

@@ -12,6 +12,7 @@
 
 #include <bsd/string.h>
 
+#include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
 #include "distribution/node_set.h"
 #include "etf/shardnode_msg.h"
@@ -153,7 +154,8 @@ static int status_of(const char *name)
 	return -1;
 }
 
-/* Reads [Type] into e. Returns 0 or -EPROTO. */
+/* Reads [Type] into e, and the protocol it states there (member_protocol.h;
+ * none: the oldest). Returns 0 or -EPROTO. */
 static int read_types(const char *t, size_t *i, struct member *e)
 {
 	int ii = (int)*i, arity;
@@ -161,10 +163,13 @@ static int read_types(const char *t, size_t *i, struct member *e)
 		return -EPROTO;
 	*i = (size_t)ii;
 	e->ntypes = 0;
+	e->protocol = MEMBER_PROTOCOL_OLDEST;
 	for (int k = 0; k < arity; k++) {
 		char atom[TERM_ATOM_BUF];
 		if (term_get_atom(t, i, atom))
 			return -EPROTO;
+		if (member_protocol_parse(atom, &e->protocol))
+			continue;
 		/* A member hosts at most NODE_TYPES_MAX types with names of
 		 * [a-z0-9_]; anything beyond is no type we could share with it. */
 		if (e->ntypes < NODE_TYPES_MAX && strlen(atom) < sizeof e->types[0])
@@ -245,6 +250,7 @@ static void list_joining(struct membership *m, struct member *e, const struct me
 	if (joiner != NULL && joiner != e) {
 		memcpy(e->types, joiner->types, sizeof e->types);
 		e->ntypes = joiner->ntypes;
+		e->protocol = joiner->protocol;
 	}
 	reset_local(m, e);
 	e->status = MEMBER_JOINING;
@@ -272,6 +278,7 @@ static void on_join(struct membership *m, const char *t, size_t i, uint32_t crea
 		if (e->status == MEMBER_JOINING) { /* the types it hosts now */
 			memcpy(e->types, joiner.types, sizeof e->types);
 			e->ntypes = joiner.ntypes;
+			e->protocol = joiner.protocol;
 		}
 		membership_gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
 		admit_joiners(m);
@@ -372,6 +379,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		e->version = in.version;
 		memcpy(e->types, in.types, sizeof e->types);
 		e->ntypes = in.ntypes;
+		e->protocol = is_us(m, e) ? MEMBER_PROTOCOL : in.protocol;
 		if (d.note_down)
 			mark_down_locally(m, e);
 		if (d.greet)
@@ -581,6 +589,7 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 	}
 	for (size_t t = 0; t < cfg->ntypes && t < NODE_TYPES_MAX; t++)
 		strlcpy(me->types[me->ntypes++], cfg->types[t], sizeof me->types[0]);
+	me->protocol = MEMBER_PROTOCOL;
 	m->started_ms = now_ms(m);
 	if (cfg->may_form && !cfg->seeds_later && !anyone_to_ask(m)) {
 		me->status = MEMBER_UP;

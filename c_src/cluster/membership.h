@@ -76,6 +76,7 @@ struct member {
 	uint32_t version;
 	char types[NODE_TYPES_MAX][TYPE_NAME_BUF];
 	size_t ntypes;
+	uint32_t protocol;     /* the protocol it speaks (member_protocol.h) */
 	/* Not gossiped: what this node has seen of the member. */
 	bool unreachable;      /* silent for failure_timeout_ms */
 	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
@@ -199,6 +200,21 @@ size_t membership_downed(const struct membership *m, const char **out, size_t ma
 
 /* Members hosting `type` that are leaving: their shards are to be moved off. */
 size_t membership_leaving_with(const struct membership *m, const char *type, const char **out, size_t max);
+
+/* Encodes #{Node => Protocol} for every member not removed (sys:get_state
+ * of the admin). Returns 0 or -ENOMEM. */
+int membership_encode_protocols(const struct membership *m, ei_x_buff *x);
+
+/* The protocol `node` speaks (member_protocol.h): as it stated it, the
+ * oldest for a member that stated none, and this build's for ourselves;
+ * MEMBER_PROTOCOL_OLDEST for a node we do not list. */
+uint32_t membership_protocol_of(const struct membership *m, const char *node);
+
+/* The lowest protocol among the members hosting `type` that are not
+ * down or removed (joining ones too: they are about to take part), this
+ * node included if it hosts it: a feature all of them must know is used
+ * only at or above it. MEMBER_PROTOCOL when no member hosts it. */
+uint32_t membership_lowest_protocol(const struct membership *m, const char *type);
 
 /* The oldest up member hosting `type`, or NULL. */
 const char *membership_oldest_with(const struct membership *m, const char *type);

@@ -2,8 +2,10 @@
  * from it (membership_internal.h), for membership.c and
  * membership_health.c alike. Calls neither. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"
@@ -51,15 +53,23 @@ int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *k
 	return 0;
 }
 
-/* [Type] of a member. Returns 0 or -ENOMEM (ei refuses only for want of
- * memory: names fit their buffers by construction). */
+/* [Type] of a member, and its protocol's marker last (member_protocol.h)
+ * unless it stated none. Returns 0 or -ENOMEM (ei refuses only for want
+ * of memory: names fit their buffers by construction). */
 int membership_encode_types(ei_x_buff *x, const struct member *e)
 {
-	if (e->ntypes && ei_x_encode_list_header(x, (long)e->ntypes) < 0)
+	size_t n = e->ntypes + (e->protocol > MEMBER_PROTOCOL_OLDEST);
+	if (n && ei_x_encode_list_header(x, (long)n) < 0)
 		return -ENOMEM;
 	for (size_t t = 0; t < e->ntypes; t++)
 		if (ei_x_encode_atom(x, e->types[t]) < 0)
 			return -ENOMEM;
+	if (e->protocol > MEMBER_PROTOCOL_OLDEST) {
+		char marker[sizeof MEMBER_PROTOCOL_MARKER + 10];
+		snprintf(marker, sizeof marker, "%s%u", MEMBER_PROTOCOL_MARKER, e->protocol);
+		if (ei_x_encode_atom(x, marker) < 0)
+			return -ENOMEM;
+	}
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <bsd/string.h>
 
+#include "cluster/member_protocol.h"
 #include "cluster/members_file.h"
 #include "cluster/membership_internal.h"
 
@@ -112,6 +113,41 @@ static bool hosts(const struct member *e, const char *type)
 /* Unreachable members still serve until they are downed: from here a
  * crash and a partition look the same (see the header on downing). */
 static bool serving(const struct member *e) { return e->status == MEMBER_UP; }
+
+int membership_encode_protocols(const struct membership *m, ei_x_buff *x)
+{
+	long n = 0;
+	for (size_t k = 0; k < m->n; k++)
+		n += m->members[k].status != MEMBER_REMOVED;
+	if (ei_x_encode_map_header(x, n) < 0)
+		return -ENOMEM;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (e->status != MEMBER_REMOVED &&
+		    (ei_x_encode_atom(x, e->node) < 0 || ei_x_encode_ulong(x, e->protocol) < 0))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+uint32_t membership_protocol_of(const struct membership *m, const char *node)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (strcmp(m->members[k].node, node) == 0)
+			return m->members[k].protocol;
+	return MEMBER_PROTOCOL_OLDEST;
+}
+
+uint32_t membership_lowest_protocol(const struct membership *m, const char *type)
+{
+	uint32_t lowest = MEMBER_PROTOCOL;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (e->status < MEMBER_DOWN && hosts(e, type) && e->protocol < lowest)
+			lowest = e->protocol;
+	}
+	return lowest;
+}
 
 const char *membership_oldest_with(const struct membership *m, const char *type)
 {

@@ -1,0 +1,45 @@
+/*
+ * member_protocol.h — the version of the conversation between members, so
+ * that two consecutive releases run side by side in one cluster during a
+ * rolling upgrade (docs/contract.md "Rolling upgrades").
+ *
+ * Each member states the protocol it speaks in its join and in every
+ * gossiped entry of it. A member that states none runs a release from
+ * before the version was stated (v0.1.0): it speaks protocol 1. A new
+ * message kind or field between members is sent to a member only if its
+ * protocol knows it (membership_protocol_of), and a feature every member
+ * hosting a type must take part in (a new message of the hand-off,
+ * replication or hosting protocols) is used only once every such member
+ * has it (membership_lowest_protocol).
+ *
+ * On the wire the version rides as one more atom at the end of the
+ * member's type list, '$shardnode_protocol_N': the list of atoms is what
+ * every earlier release reads without complaint and gossips on unchanged
+ * (it is no type anyone hosts: a type's name starts with a lowercase
+ * letter), so the statement reaches new members even through old ones.
+ *
+ * The versions, each with what it added:
+ *   1  v0.1.0: states nothing
+ *   2  v0.2.0: states its version; nothing else new between members
+ */
+#ifndef SN_MEMBER_PROTOCOL_H
+#define SN_MEMBER_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The protocol this build speaks, and as text (for labels). */
+#define MEMBER_PROTOCOL 2
+#define MEMBER_PROTOCOL_TEXT "2"
+/* What a member that states none speaks. */
+#define MEMBER_PROTOCOL_OLDEST 1
+
+/* The marker's prefix; the decimal version follows. */
+#define MEMBER_PROTOCOL_MARKER "$shardnode_protocol_"
+
+/* Whether `atom` is a protocol marker; if so *version gets its number
+ * (a marker with a number that does not fit, or none, is the oldest).
+ * Pure. */
+bool member_protocol_parse(const char *atom, uint32_t *version);
+
+#endif
