@@ -12,6 +12,7 @@
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([an_erlang_entity_answers_as_a_c_one/1,
          a_crash_answers_the_call_and_the_next_message_restarts/1,
+         every_exit_answers_the_call_and_is_logged_once/1,
          states_move_with_their_shards_and_no_entity_runs_twice/1,
          a_store_keeps_what_the_entity_completed/1,
          a_singleton_of_an_erlang_type/1,
@@ -30,6 +31,7 @@ suite() -> [{timetrap, {minutes, 3}}].
 all() ->
     [an_erlang_entity_answers_as_a_c_one,
      a_crash_answers_the_call_and_the_next_message_restarts,
+     every_exit_answers_the_call_and_is_logged_once,
      states_move_with_their_shards_and_no_entity_runs_twice,
      a_store_keeps_what_the_entity_completed,
      a_singleton_of_an_erlang_type,
@@ -126,6 +128,33 @@ a_crash_answers_the_call_and_the_next_message_restarts(Config) ->
     await(fun() -> call(N, tally, 2, get) =:= 40 end),
     ok = call(N, tally, 2, passivate),
     ?assertEqual(0, call(N, tally, 2, get)), %% no store: a passivated entity starts afresh
+    ok = shardnode:stop_node(N).
+
+%% An entity that exits in handle/2 — normal, shutdown, {shutdown, _} or
+%% kill, each as a crash does — gets its call answered {error,
+%% {entity_crashed, Reason}} at once, the C node logs it once with type,
+%% id and reason, and the next message starts it again from its last
+%% completed state.
+every_exit_answers_the_call_and_is_logged_once(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("ent", #{})]),
+    Exits = [{exit_shutdown, shutdown}, {exit_shutdown_why, {shutdown, why}}, {exit_kill, kill},
+             {exit_normal, normal}],
+    %% The line's text, spaces aside (terms may be printed with or without).
+    Bare = fun(Text) -> binary:replace(iolist_to_binary(Text), <<" ">>, <<>>, [global]) end,
+    Line = fun(Id, Reason) -> Bare(io_lib:format("entity ~p of cart crashed: ~p\"", [Id, Reason])) end,
+    Logged = fun(Id, Reason) -> length([L || L <- output(N), binary:match(Bare(L), Line(Id, Reason)) =/= nomatch]) end,
+    lists:foreach(
+      fun({Id, Reason}) ->
+              ?assertEqual(ok, call(N, cart, Id, {add, apple, 1})),
+              T0 = erlang:monotonic_time(millisecond),
+              ?assertEqual({error, {entity_crashed, Reason}}, call(N, cart, Id, {exit, Reason})),
+              ?assert(erlang:monotonic_time(millisecond) - T0 < 2000),
+              ?assertEqual(#{apple => 1}, call(N, cart, Id, items)),
+              ?assertEqual(ok, call(N, cart, Id, {add, apple, 1})),
+              ?assertEqual(#{apple => 2}, call(N, cart, Id, items)),
+              await(fun() -> Logged(Id, Reason) > 0 end),
+              ?assertEqual(1, Logged(Id, Reason))
+      end, Exits),
     ok = shardnode:stop_node(N).
 
 %% Three members with lmdb host an Erlang type and a C type; callers
