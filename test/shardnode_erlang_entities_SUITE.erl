@@ -16,6 +16,7 @@
          states_move_with_their_shards_and_no_entity_runs_twice/1,
          a_store_keeps_what_the_entity_completed/1,
          a_singleton_of_an_erlang_type/1,
+         a_singleton_of_a_type_its_host_names/1,
          a_c_node_started_by_hand_names_its_host/1,
          a_host_down_hands_its_shards_over_and_takes_them_back/1,
          remembered_erlang_entities_run_again_without_a_message/1,
@@ -35,6 +36,7 @@ all() ->
      states_move_with_their_shards_and_no_entity_runs_twice,
      a_store_keeps_what_the_entity_completed,
      a_singleton_of_an_erlang_type,
+     a_singleton_of_a_type_its_host_names,
      a_c_node_started_by_hand_names_its_host,
      a_host_down_hands_its_shards_over_and_takes_them_back,
      remembered_erlang_entities_run_again_without_a_message,
@@ -224,6 +226,26 @@ a_singleton_of_an_erlang_type(Config) ->
     ?assertEqual(3, gen_server:call({boss, B}, incr, 10000)),
     no_second_instance(Config),
     ok = shardnode:stop_node(B).
+
+%% --singleton NAME=TYPE with --host alone, for a type the host names at
+%% start: the node waits for the host's types, then runs the singleton.
+%% A singleton whose type neither --types nor the host names stops the
+%% node at start, saying so.
+a_singleton_of_a_type_its_host_names(Config) ->
+    {HostPeer, Host} = start_host(Config, shardnode_ct:unique_name("host")),
+    Opts = fun(Singleton) ->
+                   #{name => shardnode_ct:unique_name("single") ++ "@127.0.0.1", types => [counter],
+                     singletons => [Singleton], extra_args => ["--host", atom_to_list(Host)]}
+           end,
+    {ok, N} = shardnode:start_node(Opts({boss, tally})),
+    ?assertEqual(1, gen_server:call({boss, N}, incr, 10000)),
+    ?assertEqual(2, gen_server:call({boss, N}, incr, 10000)),
+    ?assertEqual({ok, N}, gen_server:call({shardnode, N}, {singleton, boss})),
+    ok = shardnode:stop_node(N),
+    {error, {exited, 1, Lines}} = shardnode:start_node(Opts({boss, cart})),
+    ?assert(lists:any(fun(L) -> string:find(L, "singleton boss: its type cart") =/= nomatch end, Lines)),
+    _ = Config,
+    down(HostPeer, Host).
 
 %% A C node started without the wrapper names its host with --host and
 %% --host-types; shardnode:host_entities/1 on the host gives the modules.
