@@ -21,7 +21,8 @@
          a_host_down_hands_its_shards_over_and_takes_them_back/1,
          remembered_erlang_entities_run_again_without_a_message/1,
          graceful_shutdown_of_an_erlang_region_moves_its_states/1,
-         a_c_node_with_host_alone_waits_for_its_types/1]).
+         a_c_node_with_host_alone_waits_for_its_types/1,
+         health_names_the_host_while_it_is_away/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -41,7 +42,8 @@ all() ->
      a_host_down_hands_its_shards_over_and_takes_them_back,
      remembered_erlang_entities_run_again_without_a_message,
      graceful_shutdown_of_an_erlang_region_moves_its_states,
-     a_c_node_with_host_alone_waits_for_its_types].
+     a_c_node_with_host_alone_waits_for_its_types,
+     health_names_the_host_while_it_is_away].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -397,6 +399,41 @@ a_c_node_with_host_alone_waits_for_its_types(Config) ->
     ?assertEqual(1, call(N, tally, w, incr)),
     ok = shardnode:stop_node(N),
     down(HostPeer, Host).
+
+%% The health probes of a C node with a host: /health/live answers while
+%% the node waits for its host's types (a liveness probe must not restart
+%% it), and /health/ready is 503 naming the host until the host answers,
+%% 200 then, and 503 naming it again while the host is down.
+health_names_the_host_while_it_is_away(Config) ->
+    {HostPeer, Host} = start_host(Config, shardnode_ct:unique_name("host"), #{}),
+    HostName = atom_to_binary(Host),
+    Port = shardnode_ct:free_port(),
+    Self = self(),
+    Name = shardnode_ct:unique_name("health") ++ "@127.0.0.1",
+    _ = spawn_link(fun() ->
+                           Self ! {started, shardnode:start_node(#{name => Name, types => [counter],
+                                                                   ready_timeout => 30000,
+                                                                   config => #{metrics_port => Port},
+                                                                   extra_args => ["--host", atom_to_list(Host)]})}
+                   end),
+    N = list_to_atom(Name),
+    await(fun() -> lists:member(N, shardnode:which_nodes()) andalso
+                       lists:any(fun(L) -> string:find(L, "waiting for host") =/= nomatch end, output(N)) end),
+    NamesHost = fun() ->
+                        case sn_test:http_get(Port, "/health/ready") of
+                            {503, Why} -> binary:match(Why, HostName) =/= nomatch;
+                            _ -> false
+                        end
+                end,
+    await(fun() -> sn_test:http_get(Port, "/health/live") =:= {200, <<"ok\n">>} end),
+    ?assert(NamesHost()),
+    ok = erpc:call(Host, shardnode, host_entities, [#{tally => sn_tally}]),
+    receive {started, R} -> ?assertEqual({ok, N}, R) after 30000 -> ct:fail(not_started) end,
+    await(fun() -> sn_test:http_get(Port, "/health/ready") =:= {200, <<"ok\n">>} end),
+    down(HostPeer, Host),
+    await(NamesHost),
+    ?assertEqual({200, <<"ok\n">>}, sn_test:http_get(Port, "/health/live")),
+    ok = shardnode:stop_node(N).
 
 %%====================================================================
 %% Helpers

@@ -121,6 +121,7 @@ static int start_loop(struct node_app *app)
  * node's name. */
 static int gather_types(struct node_app *app);
 static int start_host_link(struct node_app *app);
+static int start_metrics(struct node_app *app);
 
 static int start_node(struct node_app *app)
 {
@@ -155,6 +156,10 @@ static int start_node(struct node_app *app)
 		return neg_errno(-rc);
 	}
 
+	/* The endpoint before the wait for the host's types: a liveness probe
+	 * must find the node alive meanwhile (its readiness says why not). */
+	if (cfg->metrics_port != 0 && (rc = start_metrics(app)) != 0)
+		return rc;
 	rc = gather_types(app);
 	if (rc)
 		return rc;
@@ -565,8 +570,6 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		dist_node_set_flushing(app->node, flush_batches, app);
 	if (rc == 0)
 		rc = start_membership(app);
-	if (rc == 0 && cfg->metrics_port != 0)
-		rc = start_metrics(app);
 	if (rc)
 		return rc;
 	app->started = true;
