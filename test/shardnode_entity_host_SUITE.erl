@@ -17,6 +17,7 @@
          an_entity_keeps_its_own_timers/1,
          stop_and_checkout_run_terminate/1,
          a_crash_is_told_to_the_region_with_its_reason/1,
+         an_exit_of_any_reason_is_told_to_the_region/1,
          the_c_node_going_down_ends_its_entities/1,
          a_lapsed_lease_ends_the_entities/1,
          a_hello_gets_a_dispatcher_per_c_node_incarnation/1,
@@ -33,6 +34,7 @@ all() ->
      an_entity_keeps_its_own_timers,
      stop_and_checkout_run_terminate,
      a_crash_is_told_to_the_region_with_its_reason,
+     an_exit_of_any_reason_is_told_to_the_region,
      the_c_node_going_down_ends_its_entities,
      a_lapsed_lease_ends_the_entities,
      a_hello_gets_a_dispatcher_per_c_node_incarnation,
@@ -129,6 +131,26 @@ a_crash_is_told_to_the_region_with_its_reason(Config) ->
     after ?WAIT -> ct:fail(no_crash_report)
     end,
     ?assertEqual([], shardnode_entity_dispatcher:entities(?config(dispatcher, Config))).
+
+%% exit/1 in handle/2 with any reason, normal too (which is also how the
+%% process ends of its own accord), is a crash for the region; a stop is
+%% not.
+an_exit_of_any_reason_is_told_to_the_region(Config) ->
+    lists:foreach(
+      fun({Id, Reason}) ->
+              Pid = start(Config, Id),
+              Pid ! {'$shardnode_entity', 2, {exit, Reason}},
+              receive
+                  {'$shardnode_crashed', Id, Pid, Got} -> ?assertEqual(Reason, Got)
+              after ?WAIT -> ct:fail({no_crash_report, Reason})
+              end
+      end, [{<<"n">>, normal}, {<<"s">>, shutdown}, {<<"w">>, {shutdown, why}}, {<<"k">>, kill}]),
+    Pid = start(Config, <<"c">>),
+    Pid ! {'$shardnode_entity', 2, checkout},
+    {Pid, _, _, stop} = done(<<"c">>, 2),
+    ok = sn_test:await(fun() -> not is_process_alive(Pid) end),
+    ?assertEqual([], shardnode_entity_dispatcher:entities(?config(dispatcher, Config))),
+    receive {'$shardnode_crashed', _, _, _} = C -> ct:fail({unexpected, C}) after 200 -> ok end.
 
 the_c_node_going_down_ends_its_entities(Config) ->
     D = ?config(dispatcher, Config),

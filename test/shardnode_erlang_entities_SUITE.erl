@@ -12,14 +12,17 @@
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([an_erlang_entity_answers_as_a_c_one/1,
          a_crash_answers_the_call_and_the_next_message_restarts/1,
+         every_exit_answers_the_call_and_is_logged_once/1,
          states_move_with_their_shards_and_no_entity_runs_twice/1,
          a_store_keeps_what_the_entity_completed/1,
          a_singleton_of_an_erlang_type/1,
+         a_singleton_of_a_type_its_host_names/1,
          a_c_node_started_by_hand_names_its_host/1,
          a_host_down_hands_its_shards_over_and_takes_them_back/1,
          remembered_erlang_entities_run_again_without_a_message/1,
          graceful_shutdown_of_an_erlang_region_moves_its_states/1,
-         a_c_node_with_host_alone_waits_for_its_types/1]).
+         a_c_node_with_host_alone_waits_for_its_types/1,
+         health_names_the_host_while_it_is_away/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -30,14 +33,17 @@ suite() -> [{timetrap, {minutes, 3}}].
 all() ->
     [an_erlang_entity_answers_as_a_c_one,
      a_crash_answers_the_call_and_the_next_message_restarts,
+     every_exit_answers_the_call_and_is_logged_once,
      states_move_with_their_shards_and_no_entity_runs_twice,
      a_store_keeps_what_the_entity_completed,
      a_singleton_of_an_erlang_type,
+     a_singleton_of_a_type_its_host_names,
      a_c_node_started_by_hand_names_its_host,
      a_host_down_hands_its_shards_over_and_takes_them_back,
      remembered_erlang_entities_run_again_without_a_message,
      graceful_shutdown_of_an_erlang_region_moves_its_states,
-     a_c_node_with_host_alone_waits_for_its_types].
+     a_c_node_with_host_alone_waits_for_its_types,
+     health_names_the_host_while_it_is_away].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -128,6 +134,33 @@ a_crash_answers_the_call_and_the_next_message_restarts(Config) ->
     ?assertEqual(0, call(N, tally, 2, get)), %% no store: a passivated entity starts afresh
     ok = shardnode:stop_node(N).
 
+%% An entity that exits in handle/2 — normal, shutdown, {shutdown, _} or
+%% kill, each as a crash does — gets its call answered {error,
+%% {entity_crashed, Reason}} at once, the C node logs it once with type,
+%% id and reason, and the next message starts it again from its last
+%% completed state.
+every_exit_answers_the_call_and_is_logged_once(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("ent", #{})]),
+    Exits = [{exit_shutdown, shutdown}, {exit_shutdown_why, {shutdown, why}}, {exit_kill, kill},
+             {exit_normal, normal}],
+    %% The line's text, spaces aside (terms may be printed with or without).
+    Bare = fun(Text) -> binary:replace(iolist_to_binary(Text), <<" ">>, <<>>, [global]) end,
+    Line = fun(Id, Reason) -> Bare(io_lib:format("entity ~p of cart crashed: ~p\"", [Id, Reason])) end,
+    Logged = fun(Id, Reason) -> length([L || L <- output(N), binary:match(Bare(L), Line(Id, Reason)) =/= nomatch]) end,
+    lists:foreach(
+      fun({Id, Reason}) ->
+              ?assertEqual(ok, call(N, cart, Id, {add, apple, 1})),
+              T0 = erlang:monotonic_time(millisecond),
+              ?assertEqual({error, {entity_crashed, Reason}}, call(N, cart, Id, {exit, Reason})),
+              ?assert(erlang:monotonic_time(millisecond) - T0 < 2000),
+              ?assertEqual(#{apple => 1}, call(N, cart, Id, items)),
+              ?assertEqual(ok, call(N, cart, Id, {add, apple, 1})),
+              ?assertEqual(#{apple => 2}, call(N, cart, Id, items)),
+              await(fun() -> Logged(Id, Reason) > 0 end),
+              ?assertEqual(1, Logged(Id, Reason))
+      end, Exits),
+    ok = shardnode:stop_node(N).
+
 %% Three members with lmdb host an Erlang type and a C type; callers
 %% increment through every member while a fourth joins and one leaves.
 %% Every acknowledged value holds (states move with their shards, written
@@ -195,6 +228,26 @@ a_singleton_of_an_erlang_type(Config) ->
     ?assertEqual(3, gen_server:call({boss, B}, incr, 10000)),
     no_second_instance(Config),
     ok = shardnode:stop_node(B).
+
+%% --singleton NAME=TYPE with --host alone, for a type the host names at
+%% start: the node waits for the host's types, then runs the singleton.
+%% A singleton whose type neither --types nor the host names stops the
+%% node at start, saying so.
+a_singleton_of_a_type_its_host_names(Config) ->
+    {HostPeer, Host} = start_host(Config, shardnode_ct:unique_name("host")),
+    Opts = fun(Singleton) ->
+                   #{name => shardnode_ct:unique_name("single") ++ "@127.0.0.1", types => [counter],
+                     singletons => [Singleton], extra_args => ["--host", atom_to_list(Host)]}
+           end,
+    {ok, N} = shardnode:start_node(Opts({boss, tally})),
+    ?assertEqual(1, gen_server:call({boss, N}, incr, 10000)),
+    ?assertEqual(2, gen_server:call({boss, N}, incr, 10000)),
+    ?assertEqual({ok, N}, gen_server:call({shardnode, N}, {singleton, boss})),
+    ok = shardnode:stop_node(N),
+    {error, {exited, 1, Lines}} = shardnode:start_node(Opts({boss, cart})),
+    ?assert(lists:any(fun(L) -> string:find(L, "singleton boss: its type cart") =/= nomatch end, Lines)),
+    _ = Config,
+    down(HostPeer, Host).
 
 %% A C node started without the wrapper names its host with --host and
 %% --host-types; shardnode:host_entities/1 on the host gives the modules.
@@ -346,6 +399,41 @@ a_c_node_with_host_alone_waits_for_its_types(Config) ->
     ?assertEqual(1, call(N, tally, w, incr)),
     ok = shardnode:stop_node(N),
     down(HostPeer, Host).
+
+%% The health probes of a C node with a host: /health/live answers while
+%% the node waits for its host's types (a liveness probe must not restart
+%% it), and /health/ready is 503 naming the host until the host answers,
+%% 200 then, and 503 naming it again while the host is down.
+health_names_the_host_while_it_is_away(Config) ->
+    {HostPeer, Host} = start_host(Config, shardnode_ct:unique_name("host"), #{}),
+    HostName = atom_to_binary(Host),
+    Port = shardnode_ct:free_port(),
+    Self = self(),
+    Name = shardnode_ct:unique_name("health") ++ "@127.0.0.1",
+    _ = spawn_link(fun() ->
+                           Self ! {started, shardnode:start_node(#{name => Name, types => [counter],
+                                                                   ready_timeout => 30000,
+                                                                   config => #{metrics_port => Port},
+                                                                   extra_args => ["--host", atom_to_list(Host)]})}
+                   end),
+    N = list_to_atom(Name),
+    await(fun() -> lists:member(N, shardnode:which_nodes()) andalso
+                       lists:any(fun(L) -> string:find(L, "waiting for host") =/= nomatch end, output(N)) end),
+    NamesHost = fun() ->
+                        case sn_test:http_get(Port, "/health/ready") of
+                            {503, Why} -> binary:match(Why, HostName) =/= nomatch;
+                            _ -> false
+                        end
+                end,
+    await(fun() -> sn_test:http_get(Port, "/health/live") =:= {200, <<"ok\n">>} end),
+    ?assert(NamesHost()),
+    ok = erpc:call(Host, shardnode, host_entities, [#{tally => sn_tally}]),
+    receive {started, R} -> ?assertEqual({ok, N}, R) after 30000 -> ct:fail(not_started) end,
+    await(fun() -> sn_test:http_get(Port, "/health/ready") =:= {200, <<"ok\n">>} end),
+    down(HostPeer, Host),
+    await(NamesHost),
+    ?assertEqual({200, <<"ok\n">>}, sn_test:http_get(Port, "/health/live")),
+    ok = shardnode:stop_node(N).
 
 %%====================================================================
 %% Helpers

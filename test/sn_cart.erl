@@ -1,6 +1,6 @@
 %% A shopping cart written against shardnode_entity, for the suites: items
-%% added and listed, a checkout that ends the cart, a crash on request, and
-%% a reminder sent to itself (handle_info/2) that is counted. Each process
+%% added and listed, a checkout that ends the cart, a crash or an exit
+%% (exit/1 with the reason given) on request, and a reminder sent to itself (handle_info/2) that is counted. Each process
 %% reports init and terminate to the process registered as sn_cart_events
 %% on its node, when there is one.
 -module(sn_cart).
@@ -24,7 +24,9 @@ handle(reminders, #{reminders := R} = S) ->
 handle(checkout, #{items := Items} = S) ->
     {stop, {ok, Items}, S#{items := #{}}};
 handle(crash, _S) ->
-    erlang:error(asked_to_crash).
+    erlang:error(asked_to_crash);
+handle({exit, Reason}, _S) ->
+    exit(Reason).
 
 handle_info(reminder, #{reminders := R} = S) ->
     {noreply, S#{reminders := R + 1}};

@@ -130,6 +130,8 @@ void config_defaults(struct sn_config *cfg);
  * `known_types` (NULL-terminated) those that may be named, checked by
  * config_check_types before returning. NULL known_types defers that check
  * to the caller, which learns the types from plugin_dir only after parsing.
+ * A singleton's type must be one of the types, unless the host names
+ * them at start (`host` without --host-types): node_app checks it then.
  * Nothing is kept of argv. Returns 0; 1 when --help was asked (usage
  * printed to stdout); or -EINVAL with a one-line message in err. */
 int config_parse_args(struct sn_config *cfg, int argc, char *const argv[], const char *const *default_types,

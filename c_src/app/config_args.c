@@ -167,8 +167,6 @@ static int derive_name(struct sn_config *c, const char *arg, bool short_names, c
 	return 0;
 }
 
-/* Each singleton's name is one no other process of the node has, and its
- * type one this node hosts (or proxies, --proxy-only). */
 /* A DNS name as --join-dns takes it: labels of letters, digits and '-',
  * separated by dots (a trailing dot allowed), none empty or over 63. */
 static bool dns_name_valid(const char *name)
@@ -190,6 +188,19 @@ static bool dns_name_valid(const char *name)
 	return name[0] != '\0';
 }
 
+/* Whether the types written in Erlang are named by the host at start
+ * (`host` without --host-types, not proxy-only: node_app's gather_types). */
+static bool host_names_types(const struct sn_config *c)
+{
+	bool given = false;
+	for (size_t t = 0; t < c->ntypes; t++)
+		given |= c->type_on_host[t];
+	return c->host[0] != '\0' && !given && !c->proxy_only;
+}
+
+/* Each singleton's name is one no other process of the node has, and its
+ * type one this node hosts (or proxies, --proxy-only) — or, when the host
+ * names the types at start, one it may name: node_app checks it then. */
 static int check_singletons(const struct sn_config *c, char err[CONFIG_ERR_BUF])
 {
 	if (c->ntypes + c->nsingletons > NODE_TYPES_MAX)
@@ -203,7 +214,7 @@ static int check_singletons(const struct sn_config *c, char err[CONFIG_ERR_BUF])
 		bool hosted = false;
 		for (size_t t = 0; t < c->ntypes; t++)
 			hosted |= strcmp(c->types[t], type) == 0;
-		if (!hosted)
+		if (!hosted && !(host_names_types(c) && config_valid_type_name(type)))
 			return config_fail(err, "singleton %s: its type %s is not one of --types", name, type);
 		for (size_t j = 0; j < k; j++)
 			if (strcmp(c->singleton_names[j], name) == 0)
@@ -355,6 +366,11 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		if (rc)
 			return rc;
 	}
+	/* --host wins over the file and --set, as every flag does; before the
+	 * singletons, whose types the host may name. */
+	if (host_arg != NULL && strlcpy(c->host, host_arg, sizeof c->host) >= sizeof c->host)
+		return config_fail(err, "--host %s: expected NAME@HOST, the BEAM node hosting this node's entities",
+				   host_arg);
 	int rc = check_singletons(c, err);
 	if (rc)
 		return rc;
@@ -366,10 +382,6 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	int ntls = (c->tls_certfile[0] != '\0') + (c->tls_keyfile[0] != '\0') + (c->tls_cacertfile[0] != '\0');
 	if (ntls != 0 && ntls != 3)
 		return config_fail(err, "TLS needs tls_certfile, tls_keyfile and tls_cacertfile, all three");
-	/* --host wins over the file and --set, as every flag does. */
-	if (host_arg != NULL && strlcpy(c->host, host_arg, sizeof c->host) >= sizeof c->host)
-		return config_fail(err, "--host %s: expected NAME@HOST, the BEAM node hosting this node's entities",
-				   host_arg);
 	if (nhost_types > 0 && c->host[0] == '\0')
 		return config_fail(err, "--host-types: the types run on a host: give --host NODE (or the host key)");
 	if (c->host[0] != '\0' && !node_name_valid(c->host, strlen(c->host)))

@@ -20,6 +20,17 @@ bool health_live(void *arg, char *reason, size_t cap)
 bool health_ready(void *arg, char *reason, size_t cap)
 {
 	const struct node_app *app = arg;
+	/* First: while the host is away nothing else can be right, and the
+	 * operator must learn which node to look at. A proxy-only node runs
+	 * no entity, so it needs no host. */
+	if (app->awaiting_host_types) {
+		snprintf(reason, cap, "waiting for host %s to name the types it runs here", app->cfg->host);
+		return false;
+	}
+	if (app->host_link != NULL && !app->cfg->proxy_only && !host_link_welcomed(app->host_link)) {
+		snprintf(reason, cap, "host %s has not answered or is down", app->cfg->host);
+		return false;
+	}
 	const char *status = app->membership != NULL ? membership_self_status(app->membership) : "joining";
 	if (strcmp(status, "up") != 0) {
 		snprintf(reason, cap, "not an up member: %s", status);

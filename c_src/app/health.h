@@ -1,7 +1,9 @@
 /*
  * health.h — the probes served beside the metrics (docs/contract.md,
- * "Health"): /health/live answers while the loop runs; /health/ready once
- * the node is an up member, each hosted type's region is registered with a
+ * "Health"): /health/live answers while the loop runs (from just after the
+ * distribution node starts, so also while the node waits for its host);
+ * /health/ready once the host (if any) has answered and is up, the node is
+ * an up member, each hosted type's region is registered with a
  * coordinator, and its store (if any) can take writes. Kubernetes' probes
  * and load balancers read them, as they read Akka Management's.
  */

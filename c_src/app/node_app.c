@@ -123,6 +123,7 @@ static int start_loop(struct node_app *app)
  * node's name. */
 static int gather_types(struct node_app *app);
 static int start_host_link(struct node_app *app);
+static int start_metrics(struct node_app *app);
 
 static int start_node(struct node_app *app)
 {
@@ -157,6 +158,10 @@ static int start_node(struct node_app *app)
 		return neg_errno(-rc);
 	}
 
+	/* The endpoint before the wait for the host's types: a liveness probe
+	 * must find the node alive meanwhile (its readiness says why not). */
+	if (cfg->metrics_port != 0 && (rc = start_metrics(app)) != 0)
+		return rc;
 	rc = gather_types(app);
 	if (rc)
 		return rc;
@@ -192,7 +197,8 @@ static int start_node(struct node_app *app)
  * takes), or a signal or the end of stdin. A name that is no valid type
  * name, or one this node has already, is left out. Returns 0, or
  * -ECANCELED (stopped first: node_app_start's caller exits as on a
- * graceful stop) or the loop's or the link's error. */
+ * graceful stop), -EINVAL (a singleton's type is none of them: logged)
+ * or the loop's or the link's error. */
 static int gather_types(struct node_app *app)
 {
 	const struct sn_config *cfg = app->cfg;
@@ -244,6 +250,18 @@ static int gather_types(struct node_app *app)
 		app->type_on_host[app->ntypes++] = true;
 	}
 	log_info(&app->log, "host %s runs %zu types here", cfg->host, app->ntypes - cfg->ntypes);
+	/* A singleton's type could not be checked before (config_parse_args
+	 * left it to the host): one nobody names stops the start. */
+	for (size_t k = 0; k < cfg->nsingletons; k++) {
+		bool hosted = false;
+		for (size_t t = 0; t < app->ntypes; t++)
+			hosted = hosted || strcmp(app->type_names[t], cfg->singleton_types[k]) == 0;
+		if (!hosted) {
+			log_error(&app->log, "singleton %s: its type %s is not one of --types, nor one host %s runs",
+				  cfg->singleton_names[k], cfg->singleton_types[k], cfg->host);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -589,8 +607,6 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		dist_node_set_flushing(app->node, flush_batches, app);
 	if (rc == 0)
 		rc = start_membership(app);
-	if (rc == 0 && cfg->metrics_port != 0)
-		rc = start_metrics(app);
 	if (rc)
 		return rc;
 	app->started = true;

@@ -4,12 +4,14 @@
  *
  * The parts, in the order they start: the event loop and the signal
  * descriptor (SIGTERM and SIGINT, blocked and read through a signalfd);
- * the distribution node (listener, epmd); the admin (`net_kernel`,
- * `shardnode`); for each hosted type its coordinator (not on a proxy-only
- * node), its remembered-entity store (with remember_entities) and its
- * region; membership, whose first change places the coordinators, and with
- * join_dns the look-ups of its seeds (dns_seeds.h); and last the metrics
- * endpoint (metrics_port) with the health probes, which read them all.
+ * the distribution node (listener, epmd); the metrics endpoint
+ * (metrics_port) with the health probes, which read every part there is
+ * and answer from then on (while the node waits for its host's types too);
+ * the admin (`net_kernel`, `shardnode`); for each hosted type its
+ * coordinator (not on a proxy-only node), its remembered-entity store
+ * (with remember_entities) and its region; and membership, whose first
+ * change places the coordinators, and with join_dns the look-ups of its
+ * seeds (dns_seeds.h).
  * How they work together while the node runs is cluster_glue.h's.
  *
  * What asks the node to stop (docs/contract.md): SIGTERM or SIGINT, stdin

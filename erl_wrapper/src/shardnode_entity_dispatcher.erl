@@ -23,8 +23,12 @@
 %% </ul>
 %%
 %% To a region: `{'$shardnode_crashed', Id, Pid, Reason}' when an entity
-%% ended for any reason but `normal' (the region answers its call in
-%% flight `{error, {entity_crashed, Reason}}').
+%% ended for any reason but its own end (a stop it chose or was told):
+%% a crash, or an exit of its callbacks with any reason, `normal' too (the
+%% process tells that one first: `{'$shardnode_exit', Pid, normal}'). The
+%% region answers its call in flight `{error, {entity_crashed, Reason}}'
+%% and logs it; the host adds no line of its own (OTP's crash report of
+%% a crash aside).
 %%
 %% A `nodedown' of the C node ends its entities at once, and the
 %% dispatcher with them: entity processes never outlive their C node. The
@@ -42,6 +46,8 @@
                      types :: #{atom() => module()},
                      %% every live entity: its region, type and id
                      entities = #{} :: #{pid() => {pid(), atom(), term()}},
+                     %% entities whose callback exited `normal': the reason their 'DOWN' means
+                     exits = #{} :: #{pid() => term()},
                      %% shards leaving a region: {Region, Token, processes still to end}
                      ending = [] :: [{pid(), non_neg_integer(), [pid()]}],
                      lease :: reference() | undefined}).
@@ -96,14 +102,21 @@ handle_info({'$shardnode_host', lease, Ms}, #dispatcher{lease = Old} = D)
 handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C} = D) ->
     logger:warning("shardnode: the lease of ~p ran out: its entities stop", [C]),
     {noreply, end_all(D#dispatcher{lease = undefined})};
-handle_info({'DOWN', _Ref, process, Pid, Reason}, #dispatcher{entities = Es} = D) ->
+handle_info({'$shardnode_exit', Pid, Reason}, #dispatcher{entities = Es, exits = Exits} = D)
+  when is_map_key(Pid, Es) ->
+    {noreply, D#dispatcher{exits = Exits#{Pid => Reason}}};
+handle_info({'DOWN', _Ref, process, Pid, Down}, #dispatcher{entities = Es, exits = Exits} = D) ->
+    {Reason, Told, Exits1} = case maps:take(Pid, Exits) of
+                                 {Exited, Rest1} -> {Exited, true, Rest1};
+                                 error -> {Down, false, Exits}
+                             end,
     case maps:take(Pid, Es) of
-        {{Region, Type, Id}, Rest} ->
-            crashed(Region, Type, Id, Pid, Reason),
+        {{Region, _Type, Id}, Rest} ->
+            crashed(Region, Id, Pid, Reason, Told),
             Ending = [{R, T, lists:delete(Pid, Ps)} || {R, T, Ps} <- D#dispatcher.ending],
-            {noreply, ended(D#dispatcher{entities = Rest, ending = Ending})};
+            {noreply, ended(D#dispatcher{entities = Rest, exits = Exits1, ending = Ending})};
         error ->
-            {noreply, D}
+            {noreply, D#dispatcher{exits = Exits1}}
     end;
 handle_info({nodedown, C}, #dispatcher{cnode = C} = D) ->
     {stop, normal, end_all(D)};
@@ -118,7 +131,7 @@ handle_info(_Other, D) ->
 %% so none may finish a message first).
 end_all(#dispatcher{entities = Es, ending = Ending} = D) ->
     _ = [exit(Pid, kill) || Pid <- maps:keys(Es)],
-    ended(D#dispatcher{entities = #{}, ending = [{R, T, []} || {R, T, _} <- Ending]}).
+    ended(D#dispatcher{entities = #{}, exits = #{}, ending = [{R, T, []} || {R, T, _} <- Ending]}).
 
 %% Tells each region whose leaving shard has no process left that it may
 %% go: `{'$shardnode_stopped', Token}'.
@@ -127,10 +140,13 @@ ended(#dispatcher{ending = Ending} = D) ->
     _ = [R ! {'$shardnode_stopped', T} || {R, T, _} <- Done],
     D#dispatcher{ending = Left}.
 
-crashed(_Region, _Type, _Id, _Pid, normal) ->
+%% `normal' not told by the process is its own end (a stop it chose or
+%% was told): its region knows. Anything else, an exit(normal) of a
+%% callback included (`Told'), is the region's to answer and log (its C
+%% node's log has it, once).
+crashed(_Region, _Id, _Pid, normal, false) ->
     ok;
-crashed(Region, Type, Id, Pid, Reason) ->
-    logger:warning("shardnode: entity ~p of ~p crashed: ~tp", [Id, Type, Reason]),
+crashed(Region, Id, Pid, Reason, _Told) ->
     Region ! {'$shardnode_crashed', Id, Pid, Reason},
     ok.
 

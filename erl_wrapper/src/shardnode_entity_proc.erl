@@ -18,16 +18,20 @@
 %% (or a singleton's) with no message of anyone's, and is completed
 %% without calling the module.
 %%
-%% A callback that raises, or returns something else, ends the process
-%% with that reason; its dispatcher ({@link shardnode_entity_dispatcher})
-%% tells the region, which answers a call in flight
-%% `{error, {entity_crashed, Reason}}'.
+%% A callback that raises, exits (`exit/1' with any reason, `normal'
+%% too), or returns something else, ends the process with that reason; its
+%% dispatcher ({@link shardnode_entity_dispatcher}) tells the region, which
+%% answers a call in flight `{error, {entity_crashed, Reason}}'. The
+%% process's own end (a stop chosen, or asked for) is `normal' as well, so
+%% an `exit(normal)' of a callback is told to the dispatcher first:
+%% `{'$shardnode_exit', self(), normal}'.
 -module(shardnode_entity_proc).
 
 -export([start/5]).
 -export([init/6]).
 
--record(entity, {region :: pid(),
+-record(entity, {dispatcher :: pid(),
+                 region :: pid(),
                  module :: module(),
                  id :: shardnode_entity:id(),
                  state :: shardnode_entity:state()}).
@@ -46,9 +50,23 @@ start(Region, Module, Id, Stored, First) ->
 %% @private
 -spec init(pid(), pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
            {non_neg_integer(), term()}) -> no_return().
-init(_Dispatcher, Region, Module, Id, Stored, {Seq, Msg}) ->
-    {ok, State} = Module:init(Id, Stored),
-    run(Seq, Msg, #entity{region = Region, module = Module, id = Id, state = State}).
+init(Dispatcher, Region, Module, Id, Stored, {Seq, Msg}) ->
+    E = #entity{dispatcher = Dispatcher, region = Region, module = Module, id = Id},
+    {ok, State} = callback(fun() -> Module:init(Id, Stored) end, E),
+    run(Seq, Msg, E#entity{state = State}).
+
+%% Runs one of the module's callbacks. An `exit(normal)' in it would end
+%% the process as quietly as its own end does, and the message it was
+%% handling would never be answered: the dispatcher hears of it first
+%% (messages from one process arrive in order, so before the 'DOWN'),
+%% and then the process exits `normal' as it was asked to (links see
+%% what the callback chose).
+callback(Fun, #entity{dispatcher = D}) ->
+    try Fun()
+    catch exit:normal ->
+            D ! {'$shardnode_exit', self(), normal},
+            exit(normal)
+    end.
 
 -spec loop(#entity{}) -> no_return().
 loop(E) ->
@@ -68,7 +86,7 @@ run(Seq, '$shardnode_wake', #entity{state = State} = E) ->
     done(Seq, ok, State, State, continue, E),
     loop(E);
 run(Seq, Msg, #entity{module = M, state = State} = E) ->
-    case M:handle(Msg, State) of
+    case callback(fun() -> M:handle(Msg, State) end, E) of
         {reply, Reply, New} ->
             done(Seq, Reply, State, New, continue, E),
             loop(E#entity{state = New});
@@ -100,7 +118,7 @@ info(Info, #entity{module = M, state = State} = E) ->
         false ->
             loop(E);
         true ->
-            case M:handle_info(Info, State) of
+            case callback(fun() -> M:handle_info(Info, State) end, E) of
                 {noreply, State} ->
                     loop(E);
                 {noreply, New} ->

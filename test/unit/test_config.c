@@ -770,6 +770,32 @@ Test(config, singleton_flags)
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--singleton"), -EINVAL);
 }
 
+/* With --host alone the host names the types at start: a singleton's type
+ * may be one of them (node_app checks it then), but not with --host-types,
+ * which names them all now, nor on a proxy-only node. */
+Test(config, singleton_of_a_type_the_host_names)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--host", "b@h", "--singleton", "boss=cart"), 0,
+		     "%s", err);
+	cr_assert_str_eq(c.singleton_types[0], "cart");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--host", "b@h", "--singleton", "boss=Cart"),
+		     -EINVAL);
+	assert_err_has(err, "not one of --types");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--host", "b@h", "--host-types", "tally",
+			   "--singleton", "boss=cart"),
+		     -EINVAL);
+	assert_err_has(err, "not one of --types");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--host", "b@h", "--host-types", "cart",
+			   "--singleton", "boss=cart"),
+		     0, "%s", err);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--host", "b@h", "--proxy-only", "--singleton",
+			   "boss=cart"),
+		     -EINVAL);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--singleton", "boss=cart"), -EINVAL);
+}
+
 /* Types and singletons share the per-node limit. */
 Test(config, singletons_count_with_the_types)
 {
