@@ -30,7 +30,8 @@
 -export([one_seed_list_for_every_member_forms_one_cluster/1,
          the_first_member_restarted_with_its_own_options_rejoins/1,
          a_member_restarted_at_once_by_a_supervisor_keeps_running/1,
-         a_member_restarted_after_a_second_and_a_half_keeps_running/1]).
+         a_member_restarted_after_a_second_and_a_half_keeps_running/1,
+         a_whole_cluster_killed_and_started_again_in_reverse_order_forms_one/1]).
 %% supervisor callback: the test's own supervisor
 -export([init/1]).
 
@@ -46,7 +47,8 @@ all() ->
     [one_seed_list_for_every_member_forms_one_cluster,
      the_first_member_restarted_with_its_own_options_rejoins,
      a_member_restarted_at_once_by_a_supervisor_keeps_running,
-     a_member_restarted_after_a_second_and_a_half_keeps_running].
+     a_member_restarted_after_a_second_and_a_half_keeps_running,
+     a_whole_cluster_killed_and_started_again_in_reverse_order_forms_one].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -166,6 +168,25 @@ a_member_restarted_after_a_second_and_a_half_keeps_running(Config) ->
     [?assertEqual(2, call(C, I, incr)) || I <- Ids],
     [?assertEqual(2, call(A, I, get)) || I <- Ids],
     ?assertEqual({ok, OsPid}, shardnode:os_pid(A), "the new incarnation keeps running").
+
+%% One seed list; all three killed with kill -9, then started again last
+%% first, one after the other: B and C keep asking (they are no first
+%% seed), A, the first seed, finds nobody that is a member within
+%% seed_timeout_ms and forms the cluster, and they join it. Every counter
+%% keeps its value (LMDB and its replica on each data_dir).
+a_whole_cluster_killed_and_started_again_in_reverse_order_forms_one(Config) ->
+    Names = [name("all") || _ <- lists:seq(1, 3)],
+    Seeds = [list_to_atom(N) || N <- Names],
+    OptsOf = fun(Name) -> (opts(Config, Name))#{join => Seeds} end,
+    {Nodes, Config1} = shardnode_ct:start_nodes_at_once(Config, [OptsOf(N) || N <- Names]),
+    await(fun() -> same_up_members(Nodes) end, 20000),
+    Ids = lists:seq(1, ?IDS),
+    await(fun() -> all_answer(Nodes, Ids) end),
+    [?assertEqual(1, call(lists:nth(1 + I rem 3, Nodes), I, incr)) || I <- Ids],
+    [ok = shardnode:kill_node(N) || N <- Nodes],
+    [{[N], _} = shardnode_ct:start_nodes(Config1, [OptsOf(atom_to_list(N))]) || N <- lists:reverse(Nodes)],
+    await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, Ids) end, 30000),
+    [?assertEqual(2, call(lists:nth(1 + I rem 3, Nodes), I, incr)) || I <- Ids].
 
 %%====================================================================
 %% Helpers
