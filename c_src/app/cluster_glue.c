@@ -47,7 +47,7 @@ static void remember_members(struct cluster_glue *g)
 {
 	if (g->cfg.data_dir == NULL || g->cfg.data_dir[0] == '\0')
 		return;
-	struct members_record *now = malloc(sizeof *now);
+	struct members_record *now = calloc(1, sizeof *now); /* zeroed: compared whole below */
 	if (now == NULL)
 		return;
 	membership_remembered(g->membership, now);
@@ -56,8 +56,9 @@ static void remember_members(struct cluster_glue *g)
 		return;
 	}
 	struct members_record *was = g->members_written;
-	bool same = was != NULL && was->self_up_number == now->self_up_number && was->n == now->n &&
-		    memcmp(was->nodes, now->nodes, now->n * sizeof now->nodes[0]) == 0;
+	bool same = was != NULL && was->self_up_number == now->self_up_number && was->n == now->n;
+	for (size_t k = 0; same && k < now->n; k++)
+		same = strcmp(was->nodes[k], now->nodes[k]) == 0;
 	int rc = same ? 0 : members_file_write(g->cfg.data_dir, now);
 	if (same || rc != 0) {
 		if (rc != 0 && !g->members_failed)
@@ -103,6 +104,8 @@ static void apply_to_type(struct cluster_glue *g, struct hosted_type *h)
 void cluster_glue_membership_changed(void *glue)
 {
 	struct cluster_glue *g = glue;
+	if (g->membership == NULL)
+		return; /* a change while membership starts: applied once it is set */
 	if (membership_self_down(g->membership)) {
 		log_error(g->cfg.log, "this node was marked down by the cluster: stopping");
 		g->stop_reason = "downed";

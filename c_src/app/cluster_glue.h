@@ -98,7 +98,8 @@ void cluster_glue_stop(struct cluster_glue *g);
 
 /* membership_config.on_change, arg a struct cluster_glue: applies the
  * member list to every hosted type as described at the top; a node marked
- * down stops the loop. Needs the membership set. */
+ * down stops the loop. Without a membership set (one that is starting)
+ * it does nothing: the owner calls it once the membership is set. */
 void cluster_glue_membership_changed(void *glue);
 
 /* region_config.members_hosting, arg a struct cluster_glue: the members

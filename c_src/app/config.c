@@ -89,7 +89,7 @@ static const struct key_spec keys[] = {
 	U(failure_timeout_ms, 1, 86400000),
 	{"downing", K_DOWNING, offsetof(struct sn_config, downing), 0, 0},
 	U(stable_after_ms, 0, 86400000),
-	U(seed_timeout_ms, 0, 86400000),
+	U(seed_timeout_ms, 1, 86400000),
 	{"data_dir", K_PATH, offsetof(struct sn_config, data_dir), 0, PATH_MAX},
 	{"plugin_dir", K_PATH, offsetof(struct sn_config, plugin_dir), 0, PATH_MAX},
 	{"postgres_conninfo", K_PATH, offsetof(struct sn_config, postgres_conninfo), 0, CONFIG_CONNINFO_BUF},

@@ -82,7 +82,7 @@ struct sn_config {
 	uint32_t stable_after_ms;
 	/* The first seed (or a node started without seeds that remembers
 	 * members) forms a new cluster only once no seed or remembered member
-	 * has answered as a member for this long (seeds.h). */
+	 * has answered as a member for this long (membership.h). */
 	uint32_t seed_timeout_ms;
 	char data_dir[PATH_MAX];
 	/* entity plugins (*.so) of the user's, loaded after priv/'s; empty:

@@ -17,10 +17,11 @@
  * line per member of at most "member " + a name + "\n". */
 #define FILE_MAX (sizeof HEADER + (CLUSTER_MEMBERS_MAX + 1) * (NODE_NAME_BUF + 24))
 
-/* A name token of line[0..len): a node name as node_name.h accepts it. */
+/* The name token tok[0..len): a node name as node_name.h accepts it, with
+ * no space (one could not be read back from a line). */
 static int take_name(const char *tok, size_t len, char out[NODE_NAME_BUF])
 {
-	if (!node_name_valid(tok, len))
+	if (!node_name_valid(tok, len) || memchr(tok, ' ', len) != NULL)
 		return -EPROTO;
 	memcpy(out, tok, len);
 	out[len] = '\0';
@@ -67,7 +68,7 @@ static int parse_line(const char *line, size_t len, struct members_record *out)
 				return -EPROTO;
 			up = up * 10 + (uint64_t)(tok[2][k] - '0');
 		}
-		if (up > UINT32_MAX)
+		if (up > UINT32_MAX / 2) /* far beyond any cluster's admissions; +1 must not wrap */
 			return -EPROTO;
 		out->self_up_number = (uint32_t)up;
 		return 0;
@@ -102,6 +103,8 @@ int members_file_format(const struct members_record *r, char *buf, size_t cap)
 		return -ENOSPC;
 	size_t len = (size_t)w;
 	for (size_t k = 0; k < r->n; k++) {
+		if (strchr(r->nodes[k], ' ') != NULL)
+			continue; /* no node name of a peer has one; it could not be read back */
 		w = snprintf(buf + len, cap - len, "member %s\n", r->nodes[k]);
 		if (w < 0 || (size_t)w >= cap - len)
 			return -ENOSPC;
@@ -178,8 +181,9 @@ int members_file_write(const char *dir, const struct members_record *r)
 	int len = members_file_format(r, text, FILE_MAX);
 	int fd = len < 0 ? len : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
+		rc = len < 0 ? len : -errno; /* before free, which may set errno */
 		free(text);
-		return len < 0 ? len : -errno;
+		return rc;
 	}
 	rc = write_all(fd, text, (size_t)len);
 	free(text);

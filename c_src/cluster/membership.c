@@ -75,7 +75,7 @@ static void send_join(struct membership *m, const char *seed)
 	if (membership_begin_msg(m, &x, "join") != 0)
 		return;
 	if (membership_encode_types(&x, membership_member(m, m->our_node)) == 0)
-		membership_send_admin(m, seed, &x); /* else the join is sent again */
+		membership_send_join(m, seed, &x); /* else the join is sent again */
 	ei_x_free(&x);
 }
 
@@ -355,9 +355,19 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		in.status = (enum member_status)s;
 		in.version = (uint32_t)version;
 		struct member *e = membership_member(m, in.node);
+		bool ours = strcmp(in.node, m->our_node) == 0;
+		if (ours && in.status == MEMBER_JOINING && !m->listed) {
+			m->listed = true; /* this incarnation, listed: see membership_internal.h */
+			log_debug(m->cfg.log, "listed joining by %s", from);
+		}
+		/* A member's own word on the protocol it speaks, for the same
+		 * incarnation, even when its entry is not taken: a relay may
+		 * have dropped the marker (membership.h). */
+		if (e != NULL && !ours && strcmp(in.node, from) == 0 && in.up_number == e->up_number)
+			e->protocol = in.protocol;
 		struct member_facts in_facts = membership_facts_of(&in);
 		struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
-		if (e != NULL && is_us(m, e))
+		if (e != NULL && ours && membership_quiet(m))
 			have.old_up_number = m->cfg.last_up_number;
 		struct member_merge d =
 			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, strcmp(in.node, m->our_node) == 0);
@@ -372,6 +382,10 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 			reset_local(m, e);
 		if (d.joining_now)
 			e->joining_since = now_ms(m);
+		/* Another up-number is another admission, maybe of an incarnation
+		 * we have not heard from: its creation is learned anew. */
+		if (e->up_number != in.up_number)
+			e->creation = 0;
 		note_up_number(m, e->up_number);
 		note_up_number(m, in.up_number);
 		set_up_number(e, in.up_number);

@@ -264,8 +264,9 @@ bool membership_form_cluster(struct membership *m);
 struct members_record;
 
 /* What data_dir/members is to hold now (members_file.h): this node, its
- * up-number, and every other member that is neither down nor removed.
- * Cannot fail. */
+ * up-number, every other member that is neither down nor removed, and the
+ * members remembered at start that have not been heard of since. Fills
+ * only out->n names (the caller compares what it fills). Cannot fail. */
 void membership_remembered(const struct membership *m, struct members_record *out);
 
 /* True once this node has been downed by the others. */

@@ -36,6 +36,14 @@ struct membership {
 	size_t n, cap;
 	struct evloop_timer gossip_timer;
 	uint64_t started_ms;    /* when membership started: the first seed's wait counts from it */
+	/* Another member has listed this incarnation of ours joining (we saw
+	 * it in gossip). Until then, with an up-number remembered from an
+	 * earlier incarnation (cfg.last_up_number), entries that list us as a
+	 * member at or below it are that incarnation's, and we send nothing
+	 * but joins (membership_quiet): a member of a release that cannot see
+	 * a new creation then finds the old incarnation silent, and lists us
+	 * anew when our join comes. */
+	bool listed;
 	uint64_t stable_since;  /* last change of members or reachability */
 	uint64_t quorum_until;  /* quorum_until() of the leases we hold */
 	bool lease_holds;       /* may deliver, as of the last refresh */
@@ -75,8 +83,21 @@ struct member_facts membership_facts_of(const struct member *e);
  * nothing to free. */
 int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind);
 
-/* Sends an encoded message (with version byte) to the admin of `to`. */
+/* Whether this node, started again, waits to be listed joining before it
+ * says anything but joins (see `listed`). */
+static inline bool membership_quiet(const struct membership *m)
+{
+	/* members[0] is this node: added first, and no entry is ever taken
+	 * out of the list. */
+	return m->cfg.last_up_number != 0 && !m->listed && m->members[0].status == MEMBER_JOINING;
+}
+
+/* Sends an encoded message (with version byte) to the admin of `to`;
+ * nothing while membership_quiet. */
 void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x);
+
+/* The same for a join, which goes even while membership_quiet. */
+void membership_send_join(struct membership *m, const char *to, const ei_x_buff *x);
 
 /* Encodes a member's [Type]. Returns 0 or -ENOMEM. */
 int membership_encode_types(ei_x_buff *x, const struct member *e);

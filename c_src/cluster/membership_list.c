@@ -37,9 +37,15 @@ struct member_facts membership_facts_of(const struct member *e)
 	};
 }
 
-void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x)
+void membership_send_join(struct membership *m, const char *to, const ei_x_buff *x)
 {
 	dist_node_reg_send(m->cfg.node, &m->cfg.from, "shardnode", to, x->buff, (size_t)x->index);
+}
+
+void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x)
+{
+	if (!membership_quiet(m))
+		membership_send_join(m, to, x);
 }
 
 int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *kind)

@@ -227,4 +227,14 @@ void membership_remembered(const struct membership *m, struct members_record *ou
 		else if (e->status < MEMBER_DOWN && out->n < CLUSTER_MEMBERS_MAX)
 			strlcpy(out->nodes[out->n++], e->node, sizeof out->nodes[0]);
 	}
+	/* The members remembered at start that have not been heard of since
+	 * stay remembered: a node that formed a cluster alone because none
+	 * of them answered (a partition at start) still asks them next time. */
+	for (size_t k = 0; k < m->cfg.nremembered && out->n < CLUSTER_MEMBERS_MAX; k++) {
+		bool listed = strcmp(m->cfg.remembered[k], m->our_node) == 0;
+		for (size_t j = 0; j < m->n && !listed; j++)
+			listed = strcmp(m->members[j].node, m->cfg.remembered[k]) == 0;
+		if (!listed)
+			strlcpy(out->nodes[out->n++], m->cfg.remembered[k], sizeof out->nodes[0]);
+	}
 }

@@ -155,6 +155,17 @@ static void on_register_proxy(struct coordinator *c, const erlang_pid *proxy)
 {
 	if (!c->active || coordinator_members_unknown_region(&c->members, proxy->node) == CM_IGNORE)
 		return;
+	for (size_t k = 0; k < c->nproxies; k++) {
+		/* One proxy region per node: another pid of that node is of
+		 * its earlier incarnation, gone (a proxy node started again
+		 * at once is never downed), and a move must not wait for its
+		 * ack. */
+		if (strcmp(c->proxies[k].node, proxy->node) == 0 && !term_pid_equal(&c->proxies[k], proxy)) {
+			c->proxies[k] = *proxy;
+			log_info(c->cfg.log, "coordinator %s: proxy region %s registered again (its node was started again)",
+				 c->cfg.type_name, proxy->node);
+		}
+	}
 	if (coord_find_proxy(c, proxy) < 0) {
 		if (c->nproxies == c->proxies_cap) {
 			size_t cap = c->proxies_cap ? c->proxies_cap * 2 : 4;

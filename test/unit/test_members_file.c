@@ -39,15 +39,15 @@ static char *format(const struct members_record *r, int *len)
 Test(members_file, what_is_written_reads_back_whole)
 {
 	static const char *const nodes[] = {"b@127.0.0.1", "c@10.0.0.3", "sn@host-1.example"};
-	struct members_record *r = record_of("a@127.0.0.1", 4294967295u, nodes, 3);
+	struct members_record *r = record_of("a@127.0.0.1", 2147483647u, nodes, 3);
 	int len;
 	char *text = format(r, &len);
-	cr_assert(strstr(text, "self a@127.0.0.1 4294967295\nmember b@127.0.0.1\n") != NULL, "%s", text);
+	cr_assert(strstr(text, "self a@127.0.0.1 2147483647\nmember b@127.0.0.1\n") != NULL, "%s", text);
 	struct members_record *back = calloc(1, sizeof *back);
 	char *exact = sn_dup_exact(text, (size_t)len);
 	cr_assert_eq(members_file_parse(exact, (size_t)len, back), 0);
 	cr_assert_str_eq(back->self, "a@127.0.0.1");
-	cr_assert_eq(back->self_up_number, 4294967295u);
+	cr_assert_eq(back->self_up_number, 2147483647u);
 	cr_assert_eq(back->n, 3);
 	for (size_t k = 0; k < 3; k++)
 		cr_assert_str_eq(back->nodes[k], nodes[k]);
@@ -83,7 +83,7 @@ Test(members_file, lines_it_does_not_write_are_refused)
 {
 	static const char *const bad[] = {
 		"member\n", "member  b@h\n", "member b@h extra\n", "member nohost\n", "member b@h \n",
-		"self a@h\n", "self a@h x1\n", "self a@h 99999999999\n", "self a@h -1\n", "members b@h\n",
+		"self a@h\n", "self a@h x1\n", "self a@h 99999999999\n", "self a@h 2147483648\n", "self a@h -1\n", "members b@h\n",
 		"hello\n", " member b@h\n",
 	};
 	struct members_record *back = calloc(1, sizeof *back);
