@@ -95,6 +95,9 @@ int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, s
  *                  it ends (dist_node_on_reach);
  *   -EHOSTUNREACH  an attempt to reach the node failed a moment ago and
  *                  its back-off has not run out: nothing was tried;
+ *   -ESRCH         the pid is of an earlier incarnation of the node (its
+ *                  creation is not the connected node's): nothing there
+ *                  would take it;
  *   -EINVAL (our own name, a bad node name, an empty msg), -ENOMEM,
  *   -ENOBUFS (the peer's output queue is full: the connection is closed).
  * A pid of this node is delivered locally, as dist_node_send. */

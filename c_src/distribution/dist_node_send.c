@@ -132,6 +132,11 @@ int dist_node_send_connected(struct dist_node *n, const erlang_pid *to, const ch
 	 * connection if that never came up: the caller keeps it instead. */
 	if (!dist_conn_is_up(c))
 		return -ENOTCONN;
+	/* A pid of an earlier incarnation of the node (it restarted): the
+	 * node would drop it as unknown, so it is not sent at all. */
+	uint32_t creation = dist_conn_peer_creation(c);
+	if (to->creation != 0 && creation != 0 && to->creation != creation)
+		return -ESRCH;
 	char ctl[DIST_CTL_MAX];
 	int ctl_len = dist_ctl_send(ctl, to);
 	if (ctl_len < 0)

@@ -19,8 +19,9 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
  * 0 once written to it (lost only if that connection then fails), or, with
  * nothing sent and `e` still the caller's to keep, -ENOTCONN (a connection
  * is being set up: region_on_reach hears how it ends), -EHOSTUNREACH (the
- * node did not answer a moment ago) or another -errno (out of memory, a
- * full output queue). */
+ * node did not answer a moment ago), -ESRCH (home is of the node's
+ * earlier incarnation) or another -errno (out of memory, a full output
+ * queue). */
 int region_forward(struct region *r, const erlang_pid *home, const struct envelope *e);
 
 /* Delivers (hosted) or forwards (SLOT_REMOTE) what waits in the slot's

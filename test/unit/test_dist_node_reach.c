@@ -131,6 +131,10 @@ Test(dist_node_reach, a_message_for_a_node_not_connected_yet_stays_the_senders_u
 	run_until(&w, heard_something, "the connection's coming up heard");
 	cr_assert(w.heard.up);
 	cr_assert_str_eq(w.heard.peer, dist_node_name(w.b));
+	/* A pid of an earlier incarnation of b: nothing there would take it. */
+	erlang_pid old = *to;
+	old.creation = to->creation + 1;
+	cr_assert_eq(dist_node_send_connected(w.a, &old, MSG, sizeof MSG), -ESRCH);
 	/* Up now: the message goes, once (the first try was never sent). */
 	cr_assert_eq(dist_node_send_connected(w.a, to, MSG, sizeof MSG), 0);
 	run_until(&w, target_got_one, "the message delivered");
