@@ -128,8 +128,8 @@ int region_forward(struct region *r, const erlang_pid *home, const struct envelo
 	}
 	/* Never queued on a connection still being set up: one that does not
 	 * come up drops what it holds, and this message must then wait for
-	 * the shard's next home instead (SPEC: nothing lost at the
-	 * forwarder). */
+	 * the shard's next home instead (docs/contract.md: nothing is lost at
+	 * the forwarder). */
 	if (rc == 0)
 		rc = dist_node_send_connected(r->cfg.node, home, out->buff, (size_t)out->index);
 	if (rc == 0)
