@@ -22,7 +22,8 @@
          kill_9_of_the_oldest_under_a_stream_loses_nothing/1,
          a_paused_member_is_replaced_and_its_late_writes_refused/1,
          a_whole_cluster_killed_restarts_in_another_order/1,
-         members_leaving_and_joining_move_shards_to_their_replicas/1]).
+         members_leaving_and_joining_move_shards_to_their_replicas/1,
+         calls_through_a_member_for_a_killed_home_are_all_answered/1]).
 
 -define(SHARDS, 30).
 
@@ -33,7 +34,8 @@ all() ->
      kill_9_of_the_oldest_under_a_stream_loses_nothing,
      a_paused_member_is_replaced_and_its_late_writes_refused,
      a_whole_cluster_killed_restarts_in_another_order,
-     members_leaving_and_joining_move_shards_to_their_replicas].
+     members_leaving_and_joining_move_shards_to_their_replicas,
+     calls_through_a_member_for_a_killed_home_are_all_answered].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -216,6 +218,55 @@ members_leaving_and_joining_move_shards_to_their_replicas(Config) ->
     ?assertEqual([], [{I, V} || I <- Ids, V <- [call(A, I, get)], V =/= expected(I)]),
     Lost = [{Id, V, Got} || {Id, V} <- maps:to_list(Acked), Got <- [call(A, Id, get)], Got < V orelse Got > V + 1],
     ?assertEqual([], Lost),
+    ok.
+
+%% Nothing lost at the forwarder: C is killed with SIGKILL and at once
+%% every counter it homed is read through A and B. A member that cannot
+%% write a message to its shard's home (the connection is gone, the
+%% attempt to open another fails, the peer is backed off) keeps it in the
+%% shard's buffer until the shard has a home again: every call is answered
+%% with the counter's value once the shards continue on their replicas
+%% (failure_timeout_ms and stable_after_ms, 1 s each here: about 2 s),
+%% none waits out its timeout (15 s, wide for a loaded machine). Three
+%% rounds, C started again between them. Before the fix a third of the
+%% calls of a round timed out: dropped with the failed connection attempt.
+calls_through_a_member_for_a_killed_home_are_all_answered(Config) ->
+    [OA, OB, OC] = [opts(Config, shardnode_ct:unique_name("fwd")) || _ <- [a, b, c]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [OA]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [OB#{join => [A]}, OC#{join => [A]}]),
+    Ids = lists:seq(1, 150),
+    [0 = call(A, I, get) || I <- Ids], % every shard gets a home
+    Round =
+        fun(N) ->
+                await_members([A, B, C], [A, B, C]),
+                await(fun() ->
+                              Counts = [shard_count(X) || X <- [A, B, C]],
+                              lists:sum(Counts) =:= ?SHARDS andalso balanced(Counts)
+                      end, 30000),
+                ShardsOfC = hosted(C),
+                OnC = [I || I <- Ids, lists:member(erlang:phash2(I, ?SHARDS), ShardsOfC)],
+                ?assert(length(OnC) > 10),
+                %% Each counter of C's incremented once more, acknowledged.
+                Acked = maps:from_list([{I, call(B, I, incr)} || I <- OnC]),
+                ok = shardnode:kill_node(C),
+                Self = self(),
+                T0 = erlang:monotonic_time(millisecond),
+                [spawn_link(fun() ->
+                                    Via = lists:nth(1 + I rem 2, [A, B]),
+                                    R = (catch gen_server:call({counter, Via}, {I, get}, 15000)),
+                                    Self ! {got, I, R, erlang:monotonic_time(millisecond) - T0}
+                            end) || I <- OnC],
+                Got = [receive {got, I, R, Ms} -> {I, R, Ms} end || I <- OnC],
+                Wrong = [{I, R} || {I, R, _} <- Got, R =/= maps:get(I, Acked)],
+                ct:log("round ~b: ~b calls for ~s's counters, the last answered after ~b ms; wrong: ~p",
+                       [N, length(OnC), C, lists:max([Ms || {_, _, Ms} <- Got]), Wrong]),
+                ?assertEqual([], Wrong)
+        end,
+    Round(1),
+    {[C], _} = shardnode_ct:start_nodes(Config, [OC#{join => [A]}]),
+    Round(2),
+    {[C], _} = shardnode_ct:start_nodes(Config, [OC#{join => [A]}]),
+    Round(3),
     ok.
 
 %%====================================================================

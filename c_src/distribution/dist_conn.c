@@ -318,6 +318,7 @@ bool dist_conn_lost_race(const struct dist_conn *c) { return c->state == CONN_NO
 bool dist_conn_initiated(const struct dist_conn *c) { return c->initiator; }
 bool dist_conn_was_up(const struct dist_conn *c) { return c->was_up; }
 uint64_t dist_conn_pending_packets(const struct dist_conn *c) { return c->pending_packets; }
+uint32_t dist_conn_peer_creation(const struct dist_conn *c) { return c->peer_creation; }
 bool dist_conn_peer_has(const struct dist_conn *c, uint64_t flag) { return (c->peer_flags & flag) != 0; }
 
 void dist_conn_get_traffic(const struct dist_conn *c, struct dist_conn_traffic *out)

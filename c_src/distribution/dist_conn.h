@@ -193,6 +193,10 @@ bool dist_conn_was_up(const struct dist_conn *c);
  * does). */
 uint64_t dist_conn_pending_packets(const struct dist_conn *c);
 
+/* The peer's creation, as its handshake said (0 until it did): the
+ * incarnation of the node at the other end. */
+uint32_t dist_conn_peer_creation(const struct dist_conn *c);
+
 /* Whether the peer's handshake flags include `flag` (DFLAG_*): 0 until
  * the handshake says. */
 bool dist_conn_peer_has(const struct dist_conn *c, uint64_t flag);

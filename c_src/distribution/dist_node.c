@@ -18,29 +18,50 @@
 #include "distribution/dist_node_internal.h"
 #include "distribution/epmd.h"
 
+/* Adds the listener `l` (one of its functions set). Returns 0 or -ENOMEM. */
+static int add_listener(struct dist_node *n, struct peer_listener l)
+{
+	if (n->nlisteners == n->listeners_cap) {
+		size_t cap = n->listeners_cap ? 2 * n->listeners_cap : 8;
+		struct peer_listener *grown = realloc(n->listeners, cap * sizeof *grown);
+		if (grown == NULL)
+			return -ENOMEM;
+		n->listeners = grown;
+		n->listeners_cap = cap;
+	}
+	n->listeners[n->nlisteners++] = l;
+	return 0;
+}
+
+static void remove_listener(struct dist_node *n, struct peer_listener l)
+{
+	for (size_t k = 0; k < n->nlisteners; k++) {
+		struct peer_listener *at = &n->listeners[k];
+		if (at->down == l.down && at->reach == l.reach && at->arg == l.arg) {
+			*at = n->listeners[--n->nlisteners];
+			return;
+		}
+	}
+}
+
 int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg)
 {
-	if (n->nnodedown == n->nodedown_cap) {
-		size_t cap = n->nodedown_cap ? 2 * n->nodedown_cap : 8;
-		struct nodedown_listener *l = realloc(n->nodedown, cap * sizeof *l);
-		if (l == NULL)
-			return -ENOMEM;
-		n->nodedown = l;
-		n->nodedown_cap = cap;
-	}
-	n->nodedown[n->nnodedown].fn = fn;
-	n->nodedown[n->nnodedown++].arg = arg;
-	return 0;
+	return add_listener(n, (struct peer_listener){.down = fn, .arg = arg});
 }
 
 void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg)
 {
-	for (size_t k = 0; k < n->nnodedown; k++) {
-		if (n->nodedown[k].fn == fn && n->nodedown[k].arg == arg) {
-			n->nodedown[k] = n->nodedown[--n->nnodedown];
-			return;
-		}
-	}
+	remove_listener(n, (struct peer_listener){.down = fn, .arg = arg});
+}
+
+int dist_node_on_reach(struct dist_node *n, reach_fn fn, void *arg)
+{
+	return add_listener(n, (struct peer_listener){.reach = fn, .arg = arg});
+}
+
+void dist_node_off_reach(struct dist_node *n, reach_fn fn, void *arg)
+{
+	remove_listener(n, (struct peer_listener){.reach = fn, .arg = arg});
 }
 
 void dist_node_set_flushed(struct dist_node *n, flushed_fn fn, void *arg)
@@ -288,7 +309,7 @@ void dist_node_free(struct dist_node *n)
 		free(m);
 	}
 	proc_table_free(&n->procs);
-	free(n->nodedown);
+	free(n->listeners);
 	scratch_free(&n->reply_buf);
 	scratch_free(&n->ctl_buf);
 	reply_batches_free(&n->reply_batches);

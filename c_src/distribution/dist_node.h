@@ -11,7 +11,11 @@
  * logged once per connection and ignored.
  *
  * Sending to a pid on a node we are not connected to opens a connection
- * (epmd look-up, handshake) and queues the message meanwhile.
+ * (epmd look-up, handshake) and queues the message meanwhile; if the
+ * connection never comes up, what it held is dropped. A sender that must
+ * not lose a message that way sends only over a connection that is up
+ * (dist_node_send_connected), keeps the message otherwise, and learns from
+ * a reach listener when to try again.
  */
 #ifndef SN_DIST_NODE_H
 #define SN_DIST_NODE_H
@@ -81,6 +85,24 @@ void dist_node_exit(struct dist_node *n, struct proc *p, const char *reason);
  * dropped). */
 int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len);
 
+/* Sends msg (encoded WITH the version byte) to a pid only over a
+ * connection to its node that is up now, so that nothing the caller keeps
+ * is also queued anywhere: returns 0 once the message is queued on an up
+ * connection (from then on it is lost only if that connection fails), or,
+ * with nothing queued:
+ *   -ENOTCONN      no connection to the node is up: one is being set up
+ *                  (started now when none was); reach listeners hear how
+ *                  it ends (dist_node_on_reach);
+ *   -EHOSTUNREACH  an attempt to reach the node failed a moment ago and
+ *                  its back-off has not run out: nothing was tried;
+ *   -ESRCH         the pid is of an earlier incarnation of the node (its
+ *                  creation is not the connected node's): nothing there
+ *                  would take it;
+ *   -EINVAL (our own name, a bad node name, an empty msg), -ENOMEM,
+ *   -ENOBUFS (the peer's output queue is full: the connection is closed).
+ * A pid of this node is delivered locally, as dist_node_send. */
+int dist_node_send_connected(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len);
+
 /* Sends msg (with version byte) to {to_name, to_node} from `from`: to a
  * proc of this node after the current callback (as dist_node_send), to
  * another node over its connection, opening one if needed. Returns 0,
@@ -112,6 +134,18 @@ typedef void (*nodedown_fn)(void *arg, const char *peer);
 int dist_node_on_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
 /* Removes a listener added with the same fn and arg (before arg is freed). */
 void dist_node_off_nodedown(struct dist_node *n, nodedown_fn fn, void *arg);
+
+/* How reaching `peer` went: up, a connection to it (ours or the peer's)
+ * came up; !up, an attempt of ours to open one ended without coming up and
+ * none is left, so the peer is backed off for a while (peer_backoff.h).
+ * The loss of an up connection is a nodedown, not this. */
+typedef void (*reach_fn)(void *arg, const char *peer, bool up);
+
+/* Adds a reach listener: fn(arg, peer, up) is called for every such event
+ * until dist_node_off_reach. As many as wanted. Returns 0 or -ENOMEM. */
+int dist_node_on_reach(struct dist_node *n, reach_fn fn, void *arg);
+/* Removes a listener added with the same fn and arg (before arg is freed). */
+void dist_node_off_reach(struct dist_node *n, reach_fn fn, void *arg);
 
 /* Called before the loop sleeps, once what the turn queued has been
  * written to the connections (as far as they took it): where a reply is

@@ -114,6 +114,14 @@ static void adopt_from_loser(struct dist_conn *o, void *arg)
 	}
 }
 
+/* Tells every reach listener how reaching `peer` went (dist_node.h). */
+static void tell_reach(struct dist_node *n, const char *peer, bool up)
+{
+	for (size_t k = 0; k < n->nlisteners; k++)
+		if (n->listeners[k].reach != NULL)
+			n->listeners[k].reach(n->listeners[k].arg, peer, up);
+}
+
 void dist_node_hook_up(void *owner, struct dist_conn *c)
 {
 	struct dist_node *n = owner;
@@ -126,6 +134,11 @@ void dist_node_hook_up(void *owner, struct dist_conn *c)
 			 (unsigned long long)was.dropped);
 	/* Packets that waited on a connection that lost a race go out now. */
 	dist_node_each_conn(n, adopt_from_loser, c);
+	/* Last: what waited for the connection outside the node goes after
+	 * what waited inside it. (c's memory, and so `peer`, stays valid if
+	 * a listener closes it: closed connections are freed before the loop
+	 * sleeps.) */
+	tell_reach(n, peer, true);
 }
 
 /* An attempt of ours that never came up: the peer is gone or not there
@@ -153,18 +166,23 @@ void dist_node_hook_closed(void *owner, struct dist_conn *c, const char *why)
 	/* Not when another connection to the peer lives on: our attempt lost
 	 * a simultaneous connect, and what it held went to the winner. */
 	const char *peer = dist_conn_peer(c);
-	if (dist_conn_initiated(c) && !dist_conn_was_up(c) && peer[0] != '\0' &&
-	    dist_node_find_conn(n, peer, c) == NULL)
+	bool failed = dist_conn_initiated(c) && !dist_conn_was_up(c) && peer[0] != '\0' &&
+		      dist_node_find_conn(n, peer, c) == NULL;
+	if (failed)
 		attempt_failed(n, c, why);
 	unlink_conn(n, c);
 	if (peer[0] != '\0' && dist_node_find_conn(n, peer, c) == NULL) {
 		/* The peer's monitors and links on our procs die with the
 		 * connection; its side delivers noconnection by itself. */
 		proc_table_forget_node(&n->procs, peer);
-		if (dist_conn_was_up(c))
-			for (size_t k = 0; k < n->nnodedown; k++)
-				n->nodedown[k].fn(n->nodedown[k].arg, peer);
+		for (size_t k = 0; k < n->nlisteners; k++)
+			if (dist_conn_was_up(c) && n->listeners[k].down != NULL)
+				n->listeners[k].down(n->listeners[k].arg, peer);
 	}
+	/* After the back-off is recorded: a listener that sends again at once
+	 * is told -EHOSTUNREACH, not given a new attempt per message. */
+	if (failed)
+		tell_reach(n, peer, false);
 }
 
 void dist_node_free_dead(struct dist_node *n)

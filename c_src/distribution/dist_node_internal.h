@@ -68,11 +68,14 @@ struct dist_node {
 	/* Replies to batched calls, one message per caller per turn
 	 * (reply_batch.h); sent by on_idle before the output is written. */
 	struct reply_batches reply_batches;
-	struct nodedown_listener {
-		nodedown_fn fn;
+	/* The nodedown listeners (down set) and the reach listeners (reach
+	 * set), in one array grown as they are added. */
+	struct peer_listener {
+		nodedown_fn down;
+		reach_fn reach;
 		void *arg;
-	} *nodedown;                     /* grown as listeners are added */
-	size_t nnodedown, nodedown_cap;
+	} *listeners;
+	size_t nlisteners, listeners_cap;
 	flushed_fn flushed;              /* dist_node_set_flushed; NULL: none */
 	void *flushed_arg;
 	flushed_fn flushing;             /* dist_node_set_flushing; NULL: none */

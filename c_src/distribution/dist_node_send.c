@@ -12,38 +12,54 @@
 #include "distribution/gen_call.h"
 #include "etf/term.h"
 
+/* The connection to `peer`: the one there is (up, or still setting up),
+ * else a new attempt. Returns 0 with *out, or -EINVAL (our own name, a bad
+ * one), -EHOSTUNREACH (it failed a moment ago and is backed off: nothing
+ * tried), -ENOMEM, or the connect's error. */
+static int conn_to(struct dist_node *n, const char *peer, struct dist_conn **out)
+{
+	struct dist_conn *c = dist_node_find_conn(n, peer, NULL);
+	if (c != NULL) {
+		*out = c;
+		return 0;
+	}
+	if (strcmp(peer, n->name) == 0)
+		return -EINVAL;
+	/* It failed a moment ago: no new attempt (and log line) per message. */
+	if (!peer_backoff_may_try(&n->unreachable, peer, evloop_now_ms(n->settings.loop)))
+		return -EHOSTUNREACH;
+	c = dist_conn_new();
+	if (c == NULL)
+		return -ENOMEM;
+	int rc = dist_conn_connect(c, &n->settings, &n->hooks, peer);
+	if (rc) {
+		log_warn(n->settings.log, "cannot connect to %s: %s", peer, rc == -EINVAL ? "bad node name" : strerror(-rc));
+		dist_conn_destroy(c);
+		return rc;
+	}
+	if ((rc = dist_node_link_conn(n, c)) != 0) {
+		dist_conn_close(c, "out of memory");
+		dist_conn_destroy(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
 /* Sends the control tuple ctl (with version byte) with an optional message
  * to `peer`, opening a connection if none exists. */
 int dist_node_send_to_node(struct dist_node *n, const char *peer, const char *ctl, size_t ctl_len, const char *msg,
 			size_t msg_len)
 {
-	struct dist_conn *c = dist_node_find_conn(n, peer, NULL);
-	if (c == NULL) {
-		if (strcmp(peer, n->name) == 0)
-			return -EINVAL;
-		if (!peer_backoff_may_try(&n->unreachable, peer, evloop_now_ms(n->settings.loop))) {
-			/* It failed a moment ago: no new attempt (and log line)
-			 * per message. Dropped, as the attempt would have. */
-			peer_backoff_dropped(&n->unreachable, peer, 1);
-			(void)drop_log_note(&n->drops, "unreachable_peer"); /* peer_backoff logs it */
-			return -EHOSTUNREACH;
-		}
-		c = dist_conn_new();
-		if (c == NULL)
-			return -ENOMEM;
-		int rc = dist_conn_connect(c, &n->settings, &n->hooks, peer);
-		if (rc) {
-			log_warn(n->settings.log, "cannot connect to %s: %s", peer,
-				 rc == -EINVAL ? "bad node name" : strerror(-rc));
-			dist_conn_destroy(c);
-			return rc;
-		}
-		if ((rc = dist_node_link_conn(n, c)) != 0) {
-			dist_conn_close(c, "out of memory");
-			dist_conn_destroy(c);
-			return rc;
-		}
+	struct dist_conn *c = NULL;
+	int rc = conn_to(n, peer, &c);
+	if (rc == -EHOSTUNREACH) {
+		/* Dropped, as the attempt would have. */
+		peer_backoff_dropped(&n->unreachable, peer, 1);
+		(void)drop_log_note(&n->drops, "unreachable_peer"); /* peer_backoff logs it */
 	}
+	if (rc)
+		return rc;
 	return dist_conn_send(c, ctl, ctl_len, msg, msg_len);
 }
 
@@ -100,6 +116,32 @@ int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, s
 	if (ctl_len < 0)
 		return -EINVAL;
 	return dist_node_send_to_node(n, to->node, ctl, (size_t)ctl_len, msg, len);
+}
+
+int dist_node_send_connected(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len)
+{
+	if (len < 1)
+		return -EINVAL;
+	if (is_local(n, to))
+		return queue_local(n, NULL, to, msg + 1, len - 1);
+	struct dist_conn *c = NULL;
+	int rc = conn_to(n, to->node, &c);
+	if (rc)
+		return rc;
+	/* Queued before the handshake ends, it would be dropped with the
+	 * connection if that never came up: the caller keeps it instead. */
+	if (!dist_conn_is_up(c))
+		return -ENOTCONN;
+	/* A pid of an earlier incarnation of the node (it restarted): the
+	 * node would drop it as unknown, so it is not sent at all. */
+	uint32_t creation = dist_conn_peer_creation(c);
+	if (to->creation != 0 && creation != 0 && to->creation != creation)
+		return -ESRCH;
+	char ctl[DIST_CTL_MAX];
+	int ctl_len = dist_ctl_send(ctl, to);
+	if (ctl_len < 0)
+		return -EINVAL;
+	return dist_conn_send(c, ctl, (size_t)ctl_len, msg, len);
 }
 
 int dist_node_reg_send(struct dist_node *n, const erlang_pid *from, const char *to_name,

@@ -127,6 +127,19 @@ static void on_store_fenced(void *arg, uint32_t shard)
 
 /* ---- routing ---- */
 
+/* The message waits at the end of its shard's buffer, or, the buffers
+ * full (buffer_size), a call is answered {error, overloaded} and a tell
+ * dropped. */
+static void wait_for_home(struct region *r, struct shard_slot *slot, const struct envelope *e)
+{
+	if (region_buffer_append(r, slot, e))
+		return;
+	if (e->is_call)
+		region_answer_error(r, e, "overloaded");
+	else
+		drop(r, "buffer_full", "a tell, with buffer_size messages waiting for their shards' homes", e->msg);
+}
+
 /* Routes one entity message. `raw_id` is the id as the sender encoded it.
  * A message that finds its shard's buffer non-empty waits behind it, so
  * the order of one sender's messages holds. */
@@ -161,16 +174,15 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	    !(region_store_active(r) && region_store_must_wait(r, shard, e->id, e->id_len, e->msg))) {
 		region_deliver_local(r, slot->shard, e);
 	} else if (hold == SLOT_HOLD_NONE && slot->st.state == SLOT_REMOTE) {
-		region_forward(r, &slot->home_region, e);
-	} else {
-		if (!region_buffer_append(r, slot, e)) {
-			if (e->is_call) {
-				region_answer_error(r, e, "overloaded");
-			} else {
-				drop(r, "buffer_full", "a tell, with buffer_size messages waiting for their shards' homes",
-				     e->msg);
-			}
+		/* Not written to the home's node (no connection up): it waits
+		 * in the buffer, first, for a connection or another home. */
+		int fw = region_forward(r, &slot->home_region, e);
+		if (fw != 0) {
+			wait_for_home(r, slot, e);
+			region_home_unwritable(r, shard, fw);
 		}
+	} else {
+		wait_for_home(r, slot, e);
 		/* Even when this message could not wait, the home is asked for,
 		 * so the next one finds it. */
 		region_need_home(r, shard);
@@ -558,10 +570,13 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		.fenced = on_store_fenced,
 		.arg = r,
 	};
-	/* Without nodedown a region would wait for ever on a home that died. */
+	/* Without nodedown a region would wait for ever on a home that died;
+	 * without reach, on a connection to a home that never comes up. */
 	if ((rc = region_store_start(r, &store_cb)) != 0 || (rc = region_replica_restore(r)) != 0 ||
-	    (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0) {
+	    (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0 ||
+	    (rc = dist_node_on_reach(cfg->node, region_on_reach, r)) != 0) {
 		*err = rc;
+		dist_node_off_nodedown(cfg->node, region_on_nodedown, r);
 		region_replica_free(r);
 		region_store_stop(r);
 		region_state_release_acks(r, UINT64_MAX);
@@ -607,6 +622,7 @@ void region_free(struct region *r)
 	region_replica_free(r);
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
+	dist_node_off_reach(r->cfg.node, region_on_reach, r);
 	remember_replica_free(r->replica);
 	node_set_free(&r->downed);
 	free(r->slots);

@@ -75,8 +75,11 @@ static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
 		region_state_drop_incoming(slot);
 	if (todo & SLOT_DO_ASK)
 		region_send_to_coordinator(r, SMSG_GET_SHARD_HOME, shard);
-	if (todo & SLOT_DO_FLUSH)
-		region_flush_slot(r, slot);
+	if (todo & SLOT_DO_FLUSH) {
+		int rc = region_flush_slot(r, slot);
+		if (rc != 0)
+			region_home_unwritable(r, shard, rc);
+	}
 	if (todo & SLOT_DO_HAND_OFF)
 		region_hand_off_when_flushed(r, shard);
 	/* Messages still at a hosted type's processes (a hand-off past its
@@ -138,6 +141,50 @@ void region_step_owed(struct region *r)
 void region_need_home(struct region *r, uint32_t shard)
 {
 	step(r, shard, event(r, SLOT_NEED_HOME));
+}
+
+void region_home_unwritable(struct region *r, uint32_t shard, int rc)
+{
+	/* A connection being set up: region_on_reach goes on when it ends. */
+	if (rc == -ENOTCONN)
+		return;
+	struct shard_slot *slot = &r->slots[shard];
+	if (slot->st.state != SLOT_REMOTE) {
+		/* Stepped meanwhile: the failed write closed the connection
+		 * (nodedown), maybe before the message joined the buffer. */
+		region_need_home(r, shard);
+		return;
+	}
+	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u's home on %s cannot be reached (%s): "
+		     "its messages wait, and the coordinator is asked again", r->cfg.name, shard,
+		     slot->home_region.node, strerror(-rc));
+	step(r, shard, event(r, SLOT_HOME_UNREACHABLE));
+}
+
+/* What waits for a connection to a remote home goes now, as far as it can
+ * be written. */
+static void flush_remote(struct region *r, uint32_t shard)
+{
+	int rc = region_flush_slot(r, &r->slots[shard]);
+	if (rc != 0)
+		region_home_unwritable(r, shard, rc);
+}
+
+void region_on_reach(void *arg, const char *peer, bool up)
+{
+	struct region *r = arg;
+	if (r->stopped)
+		return;
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
+		struct shard_slot *slot = &r->slots[s];
+		if (slot->st.state != SLOT_REMOTE || slot->head == NULL || strcmp(slot->home_region.node, peer) != 0)
+			continue;
+		if (up)
+			flush_remote(r, s);
+		else
+			step(r, s, event(r, SLOT_HOME_UNREACHABLE));
+	}
+	region_step_owed(r);
 }
 
 /* ---- registration ---- */
@@ -424,6 +471,12 @@ void region_coordinator_tick(struct region *r)
 	 * ended (region_slot.h). */
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		step(r, s, event(r, SLOT_TICK));
+	/* Messages that wait for a connection to their remote home: an
+	 * accepted connection that never came up tells no reach listener, so
+	 * they try again here (a new attempt, or the home unreachable). */
+	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
+		if (r->slots[s].st.state == SLOT_REMOTE && r->slots[s].head != NULL)
+			flush_remote(r, s);
 	/* Shards that wait for a member of their last replica set: what
 	 * waited for them long enough is answered. */
 	uint64_t now_ns = evloop_now_ns(r->cfg.loop);

@@ -12,6 +12,13 @@
  * coordinator is asked now (or once it acknowledges our registration). */
 void region_need_home(struct region *r, uint32_t shard);
 
+/* A message for `shard`'s remote home could not be written to its node
+ * (rc: region_forward's error) and waits in the shard's buffer. While a
+ * connection is being set up (-ENOTCONN) nothing changes: region_on_reach
+ * goes on when it ends. Otherwise the home is unreachable: the slot is
+ * stepped SLOT_HOME_UNREACHABLE, and the coordinator asked again. */
+void region_home_unwritable(struct region *r, uint32_t shard, int rc);
+
 /* The coordinator's messages and the handoff protocol between regions:
  * registered, register_again, shard_home, begin_handoff, handoff,
  * handoff_ack, and the state stream (shard_state, shard_state_ack), all
@@ -30,6 +37,11 @@ void region_coordinator_tick(struct region *r);
 
 /* dist_node_on_nodedown's callback (arg: the region). */
 void region_on_nodedown(void *arg, const char *peer);
+
+/* dist_node_on_reach's callback (arg: the region): what waits for a
+ * connection to a remote home on `peer` goes once one is up; when the
+ * attempt failed, those homes are unreachable (region_home_unwritable). */
+void region_on_reach(void *arg, const char *peer, bool up);
 
 /* Steps the slot of `shard` with an event that carries nothing but the
  * clock (region_slot.h) and does what the step says, then what is owed. */

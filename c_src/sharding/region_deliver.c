@@ -90,11 +90,11 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
 
 /* Sends the message on to the region that hosts its shard. A call goes as
  * the original '$gen_call', so the home answers the caller itself. */
-void region_forward(struct region *r, const erlang_pid *home, const struct envelope *e)
+int region_forward(struct region *r, const erlang_pid *home, const struct envelope *e)
 {
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
-		return;
+		return -ENOMEM;
 	int rc;
 	if (e->is_call) {
 		rc = ei_x_encode_version(&x) | ei_x_encode_tuple_header(&x, 3) |
@@ -126,24 +126,31 @@ void region_forward(struct region *r, const erlang_pid *home, const struct envel
 		    term_x_append_raw(&aged, x.buff + 1, (size_t)x.index - 1) == 0)
 			out = &aged;
 	}
-	if (rc == 0 && dist_node_send(r->cfg.node, home, out->buff, (size_t)out->index) == 0)
+	/* Never queued on a connection still being set up: one that does not
+	 * come up drops what it holds, and this message must then wait for
+	 * the shard's next home instead (docs/contract.md: nothing is lost at
+	 * the forwarder). */
+	if (rc == 0)
+		rc = dist_node_send_connected(r->cfg.node, home, out->buff, (size_t)out->index);
+	if (rc == 0)
 		r->forwarded++;
 	if (aged.buff != NULL)
 		ei_x_free(&aged);
 	ei_x_free(&x);
+	return rc;
 }
 
-void region_flush_slot(struct region *r, struct shard_slot *slot)
+int region_flush_slot(struct region *r, struct shard_slot *slot)
 {
 	while (slot->head) {
 		bool here = region_slot_hosted(&slot->st);
 		/* Per message: a lease can run out in the middle of a long flush. */
 		if (here && !region_may_deliver(r))
-			return; /* region_resume comes back for the rest */
+			return 0; /* region_resume comes back for the rest */
 		/* A hand-off waits for its entities' processes: what is left
 		 * follows the shard (region_remote.c). */
 		if (here && region_slot_hand_off_waits(&slot->st))
-			return;
+			return 0;
 		struct pending *p = slot->head;
 		struct envelope e;
 		region_envelope_of(p, &e);
@@ -151,15 +158,20 @@ void region_flush_slot(struct region *r, struct shard_slot *slot)
 		 * slot is flushed again when it is done. */
 		if (here && region_store_active(r) &&
 		    region_store_must_wait(r, (uint32_t)(slot - r->slots), e.id, e.id_len, e.msg))
-			return;
+			return 0;
+		if (!here) {
+			/* Not written: it stays first, the rest behind it. */
+			int rc = region_forward(r, &slot->home_region, &e);
+			if (rc != 0)
+				return rc;
+		}
 		slot->head = p->next;
 		if (here)
 			region_deliver_local(r, slot->shard, &e);
-		else
-			region_forward(r, &slot->home_region, &e);
 		free(p);
 		region_slot_unbuffered(&slot->st, 1);
 		r->buffered--;
 	}
 	slot->tail = NULL;
+	return 0;
 }

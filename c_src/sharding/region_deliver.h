@@ -14,13 +14,23 @@
 void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e);
 
 /* Sends `e` on to `home`, the region hosting its shard; a call goes as the
- * original '$gen_call', so the home answers the caller itself. */
-void region_forward(struct region *r, const erlang_pid *home, const struct envelope *e);
+ * original '$gen_call', so the home answers the caller itself. Only over a
+ * connection to home's node that is up (dist_node_send_connected): returns
+ * 0 once written to it (lost only if that connection then fails), or, with
+ * nothing sent and `e` still the caller's to keep, -ENOTCONN (a connection
+ * is being set up: region_on_reach hears how it ends), -EHOSTUNREACH (the
+ * node did not answer a moment ago), -ESRCH (home is of the node's
+ * earlier incarnation) or another -errno (out of memory, a full output
+ * queue). */
+int region_forward(struct region *r, const erlang_pid *home, const struct envelope *e);
 
 /* Delivers (hosted) or forwards (SLOT_REMOTE) what waits in the slot's
  * buffer, in arrival order. A hosted slot stops early when the lease is
  * gone (region_resume comes back for the rest) or when a load must come
- * first (the store's outcome comes back to the hub). */
-void region_flush_slot(struct region *r, struct shard_slot *slot);
+ * first (the store's outcome comes back to the hub). A remote one stops at
+ * the first message that cannot be written to its home's node, which stays
+ * at the head of the buffer: returns region_forward's error then (the
+ * caller steps the slot: region_home_unwritable), else 0. */
+int region_flush_slot(struct region *r, struct shard_slot *slot);
 
 #endif

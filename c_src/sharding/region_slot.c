@@ -142,7 +142,18 @@ int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, 
 	case SLOT_HOME_LOST:
 		if (s->state != SLOT_REMOTE)
 			return -EPERM;
-		s->state = SLOT_UNKNOWN;
+		/* Messages that waited for a connection to it need a home now;
+		 * with none waiting, the next message asks. */
+		if (s->buffered > 0)
+			*todo = ask(s, ev->now);
+		else
+			s->state = SLOT_UNKNOWN;
+		return 0;
+	case SLOT_HOME_UNREACHABLE:
+		if (s->state != SLOT_REMOTE)
+			return -EPERM;
+		s->state = SLOT_ASKED;
+		s->since = ev->now; /* the tick asks after retry_ms */
 		return 0;
 	case SLOT_BEGIN_HANDOFF:
 		/* The home itself is told by handoff; a region that hosts the

@@ -17,13 +17,17 @@
  *                once the new home has acknowledged the last chunk, the
  *                shard stops
  *   REMOTE       hosted by another region; messages are forwarded there
+ *                while a connection to its node is up, and wait in the
+ *                buffer while one is being set up
  *   MOVING       being moved between regions (another region hands it off,
  *                or this one did): messages wait for the new home
  *
  *   UNKNOWN      -need_home / registered with remembered entities-> ASKED
  *   ASKED        -registered / tick after retry_ms-> ASKED (asks again)
  *   any          -home_here-> LOCAL     -home_there-> REMOTE
- *   REMOTE       -home_lost-> UNKNOWN
+ *   REMOTE       -home_lost-> UNKNOWN, or ASKED (asks) when messages
+ *                wait in the buffer
+ *   REMOTE       -home_unreachable-> ASKED (asks after retry_ms)
  *   not hosted, not SENDING_STATE -begin_handoff-> MOVING
  *   LOCAL, HANDING_OFF -handoff-> HANDING_OFF (with every ack in: hand off)
  *   LOCAL, HANDING_OFF -handoff_ack-> counted (the last one: hand off)
@@ -91,6 +95,12 @@ enum region_slot_event_kind {
 	SLOT_HOME_THERE,
 	/* The home's node went down, or was downed. */
 	SLOT_HOME_LOST,
+	/* A message for the home could not be written to its node: no
+	 * connection is up, and an attempt to open one failed (or failed a
+	 * moment ago, and the node is backed off). The message waits in the
+	 * buffer; the coordinator is asked again after retry_ms — sooner, it
+	 * would only name the same home until that node is downed. */
+	SLOT_HOME_UNREACHABLE,
 	/* Another region is handing the shard off. */
 	SLOT_BEGIN_HANDOFF,
 	/* The coordinator orders this region to hand the shard off. */

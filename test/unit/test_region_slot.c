@@ -163,6 +163,56 @@ Test(region_slot, a_lost_home_makes_only_a_remote_slot_unknown)
 		assert_refused(others[k], SLOT_HOME_LOST, 900);
 }
 
+Test(region_slot, a_lost_home_with_messages_waiting_for_it_asks_at_once)
+{
+	/* They waited for a connection to the home that went: they need a
+	 * home now, not when the next message comes. */
+	struct region_slot s = slot_in(SLOT_REMOTE);
+	s.buffered = 2;
+	unsigned todo;
+	cr_assert_eq(step(&s, SLOT_HOME_LOST, 900, &todo), 0);
+	cr_assert_eq(s.state, SLOT_ASKED);
+	cr_assert_eq(s.since, 900u);
+	cr_assert_eq(todo, (unsigned)SLOT_DO_ASK);
+	cr_assert_eq(s.buffered, 2u, "they keep waiting, in order");
+}
+
+Test(region_slot, an_unreachable_home_is_asked_for_again_after_retry_ms)
+{
+	/* A message could not be written to the home's node: it waits, and
+	 * the coordinator, which names the same home until that node is
+	 * downed, is asked again after retry_ms, not at once. */
+	struct region_slot s = slot_in(SLOT_REMOTE);
+	s.buffered = 1;
+	unsigned todo = 99;
+	cr_assert_eq(step(&s, SLOT_HOME_UNREACHABLE, 2000, &todo), 0);
+	cr_assert_eq(s.state, SLOT_ASKED);
+	cr_assert_eq(todo, 0u);
+	cr_assert_eq(step(&s, SLOT_TICK, 2999, &todo), 0);
+	cr_assert_eq(todo, 0u);
+	cr_assert_eq(step(&s, SLOT_TICK, 3000, &todo), 0);
+	cr_assert_eq(todo, (unsigned)SLOT_DO_ASK);
+	/* The same home named again: what waits goes (as far as it can). */
+	cr_assert_eq(step(&s, SLOT_HOME_THERE, 3001, &todo), 0);
+	cr_assert_eq(todo, (unsigned)SLOT_DO_FLUSH);
+	cr_assert_eq(s.state, SLOT_REMOTE);
+	cr_assert_eq(s.buffered, 1u);
+	for (size_t k = 0; k < SN_ARRAY_LEN(all_states); k++)
+		if (all_states[k] != SLOT_REMOTE)
+			assert_refused(all_states[k], SLOT_HOME_UNREACHABLE, 900);
+}
+
+Test(region_slot, messages_waiting_for_a_remote_homes_connection_hold_new_ones_back)
+{
+	/* Per sender order: a new message goes behind them. */
+	struct region_slot s = slot_in(SLOT_REMOTE);
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE);
+	region_slot_buffered(&s);
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_BUFFERED);
+	region_slot_unbuffered(&s, 1);
+	cr_assert_eq(region_slot_hold(&s, 0), SLOT_HOLD_NONE);
+}
+
 Test(region_slot, begin_handoff_holds_messages_everywhere_but_at_the_home)
 {
 	const enum region_slot_state movable[] = {SLOT_UNKNOWN, SLOT_ASKED, SLOT_REMOTE, SLOT_MOVING};
