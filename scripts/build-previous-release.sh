@@ -59,7 +59,9 @@ tmp=$(mktemp -d "build/previous/.building-$tag-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 echo "build-previous-release: building $tag ($commit) into $out (log: $log)" >&2
 git archive --format=tar "$commit" | tar -x -C "$tmp"
-if ! make -C "$tmp" -j2 c >"$log" 2>&1; then
+# Built as its own Makefile says: nothing of a make this runs under (make
+# test's variables and jobserver, passed down in MAKEFLAGS) reaches it.
+if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$tmp" -j2 c >"$log" 2>&1; then
 	tail -n 40 "$log" >&2
 	fail "building $tag ($commit) failed; the whole output is in $log"
 fi
