@@ -57,6 +57,14 @@ build/rel/%.o: c_src/%.c $(HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(OPT) -c $< -o $@
 
+# The objects that print the version are built again when it changes: the
+# -D in CFLAGS is no prerequisite make would see.
+VERSION_USERS := $(shell grep -l '"app/version.h"' $(SRC) $(UNIT_SRC))
+$(patsubst c_src/%.c,build/rel/%.o,$(filter c_src/%,$(VERSION_USERS))) \
+$(patsubst c_src/%.c,build/asan/obj/%.o,$(filter c_src/%,$(VERSION_USERS))) \
+$(patsubst test/unit/%.c,build/asan/obj/unit/%.o,$(filter test/unit/%,$(VERSION_USERS))): \
+		erl_wrapper/src/shardnode.app.src
+
 priv/shardnode: $(OBJ) | priv
 	$(CC) $(OPT) -o $@ $(OBJ) $(NODE_LDFLAGS) $(LDLIBS)
 

@@ -45,7 +45,7 @@ defmodule Shardnode.MixProject do
   def project do
     [
       app: :shardnode,
-      version: "0.1.0",
+      version: "0.2.0",
       # Erlang sources only: Mix adds neither :elixir nor :logger to the
       # application's dependencies.
       language: :erlang,

@@ -1,5 +1,6 @@
 /* config_describe.c — see config_describe.h. */
 #include "app/config_describe.h"
+#include "app/version.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -56,7 +57,9 @@ void config_describe(const struct sn_config *cfg, char *out, size_t n)
 	if (n == 0)
 		return;
 	out[0] = '\0';
-	add(out, n, &len, "shardnode %s starting: types ", cfg->name);
+	/* The version first: in a rolling upgrade the logs show which build
+	 * each start of a member ran. */
+	add(out, n, &len, "shardnode %s %s starting: types ", SHARDNODE_VERSION, cfg->name);
 	if (!add_types(cfg, false, out, n, &len))
 		add(out, n, &len, "none");
 	if (cfg->host[0] != '\0') {

@@ -1,6 +1,6 @@
 /*
  * config_describe.h — the one line a node's log starts with, saying what it
- * runs (docs/contract.md, "Logs"): its types (C, and those written in
+ * runs (docs/contract.md, "Logs"): its version, its types (C, and those written in
  * Erlang or Elixir with their host), singletons, store and replicas, TLS,
  * the metrics port (when there is one) and seeds. Never a secret: the cookie and the PostgreSQL
  * connection string stay out of it.

@@ -1,6 +1,6 @@
 /*
- * version.h — the version of shardnode this node is, as the metrics page's
- * shardnode_info and the admin's sys:get_state tell it.
+ * version.h — the version of shardnode this node is, as the start line, the
+ * metrics page's shardnode_info and the admin's sys:get_state tell it.
  *
  * The one place it is written down is the application's vsn in
  * erl_wrapper/src/shardnode.app.src; the Makefile passes it as

@@ -136,7 +136,7 @@ static void flush_stream(struct region *r, struct replica_stream *st)
 	if (!st->open)
 		return;
 	st->open = false;
-	if (replica_msg_writes_end(&st->w) == 0)
+	if (replica_msg_writes_end(&st->w, &st->batch) == 0)
 		dist_node_send(r->cfg.node, &st->pid, st->batch.buff, (size_t)st->batch.index);
 	ei_x_free(&st->batch);
 }
@@ -161,7 +161,7 @@ static int stream_add(struct region *r, struct replica_stream *st, uint32_t shar
 		}
 		st->open = true;
 	}
-	int rc = replica_msg_writes_add(&st->w, shard, epoch, seq, id, id_len, state, state_len);
+	int rc = replica_msg_writes_add(&st->w, &st->batch, shard, epoch, seq, id, id_len, state, state_len);
 	if (rc == 0) {
 		if (st->behind_since == 0)
 			st->behind_since = evloop_now_ms(r->cfg.loop);

@@ -277,7 +277,7 @@ int replica_msg_encode_set(ei_x_buff *x, uint32_t shard, uint64_t epoch, const e
 
 int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, const erlang_pid *home)
 {
-	*w = (struct replica_writes){.x = x};
+	*w = (struct replica_writes){0};
 	if (begin(x, 4, RMSG_REPLICATE) || ei_x_encode_pid(x, home) < 0)
 		return -ENOMEM;
 	/* LIST_EXT, its length patched in by _end: known only then. */
@@ -286,10 +286,9 @@ int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, const erlan
 	return ei_x_append_buf(x, head, sizeof head) < 0 ? -ENOMEM : 0;
 }
 
-int replica_msg_writes_add(struct replica_writes *w, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id,
-			   size_t id_len, const char *state, size_t state_len)
+int replica_msg_writes_add(struct replica_writes *w, ei_x_buff *x, uint32_t shard, uint64_t epoch, uint64_t seq,
+			   const char *id, size_t id_len, const char *state, size_t state_len)
 {
-	ei_x_buff *x = w->x;
 	if (ei_x_encode_tuple_header(x, 5) < 0 || ei_x_encode_ulong(x, shard) < 0 ||
 	    ei_x_encode_ulonglong(x, epoch) < 0 || ei_x_encode_ulonglong(x, seq) < 0 ||
 	    term_x_append_raw(x, id, id_len) != 0)
@@ -305,9 +304,8 @@ int replica_msg_writes_add(struct replica_writes *w, uint32_t shard, uint64_t ep
 	return 0;
 }
 
-int replica_msg_writes_end(struct replica_writes *w)
+int replica_msg_writes_end(struct replica_writes *w, ei_x_buff *x)
 {
-	ei_x_buff *x = w->x;
 	if (w->n == 0) {
 		x->index = w->list_at; /* [] instead */
 		return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;

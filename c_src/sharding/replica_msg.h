@@ -85,19 +85,23 @@ int replica_msg_each_held(const struct replica_msg *m, replica_held_fn fn, void 
  * ei_x_buff). Return 0 or -ENOMEM. */
 int replica_msg_encode_set(ei_x_buff *x, uint32_t shard, uint64_t epoch, const erlang_pid *home,
 			   const erlang_pid *const *replicas, const bool *complete, size_t n);
-/* A replicate message being built, its writes counted: begin, add one
- * or more, end. `x` is a fresh ei_x_buff the caller owns. */
+/* A replicate message being built in `x`, its writes counted: begin, add
+ * one or more, end, each given the same buffer (a fresh ei_x_buff the
+ * caller owns). The builder keeps no pointer to it, so its owner may move
+ * it between the calls: a region's streams, each with its batch, live in
+ * an array that grows when a new region is heard of — a builder that kept
+ * the address of the batch wrote its end into the freed copy, and the
+ * message went out one byte short, dropped as malformed. */
 struct replica_writes {
-	ei_x_buff *x;
 	int list_at; /* where the list's header is patched in at the end */
 	uint32_t n;
 };
 int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, const erlang_pid *home);
 /* One write of `shard` under its set's `epoch`: `state` with its version
  * byte (state_len >= 1), NULL for a deletion. */
-int replica_msg_writes_add(struct replica_writes *w, uint32_t shard, uint64_t epoch, uint64_t seq, const char *id,
-			   size_t id_len, const char *state, size_t state_len);
-int replica_msg_writes_end(struct replica_writes *w);
+int replica_msg_writes_add(struct replica_writes *w, ei_x_buff *x, uint32_t shard, uint64_t epoch, uint64_t seq,
+			   const char *id, size_t id_len, const char *state, size_t state_len);
+int replica_msg_writes_end(struct replica_writes *w, ei_x_buff *x);
 /* replica_fill_ack (value: the chunk), replica_refused (value: the
  * epoch). */
 int replica_msg_encode_reply(ei_x_buff *x, enum replica_msg_kind kind, uint32_t shard, uint64_t value,

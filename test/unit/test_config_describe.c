@@ -1,5 +1,5 @@
 /*
- * test_config_describe.c — the line a node's log starts with: types of
+ * test_config_describe.c — the line a node's log starts with: the version, types of
  * each kind with the host, singletons, store and replicas, TLS, metrics
  * port, seeds; never the cookie nor the PostgreSQL connection string; cut
  * short with "..." when the buffer is small.
@@ -11,6 +11,7 @@
 
 #include "app/config.h"
 #include "app/config_describe.h"
+#include "app/version.h"
 
 static struct sn_config cfg;
 
@@ -28,7 +29,7 @@ Test(config_describe, a_plain_node)
 	base();
 	char out[1024];
 	config_describe(&cfg, out, sizeof out);
-	cr_assert_str_eq(out, "shardnode a@127.0.0.1 starting: types counter,kv; store memory; TLS off; seeds none");
+	cr_assert_str_eq(out, "shardnode " SHARDNODE_VERSION " a@127.0.0.1 starting: types counter,kv; store memory; TLS off; seeds none");
 }
 
 Test(config_describe, everything_it_runs_and_no_secret)
@@ -52,7 +53,7 @@ Test(config_describe, everything_it_runs_and_no_secret)
 	snprintf(cfg.cookie, sizeof cfg.cookie, "sekrit");
 	char out[1024];
 	config_describe(&cfg, out, sizeof out);
-	cr_assert_str_eq(out, "shardnode a@127.0.0.1 starting: types counter,kv, written in Erlang (host "
+	cr_assert_str_eq(out, "shardnode " SHARDNODE_VERSION " a@127.0.0.1 starting: types counter,kv, written in Erlang (host "
 			      "app@127.0.0.1): cart; singletons ledger=counter; store lmdb in /var/lib/sn, "
 			      "state_replicas 2; TLS on; metrics port 9464; seeds b@h,c@h");
 	cr_assert_null(strstr(out, "sekrit"));

@@ -161,9 +161,9 @@ Test(replica_msg, writes_read_back_in_order)
 	sn_x_new(&x);
 	struct replica_writes w;
 	cr_assert_eq(replica_msg_writes_begin(&w, &x, &home), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 3, 9, 100, id1.buff, (size_t)id1.index, st.buff, (size_t)st.index), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 4000000000u, UINT64_MAX, 101, id2.buff, (size_t)id2.index, NULL, 0), 0);
-	cr_assert_eq(replica_msg_writes_end(&w), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, &x, 3, 9, 100, id1.buff, (size_t)id1.index, st.buff, (size_t)st.index), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, &x, 4000000000u, UINT64_MAX, 101, id2.buff, (size_t)id2.index, NULL, 0), 0);
+	cr_assert_eq(replica_msg_writes_end(&w, &x), 0);
 	struct replica_msg m;
 	char *p;
 	cr_assert_eq(decode_copy(&x, &m, &p), 1);
@@ -195,6 +195,44 @@ Test(replica_msg, writes_read_back_in_order)
 	ei_x_free(&st);
 }
 
+/* A region keeps each stream's batch in an array that grows (realloc) when
+ * a new region is heard of, which may come between a batch's writes and
+ * its end. The message built across the move is whole: the end lands in
+ * the batch where it is now (under ASan, a builder that kept the old
+ * address is a use after free). */
+Test(replica_msg, a_batch_that_moves_between_its_writes_and_its_end_is_whole)
+{
+	erlang_pid home = sn_pid(NODE, 1, 0);
+	ei_x_buff id = term_of("2505", false), st = term_of("67", true);
+	struct stream_like {
+		ei_x_buff batch;
+		struct replica_writes w;
+	} *streams = malloc(sizeof *streams);
+	cr_assert_not_null(streams);
+	sn_x_new(&streams[0].batch);
+	cr_assert_eq(replica_msg_writes_begin(&streams[0].w, &streams[0].batch, &home), 0);
+	cr_assert_eq(replica_msg_writes_add(&streams[0].w, &streams[0].batch, 27, 204, 3687, id.buff,
+					    (size_t)id.index, st.buff, (size_t)st.index), 0);
+	struct stream_like *grown = malloc(8 * sizeof *grown); /* realloc, always moving */
+	cr_assert_not_null(grown);
+	memcpy(grown, streams, sizeof *streams);
+	free(streams);
+	streams = grown;
+	cr_assert_eq(replica_msg_writes_end(&streams[0].w, &streams[0].batch), 0);
+	struct replica_msg m;
+	char *p;
+	cr_assert_eq(decode_copy(&streams[0].batch, &m, &p), 1);
+	struct seen_writes s = {0};
+	cr_assert_eq(replica_msg_each_write(&m, see_write, &s), 0);
+	cr_assert_eq(s.n, 1);
+	cr_assert(s.shard[0] == 27 && s.epoch[0] == 204 && s.seq[0] == 3687);
+	free(p);
+	ei_x_free(&streams[0].batch);
+	free(streams);
+	ei_x_free(&id);
+	ei_x_free(&st);
+}
+
 Test(replica_msg, no_writes_is_an_empty_list)
 {
 	erlang_pid home = sn_pid(NODE, 1, 0);
@@ -202,7 +240,7 @@ Test(replica_msg, no_writes_is_an_empty_list)
 	sn_x_new(&x);
 	struct replica_writes w;
 	cr_assert_eq(replica_msg_writes_begin(&w, &x, &home), 0);
-	cr_assert_eq(replica_msg_writes_end(&w), 0);
+	cr_assert_eq(replica_msg_writes_end(&w, &x), 0);
 	struct replica_msg m;
 	char *p;
 	cr_assert_eq(decode_copy(&x, &m, &p), 1);
@@ -363,9 +401,9 @@ static void encode_all(ei_x_buff msgs[ALL_MSGS])
 	ei_x_buff id = term_of("{k, 1}", false), st = term_of("[1, 2]", true);
 	struct replica_writes w;
 	cr_assert_eq(replica_msg_writes_begin(&w, &msgs[1], &a), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 5, 300, 1000, id.buff, (size_t)id.index, st.buff, (size_t)st.index), 0);
-	cr_assert_eq(replica_msg_writes_add(&w, 6, 301, 1001, id.buff, (size_t)id.index, NULL, 0), 0);
-	cr_assert_eq(replica_msg_writes_end(&w), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, &msgs[1], 5, 300, 1000, id.buff, (size_t)id.index, st.buff, (size_t)st.index), 0);
+	cr_assert_eq(replica_msg_writes_add(&w, &msgs[1], 6, 301, 1001, id.buff, (size_t)id.index, NULL, 0), 0);
+	cr_assert_eq(replica_msg_writes_end(&w, &msgs[1]), 0);
 	ei_x_buff recs = term_of("[{{k, 1}, 7}]", false);
 	cr_assert_eq(replica_msg_encode_fill(&msgs[2], 5, 300, 1, false, &a, recs.buff, (size_t)recs.index), 0);
 	cr_assert_eq(replica_msg_encode_replicated(&msgs[3], 1001, &b), 0);
