@@ -19,6 +19,7 @@
 #include "app/dns_seeds.h"
 #include "app/health.h"
 #include "app/metrics_page.h"
+#include "app/remembered.h"
 #include "entity/entity_type.h"
 #include "base/http_server.h"
 #include "cluster/members_file.h"
@@ -395,30 +396,13 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 	return 0;
 }
 
-/* data_dir/members, the members this node knew when it last ran
- * (members_file.h): asked to let it join as the seeds are. A file that
- * cannot be read is said and ignored: the seeds still serve. */
+/* data_dir/members (remembered.h): asked to let this node join as the
+ * seeds are. */
 static void read_remembered(struct node_app *app)
 {
-	const struct sn_config *cfg = app->cfg;
-	app->remembered = malloc(sizeof *app->remembered);
-	int rc = app->remembered ? members_file_read(cfg->data_dir, app->remembered) : -ENOMEM;
-	if (rc == 0 && strcmp(app->remembered->self, cfg->name) != 0)
-		rc = -EXDEV; /* another node's data_dir */
-	if (rc != 0) {
-		if (rc != -ENOENT)
-			log_warn(&app->log, "%s/members ignored: %s", cfg->data_dir,
-				 rc == -EXDEV ? "it was written by another node" :
-				 rc == -EPROTO ? "a line is not what it writes" : strerror(-rc));
-		free(app->remembered);
-		app->remembered = NULL;
-		return;
-	}
-	for (size_t k = 0; k < app->remembered->n; k++)
+	app->remembered = remembered_load(app->cfg, &app->log);
+	for (size_t k = 0; app->remembered != NULL && k < app->remembered->n; k++)
 		app->remembered_names[k] = app->remembered->nodes[k];
-	if (app->remembered->n > 0)
-		log_info(&app->log, "remembered members: %zu (in %s/members), asked before this node forms a cluster",
-			 app->remembered->n, cfg->data_dir);
 }
 
 /* Membership last: its first change places the coordinators. */
