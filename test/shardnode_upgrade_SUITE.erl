@@ -31,7 +31,10 @@
 %%   acknowledged for it;
 %% - no call left without an answer: the checkers saw no timeout;
 %% - every member runs the new version (its admin's sys:get_state, and the
-%%   version in its log's first record).
+%%   version in its log's first record), and each knows every other speaks
+%%   the new protocol (sys:get_state's protocols; during the roll a new
+%%   member sees the old ones at 1, the version of a member that states
+%%   none).
 %%
 %% Once on LMDB with one replica per shard, once on PostgreSQL (a server of
 %% its own, scripts/pg-server.sh).
@@ -166,6 +169,10 @@ roll(Config) ->
               await(fun() -> same_up_members(Nodes) andalso all_answer(Nodes, AllIds) end, ?SETTLE_MS),
               Back = since(R0),
               ?assertEqual(New, version(Node)),
+              %% The new member knows who speaks which protocol: its own and
+              %% the other new ones' stated (2), the old ones' none (1).
+              Expected = maps:from_list([{N, case version(N) of New -> 2; _ -> 1 end} || N <- Nodes]),
+              await(fun() -> protocols(Node) =:= Expected end, ?SETTLE_MS),
               %% The next member leaves only once this one has its share of
               %% the shards: the old members then hand theirs to new ones.
               await(fun() -> balanced(Nodes) end, ?SETTLE_MS),
@@ -192,8 +199,11 @@ roll(Config) ->
     Last = maps:merge(Acked, CheckAcked),
     ?assertEqual([], [{N, Id, V, Got} || N <- Nodes, {Id, V} <- lists:sort(maps:to_list(Last)),
                                          Got <- [read(N, Id)], not (is_integer(Got) andalso Got >= V)]),
-    %% Every member runs the new build.
+    %% Every member runs the new build, and each knows that all speak its
+    %% protocol: a feature gated on it is on.
     ?assertEqual([New, New, New], [version(N) || N <- Nodes]),
+    await(fun() -> lists:all(fun(N) -> protocols(N) =:= maps:from_list([{M, 2} || M <- Nodes]) end, Nodes) end,
+          ?SETTLE_MS),
     ct:log("rolled ~s to ~s in ~b ms", [Old, New, since(T0)]).
 
 %%====================================================================
@@ -285,6 +295,11 @@ previous_release(Root) ->
                        string:trim(L) =/= "", hd(string:trim(L)) =/= $#],
     [Tag, Commit] = string:lexemes(Line, " \t"),
     {Tag, Commit}.
+
+%% The protocol of every member, as a member of this release knows them
+%% (its admin's sys:get_state).
+protocols(Node) ->
+    maps:get(protocols, sys:get_state({shardnode, Node}, 5000)).
 
 %% The version a member's admin reports.
 version(Node) ->
