@@ -340,7 +340,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	if (ei_decode_list_header(t, &ii, &count) < 0)
 		return;
 	i = (size_t)ii;
-	bool any = false;
+	bool any = false, refuted = false;
 	for (int k = 0; k < count; k++) {
 		struct member in = {0};
 		char status[TERM_ATOM_BUF];
@@ -374,6 +374,10 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		if (d.verdict == MEMBER_MERGE_KEEP) {
 			if (e != NULL) /* always: an entry we lack is taken */
 				note_up_number(m, e->up_number);
+			if (d.refute) {
+				e->version = in.version + 1;
+				refuted = true;
+			}
 			continue;
 		}
 		if (e == NULL && (e = add(m, in.node)) == NULL)
@@ -405,7 +409,9 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		membership_gossip_to(m, from); /* it has not heard it was downed */
 	else if (sender != NULL)
 		membership_heard(m, sender);
-	if (any) {
+	if (refuted) /* our entry, at its new version, everywhere at once */
+		gossip_all(m);
+	if (any || refuted) {
 		log_debug(m->cfg.log, "member list changed by gossip from %s", from);
 		membership_changed(m);
 	}

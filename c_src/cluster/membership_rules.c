@@ -56,6 +56,13 @@ struct member_merge membership_rules_merge(const struct member_facts *in, const 
 		d.greet = !is_self && !is_down(in->status);
 		return d;
 	}
+	/* Nobody lists us joining while we are a member: only another process
+	 * of our name is joined anew (membership.h), and joins go out only
+	 * while we join. */
+	if (is_self && have->status >= MEMBER_UP && have->status < MEMBER_DOWN && in->status == MEMBER_JOINING) {
+		d.refute = in->version >= have->version;
+		return d;
+	}
 	/* Nobody un-leaves us: only we move our own entry from leaving on. */
 	if (is_self && have->status >= MEMBER_LEAVING && in->status < have->status)
 		return d;

@@ -77,13 +77,21 @@ struct member_merge {
 	/* A member new to us and not down: send it a heartbeat at once, so
 	 * its quorum lease comes soon. */
 	bool greet;
+	/* Only with MEMBER_MERGE_KEEP of our own entry: the other member
+	 * lists this incarnation of ours joining at a version at or above
+	 * ours, though we are a member (we formed the cluster from a lower
+	 * version than a seed gave our join). Raise our version above it and
+	 * gossip, so that our entry wins everywhere. */
+	bool refute;
 };
 
 /* Merges the gossiped entry `in` (node, up_number, status, version are
  * read) into ours, `have` (NULL: the node is not listed; the same fields
  * are read). `is_self`: the entry is this node's own, which nobody else
  * may move back from leaving or beyond (only we leave, and only a down
- * from the others overrides it), and whose downs of an earlier incarnation
+ * from the others overrides it) nor list joining while it is a member
+ * (`refute` then says whether to raise our version above theirs), and
+ * whose downs of an earlier incarnation
  * do not concern us while we await admission; nor does an entry that
  * lists an earlier incarnation of ours as a member (an up-number at or
  * below have->old_up_number), which a member that has not yet heard of our

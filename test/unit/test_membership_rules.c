@@ -240,6 +240,30 @@ Test(membership_rules_merge, a_node_started_again_refuses_its_old_incarnations_e
 	cr_assert_eq(membership_rules_merge(&in, &mine, false).verdict, MEMBER_MERGE_TAKE);
 }
 
+/* A member that formed the cluster from a lower version than a seed gave
+ * its join is listed joining there at a higher version: it keeps its own
+ * up entry and refutes the other (raises its version above it), so that
+ * its entry wins everywhere; at a lower version there is nothing to
+ * refute. Others' entries of it are merged by the usual rules. */
+Test(membership_rules_merge, a_member_refutes_an_entry_listing_it_joining)
+{
+	struct member_facts mine = F("me", 2, MEMBER_UP, 1);
+	struct member_facts in = F("me", 0, MEMBER_JOINING, 2);
+	struct member_merge d = membership_rules_merge(&in, &mine, true);
+	cr_assert_eq(d.verdict, MEMBER_MERGE_KEEP);
+	cr_assert(d.refute);
+	mine.version = 3;
+	d = membership_rules_merge(&in, &mine, true);
+	cr_assert_eq(d.verdict, MEMBER_MERGE_KEEP);
+	cr_assert(!d.refute, "ours is already newer");
+	mine = F("me", 2, MEMBER_LEAVING, 1);
+	d = membership_rules_merge(&in, &mine, true);
+	cr_assert(d.verdict == MEMBER_MERGE_KEEP && d.refute);
+	mine = F("me", 2, MEMBER_UP, 1);
+	cr_assert_eq(membership_rules_merge(&in, &mine, false).verdict, MEMBER_MERGE_TAKE,
+		     "another node's entry: a restart listed again");
+}
+
 /* Two members holding different entries of one node converge: exactly one
  * of the two merges takes, whoever gossips first. Every pair of entries
  * over a small grid of up-numbers, statuses and versions. */
