@@ -275,7 +275,7 @@ static void on_join(struct membership *m, const char *t, size_t i, uint32_t crea
 	struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
 	uint32_t version = 0;
 	if (membership_rules_join(e != NULL ? &have : NULL, &version) == MEMBER_JOIN_TELL_AGAIN) {
-		if (e->status == MEMBER_JOINING) { /* the types it hosts now */
+		if (e != NULL && e->status == MEMBER_JOINING) { /* the types it hosts now (e: a listed node) */
 			memcpy(e->types, joiner.types, sizeof e->types);
 			e->ntypes = joiner.ntypes;
 			e->protocol = joiner.protocol;
@@ -374,7 +374,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		if (d.verdict == MEMBER_MERGE_KEEP) {
 			if (e != NULL) /* always: an entry we lack is taken */
 				note_up_number(m, e->up_number);
-			if (d.refute) {
+			if (d.refute && e != NULL) { /* e: refute is only of our own entry */
 				e->version = in.version + 1;
 				refuted = true;
 			}
