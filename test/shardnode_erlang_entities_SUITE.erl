@@ -19,7 +19,8 @@
          a_host_down_hands_its_shards_over_and_takes_them_back/1,
          remembered_erlang_entities_run_again_without_a_message/1,
          graceful_shutdown_of_an_erlang_region_moves_its_states/1,
-         a_c_node_with_host_alone_waits_for_its_types/1]).
+         a_c_node_with_host_alone_waits_for_its_types/1,
+         a_lapsed_lease_answers_the_call_at_the_process/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -37,7 +38,8 @@ all() ->
      a_host_down_hands_its_shards_over_and_takes_them_back,
      remembered_erlang_entities_run_again_without_a_message,
      graceful_shutdown_of_an_erlang_region_moves_its_states,
-     a_c_node_with_host_alone_waits_for_its_types].
+     a_c_node_with_host_alone_waits_for_its_types,
+     a_lapsed_lease_answers_the_call_at_the_process].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -346,6 +348,31 @@ a_c_node_with_host_alone_waits_for_its_types(Config) ->
     ?assertEqual(1, call(N, tally, w, incr)),
     ok = shardnode:stop_node(N),
     down(HostPeer, Host).
+
+%% The host ends a C node's processes when the C node's lease runs out (it
+%% was paused with SIGSTOP longer than the lease it last sent). Woken, the
+%% C node answers the call one of them was handling {error,
+%% {entity_crashed, killed}}, and the next message starts the entity again
+%% from its last completed state: no call is left without an answer, none
+%% is sent to a process that is gone.
+a_lapsed_lease_answers_the_call_at_the_process(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("lease", #{})]),
+    ?assertEqual(1, call(N, tally, busy, incr)),
+    ?assertEqual(1, call(N, tally, idle, incr)),
+    Self = self(),
+    _ = spawn_link(fun() -> Self ! {busy, catch call(N, tally, busy, {sleep, 20000})} end),
+    await(fun() -> busy_on(node()) end),
+    ok = shardnode_ct:pause(N),
+    await(fun() -> running(Config) =:= [] end),
+    ok = shardnode_ct:resume(N),
+    receive
+        {busy, Answer} -> ?assertEqual({error, {entity_crashed, killed}}, Answer)
+    after 5000 -> ct:fail(call_at_the_killed_process_unanswered)
+    end,
+    ?assertEqual(2, call(N, tally, busy, incr)),
+    ?assertEqual(2, call(N, tally, idle, incr)),
+    no_second_instance(Config),
+    ok = shardnode:stop_node(N).
 
 %%====================================================================
 %% Helpers

@@ -24,7 +24,8 @@
 %%
 %% To a region: `{'$shardnode_crashed', Id, Pid, Reason}' when an entity
 %% ended for any reason but `normal' (the region answers its call in
-%% flight `{error, {entity_crashed, Reason}}').
+%% flight `{error, {entity_crashed, Reason}}'), `killed' for each of them
+%% when the lease runs out.
 %%
 %% A `nodedown' of the C node ends its entities at once, and the
 %% dispatcher with them: entity processes never outlive their C node. The
@@ -93,9 +94,17 @@ handle_info({'$shardnode_host', lease, Ms}, #dispatcher{lease = Old} = D)
   when is_integer(Ms), Ms >= 0 ->
     _ = cancel(Old),
     {noreply, D#dispatcher{lease = erlang:start_timer(Ms, self(), lease)}};
-handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C} = D) ->
-    logger:warning("shardnode: the lease of ~p ran out: its entities stop", [C]),
-    {noreply, end_all(D#dispatcher{lease = undefined})};
+handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C, entities = Es} = D) ->
+    logger:warning("shardnode: the lease of ~p ran out: its ~b entities stop", [C, maps:size(Es)]),
+    D1 = end_all(D#dispatcher{lease = undefined}),
+    %% The C node is still there: each region hears that its entities'
+    %% processes are gone (killed, as each 'DOWN' would say), so it answers
+    %% the call one was handling and starts the entity again from its last
+    %% completed state at the next message, instead of sending that message
+    %% to a process that no longer runs. After the kills, so a start that
+    %% answers this cannot meet the old process still running.
+    _ = [Region ! {'$shardnode_crashed', Id, Pid, killed} || {Pid, {Region, _, Id}} <- maps:to_list(Es)],
+    {noreply, D1};
 handle_info({'DOWN', _Ref, process, Pid, Reason}, #dispatcher{entities = Es} = D) ->
     case maps:take(Pid, Es) of
         {{Region, Type, Id}, Rest} ->
