@@ -492,6 +492,12 @@ bool region_replica_holds_all(const struct region *r, uint32_t shard, const erla
 	       p->home == region_replica_region_find(r, home);
 }
 
+bool region_replica_names_other_home(const struct region *r, uint32_t shard, const erlang_pid *pid)
+{
+	const struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
+	return p != NULL && p->home >= 0 && p->home != region_replica_region_find(r, pid);
+}
+
 void region_replica_home_free(struct region *r)
 {
 	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
