@@ -22,7 +22,8 @@
          remembered_erlang_entities_run_again_without_a_message/1,
          graceful_shutdown_of_an_erlang_region_moves_its_states/1,
          a_c_node_with_host_alone_waits_for_its_types/1,
-         health_names_the_host_while_it_is_away/1]).
+         health_names_the_host_while_it_is_away/1,
+         a_lapsed_lease_answers_the_call_at_the_process/1]).
 
 -import(sn_test, [await/1, start_incrementer/4, acked/1, stop_incrementer/1]).
 
@@ -43,7 +44,8 @@ all() ->
      remembered_erlang_entities_run_again_without_a_message,
      graceful_shutdown_of_an_erlang_region_moves_its_states,
      a_c_node_with_host_alone_waits_for_its_types,
-     health_names_the_host_while_it_is_away].
+     health_names_the_host_while_it_is_away,
+     a_lapsed_lease_answers_the_call_at_the_process].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -433,6 +435,31 @@ health_names_the_host_while_it_is_away(Config) ->
     down(HostPeer, Host),
     await(NamesHost),
     ?assertEqual({200, <<"ok\n">>}, sn_test:http_get(Port, "/health/live")),
+    ok = shardnode:stop_node(N).
+
+%% The host ends a C node's processes when the C node's lease runs out (it
+%% was paused with SIGSTOP longer than the lease it last sent). Woken, the
+%% C node answers the call one of them was handling {error,
+%% {entity_crashed, killed}}, and the next message starts the entity again
+%% from its last completed state: no call is left without an answer, none
+%% is sent to a process that is gone.
+a_lapsed_lease_answers_the_call_at_the_process(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("lease", #{})]),
+    ?assertEqual(1, call(N, tally, busy, incr)),
+    ?assertEqual(1, call(N, tally, idle, incr)),
+    Self = self(),
+    _ = spawn_link(fun() -> Self ! {busy, catch call(N, tally, busy, {sleep, 20000})} end),
+    await(fun() -> busy_on(node()) end),
+    ok = shardnode_ct:pause(N),
+    await(fun() -> running(Config) =:= [] end),
+    ok = shardnode_ct:resume(N),
+    receive
+        {busy, Answer} -> ?assertEqual({error, {entity_crashed, killed}}, Answer)
+    after 5000 -> ct:fail(call_at_the_killed_process_unanswered)
+    end,
+    ?assertEqual(2, call(N, tally, busy, incr)),
+    ?assertEqual(2, call(N, tally, idle, incr)),
+    no_second_instance(Config),
     ok = shardnode:stop_node(N).
 
 %%====================================================================

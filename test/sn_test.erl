@@ -57,10 +57,15 @@ start_incrementer(Node, Ids, OnFailure) ->
     start_incrementer(Node, counter, Ids, OnFailure).
 
 %% The same for the entities of Type, which answer `incr' with their new
-%% value as the counter does.
--spec start_incrementer(node(), atom(), [term()], continue | stop) -> pid().
+%% value as the counter does. Given a list of nodes, the client calls them
+%% in turn, one call each, so a member that is down (a rolling restart)
+%% costs a failed call now and then while the others answer.
+-spec start_incrementer(node() | [node()], atom(), [term()], continue | stop) -> pid().
+start_incrementer(Nodes, Type, Ids, OnFailure) when is_list(Nodes), Nodes =/= [],
+                                                    (OnFailure =:= continue orelse OnFailure =:= stop) ->
+    spawn_link(fun() -> incrementer([{Type, N} || N <- Nodes], Ids, OnFailure, #{}, []) end);
 start_incrementer(Node, Type, Ids, OnFailure) when OnFailure =:= continue; OnFailure =:= stop ->
-    spawn_link(fun() -> incrementer({Type, Node}, Ids, OnFailure, #{}, []) end).
+    spawn_link(fun() -> incrementer([{Type, Node}], Ids, OnFailure, #{}, []) end).
 
 %% The increments a client has had acknowledged so far; fails the test if
 %% it does not answer within 15 s.
@@ -82,15 +87,17 @@ stop_incrementer(Client) ->
     after ?AWAIT_MS -> ct:fail({client_did_not_finish, Client})
     end.
 
-incrementer(Region, Ids, OnFailure, Acks, Back) ->
+incrementer(Regions, Ids, OnFailure, Acks, Back) ->
     receive
         {acked, From} ->
             From ! {acked, self(), lists:sum(maps:values(Acks))},
-            incrementer(Region, Ids, OnFailure, Acks, Back);
+            incrementer(Regions, Ids, OnFailure, Acks, Back);
         {stop, From} ->
             From ! {final, self(), Acks, Back}
     after 0 ->
         [Id | Rest] = Ids,
+        [Region | Others] = Regions,
+        Next = Others ++ [Region],
         case catch gen_server:call(Region, {Id, incr}, ?CALL_MS) of
             V when is_integer(V) ->
                 Prev = maps:get(Id, Acks, 0),
@@ -98,9 +105,9 @@ incrementer(Region, Ids, OnFailure, Acks, Back) ->
                             true -> Back;
                             false -> [{Id, Prev, V} | Back]
                         end,
-                incrementer(Region, Rest ++ [Id], OnFailure, Acks#{Id => max(V, Prev)}, Back1);
+                incrementer(Next, Rest ++ [Id], OnFailure, Acks#{Id => max(V, Prev)}, Back1);
             _ when OnFailure =:= continue ->
-                incrementer(Region, Rest ++ [Id], OnFailure, Acks, Back);
+                incrementer(Next, Rest ++ [Id], OnFailure, Acks, Back);
             _ ->
                 stopped(Acks, Back)
         end

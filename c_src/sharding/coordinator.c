@@ -441,6 +441,17 @@ static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid 
 	}
 	if (c->home[shard] < 0 && coordinator_members_count(&c->members, CM_OWNERS) < c->cfg.min_nr_of_members)
 		return; /* min_nr_of_members: the region asks again */
+	if (c->moving_to[shard] >= 0) {
+		/* A move is under way: the old home stops the shard, and every
+		 * region hears the new home when it has (on_shard_stopped, or
+		 * the old home again if the move is abandoned). Naming the old
+		 * home now would undo the begin_handoff a region got before
+		 * this request arrived — the new home itself would then take
+		 * the shard for remote and drop the states streamed to it, and
+		 * forward to the old home what should wait for the new one.
+		 * The region asks again meanwhile. */
+		return;
+	}
 	int32_t h = c->home[shard];
 	if (h < 0) {
 		int32_t pick = allocate_home(c, shard);

@@ -69,9 +69,9 @@ static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
 	ev.carry_state = region_state_to_carry(r, slot);
 	if (region_slot_step(&slot->st, timing(r, &t), &ev, &todo) != 0)
 		return;
-	/* States restored ahead of a move are kept only while the move is
-	 * on (on_shard_home takes them first when it ends here). */
-	if (slot->st.state != SLOT_MOVING)
+	/* States restored ahead of a move are kept until the shard goes
+	 * elsewhere (on_shard_home takes them first when it comes here). */
+	if (region_state_incoming_outlived(slot))
 		region_state_drop_incoming(slot);
 	if (todo & SLOT_DO_ASK)
 		region_send_to_coordinator(r, SMSG_GET_SHARD_HOME, shard);

@@ -163,6 +163,12 @@ static void give_up(struct region *r, uint32_t shard, int err)
 void region_state_send_start(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
+	/* An earlier stream to the same region may still have
+	 * acknowledgements on their way (state_out.stale_acks). */
+	bool again = slot->out.to_known && term_pid_equal(&slot->out.to, &slot->home_region);
+	slot->out.stale_acks = again ? slot->out.stale_acks + (slot->out.next_seq - slot->out.acked) : 0;
+	slot->out.to = slot->home_region;
+	slot->out.to_known = true;
 	slot->out.cursor = (struct shard_state_cursor){0};
 	slot->out.next_seq = 0;
 	slot->out.acked = 0;
@@ -197,18 +203,27 @@ static void pump_waiting(struct region *r, uint32_t *room)
 	}
 }
 
-/* The new home restored chunk `seq`. */
+/* The new home restored chunk `seq`. Counted for the last stream even
+ * when it has ended (cut short, the slot no longer SENDING_STATE): a
+ * stream started again to the same region then knows how many
+ * acknowledgements are still the earlier one's. */
 static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_pid *from)
 {
 	struct shard_slot *slot = &r->slots[shard];
 	struct state_out *out = &slot->out;
 	int rc;
-	/* A late ack of an earlier stream, or from a region that is not the
-	 * destination, tells nothing about this one. */
-	if (slot->st.state != SLOT_SENDING_STATE || out->failed || !term_pid_equal(from, &slot->home_region) ||
-	    seq != out->acked)
+	/* From a region no stream went to last, it tells nothing. */
+	if (!out->to_known || !term_pid_equal(from, &out->to))
+		return;
+	if (out->stale_acks > 0) {
+		out->stale_acks--; /* an earlier stream's: they come first */
+		return;
+	}
+	if (seq != out->acked || out->acked == out->next_seq)
 		return;
 	out->acked++;
+	if (slot->st.state != SLOT_SENDING_STATE || out->failed)
+		return;
 	if (out->last_sent && out->acked == out->next_seq)
 		owe(r, shard, SLOT_OWES_STATE_SENT);
 	uint32_t room = region_window_room(r);
@@ -337,6 +352,39 @@ static int store_chunk(struct region *r, const struct shard_msg *sm)
 	return rc;
 }
 
+/* Whether the states `from` streams of `shard` are for this region to
+ * keep. A slot waiting for the shard (MOVING) keeps them. So does one the
+ * move's begin_handoff left no mark on (an answer that named the old home
+ * came after it, or the order came while this region was registering
+ * with another coordinator) when it does not host the shard and the
+ * sender is the home it knows, or it knows none: the old home streams
+ * only to the region its coordinator named the new home, and its states
+ * are the shard's latest. Such a slot is left as it is (the coordinator's
+ * shard_home decides where the shard lives); with a store the states are
+ * written, without one they wait as `incoming` for a shard_home naming
+ * this region, and either way they are what the shard starts from here.
+ * Dropped (logged): a stream to a slot that hosts or sends the shard
+ * itself, or from a region that is no longer the shard's home as far as
+ * this region knows — an older move's, whose states are out of date. */
+static bool keeps_chunk(const struct region *r, const struct shard_msg *sm)
+{
+	const struct shard_slot *slot = &r->slots[sm->shard];
+	switch (slot->st.state) {
+	case SLOT_MOVING:
+		return true;
+	case SLOT_REMOTE:
+		if (!term_pid_equal(&slot->home_region, &sm->pid))
+			return false;
+		break;
+	case SLOT_UNKNOWN:
+	case SLOT_ASKED:
+		break;
+	default:
+		return false;
+	}
+	return !(region_replicated(r) && region_replica_names_other_home(r, sm->shard, &sm->pid));
+}
+
 /* A chunk from the old home. Acknowledged whatever becomes of it (with a
  * store, once its writes are committed): the old home must not stay
  * frozen waiting, and a chunk this region cannot use would not be any
@@ -344,7 +392,7 @@ static int store_chunk(struct region *r, const struct shard_msg *sm)
 static void on_chunk(struct region *r, const struct shard_msg *sm)
 {
 	struct shard_slot *slot = &r->slots[sm->shard];
-	if (slot->st.state != SLOT_MOVING) {
+	if (!keeps_chunk(r, sm)) {
 		log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: entity states from %s while %s: dropped", r->cfg.name,
 			 sm->shard, sm->pid.node, region_slot_state_name(slot->st.state));
 	} else if (!entity_type_keeps_state(r->cfg.type)) {
@@ -368,8 +416,12 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 		if (region_store_active(r)) {
 			rc = store_chunk(r, sm);
 		} else {
-			if (slot->incoming == NULL)
+			if (slot->incoming != NULL && !term_pid_equal(&slot->incoming_from, &sm->pid))
+				region_state_drop_incoming(slot); /* another sender's: out of date */
+			if (slot->incoming == NULL) {
 				slot->incoming = region_new_shard(r, sm->shard);
+				slot->incoming_from = sm->pid;
+			}
 			size_t restored = 0;
 			rc = slot->incoming ? shard_state_import(slot->incoming, sm->msg, sm->msg_len, region_now32(r),
 								 &restored)
@@ -407,6 +459,22 @@ struct shard *region_state_take_incoming(struct shard_slot *slot)
 	struct shard *s = slot->incoming;
 	slot->incoming = NULL;
 	return s;
+}
+
+bool region_state_incoming_outlived(const struct shard_slot *slot)
+{
+	if (slot->incoming == NULL)
+		return false;
+	switch (slot->st.state) {
+	case SLOT_MOVING:
+	case SLOT_UNKNOWN:
+	case SLOT_ASKED:
+		return false;
+	case SLOT_REMOTE:
+		return !term_pid_equal(&slot->home_region, &slot->incoming_from);
+	default:
+		return true;
+	}
 }
 
 void region_state_drop_incoming(struct shard_slot *slot)

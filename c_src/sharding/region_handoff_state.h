@@ -47,4 +47,9 @@ struct shard *region_state_take_incoming(struct shard_slot *slot);
 /* Frees the slot's incoming shard, if any (its entities stop). */
 void region_state_drop_incoming(struct shard_slot *slot);
 
+/* Whether the slot's incoming shard (if any) can no longer become the
+ * shard here: the slot hosts or sends the shard, or names as its home a
+ * region other than the one the states came from. The caller drops it. */
+bool region_state_incoming_outlived(const struct shard_slot *slot);
+
 #endif

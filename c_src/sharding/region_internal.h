@@ -128,6 +128,15 @@ struct stats_request;
 /* The old home's side of a state stream (region_handoff_state.c). */
 struct state_out {
 	bool destination_known;  /* the handoff named the new home (home_region) */
+	/* The region the last stream went to (`to_known`), and how many of the
+	 * acknowledgements it owes belong to earlier streams of the slot: a
+	 * stream cut short when the slot left SENDING_STATE (a coordinator
+	 * named a home meanwhile), then started again to the same region,
+	 * numbers its chunks from 0 again, and the earlier chunks' late
+	 * acknowledgements must not be taken for the new ones'. */
+	bool to_known;
+	erlang_pid to;
+	uint32_t stale_acks;
 	struct shard_state_cursor cursor; /* the next chunk starts here */
 	uint32_t next_seq;       /* the next chunk's number */
 	uint32_t acked;          /* chunks the new home acknowledged */
@@ -220,10 +229,12 @@ struct shard_slot {
 	 * the shard goes to, once out.destination_known. */
 	erlang_pid home_region;
 	struct state_out out;    /* SENDING_STATE */
-	/* MOVING, at the new home: the entities restored from the state
-	 * chunks that came, taken as the shard when shard_home names this
-	 * region, dropped when the slot leaves MOVING otherwise. Owned. */
+	/* Not hosted, at the new home: the entities restored from the state
+	 * chunks that came from `incoming_from` (region_handoff_state.c),
+	 * taken as the shard when shard_home names this region, dropped once
+	 * the shard goes elsewhere (region_state_incoming_outlived). Owned. */
 	struct shard *incoming;
+	erlang_pid incoming_from;
 	/* While hosted. A coordinator that names another home for a hosted
 	 * shard (SLOT_HOME_THERE) leaves it here, running. */
 	struct shard *shard;

@@ -112,6 +112,12 @@ int32_t region_replica_region_of(struct region *r, const erlang_pid *pid)
 			return -1;
 		r->replicas.streams = p;
 		r->replicas.streams_cap = cap;
+		/* A batch open in this turn is written through a pointer to its
+		 * stream's own buffer, which has just moved with the array (a
+		 * region that appears mid-turn: a member started again). */
+		for (uint32_t s = 0; s < r->replicas.nstreams; s++)
+			if (p[s].open)
+				p[s].w.x = &p[s].batch;
 	}
 	r->replicas.streams[r->replicas.nstreams] = (struct replica_stream){.pid = *pid};
 	return (int32_t)r->replicas.nstreams++;
@@ -484,6 +490,12 @@ bool region_replica_holds_all(const struct region *r, uint32_t shard, const erla
 	const struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
 	return p != NULL && p->role == SLOT_REPLICA_COPY && p->complete && !p->filling && p->home >= 0 &&
 	       p->home == region_replica_region_find(r, home);
+}
+
+bool region_replica_names_other_home(const struct region *r, uint32_t shard, const erlang_pid *pid)
+{
+	const struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
+	return p != NULL && p->home >= 0 && p->home != region_replica_region_find(r, pid);
 }
 
 void region_replica_home_free(struct region *r)

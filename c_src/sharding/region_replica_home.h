@@ -88,6 +88,12 @@ bool region_replica_home_peer_complete(const struct region *r, uint32_t shard, c
  * `home`: a move from that home needs none of the shard's records sent. */
 bool region_replica_holds_all(const struct region *r, uint32_t shard, const erlang_pid *home);
 
+/* Whether the newest replica set of `shard` this region heard of names a
+ * home other than `pid` (false when it knows of none): states `pid`
+ * streams of the shard are then from a move the coordinator has since
+ * overtaken. */
+bool region_replica_names_other_home(const struct region *r, uint32_t shard, const erlang_pid *pid);
+
 /* Frees the streams (a batch not sent is dropped). */
 void region_replica_home_free(struct region *r);
 

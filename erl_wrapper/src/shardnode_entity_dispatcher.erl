@@ -25,10 +25,10 @@
 %% To a region: `{'$shardnode_crashed', Id, Pid, Reason}' when an entity
 %% ended for any reason but its own end (a stop it chose or was told):
 %% a crash, or an exit of its callbacks with any reason, `normal' too (the
-%% process tells that one first: `{'$shardnode_exit', Pid, normal}'). The
-%% region answers its call in flight `{error, {entity_crashed, Reason}}'
-%% and logs it; the host adds no line of its own (OTP's crash report of
-%% a crash aside).
+%% process tells that one first: `{'$shardnode_exit', Pid, normal}'), and
+%% `killed' for each of them when the lease runs out. The region answers
+%% its call in flight `{error, {entity_crashed, Reason}}' and logs it; the
+%% host adds no line of its own (OTP's crash report of a crash aside).
 %%
 %% A `nodedown' of the C node ends its entities at once, and the
 %% dispatcher with them: entity processes never outlive their C node. The
@@ -99,9 +99,17 @@ handle_info({'$shardnode_host', lease, Ms}, #dispatcher{lease = Old} = D)
   when is_integer(Ms), Ms >= 0 ->
     _ = cancel(Old),
     {noreply, D#dispatcher{lease = erlang:start_timer(Ms, self(), lease)}};
-handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C} = D) ->
-    logger:warning("shardnode: the lease of ~p ran out: its entities stop", [C]),
-    {noreply, end_all(D#dispatcher{lease = undefined})};
+handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C, entities = Es} = D) ->
+    logger:warning("shardnode: the lease of ~p ran out: its ~b entities stop", [C, maps:size(Es)]),
+    D1 = end_all(D#dispatcher{lease = undefined}),
+    %% The C node is still there: each region hears that its entities'
+    %% processes are gone (killed, as each 'DOWN' would say), so it answers
+    %% the call one was handling and starts the entity again from its last
+    %% completed state at the next message, instead of sending that message
+    %% to a process that no longer runs. After the kills, so a start that
+    %% answers this cannot meet the old process still running.
+    _ = [Region ! {'$shardnode_crashed', Id, Pid, killed} || {Pid, {Region, _, Id}} <- maps:to_list(Es)],
+    {noreply, D1};
 handle_info({'$shardnode_exit', Pid, Reason}, #dispatcher{entities = Es, exits = Exits} = D)
   when is_map_key(Pid, Es) ->
     {noreply, D#dispatcher{exits = Exits#{Pid => Reason}}};
