@@ -112,12 +112,6 @@ int32_t region_replica_region_of(struct region *r, const erlang_pid *pid)
 			return -1;
 		r->replicas.streams = p;
 		r->replicas.streams_cap = cap;
-		/* A batch open in this turn is written through a pointer to its
-		 * stream's own buffer, which has just moved with the array (a
-		 * region that appears mid-turn: a member started again). */
-		for (uint32_t s = 0; s < r->replicas.nstreams; s++)
-			if (p[s].open)
-				p[s].w.x = &p[s].batch;
 	}
 	r->replicas.streams[r->replicas.nstreams] = (struct replica_stream){.pid = *pid};
 	return (int32_t)r->replicas.nstreams++;
