@@ -275,7 +275,9 @@ static void on_join(struct membership *m, const char *t, size_t i, uint32_t crea
 	struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
 	uint32_t version = 0;
 	if (membership_rules_join(e != NULL ? &have : NULL, &version) == MEMBER_JOIN_TELL_AGAIN) {
-		if (e->status == MEMBER_JOINING) { /* the types it hosts now */
+		/* only a listed member is told again; the static analyzer cannot
+		 * see that across files, hence the e != NULL */
+		if (e != NULL && e->status == MEMBER_JOINING) { /* the types it hosts now */
 			memcpy(e->types, joiner.types, sizeof e->types);
 			e->ntypes = joiner.ntypes;
 			e->protocol = joiner.protocol;
