@@ -11,10 +11,11 @@
 # (default 2), balanced by duration, and the suites it lists as serial run
 # after everything else, alone. Each group is a `rebar3 ct` of its own, with
 # its own node name (ct1_<pid>@127.0.0.1, ...; CT_NODE_PREFIX replaces "ct"),
-# its own rebar3 build directory (REBAR_BASE_DIR=build/ct/ct1, ...: no two
-# runs write to one _build), compiled before any group starts, its own
-# common_test logs (build/ct/ct1/logs/index.html) and its own output
-# (build/ct1.log).
+# its own common_test logs (build/ct/ct1/logs/index.html), its own output
+# (build/ct1.log) and its own rebar3 build directory (REBAR_BASE_DIR=
+# build/ct/ct1, ...), compiled before any group starts: `rebar3 ct` copies
+# test/ into its build directory and compiles there each time it starts, so
+# two runs sharing one _build would rewrite files the other is loading.
 #
 # Beside the groups, one after another and at low priority (nice 10), so
 # that the suites' timing is theirs: the unit tests, then the make targets
@@ -103,7 +104,7 @@ if [ ${#ct_parts[@]} -gt 0 ] && part ct-compile compile_groups; then
 		pids+=($!)
 		ran+=("$name")
 	done
-	wait "${pids[@]}"
+	[ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
 	if [ -n "${ct_suites[serial]:-}" ]; then
 		wait_beside
 		part ct-serial ct_run serial
@@ -125,10 +126,12 @@ failed=0
 passed=0
 skipped=0
 # A part that failed: its failures counted below, or, when it reported
-# none (a build error, a crash), one.
+# none (a build error, a crash), one. A part that did not run (the groups
+# after a failed split or compile) adds nothing: that failure is counted.
 part_failed() { # NAME FAILURES_IT_REPORTED
 	local rc
-	rc=$(cat "$rcs/$1" 2>/dev/null || echo missing)
+	[ -f "$rcs/$1" ] || return 0
+	rc=$(cat "$rcs/$1")
 	if [ "$rc" != 0 ]; then
 		status=1
 		if [ "$2" -eq 0 ]; then
