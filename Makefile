@@ -42,7 +42,7 @@ PEER_NAME := a$(if $(findstring @,$(NAME)),@$(lastword $(subst @, ,$(NAME))))
 
 PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
 
-.PHONY: all c deps run test check analyze unit tsan ct bench clean erl erl-check fuzz fuzz-check docs
+.PHONY: all c deps run test check analyze unit tsan ct bench clean erl erl-check fuzz fuzz-check docs previous-release
 
 all: c erl
 
@@ -125,7 +125,8 @@ erl-check: erl
 	rebar3 xref
 	rebar3 dialyzer
 
-# common_test suites against real OTP nodes.
+# common_test suites against real OTP nodes, all in one run (make test
+# runs them in groups side by side: scripts/run-tests.sh).
 ct: all
 	rebar3 ct --dir test
 
@@ -220,16 +221,26 @@ fuzz-check: $(FUZZ_PROGS)
 			|| { tail -40 build/fuzz/check/$$n.log; echo "fuzz-check: $$n failed" >&2; exit 1; }; \
 		echo "fuzz-check: $$n: $$(grep -o 'DONE.*' build/fuzz/check/$$n.log | tail -1)"; done
 
-# The builds run two jobs at a time (the machines have two cores); the
-# tests themselves choose their own parallelism.
+# The previous release's C node, which the upgrade suite runs
+# (scripts/build-previous-release.sh; build/previous/ keeps it): make test
+# builds it with the other builds, so the suite does not build it while
+# other suites run beside it. Where it cannot be built (a shallow clone),
+# the suite fails with the reason; the failure is ignored here.
+previous-release:
+	-@scripts/build-previous-release.sh >/dev/null
+
+# The builds first, two jobs at a time (the machines have two cores), and
+# the quick checks; then scripts/run-tests.sh runs the tests: the
+# common_test suites, which mostly wait, in two groups side by side, and
+# beside them at low priority the unit tests, the static analyzer, the fuzz
+# targets over their corpora, xref and dialyzer, and the adoption tests. A
+# check that fails there counts one failure in its closing line.
 test: deps
+	$(MAKE) -j2 $(TSAN_PROGS) $(FUZZ_PROGS) all build/asan/unit previous-release
 	$(MAKE) check
-	$(MAKE) analyze
-	$(MAKE) -j2 $(TSAN_PROGS) $(FUZZ_PROGS) all build/asan/unit
 	$(MAKE) tsan
-	$(MAKE) -j2 fuzz-check erl-check
 	$(MAKE) docs
-	scripts/run-tests.sh
+	scripts/run-tests.sh analyze fuzz-check erl-check
 
 run: deps
 	$(MAKE) all
