@@ -97,19 +97,6 @@ static void fill_and_tell(struct coordinator_replicas *cr, const struct coordina
 	for (uint32_t s = 0; s < cr->nshards; s++)
 		if (cr->dirty[s])
 			tell(cr, v, s);
-	/* Said once per change: shards short of replicas for want of
-	 * members to put them on. */
-	uint32_t short_of = 0;
-	for (uint32_t s = 0; s < cr->nshards; s++)
-		short_of += cr->sets[s].home >= 0 && !cr->sets[s].waiting && cr->sets[s].nreplicas < cr->want;
-	if (short_of != cr->short_of) {
-		cr->short_of = short_of;
-		if (short_of > 0)
-			log_warn(v->log, "coordinator %s: %u shards have fewer than state_replicas (%u) replicas: too few "
-				 "members host the type to hold them all", v->type_name, short_of, cr->want);
-		else
-			log_info(v->log, "coordinator %s: every shard has its %u replicas", v->type_name, cr->want);
-	}
 }
 
 /* ---- changes ---- */
@@ -192,10 +179,31 @@ void coordinator_replicas_on_filled(struct coordinator_replicas *cr, const struc
 	tell(cr, v, shard);
 }
 
+/* Shards short of replicas for want of members to put them on: said at
+ * the tick, when their count changed since it was last said. Not as each
+ * set changes: a member that leaves takes its shards' replicas one shard
+ * at a time, and the count would be said once per shard. */
+static void say_short_of(struct coordinator_replicas *cr, const struct coordinator_view *v)
+{
+	uint32_t short_of = 0;
+	for (uint32_t s = 0; s < cr->nshards; s++)
+		short_of += cr->sets[s].home >= 0 && !cr->sets[s].waiting && cr->sets[s].nreplicas < cr->want;
+	if (short_of == cr->short_of)
+		return;
+	cr->short_of = short_of;
+	if (short_of > 0)
+		log_warn(v->log, "coordinator %s: %u shards have fewer than state_replicas (%u) replicas: too few "
+			 "members host the type to hold them all", v->type_name, short_of, cr->want);
+	else
+		log_info(v->log, "coordinator %s: every shard has its %u replicas", v->type_name, cr->want);
+}
+
 void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coordinator_view *v)
 {
-	if (coordinator_replicas_on(cr) && cr->ready)
-		fill_and_tell(cr, v);
+	if (!coordinator_replicas_on(cr) || !cr->ready)
+		return;
+	fill_and_tell(cr, v);
+	say_short_of(cr, v);
 }
 
 /* ---- a coordinator that takes over ---- */

@@ -106,7 +106,8 @@ void coordinator_replicas_on_filled(struct coordinator_replicas *cr, const struc
 				    int32_t k);
 
 /* The rebalance tick: replicas still missing (regions joined, or none
- * could take them before) are added, and the changed sets told. */
+ * could take them before) are added, and the changed sets told; the count
+ * of shards short of replicas is logged if it changed since last said. */
 void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coordinator_view *v);
 
 /* A planned move of `shard` to region `to`: the shard to move instead —
