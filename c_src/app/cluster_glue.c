@@ -60,15 +60,14 @@ static void remember_members(struct cluster_glue *g)
 	for (size_t k = 0; same && k < now->n; k++)
 		same = strcmp(was->nodes[k], now->nodes[k]) == 0;
 	int rc = same ? 0 : members_file_write(g->cfg.data_dir, now);
+	if (rc != 0 && !g->members_failed)
+		log_warn(g->cfg.log, "cannot write %s/members: %s; a restart of this node may not find its cluster",
+			 g->cfg.data_dir, strerror(-rc));
+	g->members_failed = rc != 0;
 	if (same || rc != 0) {
-		if (rc != 0 && !g->members_failed)
-			log_warn(g->cfg.log, "cannot write %s/members: %s; a restart of this node may not find its "
-				 "cluster", g->cfg.data_dir, strerror(-rc));
-		g->members_failed = rc != 0;
 		free(now);
 		return;
 	}
-	g->members_failed = false;
 	free(was);
 	g->members_written = now;
 }

@@ -239,6 +239,15 @@ done:
 
 static void reset_local(struct membership *m, struct member *e);
 
+/* The types and the protocol `from` states (a join's or a gossiped
+ * entry's) become e's. */
+static void take_types(struct member *e, const struct member *from)
+{
+	memcpy(e->types, from->types, sizeof e->types);
+	e->ntypes = from->ntypes;
+	e->protocol = from->protocol;
+}
+
 /* Lists e joining as a new incarnation at `version`, with the types it
  * gave (NULL: the ones it had), heard from now with creation `creation`:
  * nothing seen of an old incarnation counts, and its up-number is never
@@ -247,11 +256,8 @@ static void list_joining(struct membership *m, struct member *e, const struct me
 			 uint32_t creation)
 {
 	note_up_number(m, e->up_number);
-	if (joiner != NULL && joiner != e) {
-		memcpy(e->types, joiner->types, sizeof e->types);
-		e->ntypes = joiner->ntypes;
-		e->protocol = joiner->protocol;
-	}
+	if (joiner != NULL)
+		take_types(e, joiner);
 	reset_local(m, e);
 	e->status = MEMBER_JOINING;
 	e->up_number = 0;
@@ -275,11 +281,8 @@ static void on_join(struct membership *m, const char *t, size_t i, uint32_t crea
 	struct member_facts have = e != NULL ? membership_facts_of(e) : (struct member_facts){0};
 	uint32_t version = 0;
 	if (membership_rules_join(e != NULL ? &have : NULL, &version) == MEMBER_JOIN_TELL_AGAIN) {
-		if (e != NULL && e->status == MEMBER_JOINING) { /* the types it hosts now (e: a listed node) */
-			memcpy(e->types, joiner.types, sizeof e->types);
-			e->ntypes = joiner.ntypes;
-			e->protocol = joiner.protocol;
-		}
+		if (e != NULL && e->status == MEMBER_JOINING) /* the types it hosts now (e: a listed node) */
+			take_types(e, &joiner);
 		membership_gossip_to(m, joiner.node); /* it missed our gossip: tell it again */
 		admit_joiners(m);
 		return;
@@ -370,7 +373,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		if (e != NULL && ours && membership_quiet(m))
 			have.old_up_number = m->cfg.last_up_number;
 		struct member_merge d =
-			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, strcmp(in.node, m->our_node) == 0);
+			membership_rules_merge(&in_facts, e != NULL ? &have : NULL, ours);
 		if (d.verdict == MEMBER_MERGE_KEEP) {
 			if (e != NULL) /* always: an entry we lack is taken */
 				note_up_number(m, e->up_number);
@@ -395,9 +398,9 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		set_up_number(e, in.up_number);
 		e->status = in.status;
 		e->version = in.version;
-		memcpy(e->types, in.types, sizeof e->types);
-		e->ntypes = in.ntypes;
-		e->protocol = is_us(m, e) ? MEMBER_PROTOCOL : in.protocol;
+		take_types(e, &in);
+		if (ours) /* relays may have dropped our marker: we know what we speak */
+			e->protocol = MEMBER_PROTOCOL;
 		if (d.note_down)
 			mark_down_locally(m, e);
 		if (d.greet)
@@ -611,14 +614,14 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 		strlcpy(me->types[me->ntypes++], cfg->types[t], sizeof me->types[0]);
 	me->protocol = MEMBER_PROTOCOL;
 	m->started_ms = now_ms(m);
+	note_up_number(m, cfg->last_up_number); /* never given to us again */
 	if (cfg->may_form && !cfg->seeds_later && !anyone_to_ask(m)) {
 		me->status = MEMBER_UP;
-		me->up_number = cfg->last_up_number + 1;
+		me->up_number = m->top_up_number + 1;
 		me->version = 1;
 		note_up_number(m, me->up_number);
 	} else {
 		me->status = MEMBER_JOINING;
-		note_up_number(m, cfg->last_up_number); /* never given to us again */
 	}
 	m->quorum_until = UINT64_MAX;
 	m->lease_holds = true;

@@ -75,6 +75,9 @@ extern const char *const membership_status_names[];
 /* The entry of `node`, or NULL. Valid until the list grows. */
 struct member *membership_member(struct membership *m, const char *node);
 
+/* The same, read only (membership_view.c). */
+const struct member *membership_find(const struct membership *m, const char *node);
+
 /* The member as membership_rules.h sees it (pointing into e). */
 struct member_facts membership_facts_of(const struct member *e);
 

@@ -15,12 +15,17 @@ const char *const membership_status_names[] = {
 	[MEMBER_EXITING] = "exiting", [MEMBER_DOWN] = "down", [MEMBER_REMOVED] = "removed",
 };
 
-struct member *membership_member(struct membership *m, const char *node)
+const struct member *membership_find(const struct membership *m, const char *node)
 {
 	for (size_t k = 0; k < m->n; k++)
 		if (strcmp(m->members[k].node, node) == 0)
 			return &m->members[k];
 	return NULL;
+}
+
+struct member *membership_member(struct membership *m, const char *node)
+{
+	return (struct member *)membership_find(m, node); /* m's own entries: they may change */
 }
 
 struct member_facts membership_facts_of(const struct member *e)

@@ -132,10 +132,8 @@ int membership_encode_protocols(const struct membership *m, ei_x_buff *x)
 
 uint32_t membership_protocol_of(const struct membership *m, const char *node)
 {
-	for (size_t k = 0; k < m->n; k++)
-		if (strcmp(m->members[k].node, node) == 0)
-			return m->members[k].protocol;
-	return MEMBER_PROTOCOL_OLDEST;
+	const struct member *e = membership_find(m, node);
+	return e != NULL ? e->protocol : MEMBER_PROTOCOL_OLDEST;
 }
 
 uint32_t membership_lowest_protocol(const struct membership *m, const char *type)
@@ -231,10 +229,7 @@ void membership_remembered(const struct membership *m, struct members_record *ou
 	 * stay remembered: a node that formed a cluster alone because none
 	 * of them answered (a partition at start) still asks them next time. */
 	for (size_t k = 0; k < m->cfg.nremembered && out->n < CLUSTER_MEMBERS_MAX; k++) {
-		bool listed = strcmp(m->cfg.remembered[k], m->our_node) == 0;
-		for (size_t j = 0; j < m->n && !listed; j++)
-			listed = strcmp(m->members[j].node, m->cfg.remembered[k]) == 0;
-		if (!listed)
+		if (membership_find(m, m->cfg.remembered[k]) == NULL) /* never this node: it is listed */
 			strlcpy(out->nodes[out->n++], m->cfg.remembered[k], sizeof out->nodes[0]);
 	}
 }
