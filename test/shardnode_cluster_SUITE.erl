@@ -15,7 +15,7 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--import(sn_test, [await/1, call/3]).
+-import(sn_test, [await/1, call/3, same_up_members/1]).
 
 -import(shardnode_ct, [members/1, pause/1, resume/1, member_status/2]).
 
@@ -380,11 +380,6 @@ last_members_stopped_at_once_exit_promptly(Config) ->
     [receive {stopped, N, Result} -> ?assertEqual({N, ok}, {N, Result}) end || N <- [A, B]],
     ok.
 
-%% Every node lists the same members, all of `Nodes', up, in one order.
-same_up_members(Nodes) ->
-    Lists = [members(N) || N <- Nodes],
-    length(lists:usort(Lists)) =:= 1 andalso lists:sort(hd(Lists)) =:= lists:sort(Nodes).
-
 %% Every entity of `Ids' answers through every node (stops at the first
 %% that does not, after a second).
 all_answer(Nodes, Ids) ->
@@ -656,9 +651,6 @@ case_opts(remembered_entities_restart_after_a_crash) ->
 case_opts(_) ->
     opts().
 
-
-
-
 hosts(Node, Id) ->
     {ok, State} = gen_server:call({counter, Node}, get_shard_region_state),
     maps:is_key(erlang:phash2(Id, ?SHARDS), State).
@@ -697,8 +689,6 @@ shard_count(Node) ->
 shard_count(Node, Type) ->
     {ok, State} = gen_server:call({Type, Node}, get_shard_region_state),
     maps:size(State).
-
-
 
 %% Waits until every node in `At' lists exactly `Expected' as up members,
 %% in that order.

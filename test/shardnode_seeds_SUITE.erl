@@ -23,7 +23,7 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--import(sn_test, [await/1, await/2]).
+-import(sn_test, [await/1, await/2, same_up_members/1, stop_supervisor/1]).
 -import(shardnode_ct, [members/1, member_status/2]).
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
@@ -223,11 +223,6 @@ opts(Config, Name) ->
 call(Node, Id, Msg) ->
     gen_server:call({counter, Node}, {Id, Msg}, 5000).
 
-%% Every node lists exactly Nodes up, in the same order.
-same_up_members(Nodes) ->
-    Lists = [members(N) || N <- Nodes],
-    length(lists:usort(Lists)) =:= 1 andalso lists:sort(hd(Lists)) =:= lists:sort(Nodes).
-
 %% Every entity of Ids answers a get through every node within a second.
 all_answer(Nodes, Ids) ->
     lists:all(fun(N) ->
@@ -252,12 +247,6 @@ await_restart(Node, Old) ->
           end),
     {ok, New} = shardnode:os_pid(Node),
     New.
-
-stop_supervisor(Sup) ->
-    Ref = monitor(process, Sup),
-    unlink(Sup),
-    exit(Sup, shutdown),
-    receive {'DOWN', Ref, process, Sup, _} -> ok end.
 
 init(Children) ->
     {ok, {#{strategy => one_for_one, intensity => 20, period => 10}, Children}}.

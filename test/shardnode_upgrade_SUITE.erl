@@ -45,7 +45,7 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--import(sn_test, [await/2, start_incrementer/4, acked/1, stop_incrementer/1]).
+-import(sn_test, [await/2, start_incrementer/4, acked/1, stop_incrementer/1, same_up_members/1]).
 -import(shardnode_ct, [members/1]).
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
@@ -312,11 +312,6 @@ start_line(Version, Node) ->
 output(Node) ->
     {ok, Lines} = shardnode:output(Node),
     [unicode:characters_to_list(L) || L <- Lines].
-
-%% Every node lists exactly Nodes up, in the same order.
-same_up_members(Nodes) ->
-    Lists = [members(N) || N <- Nodes],
-    length(lists:usort(Lists)) =:= 1 andalso lists:sort(hd(Lists)) =:= lists:sort(Nodes).
 
 %% The shards every node's region holds differ by at most one, and each
 %% holds some.

@@ -9,6 +9,8 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
+-import(sn_test, [stop_supervisor/1]).
+
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([a_vm_that_is_not_distributed_gets_a_clear_error/1,
          node_log_lines_are_debug_but_warnings_and_errors/1,
@@ -219,15 +221,6 @@ await_restart(Node, OldOsPid) ->
     sn_test:await(Answers),
     {ok, OsPid} = shardnode:os_pid(Node),
     OsPid.
-
-%% Stops a supervisor started with supervisor:start_link/2 as its own
-%% supervisor would (exit shutdown), and returns once it has stopped: its
-%% children have been shut down by then.
-stop_supervisor(Sup) ->
-    Ref = monitor(process, Sup),
-    unlink(Sup),
-    exit(Sup, shutdown),
-    receive {'DOWN', Ref, process, Sup, _} -> ok end.
 
 %% The user's supervisor, of the children given.
 init(Children) ->

@@ -14,7 +14,7 @@
 
 -include_lib("common_test/include/ct.hrl").
 
--export([await/1, await/2, call/3, call/4,
+-export([await/1, await/2, call/3, call/4, same_up_members/1, stop_supervisor/1,
          start_incrementer/3, start_incrementer/4, acked/1, stop_incrementer/1,
          start_instance_recorder/0, second_instances/1, running_instances/1,
          http_get/2]).
@@ -183,3 +183,21 @@ http_recv(S, Acc) ->
         {ok, Data} -> http_recv(S, <<Acc/binary, Data/binary>>);
         {error, _} -> Acc
     end.
+
+%% Whether every node of Nodes lists the same members up, in the same order,
+%% and those are exactly Nodes (shardnode_ct:members/1: a node that does not
+%% answer within 2 s lists `error').
+-spec same_up_members([node()]) -> boolean().
+same_up_members(Nodes) ->
+    Lists = [shardnode_ct:members(N) || N <- Nodes],
+    length(lists:usort(Lists)) =:= 1 andalso lists:sort(hd(Lists)) =:= lists:sort(Nodes).
+
+%% Stops a supervisor started with supervisor:start_link/2 as its own
+%% supervisor would (exit shutdown), and returns once it has stopped: its
+%% children, C nodes among them, are stopped first.
+-spec stop_supervisor(pid()) -> ok.
+stop_supervisor(Sup) ->
+    Ref = monitor(process, Sup),
+    unlink(Sup),
+    exit(Sup, shutdown),
+    receive {'DOWN', Ref, process, Sup, _} -> ok end.
