@@ -369,15 +369,42 @@ default_host(false) ->
     {ok, Host} = inet:gethostname(),
     hd(string:split(Host, ".")).
 
-%% @doc A TCP port free on this host right now, for a node's `metrics_port'
-%% (another program may take it before the node does; on a test host that
-%% is unlikely).
+%% @doc A TCP port free on this host right now, for a node's `metrics_port'.
+%% It is drawn at random below the kernel's ephemeral range (Linux's
+%% ip_local_port_range; 32768 where it cannot be read), where no program
+%% that listens on port 0 — a C node's distribution port, a peer — is
+%% handed it before the node binds it; only another pick of the same port
+%% in that moment could, which suites run side by side make unlikely.
 -spec free_port() -> inet:port_number().
 free_port() ->
+    free_port(ephemeral_low(), 100).
+
+free_port(Low, Tries) when Tries > 0 ->
+    Port = 10000 + rand:uniform(max(Low - 10000, 1000)) - 1,
+    case gen_tcp:listen(Port, [{reuseaddr, true}]) of
+        {ok, L} ->
+            ok = gen_tcp:close(L),
+            Port;
+        {error, _} ->
+            free_port(Low, Tries - 1)
+    end;
+free_port(_Low, 0) ->
     {ok, L} = gen_tcp:listen(0, [{reuseaddr, true}]),
     {ok, Port} = inet:port(L),
     ok = gen_tcp:close(L),
     Port.
+
+%% The lowest port of the kernel's ephemeral range.
+ephemeral_low() ->
+    case file:read_file("/proc/sys/net/ipv4/ip_local_port_range") of
+        {ok, Text} ->
+            case string:lexemes(binary_to_list(Text), " \t\n") of
+                [Low | _] -> list_to_integer(Low);
+                [] -> 32768
+            end;
+        {error, _} ->
+            32768
+    end.
 
 %% @doc The page a node's metrics endpoint on `Port' serves (`GET /metrics'
 %% on 127.0.0.1), or `{error, Reason}'.
