@@ -44,7 +44,8 @@
          crashed_proxy_does_not_hold_up_handoffs/1,
          rebalance_after_a_crash_does_not_wait_for_the_dead/1,
          cluster_stats_cover_every_region/1,
-         graceful_shutdown_of_a_region_hands_off/1]).
+         graceful_shutdown_of_a_region_hands_off/1,
+         of_two_claims_to_a_shard_the_newer_epoch_keeps_it/1]).
 
 -define(SHARDS, 30).
 
@@ -73,7 +74,8 @@ all() ->
      crashed_proxy_does_not_hold_up_handoffs,
      rebalance_after_a_crash_does_not_wait_for_the_dead,
      cluster_stats_cover_every_region,
-     graceful_shutdown_of_a_region_hands_off].
+     graceful_shutdown_of_a_region_hands_off,
+     of_two_claims_to_a_shard_the_newer_epoch_keeps_it].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -112,6 +114,54 @@ end_per_testcase(_Case, Config) ->
 %%====================================================================
 %% Cases
 %%====================================================================
+
+%% Two regions report one shard — as after a hand-over of the coordinator
+%% while a region kept a shard another was given, or when a member comes
+%% back with shards of its own: the claim with the newer epoch keeps it,
+%% and the other region stops its copy, whichever report came first. The
+%% test's process makes the second claim, speaking the region protocol
+%% (docs/protocol.md) to the real coordinator: a region under the type's
+%% name that registers and reports what it hosts.
+of_two_claims_to_a_shard_the_newer_epoch_keeps_it(Config) ->
+    [A, B, C] = Nodes = ?config(nodes, Config),
+    Id = 7,
+    S = erlang:phash2(Id, ?SHARDS),
+    [?assertEqual(N, call(B, Id, incr)) || N <- lists:seq(1, 5)],
+    [Home] = [N || N <- Nodes, hosts(N, Id)],
+    Coordinator = {shardnode_coordinator_counter, A},
+    %% The coordinator orders a region by the type's registered name.
+    true = register(counter, self()),
+    Coordinator ! {'$shardnode', register, self()},
+    receive {'$shardnode', registered, _} -> ok after 10000 -> ct:fail(not_registered) end,
+    %% Stale claims — one that states no epoch (a v0.1.0 region's report),
+    %% and epoch 0, older than any the coordinator gave: each is told where
+    %% the shard lives, and the home keeps serving it.
+    lists:foreach(
+      fun(Report) ->
+              Coordinator ! Report,
+              receive
+                  {'$shardnode', shard_home, S, HomePid} -> ?assertEqual(Home, node(HomePid))
+              after 10000 -> ct:fail({stale_claim_not_answered, Report})
+              end
+      end, [{'$shardnode', hosting, self(), [S]}, {'$shardnode', hosting, self(), [S], [0]}]),
+    ?assertEqual(6, call(C, Id, incr)),
+    ?assert(hosts(Home, Id)),
+    %% A newer claim: the home stops its copy, and the shard's messages
+    %% come here, through any member.
+    Coordinator ! {'$shardnode', hosting, self(), [S], [1 bsl 40]},
+    await(fun() -> not hosts(Home, Id) end),
+    Caller = self(),
+    [spawn_link(fun() -> Caller ! {answered, N, catch call(N, Id, incr)} end) || N <- Nodes],
+    Forwarded = [receive {'$gen_call', From, {Id, incr}} -> gen_server:reply(From, here), From
+                 after 10000 -> ct:fail(not_forwarded_to_the_newer_claim)
+                 end || _ <- Nodes],
+    ?assertEqual(3, length(Forwarded)),
+    [receive {answered, N, Reply} -> ?assertEqual(here, Reply) after 10000 -> ct:fail({no_answer, N}) end
+     || N <- Nodes],
+    ?assertEqual([], [N || N <- Nodes, hosts(N, Id)], "no member serves the shard"),
+    unregister(counter),
+    {ok, Lines} = shardnode:output(Home),
+    ?assertNotEqual([], [L || L <- Lines, binary:match(L, <<"by a newer claim">>) =/= nomatch]).
 
 %% Every node lists the same members in the same order, oldest first, and
 %% names the oldest as every type's coordinator.

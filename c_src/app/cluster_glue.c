@@ -95,7 +95,7 @@ static void apply_to_type(struct cluster_glue *g, struct hosted_type *h)
 		n = membership_leaving_with(m, h->type->name, nodes, CLUSTER_MEMBERS_MAX);
 		coordinator_set_draining(h->coordinator, nodes, n);
 	}
-	region_set_coordinator_node(h->region, oldest);
+	region_set_coordinator_node(h->region, oldest, oldest ? membership_protocol_of(m, oldest) : 0);
 	region_members_changed(h->region);
 	region_resume(h->region);
 }

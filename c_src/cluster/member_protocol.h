@@ -20,7 +20,9 @@
  *
  * The versions, each with what it added:
  *   1  v0.1.0: states nothing
- *   2  v0.2.0: states its version; nothing else new between members
+ *   2  v0.2.0: states its version; regions state the epoch of each shard
+ *      they claim (`hosting` with epochs, to a coordinator of 2 or later;
+ *      `shard_home` with the epoch, to a region whose report had them)
  */
 #ifndef SN_MEMBER_PROTOCOL_H
 #define SN_MEMBER_PROTOCOL_H

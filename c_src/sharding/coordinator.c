@@ -25,6 +25,7 @@ static void forget_all(struct coordinator *c)
 	for (uint32_t s = 0; s < c->cfg.number_of_shards; s++)
 		c->home[s] = c->moving_to[s] = -1;
 	coordinator_replicas_reset(&c->replicas);
+	coord_claims_forget(c);
 }
 
 void coordinator_set_active(struct coordinator *c, bool active)
@@ -84,15 +85,6 @@ int coordinator_least_shards(const uint32_t *counts, size_t n, void *arg)
 		if (best < 0 || counts[k] < counts[best])
 			best = (int)k;
 	return best;
-}
-
-/* The shard's home changed: its replica set follows and is told (before
- * the home is). */
-static void replicas_home_set(struct coordinator *c, uint32_t shard)
-{
-	struct coordinator_view v;
-	coord_replica_view(c, &v);
-	coordinator_replicas_home_set(&c->replicas, &v, shard, c->home[shard]);
 }
 
 /* Once every region has reported, the replica sets are rebuilt from what
@@ -200,7 +192,7 @@ static int32_t allocate_home(struct coordinator *c, uint32_t shard)
 		return -1;
 	c->home[shard] = pick;
 	c->regions[pick].nshards++;
-	replicas_home_set(c, shard);
+	coord_replicas_home_set(c, shard);
 	return pick;
 }
 
@@ -256,7 +248,7 @@ static void on_shard_stopped(struct coordinator *c, uint32_t shard, const erlang
 	c->regions[c->home[shard]].nshards++;
 	c->moving_to[shard] = -1;
 	c->nmoving--;
-	replicas_home_set(c, shard);
+	coord_replicas_home_set(c, shard);
 	coord_broadcast_home(c, shard);
 }
 
@@ -382,37 +374,6 @@ static void on_register(struct coordinator *c, const erlang_pid *region)
 			 region->node, c->nregions);
 	}
 	coord_send_pid_msg(c, region, SMSG_REGISTERED, &c->proc->pid);
-}
-
-/* {'$shardnode', hosting, RegionPid, [ShardId]}: what a registering region
- * already hosts becomes its allocation. */
-static void on_hosting(struct coordinator *c, const erlang_pid *region, const char *list)
-{
-	int k = coord_find_region(c, region);
-	if (!c->active || k < 0)
-		return;
-	/* With replicas, its report is complete with replicas_held. */
-	if (!coordinator_replicas_on(&c->replicas))
-		c->regions[k].reported = true;
-	int i = 0, n;
-	if (ei_decode_list_header(list, &i, &n) < 0)
-		return;
-	for (int e = 0; e < n; e++) {
-		long long shard;
-		if (ei_decode_longlong(list, &i, &shard) < 0)
-			return;
-		if (shard < 0 || shard >= c->cfg.number_of_shards)
-			continue;
-		if (c->home[shard] < 0) {
-			c->home[shard] = k;
-			c->regions[k].nshards++;
-			replicas_home_set(c, (uint32_t)shard);
-		} else if (c->home[shard] != k) {
-			log_at_shard(c->cfg.log, LOG_WARN, (unsigned long)shard, "coordinator %s: shard %lld reported by %s and %s; keeping the first",
-				 c->cfg.type_name, shard, c->regions[c->home[shard]].pid.node, region->node);
-		}
-	}
-	drain(c); /* the last report may be what a leaving region's shards waited for */
 }
 
 static void on_get_home(struct coordinator *c, uint32_t shard, const erlang_pid *requester)
@@ -598,32 +559,42 @@ static void coordinator_handle(void *ctx, struct proc *self, const struct proc_m
 	case SMSG_REGION_BACK: on_region_back(c, &sm.pid); break;
 	case SMSG_GET_SHARD_HOME: on_get_home(c, sm.shard, &sm.pid); break;
 	case SMSG_REGION_STOPPED: on_region_stopped(c, &sm.pid); break;
-	case SMSG_HOSTING: on_hosting(c, &sm.pid, sm.shards); break;
+	case SMSG_HOSTING:
+		coord_on_hosting(c, &sm);
+		drain(c); /* the last report may be what a leaving region's shards waited for */
+		break;
 	case SMSG_SHARD_STOPPED: on_shard_stopped(c, sm.shard, &sm.pid); break;
 	default: break;
 	}
 }
 
+/* Frees what coordinator_start allocated (NULL fields are fine). */
+static void free_parts(struct coordinator *c)
+{
+	coordinator_replicas_free(&c->replicas);
+	free(c->home);
+	free(c->moving_to);
+	free(c->moving_since);
+	free(c->claims);
+	free(c);
+}
+
 struct coordinator *coordinator_start(const struct coordinator_config *cfg, int *err)
 {
 	struct coordinator *c = calloc(1, sizeof *c);
-	if (c == NULL || (c->home = malloc(cfg->number_of_shards * sizeof *c->home)) == NULL ||
-	    (c->moving_to = malloc(cfg->number_of_shards * sizeof *c->moving_to)) == NULL ||
-	    (c->moving_since = calloc(cfg->number_of_shards, sizeof *c->moving_since)) == NULL) {
-		if (c != NULL) {
-			free(c->home);
-			free(c->moving_to);
-		}
-		free(c);
+	if (c == NULL) {
 		*err = -ENOMEM;
 		return NULL;
 	}
 	c->cfg = *cfg;
-	if (coordinator_replicas_init(&c->replicas, cfg->number_of_shards, cfg->state_replicas) != 0) {
-		free(c->home);
-		free(c->moving_to);
-		free(c->moving_since);
-		free(c);
+	size_t n = cfg->number_of_shards ? cfg->number_of_shards : 1;
+	c->home = malloc(n * sizeof *c->home);
+	c->moving_to = malloc(n * sizeof *c->moving_to);
+	c->moving_since = calloc(n, sizeof *c->moving_since);
+	c->claims = calloc(n, sizeof *c->claims);
+	if (c->home == NULL || c->moving_to == NULL || c->moving_since == NULL || c->claims == NULL ||
+	    coordinator_replicas_init(&c->replicas, cfg->number_of_shards, cfg->state_replicas) != 0) {
+		free_parts(c);
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -634,11 +605,7 @@ struct coordinator *coordinator_start(const struct coordinator_config *cfg, int 
 	evloop_timer_init(&c->rebalance_timer, on_rebalance_tick, c);
 	c->proc = dist_node_spawn(cfg->node, cfg->name, coordinator_handle, c, err);
 	if (c->proc == NULL) {
-		coordinator_replicas_free(&c->replicas);
-		free(c->home);
-		free(c->moving_to);
-		free(c->moving_since);
-		free(c);
+		free_parts(c);
 		return NULL;
 	}
 	if (cfg->loop != NULL && cfg->rebalance_interval_ms > 0)
@@ -656,14 +623,10 @@ void coordinator_free(struct coordinator *c)
 		evloop_timer_stop(c->cfg.loop, &c->rebalance_timer);
 	dist_node_exit(c->cfg.node, c->proc, "shutdown");
 	free(c->regions);
-	free(c->home);
-	free(c->moving_to);
-	free(c->moving_since);
 	coordinator_members_free(&c->members);
-	coordinator_replicas_free(&c->replicas);
 	free(c->leaving);
 	free(c->proxies);
-	free(c);
+	free_parts(c);
 }
 
 void coordinator_get_metrics(const struct coordinator *c, struct coordinator_metrics *out)

@@ -14,6 +14,13 @@
  * register again (`register_again`), so no region waits on an answer that
  * cannot come.
  *
+ * Claims and epochs (coordinator_claims.c): each time a region is named a
+ * shard's home, its claim gets an epoch greater than any before; the
+ * region states it when it reports what it hosts. When two regions report
+ * one shard, the newer epoch keeps it, and the other region is told where
+ * the shard lives, which makes it stop its copy. Only claims of members
+ * that state no epoch (v0.1.0) are decided by which report came first.
+ *
  * Rebalancing: every rebalance_interval_ms the active coordinator moves
  * shards from the region with the most to the one with the fewest while the
  * difference exceeds rebalance_threshold, at most max_simultaneous_rebalance

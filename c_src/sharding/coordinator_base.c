@@ -128,9 +128,23 @@ void coord_send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	if (shard_msg_encode_shard(&x, SMSG_SHARD_HOME, shard, home) == 0)
+	/* The home itself learns its claim's epoch, if it keeps one. */
+	int k = term_pid_equal(to, home) ? coord_find_region(c, home) : -1;
+	int rc = k >= 0 && c->regions[k].epochs
+			 ? shard_msg_encode_home_epoch(&x, shard, home, coord_claim_epoch(c, shard, home))
+			 : shard_msg_encode_shard(&x, SMSG_SHARD_HOME, shard, home);
+	if (k >= 0 && !c->regions[k].epochs)
+		(void)coord_claim_epoch(c, shard, home); /* later claims must still be newer */
+	if (rc == 0)
 		coord_send_to_region(c, to, &x);
 	ei_x_free(&x);
+}
+
+void coord_replicas_home_set(struct coordinator *c, uint32_t shard)
+{
+	struct coordinator_view v;
+	coord_replica_view(c, &v);
+	coordinator_replicas_home_set(&c->replicas, &v, shard, c->home[shard]);
 }
 
 /* Tells every region where the shard lives, its home first so it hosts the

@@ -7,6 +7,8 @@
  *   coordinator_base.c     what the protocol asks of its state: which
  *                          regions may get shards, lookups, and the
  *                          messages it sends
+ *   coordinator_claims.c   whose claim to a shard counts: epochs, hosting
+ *                          reports, two regions reporting one shard
  *   coordinator_replicas.c the replica sets (state_replicas), on a view of
  *                          the regions coordinator_base.c gives
  *
@@ -31,6 +33,14 @@ struct region_ref {
 	erlang_pid pid;
 	uint32_t nshards; /* shards allocated to it */
 	bool reported;    /* its `hosting` report (with replicas, its replicas_held) has arrived */
+	bool epochs;      /* its report stated epochs (protocol 2): it is told its claims' */
+};
+
+/* The claim a shard's home has (coordinator_claims.c). */
+struct coord_claim {
+	erlang_pid holder; /* the region the epoch was given to or reported by */
+	uint64_t epoch;    /* 0: the holder stated none (v0.1.0) */
+	bool held;         /* false: no claim known (the shard has no home) */
 };
 
 struct coordinator {
@@ -51,6 +61,8 @@ struct coordinator {
 	size_t nproxies, proxies_cap;
 	struct evloop_timer rebalance_timer;
 	struct coordinator_replicas replicas; /* state_replicas */
+	struct coord_claim *claims; /* per shard */
+	uint64_t next_epoch;        /* the last epoch given or reported */
 };
 
 
@@ -102,6 +114,25 @@ void coord_send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard
 /* Tells every region where the shard lives, its home first so it hosts the
  * shard before anything is forwarded to it. */
 void coord_broadcast_home(struct coordinator *c, uint32_t shard);
+
+/* The shard's home changed: its replica set follows and is told (before
+ * the home is). */
+void coord_replicas_home_set(struct coordinator *c, uint32_t shard);
+
+/* ---- claims (coordinator_claims.c) ---- */
+
+/* Forgets every claim, as the allocation is forgotten. */
+void coord_claims_forget(struct coordinator *c);
+
+/* The epoch of `home`'s claim to the shard: a new one, greater than any
+ * before, if the claim was given to or reported by another region. */
+uint64_t coord_claim_epoch(struct coordinator *c, uint32_t shard, const erlang_pid *home);
+
+/* {'$shardnode', hosting, ...}: what a registering region hosts becomes
+ * its allocation, and a shard another region holds goes to the newer
+ * claim (the loser is told the winner is the home). `sm` is decoded and
+ * checked (shard_msg_decode). */
+void coord_on_hosting(struct coordinator *c, const struct shard_msg *sm);
 
 int coord_find_proxy(const struct coordinator *c, const erlang_pid *pid);
 

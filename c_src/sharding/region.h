@@ -135,9 +135,11 @@ struct region_config {
 struct region *region_start(const struct region_config *cfg, int *err);
 
 /* Where the active coordinator runs (the oldest member hosting the type), or
- * NULL while there is none. A change makes the region register there, with
- * a report of the shards it hosts. */
-void region_set_coordinator_node(struct region *r, const char *node);
+ * NULL while there is none, and the protocol that member speaks
+ * (member_protocol.h: from 2 on, the report states each claim's epoch). A
+ * change of node makes the region register there, with a report of the
+ * shards it hosts. */
+void region_set_coordinator_node(struct region *r, const char *node, uint32_t protocol);
 
 /* The members that were downed (membership_downed). A downed node may keep
  * its connection open, so this is how the region stops sending there: a

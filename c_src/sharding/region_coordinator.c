@@ -206,23 +206,34 @@ static void send_registration(struct region *r)
 		ei_x_free(&x);
 		return; /* hosts nothing: no report */
 	}
-	uint32_t *hosted = malloc(r->cfg.number_of_shards * sizeof *hosted);
+	size_t cap = r->cfg.number_of_shards ? r->cfg.number_of_shards : 1;
+	uint32_t *hosted = malloc(cap * sizeof *hosted);
+	uint64_t *epochs = malloc(cap * sizeof *epochs);
 	size_t n = 0;
-	for (uint32_t s = 0; hosted != NULL && s < r->cfg.number_of_shards; s++)
-		if (region_slot_hosted(&r->slots[s].st))
+	for (uint32_t s = 0; hosted != NULL && epochs != NULL && s < r->cfg.number_of_shards; s++) {
+		if (region_slot_hosted(&r->slots[s].st)) {
+			epochs[n] = r->slots[s].claim_epoch;
 			hosted[n++] = s;
+		}
+	}
 	x.index = 0;
-	if (hosted != NULL && shard_msg_encode_hosting(&x, &r->pid, hosted, n) == 0)
+	/* Epochs only to a coordinator that reads them (member_protocol.h). */
+	int rc = hosted == NULL || epochs == NULL ? -ENOMEM
+		 : r->coordinator_protocol >= 2 ? shard_msg_encode_hosting_epochs(&x, &r->pid, hosted, epochs, n)
+						: shard_msg_encode_hosting(&x, &r->pid, hosted, n);
+	if (rc == 0)
 		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
 				   (size_t)x.index);
 	free(hosted);
+	free(epochs);
 	ei_x_free(&x);
 	region_replica_send_report(r); /* with replicas, the copies it keeps end the report */
 }
 
-void region_set_coordinator_node(struct region *r, const char *node)
+void region_set_coordinator_node(struct region *r, const char *node, uint32_t protocol)
 {
 	const char *now = node ? node : "";
+	r->coordinator_protocol = protocol;
 	if (strcmp(now, r->coordinator_node) == 0)
 		return;
 	snprintf(r->coordinator_node, sizeof r->coordinator_node, "%s", now);
@@ -311,8 +322,12 @@ int region_set_downed(struct region *r, const char *const *nodes, size_t n)
 
 /* ---- homes and handoff ---- */
 
-static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *home)
+/* `sm` is a shard_home: the shard's home, and for the home itself the
+ * claim's epoch, if the coordinator gave one. */
+static void on_shard_home(struct region *r, const struct shard_msg *sm)
 {
+	uint32_t shard = sm->shard;
+	const erlang_pid *home = &sm->pid;
 	if (shard >= r->cfg.number_of_shards)
 		return;
 	struct shard_slot *slot = &r->slots[shard];
@@ -333,8 +348,13 @@ static void on_shard_home(struct region *r, uint32_t shard, const erlang_pid *ho
 		region_store_claim(r, shard); /* before anything of it is loaded */
 		region_start_remembered(r, slot->shard);
 	}
+	if (here)
+		slot->claim_epoch = sm->has_epoch ? sm->epoch : 0;
 	if (!here)
 		slot->home_region = *home;
+	if (!here && region_slot_hosted(&slot->st))
+		log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u is %s's by a newer claim: its entities "
+			     "here stop, and its messages go there", r->cfg.name, shard, home->node);
 	slot->waits = false;
 	step(r, shard, event(r, here ? SLOT_HOME_HERE : SLOT_HOME_THERE));
 }
@@ -436,7 +456,7 @@ void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, con
 		on_register_again(r, &sm->pid);
 		break;
 	case SMSG_SHARD_HOME:
-		on_shard_home(r, sm->shard, &sm->pid);
+		on_shard_home(r, sm);
 		break;
 	case SMSG_SHARD_WAITS:
 		on_shard_waits(r, sm->shard);

@@ -236,8 +236,11 @@ struct shard_slot {
 	struct shard *incoming;
 	erlang_pid incoming_from;
 	/* While hosted. A coordinator that names another home for a hosted
-	 * shard (SLOT_HOME_THERE) leaves it here, running. */
+	 * shard (SLOT_HOME_THERE) stops it. */
 	struct shard *shard;
+	/* While hosted: the epoch the coordinator gave this region's claim
+	 * (coordinator.h), stated in the hosting report; 0: it gave none. */
+	uint64_t claim_epoch;
 	struct pending *head, *tail; /* waiting, in arrival order (st.buffered of them); owned */
 	/* Its remembered entities wait for a quorum lease (region_remember.c). */
 	bool remembered_pending;
@@ -275,6 +278,7 @@ struct region {
 	erlang_pid pid;
 	bool registered;  /* the coordinator acknowledged us */
 	char coordinator_node[NODE_NAME_BUF]; /* where the active coordinator runs; "" if none */
+	uint32_t coordinator_protocol; /* its member's (member_protocol.h): 2 or later takes epochs */
 	struct node_set downed;     /* region_set_downed */
 	struct remember_replica *replica; /* NULL: remember_entities is off */
 	bool remembered_pending;          /* some slot's remembered_pending is set */

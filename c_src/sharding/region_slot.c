@@ -136,9 +136,14 @@ int region_slot_step(struct region_slot *s, const struct region_slot_timing *t, 
 	case SLOT_HOME_HERE:
 		*todo = settle(s, SLOT_LOCAL);
 		return 0;
-	case SLOT_HOME_THERE:
-		*todo = settle(s, SLOT_REMOTE);
+	case SLOT_HOME_THERE: {
+		/* Named elsewhere while hosted here: another region's claim
+		 * is newer (coordinator.h), and two must never serve the
+		 * shard. This copy stops; what waits goes to the home. */
+		bool hosted = region_slot_hosted(s);
+		*todo = settle(s, SLOT_REMOTE) | (hosted ? SLOT_DO_STOP : 0);
 		return 0;
+	}
 	case SLOT_HOME_LOST:
 		if (s->state != SLOT_REMOTE)
 			return -EPERM;

@@ -24,7 +24,8 @@
  *
  *   UNKNOWN      -need_home / registered with remembered entities-> ASKED
  *   ASKED        -registered / tick after retry_ms-> ASKED (asks again)
- *   any          -home_here-> LOCAL     -home_there-> REMOTE
+ *   any          -home_here-> LOCAL     -home_there-> REMOTE (a hosted
+ *                shard stops: another region's claim is newer)
  *   REMOTE       -home_lost-> UNKNOWN, or ASKED (asks) when messages
  *                wait in the buffer
  *   REMOTE       -home_unreachable-> ASKED (asks after retry_ms)

@@ -48,6 +48,49 @@ static bool get_shard(const char *t, size_t *i, uint32_t *shard)
 	return true;
 }
 
+/* A list of `*n` non-negative integers up to `max` (*n < 0: any count,
+ * *n gets it) at t + *i: a proper list, [], or a string — how the BEAM
+ * sends a list of integers below 256. With `out`, the values go there.
+ * Advances *i past it. */
+static bool get_ints(const char *t, size_t *i, int *n, uint64_t max, uint64_t *out)
+{
+	int ii = (int)*i, type, size;
+	if (ei_get_type(t, &ii, &type, &size) < 0)
+		return false;
+	if (type == ERL_STRING_EXT) {
+		if (*n >= 0 && size != *n)
+			return false;
+		const unsigned char *bytes = (const unsigned char *)t + *i + 3; /* tag, 16-bit length */
+		for (int e = 0; e < size; e++) {
+			if (bytes[e] > max)
+				return false;
+			if (out != NULL)
+				out[e] = bytes[e];
+		}
+		*n = size;
+		*i += 3 + (size_t)size;
+		return true;
+	}
+	int count;
+	if (ei_decode_list_header(t, &ii, &count) < 0 || (*n >= 0 && count != *n))
+		return false;
+	for (int e = 0; e < count; e++) {
+		unsigned long long v;
+		if (ei_decode_ulonglong(t, &ii, &v) < 0 || v > max)
+			return false;
+		if (out != NULL)
+			out[e] = v;
+	}
+	if (count > 0) {
+		int tail;
+		if (ei_decode_list_header(t, &ii, &tail) < 0 || tail != 0)
+			return false;
+	}
+	*n = count;
+	*i = (size_t)ii;
+	return true;
+}
+
 static void raw(const char *t, size_t *i, const char **p, size_t *n)
 {
 	*p = t + *i;
@@ -121,9 +164,24 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 		raw(t, &i, &out->msg, &out->msg_len);
 		break;
 	}
+	case SMSG_SHARD_HOME:
+		/* 5 elements: the epoch of the claim, to the home itself
+		 * (protocol 2, member_protocol.h). */
+		if ((arity != 4 && arity != 5) || !get_shard(t, &i, &out->shard) || !get_pid(t, &i, &out->pid))
+			return -EPROTO;
+		out->has_pid = true;
+		if (arity == 5) {
+			int ii = (int)i;
+			unsigned long long v;
+			if (ei_decode_ulonglong(t, &ii, &v) < 0)
+				return -EPROTO;
+			out->epoch = v;
+			i = (size_t)ii;
+		}
+		out->has_epoch = arity == 5;
+		break;
 	case SMSG_GET_STATS:
 	case SMSG_GET_SHARD_HOME:
-	case SMSG_SHARD_HOME:
 	case SMSG_SHARD_WAITS:
 	case SMSG_BEGIN_HANDOFF:
 	case SMSG_HANDOFF_ACK:
@@ -133,25 +191,21 @@ int shard_msg_decode(const char *t, size_t len, struct shard_msg *out)
 		out->has_pid = true;
 		break;
 	case SMSG_HOSTING: {
-		if (arity != 4 || !get_pid(t, &i, &out->pid))
+		/* 5 elements: each shard's epoch, in a list as long as the
+		 * shards' (protocol 2). The lists are checked now, so their
+		 * readers need not. */
+		if ((arity != 4 && arity != 5) || !get_pid(t, &i, &out->pid))
 			return -EPROTO;
 		out->has_pid = true;
 		out->shards = t + i;
-		/* Check the list now, so its readers need not. */
-		int ii = (int)i, n;
-		if (ei_decode_list_header(t, &ii, &n) < 0)
+		int n = -1;
+		if (!get_ints(t, &i, &n, UINT32_MAX, NULL))
 			return -EPROTO;
-		i = (size_t)ii;
-		for (int e = 0; e < n; e++) {
-			uint32_t shard;
-			if (!get_shard(t, &i, &shard))
+		out->count = (uint32_t)n;
+		if (arity == 5) {
+			out->epochs = t + i;
+			if (!get_ints(t, &i, &n, UINT64_MAX, NULL))
 				return -EPROTO;
-		}
-		if (n > 0) {
-			ii = (int)i;
-			if (ei_decode_list_header(t, &ii, &n) < 0 || n != 0)
-				return -EPROTO;
-			i = (size_t)ii;
 		}
 		break;
 	}
@@ -237,6 +291,45 @@ int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint3
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++)
 		if (ei_x_encode_ulong(x, shards[k]) < 0)
+			return -ENOMEM;
+	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
+}
+
+void shard_msg_hosting_read(const struct shard_msg *sm, uint64_t *shards, uint64_t *epochs)
+{
+	size_t i = 0;
+	int n = (int)sm->count;
+	(void)get_ints(sm->shards, &i, &n, UINT32_MAX, shards); /* checked by shard_msg_decode */
+	if (sm->epochs == NULL) {
+		memset(epochs, 0, sm->count * sizeof *epochs);
+		return;
+	}
+	i = 0;
+	(void)get_ints(sm->epochs, &i, &n, UINT64_MAX, epochs);
+}
+
+int shard_msg_encode_home_epoch(ei_x_buff *x, uint32_t shard, const erlang_pid *home, uint64_t epoch)
+{
+	if (begin(x, 5, SMSG_SHARD_HOME) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, home) < 0 ||
+	    ei_x_encode_ulonglong(x, epoch) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shard_msg_encode_hosting_epochs(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards,
+				    const uint64_t *epochs, size_t n)
+{
+	if (begin(x, 5, SMSG_HOSTING) || ei_x_encode_pid(x, region) < 0)
+		return -ENOMEM;
+	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		if (ei_x_encode_ulong(x, shards[k]) < 0)
+			return -ENOMEM;
+	if (ei_x_encode_empty_list(x) < 0 || (n > 0 && ei_x_encode_list_header(x, (long)n) < 0))
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		if (ei_x_encode_ulonglong(x, epochs[k]) < 0)
 			return -ENOMEM;
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }

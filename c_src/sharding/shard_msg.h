@@ -7,6 +7,10 @@
  *   {'$shardnode', register, RegionPid}              region -> coordinator
  *   {'$shardnode', hosting, RegionPid, [ShardId]}    region -> coordinator, right
  *                                                    after register: what it hosts
+ *   {'$shardnode', hosting, RegionPid, [ShardId], [Epoch]}
+ *                                                    the same with the epoch of each
+ *                                                    claim (protocol 2; to a
+ *                                                    coordinator that speaks it)
  *   {'$shardnode', register_proxy, RegionPid}        proxy-only region -> coordinator:
  *                                                    it routes but never hosts
  *   {'$shardnode', registered, CoordinatorPid}       coordinator -> region
@@ -15,6 +19,10 @@
  *                                                    for a home: register and report
  *   {'$shardnode', get_shard_home, ShardId, RegionPid} region -> coordinator
  *   {'$shardnode', shard_home, ShardId, HomeRegionPid} coordinator -> regions
+ *   {'$shardnode', shard_home, ShardId, HomeRegionPid, Epoch}
+ *                                                    coordinator -> the home itself,
+ *                                                    if its hosting report had epochs:
+ *                                                    the claim's epoch (coordinator.h)
  *   {'$shardnode', shard_waits, ShardId, CoordinatorPid} coordinator -> a region
  *                                                    that asked: no member of the
  *                                                    shard's last replica set with
@@ -92,9 +100,15 @@ struct shard_msg {
 	size_t id_len;
 	const char *msg;    /* tell: Msg; stats: the map; shard_state: the chunk */
 	size_t msg_len;
-	const char *shards; /* hosting: the raw [ShardId] list, inside the term */
+	const char *shards; /* hosting: the raw [ShardId] list, inside the term
+			     * (shard_msg_hosting_read reads it) */
+	const char *epochs; /* hosting: the raw [Epoch] list, as long as shards'
+			     * (count), inside the term; NULL without one */
+	uint64_t epoch;     /* shard_home: the claim's epoch, if has_epoch */
+	bool has_epoch;
 	uint32_t count;     /* handoff: acks to wait for; shard_state and
-			     * shard_state_ack: the chunk's sequence number */
+			     * shard_state_ack: the chunk's sequence number;
+			     * hosting: how many shards */
 	bool last;          /* shard_state: the final chunk */
 };
 
@@ -102,6 +116,10 @@ struct shard_msg {
  * '$shardnode' message, 0 if the term is not one, -EPROTO if it is tagged
  * '$shardnode' but malformed. */
 int shard_msg_decode(const char *term, size_t len, struct shard_msg *out);
+
+/* A decoded hosting message's shards and epochs (0 each without an epoch
+ * list), `sm->count` of each, into the caller's arrays. */
+void shard_msg_hosting_read(const struct shard_msg *sm, uint64_t *shards, uint64_t *epochs);
 
 /* Encoders: each writes the version byte and the message into x (a fresh
  * ei_x_buff from ei_x_new). Return 0 or -ENOMEM. */
@@ -117,6 +135,13 @@ int shard_msg_encode_state_chunk(ei_x_buff *x, uint32_t shard, uint32_t seq, boo
 				 const char *chunk, size_t chunk_len);
 int shard_msg_encode_state_ack(ei_x_buff *x, uint32_t shard, uint32_t seq, const erlang_pid *region);
 int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n);
+/* hosting with each shard's epoch (epochs[k] is shards[k]'s): only to a
+ * coordinator on a member of protocol 2 or later (member_protocol.h). */
+int shard_msg_encode_hosting_epochs(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards,
+				    const uint64_t *epochs, size_t n);
+/* shard_home with the claim's epoch: only to a region whose hosting
+ * report had epochs. */
+int shard_msg_encode_home_epoch(ei_x_buff *x, uint32_t shard, const erlang_pid *home, uint64_t epoch);
 int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,
 			  const char *msg, size_t msg_len);
 

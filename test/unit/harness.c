@@ -10,6 +10,7 @@
 
 #include <criterion/criterion.h>
 
+#include "cluster/member_protocol.h"
 #include "entity/entity_builtin.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
@@ -164,7 +165,7 @@ void harness_move_coordinator(struct harness *h, size_t active)
 		coordinator_set_members(h->m[i].coordinator, names, h->opt.members, NULL, 0);
 	}
 	for (size_t i = 0; i < h->opt.members; i++)
-		region_set_coordinator_node(h->m[i].region, h->m[active].name);
+		region_set_coordinator_node(h->m[i].region, h->m[active].name, MEMBER_PROTOCOL);
 }
 
 void harness_start(struct harness *h, const struct harness_options *opt)

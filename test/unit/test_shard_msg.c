@@ -285,17 +285,162 @@ Test(shard_msg, hosting_round_trip)
 		cr_assert_eq(m.kind, SMSG_HOSTING);
 		assert_same_pid(&m.pid, &pid);
 		/* The list the decoder checked reads back as what was sent. */
-		int i = 0, count;
-		cr_assert_eq(ei_decode_list_header(m.shards, &i, &count), 0);
-		cr_assert_eq((size_t)count, n);
+		cr_assert_eq(m.count, (uint32_t)n);
+		cr_assert_null(m.epochs);
+		uint64_t got[SN_ARRAY_LEN(shards) + 1], epochs[SN_ARRAY_LEN(shards) + 1];
+		shard_msg_hosting_read(&m, got, epochs);
 		for (size_t e = 0; e < n; e++) {
-			unsigned long long v;
-			cr_assert_eq(ei_decode_ulonglong(m.shards, &i, &v), 0);
-			cr_assert_eq(v, shards[e]);
+			cr_assert_eq(got[e], shards[e]);
+			cr_assert_eq(epochs[e], 0u, "no epoch stated");
 		}
 		free(p);
 		ei_x_free(&x);
 	}
+}
+
+Test(shard_msg, shard_home_with_an_epoch_round_trips)
+{
+	static const uint64_t epochs[] = {0, 1, 255, 65536, UINT32_MAX, (uint64_t)UINT32_MAX + 1, UINT64_MAX};
+	erlang_pid home = sn_pid(NODE, 9, 2);
+	for (size_t k = 0; k < SN_ARRAY_LEN(epochs); k++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(shard_msg_encode_home_epoch(&x, 42, &home, epochs[k]), 0);
+		struct shard_msg m;
+		char *p;
+		cr_assert_eq(decode_copy(&x, &m, &p), 1, "epoch %llu", (unsigned long long)epochs[k]);
+		cr_assert_eq(m.kind, SMSG_SHARD_HOME);
+		cr_assert_eq(m.shard, 42u);
+		assert_same_pid(&m.pid, &home);
+		cr_assert(m.has_epoch);
+		cr_assert_eq(m.epoch, epochs[k]);
+		free(p);
+		ei_x_free(&x);
+	}
+	/* Without one (every release before protocol 2): none. */
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(shard_msg_encode_shard(&x, SMSG_SHARD_HOME, 42, &home), 0);
+	struct shard_msg m;
+	char *p;
+	cr_assert_eq(decode_copy(&x, &m, &p), 1);
+	cr_assert(!m.has_epoch);
+	free(p);
+	ei_x_free(&x);
+	cr_assert_eq(decode_fmt("{'$shardnode', shard_home, 1, x, -1}"), -EPROTO, "not a pid");
+}
+
+Test(shard_msg, hosting_with_epochs_round_trips)
+{
+	static const uint32_t shards[] = {0, 5, 99, 65536, UINT32_MAX};
+	static const uint64_t epochs[] = {0, 7, (uint64_t)UINT32_MAX + 1, 3, UINT64_MAX};
+	erlang_pid pid = sn_pid(NODE, 3, 1);
+	for (size_t n = 0; n <= SN_ARRAY_LEN(shards); n++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(shard_msg_encode_hosting_epochs(&x, &pid, shards, epochs, n), 0);
+		struct shard_msg m;
+		char *p;
+		cr_assert_eq(decode_copy(&x, &m, &p), 1);
+		cr_assert_eq(m.kind, SMSG_HOSTING);
+		cr_assert_eq(m.count, (uint32_t)n);
+		cr_assert_not_null(m.epochs);
+		uint64_t got[SN_ARRAY_LEN(shards) + 1], got_epochs[SN_ARRAY_LEN(shards) + 1];
+		shard_msg_hosting_read(&m, got, got_epochs);
+		for (size_t e = 0; e < n; e++) {
+			cr_assert_eq(got[e], shards[e]);
+			cr_assert_eq(got_epochs[e], epochs[e]);
+		}
+		free(p);
+		ei_x_free(&x);
+	}
+	/* The four-element form states none. */
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(shard_msg_encode_hosting(&x, &pid, shards, 2), 0);
+	struct shard_msg m;
+	char *p;
+	cr_assert_eq(decode_copy(&x, &m, &p), 1);
+	cr_assert_null(m.epochs);
+	cr_assert_eq(m.count, 2u);
+	free(p);
+	ei_x_free(&x);
+}
+
+/* The BEAM sends a list of integers below 256 as a string: [3, 4] and [0,
+ * 9] arrive as "\3\4" and "\0\t". */
+Test(shard_msg, hosting_lists_sent_as_strings)
+{
+	erlang_pid pid = sn_pid(NODE, 3, 1);
+	ei_x_buff x;
+	begin_msg(&x, 5, "hosting");
+	ei_x_encode_pid(&x, &pid);
+	ei_x_encode_string_len(&x, "\3\4", 2);
+	ei_x_encode_string_len(&x, "\0\t", 2);
+	struct shard_msg m;
+	char *p;
+	cr_assert_eq(decode_copy(&x, &m, &p), 1);
+	cr_assert_eq(m.count, 2u);
+	uint64_t shards[2], epochs[2];
+	shard_msg_hosting_read(&m, shards, epochs);
+	cr_assert_eq(shards[0], 3u);
+	cr_assert_eq(shards[1], 4u);
+	cr_assert_eq(epochs[0], 0u);
+	cr_assert_eq(epochs[1], 9u);
+	free(p);
+	ei_x_free(&x);
+
+	/* A string of another length than the shards' is refused. */
+	begin_msg(&x, 5, "hosting");
+	ei_x_encode_pid(&x, &pid);
+	ei_x_encode_string_len(&x, "\3\4", 2);
+	ei_x_encode_string_len(&x, "\0", 1);
+	cr_assert_eq(decode_x(&x), -EPROTO);
+	ei_x_free(&x);
+
+	/* The four-element form too. */
+	begin_msg(&x, 4, "hosting");
+	ei_x_encode_pid(&x, &pid);
+	ei_x_encode_string_len(&x, "\7", 1);
+	cr_assert_eq(decode_copy(&x, &m, &p), 1);
+	shard_msg_hosting_read(&m, shards, epochs);
+	cr_assert_eq(m.count, 1u);
+	cr_assert_eq(shards[0], 7u);
+	free(p);
+	ei_x_free(&x);
+}
+
+Test(shard_msg, hosting_with_bad_epochs)
+{
+	erlang_pid pid = sn_pid(NODE, 3, 1);
+	static const char *const bad[] = {"[1]", "[]", "[1, 2, 3]", "[1, -2]", "[1, x]", "x"};
+	for (size_t k = 0; k < SN_ARRAY_LEN(bad); k++) {
+		ei_x_buff x;
+		begin_msg(&x, 5, "hosting");
+		ei_x_encode_pid(&x, &pid);
+		cr_assert_eq(ei_x_format_wo_ver(&x, "[4, 5]"), 0);
+		cr_assert_eq(ei_x_format_wo_ver(&x, bad[k]), 0, "%s", bad[k]);
+		cr_assert_eq(decode_x(&x), -EPROTO, "epochs %s for two shards", bad[k]);
+		ei_x_free(&x);
+	}
+	ei_x_buff x;
+	begin_msg(&x, 5, "hosting");
+	ei_x_encode_pid(&x, &pid);
+	cr_assert_eq(ei_x_format_wo_ver(&x, "[4, 5]"), 0);
+	ei_x_encode_list_header(&x, 2); /* [1, 2 | 3] */
+	ei_x_encode_long(&x, 1);
+	ei_x_encode_long(&x, 2);
+	ei_x_encode_long(&x, 3);
+	cr_assert_eq(decode_x(&x), -EPROTO, "an improper list of epochs");
+	ei_x_free(&x);
+
+	begin_msg(&x, 6, "hosting");
+	ei_x_encode_pid(&x, &pid);
+	ei_x_encode_empty_list(&x);
+	ei_x_encode_empty_list(&x);
+	ei_x_encode_empty_list(&x);
+	cr_assert_eq(decode_x(&x), -EPROTO, "six elements");
+	ei_x_free(&x);
 }
 
 Test(shard_msg, hosting_with_bad_lists)
@@ -630,7 +775,7 @@ static bool decode_if_valid(const char *buf, size_t len)
 }
 
 /* One of each encoder's messages. */
-#define ALL_MSGS 10
+#define ALL_MSGS 12
 
 static void encode_all(ei_x_buff msgs[ALL_MSGS])
 {
@@ -658,6 +803,10 @@ static void encode_all(ei_x_buff msgs[ALL_MSGS])
 	cr_assert_eq(shard_msg_encode_state_chunk(&msgs[8], 12, 4, true, &pid, chunk.buff, (size_t)chunk.index), 0);
 	ei_x_free(&chunk);
 	cr_assert_eq(shard_msg_encode_state_ack(&msgs[9], 12, 4, &pid), 0);
+	cr_assert_eq(shard_msg_encode_home_epoch(&msgs[10], 12, &pid, (uint64_t)UINT32_MAX + 9), 0);
+	static const uint32_t hosted[] = {3, 70000};
+	static const uint64_t epochs[] = {1, UINT64_MAX};
+	cr_assert_eq(shard_msg_encode_hosting_epochs(&msgs[11], &pid, hosted, epochs, 2), 0);
 	ei_x_free(&id);
 	ei_x_free(&msg);
 }
