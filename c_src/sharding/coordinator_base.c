@@ -123,6 +123,17 @@ void coord_send_to_region(struct coordinator *c, const erlang_pid *region, const
 	dist_node_reg_send(c->cfg.node, &c->proc->pid, c->cfg.type_name, region->node, x->buff, (size_t)x->index);
 }
 
+uint64_t coord_claim_epoch(struct coordinator *c, uint32_t shard, const erlang_pid *home)
+{
+	struct coord_claim *cl = &c->claims[shard];
+	if (!cl->held || !term_pid_equal(&cl->holder, home)) {
+		cl->holder = *home;
+		cl->epoch = ++c->next_epoch;
+		cl->held = true;
+	}
+	return cl->epoch;
+}
+
 void coord_send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard, const erlang_pid *home)
 {
 	ei_x_buff x;

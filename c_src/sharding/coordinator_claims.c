@@ -30,17 +30,6 @@ void coord_claims_forget(struct coordinator *c)
 	/* next_epoch stays: epochs only grow, whichever coordinator gives them. */
 }
 
-uint64_t coord_claim_epoch(struct coordinator *c, uint32_t shard, const erlang_pid *home)
-{
-	struct coord_claim *cl = &c->claims[shard];
-	if (!cl->held || !term_pid_equal(&cl->holder, home)) {
-		cl->holder = *home;
-		cl->epoch = ++c->next_epoch;
-		cl->held = true;
-	}
-	return cl->epoch;
-}
-
 /* The shard is region k's, with the epoch it reported. */
 static void take_claim(struct coordinator *c, uint32_t shard, int k, uint64_t epoch)
 {

@@ -109,6 +109,12 @@ void coord_send_pid_msg(struct coordinator *c, const erlang_pid *to, enum shard_
  * the active coordinator from one that was active before. */
 void coord_send_to_region(struct coordinator *c, const erlang_pid *region, const ei_x_buff *x);
 
+/* The epoch of `home`'s claim to the shard: a new one, greater than any
+ * before, if the claim was given to or reported by another region. */
+uint64_t coord_claim_epoch(struct coordinator *c, uint32_t shard, const erlang_pid *home);
+
+/* shard_home to `to`; to the home itself, with its claim's epoch if its
+ * report stated epochs (coordinator.h, "Claims and epochs"). */
 void coord_send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard, const erlang_pid *home);
 
 /* Tells every region where the shard lives, its home first so it hosts the
@@ -123,10 +129,6 @@ void coord_replicas_home_set(struct coordinator *c, uint32_t shard);
 
 /* Forgets every claim, as the allocation is forgotten. */
 void coord_claims_forget(struct coordinator *c);
-
-/* The epoch of `home`'s claim to the shard: a new one, greater than any
- * before, if the claim was given to or reported by another region. */
-uint64_t coord_claim_epoch(struct coordinator *c, uint32_t shard, const erlang_pid *home);
 
 /* {'$shardnode', hosting, ...}: what a registering region hosts becomes
  * its allocation, and a shard another region holds goes to the newer
