@@ -36,6 +36,7 @@ declare -A seconds=(
 	[shardnode_seeds_SUITE]=28
 	[shardnode_store_SUITE]=26
 	[phash2_SUITE]=24
+	[term_encode_SUITE]=5
 	[shardnode_upgrade_SUITE]=20
 	[shardnode_metrics_SUITE]=14
 	[shardnode_state_SUITE]=13

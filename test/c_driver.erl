@@ -33,7 +33,7 @@ build(Config, Name, Sources) ->
 %% through their canonical form), for the drivers that validate terms.
 -spec term_sources() -> [string()].
 term_sources() ->
-    ["c_src/etf/term.c", "c_src/etf/term_read.c", "c_src/etf/term_validate.c", "c_src/etf/term_map_keys.c", "c_src/etf/entity_id.c", "c_src/etf/entity_id_scalar.c", "c_src/etf/term_tag.c"].
+    ["c_src/etf/term.c", "c_src/etf/term_read.c", "c_src/etf/term_validate.c", "c_src/etf/term_map_keys.c", "c_src/etf/entity_id.c", "c_src/etf/entity_id_scalar.c", "c_src/etf/term_tag.c", "c_src/etf/term_encode.c"].
 
 %% @doc Starts the driver built by build/3.
 -spec open(list()) -> port().

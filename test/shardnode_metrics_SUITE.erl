@@ -66,6 +66,8 @@ the_page_passes_promtool(Config) ->
     {[C], _} = shardnode_ct:start_nodes(Config, [#{config => #{metrics_port => Port, state_store => lmdb,
                                                                data_dir => DataDir}}]),
     [1, 2] = [gen_server:call({counter, C}, {<<"a">>, incr}) || _ <- [1, 2]],
+    %% The region's settings as given, not whether there is a store.
+    ?assertMatch(#{settings := #{state_store := lmdb}}, sys:get_state({counter, C}, 1000)),
     {200, Headers, Page} = get(Port, "/metrics"),
     ?assertEqual(<<"text/plain; version=0.0.4; charset=utf-8">>, header(<<"content-type">>, Headers)),
     File = filename:join(?config(priv_dir, Config), "page.txt"),

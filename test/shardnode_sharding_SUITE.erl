@@ -100,7 +100,8 @@ sys_answers_at_once(Config) ->
     State = sys:get_state({counter, N}, 1000),
     ?assertMatch(#{type := counter, node := N, registered := true, coordinator := N,
                    stats := #{entities := E, delivered := D},
-                   settings := #{number_of_shards := ?N_SHARDS, remember_entities := false}}
+                   settings := #{number_of_shards := ?N_SHARDS, remember_entities := false,
+                                 state_store := memory}}
                    when E >= 1 andalso D >= 1, State),
     {status, Pid, {module, shardnode_region}, [_, running, _, _, Misc]} = sys:get_status({counter, N}, 1000),
     ?assertEqual(N, node(Pid)),

@@ -12,6 +12,7 @@
 #include "distribution/sys_msg.h"
 #include "cluster/membership.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 struct admin {
 	struct admin_config cfg;
@@ -81,7 +82,7 @@ static void net_kernel_handle(void *ctx, struct proc *self, const struct proc_ms
 	const char *req = call.request;
 	int rc;
 	if (term_get_tuple(req, &i) == 2 && term_is_atom(req, i, "is_auth"))
-		rc = ei_x_encode_atom(&reply, "yes");
+		rc = term_x_encode_atom(&reply, "yes");
 	else
 		rc = term_x_error_tagged_raw(&reply, "bad_request", call.request, call.request_len);
 	reply_and_free(a, &call, &reply, rc);
@@ -102,10 +103,10 @@ static int encode_members(struct admin *a, ei_x_buff *x)
 {
 	if (a->membership != NULL)
 		return membership_encode_members(a->membership, x);
-	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "ok") < 0 || ei_x_encode_list_header(x, 1) < 0 ||
-	    ei_x_encode_map_header(x, 2) < 0 || ei_x_encode_atom(x, "node") < 0 ||
-	    ei_x_encode_atom(x, dist_node_name(a->cfg.node)) < 0 || ei_x_encode_atom(x, "status") < 0 ||
-	    ei_x_encode_atom(x, "up") < 0 || ei_x_encode_empty_list(x) < 0)
+	if (ei_x_encode_tuple_header(x, 2) < 0 || term_x_encode_atom(x, "ok") < 0 || ei_x_encode_list_header(x, 1) < 0 ||
+	    ei_x_encode_map_header(x, 2) < 0 || term_x_encode_atom(x, "node") < 0 ||
+	    term_x_encode_atom(x, dist_node_name(a->cfg.node)) < 0 || term_x_encode_atom(x, "status") < 0 ||
+	    term_x_encode_atom(x, "up") < 0 || ei_x_encode_empty_list(x) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -113,11 +114,11 @@ static int encode_members(struct admin *a, ei_x_buff *x)
 /* {ok, [Type]}. Returns 0 or < 0 (an encoder failed). */
 static int encode_shard_types(struct admin *a, ei_x_buff *x)
 {
-	int rc = ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok");
+	int rc = ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "ok");
 	if (a->cfg.ntypes > 0)
 		rc |= ei_x_encode_list_header(x, (long)a->cfg.ntypes);
 	for (size_t k = 0; k < a->cfg.ntypes; k++)
-		rc |= ei_x_encode_atom(x, a->cfg.types[k]);
+		rc |= term_x_encode_atom(x, a->cfg.types[k]);
 	return rc | ei_x_encode_empty_list(x);
 }
 
@@ -135,7 +136,7 @@ static int encode_singleton_home(struct admin *a, const char *name, ei_x_buff *x
 						   : hosts_type(a, type) ? dist_node_name(a->cfg.node) : NULL;
 		if (oldest == NULL)
 			return term_x_error_atom(x, "no_instance");
-		return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok") | ei_x_encode_atom(x, oldest);
+		return ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "ok") | term_x_encode_atom(x, oldest);
 	}
 	return term_x_error_atom(x, "not_a_singleton");
 }
@@ -147,15 +148,15 @@ static int set_log_level(struct admin *a, const char *name, ei_x_buff *x)
 {
 	enum log_level level;
 	if (a->cfg.levels == NULL || log_level_parse(name, &level) != 0 || strcmp(name, "warn") == 0)
-		return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "error") | ei_x_encode_tuple_header(x, 2) |
-		       ei_x_encode_atom(x, "bad_log_level") | ei_x_encode_atom(x, name);
+		return ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "error") | ei_x_encode_tuple_header(x, 2) |
+		       term_x_encode_atom(x, "bad_log_level") | term_x_encode_atom(x, name);
 	enum log_level was = log_get_level(a->cfg.levels);
 	log_set_level(a->cfg.levels, level);
 	/* Said at info, or at the new level when that is higher, so that it
 	 * shows in the log that follows. */
 	log_at(a->cfg.levels, level > LOG_INFO ? level : LOG_INFO, "log level %s (was %s)", log_level_name(level),
 	       log_level_name(was));
-	return ei_x_encode_atom(x, "ok");
+	return term_x_encode_atom(x, "ok");
 }
 
 /* Appends the value V of an encoded {ok, V} in `from` to x. */
@@ -181,28 +182,28 @@ static int encode_sys_state(struct admin *a, ei_x_buff *x)
 		return -ENOMEM;
 	}
 	int rc = encode_members(a, &members) | encode_shard_types(a, &types);
-	rc |= ei_x_encode_map_header(x, 8) | ei_x_encode_atom(x, "version") | ei_x_encode_string(x, SHARDNODE_VERSION) |
-	      ei_x_encode_atom(x, "protocols");
+	rc |= ei_x_encode_map_header(x, 8) | term_x_encode_atom(x, "version") | ei_x_encode_string(x, SHARDNODE_VERSION) |
+	      term_x_encode_atom(x, "protocols");
 	if (a->membership != NULL)
 		rc |= membership_encode_protocols(a->membership, x);
 	else
-		rc |= ei_x_encode_map_header(x, 1) | ei_x_encode_atom(x, dist_node_name(a->cfg.node)) |
-		      ei_x_encode_ulong(x, MEMBER_PROTOCOL);
-	rc |= ei_x_encode_atom(x, "node") |
-	      ei_x_encode_atom(x, dist_node_name(a->cfg.node)) | ei_x_encode_atom(x, "members");
+		rc |= ei_x_encode_map_header(x, 1) | term_x_encode_atom(x, dist_node_name(a->cfg.node)) |
+		      term_x_encode_uint(x, MEMBER_PROTOCOL);
+	rc |= term_x_encode_atom(x, "node") |
+	      term_x_encode_atom(x, dist_node_name(a->cfg.node)) | term_x_encode_atom(x, "members");
 	if (rc == 0)
 		rc = append_ok_value(x, &members);
-	rc |= ei_x_encode_atom(x, "shard_types");
+	rc |= term_x_encode_atom(x, "shard_types");
 	if (rc == 0)
 		rc = append_ok_value(x, &types);
-	rc |= ei_x_encode_atom(x, "singletons");
+	rc |= term_x_encode_atom(x, "singletons");
 	if (a->cfg.nsingletons > 0)
 		rc |= ei_x_encode_list_header(x, (long)a->cfg.nsingletons);
 	for (size_t k = 0; k < a->cfg.nsingletons; k++)
-		rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, a->cfg.singleton_names[k]) |
-		      ei_x_encode_atom(x, a->cfg.singleton_types[k]);
-	rc |= ei_x_encode_empty_list(x) | ei_x_encode_atom(x, "proxy_only") | ei_x_encode_boolean(x, a->cfg.proxy_only) |
-	      ei_x_encode_atom(x, "log_level") | ei_x_encode_atom(x, log_level_name(log_get_level(a->cfg.log)));
+		rc |= ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, a->cfg.singleton_names[k]) |
+		      term_x_encode_atom(x, a->cfg.singleton_types[k]);
+	rc |= ei_x_encode_empty_list(x) | term_x_encode_atom(x, "proxy_only") | ei_x_encode_boolean(x, a->cfg.proxy_only) |
+	      term_x_encode_atom(x, "log_level") | term_x_encode_atom(x, log_level_name(log_get_level(a->cfg.log)));
 	ei_x_free(&members);
 	ei_x_free(&types);
 	return rc;
@@ -252,13 +253,13 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 			if (a->membership != NULL)
 				rc = membership_encode_reachability(a->membership, &reply);
 			else
-				rc = ei_x_encode_tuple_header(&reply, 2) | ei_x_encode_atom(&reply, "ok") |
+				rc = ei_x_encode_tuple_header(&reply, 2) | term_x_encode_atom(&reply, "ok") |
 				     ei_x_encode_empty_list(&reply);
 		} else if (strcmp(atom, "log_level") == 0) {
-			rc = ei_x_encode_tuple_header(&reply, 2) | ei_x_encode_atom(&reply, "ok") |
-			     ei_x_encode_atom(&reply, log_level_name(log_get_level(a->cfg.log)));
+			rc = ei_x_encode_tuple_header(&reply, 2) | term_x_encode_atom(&reply, "ok") |
+			     term_x_encode_atom(&reply, log_level_name(log_get_level(a->cfg.log)));
 		} else if (strcmp(atom, "leave") == 0) {
-			rc = ei_x_encode_atom(&reply, "ok");
+			rc = term_x_encode_atom(&reply, "ok");
 			leave = true;
 		}
 	} else if (arity == 2 && term_get_atom(req, &i, atom) == 0) {
@@ -269,8 +270,8 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 			const char *oldest = a->membership ? membership_oldest_with(a->membership, arg)
 							   : hosts_type(a, arg) ? dist_node_name(a->cfg.node) : NULL;
 			if (oldest != NULL)
-				rc = ei_x_encode_tuple_header(&reply, 2) | ei_x_encode_atom(&reply, "ok") |
-				     ei_x_encode_atom(&reply, oldest);
+				rc = ei_x_encode_tuple_header(&reply, 2) | term_x_encode_atom(&reply, "ok") |
+				     term_x_encode_atom(&reply, oldest);
 			else
 				rc = term_x_error_atom(&reply, "no_coordinator");
 		} else if (strcmp(atom, "singleton") == 0 && arg_is_atom) {
@@ -279,7 +280,7 @@ static void shardnode_handle(void *ctx, struct proc *self, const struct proc_msg
 			rc = set_log_level(a, arg, &reply);
 		} else if (strcmp(atom, "down") == 0 && arg_is_atom) {
 			if (a->membership == NULL || membership_down(a->membership, arg) == 0)
-				rc = ei_x_encode_atom(&reply, "ok");
+				rc = term_x_encode_atom(&reply, "ok");
 			else
 				rc = term_x_error_atom(&reply, "not_a_member");
 		}

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/drop_log.h"
+#include "etf/drop_log.h"
 #include "base/evloop.h"
 #include "distribution/dist_node.h"
 #include "base/log.h"

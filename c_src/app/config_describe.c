@@ -42,7 +42,7 @@ static bool add_types(const struct sn_config *cfg, bool on_host, char *out, size
 	return any;
 }
 
-static const char *store_name(enum state_store_kind kind)
+const char *config_store_name(enum state_store_kind kind)
 {
 	switch (kind) {
 	case STATE_STORE_LMDB: return "lmdb";
@@ -72,7 +72,7 @@ void config_describe(const struct sn_config *cfg, char *out, size_t n)
 		    cfg->singleton_types[k]);
 	if (cfg->proxy_only)
 		add(out, n, &len, " (proxy only)");
-	add(out, n, &len, "; store %s", store_name(cfg->state_store));
+	add(out, n, &len, "; store %s", config_store_name(cfg->state_store));
 	if (cfg->state_store == STATE_STORE_LMDB)
 		add(out, n, &len, " in %s, state_replicas %u", cfg->data_dir, cfg->state_replicas);
 	add(out, n, &len, "; TLS %s", cfg->tls_certfile[0] != '\0' ? "on" : "off");

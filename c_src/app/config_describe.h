@@ -16,4 +16,8 @@
  * short with "..." if it does not fit). */
 void config_describe(const struct sn_config *cfg, char *out, size_t n);
 
+/* The state_store setting as it is written: "memory", "lmdb" or
+ * "postgres". Static text. */
+const char *config_store_name(enum state_store_kind kind);
+
 #endif

@@ -14,6 +14,7 @@
 #include <ei.h>
 
 #include "app/admin.h"
+#include "app/config_describe.h"
 #include "app/host_link.h"
 #include "sharding/hosted_entity.h"
 #include "app/dns_seeds.h"
@@ -328,7 +329,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		.members_hosting = cluster_glue_members_hosting, .members_arg = &app->glue,
 		.may_deliver = cluster_glue_may_deliver, .may_deliver_arg = &app->glue,
 		.remember = h->remember,
-		.store = app->store, .store_timeout_ms = cfg->store_timeout_ms,
+		.store = app->store, .store_name = config_store_name(cfg->state_store), .store_timeout_ms = cfg->store_timeout_ms,
 		.state_replicas = cfg->state_replicas,
 		.metrics = cfg->metrics_port != 0,
 		.on_stopped = cluster_glue_region_stopped, .on_stopped_arg = &app->glue,

@@ -12,13 +12,14 @@
 #include "distribution/node_set.h"
 #include "distribution/node_name.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at)
 {
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, kind) != 0)
 		return;
-	if (ei_x_encode_ulonglong(&x, sent_at) == 0)
+	if (term_x_encode_uint(&x, sent_at) == 0)
 		membership_send_admin(m, to, &x);
 	ei_x_free(&x);
 }
@@ -250,8 +251,8 @@ void membership_tell_lapsed_leases(struct membership *m)
 		ei_x_buff x;
 		if (membership_begin_msg(m, &x, "lease_lapsed") != 0)
 			return;
-		if (ei_x_encode_tuple_header(&x, 2) == 0 && ei_x_encode_atom(&x, e->node) == 0 &&
-		    ei_x_encode_ulong(&x, e->up_number) == 0)
+		if (ei_x_encode_tuple_header(&x, 2) == 0 && term_x_encode_atom(&x, e->node) == 0 &&
+		    term_x_encode_uint(&x, e->up_number) == 0)
 			for (size_t j = 0; j < m->n; j++) {
 				const struct member *to = &m->members[j];
 				if (!is_us(m, to) && to != e && to->status < MEMBER_DOWN)

@@ -9,6 +9,7 @@
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"
+#include "etf/term_encode.h"
 
 const char *const membership_status_names[] = {
 	[MEMBER_JOINING] = "joining", [MEMBER_UP] = "up", [MEMBER_LEAVING] = "leaving",
@@ -57,7 +58,7 @@ int membership_begin_msg(const struct membership *m, ei_x_buff *x, const char *k
 {
 	if (ei_x_new_with_version(x) < 0)
 		return -ENOMEM;
-	if (shardnode_msg_begin(x, 4, kind) < 0 || ei_x_encode_atom(x, m->our_node) < 0) {
+	if (shardnode_msg_begin(x, 4, kind) < 0 || term_x_encode_atom(x, m->our_node) < 0) {
 		ei_x_free(x);
 		return -ENOMEM;
 	}
@@ -73,12 +74,12 @@ int membership_encode_types(ei_x_buff *x, const struct member *e)
 	if (n && ei_x_encode_list_header(x, (long)n) < 0)
 		return -ENOMEM;
 	for (size_t t = 0; t < e->ntypes; t++)
-		if (ei_x_encode_atom(x, e->types[t]) < 0)
+		if (term_x_encode_atom(x, e->types[t]) < 0)
 			return -ENOMEM;
 	if (e->protocol > MEMBER_PROTOCOL_OLDEST) {
 		char marker[sizeof MEMBER_PROTOCOL_MARKER + 10];
 		snprintf(marker, sizeof marker, "%s%u", MEMBER_PROTOCOL_MARKER, e->protocol);
-		if (ei_x_encode_atom(x, marker) < 0)
+		if (term_x_encode_atom(x, marker) < 0)
 			return -ENOMEM;
 	}
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
@@ -86,9 +87,9 @@ int membership_encode_types(ei_x_buff *x, const struct member *e)
 
 static int encode_member(ei_x_buff *x, const struct member *e)
 {
-	if (ei_x_encode_tuple_header(x, 5) < 0 || ei_x_encode_atom(x, e->node) < 0 ||
-	    ei_x_encode_ulong(x, e->up_number) < 0 || ei_x_encode_atom(x, membership_status_names[e->status]) < 0 ||
-	    ei_x_encode_ulong(x, e->version) < 0)
+	if (ei_x_encode_tuple_header(x, 5) < 0 || term_x_encode_atom(x, e->node) < 0 ||
+	    term_x_encode_uint(x, e->up_number) < 0 || term_x_encode_atom(x, membership_status_names[e->status]) < 0 ||
+	    term_x_encode_uint(x, e->version) < 0)
 		return -ENOMEM;
 	return membership_encode_types(x, e);
 }

@@ -11,6 +11,7 @@
 #include "cluster/member_protocol.h"
 #include "cluster/members_file.h"
 #include "cluster/membership_internal.h"
+#include "etf/term_encode.h"
 
 static int by_age(const void *a, const void *b)
 {
@@ -33,16 +34,16 @@ int membership_encode_members(const struct membership *m, ei_x_buff *x)
 			sorted[n++] = &m->members[k];
 	if (n > 1)
 		qsort(sorted, n, sizeof *sorted, by_age);
-	int rc = ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "ok") < 0 ||
+	int rc = ei_x_encode_tuple_header(x, 2) < 0 || term_x_encode_atom(x, "ok") < 0 ||
 			 (n && ei_x_encode_list_header(x, (long)n) < 0)
 		 ? -ENOMEM
 		 : 0;
 	for (size_t k = 0; rc == 0 && k < n; k++) {
 		/* Unreachable says more than up or leaving, less than down. */
 		bool show_unreachable = sorted[k]->unreachable && sorted[k]->status < MEMBER_DOWN;
-		if (ei_x_encode_map_header(x, 2) < 0 || ei_x_encode_atom(x, "node") < 0 ||
-		    ei_x_encode_atom(x, sorted[k]->node) < 0 || ei_x_encode_atom(x, "status") < 0 ||
-		    ei_x_encode_atom(x, show_unreachable ? "unreachable" : membership_status_names[sorted[k]->status]) < 0)
+		if (ei_x_encode_map_header(x, 2) < 0 || term_x_encode_atom(x, "node") < 0 ||
+		    term_x_encode_atom(x, sorted[k]->node) < 0 || term_x_encode_atom(x, "status") < 0 ||
+		    term_x_encode_atom(x, show_unreachable ? "unreachable" : membership_status_names[sorted[k]->status]) < 0)
 			rc = -ENOMEM;
 	}
 	if (rc == 0 && ei_x_encode_empty_list(x) < 0)
@@ -79,7 +80,7 @@ static bool present(const struct membership *m, const char *node)
 
 int membership_encode_reachability(const struct membership *m, ei_x_buff *x)
 {
-	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "ok") < 0)
+	if (ei_x_encode_tuple_header(x, 2) < 0 || term_x_encode_atom(x, "ok") < 0)
 		return -ENOMEM;
 	for (size_t k = 0; k < m->reach.n; k++) {
 		const struct reach_record *rec = &m->reach.records[k];
@@ -91,10 +92,10 @@ int membership_encode_reachability(const struct membership *m, ei_x_buff *x)
 		if (n == 0)
 			continue;
 		if (ei_x_encode_list_header(x, 1) < 0 || ei_x_encode_tuple_header(x, 2) < 0 ||
-		    ei_x_encode_atom(x, rec->observer) < 0 || ei_x_encode_list_header(x, (long)n) < 0)
+		    term_x_encode_atom(x, rec->observer) < 0 || ei_x_encode_list_header(x, (long)n) < 0)
 			return -ENOMEM;
 		for (size_t s = 0; s < rec->nsubjects; s++)
-			if (present(m, rec->subjects[s]) && ei_x_encode_atom(x, rec->subjects[s]) < 0)
+			if (present(m, rec->subjects[s]) && term_x_encode_atom(x, rec->subjects[s]) < 0)
 				return -ENOMEM;
 		if (ei_x_encode_empty_list(x) < 0)
 			return -ENOMEM;
@@ -124,7 +125,7 @@ int membership_encode_protocols(const struct membership *m, ei_x_buff *x)
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
 		if (e->status != MEMBER_REMOVED &&
-		    (ei_x_encode_atom(x, e->node) < 0 || ei_x_encode_ulong(x, e->protocol) < 0))
+		    (term_x_encode_atom(x, e->node) < 0 || term_x_encode_uint(x, e->protocol) < 0))
 			return -ENOMEM;
 	}
 	return 0;

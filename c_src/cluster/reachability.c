@@ -7,6 +7,7 @@
 
 #include "distribution/node_name.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 void reachability_free(struct reachability *r)
 {
@@ -112,13 +113,13 @@ int reachability_encode(const struct reachability *r, ei_x_buff *x)
 		return -ENOMEM;
 	for (size_t k = 0; k < r->n; k++) {
 		const struct reach_record *rec = &r->records[k];
-		if (ei_x_encode_tuple_header(x, 3) < 0 || ei_x_encode_atom(x, rec->observer) < 0 ||
-		    ei_x_encode_ulonglong(x, rec->version) < 0)
+		if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_atom(x, rec->observer) < 0 ||
+		    term_x_encode_uint(x, rec->version) < 0)
 			return -ENOMEM;
 		if (rec->nsubjects && ei_x_encode_list_header(x, (long)rec->nsubjects) < 0)
 			return -ENOMEM;
 		for (size_t s = 0; s < rec->nsubjects; s++)
-			if (ei_x_encode_atom(x, rec->subjects[s]) < 0)
+			if (term_x_encode_atom(x, rec->subjects[s]) < 0)
 				return -ENOMEM;
 		if (ei_x_encode_empty_list(x) < 0)
 			return -ENOMEM;

@@ -26,7 +26,7 @@
 
 #include <ei.h>
 
-#include "base/drop_log.h"
+#include "etf/drop_log.h"
 
 #include "base/evloop.h"
 #include "distribution/gen_call.h"

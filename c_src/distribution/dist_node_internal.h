@@ -20,7 +20,7 @@
 
 #include <ei.h>
 
-#include "base/drop_log.h"
+#include "etf/drop_log.h"
 #include "base/scratch.h"
 #include "distribution/dist_conn.h"
 #include "distribution/dist_node.h"

@@ -11,6 +11,7 @@
 #include "distribution/dist_node_internal.h"
 #include "distribution/gen_call.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 /* The connection to `peer`: the one there is (up, or still setting up),
  * else a new attempt. Returns 0 with *out, or -EINVAL (our own name, a bad
@@ -72,7 +73,7 @@ ei_x_buff *dist_node_begin_ctl(struct dist_node *n, ei_x_buff *spare, int arity,
 	ei_x_buff *x = scratch_get(&n->ctl_buf, spare);
 	if (x == NULL)
 		return NULL;
-	if (ei_x_encode_version(x) < 0 || ei_x_encode_tuple_header(x, arity) < 0 || ei_x_encode_long(x, op) < 0) {
+	if (ei_x_encode_version(x) < 0 || ei_x_encode_tuple_header(x, arity) < 0 || term_x_encode_int(x, op) < 0) {
 		scratch_put(&n->ctl_buf, x);
 		return NULL;
 	}
@@ -219,7 +220,7 @@ void dist_node_send_monitor_exit(struct dist_node *n, const char *watched, size_
 	if (ctl == NULL)
 		return;
 	if (term_x_append_raw(ctl, watched, watched_len) == 0 && ei_x_encode_pid(ctl, watcher) == 0 &&
-	    term_x_append_raw(ctl, ref, ref_len) == 0 && ei_x_encode_atom(ctl, reason) == 0)
+	    term_x_append_raw(ctl, ref, ref_len) == 0 && term_x_encode_atom(ctl, reason) == 0)
 		dist_node_send_to_node(n, watcher->node, ctl->buff, (size_t)ctl->index, NULL, 0);
 	scratch_put(&n->ctl_buf, ctl);
 }
@@ -230,7 +231,7 @@ void dist_node_send_exit(struct dist_node *n, const erlang_pid *from, const erla
 	ei_x_buff spare, *ctl = dist_node_begin_ctl(n, &spare, 4, DOP_EXIT);
 	if (ctl == NULL)
 		return;
-	if (ei_x_encode_pid(ctl, from) == 0 && ei_x_encode_pid(ctl, to) == 0 && ei_x_encode_atom(ctl, reason) == 0)
+	if (ei_x_encode_pid(ctl, from) == 0 && ei_x_encode_pid(ctl, to) == 0 && term_x_encode_atom(ctl, reason) == 0)
 		dist_node_send_to_node(n, to->node, ctl->buff, (size_t)ctl->index, NULL, 0);
 	scratch_put(&n->ctl_buf, ctl);
 }

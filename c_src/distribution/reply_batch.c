@@ -6,6 +6,7 @@
 
 #include "distribution/reply_batch.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 struct reply_batch_caller {
 	erlang_pid to;
@@ -49,7 +50,7 @@ static int start_message(struct reply_batch_caller *c)
 {
 	if (ei_x_new_with_version(&c->x) < 0)
 		return -ENOMEM;
-	if (ei_x_encode_tuple_header(&c->x, 2) < 0 || ei_x_encode_atom(&c->x, "$shardnode_replies") < 0 ||
+	if (ei_x_encode_tuple_header(&c->x, 2) < 0 || term_x_encode_atom(&c->x, "$shardnode_replies") < 0 ||
 	    ei_x_encode_list_header(&c->x, 1) < 0) {
 		ei_x_free(&c->x);
 		return -ENOMEM;

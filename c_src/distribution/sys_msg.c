@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 enum sys_request sys_msg_request(const struct gen_call *call)
 {
@@ -30,16 +31,16 @@ static int encode_status(ei_x_buff *x, const erlang_pid *self, const char *modul
 {
 	char header[MAXATOMLEN_UTF8 + 64];
 	snprintf(header, sizeof header, "Status for %s %s", module, self->node);
-	int rc = ei_x_encode_tuple_header(x, 4) | ei_x_encode_atom(x, "status") | ei_x_encode_pid(x, self) |
-		 ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "module") | ei_x_encode_atom(x, module);
-	rc |= ei_x_encode_list_header(x, 5) | ei_x_encode_empty_list(x) | ei_x_encode_atom(x, "running") |
+	int rc = ei_x_encode_tuple_header(x, 4) | term_x_encode_atom(x, "status") | ei_x_encode_pid(x, self) |
+		 ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "module") | term_x_encode_atom(x, module);
+	rc |= ei_x_encode_list_header(x, 5) | ei_x_encode_empty_list(x) | term_x_encode_atom(x, "running") |
 	      ei_x_encode_pid(x, self) | ei_x_encode_empty_list(x);
 	rc |= ei_x_encode_list_header(x, 3);
-	rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "header") | ei_x_encode_string(x, header);
-	rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "data") | ei_x_encode_list_header(x, 2) |
-	      encode_item(x, "Status") | ei_x_encode_atom(x, "running") | encode_item(x, "Parent") |
+	rc |= ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "header") | ei_x_encode_string(x, header);
+	rc |= ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "data") | ei_x_encode_list_header(x, 2) |
+	      encode_item(x, "Status") | term_x_encode_atom(x, "running") | encode_item(x, "Parent") |
 	      ei_x_encode_pid(x, self) | ei_x_encode_empty_list(x);
-	rc |= ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "data") | ei_x_encode_list_header(x, 1) |
+	rc |= ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "data") | ei_x_encode_list_header(x, 1) |
 	      encode_item(x, "State");
 	if (rc == 0)
 		rc = term_x_append_raw(x, state, state_len);
@@ -57,8 +58,8 @@ int sys_msg_encode_reply(ei_x_buff *x, const struct gen_call *call, const erlang
 	case SYS_OTHER:
 		break;
 	}
-	return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "error") | ei_x_encode_tuple_header(x, 2) |
-	       ei_x_encode_atom(x, "not_supported") | term_x_append_raw(x, call->request, call->request_len);
+	return ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "error") | ei_x_encode_tuple_header(x, 2) |
+	       term_x_encode_atom(x, "not_supported") | term_x_append_raw(x, call->request, call->request_len);
 }
 
 int sys_msg_answer(struct dist_node *n, const erlang_pid *self, const struct gen_call *call, const char *module,

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "entity/entity.h"
+#include "etf/term_encode.h"
 
 _Static_assert(sizeof(void *) <= sizeof(uint64_t), "a pointer fits the bits");
 
@@ -280,7 +281,7 @@ int entity_int_add_i64(struct entity_int *acc, int64_t x)
 int entity_int_encode(ei_x_buff *out, const struct entity_int *v)
 {
 	if (!is_big(v))
-		return ei_x_encode_longlong(out, small_of(v)) < 0 ? -ENOMEM : 0;
+		return term_x_encode_int(out, small_of(v)) < 0 ? -ENOMEM : 0;
 	const struct big *b = big_of(v);
 	unsigned char head[6];
 	size_t head_len;

@@ -18,6 +18,7 @@
 
 #include "etf/entity_id.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 /* A small array of pairs: entities usually hold few keys, and a scan of a
  * few contiguous entries beats a hash table in both memory and time. */
@@ -139,13 +140,13 @@ static enum entity_after kv_handle(void *state, const char *msg, size_t len, ei_
 		if (kv_put(kv, key.buff, (size_t)key.index, val, val_len) != 0) {
 			term_x_error_atom(reply, "enomem");
 		} else {
-			ei_x_encode_atom(reply, "ok");
+			term_x_encode_atom(reply, "ok");
 			after |= ENTITY_CHANGED;
 		}
 	} else if (arity == 2 && strcmp(op, "get") == 0) {
 		if (pair != NULL) {
 			ei_x_encode_tuple_header(reply, 2);
-			ei_x_encode_atom(reply, "ok");
+			term_x_encode_atom(reply, "ok");
 			term_x_append_raw(reply, pair->value, pair->value_len);
 		} else {
 			term_x_error_atom(reply, "not_found");
@@ -157,7 +158,7 @@ static enum entity_after kv_handle(void *state, const char *msg, size_t len, ei_
 			*pair = kv->pairs[--kv->n];
 			after |= ENTITY_CHANGED;
 		}
-		ei_x_encode_atom(reply, "ok");
+		term_x_encode_atom(reply, "ok");
 	} else {
 		entity_reply_unknown(reply, msg, len);
 	}

@@ -4,11 +4,12 @@
 #include <errno.h>
 
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 int shardnode_msg_begin(ei_x_buff *x, int arity, const char *kind)
 {
-	if (ei_x_encode_tuple_header(x, arity) < 0 || ei_x_encode_atom(x, SHARDNODE_MSG_TAG) < 0 ||
-	    ei_x_encode_atom(x, kind) < 0)
+	if (ei_x_encode_tuple_header(x, arity) < 0 || term_x_encode_atom(x, SHARDNODE_MSG_TAG) < 0 ||
+	    term_x_encode_atom(x, kind) < 0)
 		return -ENOMEM;
 	return 0;
 }

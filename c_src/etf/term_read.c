@@ -12,6 +12,7 @@
 
 #include "base/byteorder.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 /* The text of the atom at b[idx] within len bytes: *text, *n bytes, and
  * whether they are Latin-1. False if no whole atom is there. Inline, so
@@ -227,16 +228,16 @@ int term_x_whole_or_enomem(ei_x_buff *x, int start, int rc)
 
 int term_x_error_atom(ei_x_buff *x, const char *reason)
 {
-	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "error") < 0 ||
-	    ei_x_encode_atom(x, reason) < 0)
+	if (ei_x_encode_tuple_header(x, 2) < 0 || term_x_encode_atom(x, "error") < 0 ||
+	    term_x_encode_atom(x, reason) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
 int term_x_error_tagged_raw(ei_x_buff *x, const char *tag, const char *raw, size_t raw_len)
 {
-	if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, "error") < 0 ||
-	    ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_atom(x, tag) < 0)
+	if (ei_x_encode_tuple_header(x, 2) < 0 || term_x_encode_atom(x, "error") < 0 ||
+	    ei_x_encode_tuple_header(x, 2) < 0 || term_x_encode_atom(x, tag) < 0)
 		return -ENOMEM;
 	return term_x_append_raw(x, raw, raw_len);
 }

@@ -179,23 +179,53 @@ void coordinator_replicas_on_filled(struct coordinator_replicas *cr, const struc
 	tell(cr, v, shard);
 }
 
-/* Shards short of replicas for want of members to put them on: said at
- * the tick, when their count changed since it was last said. Not as each
- * set changes: a member that leaves takes its shards' replicas one shard
- * at a time, and the count would be said once per shard. */
-static void say_short_of(struct coordinator_replicas *cr, const struct coordinator_view *v)
+/* Ticks (rebalance_interval_ms each) a shortage lasts before it is said:
+ * while members join or start, replicas are filled and waiting shards
+ * continue within a tick or two, and saying each step would be noise. */
+#define SHORTAGE_TICKS 3
+
+/* Said once per episode, at the tick, never once per shard: shards short
+ * of replicas although enough members host the type to hold them, and
+ * shards that still wait for a member of their last replica set. A
+ * cluster with too few members for state_replicas says so once, as
+ * information (one member alone keeps no replicas and says nothing). */
+static void say_shortages(struct coordinator_replicas *cr, const struct coordinator_view *v)
 {
-	uint32_t short_of = 0;
-	for (uint32_t s = 0; s < cr->nshards; s++)
+	uint32_t short_of = 0, waiting = 0;
+	for (uint32_t s = 0; s < cr->nshards; s++) {
+		waiting += cr->sets[s].waiting;
 		short_of += cr->sets[s].home >= 0 && !cr->sets[s].waiting && cr->sets[s].nreplicas < cr->want;
-	if (short_of == cr->short_of)
-		return;
-	cr->short_of = short_of;
-	if (short_of > 0)
-		log_warn(v->log, "coordinator %s: %u shards have fewer than state_replicas (%u) replicas: too few "
-			 "members host the type to hold them all", v->type_name, short_of, cr->want);
-	else
+	}
+	size_t takers = 0;
+	for (size_t k = 0; k < v->nregions; k++)
+		takers += v->takes(v->arg, k);
+	bool few_members = takers <= cr->want;
+	if (few_members && takers > 1 && !cr->said_few_members)
+		log_info(v->log, "coordinator %s: state_replicas is %u, and %zu members host the type: each shard "
+			 "keeps %zu replicas until more join", v->type_name, cr->want, takers, takers - 1);
+	cr->said_few_members = few_members && takers > 1;
+
+	cr->short_ticks = short_of > 0 && !few_members ? cr->short_ticks + 1 : 0;
+	if (cr->short_ticks == SHORTAGE_TICKS) {
+		log_warn(v->log, "coordinator %s: %u shards have had fewer than state_replicas (%u) replicas "
+			 "for %u rebalance intervals, although enough members host the type",
+			 v->type_name, short_of, cr->want, SHORTAGE_TICKS);
+		cr->said_short = true;
+	} else if (short_of == 0 && cr->said_short) {
 		log_info(v->log, "coordinator %s: every shard has its %u replicas", v->type_name, cr->want);
+		cr->said_short = false;
+	}
+
+	cr->waiting_ticks = waiting > 0 ? cr->waiting_ticks + 1 : 0;
+	if (cr->waiting_ticks == SHORTAGE_TICKS) {
+		log_warn(v->log, "coordinator %s: %u shards still wait for a member of their last replica set "
+			 "(the members that hold their records): their messages are answered {error, "
+			 "store_unavailable} until one joins", v->type_name, waiting);
+		cr->said_waiting = true;
+	} else if (waiting == 0 && cr->said_waiting) {
+		log_info(v->log, "coordinator %s: no shard waits for its replica set any more", v->type_name);
+		cr->said_waiting = false;
+	}
 }
 
 void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coordinator_view *v)
@@ -203,7 +233,7 @@ void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coo
 	if (!coordinator_replicas_on(cr) || !cr->ready)
 		return;
 	fill_and_tell(cr, v);
-	say_short_of(cr, v);
+	say_shortages(cr, v);
 }
 
 /* ---- a coordinator that takes over ---- */
@@ -284,6 +314,7 @@ void coordinator_replicas_rebuild(struct coordinator_replicas *cr, const struct 
 	cr->ready = true;
 	(void)replica_sets_rebuild(cr->sets, cr->nshards, cr->reports, cr->nreports, &cr->next_epoch);
 	cr->nreports = 0;
+	uint32_t continued = 0, waiting = 0;
 	for (uint32_t s = 0; s < cr->nshards; s++) {
 		struct replica_set *set = &cr->sets[s];
 		if (home[s] >= 0) {
@@ -296,13 +327,22 @@ void coordinator_replicas_rebuild(struct coordinator_replicas *cr, const struct 
 			home[s] = set->home;
 			promoted[(*npromoted)++] = s;
 			cr->dirty[s] = true;
-			log_at_shard(v->log, LOG_INFO, s, "coordinator %s: shard %u continues on its replica on %s",
+			continued++;
+			log_at_shard(v->log, LOG_DEBUG, s, "coordinator %s: shard %u continues on its replica on %s",
 				     v->type_name, s, v->region_pid(v->arg, (size_t)set->home)->node);
 		} else if (set->waiting) {
-			log_at_shard(v->log, LOG_WARN, s, "coordinator %s: shard %u waits: no member of its last replica "
+			waiting++;
+			log_at_shard(v->log, LOG_DEBUG, s, "coordinator %s: shard %u waits: no member of its last replica "
 				     "set that holds every record is here", v->type_name, s);
 		}
 	}
+	/* Once for them all: a cluster that starts again has its members
+	 * come one by one, and its shards wait until theirs are back. */
+	if (continued > 0)
+		log_info(v->log, "coordinator %s: %u shards continue on their replicas", v->type_name, continued);
+	if (waiting > 0)
+		log_info(v->log, "coordinator %s: %u shards wait for a member of their last replica set to join",
+			 v->type_name, waiting);
 	fill_and_tell(cr, v);
 }
 

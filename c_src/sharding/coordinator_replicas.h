@@ -48,7 +48,11 @@ struct coordinator_replicas {
 	bool ready;
 	struct replica_report *reports;
 	size_t nreports, cap;
-	uint32_t short_of; /* shards with fewer replicas than want, as last logged */
+	/* What the tick says (coordinator_replicas.c, say_shortages): how
+	 * many ticks in a row shards have been short of replicas, or waiting
+	 * for a member of their last set, and whether that was said. */
+	uint32_t short_ticks, waiting_ticks;
+	bool said_short, said_waiting, said_few_members;
 };
 
 /* want 0: nothing kept, every call below does nothing. Returns 0 or

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 #define HOST_TAG "$shardnode_host"
 #define ENTITY_TAG "$shardnode_entity"
@@ -19,22 +20,22 @@ static int whole(int rc) { return rc < 0 ? -ENOMEM : 0; }
 
 static int head(ei_x_buff *x, int arity, const char *tag)
 {
-	return whole(ei_x_encode_version(x) | ei_x_encode_tuple_header(x, arity) | ei_x_encode_atom(x, tag));
+	return whole(ei_x_encode_version(x) | ei_x_encode_tuple_header(x, arity) | term_x_encode_atom(x, tag));
 }
 
 int host_msg_encode_hello(ei_x_buff *x, const char *cnode, const erlang_pid *from)
 {
-	return whole(head(x, 4, HOST_TAG) | ei_x_encode_atom(x, "hello") | ei_x_encode_atom(x, cnode) |
+	return whole(head(x, 4, HOST_TAG) | term_x_encode_atom(x, "hello") | term_x_encode_atom(x, cnode) |
 		     ei_x_encode_pid(x, from));
 }
 
 int host_msg_encode_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id, size_t id_len,
 			  const char *stored, size_t stored_len, uint64_t seq, const char *msg, size_t msg_len)
 {
-	int rc = head(x, 8, HOST_TAG) | ei_x_encode_atom(x, "start") | ei_x_encode_pid(x, region) |
-		 ei_x_encode_atom(x, type) | term_x_append_raw(x, id, id_len);
-	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : ei_x_encode_atom(x, "undefined");
-	rc |= ei_x_encode_ulonglong(x, seq) | term_x_append_raw(x, msg, msg_len);
+	int rc = head(x, 8, HOST_TAG) | term_x_encode_atom(x, "start") | ei_x_encode_pid(x, region) |
+		 term_x_encode_atom(x, type) | term_x_append_raw(x, id, id_len);
+	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : term_x_encode_atom(x, "undefined");
+	rc |= term_x_encode_uint(x, seq) | term_x_append_raw(x, msg, msg_len);
 	return whole(rc);
 }
 
@@ -42,8 +43,8 @@ int host_msg_encode_end(ei_x_buff *x, const erlang_pid *region, uint32_t token, 
 {
 	if (n > INT32_MAX)
 		return -ENOMEM;
-	int rc = head(x, 5, HOST_TAG) | ei_x_encode_atom(x, "end") | ei_x_encode_pid(x, region) |
-		 ei_x_encode_ulong(x, token);
+	int rc = head(x, 5, HOST_TAG) | term_x_encode_atom(x, "end") | ei_x_encode_pid(x, region) |
+		 term_x_encode_uint(x, token);
 	if (n > 0) /* a header of length 0 is itself the empty list */
 		rc |= ei_x_encode_list_header(x, (long)n);
 	for (size_t k = 0; k < n && rc == 0; k++)
@@ -53,17 +54,17 @@ int host_msg_encode_end(ei_x_buff *x, const erlang_pid *region, uint32_t token, 
 
 int host_msg_encode_lease(ei_x_buff *x, uint32_t ms)
 {
-	return whole(head(x, 3, HOST_TAG) | ei_x_encode_atom(x, "lease") | ei_x_encode_ulong(x, ms));
+	return whole(head(x, 3, HOST_TAG) | term_x_encode_atom(x, "lease") | term_x_encode_uint(x, ms));
 }
 
 int host_msg_encode_entity(ei_x_buff *x, uint64_t seq, const char *msg, size_t msg_len)
 {
-	return whole(head(x, 3, ENTITY_TAG) | ei_x_encode_ulonglong(x, seq) | term_x_append_raw(x, msg, msg_len));
+	return whole(head(x, 3, ENTITY_TAG) | term_x_encode_uint(x, seq) | term_x_append_raw(x, msg, msg_len));
 }
 
 int host_msg_encode_stop(ei_x_buff *x, const char *reason)
 {
-	return whole(head(x, 2, STOP_TAG) | ei_x_encode_atom(x, reason));
+	return whole(head(x, 2, STOP_TAG) | term_x_encode_atom(x, reason));
 }
 
 /* ---- decoding ---- */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 int hosted_entity_set_state(struct hosted_entity *he, const char *state, size_t len)
 {
@@ -54,7 +55,7 @@ static int encode_state(const void *state, ei_x_buff *out)
 {
 	const struct hosted_entity *he = state;
 	if (he->state == NULL)
-		return ei_x_encode_atom(out, "undefined") < 0 ? -ENOMEM : 0;
+		return term_x_encode_atom(out, "undefined") < 0 ? -ENOMEM : 0;
 	return term_x_append_raw(out, he->state, he->state_len);
 }
 

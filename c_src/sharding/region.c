@@ -33,6 +33,7 @@
 #include "sharding/region_shutdown.h"
 #include "sharding/region_stats.h"
 #include "sharding/region_store.h"
+#include "etf/term_encode.h"
 
 
 /* ---- what cannot be routed ---- */
@@ -283,7 +284,7 @@ static void on_call(struct region *r, const struct gen_call *call)
 	} else if (term_is_atom(req, 0, "get_region_stats")) {
 		rc = region_encode_stats(r, &x);
 	} else if (term_is_atom(req, 0, "graceful_shutdown")) {
-		rc = ei_x_encode_atom(&x, "ok");
+		rc = term_x_encode_atom(&x, "ok");
 		shutdown = rc == 0;
 	} else {
 		rc = term_x_error_tagged_raw(&x, "bad_request", call->request, call->request_len);

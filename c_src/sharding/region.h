@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/drop_log.h"
+#include "etf/drop_log.h"
 #include "base/histogram.h"
 
 #include <ei.h>
@@ -113,6 +113,9 @@ struct region_config {
 	/* The node's durable store (store/state_store.h), or NULL: states live in
 	 * memory only. Not owned; outlives the region. */
 	struct state_store *store;
+	/* The state_store setting as given ("memory", "lmdb", "postgres"),
+	 * shown by sys:get_state; NULL: "memory". Static text. */
+	const char *store_name;
 	uint32_t store_timeout_ms;       /* a held reply gives up after this */
 	/* state_replicas (docs/contract.md, "Replicated state"): copies of
 	 * each shard's records kept on other members besides its home, named

@@ -16,6 +16,7 @@
 #include "sharding/region_remote.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
+#include "etf/term_encode.h"
 
 /* ---- delivery ---- */
 
@@ -35,7 +36,7 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 	if (term_is_atom(e->msg, 0, "delete")) {
 		shard_stop_entity(s, e->id, e->id_len);
 		int rc = region_store_write(r, s->id, e->id, e->id_len, NULL) == 0
-				 ? ei_x_encode_atom(reply, "ok")
+				 ? term_x_encode_atom(reply, "ok")
 				 : term_x_error_atom(reply, "store_unavailable");
 		/* Live or not, its next load waits for the deletion's commit. */
 		region_store_note_retired(r, e->id, e->id_len);
@@ -77,7 +78,7 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
 		/* A type that keeps no state has nothing stored: `delete` just
 		 * stops the entity, as for every type on a node with a store. */
 		shard_stop_entity(s, e->id, e->id_len);
-		(void)term_x_whole_or_enomem(reply, 0, ei_x_encode_atom(reply, "ok"));
+		(void)term_x_whole_or_enomem(reply, 0, term_x_encode_atom(reply, "ok"));
 		count_delivery(r, e);
 		region_answer(r, e, reply);
 	} else {
@@ -98,7 +99,7 @@ int region_forward(struct region *r, const erlang_pid *home, const struct envelo
 	int rc;
 	if (e->is_call) {
 		rc = ei_x_encode_version(&x) | ei_x_encode_tuple_header(&x, 3) |
-		     ei_x_encode_atom(&x, "$gen_call") | ei_x_encode_tuple_header(&x, 2) |
+		     term_x_encode_atom(&x, "$gen_call") | ei_x_encode_tuple_header(&x, 2) |
 		     ei_x_encode_pid(&x, e->from);
 		rc = rc < 0 ? -ENOMEM : term_x_append_raw(&x, e->tag, e->tag_len);
 		/* A singleton's request is the message itself. */
@@ -122,7 +123,7 @@ int region_forward(struct region *r, const erlang_pid *home, const struct envelo
 	if (rc == 0 && waited >= REGION_AGED_MIN_NS) {
 		if (ei_x_new_with_version(&aged) == 0 &&
 		    shardnode_msg_begin(&aged, 4, "aged") == 0 &&
-		    ei_x_encode_ulonglong(&aged, waited / 1000) == 0 &&
+		    term_x_encode_uint(&aged, waited / 1000) == 0 &&
 		    term_x_append_raw(&aged, x.buff + 1, (size_t)x.index - 1) == 0)
 			out = &aged;
 	}

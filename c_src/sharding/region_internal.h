@@ -51,7 +51,7 @@
 #include <ei.h>
 
 #include "base/byte_set.h"
-#include "base/drop_log.h"
+#include "etf/drop_log.h"
 #include "base/histogram.h"
 #include "base/poll_until.h"
 #include "distribution/node_set.h"

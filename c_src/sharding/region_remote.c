@@ -30,6 +30,8 @@
 #include "sharding/region_remote.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
+#include "etf/term_encode.h"
+#include "etf/term_print.h"
 
 
 
@@ -69,7 +71,7 @@ static void answer_atom(struct region *r, uint32_t shard, const struct envelope 
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	int rc = error ? term_x_error_atom(&x, atom) : ei_x_encode_atom(&x, atom);
+	int rc = error ? term_x_error_atom(&x, atom) : term_x_encode_atom(&x, atom);
 	if (term_x_whole_or_enomem(&x, 0, rc) == 0)
 		region_remote_answer(r, shard, e, &x);
 	ei_x_free(&x);
@@ -387,13 +389,15 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 		shard_stop_entity(s, e.id, e.id_len); /* the process is gone already */
 }
 
+/* The one record of the crash (the host writes none): the id and reason
+ * as the BEAM prints them, an exception's stack in the reason. */
 static void log_crash(struct region *r, const struct host_msg *hm)
 {
 	char *id = NULL, *why = NULL;
-	int i = 0, j = 0;
-	(void)ei_s_print_term(&id, hm->id, &i);
-	(void)ei_s_print_term(&why, hm->reply, &j);
-	log_warn(r->cfg.log, "entity %.200s of %s crashed: %.500s", id ? id : "?", r->cfg.name, why ? why : "?");
+	size_t i = 0, j = 0;
+	(void)term_print(hm->id, &i, 200, &id);
+	(void)term_print(hm->reply, &j, 1000, &why);
+	log_warn(r->cfg.log, "entity %s of %s crashed: %s", id ? id : "?", r->cfg.name, why ? why : "?");
 	free(id);
 	free(why);
 }

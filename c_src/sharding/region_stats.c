@@ -12,6 +12,7 @@
 #include "sharding/region_internal.h"
 #include "sharding/region_send.h"
 #include "sharding/region_stats.h"
+#include "etf/term_encode.h"
 
 /* How long a cluster-wide stats call waits for the other members. */
 #define STATS_TIMEOUT_MS 2000
@@ -77,13 +78,13 @@ static void append_id(struct entity *e, void *arg)
 
 int region_encode_state(struct region *r, ei_x_buff *x)
 {
-	int rc = ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok") | ei_x_encode_map_header(x, r->nlocal);
+	int rc = ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "ok") | ei_x_encode_map_header(x, r->nlocal);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard *sh = r->slots[s].shard;
 		if (sh == NULL)
 			continue;
 		/* One cons cell per id keeps the encoding a single pass. */
-		struct id_list_ctx c = {.x = x, .rc = ei_x_encode_ulong(x, s)};
+		struct id_list_ctx c = {.x = x, .rc = term_x_encode_uint(x, s)};
 		entity_table_each(&sh->entities, append_id, &c);
 		rc |= c.rc | ei_x_encode_empty_list(x);
 	}
@@ -94,13 +95,13 @@ int region_encode_stats(struct region *r, ei_x_buff *x)
 {
 	struct region_stats st;
 	region_get_stats(r, &st);
-	return ei_x_encode_tuple_header(x, 2) | ei_x_encode_atom(x, "ok") | ei_x_encode_map_header(x, 6) |
-	       ei_x_encode_atom(x, "entities") | ei_x_encode_ulonglong(x, st.entities) |
-	       ei_x_encode_atom(x, "shards") | ei_x_encode_ulong(x, st.shards) |
-	       ei_x_encode_atom(x, "buffered") | ei_x_encode_ulong(x, st.buffered) |
-	       ei_x_encode_atom(x, "delivered") | ei_x_encode_ulonglong(x, st.delivered) |
-	       ei_x_encode_atom(x, "dropped") | ei_x_encode_ulonglong(x, st.dropped) |
-	       ei_x_encode_atom(x, "forwarded") | ei_x_encode_ulonglong(x, st.forwarded);
+	return ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, "ok") | ei_x_encode_map_header(x, 6) |
+	       term_x_encode_atom(x, "entities") | term_x_encode_uint(x, st.entities) |
+	       term_x_encode_atom(x, "shards") | term_x_encode_uint(x, st.shards) |
+	       term_x_encode_atom(x, "buffered") | term_x_encode_uint(x, st.buffered) |
+	       term_x_encode_atom(x, "delivered") | term_x_encode_uint(x, st.delivered) |
+	       term_x_encode_atom(x, "dropped") | term_x_encode_uint(x, st.dropped) |
+	       term_x_encode_atom(x, "forwarded") | term_x_encode_uint(x, st.forwarded);
 }
 
 int region_encode_sys_state(struct region *r, ei_x_buff *x)
@@ -108,28 +109,28 @@ int region_encode_sys_state(struct region *r, ei_x_buff *x)
 	struct region_stats st;
 	region_get_stats(r, &st);
 	const struct region_config *c = &r->cfg;
-	int rc = ei_x_encode_map_header(x, 6) | ei_x_encode_atom(x, "type") | ei_x_encode_atom(x, c->name) |
-		 ei_x_encode_atom(x, "node") | ei_x_encode_atom(x, dist_node_name(c->node)) |
-		 ei_x_encode_atom(x, "registered") | ei_x_encode_boolean(x, r->registered) |
-		 ei_x_encode_atom(x, "coordinator");
-	rc |= r->registered ? ei_x_encode_atom(x, r->coordinator.node) : ei_x_encode_atom(x, "undefined");
-	rc |= ei_x_encode_atom(x, "stats") | ei_x_encode_map_header(x, 6) | ei_x_encode_atom(x, "entities") |
-	      ei_x_encode_ulonglong(x, st.entities) | ei_x_encode_atom(x, "shards") | ei_x_encode_ulong(x, st.shards) |
-	      ei_x_encode_atom(x, "buffered") | ei_x_encode_ulong(x, st.buffered) | ei_x_encode_atom(x, "delivered") |
-	      ei_x_encode_ulonglong(x, st.delivered) | ei_x_encode_atom(x, "dropped") |
-	      ei_x_encode_ulonglong(x, st.dropped) | ei_x_encode_atom(x, "forwarded") |
-	      ei_x_encode_ulonglong(x, st.forwarded);
-	rc |= ei_x_encode_atom(x, "settings") | ei_x_encode_map_header(x, 10) |
-	      ei_x_encode_atom(x, "number_of_shards") | ei_x_encode_ulong(x, c->number_of_shards) |
-	      ei_x_encode_atom(x, "buffer_size") | ei_x_encode_ulong(x, c->buffer_size) |
-	      ei_x_encode_atom(x, "passivate_idle_after_ms") | ei_x_encode_ulong(x, c->passivate_idle_after_ms) |
-	      ei_x_encode_atom(x, "max_active_entities") | ei_x_encode_ulong(x, c->max_active_entities) |
-	      ei_x_encode_atom(x, "handoff_timeout_ms") | ei_x_encode_ulong(x, c->handoff_timeout_ms) |
-	      ei_x_encode_atom(x, "remember_entities") | ei_x_encode_boolean(x, c->remember != NULL) |
-	      ei_x_encode_atom(x, "state_store") | ei_x_encode_boolean(x, c->store != NULL) |
-	      ei_x_encode_atom(x, "state_replicas") | ei_x_encode_ulong(x, c->state_replicas) |
-	      ei_x_encode_atom(x, "proxy_only") | ei_x_encode_boolean(x, c->proxy_only) |
-	      ei_x_encode_atom(x, "singleton") | ei_x_encode_boolean(x, c->singleton);
+	int rc = ei_x_encode_map_header(x, 6) | term_x_encode_atom(x, "type") | term_x_encode_atom(x, c->name) |
+		 term_x_encode_atom(x, "node") | term_x_encode_atom(x, dist_node_name(c->node)) |
+		 term_x_encode_atom(x, "registered") | ei_x_encode_boolean(x, r->registered) |
+		 term_x_encode_atom(x, "coordinator");
+	rc |= r->registered ? term_x_encode_atom(x, r->coordinator.node) : term_x_encode_atom(x, "undefined");
+	rc |= term_x_encode_atom(x, "stats") | ei_x_encode_map_header(x, 6) | term_x_encode_atom(x, "entities") |
+	      term_x_encode_uint(x, st.entities) | term_x_encode_atom(x, "shards") | term_x_encode_uint(x, st.shards) |
+	      term_x_encode_atom(x, "buffered") | term_x_encode_uint(x, st.buffered) | term_x_encode_atom(x, "delivered") |
+	      term_x_encode_uint(x, st.delivered) | term_x_encode_atom(x, "dropped") |
+	      term_x_encode_uint(x, st.dropped) | term_x_encode_atom(x, "forwarded") |
+	      term_x_encode_uint(x, st.forwarded);
+	rc |= term_x_encode_atom(x, "settings") | ei_x_encode_map_header(x, 10) |
+	      term_x_encode_atom(x, "number_of_shards") | term_x_encode_uint(x, c->number_of_shards) |
+	      term_x_encode_atom(x, "buffer_size") | term_x_encode_uint(x, c->buffer_size) |
+	      term_x_encode_atom(x, "passivate_idle_after_ms") | term_x_encode_uint(x, c->passivate_idle_after_ms) |
+	      term_x_encode_atom(x, "max_active_entities") | term_x_encode_uint(x, c->max_active_entities) |
+	      term_x_encode_atom(x, "handoff_timeout_ms") | term_x_encode_uint(x, c->handoff_timeout_ms) |
+	      term_x_encode_atom(x, "remember_entities") | ei_x_encode_boolean(x, c->remember != NULL) |
+	      term_x_encode_atom(x, "state_store") | term_x_encode_atom(x, c->store_name ? c->store_name : "memory") |
+	      term_x_encode_atom(x, "state_replicas") | term_x_encode_uint(x, c->state_replicas) |
+	      term_x_encode_atom(x, "proxy_only") | ei_x_encode_boolean(x, c->proxy_only) |
+	      term_x_encode_atom(x, "singleton") | ei_x_encode_boolean(x, c->singleton);
 	return rc;
 }
 
@@ -142,7 +143,7 @@ static int encode_local_counts(struct region *r, ei_x_buff *x)
 		struct shard *sh = r->slots[s].shard;
 		if (sh == NULL)
 			continue;
-		rc |= ei_x_encode_ulong(x, s) | ei_x_encode_ulong(x, sh->entities.count);
+		rc |= term_x_encode_uint(x, s) | term_x_encode_uint(x, sh->entities.count);
 	}
 	return rc;
 }
@@ -164,7 +165,7 @@ static void finish_stats(struct stats_request *q)
 	struct region *r = q->region;
 	ei_x_buff x;
 	if (ei_x_new(&x) == 0) {
-		int rc = ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "ok") |
+		int rc = ei_x_encode_tuple_header(&x, 2) | term_x_encode_atom(&x, "ok") |
 			 ei_x_encode_map_header(&x, q->entries) |
 			 term_x_append_raw(&x, q->pairs.buff, (size_t)q->pairs.index);
 		if (term_x_whole_or_enomem(&x, 0, q->broken ? -ENOMEM : rc) == 0)
@@ -207,7 +208,7 @@ void region_stats_start(struct region *r, const struct gen_call *call)
 	memcpy(q->tag, call->tag, call->tag_len);
 	q->tag_len = call->tag_len;
 	evloop_timer_init(&q->timer, on_stats_timeout, q);
-	q->broken = (ei_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node)) | encode_local_counts(r, &q->pairs)) < 0;
+	q->broken = (term_x_encode_atom(&q->pairs, dist_node_name(r->cfg.node)) | encode_local_counts(r, &q->pairs)) < 0;
 	q->entries = 1;
 	q->next = r->stats.requests;
 	r->stats.requests = q;

@@ -11,6 +11,7 @@
 #include "etf/entity_id.h"
 #include "etf/shardnode_msg.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 /* Entries and bytes per message: keeps a message far under the default
  * max_message_bytes (64 MiB; a peer set much lower may refuse a batch),
@@ -30,8 +31,8 @@ struct remember_replica {
 
 static int encode_entry(ei_x_buff *x, uint32_t shard, bool live, const char *id, size_t len)
 {
-	if (ei_x_encode_tuple_header(x, 3) < 0 || ei_x_encode_ulong(x, shard) < 0 ||
-	    ei_x_encode_atom(x, live ? "true" : "false") < 0)
+	if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_uint(x, shard) < 0 ||
+	    term_x_encode_atom(x, live ? "true" : "false") < 0)
 		return -ENOMEM;
 	return term_x_append_raw(x, id, len);
 }
@@ -43,7 +44,7 @@ static void send_entries(struct remember_replica *rr, const char *to, const ei_x
 	ei_x_buff x;
 	if (ei_x_new_with_version(&x) < 0)
 		return;
-	if (shardnode_msg_begin(&x, 4, "remembered") == 0 && ei_x_encode_atom(&x, rr->our_node) == 0 &&
+	if (shardnode_msg_begin(&x, 4, "remembered") == 0 && term_x_encode_atom(&x, rr->our_node) == 0 &&
 	    ei_x_encode_list_header(&x, (long)n) == 0 && term_x_append_raw(&x, items->buff, (size_t)items->index) == 0 &&
 	    ei_x_encode_empty_list(&x) == 0) {
 		if (to != NULL) {

@@ -8,6 +8,7 @@
 #include "etf/entity_id.h"
 #include "etf/shardnode_msg.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 static const char *const kind_names[] = {
 	[RMSG_SET] = "replica_set",
@@ -263,14 +264,14 @@ static int begin(ei_x_buff *x, int arity, enum replica_msg_kind kind)
 int replica_msg_encode_set(ei_x_buff *x, uint32_t shard, uint64_t epoch, const erlang_pid *home,
 			   const erlang_pid *const *replicas, const bool *complete, size_t n)
 {
-	if (begin(x, 6, RMSG_SET) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulonglong(x, epoch) < 0 ||
+	if (begin(x, 6, RMSG_SET) || term_x_encode_uint(x, shard) < 0 || term_x_encode_uint(x, epoch) < 0 ||
 	    ei_x_encode_pid(x, home) < 0)
 		return -ENOMEM;
 	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++)
 		if (ei_x_encode_tuple_header(x, 2) < 0 || ei_x_encode_pid(x, replicas[k]) < 0 ||
-		    ei_x_encode_atom(x, complete[k] ? "true" : "false") < 0)
+		    term_x_encode_atom(x, complete[k] ? "true" : "false") < 0)
 			return -ENOMEM;
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
@@ -289,12 +290,12 @@ int replica_msg_writes_begin(struct replica_writes *w, ei_x_buff *x, const erlan
 int replica_msg_writes_add(struct replica_writes *w, ei_x_buff *x, uint32_t shard, uint64_t epoch, uint64_t seq,
 			   const char *id, size_t id_len, const char *state, size_t state_len)
 {
-	if (ei_x_encode_tuple_header(x, 5) < 0 || ei_x_encode_ulong(x, shard) < 0 ||
-	    ei_x_encode_ulonglong(x, epoch) < 0 || ei_x_encode_ulonglong(x, seq) < 0 ||
+	if (ei_x_encode_tuple_header(x, 5) < 0 || term_x_encode_uint(x, shard) < 0 ||
+	    term_x_encode_uint(x, epoch) < 0 || term_x_encode_uint(x, seq) < 0 ||
 	    term_x_append_raw(x, id, id_len) != 0)
 		return -ENOMEM;
 	if (state == NULL) {
-		if (ei_x_encode_atom(x, "deleted") < 0)
+		if (term_x_encode_atom(x, "deleted") < 0)
 			return -ENOMEM;
 	} else if (state_len < 1 || ei_x_encode_tuple_header(x, 1) < 0 ||
 		   term_x_append_raw(x, state + 1, state_len - 1) != 0) { /* without its version byte */
@@ -317,7 +318,7 @@ int replica_msg_writes_end(struct replica_writes *w, ei_x_buff *x)
 int replica_msg_encode_reply(ei_x_buff *x, enum replica_msg_kind kind, uint32_t shard, uint64_t value,
 			     const erlang_pid *from)
 {
-	if (begin(x, 5, kind) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulonglong(x, value) < 0 ||
+	if (begin(x, 5, kind) || term_x_encode_uint(x, shard) < 0 || term_x_encode_uint(x, value) < 0 ||
 	    ei_x_encode_pid(x, from) < 0)
 		return -ENOMEM;
 	return 0;
@@ -326,8 +327,8 @@ int replica_msg_encode_reply(ei_x_buff *x, enum replica_msg_kind kind, uint32_t 
 int replica_msg_encode_fill(ei_x_buff *x, uint32_t shard, uint64_t epoch, uint32_t chunk, bool last,
 			    const erlang_pid *home, const char *records, size_t records_len)
 {
-	if (begin(x, 8, RMSG_FILL) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulonglong(x, epoch) < 0 ||
-	    ei_x_encode_ulong(x, chunk) < 0 || ei_x_encode_atom(x, last ? "true" : "false") < 0 ||
+	if (begin(x, 8, RMSG_FILL) || term_x_encode_uint(x, shard) < 0 || term_x_encode_uint(x, epoch) < 0 ||
+	    term_x_encode_uint(x, chunk) < 0 || term_x_encode_atom(x, last ? "true" : "false") < 0 ||
 	    ei_x_encode_pid(x, home) < 0)
 		return -ENOMEM;
 	return term_x_append_raw(x, records, records_len);
@@ -335,14 +336,14 @@ int replica_msg_encode_fill(ei_x_buff *x, uint32_t shard, uint64_t epoch, uint32
 
 int replica_msg_encode_replicated(ei_x_buff *x, uint64_t seq, const erlang_pid *replica)
 {
-	if (begin(x, 4, RMSG_REPLICATED) || ei_x_encode_ulonglong(x, seq) < 0 || ei_x_encode_pid(x, replica) < 0)
+	if (begin(x, 4, RMSG_REPLICATED) || term_x_encode_uint(x, seq) < 0 || ei_x_encode_pid(x, replica) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
 int replica_msg_encode_filled(ei_x_buff *x, uint32_t shard, const erlang_pid *replica)
 {
-	if (begin(x, 4, RMSG_FILLED) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, replica) < 0)
+	if (begin(x, 4, RMSG_FILLED) || term_x_encode_uint(x, shard) < 0 || ei_x_encode_pid(x, replica) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -356,8 +357,8 @@ int replica_msg_encode_held(ei_x_buff *x, const erlang_pid *region, const uint32
 	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++)
-		if (ei_x_encode_tuple_header(x, 3) < 0 || ei_x_encode_ulong(x, shards[k]) < 0 ||
-		    ei_x_encode_ulonglong(x, epochs[k]) < 0 || ei_x_encode_atom(x, role_names[roles[k]]) < 0)
+		if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_uint(x, shards[k]) < 0 ||
+		    term_x_encode_uint(x, epochs[k]) < 0 || term_x_encode_atom(x, role_names[roles[k]]) < 0)
 			return -ENOMEM;
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }

@@ -8,6 +8,7 @@
 
 #include "etf/term.h"
 #include "etf/term_validate.h"
+#include "etf/term_encode.h"
 
 struct shard *shard_new(uint32_t id, const struct entity_type *type)
 {
@@ -204,7 +205,7 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	if (term_is_atom(msg, 0, "passivate")) {
 		if (e != NULL)
 			retire_entity(s, e);
-		(void)term_x_whole_or_enomem(reply, 0, ei_x_encode_atom(reply, "ok"));
+		(void)term_x_whole_or_enomem(reply, 0, term_x_encode_atom(reply, "ok"));
 		return 0;
 	}
 	if (e == NULL) {
@@ -215,9 +216,9 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 			return -ENOMEM;
 		}
 		if (e == NULL) {
-			int enc = ei_x_encode_tuple_header(reply, 2) | ei_x_encode_atom(reply, "error") |
-				  ei_x_encode_tuple_header(reply, 2) | ei_x_encode_atom(reply, "entity_start_failed") |
-				  ei_x_encode_long(reply, rc);
+			int enc = ei_x_encode_tuple_header(reply, 2) | term_x_encode_atom(reply, "error") |
+				  ei_x_encode_tuple_header(reply, 2) | term_x_encode_atom(reply, "entity_start_failed") |
+				  term_x_encode_int(reply, rc);
 			(void)term_x_whole_or_enomem(reply, 0, enc);
 			return 0;
 		}

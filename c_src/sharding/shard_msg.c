@@ -6,6 +6,7 @@
 
 #include "etf/shardnode_msg.h"
 #include "etf/term.h"
+#include "etf/term_encode.h"
 
 static const char *const kind_names[] = {
 	[SMSG_REGISTER] = "register",
@@ -246,21 +247,21 @@ int shard_msg_encode_pid(ei_x_buff *x, enum shard_msg_kind kind, const erlang_pi
 
 int shard_msg_encode_shard(ei_x_buff *x, enum shard_msg_kind kind, uint32_t shard, const erlang_pid *pid)
 {
-	if (begin(x, 4, kind) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, pid) < 0)
+	if (begin(x, 4, kind) || term_x_encode_uint(x, shard) < 0 || ei_x_encode_pid(x, pid) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
 int shard_msg_encode_stats(ei_x_buff *x, uint32_t request, const char *node, const char *map, size_t map_len)
 {
-	if (begin(x, 5, SMSG_STATS) || ei_x_encode_ulong(x, request) < 0 || ei_x_encode_atom(x, node) < 0)
+	if (begin(x, 5, SMSG_STATS) || term_x_encode_uint(x, request) < 0 || term_x_encode_atom(x, node) < 0)
 		return -ENOMEM;
 	return term_x_append_raw(x, map, map_len);
 }
 
 int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks, const erlang_pid *to)
 {
-	if (begin(x, 5, SMSG_HANDOFF) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, acks) < 0 ||
+	if (begin(x, 5, SMSG_HANDOFF) || term_x_encode_uint(x, shard) < 0 || term_x_encode_uint(x, acks) < 0 ||
 	    ei_x_encode_pid(x, to) < 0)
 		return -ENOMEM;
 	return 0;
@@ -269,15 +270,15 @@ int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks, const 
 int shard_msg_encode_state_chunk(ei_x_buff *x, uint32_t shard, uint32_t seq, bool last, const erlang_pid *from,
 				 const char *chunk, size_t chunk_len)
 {
-	if (begin(x, 7, SMSG_SHARD_STATE) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, seq) < 0 ||
-	    ei_x_encode_atom(x, last ? "true" : "false") < 0 || ei_x_encode_pid(x, from) < 0)
+	if (begin(x, 7, SMSG_SHARD_STATE) || term_x_encode_uint(x, shard) < 0 || term_x_encode_uint(x, seq) < 0 ||
+	    term_x_encode_atom(x, last ? "true" : "false") < 0 || ei_x_encode_pid(x, from) < 0)
 		return -ENOMEM;
 	return term_x_append_raw(x, chunk, chunk_len);
 }
 
 int shard_msg_encode_state_ack(ei_x_buff *x, uint32_t shard, uint32_t seq, const erlang_pid *region)
 {
-	if (begin(x, 5, SMSG_SHARD_STATE_ACK) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_ulong(x, seq) < 0 ||
+	if (begin(x, 5, SMSG_SHARD_STATE_ACK) || term_x_encode_uint(x, shard) < 0 || term_x_encode_uint(x, seq) < 0 ||
 	    ei_x_encode_pid(x, region) < 0)
 		return -ENOMEM;
 	return 0;
@@ -290,7 +291,7 @@ int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint3
 	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++)
-		if (ei_x_encode_ulong(x, shards[k]) < 0)
+		if (term_x_encode_uint(x, shards[k]) < 0)
 			return -ENOMEM;
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
@@ -310,8 +311,8 @@ void shard_msg_hosting_read(const struct shard_msg *sm, uint64_t *shards, uint64
 
 int shard_msg_encode_home_epoch(ei_x_buff *x, uint32_t shard, const erlang_pid *home, uint64_t epoch)
 {
-	if (begin(x, 5, SMSG_SHARD_HOME) || ei_x_encode_ulong(x, shard) < 0 || ei_x_encode_pid(x, home) < 0 ||
-	    ei_x_encode_ulonglong(x, epoch) < 0)
+	if (begin(x, 5, SMSG_SHARD_HOME) || term_x_encode_uint(x, shard) < 0 || ei_x_encode_pid(x, home) < 0 ||
+	    term_x_encode_uint(x, epoch) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -324,12 +325,12 @@ int shard_msg_encode_hosting_epochs(ei_x_buff *x, const erlang_pid *region, cons
 	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++)
-		if (ei_x_encode_ulong(x, shards[k]) < 0)
+		if (term_x_encode_uint(x, shards[k]) < 0)
 			return -ENOMEM;
 	if (ei_x_encode_empty_list(x) < 0 || (n > 0 && ei_x_encode_list_header(x, (long)n) < 0))
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++)
-		if (ei_x_encode_ulonglong(x, epochs[k]) < 0)
+		if (term_x_encode_uint(x, epochs[k]) < 0)
 			return -ENOMEM;
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
@@ -339,7 +340,7 @@ int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id
 {
 	if (begin(x, 5, SMSG_TELL))
 		return -ENOMEM;
-	if ((sender ? ei_x_encode_pid(x, sender) : ei_x_encode_atom(x, "undefined")) < 0)
+	if ((sender ? ei_x_encode_pid(x, sender) : term_x_encode_atom(x, "undefined")) < 0)
 		return -ENOMEM;
 	if (term_x_append_raw(x, id, id_len) || term_x_append_raw(x, msg, msg_len))
 		return -ENOMEM;

@@ -100,7 +100,10 @@ handle_info({'$shardnode_host', lease, Ms}, #dispatcher{lease = Old} = D)
     _ = cancel(Old),
     {noreply, D#dispatcher{lease = erlang:start_timer(Ms, self(), lease)}};
 handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C, entities = Es} = D) ->
-    logger:warning("shardnode: the lease of ~p ran out: its ~b entities stop", [C, maps:size(Es)]),
+    %% Said only when it stops something: a C node that starts (or has
+    %% no quorum yet) gives a lease of 0 before it has entities here.
+    _ = map_size(Es) > 0 andalso
+        logger:warning("shardnode: the lease of ~p ran out: its ~b entities stop", [C, map_size(Es)]),
     D1 = end_all(D#dispatcher{lease = undefined}),
     %% The C node is still there: each region hears that its entities'
     %% processes are gone (killed, as each 'DOWN' would say), so it answers

@@ -28,7 +28,6 @@
 -module(shardnode_entity_proc).
 
 -export([start/5]).
--export([init/6]).
 
 -record(entity, {dispatcher :: pid(),
                  region :: pid(),
@@ -45,15 +44,26 @@
 -spec start(pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
             {non_neg_integer(), term()}) -> {pid(), reference()}.
 start(Region, Module, Id, Stored, First) ->
-    proc_lib:spawn_opt(?MODULE, init, [self(), Region, Module, Id, Stored, First], [link, monitor]).
+    Dispatcher = self(),
+    erlang:spawn_opt(fun() -> init(Dispatcher, Region, Module, Id, Stored, First) end, [link, monitor]).
 
-%% @private
+%% A crash ends the process with the reason proc_lib would give it (an
+%% exception's stack included), but no crash report: the C node logs the
+%% crash, once, with the entity's type and id — one crash, one record.
+%% (A plain process, not proc_lib's, and one whose exceptions are caught,
+%% so the emulator does not log an uncaught error either.)
 -spec init(pid(), pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
            {non_neg_integer(), term()}) -> no_return().
 init(Dispatcher, Region, Module, Id, Stored, {Seq, Msg}) ->
-    E = #entity{dispatcher = Dispatcher, region = Region, module = Module, id = Id},
-    {ok, State} = callback(fun() -> Module:init(Id, Stored) end, E),
-    run(Seq, Msg, E#entity{state = State}).
+    try
+        E = #entity{dispatcher = Dispatcher, region = Region, module = Module, id = Id},
+        {ok, State} = callback(fun() -> Module:init(Id, Stored) end, E),
+        run(Seq, Msg, E#entity{state = State})
+    catch
+        exit:Reason -> exit(Reason);
+        error:Reason:Stack -> exit({Reason, Stack});
+        throw:Value:Stack -> exit({{nocatch, Value}, Stack})
+    end.
 
 %% Runs one of the module's callbacks. An `exit(normal)' in it would end
 %% the process as quietly as its own end does, and the message it was

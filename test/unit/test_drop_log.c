@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "base/drop_log.h"
+#include "etf/drop_log.h"
 
 static int count_lines(char *text, size_t len, const char *needle)
 {

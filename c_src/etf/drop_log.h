@@ -51,8 +51,8 @@ bool drop_log_note(struct drop_log *d, const char *reason);
 /* Counts one message dropped for `reason` (drop_log_note) and, when it is
  * the first of its reason, logs it at the log's level as
  * "<who>: <what>: dropped (<reason>; ...): <term>", the term (encoded,
- * validated, no version byte; may be NULL) printed as Erlang text, cut at
- * 300 bytes. For callers whose first line needs nothing but the message. */
+ * validated, no version byte; may be NULL) printed as ~p prints it
+ * (term_print.h), cut at 300 bytes. For callers whose first line needs nothing but the message. */
 void drop_log_drop(struct drop_log *d, const char *reason, const char *what, const char *term);
 
 /* Writes, once DROP_LOG_INTERVAL_MS have passed since the last time it

@@ -1,10 +1,12 @@
 /* drop_log.c — see drop_log.h. */
-#include "base/drop_log.h"
+#include "etf/drop_log.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include <ei.h>
+
+#include "etf/term_print.h"
 
 void drop_log_init(struct drop_log *d, const struct logger *log, const char *who, enum log_level level)
 {
@@ -49,12 +51,10 @@ void drop_log_drop(struct drop_log *d, const char *reason, const char *what, con
 	if (!drop_log_note(d, reason))
 		return;
 	char *text = NULL;
-	int i = 0;
-	if (term != NULL && ei_s_print_term(&text, term, &i) < 0) {
-		free(text);
+	size_t i = 0;
+	if (term != NULL && term_print(term, &i, 300, &text) != 0)
 		text = NULL;
-	}
-	log_at(d->log, d->level, "%s: %s: dropped (%s; the next ones are counted, a line each %d s): %.300s", d->who,
+	log_at(d->log, d->level, "%s: %s: dropped (%s; the next ones are counted, a line each %d s): %s", d->who,
 	       what, reason, DROP_LOG_INTERVAL_MS / 1000, text != NULL ? text : "");
 	free(text);
 }
