@@ -15,7 +15,8 @@
          calls_reach_entities_on_every_member/1,
          an_unknown_type_is_noproc_at_once/1,
          a_lost_node_is_noconnection_at_once/1,
-         a_timed_out_call_leaves_no_late_reply/1]).
+         a_timed_out_call_leaves_no_late_reply/1,
+         big_and_malformed_requests_are_answered_in_place/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -25,7 +26,8 @@ all() ->
      calls_reach_entities_on_every_member,
      an_unknown_type_is_noproc_at_once,
      a_lost_node_is_noconnection_at_once,
-     a_timed_out_call_leaves_no_late_reply].
+     a_timed_out_call_leaves_no_late_reply,
+     big_and_malformed_requests_are_answered_in_place].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -44,6 +46,10 @@ init_per_testcase(calls_reach_entities_on_every_member, Config) ->
     {[A], Config1} = shardnode_ct:start_nodes(Config, [Shards]),
     {[B], Config2} = shardnode_ct:start_nodes(Config1, [Shards#{join => [A]}]),
     [{cnode, A}, {other, B} | Config2];
+%% max_message_bytes of 2 MiB: a request past it is cheap to make.
+init_per_testcase(big_and_malformed_requests_are_answered_in_place, Config) ->
+    {[C], Config1} = shardnode_ct:start_nodes(Config, [#{config => #{max_message_bytes => 2097152}}]),
+    [{cnode, C} | Config1];
 init_per_testcase(_Case, Config) ->
     {[C], Config1} = shardnode_ct:start_nodes(Config, [#{}]),
     [{cnode, C} | Config1].
@@ -54,6 +60,32 @@ end_per_testcase(_Case, Config) ->
 %%====================================================================
 %% Cases
 %%====================================================================
+
+%% A request the node could not take (over its max_message_bytes) is
+%% {error, message_too_large} at once, never sent; a big one it can take
+%% goes alone and is answered as any; a multi_call element that is no
+%% {EntityId, Msg} is answered {error, {bad_request, Element}} in its
+%% place, and the others as always. The client serves on.
+big_and_malformed_requests_are_answered_in_place(Config) ->
+    C = ?config(cnode, Config),
+    TooBig = binary:copy(<<0>>, 3 * 1048576),
+    Big = binary:copy(<<1>>, 1536 * 1024),
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertEqual({error, message_too_large}, shardnode:call(C, kv, "k", {put, v, TooBig}, 30000)),
+    ?assert(erlang:monotonic_time(millisecond) - T0 < 1000, "answered without waiting"),
+    ?assertEqual(ok, shardnode:call(C, kv, "k", {put, v, Big}, 30000)),
+    ?assertEqual({ok, Big}, shardnode:call(C, kv, "k", {get, v}, 30000)),
+    Client = shardnode_clients:client(C),
+    ?assertEqual([1, {error, {bad_request, oops}}, {error, message_too_large}, 0, 2,
+                  {error, {bad_request, {a, b, c}}}],
+                 shardnode:multi_call(C, counter, [{m, incr}, oops, {m, {incr, TooBig}},
+                                                   {m2, {incr, 0}}, {m, incr}, {a, b, c}])),
+    ?assertEqual([{error, {bad_request, x}}], shardnode:multi_call(C, counter, [x])),
+    %% Calls to one entity stay in the order made, a big one among them.
+    ?assertEqual([ok, ok, {ok, Big}],
+                 shardnode:multi_call(C, kv, [{"o", {put, a, 1}}, {"o", {put, a, Big}}, {"o", {get, a}}], 30000)),
+    ?assertEqual(Client, shardnode_clients:client(C), "the same client serves on"),
+    ?assertEqual(3, shardnode:call(C, counter, m, incr)).
 
 %% Replies are the entities' own, errors included; a multi-call's come in
 %% the order of its requests, the same id twice handled in that order.

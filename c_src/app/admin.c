@@ -170,7 +170,8 @@ static int append_ok_value(ei_x_buff *x, const ei_x_buff *from)
 }
 
 /* sys:get_state's answer (sys_msg.h): #{version, protocols, node,
- * members, shard_types, singletons, proxy_only, log_level}; protocols
+ * members, shard_types, singletons, proxy_only, log_level,
+ * max_message_bytes}; protocols
  * is #{Node => Protocol} (member_protocol.h). Returns 0 or < 0. */
 static int encode_sys_state(struct admin *a, ei_x_buff *x)
 {
@@ -182,7 +183,7 @@ static int encode_sys_state(struct admin *a, ei_x_buff *x)
 		return -ENOMEM;
 	}
 	int rc = encode_members(a, &members) | encode_shard_types(a, &types);
-	rc |= ei_x_encode_map_header(x, 8) | term_x_encode_atom(x, "version") | ei_x_encode_string(x, SHARDNODE_VERSION) |
+	rc |= ei_x_encode_map_header(x, 9) | term_x_encode_atom(x, "version") | ei_x_encode_string(x, SHARDNODE_VERSION) |
 	      term_x_encode_atom(x, "protocols");
 	if (a->membership != NULL)
 		rc |= membership_encode_protocols(a->membership, x);
@@ -203,7 +204,8 @@ static int encode_sys_state(struct admin *a, ei_x_buff *x)
 		rc |= ei_x_encode_tuple_header(x, 2) | term_x_encode_atom(x, a->cfg.singleton_names[k]) |
 		      term_x_encode_atom(x, a->cfg.singleton_types[k]);
 	rc |= ei_x_encode_empty_list(x) | term_x_encode_atom(x, "proxy_only") | ei_x_encode_boolean(x, a->cfg.proxy_only) |
-	      term_x_encode_atom(x, "log_level") | term_x_encode_atom(x, log_level_name(log_get_level(a->cfg.log)));
+	      term_x_encode_atom(x, "log_level") | term_x_encode_atom(x, log_level_name(log_get_level(a->cfg.log))) |
+	      term_x_encode_atom(x, "max_message_bytes") | term_x_encode_uint(x, a->cfg.max_message_bytes);
 	ei_x_free(&members);
 	ei_x_free(&types);
 	return rc;

@@ -28,6 +28,9 @@ struct admin_config {
 	const char *const *types;     /* hosted entity types; not owned */
 	size_t ntypes;
 	bool proxy_only;
+	/* The node's max_message_bytes, in its sys:get_state: the Erlang
+	 * client refuses a call it could not take without sending it. */
+	uint32_t max_message_bytes;
 	/* The cluster singletons: names and their types; not owned. */
 	const char *const *singleton_names;
 	const char *const *singleton_types;

@@ -176,7 +176,7 @@ static int start_node(struct node_app *app)
 		.types = app->type_names, .ntypes = app->ntypes,
 		.singleton_names = app->singleton_names, .singleton_types = app->singleton_types,
 		.nsingletons = cfg->nsingletons,
-		.proxy_only = cfg->proxy_only, .request_leave = cluster_glue_request_leave, .leave_arg = &app->glue,
+		.proxy_only = cfg->proxy_only, .max_message_bytes = cfg->max_message_bytes, .request_leave = cluster_glue_request_leave, .leave_arg = &app->glue,
 	};
 	app->admin = admin_start(&acfg, &rc);
 	if (app->admin == NULL) {

@@ -24,6 +24,15 @@
 %% one); when a region is not there, its callers get `{error, noproc}'.
 %% A caller that gave up (its timeout) has deactivated its alias: a late
 %% reply is dropped by the runtime, never left in its mailbox.
+%%
+%% Big requests: one of ?ALONE_BYTES or more goes alone, as a
+%% '$gen_call' of its own (tagged as a batched one, so its reply comes
+%% back the same way): in a batch it would hold its neighbours up, and a
+%% batch over the node's max_message_bytes would be discarded whole. One
+%% that the node could not take (its max_message_bytes, asked of its
+%% admin once) is answered {error, message_too_large} at once, never sent.
+%% A multi_call element that is no {EntityId, Msg} is answered {error,
+%% {bad_request, Element}} in its place, as the node answers one.
 -module(shardnode_client).
 
 -export([start/1, call/5, multi_call/4]).
@@ -37,6 +46,12 @@
 -define(MAX_BATCH, 1000).
 %% how often calls whose caller has given up are forgotten
 -define(SWEEP_MS, 1000).
+%% a request this big (its external size) or bigger goes alone
+-define(ALONE_BYTES, 1048576).
+%% what a '$gen_call' adds around the request: control message, From, tags
+-define(ENVELOPE_BYTES, 1024).
+%% max_message_bytes of a node that does not say (docs/contract.md)
+-define(DEFAULT_MAX_MESSAGE_BYTES, 67108864).
 
 -record(st, {node :: node(),
              seq = 0 :: non_neg_integer(),
@@ -47,7 +62,9 @@
              %% Type => monitor of {Type, Node}
              regions = #{} :: #{atom() => reference()},
              %% Type => requests to send, newest first
-             out = #{} :: #{atom() => [tuple()]}}).
+             out = #{} :: #{atom() => [tuple()]},
+             %% the node's max_message_bytes, once a big request asked
+             max_bytes :: undefined | pos_integer()}).
 
 -spec start(node()) -> {pid(), reference()}.
 start(Node) ->
@@ -57,7 +74,7 @@ start(Node) ->
 -spec call(pid(), atom(), term(), term(), timeout()) -> term().
 call(Client, Type, Id, Msg, Timeout) ->
     Alias = erlang:monitor(process, Client, [{alias, reply_demonitor}]),
-    Client ! {'$call', Alias, Type, Id, Msg, deadline(Timeout)},
+    Client ! {'$call', Alias, Type, Id, Msg, erlang:external_size({Id, Msg}), deadline(Timeout)},
     receive
         {Alias, Reply} -> Reply;
         {'DOWN', Alias, process, _, Reason} -> {error, down_reason(Reason)}
@@ -72,7 +89,12 @@ multi_call(_Client, _Type, [], _Timeout) ->
     [];
 multi_call(Client, Type, Requests, Timeout) ->
     Alias = erlang:monitor(process, Client, [{alias, reply_demonitor}]),
-    Client ! {'$multi_call', Alias, Type, Requests, deadline(Timeout)},
+    %% Sized here, in the caller, not in the client all callers share.
+    Sized = [case R of
+                 {Id, Msg} -> {Id, Msg, erlang:external_size(R)};
+                 _ -> {bad_request, R}
+             end || R <- Requests],
+    Client ! {'$multi_call', Alias, Type, Sized, deadline(Timeout)},
     receive
         {Alias, Replies} -> Replies;
         {'DOWN', Alias, process, _, Reason} -> {error, down_reason(Reason)}
@@ -129,18 +151,26 @@ drain(S, N) when N < ?MAX_DRAIN ->
 drain(S, _) ->
     loop(send_out(S)).
 
-handle({'$call', Alias, Type, Id, Msg, Deadline}, #st{seq = Seq, pending = P} = S0) ->
+handle({'$call', Alias, Type, Id, Msg, Size, Deadline}, #st{seq = Seq, pending = P} = S0) ->
+    case route(Size, S0) of
+        {too_large, S} ->
+            Alias ! {Alias, {error, message_too_large}},
+            S;
+        {How, S1} ->
+            S = watch(Type, S1),
+            S2 = S#st{seq = Seq + 1, pending = P#{Seq => {Alias, Type, Deadline}}},
+            send(How, Type, {{'$shardnode_batched', Seq}, Id, Msg}, S2)
+    end;
+handle({'$multi_call', Alias, Type, Sized, Deadline}, #st{multis = Ms} = S0) ->
     S = watch(Type, S0),
-    S#st{seq = Seq + 1,
-         pending = P#{Seq => {Alias, Type, Deadline}},
-         out = add_out(Type, [{{'$shardnode_batched', Seq}, Id, Msg}], S#st.out)};
-handle({'$multi_call', Alias, Type, Requests, Deadline}, #st{seq = Seq0, pending = P0, multis = Ms} = S0) ->
-    S = watch(Type, S0),
-    {Seq, P, Reqs} = number(Requests, Alias, 1, Seq0, P0, []),
-    Count = Seq - Seq0,
-    S#st{seq = Seq, pending = P,
-         multis = Ms#{Alias => {Type, Deadline, Count, #{}}},
-         out = add_out(Type, Reqs, S#st.out)};
+    {Count, Answered, S1} = number(Sized, Alias, Type, 1, 0, #{}, S),
+    case Count of
+        0 ->
+            Alias ! {Alias, [maps:get(I, Answered) || I <- lists:seq(1, map_size(Answered))]},
+            S1;
+        _ ->
+            S1#st{multis = Ms#{Alias => {Type, Deadline, Count, Answered}}}
+    end;
 handle({'$shardnode_replies', Replies}, S) ->
     lists:foldl(fun answered/2, S, Replies);
 handle({{'$shardnode_batched', _}, _} = Reply, S) ->
@@ -164,11 +194,54 @@ handle(sweep, S) ->
 handle(_Other, S) ->
     S.
 
-number([{Id, Msg} | Rest], Alias, Index, Seq, P, Acc) ->
-    number(Rest, Alias, Index + 1, Seq + 1, P#{Seq => {multi, Alias, Index}},
-           [{{'$shardnode_batched', Seq}, Id, Msg} | Acc]);
-number([], _Alias, _Index, Seq, P, Acc) ->
-    {Seq, P, Acc}.
+%% Each request of a multi_call numbered and sent (batched or alone), or
+%% answered in its place: {Sent, Answered, S}.
+number([{bad_request, R} | Rest], Alias, Type, Index, Sent, Answered, S) ->
+    number(Rest, Alias, Type, Index + 1, Sent, Answered#{Index => {error, {bad_request, R}}}, S);
+number([{Id, Msg, Size} | Rest], Alias, Type, Index, Sent, Answered, #st{seq = Seq, pending = P} = S0) ->
+    case route(Size, S0) of
+        {too_large, S} ->
+            number(Rest, Alias, Type, Index + 1, Sent, Answered#{Index => {error, message_too_large}}, S);
+        {How, S1} ->
+            S2 = S1#st{seq = Seq + 1, pending = P#{Seq => {multi, Alias, Index}}},
+            S = send(How, Type, {{'$shardnode_batched', Seq}, Id, Msg}, S2),
+            number(Rest, Alias, Type, Index + 1, Sent + 1, Answered, S)
+    end;
+number([], _Alias, _Type, _Index, Sent, Answered, S) ->
+    {Sent, Answered, S}.
+
+%% How a request of Size bytes goes: in a batch, alone, or not at all.
+route(Size, S) when Size < ?ALONE_BYTES ->
+    {batch, S};
+route(Size, S0) ->
+    {Max, S} = max_bytes(S0),
+    case Size + ?ENVELOPE_BYTES > Max of
+        true -> {too_large, S};
+        false -> {alone, S}
+    end.
+
+max_bytes(#st{max_bytes = undefined, node = Node} = S) ->
+    Max = try sys:get_state({shardnode, Node}, 5000) of
+              #{max_message_bytes := M} when is_integer(M), M > 0 -> M;
+              _ -> ?DEFAULT_MAX_MESSAGE_BYTES
+          catch
+              _:_ -> ?DEFAULT_MAX_MESSAGE_BYTES
+          end,
+    {Max, S#st{max_bytes = Max}};
+max_bytes(#st{max_bytes = Max} = S) ->
+    {Max, S}.
+
+send(batch, Type, Req, #st{out = Out} = S) ->
+    S#st{out = add_out(Type, [Req], Out)};
+send(alone, Type, {Tag, Id, Msg}, #st{node = Node, out = Out} = S) ->
+    %% What waits for this type's batch goes first: calls to one entity
+    %% stay in the order made.
+    Rest = case maps:take(Type, Out) of
+               {Reqs, Others} -> send_batches(Type, Node, lists:reverse(Reqs)), Others;
+               error -> Out
+           end,
+    {Type, Node} ! {'$gen_call', {self(), Tag}, {Id, Msg}},
+    S#st{out = Rest}.
 
 %% Requests are kept newest first; Reqs (newest first too) go on top.
 add_out(Type, Reqs, Out) ->
