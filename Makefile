@@ -40,7 +40,7 @@ NAME_FLAG := $(if $(findstring @,$(NAME)),name,sname)
 # the name a shell beside it takes: a@HOST for a long name, a for a short one
 PEER_NAME := a$(if $(findstring @,$(NAME)),@$(lastword $(subst @, ,$(NAME))))
 
-PLUGINS := $(patsubst examples/%.c,priv/%.so,$(wildcard examples/*.c))
+PLUGINS := $(patsubst examples/%.c,priv/examples/%.so,$(wildcard examples/*.c))
 
 .PHONY: all c deps run test check analyze unit tsan ct bench clean erl erl-check fuzz fuzz-check docs previous-release
 
@@ -68,12 +68,14 @@ $(patsubst test/unit/%.c,build/asan/obj/unit/%.o,$(filter test/unit/%,$(VERSION_
 priv/shardnode: $(OBJ) | priv
 	$(CC) $(OPT) -o $@ $(OBJ) $(NODE_LDFLAGS) $(LDLIBS)
 
-# Example entity types, built as plugins the node loads from priv/. A plugin
-# needs only the entity API's header, c_src/entity/entity.h, and ei.
-priv/%.so: examples/%.c c_src/entity/entity.h | priv
+# Example entity types, built as plugins into priv/examples/: a node loads
+# them only when asked (plugin_dir=priv/examples), so an example's name never
+# takes one of the user's own types. A plugin needs only the entity API's
+# header, c_src/entity/entity.h, and ei.
+priv/examples/%.so: examples/%.c c_src/entity/entity.h | priv/examples
 	$(CC) $(CFLAGS) -Ic_src/entity $(OPT) -fPIC -shared -o $@ $<
 
-build/rel build/asan priv:
+build/rel build/asan priv priv/examples:
 	mkdir -p $@
 
 # After the C node: rebar3's compile hook builds it too, and the two must
@@ -266,4 +268,4 @@ bench: all
 	bench/run.sh
 
 clean:
-	rm -rf build priv/shardnode priv/*.so _build erl_wrapper/doc
+	rm -rf build priv/shardnode priv/*.so priv/examples _build erl_wrapper/doc

@@ -181,7 +181,9 @@ own_node(idle_passivation) -> #{config => #{passivate_idle_after_ms => 300}};
 own_node(overloaded_when_buffer_full) -> #{config => #{buffer_size => 0}};
 own_node(graceful_shutdown_unregisters) -> #{};
 own_node(million_ids_flood_bounded) -> #{config => #{passivate_idle_after_ms => 200}};
-own_node(plugin_entity_type) -> #{types => [counter, account]};
+own_node(plugin_entity_type) ->
+    #{types => [counter, account],
+      config => #{plugin_dir => examples_dir()}};
 own_node(remembered_entities_survive_a_restart) -> none; %% starts its own, twice
 own_node(_) -> none.
 
@@ -487,7 +489,8 @@ million_ids_flood_bounded(Config) ->
     exit(Sink, kill),
     ok.
 
-%% An entity type loaded from priv/account.so, beside a built-in one.
+%% An entity type loaded from priv/examples/account.so (plugin_dir),
+%% beside a built-in one.
 plugin_entity_type(Config) ->
     C = ?config(cnode, Config),
     ?assertEqual({ok, [counter, account]}, gen_server:call({shardnode, C}, shard_types)),
@@ -555,3 +558,9 @@ rss_kb(OsPid) ->
     [Line] = [L || L <- binary:split(Status, <<"\n">>, [global]), binary:match(L, <<"VmRSS">>) =/= nomatch],
     [_, Kb | _] = binary:split(Line, [<<" ">>, <<"\t">>], [global, trim_all]),
     binary_to_integer(Kb).
+
+%% priv/examples beside the executable the nodes run: where `make' builds
+%% the example plugins, which a node loads only when asked.
+examples_dir() ->
+    {ok, #{executable := Exe}} = shardnode_args:command(#{name => "probe@127.0.0.1"}),
+    filename:join(filename:dirname(Exe), "examples").

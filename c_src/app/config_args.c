@@ -331,9 +331,20 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 	for (size_t k = 0; k < c->ntypes; k++) {
 		if (!config_valid_type_name(c->types[k]))
 			return config_fail(err, "--types: '%s' is not an entity type name", c->types[k]);
-		for (size_t j = 0; j < k; j++)
-			if (strcmp(c->types[j], c->types[k]) == 0)
-				return config_fail(err, "--types: '%s' given twice", c->types[k]);
+		for (size_t j = 0; j < k; j++) {
+			if (strcmp(c->types[j], c->types[k]) != 0)
+				continue;
+			/* Say where each came from: a C type (--types, or the
+			 * default counter,kv when none is given) and one written
+			 * in Erlang (--host-types: the wrapper's `entities`). */
+			if (c->type_on_host[j] != c->type_on_host[k])
+				return config_fail(err, "type '%s' is both a C type (%s) and an Erlang type (--host-types, "
+						   "the `entities` of shardnode:start_node/1): rename one, or give --types "
+						   "without it", c->types[k],
+						   have_types ? "--types" : "one of the default types counter,kv");
+			return config_fail(err, "%s: '%s' given twice", c->type_on_host[k] ? "--host-types" : "--types",
+					   c->types[k]);
+		}
 	}
 
 	if (config_file != NULL) {

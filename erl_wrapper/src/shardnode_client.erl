@@ -221,8 +221,9 @@ route(Size, S0) ->
     end.
 
 max_bytes(#st{max_bytes = undefined, node = Node} = S) ->
-    Max = try sys:get_state({shardnode, Node}, 5000) of
-              #{max_message_bytes := M} when is_integer(M), M > 0 -> M;
+    %% sys:get_state/2 by hand: its spec names no {Name, Node}.
+    Max = try gen:call({shardnode, Node}, system, get_state, 5000) of
+              {ok, #{max_message_bytes := M}} when is_integer(M), M > 0 -> M;
               _ -> ?DEFAULT_MAX_MESSAGE_BYTES
           catch
               _:_ -> ?DEFAULT_MAX_MESSAGE_BYTES

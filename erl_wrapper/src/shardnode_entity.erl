@@ -4,9 +4,10 @@
 %% starts from, and how it answers each message. The C node does
 %% everything around the entities (routing by id, shards, moves with
 %% their state, the stores, passivation); the entities run as processes
-%% on the BEAM node that hosts the type. The hosting side is being built:
-%% docs/architecture.md ("Entities written in Erlang and Elixir") holds
-%% its design. This module fixes the callbacks a user writes against.
+%% on the BEAM node that hosts the type: the node that started the C node
+%% with `shardnode:start_node(#{entities => #{cart => cart}})', or one
+%% that called `shardnode:host_entities/1' for a C node started with
+%% `--host' (docs/contract.md, "Entities written in Erlang and Elixir").
 %%
 %% A shopping cart:
 %%
@@ -77,7 +78,13 @@
 -callback handle_info(Info :: term(), State :: state()) ->
     {noreply, state()} | {stop, state()}.
 
-%% The entity stops: passivated, moved, deleted or stopping with its node.
--callback terminate(Reason :: term(), State :: state()) -> term().
+%% The entity stops. `Reason': `normal' after its own `{stop, ...}';
+%% `passivate' (asked, idle, or beyond max_active_entities); `delete';
+%% `moved' (its shard went to another member); `shutdown' (its node
+%% stops); `store_unavailable' (its new state could not be written: the
+%% next message starts it from the stored one). A crash, or its host's
+%% lease running out, ends it without terminate/2.
+-callback terminate(Reason :: normal | passivate | delete | moved | shutdown | store_unavailable,
+                    State :: state()) -> term().
 
 -optional_callbacks([handle_info/2, terminate/2]).

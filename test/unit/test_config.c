@@ -1073,3 +1073,25 @@ Test(config, valid_type_names)
 	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
 		cr_assert_not(config_valid_type_name(bad[k]), "%s", bad[k]);
 }
+
+/* A type that is both a C type and an Erlang one says where each came
+ * from: the default types or --types, and --host-types. */
+Test(config, a_type_both_c_and_erlang_names_both_places)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--host", "b@h", "--host-types", "counter"),
+		     -EINVAL);
+	assert_err_has(err, "type 'counter' is both a C type (one of the default types counter,kv) and an Erlang "
+			    "type (--host-types");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "cart", "--host", "b@h",
+			   "--host-types", "cart"),
+		     -EINVAL);
+	assert_err_has(err, "type 'cart' is both a C type (--types) and an Erlang type");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "kv,kv"), -EINVAL);
+	assert_err_has(err, "--types: 'kv' given twice");
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "kv", "--host", "b@h", "--host-types",
+			   "cart,cart"),
+		     -EINVAL);
+	assert_err_has(err, "--host-types: 'cart' given twice");
+}

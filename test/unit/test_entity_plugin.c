@@ -1,7 +1,7 @@
 /*
  * test_entity_plugin.c — loading entity types from a directory of shared
  * objects: files that are not loadable are skipped, a missing directory is
- * no error, and the example plugin priv/account.so (built by `make`) loads
+ * no error, and the example plugin priv/examples/account.so (built by `make`) loads
  * once, with later copies and names already taken skipped.
  *
  * A plugin resolves its ei calls against the executable that loads it (the
@@ -29,7 +29,7 @@
 #include "base/log.h"
 #include "unit_helpers.h"
 
-#define ACCOUNT_SO "priv/account.so"
+#define ACCOUNT_SO "priv/examples/account.so"
 
 /* ---- helpers ---- */
 
@@ -132,7 +132,7 @@ static size_t count_of(const char *hay, const char *needle)
 	return n;
 }
 
-/* Skips the test unless priv/account.so exists and this process can load
+/* Skips the test unless priv/examples/account.so exists and this process can load
  * it (its ei references resolve). */
 static void need_account_plugin(void)
 {
