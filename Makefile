@@ -112,7 +112,8 @@ unit: build/asan/unit $(PLUGINS)
 # race reported fails it.
 TSAN_PROGS := $(patsubst test/tsan/%.c,build/tsan/%,$(wildcard test/tsan/*.c))
 TSAN_SRC := c_src/base/evloop.c c_src/base/resolver.c c_src/base/log.c c_src/base/histogram.c c_src/store/state_lmdb.c c_src/store/state_lmdb_records.c \
-	c_src/store/store_files.c c_src/etf/term.c c_src/etf/term_read.c c_src/etf/term_validate.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_src/etf/entity_id_scalar.c c_src/etf/term_tag.c
+	c_src/store/store_files.c c_src/etf/term.c c_src/etf/term_read.c c_src/etf/term_validate.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_src/etf/entity_id_scalar.c c_src/etf/term_tag.c \
+	c_src/etf/term_encode.c
 build/tsan/%: test/tsan/%.c $(TSAN_SRC) $(HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -O1 -fsanitize=thread -fno-omit-frame-pointer -o $@ $< $(TSAN_SRC) -L$(EI_LIB) -lei -llmdb -lcrypto -lpthread -lm
