@@ -11,6 +11,7 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([log/2]). %% a logger handler of the cases' own
+-export([max_active_entities_passivates_erlang_entities_too/1]).
 -export([an_erlang_entity_answers_as_a_c_one/1,
          a_crash_answers_the_call_and_the_next_message_restarts/1,
          every_exit_answers_the_call_and_is_logged_once/1,
@@ -46,7 +47,8 @@ all() ->
      graceful_shutdown_of_an_erlang_region_moves_its_states,
      a_c_node_with_host_alone_waits_for_its_types,
      health_names_the_host_while_it_is_away,
-     a_lapsed_lease_answers_the_call_at_the_process].
+     a_lapsed_lease_answers_the_call_at_the_process,
+     max_active_entities_passivates_erlang_entities_too].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -149,6 +151,22 @@ a_crash_answers_the_call_and_the_next_message_restarts(Config) ->
     await(fun() -> call(N, tally, 2, get) =:= 40 end),
     ok = call(N, tally, 2, passivate),
     ?assertEqual(0, call(N, tally, 2, get)), %% no store: a passivated entity starts afresh
+    ok = shardnode:stop_node(N).
+
+%% max_active_entities holds for a type written in Erlang: beyond it the
+%% least recently used entities' processes end, as a passivation ends
+%% them, and their states stay in the store: each answers with all it was
+%% given.
+max_active_entities_passivates_erlang_entities_too(Config) ->
+    Dir = filename:join(?config(priv_dir, Config), "limit"),
+    {[N], _} = shardnode_ct:start_nodes(Config, [opts("lim", #{state_store => lmdb, data_dir => Dir,
+                                                               max_active_entities => 5})]),
+    Ids = lists:seq(1, 20),
+    [?assertEqual(ok, call(N, cart, I, {add, apple, I})) || I <- Ids],
+    await(fun() -> length(live(cart)) =< 5 end),
+    [?assertEqual(ok, call(N, cart, I, {add, pear, 1})) || I <- Ids],
+    [?assertEqual(#{apple => I, pear => 1}, call(N, cart, I, items)) || I <- Ids],
+    await(fun() -> length(live(cart)) =< 5 end),
     ok = shardnode:stop_node(N).
 
 %% An entity that exits in handle/2 — normal, shutdown, {shutdown, _} or
@@ -484,6 +502,11 @@ a_lapsed_lease_answers_the_call_at_the_process(Config) ->
 log(Event, #{config := #{to := Pid}}) ->
     Pid ! {host_logged, Event},
     ok.
+
+%% The live processes of Type on this node, the host.
+live(Type) ->
+    [Id || {_, D} <- shardnode_entity_host:dispatchers(),
+           {T, Id, _} <- shardnode_entity_dispatcher:entities(D), T =:= Type].
 
 flush() ->
     receive M -> [M | flush()] after 0 -> [] end.

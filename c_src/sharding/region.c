@@ -501,12 +501,14 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 
 /* shard_limit.may_evict: a shard hosted here, not one whose states are
  * being sent away (frozen, as the idle sweep leaves it) nor one arriving
- * (its slot's incoming). */
-static bool may_evict(void *arg, const struct shard *s)
+ * (its slot's incoming); of a type run on a host, an entity with no
+ * message at its process or waiting for it — one stopped then would have
+ * its messages start a second process while the first still runs. */
+static bool may_evict(void *arg, const struct shard *s, const struct entity *e)
 {
 	const struct region *r = arg;
 	const struct shard_slot *slot = &r->slots[s->id];
-	return slot->shard == s && region_slot_hosted(&slot->st);
+	return slot->shard == s && region_slot_hosted(&slot->st) && (r->cfg.host == NULL || region_remote_idle(e));
 }
 
 struct region *region_start(const struct region_config *cfg, int *err)
@@ -588,14 +590,16 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
-	if (cfg->max_active_entities > 0 && cfg->remember == NULL && cfg->host == NULL) {
+	if (cfg->max_active_entities > 0 && cfg->remember == NULL) {
 		/* Last, as it cannot fail: without memory for the frequencies,
 		 * the least recently used alone. */
 		/* By frequency with a store only: a newcomer not let in loses
 		 * nothing there, where without one it would start afresh on its
 		 * next message. */
-		if (shard_limit_init(&r->limit, cfg->max_active_entities, cfg->limit_by_frequency && r->store != NULL) !=
-		    0) {
+		/* Not for a type run on a host either: the newcomer turned away
+		 * would be the one whose message is on its way to its process. */
+		bool by_frequency = cfg->limit_by_frequency && r->store != NULL && cfg->host == NULL;
+		if (shard_limit_init(&r->limit, cfg->max_active_entities, by_frequency) != 0) {
 			log_warn(cfg->log, "region %s: no memory for the entities' frequencies: max_active_entities "
 				 "passivates the least recently used", r->cfg.name);
 			(void)shard_limit_init(&r->limit, cfg->max_active_entities, false);

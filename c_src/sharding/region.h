@@ -77,7 +77,9 @@ struct region_config {
 	uint32_t passivate_idle_after_ms;      /* 0: never */
 	/* Live entities at most, the least recently used passivated beyond
 	 * (shard.h's shard_limit); 0: no limit. Not with remember (Akka
-	 * turns passivation off for remembered entities too) nor a host. */
+	 * turns passivation off for remembered entities too). With a host:
+	 * by recency alone, and never an entity with a message at its
+	 * process. */
 	uint32_t max_active_entities;
 	/* With a store: the one passivated for it is the least often asked
 	 * of the 8 least recently used, and a newcomer asked no more often

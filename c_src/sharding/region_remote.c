@@ -238,7 +238,9 @@ void region_remote_deliver(struct region *r, struct shard *s, const struct envel
 	}
 	struct hosted_entity *he = region_remote_hosted(ent);
 	he->ops = &r->remote.ops;
-	ent->last_active = region_now32(r);
+	/* The most recent now; the limit may passivate another (an idle one:
+	 * region.c's may_evict). */
+	shard_touch_entity(s, ent, region_now32(r));
 	struct pending *p = copy_in(s->id, e);
 	if (p == NULL) {
 		answer_atom(r, s->id, e, "enomem", true);
@@ -520,6 +522,12 @@ void region_remote_take_back(struct region *r, struct shard_slot *slot)
 }
 
 void region_remote_set_stop_reason(struct region *r, const char *reason) { r->remote.stop_reason = reason; }
+
+bool region_remote_idle(const struct entity *e)
+{
+	const struct hosted_entity *he = (const struct hosted_entity *)(const void *)e->data;
+	return !remote_mailbox_busy(&he->mb) && he->mb.head == NULL;
+}
 
 /* hosted_entity_ops.stopped: the entity leaves its shard. Its process is
  * told to end; messages still in its mailbox (an idle sweep that came

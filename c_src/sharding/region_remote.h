@@ -68,6 +68,10 @@ void region_remote_set_stop_reason(struct region *r, const char *reason);
 /* The record a hosted type keeps for each live entity. */
 static inline struct hosted_entity *region_remote_hosted(struct entity *e) { return entity_state(e); }
 
+/* Whether the live entity `e` (of a hosted type) has no message at its
+ * process and none waiting for it: it may be passivated at once. */
+bool region_remote_idle(const struct entity *e);
+
 /* The node every process of the region's entities runs on ("" if none). */
 static inline const char *region_remote_host_node(const struct region *r)
 {

@@ -91,7 +91,7 @@ static struct entity *pick_victim(struct shard_limit *l, const struct entity *ke
 		void *next_owner = NULL;
 		struct entity *next = entity_lru_newer(&l->lru, e, &next_owner);
 		struct shard *from = o;
-		if (l->may_evict != NULL && !l->may_evict(l->may_evict_arg, from)) {
+		if (l->may_evict != NULL && !l->may_evict(l->may_evict_arg, from, e)) {
 			entity_table_touch(&from->entities, e);
 		} else {
 			unsigned freq = freq_sketch_estimate(&l->sketch, e->hash);
@@ -251,6 +251,13 @@ int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *ms
 	else
 		enforce_limit(s, e, true);
 	return rc;
+}
+
+void shard_touch_entity(struct shard *s, struct entity *e, uint32_t now_ms)
+{
+	e->last_active = now_ms;
+	entity_table_touch(&s->entities, e);
+	enforce_limit(s, e, false);
 }
 
 bool shard_entity_live(const struct shard *s, const char *id, size_t id_len)

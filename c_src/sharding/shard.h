@@ -47,10 +47,11 @@ struct shard_limit {
 	 * (frequency kept off the least recent, as W-TinyLFU's admission
 	 * keeps it out of the main space), else the least recently used. */
 	struct freq_sketch sketch; /* empty: plain LRU */
-	/* Whether shard s's entities may be passivated now: not while its
-	 * states are being sent away or it is still arriving (its table is
-	 * walked across turns). NULL: always. */
-	bool (*may_evict)(void *arg, const struct shard *s);
+	/* Whether entity e of shard s may be passivated now: not while the
+	 * shard's states are being sent away or it is still arriving (its
+	 * table is walked across turns), nor while e has a message at its
+	 * process (a type run on a host). NULL: always. */
+	bool (*may_evict)(void *arg, const struct shard *s, const struct entity *e);
 	void *may_evict_arg;
 };
 
@@ -87,6 +88,12 @@ struct shard {
 
 /* Returns a new empty shard, or NULL (out of memory). */
 struct shard *shard_new(uint32_t id, const struct entity_type *type);
+
+/* The live entity `e` of s was given a message by its caller (a type run
+ * on a host, whose messages do not go through shard_deliver): stamped
+ * with now_ms, the most recently used, and the active-entity limit
+ * enforced (never on e itself). */
+void shard_touch_entity(struct shard *s, struct entity *e, uint32_t now_ms);
 
 /* Puts the shard's entities under `limit` (not owned). Only while it has
  * none. */

@@ -1002,9 +1002,9 @@ Test(shard_limit, idle_passivation_and_a_restore_keep_the_list_right)
 	cr_assert_eq(limit.passivated, 0);
 }
 
-static bool only_shard_0(void *arg, const struct shard *s)
+static bool only_shard_0(void *arg, const struct shard *s, const struct entity *e)
 {
-	(void)arg;
+	(void)arg, (void)e;
 	return s->id == 0;
 }
 
@@ -1082,4 +1082,36 @@ Test(shard_limit, a_one_off_does_not_push_out_entities_asked_again_and_again)
 	cr_assert_eq(a->entities.count, 2);
 	shard_free(a);
 	shard_limit_free(&limit);
+}
+
+/* A type run on a host gets its messages past shard_deliver: its region
+ * touches the entity instead, which makes it the most recent and holds the
+ * limit (an entity restored from the store, say, pushes the least recently
+ * used out then). */
+Test(shard_limit, a_touched_entity_is_the_most_recent_and_the_limit_holds)
+{
+	struct shard_limit limit;
+	cr_assert_eq(shard_limit_init(&limit, 2, false), 0);
+	struct shard *a = shard_new(0, builtin("counter"));
+	shard_set_limit(a, &limit);
+	const char *names[] = {"x", "y", "z"};
+	struct id ids[3];
+	for (int k = 0; k < 3; k++)
+		ids[k] = mkid(names[k]);
+	cr_assert_eq(shard_start_entity(a, ids[0].x.buff, (size_t)ids[0].x.index, 1), 0);
+	cr_assert_eq(shard_start_entity(a, ids[1].x.buff, (size_t)ids[1].x.index, 2), 0);
+	/* restored past the limit's check: three live */
+	cr_assert_eq(shard_restore_entity(a, ids[2].x.buff, (size_t)ids[2].x.index, NULL, 0, 3), 1);
+	cr_assert_eq(limit.lru.count, 3);
+	/* x touched: now y is the least recent, and goes */
+	struct entity *x = entity_table_find(&a->entities, ids[0].x.buff, (size_t)ids[0].x.index,
+					     entity_table_hash(ids[0].x.buff, (size_t)ids[0].x.index));
+	cr_assert_not_null(x);
+	shard_touch_entity(a, x, 4);
+	cr_assert(live(a, "x") && !live(a, "y") && live(a, "z"));
+	cr_assert_eq(x->last_active, 4u);
+	cr_assert_eq(limit.passivated, 1);
+	for (int k = 0; k < 3; k++)
+		ei_x_free(&ids[k].x);
+	shard_free(a);
 }
