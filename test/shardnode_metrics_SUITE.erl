@@ -355,7 +355,7 @@ unroutable_messages_are_logged_once_and_counted(Config) ->
     {ok, Lines} = shardnode:output(C),
     Said = fun(Text) -> [L || L <- Lines, binary:match(L, Text) =/= nomatch] end,
     [First] = Said(<<"a message that is not {EntityId, Msg}: dropped">>),
-    ?assertNotEqual(nomatch, binary:match(First, <<"{garbage, 1, 1}">>)),
+    ?assertNotEqual(nomatch, binary:match(First, <<"{garbage,1,1}">>)),
     ?assertMatch([_], Said(<<"a cast that is not {EntityId, Msg}: dropped">>)),
     ?assertMatch([_], Said(<<"to the name no_such_name">>)),
     ?assertMatch([_], Said(<<"shardnode: a message that is no '$gen_call': dropped">>)),

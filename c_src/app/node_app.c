@@ -344,9 +344,14 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 
 /* Every type of cfg->types, from `known` (config_parse_args accepted only
  * known names). */
+static void read_remembered(struct node_app *app);
+
 static int start_hosted(struct node_app *app, const struct entity_type *const *known, size_t nknown)
 {
 	const struct sn_config *cfg = app->cfg;
+	/* Before the store opens: whether data_dir holds an earlier run's
+	 * state is read from its files, which opening would create. */
+	read_remembered(app);
 	if (cfg->state_store == STATE_STORE_POSTGRES && !cfg->proxy_only) {
 		int rc = 0;
 		struct state_pg *pg = state_pg_open(cfg->postgres_conninfo, app->loop, &app->log, &rc);
@@ -412,7 +417,6 @@ static int start_membership(struct node_app *app)
 	const struct sn_config *cfg = app->cfg;
 	for (size_t k = 0; k < cfg->njoin; k++)
 		app->seeds[k] = cfg->join[k];
-	read_remembered(app);
 	/* Members know a proxy-only node as hosting nothing. */
 	size_t nhosted_names = 0;
 	for (size_t k = 0; k < app->nhosted && !cfg->proxy_only; k++)

@@ -64,8 +64,18 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 	bool holds = membership_may_deliver(m);
 	bool regained = holds && !m->lease_holds;
 	m->lease_holds = holds;
-	if (!holds && log_loss && !m->loss_logged) {
-		log_warn(m->cfg.log, "no quorum lease: messages to local entities wait");
+	m->ever_held |= holds;
+	bool lasted = !holds && log_loss && m->loss_seen;
+	if (log_loss || holds)
+		m->loss_seen = !holds;
+	if (lasted && !m->loss_logged) {
+		/* Before the first: the members are still coming (a whole
+		 * cluster started at once), and waiting is what they do. */
+		if (m->ever_held)
+			log_warn(m->cfg.log, "no quorum lease: messages to local entities wait");
+		else
+			log_info(m->cfg.log, "no quorum lease yet: messages to local entities wait for a majority of the "
+				 "members to answer");
 		m->loss_logged = true;
 	} else if (holds && m->loss_logged) {
 		log_info(m->cfg.log, "quorum lease held again: delivering to local entities");

@@ -49,6 +49,12 @@ struct membership {
 	bool lease_holds;       /* may deliver, as of the last refresh */
 	bool loss_logged;       /* a lost lease is logged by the timer only: a
 				 * member that just joined has not acked yet */
+	bool ever_held;         /* a lease held since the start: a lease not yet
+				 * had is no loss to warn of */
+	bool loss_seen;         /* the last timer's refresh found no lease: a
+				 * loss is said when the next one finds none
+				 * either (members that just joined ack within
+				 * a heartbeat) */
 	uint32_t top_up_number; /* the highest up-number seen (membership_rules_next_up_number) */
 	/* Who cannot hear whom, cluster-wide (reachability.h): our own record
 	 * is our failure detector's `unreachable` flags, the others come by

@@ -263,7 +263,10 @@ void dist_conn_close(struct dist_conn *c, const char *why)
 	else if (c->initiator)
 		log_debug(c->settings->log, "connection %s failed in %s: %s", dist_conn_peer_label(c), state_names[was], why);
 	else if (c->peer[0])
-		log_info(c->settings->log, "connection %s failed in %s: %s", dist_conn_peer_label(c), state_names[was], why);
+		/* Two nodes that call each other at once: one connection goes,
+		 * as the protocol has it, and nothing failed. */
+		log_at(c->settings->log, strncmp(why, "simultaneous connect", 20) == 0 ? LOG_DEBUG : LOG_INFO,
+		       "connection %s failed in %s: %s", dist_conn_peer_label(c), state_names[was], why);
 	/* A refused certificate, a peer speaking plain TCP to TLS: one line,
 	 * also for a peer that never said its name. */
 	if (c->tls != NULL && dist_tls_error(c->tls)[0] != '\0') {

@@ -314,6 +314,7 @@ void dist_node_free(struct dist_node *n)
 	scratch_free(&n->ctl_buf);
 	reply_batches_free(&n->reply_batches);
 	peer_backoff_free(&n->unreachable);
+	node_set_free(&n->ever_up);
 	resolver_free(n->settings.resolver);
 	evloop_remove_idle(loop, on_idle, n);
 	free(n);

@@ -128,6 +128,7 @@ void dist_node_hook_up(void *owner, struct dist_conn *c)
 	const char *peer = dist_conn_peer(c);
 	struct peer_failing was;
 	peer_backoff_reached(&n->unreachable, peer, &was);
+	(void)node_set_add(&n->ever_up, peer); /* out of memory: its loss is said at info */
 	if (was.failures > 0)
 		log_info(n->settings.log, "%s answers again, after %u failed connection attempts; "
 			 "%llu messages to it were dropped meanwhile", peer, was.failures,
@@ -141,6 +142,11 @@ void dist_node_hook_up(void *owner, struct dist_conn *c)
 	tell_reach(n, peer, true);
 }
 
+/* A peer never reached that still fails this long after its first
+ * failure is warned of: longer than nodes started together take to
+ * come up. */
+#define PEER_NEVER_UP_WARN_MS 5000
+
 /* An attempt of ours that never came up: the peer is gone or not there
  * yet. Said once, when it starts failing; the next attempts back off. */
 static void attempt_failed(struct dist_node *n, struct dist_conn *c, const char *why)
@@ -149,12 +155,21 @@ static void attempt_failed(struct dist_node *n, struct dist_conn *c, const char 
 	uint64_t dropped = dist_conn_pending_packets(c);
 	uint32_t failures = peer_backoff_failed(&n->unreachable, peer, evloop_now_ms(n->settings.loop));
 	peer_backoff_dropped(&n->unreachable, peer, dropped);
-	if (failures <= 1 && dropped > 0)
-		log_warn(n->settings.log, "cannot reach %s (%s): %llu messages to it dropped; trying again with "
-			 "back-off, and saying nothing more until it answers", peer, why, (unsigned long long)dropped);
+	/* A warning for a peer that was up and went. One never reached since
+	 * this node started (a seed or member starting at the same time) is
+	 * news at first, and a warning once it keeps failing. */
+	bool was_up = node_set_contains(&n->ever_up, peer);
+	enum log_level level = was_up ? LOG_WARN : LOG_INFO;
+	if (!was_up && failures > 1 &&
+	    peer_backoff_warn_due(&n->unreachable, peer, evloop_now_ms(n->settings.loop), PEER_NEVER_UP_WARN_MS))
+		log_warn(n->settings.log, "cannot reach %s (%s) since this node started, after %u attempts; still "
+			 "trying with back-off", peer, why, failures);
+	else if (failures <= 1 && dropped > 0)
+		log_at(n->settings.log, level, "cannot reach %s (%s): %llu messages to it dropped; trying again with "
+		       "back-off, and saying nothing more until it answers", peer, why, (unsigned long long)dropped);
 	else if (failures <= 1)
-		log_warn(n->settings.log, "cannot reach %s (%s); trying again with back-off, and saying nothing "
-			 "more until it answers", peer, why);
+		log_at(n->settings.log, level, "cannot reach %s (%s); trying again with back-off, and saying nothing "
+		       "more until it answers", peer, why);
 	else
 		log_debug(n->settings.log, "cannot reach %s (%s), attempt %u: %llu messages to it dropped", peer, why,
 			  failures, (unsigned long long)dropped);

@@ -24,6 +24,7 @@
 #include "base/scratch.h"
 #include "distribution/dist_conn.h"
 #include "distribution/dist_node.h"
+#include "distribution/node_set.h"
 #include "distribution/peer_backoff.h"
 #include "distribution/proc.h"
 #include "distribution/reply_batch.h"
@@ -81,6 +82,7 @@ struct dist_node {
 	flushed_fn flushing;             /* dist_node_set_flushing; NULL: none */
 	void *flushing_arg;
 	struct peer_backoff unreachable; /* peers our attempts failed to reach */
+	struct node_set ever_up;         /* peers connected to since the start: losing one is worth a warning */
 	/* Messages no proc here could take, by reason (their sum is
 	 * dist_node_get_stats' undeliverable):
 	 * unknown_name, unknown_pid, unreachable_peer (drop_log.h). */

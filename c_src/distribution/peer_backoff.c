@@ -44,6 +44,7 @@ uint32_t peer_backoff_failed(struct peer_backoff *b, const char *peer, uint64_t 
 		p = &b->peers[b->n++];
 		memset(p, 0, sizeof *p);
 		strlcpy(p->peer, peer, sizeof p->peer);
+		p->since = now;
 	}
 	if (p->failures < UINT32_MAX)
 		p->failures++;
@@ -62,6 +63,15 @@ void peer_backoff_dropped(struct peer_backoff *b, const char *peer, uint64_t n)
 	struct peer_failing *p = find(b, peer);
 	if (p != NULL)
 		p->dropped += n;
+}
+
+bool peer_backoff_warn_due(struct peer_backoff *b, const char *peer, uint64_t now, uint64_t after_ms)
+{
+	struct peer_failing *p = find(b, peer);
+	if (p == NULL || p->warned || now < p->since + after_ms)
+		return false;
+	p->warned = true;
+	return true;
 }
 
 void peer_backoff_reached(struct peer_backoff *b, const char *peer, struct peer_failing *out)

@@ -22,6 +22,8 @@ struct peer_failing {
 	uint32_t failures;   /* attempts that failed in a row */
 	uint64_t retry_at;   /* no attempt before this (loop clock, ms) */
 	uint64_t dropped;    /* messages to it dropped meanwhile */
+	uint64_t since;      /* the first failure in a row (loop clock, ms) */
+	bool warned;         /* peer_backoff_warn_due said true */
 };
 
 /* Zero-initialised is empty and valid. */
@@ -46,6 +48,11 @@ bool peer_backoff_may_try(const struct peer_backoff *b, const char *peer, uint64
 /* Counts n messages to `peer` dropped while it is failing (nothing if it
  * is not). */
 void peer_backoff_dropped(struct peer_backoff *b, const char *peer, uint64_t n);
+
+/* True once, the first time it is asked at or after `after_ms` since
+ * `peer` started failing (false while it is not failing): a peer never
+ * reached yet is warned of only when it keeps failing. */
+bool peer_backoff_warn_due(struct peer_backoff *b, const char *peer, uint64_t now, uint64_t after_ms);
 
 /* `peer` answered: forgets it. Returns what was recorded of its failures
  * (all zero if none) into *out, when out is not NULL. */

@@ -136,8 +136,9 @@ static void on_region_back(struct coordinator *c, const erlang_pid *region)
 	for (size_t d = 0; d < c->nleaving; d++) {
 		if (term_pid_equal(&c->leaving[d], region)) {
 			c->leaving[d] = c->leaving[--c->nleaving];
-			log_info(c->cfg.log, "coordinator %s: region %s takes shards again", c->cfg.type_name,
-				 region->node);
+			/* The region said why (its host answered): a debug line here. */
+			log_debug(c->cfg.log, "coordinator %s: region %s takes shards again", c->cfg.type_name,
+				  region->node);
 			return;
 		}
 	}
@@ -203,20 +204,23 @@ static void reallocate(struct coordinator *c, uint32_t shard)
 		coord_broadcast_home(c, shard);
 }
 
-static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
+/* Starts the move of `shard` (or of one like it) to region `to`. Returns
+ * whether a move started. Said per shard at debug: its caller says how
+ * many, once. */
+static bool start_move(struct coordinator *c, uint32_t shard, int32_t to)
 {
 	/* With replicas, a shard of the same home that `to` keeps a complete
 	 * copy of goes instead, if there is one: its records are there, so
 	 * nothing is streamed (the counts come out the same). */
 	shard = coordinator_replicas_prefer(&c->replicas, shard, to, c->home, c->moving_to);
 	if (c->moving_to[shard] >= 0)
-		return; /* taken instead of an earlier move's shard */
+		return false; /* taken instead of an earlier move's shard */
 	const erlang_pid *from = &c->regions[c->home[shard]].pid;
 	c->moving_to[shard] = to;
 	c->moving_since[shard] = evloop_now_ms(c->cfg.loop);
 	c->nmoving++;
 	c->metrics.rebalances++;
-	log_at_shard(c->cfg.log, LOG_INFO, shard, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
+	log_at_shard(c->cfg.log, LOG_DEBUG, shard, "coordinator %s: moving shard %u from %s to %s", c->cfg.type_name, shard,
 		 from->node, c->regions[to].pid.node);
 	uint32_t acks = (uint32_t)c->nproxies;
 	for (size_t k = 0; k < c->nregions; k++) {
@@ -229,10 +233,11 @@ static void start_move(struct coordinator *c, uint32_t shard, int32_t to)
 		coord_send_shard_msg(c, &c->proxies[k], SMSG_BEGIN_HANDOFF, shard, from);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
-		return;
+		return true; /* under way: abandoned after handoff_timeout_ms */
 	if (shard_msg_encode_handoff(&x, shard, acks, &c->regions[to].pid) == 0)
 		coord_send_to_region(c, from, &x);
 	ei_x_free(&x);
+	return true;
 }
 
 /* The old home has stopped the shard: it now lives at its new home. */
@@ -292,9 +297,12 @@ static void drain(struct coordinator *c)
 		return;
 	struct rebalance_move *moves = malloc((c->cfg.number_of_shards ? c->cfg.number_of_shards : 1) * sizeof *moves);
 	size_t n = 0;
+	size_t started = 0;
 	if (moves != NULL && rebalance_drain(&st, moves, &n) == 0)
 		for (size_t k = 0; k < n; k++)
-			start_move(c, moves[k].shard, (int32_t)moves[k].to);
+			started += start_move(c, moves[k].shard, (int32_t)moves[k].to);
+	if (started > 0)
+		log_info(c->cfg.log, "coordinator %s: moving %zu shards off leaving regions", c->cfg.type_name, started);
 	free(moves);
 	free(takes);
 	free(drains);
@@ -335,9 +343,13 @@ static void on_rebalance_tick(struct evloop *loop, void *arg)
 	size_t cap = room < c->cfg.number_of_shards ? room : c->cfg.number_of_shards;
 	struct rebalance_move *moves = malloc((cap ? cap : 1) * sizeof *moves);
 	size_t n = 0;
+	size_t started = 0;
 	if (moves != NULL && rebalance_even_out(&st, c->cfg.rebalance_threshold, room, moves, &n) == 0)
 		for (size_t k = 0; k < n; k++)
-			start_move(c, moves[k].shard, (int32_t)moves[k].to);
+			started += start_move(c, moves[k].shard, (int32_t)moves[k].to);
+	if (started > 0)
+		log_info(c->cfg.log, "coordinator %s: moving %zu shards to even out the regions (%u under way)",
+			 c->cfg.type_name, started, c->nmoving);
 	free(moves);
 	free(takes);
 	free(drains);
@@ -370,7 +382,8 @@ static void on_register(struct coordinator *c, const erlang_pid *region)
 			c->cap = cap;
 		}
 		c->regions[c->nregions++] = (struct region_ref){.pid = *region};
-		log_info(c->cfg.log, "coordinator %s: region %s registered (%zu regions)", c->cfg.type_name,
+		/* Members coming and going are membership's lines to say. */
+		log_debug(c->cfg.log, "coordinator %s: region %s registered (%zu regions)", c->cfg.type_name,
 			 region->node, c->nregions);
 	}
 	coord_send_pid_msg(c, region, SMSG_REGISTERED, &c->proc->pid);

@@ -236,9 +236,11 @@ void region_set_coordinator_node(struct region *r, const char *node, uint32_t pr
 	r->coordinator_protocol = protocol;
 	if (strcmp(now, r->coordinator_node) == 0)
 		return;
+	/* The first is the start's: a move of the coordinator is news. */
+	log_at(r->cfg.log, r->coordinator_node[0] == '\0' && node != NULL ? LOG_DEBUG : LOG_INFO,
+	       "region %s: coordinator now on %s", r->cfg.name, node ? node : "(none)");
 	snprintf(r->coordinator_node, sizeof r->coordinator_node, "%s", now);
 	r->registered = false;
-	log_info(r->cfg.log, "region %s: coordinator now on %s", r->cfg.name, node ? node : "(none)");
 	send_registration(r);
 	if (!r->stopped)
 		evloop_timer_start(r->cfg.loop, &r->retry_timer, REGION_REGISTER_RETRY_MS);

@@ -395,6 +395,9 @@ struct region {
 		/* The coordinator was told region_leaving because the host is
 		 * down (region_remote_check_host); region_back undoes it. */
 		bool away;
+		/* The host has answered since the region started: a later
+		 * answer is news worth a line, the first one is the start's. */
+		bool answered_once;
 		/* With cfg.metrics: from a message's sending to its entity's
 		 * process to its completion's arrival, on the loop's clock. */
 		struct histogram process_latency;

@@ -159,9 +159,11 @@ static void tell_coordinator(struct region *r, bool ready, bool always)
 	if (!always && ready == !r->remote.away)
 		return;
 	if (!always)
-		log_info(r->cfg.log, ready ? "region %s: the host answered: taking shards again"
-					   : "region %s: the host has not answered or is down: its shards go to members whose host is up",
-			 r->cfg.name);
+		log_at(r->cfg.log, ready && !r->remote.answered_once ? LOG_DEBUG : LOG_INFO,
+		       ready ? "region %s: the host answered: taking shards again"
+			     : "region %s: the host has not answered or is down: its shards go to members whose host is up",
+		       r->cfg.name);
+	r->remote.answered_once |= ready;
 	r->remote.away = !ready;
 	region_send_to_coordinator(r, ready ? SMSG_REGION_BACK : SMSG_REGION_LEAVING, 0);
 }

@@ -81,3 +81,21 @@ Test(peer_backoff, many_peers)
 	}
 	peer_backoff_free(&b);
 }
+
+Test(peer_backoff, a_warning_is_due_once_after_failing_long_enough)
+{
+	struct peer_backoff b = {0};
+	cr_assert(!peer_backoff_warn_due(&b, "a@h", 0, 5000), "not failing");
+	cr_assert_eq(peer_backoff_failed(&b, "a@h", 1000), 1u);
+	cr_assert(!peer_backoff_warn_due(&b, "a@h", 1000, 5000));
+	cr_assert_eq(peer_backoff_failed(&b, "a@h", 3000), 2u);
+	cr_assert(!peer_backoff_warn_due(&b, "a@h", 5999, 5000), "4999 ms after the first failure");
+	cr_assert(peer_backoff_warn_due(&b, "a@h", 6000, 5000));
+	cr_assert(!peer_backoff_warn_due(&b, "a@h", 9000, 5000), "once");
+	/* reached, then failing again: a new run of failures */
+	peer_backoff_reached(&b, "a@h", NULL);
+	cr_assert_eq(peer_backoff_failed(&b, "a@h", 20000), 1u);
+	cr_assert(!peer_backoff_warn_due(&b, "a@h", 24999, 5000));
+	cr_assert(peer_backoff_warn_due(&b, "a@h", 25000, 5000));
+	peer_backoff_free(&b);
+}
