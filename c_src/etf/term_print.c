@@ -298,9 +298,13 @@ static void print_float(struct out *o, double f)
 	const char *p = e + negative;
 	char digits[24];
 	size_t nd = 0;
-	for (; *p != 'e'; p++)
-		if (*p >= '0' && *p <= '9')
+	for (; *p != '\0' && *p != 'e'; p++)
+		if (*p >= '0' && *p <= '9' && nd < sizeof digits)
 			digits[nd++] = *p;
+	if (nd == 0 || *p != 'e') {
+		put(o, "0.0", 3); /* no float of the BEAM's prints so (no NaN, no infinity) */
+		return;
+	}
 	int exp10 = atoi(p + 1);
 	while (nd > 1 && digits[nd - 1] == '0')
 		nd--;
