@@ -500,6 +500,10 @@ plugin_entity_type(Config) ->
     ?assertEqual(30, call(C, account, alice, balance)),
     ?assertEqual(ok, call(C, account, alice, passivate)),
     ?assertEqual(0, call(C, account, alice, balance)),
+    %% Without plugin_dir the example is not loaded: `account' is no type
+    %% (so one of a user's own may have that name).
+    Name = shardnode_ct:unique_name("noex") ++ "@127.0.0.1",
+    ?assertMatch({error, {exited, 2, _}}, shardnode:start_node(#{name => Name, types => [counter, account]})),
     ok.
 
 %%====================================================================
