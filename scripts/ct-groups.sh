@@ -37,6 +37,7 @@ declare -A seconds=(
 	[shardnode_store_SUITE]=26
 	[phash2_SUITE]=24
 	[term_encode_SUITE]=5
+	[shardnode_ct_SUITE]=10
 	[shardnode_logs_SUITE]=60
 	[shardnode_upgrade_SUITE]=20
 	[shardnode_metrics_SUITE]=14

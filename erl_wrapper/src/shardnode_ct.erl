@@ -26,6 +26,13 @@
 
 -export([start_nodes/2,
          start_nodes_at_once/2,
+         start_cluster/3,
+         await_converged/2,
+         await_member_status/4,
+         restart_node/2,
+         shard_homes/2,
+         assert_each_shard_once/2,
+         assert_clean/0,
          stop_nodes/1,
          stop_nodes/2,
          started_nodes/1,
@@ -47,6 +54,7 @@
          metric_value/2]).
 
 -define(KEY, shardnode_nodes).
+-define(OPTS_KEY, shardnode_node_opts).
 -define(STOP_GRACE_KEY, shardnode_stop_grace_ms).
 -define(DEFAULT_STOP_GRACE, 10000).
 -define(GONE_TIMEOUT, 10000).
@@ -61,9 +69,16 @@
 -spec start_nodes(config(), [shardnode:start_opts()]) -> {[node()], config()}.
 start_nodes(Config, OptsList) ->
     {ok, _} = application:ensure_all_started(shardnode),
-    Nodes = start_all(OptsList, []),
-    Config1 = lists:keystore(?KEY, 1, Config, {?KEY, started_nodes(Config) ++ Nodes}),
-    {Nodes, Config1}.
+    Started = start_all(OptsList, []),
+    {[Node || {Node, _} <- Started], record(Config, Started)}.
+
+%% The nodes started, and the options each was started with (for
+%% restart_node/2), into the Config.
+record(Config, Started) ->
+    Nodes = [Node || {Node, _} <- Started],
+    Opts = maps:merge(proplists:get_value(?OPTS_KEY, Config, #{}), maps:from_list(Started)),
+    lists:keystore(?OPTS_KEY, 1, lists:keystore(?KEY, 1, Config, {?KEY, started_nodes(Config) ++ Nodes}),
+                   {?OPTS_KEY, Opts}).
 
 %% @doc Starts one C node per element of `OptsList' all at once, as a
 %% deployment starts its pods: every node's OS process is launched before
@@ -86,11 +101,132 @@ start_nodes_at_once(Config, OptsList) ->
     case [{Named, Reason} || {Named, {error, Reason}} <- Results] of
         [] ->
             ct:log("started C nodes at once: ~0tp", [Nodes]),
-            {Nodes, lists:keystore(?KEY, 1, Config, {?KEY, started_nodes(Config) ++ Nodes})};
+            {Nodes, record(Config, [{Node, Named} || {Named, {ok, Node}} <- Results])};
         [{Named, Reason} | _] = Failed ->
             _ = [log_failure(N, R) || {N, R} <- Failed],
             _ = [shardnode:stop_node(Node) || Node <- Nodes],
             ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
+    end.
+
+%% @doc Starts a cluster of `N' C nodes as a deployment does: each given
+%% the same seed list (all N names), all at once, with `Opts' (options of
+%% {@link shardnode:start_node/1} but `name' and `join', which this sets).
+%% Returns once the cluster has converged ({@link await_converged/2}, 30 s),
+%% the nodes oldest first, and the Config with them recorded as
+%% {@link start_nodes/2} records them.
+%%
+%% ```
+%% {[A, B, C], Config1} = shardnode_ct:start_cluster(Config, 3, #{entities => #{order => order}}).
+%% '''
+-spec start_cluster(config(), pos_integer(), shardnode:start_opts()) -> {[node()], config()}.
+start_cluster(Config, N, Opts) when is_integer(N), N > 0, is_map(Opts) ->
+    Names = [list_to_atom(unique_name("c") ++ "@127.0.0.1") || _ <- lists:seq(1, N)],
+    {Nodes, Config1} = start_nodes_at_once(Config, [Opts#{name => atom_to_list(Name), join => Names}
+                                                    || Name <- Names]),
+    ok = await_converged(Nodes, 30000),
+    {members(hd(Nodes)), Config1}.
+
+%% @doc Waits until the cluster of `Nodes' has converged: every node lists
+%% exactly `Nodes' as up members, in the same order (so they agree on the
+%% oldest, where every coordinator runs), and every region of every node
+%% is registered with that coordinator. Fails the test
+%% (`{not_converged, What}', with what each node said last) after
+%% `Timeout' ms.
+-spec await_converged([node()], timeout()) -> ok.
+await_converged(Nodes, Timeout) ->
+    Views = fun() -> [{N, views(N)} || N <- Nodes] end,
+    Converged = fun() -> converged(Nodes, Views()) end,
+    case shardnode_poll:until(Converged, Timeout) of
+        ok -> ok;
+        timeout -> ct:fail({not_converged, Views()})
+    end.
+
+converged(Nodes, [{_, {[Oldest | _] = Members, _}} | _] = All) ->
+    lists:sort(Members) =:= lists:sort(Nodes)
+        andalso lists:all(fun({_, {Ms, Regions}}) ->
+                                  Ms =:= Members andalso lists:all(fun(R) -> R =:= {true, Oldest} end, Regions)
+                          end, All);
+converged(_Nodes, _Views) ->
+    false.
+
+%% A node's up members (oldest first) and, per region, whether it is
+%% registered and with which coordinator's node.
+views(Node) ->
+    Up = case members(Node) of
+             error -> [];
+             Ms -> Ms
+         end,
+    Regions = case catch gen_server:call({shardnode, Node}, shard_types, 2000) of
+                  {ok, Types} ->
+                      [case catch sys:get_state({T, Node}, 2000) of
+                           #{registered := R, coordinator := C} -> {R, C};
+                           Other -> {error, Other}
+                       end || T <- Types];
+                  Other -> [{error, Other}]
+              end,
+    {Up, Regions}.
+
+%% @doc Waits until `Observer' gives member `Node' the status `Status'
+%% (`up', `leaving', `unreachable', `down', ..., or `absent' once it is
+%% removed from the list), as {@link member_status/2} reads it. Fails the
+%% test (`{member_status, Node, Status, Seen}') after `Timeout' ms.
+-spec await_member_status(node(), node(), atom(), timeout()) -> ok.
+await_member_status(Observer, Node, Status, Timeout) ->
+    case shardnode_poll:until(fun() -> member_status(Observer, Node) =:= Status end, Timeout) of
+        ok -> ok;
+        timeout -> ct:fail({member_status, Node, Status, {seen_by, Observer, member_status(Observer, Node)}})
+    end.
+
+%% @doc Restarts `Node' as an operator does: SIGTERM (it leaves
+%% gracefully, its shards handed off), waits until it is gone, then starts
+%% it again with the options it was started with (recorded in `Config' by
+%% {@link start_nodes/2}, {@link start_nodes_at_once/2} or
+%% {@link start_cluster/3}), and returns once it answers. Fails the test
+%% if it does not stop cleanly or does not start again.
+-spec restart_node(config(), node()) -> ok.
+restart_node(Config, Node) ->
+    Opts = case proplists:get_value(?OPTS_KEY, Config, #{}) of
+               #{Node := O} -> O;
+               #{} -> ct:fail({not_started_by_shardnode_ct, Node})
+           end,
+    ok = stop_nodes(Config, [Node]),
+    case shardnode:start_node(Opts) of
+        {ok, Node} -> ct:log("restarted C node ~ts", [Node]);
+        {error, Reason} -> log_failure(Opts, Reason), ct:fail({restart_failed, Node, summary(Reason)})
+    end.
+
+%% @doc Where each shard of `Type' lives, as the cluster's regions report
+%% it to `Node' (`get_cluster_sharding_stats'): `#{ShardId => [Node]}',
+%% one node per shard in a healthy cluster (see
+%% {@link assert_each_shard_once/2}). Shards no region has started are
+%% not in it.
+-spec shard_homes(node(), atom()) -> #{non_neg_integer() => [node()]}.
+shard_homes(Node, Type) ->
+    {ok, Stats} = gen_server:call({Type, Node}, get_cluster_sharding_stats, 10000),
+    maps:fold(fun(Member, Shards, Acc) ->
+                      maps:fold(fun(S, _Count, A) -> maps:update_with(S, fun(L) -> [Member | L] end, [Member], A) end,
+                                Acc, Shards)
+              end, #{}, Stats).
+
+%% @doc Fails the test (`{shards_hosted_twice, #{Shard => Nodes}}') if any
+%% shard of `Type' is hosted by two regions at once, as `Node' sees the
+%% cluster ({@link shard_homes/2}).
+-spec assert_each_shard_once(node(), atom()) -> ok.
+assert_each_shard_once(Node, Type) ->
+    Twice = maps:filter(fun(_, Ns) -> length(Ns) > 1 end, shard_homes(Node, Type)),
+    case map_size(Twice) of
+        0 -> ok;
+        _ -> ct:fail({shards_hosted_twice, Twice})
+    end.
+
+%% @doc Fails the test (`{nodes_left_running, Nodes}') if any C node
+%% started through the shardnode application on this node still runs:
+%% for `end_per_suite', once the suite has stopped its nodes.
+-spec assert_clean() -> ok.
+assert_clean() ->
+    case shardnode:which_nodes() of
+        [] -> ok;
+        Running -> ct:fail({nodes_left_running, Running})
     end.
 
 %% @doc Stops every node recorded in `Config' by {@link start_nodes/2} (see
@@ -317,10 +453,10 @@ start_all([Opts | Rest], Acc) ->
     case shardnode:start_node(Named) of
         {ok, Node} ->
             ct:log("started C node ~ts", [Node]),
-            start_all(Rest, [Node | Acc]);
+            start_all(Rest, [{Node, Named} | Acc]);
         {error, Reason} ->
             log_failure(Named, Reason),
-            _ = [shardnode:stop_node(Node) || Node <- Acc],
+            _ = [shardnode:stop_node(Node) || {Node, _} <- Acc],
             ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
     end.
 

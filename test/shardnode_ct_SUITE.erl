@@ -1,0 +1,59 @@
+%% The common_test kit (shardnode_ct) the way a team's suite uses it: a
+%% cluster of three from one seed list with an entity type of its own
+%% written in Erlang, waiting for convergence, a restart of a member with
+%% its own options, a kill -9, and the checks that no shard is hosted
+%% twice and no node is left running.
+%%
+%%   rebar3 ct --dir test --suite shardnode_ct_SUITE
+-module(shardnode_ct_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
+-export([a_cluster_converges_restarts_and_loses_a_member/1,
+         a_node_not_started_by_the_kit_cannot_be_restarted/1]).
+
+suite() -> [{timetrap, {minutes, 3}}].
+
+all() -> [a_cluster_converges_restarts_and_loses_a_member,
+          a_node_not_started_by_the_kit_cannot_be_restarted].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Config.
+
+end_per_suite(_Config) ->
+    shardnode_ct:assert_clean().
+
+end_per_testcase(_Case, Config) ->
+    Started = shardnode_ct:started_nodes(Config),
+    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)).
+
+a_cluster_converges_restarts_and_loses_a_member(Config0) ->
+    Opts = #{entities => #{cart => sn_cart},
+             config => #{number_of_shards => 30, heartbeat_interval_ms => 200,
+                         failure_timeout_ms => 1000, stable_after_ms => 1000}},
+    {[A, B, C] = Nodes, Config} = shardnode_ct:start_cluster(Config0, 3, Opts),
+    ?assertEqual(Nodes, shardnode_ct:members(B), "oldest first, as every member lists them"),
+    Ids = lists:seq(1, 30),
+    [?assertEqual(ok, shardnode:call(lists:nth(1 + I rem 3, Nodes), cart, I, {add, apple, I})) || I <- Ids],
+    ok = shardnode_ct:assert_each_shard_once(A, cart),
+    Homes = shardnode_ct:shard_homes(C, cart),
+    [?assertMatch(#{S := [_]}, Homes) || I <- Ids, S <- [erlang:phash2(I, 30)]],
+    %% B stopped with SIGTERM and started again with its own options: its
+    %% carts moved with their shards, and the cluster converges again.
+    ok = shardnode_ct:restart_node(Config, B),
+    ok = shardnode_ct:await_converged(Nodes, 30000),
+    [?assertEqual(#{apple => I}, shardnode:call(B, cart, I, items)) || I <- Ids],
+    ok = shardnode_ct:assert_each_shard_once(B, cart),
+    %% C killed: A sees it down, and the others serve every id.
+    ok = shardnode:kill_node(C),
+    ok = shardnode_ct:await_member_status(A, C, down, 30000),
+    ok = shardnode_ct:await_converged([A, B], 30000),
+    [?assertMatch(#{}, shardnode:call(A, cart, I, items)) || I <- Ids],
+    ok = shardnode_ct:assert_each_shard_once(A, cart).
+
+a_node_not_started_by_the_kit_cannot_be_restarted(Config) ->
+    ?assertExit({test_case_failed, {not_started_by_shardnode_ct, 'x@127.0.0.1'}},
+                shardnode_ct:restart_node(Config, 'x@127.0.0.1')).
