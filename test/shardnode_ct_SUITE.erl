@@ -12,11 +12,13 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([a_cluster_converges_restarts_and_loses_a_member/1,
+         start_errors_are_typed_and_fast/1,
          a_node_not_started_by_the_kit_cannot_be_restarted/1]).
 
 suite() -> [{timetrap, {minutes, 3}}].
 
 all() -> [a_cluster_converges_restarts_and_loses_a_member,
+          start_errors_are_typed_and_fast,
           a_node_not_started_by_the_kit_cannot_be_restarted].
 
 init_per_suite(Config) ->
@@ -57,3 +59,23 @@ a_cluster_converges_restarts_and_loses_a_member(Config0) ->
 a_node_not_started_by_the_kit_cannot_be_restarted(Config) ->
     ?assertExit({test_case_failed, {not_started_by_shardnode_ct, 'x@127.0.0.1'}},
                 shardnode_ct:restart_node(Config, 'x@127.0.0.1')).
+
+%% A node that cannot start says why, typed, as soon as it knows: a
+%% cookie this node does not share, a port another node has, a host name
+%% that does not resolve (before anything starts).
+start_errors_are_typed_and_fast(_Config) ->
+    Name = fun(P) -> shardnode_ct:unique_name(P) ++ "@127.0.0.1" end,
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertMatch({error, {bad_cookie, <<"connection from ", _/binary>>}},
+                 shardnode:start_node(#{name => Name("cookie"), cookie => "not-this-nodes-cookie"})),
+    ?assert(erlang:monotonic_time(millisecond) - T0 < 5000, "before the 10 s ready timeout"),
+    Port = shardnode_ct:free_port(),
+    {ok, A} = shardnode:start_node(#{name => Name("port"), port => Port}),
+    try
+        ?assertMatch({error, {port_in_use, <<"cannot start node ", _/binary>>}},
+                     shardnode:start_node(#{name => Name("port"), port => Port}))
+    after
+        ok = shardnode:stop_node(A)
+    end,
+    ?assertEqual({error, {unresolvable_name, 'x@no-such-host.invalid'}},
+                 shardnode:start_node(#{name => "x@no-such-host.invalid"})).

@@ -155,8 +155,15 @@ static int start_node(struct node_app *app)
 	int rc = 0;
 	app->node = dist_node_start(&ncfg, &rc);
 	if (app->node == NULL) {
-		log_error(&app->log, "cannot start node %s: %s", cfg->name,
-			  rc == -EADDRINUSE ? "the name is taken in epmd, or the port is in use" : strerror(-rc));
+		/* Words the Erlang wrapper reads to give a typed error
+		 * (shardnode_node.erl, start_error/1). */
+		if (rc == -EEXIST)
+			log_error(&app->log, "cannot start node %s: the name is taken in epmd (another node runs under it)",
+				  cfg->name);
+		else if (rc == -EADDRINUSE)
+			log_error(&app->log, "cannot start node %s: port %u is in use", cfg->name, cfg->port);
+		else
+			log_error(&app->log, "cannot start node %s: %s", cfg->name, strerror(-rc));
 		return neg_errno(-rc);
 	}
 

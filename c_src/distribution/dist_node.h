@@ -57,8 +57,9 @@ struct dist_node_config {
 };
 
 /* Listens, registers with epmd (starting it if needed; not when
- * cfg->unregistered) and arms the tick timer. Returns the node, or NULL with *err = -EADDRINUSE (name taken in
- * epmd or port in use), -ETIMEDOUT (no epmd), -ENOMEM, or -errno. */
+ * cfg->unregistered) and arms the tick timer. Returns the node, or NULL with *err = -EEXIST (name taken in
+ * epmd), -EADDRINUSE (port in use), -ETIMEDOUT (no epmd), -ENOMEM, or
+ * -errno. */
 struct dist_node *dist_node_start(const struct dist_node_config *cfg, int *err);
 
 /* Closes every connection, unregisters from epmd, frees all procs. */

@@ -233,7 +233,7 @@ int epmd_register(const struct logger *log, const char *alive, uint16_t port, in
 	}
 	if (result != 0) {
 		close(fd);
-		return -EADDRINUSE;
+		return -EEXIST; /* the name is taken: not the port's EADDRINUSE */
 	}
 	return fd;
 }

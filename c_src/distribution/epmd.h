@@ -43,7 +43,7 @@ int epmd_decode_port2_resp(const uint8_t *buf, size_t len, uint8_t *result, uint
  * the local epmd, starting `epmd -daemon` first if none answers. Waits at most
  * timeout_ms in all. Returns the open registration socket (>= 0; the caller
  * owns it and closes it to unregister) and sets *creation, or returns
- * -EADDRINUSE (name taken), -ETIMEDOUT, -ECONNREFUSED, or -errno. */
+ * -EEXIST (name taken), -ETIMEDOUT, -ECONNREFUSED, or -errno. */
 int epmd_register(const struct logger *log, const char *alive, uint16_t port, int timeout_ms,
 		  uint32_t *creation);
 

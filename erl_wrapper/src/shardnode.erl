@@ -165,7 +165,13 @@
 %% <li>`{not_ready, LastLines}': it did not answer within
 %%     `ready_timeout' and was killed;</li>
 %% <li>`{name_in_use, Node}': a node of that name is already registered in
-%%     epmd;</li>
+%%     epmd (`{name_in_use, Line}': taken as it started, as the node
+%%     said);</li>
+%% <li>`{bad_cookie, Line}': the node refused this node's cookie, as soon
+%%     as it says so (not after `ready_timeout');</li>
+%% <li>`{port_in_use, Line}': its distribution port was taken;</li>
+%% <li>`{unresolvable_name, Node}': the host part of its name does not
+%%     resolve; nothing was started;</li>
 %% <li>`{not_distributed, Why}': this VM is not a distributed node, so it
 %%     could not talk to the C node; nothing was started;</li>
 %% <li>`{bad_option, What}', `{unknown_option, Key}', `missing_name',
@@ -298,13 +304,20 @@ start(Opts, NameWaitMs, StartServer) ->
     case shardnode_args:command(Opts) of
         {ok, #{node := Node} = Command} ->
             Free = fun() -> not shardnode_node:registered(Node) end,
-            case shardnode_poll:until(Free, NameWaitMs) of
+            case resolvable(Node) andalso shardnode_poll:until(Free, NameWaitMs) of
+                false -> {error, {unresolvable_name, Node}};
                 ok -> start_command(Command, StartServer);
                 timeout -> {error, {name_in_use, Node}}
             end;
         {error, _} = Error ->
             Error
     end.
+
+%% Whether the host part of a node name resolves: one that does not would
+%% start a node nobody can reach (this node's ping never answered).
+resolvable(Node) ->
+    [_, Host] = string:split(atom_to_list(Node), "@"),
+    lists:any(fun(Family) -> element(1, inet:getaddr(Host, Family)) =:= ok end, [inet, inet6]).
 
 %% Starts the application (the registry, the entity host), hosts the
 %% command's entity types, starts the server, and waits for the node.

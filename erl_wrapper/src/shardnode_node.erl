@@ -136,6 +136,8 @@
          stoppers = [] :: [gen_statem:from()],
          poller :: {pid(), reference()} | undefined,
          sigkilled = false :: boolean(),
+         %% why the start failed, as the node said it (start_error/1)
+         start_error :: undefined | {atom(), binary()},
          lines = queue:new() :: queue:queue(binary()),
          nlines = 0 :: non_neg_integer(),
          partial = [] :: iodata()}).
@@ -266,8 +268,19 @@ init({Supervisor, #{node := Node, executable := Exe, args := Args,
 -spec handle_event(gen_statem:event_type(), term(), state(), #data{}) ->
           gen_statem:event_handler_result(state()).
 %% The port, in any state: its output, the process's exit, the drain.
-handle_event(info, {Port, {data, {eol, Line}}}, _, #data{port = Port, partial = Partial} = D) ->
-    {keep_state, add_line(iolist_to_binary([Partial, Line]), D#data{partial = []})};
+handle_event(info, {Port, {data, {eol, Part}}}, State, #data{port = Port, partial = Partial} = D0) ->
+    Line = iolist_to_binary([Partial, Part]),
+    D = add_line(Line, D0#data{partial = []}),
+    case State =:= starting andalso start_error(Line) of
+        {bad_cookie, _} = Why ->
+            %% It would never answer this node: no need to wait the ready
+            %% timeout out.
+            logger:warning("shardnode ~ts: ~ts; killing it", [D#data.node, element(2, Why)]),
+            signal(D, "KILL"),
+            {next_state, failing, stop_poller(D#data{sigkilled = true, start_error = Why})};
+        _ ->
+            {keep_state, D}
+    end;
 handle_event(info, {Port, {data, {noeol, Part}}}, _, #data{port = Port, partial = Partial} = D) ->
     {keep_state, D#data{partial = [Partial, Part]}};
 handle_event(info, {Port, {exit_status, Status}}, Phase, #data{port = Port} = D) when is_atom(Phase) ->
@@ -376,7 +389,16 @@ safe_call(Pid, Request) ->
 
 exited(Status, Phase, #data{node = Node} = D) ->
     Lines = lines(D),
+    Typed = case D#data.start_error of
+                undefined when Phase =:= starting ->
+                    case [E || L <- Lines, E <- [start_error(L)], E =/= false] of
+                        [E | _] -> E;
+                        [] -> undefined
+                    end;
+                E -> E
+            end,
     WaiterReply = case Phase of
+                      _ when Typed =/= undefined -> {error, Typed};
                       failing -> {error, {not_ready, Lines}};
                       _ -> {error, {exited, Status, Lines}}
                   end,
@@ -452,6 +474,21 @@ add_line(Line, #data{node = Node, lines = Q, nlines = N} = D) ->
     case N < ?MAX_LINES of
         true -> D#data{lines = Q1, nlines = N + 1};
         false -> D#data{lines = queue:drop(Q1)}
+    end.
+
+%% What a line the node wrote while starting says of why it cannot start
+%% (node_app.c and dist_conn_handshake.c write these words), as a typed
+%% reason with the line's text, or false.
+-spec start_error(binary()) -> {bad_cookie | name_in_use | port_in_use, binary()} | false.
+start_error(Line) ->
+    {_Level, Text, _Meta} = parse_record(Line),
+    Has = fun(Part) -> binary:match(Text, Part) =/= nomatch end,
+    case {Has(<<"refused: wrong cookie">>), Has(<<"is taken in epmd">>),
+          Has(<<"cannot start node">>) andalso Has(<<"is in use">>)} of
+        {true, _, _} -> {bad_cookie, Text};
+        {_, true, _} -> {name_in_use, Text};
+        {_, _, true} -> {port_in_use, Text};
+        _ -> false
     end.
 
 %% The logger level of a line the node wrote at `Level': only its
