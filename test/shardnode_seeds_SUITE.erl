@@ -217,7 +217,9 @@ opts(Config, Name) ->
     #{name => Name, types => [counter],
       config => #{number_of_shards => ?SHARDS, heartbeat_interval_ms => 200,
                   rebalance_interval_ms => 300, retry_interval_ms => 300,
-                  failure_timeout_ms => 1000, stable_after_ms => 1000,
+                  %% 2 s: a restarted member is not to be taken for a silent
+                  %% one while a busy two-core machine runs other suites
+                  failure_timeout_ms => 2000, stable_after_ms => 1000,
                   state_store => lmdb, state_replicas => 1, data_dir => DataDir}}.
 
 call(Node, Id, Msg) ->
