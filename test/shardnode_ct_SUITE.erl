@@ -13,12 +13,14 @@
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([a_cluster_converges_restarts_and_loses_a_member/1,
          start_errors_are_typed_and_fast/1,
+         a_supervised_node_is_started_again_after_kill_9/1,
          a_node_not_started_by_the_kit_cannot_be_restarted/1]).
 
 suite() -> [{timetrap, {minutes, 3}}].
 
 all() -> [a_cluster_converges_restarts_and_loses_a_member,
           start_errors_are_typed_and_fast,
+          a_supervised_node_is_started_again_after_kill_9,
           a_node_not_started_by_the_kit_cannot_be_restarted].
 
 init_per_suite(Config) ->
@@ -79,3 +81,24 @@ start_errors_are_typed_and_fast(_Config) ->
     end,
     ?assertEqual({error, {unresolvable_name, 'x@no-such-host.invalid'}},
                  shardnode:start_node(#{name => "x@no-such-host.invalid"})).
+
+%% A node under the test's own supervisor: killed with kill -9, it is
+%% started again with its options and answers; stopping the supervisor
+%% stops it.
+a_supervised_node_is_started_again_after_kill_9(Config) ->
+    {N, Sup} = shardnode_ct:start_supervised(Config, #{}),
+    try
+        ?assertEqual(1, shardnode:call(N, counter, a, incr)),
+        {ok, Old} = shardnode:os_pid(N),
+        [] = os:cmd("kill -9 " ++ integer_to_list(Old)),
+        ok = shardnode_poll:until(fun() -> case shardnode:os_pid(N) of
+                                              {ok, New} -> New =/= Old;
+                                              _ -> false
+                                          end
+                                  end, 20000),
+        ok = shardnode_poll:until(fun() -> shardnode:call(N, counter, a, incr, 1000) =:= 1 end, 20000)
+    after
+        ok = shardnode_ct:stop_supervised(Sup)
+    end,
+    ?assert(shardnode_ct:gone(N)),
+    ?assertEqual([], shardnode:which_nodes()).

@@ -23,6 +23,7 @@
 %% The test node itself must be distributed; `rebar3 ct' does that with
 %% `{dist_node, [{name, ...}, {setcookie, ...}]}' in rebar.config.
 -module(shardnode_ct).
+-behaviour(supervisor). %% start_supervised/2's supervisor
 
 -export([start_nodes/2,
          start_nodes_at_once/2,
@@ -33,6 +34,8 @@
          shard_homes/2,
          assert_each_shard_once/2,
          assert_clean/0,
+         start_supervised/2,
+         stop_supervised/1,
          stop_nodes/1,
          stop_nodes/2,
          started_nodes/1,
@@ -52,6 +55,7 @@
          metrics_page/1,
          metrics_page/2,
          metric_value/2]).
+-export([init/1]).
 
 -define(KEY, shardnode_nodes).
 -define(OPTS_KEY, shardnode_node_opts).
@@ -228,6 +232,44 @@ assert_clean() ->
         [] -> ok;
         Running -> ct:fail({nodes_left_running, Running})
     end.
+
+%% @doc Starts a C node under a supervisor of the test's own, as a team's
+%% application would run it (`shardnode:child_spec/1': restarted at once
+%% when its OS process dies, with the same options), and returns
+%% `{Node, Sup}' once the node answers. A kill -9 of the node's OS
+%% process ({@link shardnode:os_pid/1}) has it started again; end both
+%% with {@link stop_supervised/1}. The supervisor is linked to the
+%% caller.
+%%
+%% ```
+%% {A, Sup} = shardnode_ct:start_supervised(Config, #{join => Seeds}),
+%% {ok, Old} = shardnode:os_pid(A),
+%% [] = os:cmd("kill -9 " ++ integer_to_list(Old)),
+%% ...
+%% ok = shardnode_ct:stop_supervised(Sup).
+%% '''
+-spec start_supervised(config(), shardnode:start_opts()) -> {node(), pid()}.
+start_supervised(_Config, Opts) ->
+    {ok, _} = application:ensure_all_started(shardnode),
+    Named = named(Opts),
+    {ok, Sup} = supervisor:start_link(?MODULE, {supervised, [shardnode:child_spec(Named)]}),
+    [Node] = [N || {{shardnode, N}, _, _, _} <- supervisor:which_children(Sup)],
+    ct:log("started C node ~ts under supervisor ~p", [Node, Sup]),
+    {Node, Sup}.
+
+%% @doc Stops a supervisor of {@link start_supervised/2}, and with it its
+%% node (SIGTERM: it leaves gracefully); returns once both are gone.
+-spec stop_supervised(pid()) -> ok.
+stop_supervised(Sup) ->
+    Ref = monitor(process, Sup),
+    unlink(Sup),
+    exit(Sup, shutdown),
+    receive {'DOWN', Ref, process, Sup, _} -> ok end.
+
+%% @private supervisor callback of start_supervised/2: restarts at once, as
+%% an application's supervisor does, a few times in a short while.
+init({supervised, Children}) ->
+    {ok, {#{strategy => one_for_one, intensity => 20, period => 10}, Children}}.
 
 %% @doc Stops every node recorded in `Config' by {@link start_nodes/2} (see
 %% {@link stop_nodes/2}).
