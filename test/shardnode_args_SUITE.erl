@@ -98,9 +98,11 @@ every_option_in_order(Config) ->
                   "--verbose", "x"],
                  flat(Args)),
     {ok, #{args := Args2}} =
-        command(Config, #{name => "c1@127.0.0.1", cookie => c, join => [], types => [],
-                          proxy_only => false}),
-    ?assertEqual(["--name", "c1@127.0.0.1", "--stop-on-stdin-eof", "--cookie", "c"], Args2).
+        command(Config, #{name => "c1@127.0.0.1", cookie => c, join => [], proxy_only => false}),
+    ?assertEqual(["--name", "c1@127.0.0.1", "--stop-on-stdin-eof", "--cookie", "c"], Args2),
+    %% types => [] is none of the built-in types, not the defaults
+    {ok, #{args := Args3}} = command(Config, #{name => "c1@127.0.0.1", cookie => c, types => []}),
+    ?assertEqual(["--name", "c1@127.0.0.1", "--stop-on-stdin-eof", "--cookie", "c", "--types", ""], flat(Args3)).
 
 %% Strings, binaries, atoms and integers go as they are; other terms in
 %% Erlang syntax, as file:consult/1 reads them.

@@ -11,7 +11,8 @@
 
 -export([all/0, suite/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([log/2]). %% a logger handler of the cases' own
--export([max_active_entities_passivates_erlang_entities_too/1]).
+-export([max_active_entities_passivates_erlang_entities_too/1,
+         types_none_hosts_the_erlang_types_alone/1]).
 -export([an_erlang_entity_answers_as_a_c_one/1,
          a_crash_answers_the_call_and_the_next_message_restarts/1,
          every_exit_answers_the_call_and_is_logged_once/1,
@@ -48,7 +49,8 @@ all() ->
      a_c_node_with_host_alone_waits_for_its_types,
      health_names_the_host_while_it_is_away,
      a_lapsed_lease_answers_the_call_at_the_process,
-     max_active_entities_passivates_erlang_entities_too].
+     max_active_entities_passivates_erlang_entities_too,
+     types_none_hosts_the_erlang_types_alone].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -167,6 +169,14 @@ max_active_entities_passivates_erlang_entities_too(Config) ->
     [?assertEqual(ok, call(N, cart, I, {add, pear, 1})) || I <- Ids],
     [?assertEqual(#{apple => I, pear => 1}, call(N, cart, I, items)) || I <- Ids],
     await(fun() -> length(live(cart)) =< 5 end),
+    ok = shardnode:stop_node(N).
+
+%% types => [] is none of the built-in types: the node hosts its types
+%% written in Erlang alone (before, it hosted counter, kv and echo too).
+types_none_hosts_the_erlang_types_alone(Config) ->
+    {[N], _} = shardnode_ct:start_nodes(Config, [(opts("none", #{}))#{types => []}]),
+    ?assertEqual({ok, [cart, tally]}, gen_server:call({shardnode, N}, shard_types)),
+    ?assertEqual(ok, call(N, cart, 1, {add, apple, 1})),
     ok = shardnode:stop_node(N).
 
 %% An entity that exits in handle/2 — normal, shutdown, {shutdown, _} or

@@ -289,7 +289,10 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		} else if (strcmp(flag, "--join-dns") == 0) {
 			join_dns_arg = arg;
 		} else if (strcmp(flag, "--types") == 0) {
-			rc = split_list(flag, arg, c->types, &c->ntypes, err);
+			/* An empty list: none of the built-in types (a node of
+			 * types written in Erlang only, or of none). */
+			c->ntypes = 0;
+			rc = arg[0] == '\0' ? 0 : split_list(flag, arg, c->types, &c->ntypes, err);
 			have_types = true;
 		} else if (strcmp(flag, "--host") == 0) {
 			host_arg = arg;

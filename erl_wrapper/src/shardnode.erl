@@ -113,7 +113,8 @@
 %% <dt>`port'</dt><dd>listen port; default ephemeral.</dd>
 %% <dt>`join'</dt><dd>seed nodes; without them the node starts a new
 %%   cluster.</dd>
-%% <dt>`types'</dt><dd>entity types hosted; default `[counter, kv, echo]'.</dd>
+%% <dt>`types'</dt><dd>entity types hosted; default `[counter, kv, echo]';
+%%   `[]': none of them (the node hosts its `entities' alone).</dd>
 %% <dt>`entities'</dt><dd>types written in Erlang or Elixir, `#{Type =>
 %%   Module}' ({@link shardnode_entity}): the node hosts them besides
 %%   `types', and their entities run on this node as processes of

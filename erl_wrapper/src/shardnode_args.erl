@@ -103,7 +103,7 @@ build_command(Opts) ->
                          cookie_args(Opts),
                          port_args(Opts),
                          list_args("--join", join, Opts),
-                         list_args("--types", types, Opts),
+                         types_args(Opts),
                          entity_args(Opts),
                          proxy_args(Opts),
                          singleton_args(Opts),
@@ -207,6 +207,12 @@ port_args(#{port := Port}) ->
     bad({port, Port});
 port_args(_) ->
     [].
+
+%% `types': the built-in and plugin types the node hosts; `[]' given
+%% means none of them (its types are then its `entities' alone), where no
+%% `types' at all means the defaults.
+types_args(#{types := []}) -> ["--types", ""];
+types_args(Opts) -> list_args("--types", types, Opts).
 
 list_args(Flag, Key, Opts) ->
     case maps:get(Key, Opts, []) of

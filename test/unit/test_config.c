@@ -518,7 +518,7 @@ Test(config, types)
 	assert_err_has(err, "twice");
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "Kv"), -EINVAL);
 	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "kv,"), -EINVAL);
-	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", ""), -EINVAL);
+	/* "" is no type at all (an_empty_types_list_hosts_no_builtin_type) */
 }
 
 /* One more type than a node may host: 16 are taken, 17 refused with the
@@ -1094,4 +1094,21 @@ Test(config, a_type_both_c_and_erlang_names_both_places)
 			   "cart,cart"),
 		     -EINVAL);
 	assert_err_has(err, "--host-types: 'cart' given twice");
+}
+
+/* --types with an empty list: none of the built-in types (types => [] in
+ * the wrapper), where no --types means the defaults. */
+Test(config, an_empty_types_list_hosts_no_builtin_type)
+{
+	struct sn_config c;
+	char err[CONFIG_ERR_BUF];
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", ""), 0, "%s", err);
+	cr_assert_eq(c.ntypes, 0u);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "", "--host", "b@h", "--host-types",
+			   "cart"),
+		     0, "%s", err);
+	cr_assert_eq(c.ntypes, 1u);
+	cr_assert_str_eq(c.types[0], "cart");
+	cr_assert(c.type_on_host[0]);
+	cr_assert_eq(PARSE(&c, err, "--name", "a@h", "--cookie", "c", "--types", "kv,"), -EINVAL);
 }
