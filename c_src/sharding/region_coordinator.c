@@ -218,9 +218,9 @@ static void send_registration(struct region *r)
 	}
 	x.index = 0;
 	/* Epochs only to a coordinator that reads them (member_protocol.h). */
-	int rc = hosted == NULL || epochs == NULL ? -ENOMEM
-		 : r->coordinator_protocol >= 2 ? shard_msg_encode_hosting_epochs(&x, &r->pid, hosted, epochs, n)
-						: shard_msg_encode_hosting(&x, &r->pid, hosted, n);
+	int rc = hosted == NULL || epochs == NULL
+			 ? -ENOMEM
+			 : shard_msg_encode_hosting(&x, &r->pid, hosted, r->coordinator_protocol >= 2 ? epochs : NULL, n);
 	if (rc == 0)
 		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
 				   (size_t)x.index);

@@ -284,16 +284,22 @@ int shard_msg_encode_state_ack(ei_x_buff *x, uint32_t shard, uint32_t seq, const
 	return 0;
 }
 
-int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n)
+int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, const uint64_t *epochs,
+			     size_t n)
 {
-	if (begin(x, 4, SMSG_HOSTING) || ei_x_encode_pid(x, region) < 0)
+	if (begin(x, epochs != NULL ? 5 : 4, SMSG_HOSTING) || ei_x_encode_pid(x, region) < 0)
 		return -ENOMEM;
-	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
-		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		if (term_x_encode_uint(x, shards[k]) < 0)
+	/* [ShardId], then, with epochs, [Epoch]: a list each, proper. */
+	for (int list = 0; list < (epochs != NULL ? 2 : 1); list++) {
+		if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
 			return -ENOMEM;
-	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
+		for (size_t k = 0; k < n; k++)
+			if (term_x_encode_uint(x, list == 0 ? shards[k] : epochs[k]) < 0)
+				return -ENOMEM;
+		if (ei_x_encode_empty_list(x) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 void shard_msg_hosting_read(const struct shard_msg *sm, uint64_t *shards, uint64_t *epochs)
@@ -315,24 +321,6 @@ int shard_msg_encode_home_epoch(ei_x_buff *x, uint32_t shard, const erlang_pid *
 	    term_x_encode_uint(x, epoch) < 0)
 		return -ENOMEM;
 	return 0;
-}
-
-int shard_msg_encode_hosting_epochs(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards,
-				    const uint64_t *epochs, size_t n)
-{
-	if (begin(x, 5, SMSG_HOSTING) || ei_x_encode_pid(x, region) < 0)
-		return -ENOMEM;
-	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
-		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		if (term_x_encode_uint(x, shards[k]) < 0)
-			return -ENOMEM;
-	if (ei_x_encode_empty_list(x) < 0 || (n > 0 && ei_x_encode_list_header(x, (long)n) < 0))
-		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		if (term_x_encode_uint(x, epochs[k]) < 0)
-			return -ENOMEM;
-	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 
 int shard_msg_encode_tell(ei_x_buff *x, const erlang_pid *sender, const char *id, size_t id_len,

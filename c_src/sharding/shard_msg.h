@@ -134,11 +134,11 @@ int shard_msg_encode_handoff(ei_x_buff *x, uint32_t shard, uint32_t acks, const 
 int shard_msg_encode_state_chunk(ei_x_buff *x, uint32_t shard, uint32_t seq, bool last, const erlang_pid *from,
 				 const char *chunk, size_t chunk_len);
 int shard_msg_encode_state_ack(ei_x_buff *x, uint32_t shard, uint32_t seq, const erlang_pid *region);
-int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, size_t n);
-/* hosting with each shard's epoch (epochs[k] is shards[k]'s): only to a
- * coordinator on a member of protocol 2 or later (member_protocol.h). */
-int shard_msg_encode_hosting_epochs(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards,
-				    const uint64_t *epochs, size_t n);
+/* hosting: with `epochs` (epochs[k] is shards[k]'s), the five-element form,
+ * only to a coordinator on a member of protocol 2 or later
+ * (member_protocol.h); NULL: the four-element form every release reads. */
+int shard_msg_encode_hosting(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, const uint64_t *epochs,
+			     size_t n);
 /* shard_home with the claim's epoch: only to a region whose hosting
  * report had epochs. */
 int shard_msg_encode_home_epoch(ei_x_buff *x, uint32_t shard, const erlang_pid *home, uint64_t epoch);

@@ -278,7 +278,7 @@ Test(shard_msg, hosting_round_trip)
 	for (size_t n = 0; n <= SN_ARRAY_LEN(shards); n++) {
 		ei_x_buff x;
 		sn_x_new(&x);
-		cr_assert_eq(shard_msg_encode_hosting(&x, &pid, shards, n), 0);
+		cr_assert_eq(shard_msg_encode_hosting(&x, &pid, shards, NULL, n), 0);
 		struct shard_msg m;
 		char *p;
 		cr_assert_eq(decode_copy(&x, &m, &p), 1);
@@ -338,7 +338,7 @@ Test(shard_msg, hosting_with_epochs_round_trips)
 	for (size_t n = 0; n <= SN_ARRAY_LEN(shards); n++) {
 		ei_x_buff x;
 		sn_x_new(&x);
-		cr_assert_eq(shard_msg_encode_hosting_epochs(&x, &pid, shards, epochs, n), 0);
+		cr_assert_eq(shard_msg_encode_hosting(&x, &pid, shards, epochs, n), 0);
 		struct shard_msg m;
 		char *p;
 		cr_assert_eq(decode_copy(&x, &m, &p), 1);
@@ -357,7 +357,7 @@ Test(shard_msg, hosting_with_epochs_round_trips)
 	/* The four-element form states none. */
 	ei_x_buff x;
 	sn_x_new(&x);
-	cr_assert_eq(shard_msg_encode_hosting(&x, &pid, shards, 2), 0);
+	cr_assert_eq(shard_msg_encode_hosting(&x, &pid, shards, NULL, 2), 0);
 	struct shard_msg m;
 	char *p;
 	cr_assert_eq(decode_copy(&x, &m, &p), 1);
@@ -806,7 +806,7 @@ static void encode_all(ei_x_buff msgs[ALL_MSGS])
 	cr_assert_eq(shard_msg_encode_home_epoch(&msgs[10], 12, &pid, (uint64_t)UINT32_MAX + 9), 0);
 	static const uint32_t hosted[] = {3, 70000};
 	static const uint64_t epochs[] = {1, UINT64_MAX};
-	cr_assert_eq(shard_msg_encode_hosting_epochs(&msgs[11], &pid, hosted, epochs, 2), 0);
+	cr_assert_eq(shard_msg_encode_hosting(&msgs[11], &pid, hosted, epochs, 2), 0);
 	ei_x_free(&id);
 	ei_x_free(&msg);
 }
