@@ -139,13 +139,13 @@ void coord_send_home(struct coordinator *c, const erlang_pid *to, uint32_t shard
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	/* The home itself learns its claim's epoch, if it keeps one. */
+	/* Naming the home itself gives its claim an epoch (later claims must
+	 * be newer, whether it keeps epochs or not), which it hears if it
+	 * keeps them. */
 	int k = term_pid_equal(to, home) ? coord_find_region(c, home) : -1;
-	int rc = k >= 0 && c->regions[k].epochs
-			 ? shard_msg_encode_home_epoch(&x, shard, home, coord_claim_epoch(c, shard, home))
-			 : shard_msg_encode_shard(&x, SMSG_SHARD_HOME, shard, home);
-	if (k >= 0 && !c->regions[k].epochs)
-		(void)coord_claim_epoch(c, shard, home); /* later claims must still be newer */
+	uint64_t epoch = k >= 0 ? coord_claim_epoch(c, shard, home) : 0;
+	int rc = k >= 0 && c->regions[k].epochs ? shard_msg_encode_home_epoch(&x, shard, home, epoch)
+						: shard_msg_encode_shard(&x, SMSG_SHARD_HOME, shard, home);
 	if (rc == 0)
 		coord_send_to_region(c, to, &x);
 	ei_x_free(&x);
