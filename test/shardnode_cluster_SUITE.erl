@@ -107,9 +107,7 @@ end_per_testcase(_Case, Config) ->
     [resume(N) || N <- shardnode:which_nodes()],
     %% Nodes a case started itself (a fourth member) and did not get to
     %% stop, because it failed first, are stopped here too.
-    Started = shardnode_ct:started_nodes(Config),
-    Extra = shardnode:which_nodes() -- Started,
-    shardnode_ct:stop_nodes(Config, Started ++ Extra).
+    shardnode_ct:stop_all_nodes(Config).
 
 %%====================================================================
 %% Cases

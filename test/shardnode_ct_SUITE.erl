@@ -31,8 +31,7 @@ end_per_suite(_Config) ->
     shardnode_ct:assert_clean().
 
 end_per_testcase(_Case, Config) ->
-    Started = shardnode_ct:started_nodes(Config),
-    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)).
+    shardnode_ct:stop_all_nodes(Config).
 
 a_cluster_converges_restarts_and_loses_a_member(Config0) ->
     Opts = #{entities => #{cart => sn_cart},

@@ -65,8 +65,7 @@ init_per_testcase(_Case, Config) ->
     [{recorder, Recorder} | Config].
 
 end_per_testcase(_Case, Config) ->
-    Started = shardnode_ct:started_nodes(Config),
-    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)),
+    shardnode_ct:stop_all_nodes(Config),
     %% No entity process outlives its C node.
     await(fun() -> shardnode_entity_host:dispatchers() =:= [] end),
     exit(?config(recorder, Config), kill),

@@ -43,8 +43,7 @@ end_per_suite(_Config) ->
     ok.
 
 end_per_testcase(_Case, Config) ->
-    Started = shardnode_ct:started_nodes(Config),
-    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)),
+    shardnode_ct:stop_all_nodes(Config),
     ?assertEqual([], shardnode:which_nodes()).
 
 %%====================================================================

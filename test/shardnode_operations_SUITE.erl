@@ -45,8 +45,7 @@ init_per_testcase(_Case, Config) ->
     Config.
 
 end_per_testcase(_Case, Config) ->
-    Started = shardnode_ct:started_nodes(Config),
-    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)),
+    shardnode_ct:stop_all_nodes(Config),
     %% No entity process outlives its C node.
     sn_test:await(fun() -> shardnode_entity_host:dispatchers() =:= [] end),
     case whereis(sn_instances) of

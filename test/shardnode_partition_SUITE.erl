@@ -104,9 +104,7 @@ init_per_testcase(Case, Config0) ->
 
 end_per_testcase(_Case, Config) ->
     heal(),
-    Started = shardnode_ct:started_nodes(Config),
-    Extra = shardnode:which_nodes() -- Started,
-    shardnode_ct:stop_nodes(Config, Started ++ Extra),
+    shardnode_ct:stop_all_nodes(Config),
     %% Whatever a node left in its namespace (epmd) goes too.
     [sh("ip netns pids " ++ NS ++ " | xargs -r kill -9") || NS <- namespaces()],
     ok.

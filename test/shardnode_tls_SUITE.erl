@@ -49,8 +49,7 @@ end_per_suite(_Config) ->
 
 end_per_testcase(_Case, Config) ->
     [shardnode_ct:stop_peer(P) || P <- get_peers()],
-    Started = shardnode_ct:started_nodes(Config),
-    shardnode_ct:stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)).
+    shardnode_ct:stop_all_nodes(Config).
 
 %%====================================================================
 %% Cases

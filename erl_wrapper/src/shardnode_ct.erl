@@ -38,6 +38,7 @@
          stop_supervised/1,
          stop_nodes/1,
          stop_nodes/2,
+         stop_all_nodes/1,
          started_nodes/1,
          gone/1,
          unique_name/1,
@@ -290,6 +291,16 @@ stop_nodes(Config, Nodes) ->
         [] -> ok;
         Failed -> ct:fail({nodes_not_stopped_cleanly, Failed})
     end.
+
+%% @doc Stops the nodes recorded in `Config' (last started first), then
+%% every other node this node's shardnode application runs: one a case
+%% started itself and did not get to stop, because it failed first. For
+%% `end_per_testcase'; as {@link stop_nodes/2}, fails the test unless each
+%% left cleanly and is gone.
+-spec stop_all_nodes(config()) -> ok.
+stop_all_nodes(Config) ->
+    Started = started_nodes(Config),
+    stop_nodes(Config, Started ++ (shardnode:which_nodes() -- Started)).
 
 %% @doc The nodes recorded in `Config' by {@link start_nodes/2}.
 -spec started_nodes(config()) -> [node()].
