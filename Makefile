@@ -260,8 +260,11 @@ run: deps
 	exec priv/shardnode --$(NAME_FLAG) '$(NAME)' --cookie '$(COOKIE)' $(if $(JOIN),--join '$(JOIN)') $(ARGS)
 
 # The wrapper's API docs, from its edoc comments: erl_wrapper/doc/index.html.
-docs: deps
-	rebar3 edoc
+# Only edoc is needed (Debian: erlang-edoc): no package is installed and
+# nothing is compiled, so the docs can be read before anything is built.
+docs:
+	@command -v erl >/dev/null || { echo "make docs: needs erl and edoc (Debian: erlang-nox erlang-edoc)" >&2; exit 1; }
+	erl -noshell -eval 'case edoc:application(shardnode, "erl_wrapper", [{dir, "erl_wrapper/doc"}, {preprocess, true}]) of ok -> halt(0); E -> io:format(standard_error, "~p~n", [E]), halt(1) end.'
 	@echo "API docs: erl_wrapper/doc/index.html"
 
 # Benchmarks, side by side with a BEAM baseline (bench/README.md).

@@ -11,6 +11,7 @@ packages=(
 	erlang-common-test
 	erlang-ssl        # inet_tls_dist: the TLS BEAM nodes the TLS tests talk to
 	erlang-tools
+	erlang-edoc       # make docs: the wrapper's API docs
 	rebar3            # builds erl_wrapper/ and runs common_test
 	elixir            # mix: make test adopts the repository from a Mix project, with ExUnit
 	libssl-dev        # OpenSSL: MD5 for the handshake digest, TLS distribution
