@@ -16,7 +16,10 @@
          an_unknown_type_is_noproc_at_once/1,
          a_lost_node_is_noconnection_at_once/1,
          a_timed_out_call_leaves_no_late_reply/1,
-         big_and_malformed_requests_are_answered_in_place/1]).
+         big_and_malformed_requests_are_answered_in_place/1,
+         with_options_a_call_goes_on_through_the_next_member/1,
+         with_options_a_call_waits_for_a_member_started_again/1,
+         with_options_what_may_have_happened_is_tried_again_only_if_idempotent/1]).
 
 suite() -> [{timetrap, {minutes, 2}}].
 
@@ -27,7 +30,10 @@ all() ->
      an_unknown_type_is_noproc_at_once,
      a_lost_node_is_noconnection_at_once,
      a_timed_out_call_leaves_no_late_reply,
-     big_and_malformed_requests_are_answered_in_place].
+     big_and_malformed_requests_are_answered_in_place,
+     with_options_a_call_goes_on_through_the_next_member,
+     with_options_a_call_waits_for_a_member_started_again,
+     with_options_what_may_have_happened_is_tried_again_only_if_idempotent].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -50,12 +56,20 @@ init_per_testcase(calls_reach_entities_on_every_member, Config) ->
 init_per_testcase(big_and_malformed_requests_are_answered_in_place, Config) ->
     {[C], Config1} = shardnode_ct:start_nodes(Config, [#{config => #{max_message_bytes => 2097152}}]),
     [{cnode, C} | Config1];
+init_per_testcase(with_options_a_call_goes_on_through_the_next_member, Config) ->
+    {Nodes, Config1} = shardnode_ct:start_cluster(Config, 3, #{config => #{number_of_shards => 12}}),
+    [{cluster, Nodes} | Config1];
+init_per_testcase(with_options_a_call_waits_for_a_member_started_again, Config) ->
+    {C, Sup} = shardnode_ct:start_supervised(Config, #{}),
+    [{cnode, C}, {sup, Sup} | Config];
 init_per_testcase(_Case, Config) ->
     {[C], Config1} = shardnode_ct:start_nodes(Config, [#{}]),
     [{cnode, C} | Config1].
 
+end_per_testcase(with_options_a_call_waits_for_a_member_started_again, Config) ->
+    shardnode_ct:stop_supervised(?config(sup, Config));
 end_per_testcase(_Case, Config) ->
-    shardnode_ct:stop_nodes(Config).
+    shardnode_ct:stop_all_nodes(Config).
 
 %%====================================================================
 %% Cases
@@ -193,7 +207,7 @@ a_lost_node_is_noconnection_at_once(Config) ->
     %% every caller is waiting for its reply
     ok = sn_test:await(fun() ->
                                     lists:all(fun(P) -> process_info(P, current_function) =:=
-                                                            {current_function, {shardnode_client, call, 5}}
+                                                            {current_function, {shardnode_client, attempt, 5}}
                                                             orelse process_info(P, current_function) =:=
                                                             {current_function, {shardnode_client, multi_call, 4}}
                                               end, Callers)
@@ -219,6 +233,58 @@ a_timed_out_call_leaves_no_late_reply(Config) ->
     %% the node answers the calls it holds, in order, before this one
     ?assertEqual(3, shardnode:call(C, counter, a, get)),
     ?assertEqual({messages, []}, process_info(self(), messages)),
+    ok.
+
+%% A call with options through members of which the first was killed a
+%% moment ago: the request could not leave for it (no connection), so it
+%% goes at once through the next, and is answered well within the call's
+%% time. Without options the same call is {error, noconnection}.
+with_options_a_call_goes_on_through_the_next_member(Config) ->
+    [A, B, C] = ?config(cluster, Config),
+    %% an entity whose shard is not on A: its answer needs no fail-over
+    Ids = lists:seq(1, 60),
+    ?assertEqual([1 || _ <- Ids], shardnode:multi_call(B, counter, [{K, incr} || K <- Ids])),
+    Homes = shardnode_ct:shard_homes(B, counter),
+    Id = hd([K || K <- Ids, maps:get(shardnode:shard_id(K, 12), Homes, [A]) =/= [A]]),
+    ?assertEqual(2, shardnode:call(A, counter, Id, incr)),
+    ok = shardnode:kill_node(A),
+    ?assertEqual({error, noconnection}, shardnode:call(A, counter, Id, get, 5000)),
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertEqual(3, shardnode:call([A, B, C], counter, Id, incr, #{timeout => 20000, attempt_timeout => 5000})),
+    ?assert(erlang:monotonic_time(millisecond) - T0 < 2000, "answered through B without waiting"),
+    ok.
+
+%% A member killed and started again at once by its supervisor: a call
+%% with options made as it dies is tried again until the member is back,
+%% and answered; without options it is {error, noconnection} at once.
+with_options_a_call_waits_for_a_member_started_again(Config) ->
+    C = ?config(cnode, Config),
+    ?assertEqual(1, shardnode:call(C, counter, a, incr)),
+    {ok, Old} = shardnode:os_pid(C),
+    [] = os:cmd("kill -9 " ++ integer_to_list(Old)),
+    ok = sn_test:await(fun() -> shardnode:call(C, counter, a, get, 1000) =:= {error, noconnection} end),
+    %% started afresh, without a store: the counter starts again from 0
+    ?assertEqual(1, shardnode:call(C, counter, a, incr, #{timeout => 30000, attempt_timeout => 5000})),
+    ?assertNotEqual({ok, Old}, shardnode:os_pid(C)),
+    ok.
+
+%% A call that times out may have been handled: with options it still
+%% ends at its attempt's timeout — the message went once — unless it is
+%% marked idempotent, when it is tried until the call's whole time.
+with_options_what_may_have_happened_is_tried_again_only_if_idempotent(Config) ->
+    C = ?config(cnode, Config),
+    ?assertEqual(1, shardnode:call(C, counter, a, incr)),
+    ok = shardnode_ct:pause(C),
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertEqual({error, timeout}, shardnode:call(C, counter, a, incr, #{timeout => 5000, attempt_timeout => 200})),
+    T1 = erlang:monotonic_time(millisecond),
+    ?assert(T1 - T0 < 2000, "ended at the attempt's timeout, not the call's"),
+    ?assertEqual({error, timeout}, shardnode:call(C, counter, a, get, #{timeout => 1500, attempt_timeout => 200,
+                                                                         idempotent => true})),
+    ?assert(erlang:monotonic_time(millisecond) - T1 >= 1400, "tried again until the call's time was up"),
+    ok = shardnode_ct:resume(C),
+    %% the incr that timed out was handled once, when the node went on
+    ?assertEqual(2, shardnode:call(C, counter, a, get)),
     ok.
 
 packets(Port) ->

@@ -78,7 +78,7 @@
          cluster_sharding_stats/2,
          shard_id/2]).
 
--export_type([start_opts/0, entity_id/0, member/0, call_error/0]).
+-export_type([start_opts/0, entity_id/0, member/0, call_error/0, call_opts/0]).
 
 -define(DEFAULT_STOP_GRACE, 10000).
 %% how long to wait, after the OS process has exited, for the node to
@@ -144,6 +144,23 @@
 
 -type call_error() :: noconnection | noproc | timeout | {client_crashed, term()}.
 %% Why a {@link call/5} or {@link multi_call/4} got no reply.
+
+-type call_opts() :: #{timeout => timeout(),
+                       attempt_timeout => timeout(),
+                       idempotent => boolean()}.
+%% Options of {@link call/5} that make it try again what was certainly
+%% not handled:
+%% <dl>
+%% <dt>`timeout'</dt><dd>the call's whole time, all attempts and the
+%%   pauses between them (default 5000 ms).</dd>
+%% <dt>`attempt_timeout'</dt><dd>how long one attempt waits for its reply
+%%   (default: `timeout'). An attempt that times out ends the call unless
+%%   the message is `idempotent'.</dd>
+%% <dt>`idempotent'</dt><dd>`true': the message may be handled twice
+%%   without harm, so outcomes that may have happened (`timeout',
+%%   `unconfirmed', a connection lost after sending) are tried again too
+%%   (default `false').</dd>
+%% </dl>
 
 -type member() :: #{node := node(),
                     status := joining | up | leaving | exiting | unreachable | down,
@@ -478,9 +495,35 @@ call(Node, Type, EntityId, Msg) ->
 %% 1 = shardnode:call(Node, counter, <<"a">>, incr, 1000),
 %% ok = shardnode:call(Node, kv, "cart-7", {put, apples, 3}, 1000).
 %% '''
--spec call(node(), atom(), entity_id(), term(), timeout()) -> term() | {error, call_error()}.
-call(Node, Type, EntityId, Msg, Timeout) ->
-    shardnode_client:call(shardnode_clients:client(Node), Type, EntityId, Msg, Timeout).
+%%
+%% With options ({@link call_opts()}) instead of a timeout, the call is
+%% tried again, until its `timeout', whenever its outcome says the message
+%% was certainly not handled: the request never left this node (no
+%% connection to the member), or the member answered `{error,
+%% shutting_down}', `{error, store_unavailable}' or `{error, overloaded}'.
+%% `Node' may then be a list of members: a call through one that is gone
+%% (or hosts no region of `Type') goes on at once through the next. An
+%% outcome that may have happened — `{error, timeout}', `{error,
+%% unconfirmed}', a connection lost after the request was sent — ends the
+%% call, unless the message is marked `idempotent'. When the time is up,
+%% the last outcome is returned.
+%%
+%% ```
+%% %% Through any of three members; a member killed a moment ago costs
+%% %% nothing but the next one's round trip.
+%% ok = shardnode:call([A, B, C], order, <<"o-1">>, {pay, 30},
+%%                     #{timeout => 10000, attempt_timeout => 2000}).
+%% '''
+-spec call(node() | [node(), ...], atom(), entity_id(), term(), timeout() | call_opts()) ->
+          term() | {error, call_error()}.
+call(Node, Type, EntityId, Msg, Timeout) when is_atom(Node), not is_map(Timeout) ->
+    shardnode_client:call(shardnode_clients:client(Node), Type, EntityId, Msg, Timeout);
+call(Node, Type, EntityId, Msg, Opts) when is_atom(Node), is_map(Opts) ->
+    shardnode_retry:call([Node], Type, EntityId, Msg, Opts);
+call([_ | _] = Nodes, Type, EntityId, Msg, Opts) when is_map(Opts) ->
+    shardnode_retry:call(Nodes, Type, EntityId, Msg, Opts);
+call([_ | _] = Nodes, Type, EntityId, Msg, Timeout) ->
+    shardnode_retry:call(Nodes, Type, EntityId, Msg, #{timeout => Timeout}).
 
 %% @equiv multi_call(Node, Type, Requests, 5000)
 -spec multi_call(node(), atom(), [{entity_id(), term()}]) -> [term()] | {error, call_error()}.

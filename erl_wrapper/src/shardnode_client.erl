@@ -17,11 +17,20 @@
 %% reply to its caller's alias. A lone call goes out at once: nothing
 %% waits for a batch to fill.
 %%
-%% Failing fast: the client monitors the node (monitor_node/2, no message
-%% on the wire) and each type's region once (`erlang:monitor(process,
-%% {Type, Node})'). When the connection goes, every caller waiting gets
-%% `{error, noconnection}' and the client ends (the next call starts a new
-%% one); when a region is not there, its callers get `{error, noproc}'.
+%% Failing fast: the client connects to the node first, then monitors it
+%% (monitor_node/2, no message on the wire) and each type's region once
+%% (`erlang:monitor(process, {Type, Node})'). When the connection goes,
+%% every caller waiting gets `{error, noconnection}' and the client ends
+%% (the next call starts a new one); when a region is not there, its
+%% callers get `{error, noproc}'.
+%%
+%% Sent or not: a request goes only over a connection that is up
+%% (`erlang:send/3' with `noconnect'), so a request that never left this
+%% node is known. Its caller is answered `{'$shardnode_unsent',
+%% noconnection}' (call/5 makes it `{error, noconnection}'; attempt/5, for
+%% shardnode_retry, keeps it): certainly not handled, so safe to send
+%% again. A caller whose request the client never took (it ended first, or
+%% could not connect) learns the same from the client's `normal' exit.
 %% A caller that gave up (its timeout) has deactivated its alias: a late
 %% reply is dropped by the runtime, never left in its mailbox.
 %%
@@ -35,7 +44,7 @@
 %% {bad_request, Element}} in its place, as the node answers one.
 -module(shardnode_client).
 
--export([start/1, call/5, multi_call/4]).
+-export([start/1, call/5, attempt/5, multi_call/4]).
 -export([init/1]).
 
 %% calls taken from the mailbox before the batch is sent
@@ -73,11 +82,22 @@ start(Node) ->
 %% @doc One call through `Client' (see shardnode:call/5).
 -spec call(pid(), atom(), term(), term(), timeout()) -> term().
 call(Client, Type, Id, Msg, Timeout) ->
+    case attempt(Client, Type, Id, Msg, Timeout) of
+        {unsent, Why} -> {error, Why};
+        Reply -> Reply
+    end.
+
+%% @doc One call through `Client', telling a request that certainly never
+%% left this node (`{unsent, noconnection}') from any other outcome (the
+%% reply, or `{error, _}' as call/5 returns it).
+-spec attempt(pid(), atom(), term(), term(), timeout()) -> term() | {unsent, noconnection}.
+attempt(Client, Type, Id, Msg, Timeout) ->
     Alias = erlang:monitor(process, Client, [{alias, reply_demonitor}]),
     Client ! {'$call', Alias, Type, Id, Msg, erlang:external_size({Id, Msg}), deadline(Timeout)},
     receive
+        {Alias, {'$shardnode_unsent', Why}} -> {unsent, Why};
         {Alias, Reply} -> Reply;
-        {'DOWN', Alias, process, _, Reason} -> {error, down_reason(Reason)}
+        {'DOWN', Alias, process, _, Reason} -> down_outcome(Reason)
     after Timeout ->
             given_up(Alias)
     end.
@@ -96,6 +116,7 @@ multi_call(Client, Type, Requests, Timeout) ->
              end || R <- Requests],
     Client ! {'$multi_call', Alias, Type, Sized, deadline(Timeout)},
     receive
+        {Alias, {'$shardnode_unsent', Why}} -> {error, Why};
         {Alias, Replies} -> Replies;
         {'DOWN', Alias, process, _, Reason} -> {error, down_reason(Reason)}
     after Timeout ->
@@ -108,6 +129,7 @@ multi_call(Client, Type, Requests, Timeout) ->
 given_up(Alias) ->
     erlang:demonitor(Alias, [flush]),
     receive
+        {Alias, {'$shardnode_unsent', Why}} -> {unsent, Why};
         {Alias, Reply} -> Reply
     after 0 ->
             {error, timeout}
@@ -120,6 +142,11 @@ down_reason(noproc) -> noconnection;
 down_reason(noconnection) -> noconnection;
 down_reason(Other) -> {client_crashed, Other}.
 
+%% The client ended without answering: `normal' and `noproc' mean it never
+%% took the request (it answers every one it took before it ends).
+down_outcome(Reason) when Reason =:= normal; Reason =:= noproc -> {unsent, noconnection};
+down_outcome(Reason) -> {error, down_reason(Reason)}.
+
 deadline(infinity) -> infinity;
 deadline(Timeout) -> erlang:monotonic_time(millisecond) + Timeout.
 
@@ -129,8 +156,14 @@ deadline(Timeout) -> erlang:monotonic_time(millisecond) + Timeout.
 
 -spec init(node()) -> no_return().
 init(Node) ->
-    %% Connects if need be; a node that cannot be reached is reported as
-    %% {nodedown, Node} at once, and the callers learn of it.
+    %% Connected first, so that requests go only over a connection that is
+    %% up: a node that cannot be reached ends the client at once, and the
+    %% callers whose requests wait in its mailbox learn that none was sent.
+    case net_kernel:connect_node(Node) of
+        true -> ok;
+        _ -> exit(normal)
+    end,
+    %% A connection lost from here on is reported as {nodedown, Node}.
     true = erlang:monitor_node(Node, true),
     erlang:send_after(?SWEEP_MS, self(), sweep),
     loop(#st{node = Node}).
@@ -188,6 +221,8 @@ handle({'DOWN', MRef, process, {Type, _}, Reason}, #st{regions = Rs} = S) ->
 handle({nodedown, _Node}, S) ->
     _ = fail_all(noconnection, S),
     exit(normal);
+handle({unsent, Seqs}, S) ->
+    unsent(Seqs, S);
 handle(sweep, S) ->
     erlang:send_after(?SWEEP_MS, self(), sweep),
     sweep(erlang:monotonic_time(millisecond), S);
@@ -241,8 +276,9 @@ send(alone, Type, {Tag, Id, Msg}, #st{node = Node, out = Out} = S) ->
                {Reqs, Others} -> send_batches(Type, Node, lists:reverse(Reqs)), Others;
                error -> Out
            end,
-    {Type, Node} ! {'$gen_call', {self(), Tag}, {Id, Msg}},
-    S#st{out = Rest}.
+    {_, Seq} = Tag,
+    S#st{out = Rest, pending = sent(send_connected({Type, Node}, {'$gen_call', {self(), Tag}, {Id, Msg}}),
+                                    [Seq], S#st.pending)}.
 
 %% Requests are kept newest first; Reqs (newest first too) go on top.
 add_out(Type, Reqs, Out) ->
@@ -265,12 +301,35 @@ send_out(#st{out = Out, node = Node} = S) ->
     maps:foreach(fun(Type, Reqs) -> send_batches(Type, Node, lists:reverse(Reqs)) end, Out),
     S#st{out = #{}}.
 
+%% A batch that could not go (no connection) comes back to the client as
+%% {unsent, Seqs}, after what it has in hand: its callers are answered
+%% that nothing was sent.
 send_batches(_Type, _Node, []) ->
     ok;
 send_batches(Type, Node, Reqs) ->
     {Batch, Rest} = take(?MAX_BATCH, Reqs, []),
-    {Type, Node} ! {'$shardnode_calls', self(), Batch},
+    case send_connected({Type, Node}, {'$shardnode_calls', self(), Batch}) of
+        ok -> ok;
+        noconnect -> self() ! {unsent, [Seq || {{_, Seq}, _, _} <- Batch]}
+    end,
     send_batches(Type, Node, Rest).
+
+%% Sends only over a connection that is up: `noconnect' when there is
+%% none (nothing was sent; the nodedown follows).
+send_connected(Dest, Msg) ->
+    erlang:send(Dest, Msg, [noconnect]).
+
+sent(ok, _Seqs, Pending) ->
+    Pending;
+sent(noconnect, Seqs, Pending) ->
+    self() ! {unsent, Seqs},
+    Pending.
+
+%% Requests that never left: their callers are told so, and forgotten.
+unsent(Seqs, S) ->
+    lists:foldl(fun(Seq, Acc) ->
+                        answered({{'$shardnode_batched', Seq}, {'$shardnode_unsent', noconnection}}, Acc)
+                end, S, Seqs).
 
 %% The first N of a list (or all of a shorter one) and the rest.
 take(0, Rest, Acc) -> {lists:reverse(Acc), Rest};
@@ -280,7 +339,7 @@ take(N, [R | Rest], Acc) -> take(N - 1, Rest, [R | Acc]).
 answered({{'$shardnode_batched', Seq}, Reply}, #st{pending = P} = S) ->
     case maps:take(Seq, P) of
         {{multi, Alias, Index}, Rest} ->
-            multi_answered(Alias, Index, Reply, S#st{pending = Rest});
+            multi_answered(Alias, Index, unsent_as_error(Reply), S#st{pending = Rest});
         {{Alias, _Type, _Deadline}, Rest} ->
             Alias ! {Alias, Reply},
             S#st{pending = Rest};
@@ -289,6 +348,10 @@ answered({{'$shardnode_batched', Seq}, Reply}, #st{pending = P} = S) ->
     end;
 answered(_Other, S) ->
     S.
+
+%% In a multi_call's list, a request not sent is an error like any other.
+unsent_as_error({'$shardnode_unsent', Why}) -> {error, Why};
+unsent_as_error(Reply) -> Reply.
 
 multi_answered(Alias, Index, Reply, #st{multis = Ms} = S) ->
     case Ms of
@@ -319,10 +382,21 @@ fail_type(Type, Why, #st{pending = P, multis = Ms} = S) ->
     [A ! {A, {error, Why}} || A <- Failed ++ FailedMultis],
     S#st{pending = Kept, multis = maps:without(FailedMultis, Ms)}.
 
-fail_all(Why, #st{pending = P, multis = Ms}) ->
+%% The connection is gone: a request still waiting to be sent (`out', or
+%% reported unsent) certainly was not; the others may have been handled.
+fail_all(Why, #st{out = Out} = S0) ->
+    Unsent = [Seq || Reqs <- maps:values(Out), {{_, Seq}, _, _} <- Reqs] ++ unsent_reported([]),
+    #st{pending = P, multis = Ms} = unsent(Unsent, S0#st{out = #{}}),
     [A ! {A, {error, Why}} || {A, _, _} <- maps:values(P), is_reference(A)],
     [A ! {A, {error, Why}} || A <- maps:keys(Ms)],
     ok.
+
+unsent_reported(Acc) ->
+    receive
+        {unsent, Seqs} -> unsent_reported(Seqs ++ Acc)
+    after 0 ->
+            Acc
+    end.
 
 %% Calls past their deadline are forgotten: their callers have given up
 %% and deactivated their aliases, so nothing is sent to them.
