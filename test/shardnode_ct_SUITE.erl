@@ -14,14 +14,16 @@
 -export([a_cluster_converges_restarts_and_loses_a_member/1,
          start_errors_are_typed_and_fast/1,
          a_supervised_node_is_started_again_after_kill_9/1,
-         a_node_not_started_by_the_kit_cannot_be_restarted/1]).
+         a_node_not_started_by_the_kit_cannot_be_restarted/1,
+         entities_are_looked_at_and_a_killed_member_fails_over/1]).
 
 suite() -> [{timetrap, {minutes, 3}}].
 
 all() -> [a_cluster_converges_restarts_and_loses_a_member,
           start_errors_are_typed_and_fast,
           a_supervised_node_is_started_again_after_kill_9,
-          a_node_not_started_by_the_kit_cannot_be_restarted].
+          a_node_not_started_by_the_kit_cannot_be_restarted,
+          entities_are_looked_at_and_a_killed_member_fails_over].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -55,6 +57,33 @@ a_cluster_converges_restarts_and_loses_a_member(Config0) ->
     ok = shardnode_ct:await_member_status(A, C, down, 30000),
     ok = shardnode_ct:await_converged([A, B], 30000),
     [?assertMatch(#{}, shardnode:call(A, cart, I, items)) || I <- Ids],
+    ok = shardnode_ct:assert_each_shard_once(A, cart).
+
+%% await_entity/5 waits for a state reached by a tell and by the
+%% entity's own timer, without sending the entity anything; a look starts
+%% nothing. kill_and_await_failover/2 returns once every shard the killed
+%% member hosted answers from a new home.
+entities_are_looked_at_and_a_killed_member_fails_over(Config0) ->
+    Opts = #{entities => #{cart => sn_cart},
+             config => #{number_of_shards => 30, heartbeat_interval_ms => 200,
+                         failure_timeout_ms => 1000, stable_after_ms => 1000}},
+    {[A, B, C], _Config} = shardnode_ct:start_cluster(Config0, 3, Opts),
+    ok = shardnode:tell(B, cart, 1, {add, pear, 2}),
+    {ok, #{items := #{pear := 2}}} =
+        shardnode_ct:await_entity(A, cart, 1, fun(#{items := Items}) -> maps:is_key(pear, Items) end, 10000),
+    ok = shardnode:call(C, cart, 2, {remind_me, 10}),
+    {ok, #{reminders := 1}} = shardnode_ct:await_entity(A, cart, 2, fun(#{reminders := R}) -> R > 0 end, 10000),
+    ?assertEqual({error, not_running}, shardnode:entity_state(A, cart, 3)),
+    ?assertEqual({error, not_running}, shardnode:entity_state(A, cart, 3), "the look started nothing"),
+    Ids = lists:seq(10, 69),
+    [?assertEqual(ok, shardnode:call(A, cart, I, {add, apple, 1})) || I <- Ids],
+    #{cart := Held} = shardnode_ct:kill_and_await_failover(B, 60000),
+    ?assertNotEqual([], Held, "B hosted shards"),
+    Homes = shardnode_ct:shard_homes(A, cart),
+    [?assertMatch({S, [H]} when H =:= A; H =:= C, {S, maps:get(S, Homes)}) || S <- Held],
+    %% a move after a crash starts the carts afresh (no store): what they
+    %% answer now comes from their new homes
+    [?assertMatch(#{}, shardnode:call(C, cart, I, items)) || I <- Ids],
     ok = shardnode_ct:assert_each_shard_once(A, cart).
 
 a_node_not_started_by_the_kit_cannot_be_restarted(Config) ->

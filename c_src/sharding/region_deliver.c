@@ -63,8 +63,29 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 	region_store_answer(r, s->id, e, reply);
 }
 
+/* '$shardnode_state' (docs/contract.md "Looking at an entity"): the
+ * state the entity last completed, answered here for every type, C or
+ * hosted (a message its process is handling or has queued is not in it
+ * yet), without starting the entity or counting as its activity; nothing
+ * is written. */
+static bool is_peek(const struct envelope *e) { return term_is_atom(e->msg, 0, "$shardnode_state"); }
+
+static void answer_peek(struct region *r, const struct shard *s, const struct envelope *e)
+{
+	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
+	if (reply == NULL)
+		return;
+	if (shard_peek_entity(s, e->id, e->id_len, reply) == 0)
+		region_answer(r, e, reply);
+	scratch_put(&r->reply_buf, reply);
+}
+
 void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e)
 {
+	if (is_peek(e)) {
+		answer_peek(r, s, e);
+		return;
+	}
 	if (region_remote_active(r)) {
 		region_remote_deliver(r, s, e); /* answered when its process completes it */
 		return;

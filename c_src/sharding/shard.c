@@ -260,6 +260,21 @@ void shard_touch_entity(struct shard *s, struct entity *e, uint32_t now_ms)
 	enforce_limit(s, e, false);
 }
 
+int shard_peek_entity(const struct shard *s, const char *id, size_t id_len, ei_x_buff *reply)
+{
+	const struct entity *e = entity_table_find(&s->entities, id, id_len, entity_table_hash(id, id_len));
+	int start = reply->index, rc;
+	if (e == NULL)
+		rc = term_x_error_atom(reply, "not_running");
+	else if (!entity_type_keeps_state(s->type))
+		rc = term_x_error_atom(reply, "no_state");
+	else
+		rc = ei_x_encode_tuple_header(reply, 2) < 0 || term_x_encode_atom(reply, "ok") < 0
+			     ? -ENOMEM
+			     : s->type->encode_state((const void *)e->data, reply);
+	return term_x_whole_or_enomem(reply, start, rc);
+}
+
 bool shard_entity_live(const struct shard *s, const char *id, size_t id_len)
 {
 	return entity_table_find(&s->entities, id, id_len, entity_table_hash(id, id_len)) != NULL;

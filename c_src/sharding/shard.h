@@ -115,6 +115,14 @@ void shard_set_limit(struct shard *s, struct shard_limit *limit);
 int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
 		  uint32_t now_ms, ei_x_buff *reply, ei_x_buff *changed);
 
+/* Encodes into `reply` (no version byte) what the entity with canonical
+ * id bytes `id` holds now, for a look that must not change it (nothing is
+ * started, stamped or counted): {ok, State} with encode_state's term,
+ * {error, not_running} when it is not live, {error, no_state} for a type
+ * that keeps none; {error, enomem} when that could not be encoded.
+ * Returns 0, or -ENOMEM when not even that fits (send nothing). */
+int shard_peek_entity(const struct shard *s, const char *id, size_t id_len, ei_x_buff *reply);
+
 /* Whether the entity with canonical id bytes `id` is live. */
 bool shard_entity_live(const struct shard *s, const char *id, size_t id_len);
 

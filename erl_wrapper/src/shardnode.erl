@@ -76,6 +76,7 @@
          coordinator/2,
          shard_region_state/2,
          cluster_sharding_stats/2,
+         entity_state/3,
          shard_id/2]).
 
 -export_type([start_opts/0, entity_id/0, member/0, call_error/0, call_opts/0]).
@@ -580,6 +581,23 @@ shard_region_state(Node, Type) ->
           {ok, #{node() => #{non_neg_integer() => non_neg_integer()}}} | {error, term()}.
 cluster_sharding_stats(Node, Type) ->
     gen_server:call({Type, Node}, get_cluster_sharding_stats, ?CALL_TIMEOUT).
+
+%% @doc The state an entity last completed, looked at without sending it
+%% a message of its own: it is not started (`{error, not_running}' when
+%% it is not live), its idle time is not reset, nothing is written. The
+%% look is routed as a call is (`{Type, Node}' ! `{EntityId,
+%% '$shardnode_state'}'), so it sees the state after the calls to the
+%% entity answered before it. Any entity type, C or Erlang; `{error,
+%% no_state}' for a type that keeps none (`echo').
+%%
+%% ```
+%% 3 = shardnode:call(Node, counter, <<"a">>, incr),
+%% {ok, 3} = shardnode:entity_state(Node, counter, <<"a">>).
+%% '''
+-spec entity_state(node(), atom(), entity_id()) ->
+          {ok, term()} | {error, not_running | no_state | call_error()}.
+entity_state(Node, Type, EntityId) ->
+    call(Node, Type, EntityId, '$shardnode_state', ?CALL_TIMEOUT).
 
 %% @doc The shard an entity belongs to: `erlang:phash2(EntityId,
 %% NumberOfShards)', exactly what the C node computes.

@@ -31,6 +31,8 @@
          await_converged/2,
          await_member_status/4,
          restart_node/2,
+         kill_and_await_failover/2,
+         await_entity/5,
          shard_homes/2,
          assert_each_shard_once/2,
          assert_clean/0,
@@ -63,6 +65,8 @@
 -define(STOP_GRACE_KEY, shardnode_stop_grace_ms).
 -define(DEFAULT_STOP_GRACE, 10000).
 -define(GONE_TIMEOUT, 10000).
+%% how often a wait looks again
+-define(POLL_MS, 100).
 
 -type config() :: [{atom(), term()}].
 
@@ -198,6 +202,113 @@ restart_node(Config, Node) ->
     case shardnode:start_node(Opts) of
         {ok, Node} -> ct:log("restarted C node ~ts", [Node]);
         {error, Reason} -> log_failure(Opts, Reason), ct:fail({restart_failed, Node, summary(Reason)})
+    end.
+
+%% @doc Kills `Node' with SIGKILL, as a crash would, and returns once
+%% every shard it hosted has a new home that answers: for each of its
+%% types, a look at an entity of each such shard ({@link
+%% shardnode:entity_state/3}, which starts nothing) is made through
+%% another member until one answers. That takes the failure detection,
+%% the downing (`stable_after_ms') and the new allocation. Returns the
+%% shards it hosted, `#{Type => [Shard]}'. Fails the test
+%% (`{failover_timeout, Node, #{Type => [Shard]}}', the shards without a
+%% home yet) after `Timeout' ms.
+%%
+%% ```
+%% #{order := Shards} = shardnode_ct:kill_and_await_failover(B, 60000),
+%% ok = shardnode_ct:await_member_status(A, B, down, 10000).
+%% '''
+-spec kill_and_await_failover(node(), timeout()) -> #{atom() => [non_neg_integer()]}.
+kill_and_await_failover(Node, Timeout) ->
+    {ok, Types} = shardnode:shard_types(Node),
+    {ok, Members} = shardnode:members(Node),
+    Others = [N || #{node := N, status := up} <- Members, N =/= Node],
+    Held = maps:from_list([{T, hosted_shards(Node, T)} || T <- Types]),
+    Counts = maps:from_list([{T, number_of_shards(Node, T)} || T <- Types]),
+    ok = shardnode:kill_node(Node),
+    ct:log("killed C node ~ts (kill -9); the shards it hosted: ~p", [Node, Held]),
+    Deadline = erlang:monotonic_time(millisecond) + Timeout,
+    case await_homes(Others, Counts, Held, Deadline) of
+        Left when map_size(Left) =:= 0 -> Held;
+        Left -> ct:fail({failover_timeout, Node, Left})
+    end.
+
+%% Looks at the shards left (#{Type => [Shard]}) until each has answered
+%% or the deadline passes; returns those that have not.
+await_homes(Others, Counts, Left0, Deadline) ->
+    Left = maps:filter(fun(_T, Shards) -> Shards =/= [] end,
+                       maps:map(fun(T, Shards) ->
+                                        [S || S <- Shards,
+                                              not answers(Others, T, id_of_shard(S, maps:get(T, Counts)))]
+                                end, Left0)),
+    case map_size(Left) =:= 0 orelse erlang:monotonic_time(millisecond) >= Deadline of
+        true ->
+            Left;
+        false ->
+            receive after ?POLL_MS -> ok end,
+            await_homes(Others, Counts, Left, Deadline)
+    end.
+
+%% Whether a look at entity Id of Type, made through the members in turn,
+%% is answered by the entity's home.
+answers(Others, Type, Id) ->
+    lists:any(fun(N) ->
+                      case shardnode:call(N, Type, Id, '$shardnode_state', 1000) of
+                          {ok, _} -> true;
+                          {error, not_running} -> true;
+                          {error, no_state} -> true;
+                          _ -> false
+                      end
+              end, Others).
+
+%% The shards the region of Type on Node hosts.
+hosted_shards(Node, Type) ->
+    case shardnode:shard_region_state(Node, Type) of
+        {ok, Shards} when is_map(Shards) -> lists:sort(maps:keys(Shards));
+        _ -> []
+    end.
+
+number_of_shards(Node, Type) ->
+    {ok, #{settings := #{number_of_shards := N}}} = gen:call({Type, Node}, system, get_state, 5000),
+    N.
+
+%% The first of the integers 0, 1, ... in shard S of N.
+id_of_shard(S, N) ->
+    id_of_shard(S, N, 0).
+
+id_of_shard(S, N, K) ->
+    case erlang:phash2(K, N) of
+        S -> K;
+        _ -> id_of_shard(S, N, K + 1)
+    end.
+
+%% @doc Waits until the entity `Id' of `Type' holds a state for which
+%% `Pred' returns `true', looking at it through `Node' ({@link
+%% shardnode:entity_state/3}: nothing is sent to the entity itself, and
+%% nothing is started). Returns `{ok, State}'. Fails the test
+%% (`{await_entity, Type, Id, Seen}', Seen the last look: `{ok, State}',
+%% `{error, not_running}', ...) after `Timeout' ms.
+%%
+%% ```
+%% {ok, #{paid := true}} = shardnode_ct:await_entity(A, order, <<"o-1">>,
+%%                                                   fun(#{paid := P}) -> P end, 10000).
+%% '''
+-spec await_entity(node(), atom(), shardnode:entity_id(), fun((term()) -> boolean()), timeout()) -> {ok, term()}.
+await_entity(Node, Type, Id, Pred, Timeout) ->
+    Look = fun() ->
+                   case shardnode:entity_state(Node, Type, Id) of
+                       {ok, State} = Seen ->
+                           case catch Pred(State) of
+                               true -> Seen;
+                               _ -> put({?MODULE, seen}, Seen), retry
+                           end;
+                       Other ->
+                           put({?MODULE, seen}, Other), retry
+                   end
+           end,
+    case shardnode_poll:value(Look, Timeout, ?POLL_MS) of
+        {ok, _} = Found -> erase({?MODULE, seen}), Found;
+        timeout -> ct:fail({await_entity, Type, Id, erase({?MODULE, seen})})
     end.
 
 %% @doc Where each shard of `Type' lives, as the cluster's regions report
