@@ -95,6 +95,7 @@ static const struct key_spec keys[] = {
 	{"postgres_conninfo", K_PATH, offsetof(struct sn_config, postgres_conninfo), 0, CONFIG_CONNINFO_BUF},
 	{"state_store", K_STATE_STORE, offsetof(struct sn_config, state_store), 0, 0},
 	{"host", K_PATH, offsetof(struct sn_config, host), 0, NODE_NAME_BUF},
+	{"instance_reports_to", K_PATH, offsetof(struct sn_config, instance_reports_to), 0, NODE_NAME_BUF},
 	{"join_dns", K_PATH, offsetof(struct sn_config, join_dns), 0, CONFIG_DNS_NAME_BUF},
 	U(store_timeout_ms, 1, 86400000),
 	U(state_replicas, 0, 3),

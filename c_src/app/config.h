@@ -93,6 +93,10 @@ struct sn_config {
 	/* The BEAM node hosting this node's entities written in Erlang
 	 * (NAME@HOST; host_link.h); empty: none. */
 	char host[NODE_NAME_BUF];
+	/* instance_reports_to: a test setting, the node whose registered
+	 * shardnode_instances hears of every entity incarnation (region.h);
+	 * empty: none. */
+	char instance_reports_to[NODE_NAME_BUF];
 	uint32_t store_timeout_ms;
 	/* Copies of each shard's records on other members besides its home
 	 * (docs/contract.md, "Replicated state"); used with state_store =

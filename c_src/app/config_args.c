@@ -400,6 +400,9 @@ int config_parse_args(struct sn_config *c, int argc, char *const argv[], const c
 		return config_fail(err, "--host-types: the types run on a host: give --host NODE (or the host key)");
 	if (c->host[0] != '\0' && !node_name_valid(c->host, strlen(c->host)))
 		return config_fail(err, "host %s: expected NAME@HOST, the BEAM node hosting this node's entities", c->host);
+	if (c->instance_reports_to[0] != '\0' && !node_name_valid(c->instance_reports_to, strlen(c->instance_reports_to)))
+		return config_fail(err, "instance_reports_to %s: expected NAME@HOST, the node that counts entity instances",
+				   c->instance_reports_to);
 	if (join_dns_arg != NULL && strlcpy(c->join_dns, join_dns_arg, sizeof c->join_dns) >= sizeof c->join_dns)
 		return config_fail(err, "--join-dns: a DNS name has at most %d characters", CONFIG_DNS_NAME_BUF - 1);
 	if ((join_dns_arg != NULL || c->join_dns[0] != '\0') && !dns_name_valid(c->join_dns))

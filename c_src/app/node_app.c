@@ -339,6 +339,7 @@ static int start_type(struct node_app *app, struct hosted_type *h, const struct 
 		.store = app->store, .store_name = config_store_name(cfg->state_store), .store_timeout_ms = cfg->store_timeout_ms,
 		.state_replicas = cfg->state_replicas,
 		.metrics = cfg->metrics_port != 0,
+		.instance_reports_to = cfg->instance_reports_to,
 		.on_stopped = cluster_glue_region_stopped, .on_stopped_arg = &app->glue,
 	};
 	h->region = region_start(&rcfg, &rc);

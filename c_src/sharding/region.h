@@ -127,6 +127,10 @@ struct region_config {
 	/* Time each reply for the metrics endpoint (region_get_metrics): two
 	 * clock reads per message. Off: the latency histogram stays empty. */
 	bool metrics;
+	/* The test setting instance_reports_to (region_instances.h): the node
+	 * whose `shardnode_instances` hears of every entity incarnation here;
+	 * NULL or empty: none. Not copied: it outlives the region. */
+	const char *instance_reports_to;
 	/* Called once the region has handed off its shards and unregistered
 	 * after graceful_shutdown; the owner frees it later with region_free. */
 	void (*on_stopped)(void *arg, struct region *r);

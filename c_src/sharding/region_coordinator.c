@@ -22,6 +22,7 @@
 #include "sharding/region_remote.h"
 #include "sharding/region_remote_host.h"
 #include "sharding/region_replica_copy.h"
+#include "sharding/region_instances.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 
@@ -347,6 +348,7 @@ static void on_shard_home(struct region *r, const struct shard_msg *sm)
 		if (slot->shard == NULL)
 			return; /* retried: the home request stays outstanding */
 		r->nlocal++;
+		region_instances_watch(r, slot->shard);
 		region_store_claim(r, shard); /* before anything of it is loaded */
 		region_start_remembered(r, slot->shard);
 	}

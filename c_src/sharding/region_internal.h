@@ -31,6 +31,7 @@
  *   region_buffer.c       the per-shard buffers of messages waiting
  *   region_send.c         answers, tell replies, messages to the coordinator
  *   region_slot.c         the states of a shard's slot, pure (region_slot.h)
+ *   region_instances.c    entity incarnations reported for a test setting
  *
  * Calls run one way, down this list: a file calls only files below it.
  * Nothing calls back up: the store's outcomes come to the hub's callbacks,

@@ -45,6 +45,8 @@ static void stop_entity(struct entity *e, void *arg)
 	if (s->type->stop)
 		s->type->stop(entity_state(e));
 	s->passivated++;
+	if (s->instances.event)
+		s->instances.event(s->instances.arg, s, entity_id(e), e->id_len, false);
 }
 
 void shard_retired_add(struct shard_retired *r, const char *id, size_t len)
@@ -161,6 +163,8 @@ static struct entity *start_entity_with(struct shard *s, const char *id, size_t 
 	s->started++;
 	if (s->observer.started)
 		s->observer.started(s->observer.arg, s->id, id, id_len);
+	if (s->instances.event)
+		s->instances.event(s->instances.arg, s, id, id_len, true);
 	return e;
 }
 

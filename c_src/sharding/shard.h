@@ -31,6 +31,17 @@ struct shard_observer {
 	void *arg;
 };
 
+struct shard;
+
+/* Told of every incarnation of an entity that begins (started, restored)
+ * or ends (any stop, the shard's own end included), for the test setting
+ * instance_reports_to (region_instances.c). Ids are canonical bytes,
+ * valid during the call. */
+struct shard_instance_hook {
+	void (*event)(void *arg, const struct shard *s, const char *id, size_t len, bool started);
+	void *arg;
+};
+
 /* An active-entity limit shared by shards (a region's
  * max_active_entities): beyond `max` live entities, the least recently
  * used are passivated as idle ones are, in constant time each (the list of
@@ -82,6 +93,7 @@ struct shard {
 	struct entity_table entities;
 	uint64_t started, passivated; /* entity incarnations, for stats */
 	struct shard_observer observer; /* all NULL: nobody watches */
+	struct shard_instance_hook instances; /* all NULL: nobody watches */
 	struct shard_limit *limit;      /* NULL: none */
 	struct shard_retired *retired;  /* NULL: not kept */
 };

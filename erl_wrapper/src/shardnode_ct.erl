@@ -33,6 +33,8 @@
          restart_node/2,
          kill_and_await_failover/2,
          await_entity/5,
+         track_instances/1,
+         assert_no_duplicate_instances/1,
          shard_homes/2,
          assert_each_shard_once/2,
          assert_clean/0,
@@ -311,6 +313,56 @@ await_entity(Node, Type, Id, Pred, Timeout) ->
         timeout -> ct:fail({await_entity, Type, Id, erase({?MODULE, seen})})
     end.
 
+%% @doc Starts counting the instances of the entities of `Types', C and
+%% Erlang types alike, forgetting any counted before: every node the kit
+%% starts from now on ({@link start_cluster/3}, {@link start_nodes/2},
+%% {@link restart_node/2}, {@link start_supervised/2}, ...) gets the test
+%% setting `instance_reports_to' and reports each incarnation of an
+%% entity as it begins and ends, to a collector on this node (a node
+%% started otherwise takes `config => #{instance_reports_to => node()}').
+%% Call it before starting the nodes, in `init_per_testcase'; {@link
+%% assert_clean/0} stops the collector.
+%%
+%% ```
+%% ok = shardnode_ct:track_instances([order]),
+%% {Nodes, Config1} = shardnode_ct:start_cluster(Config, 3, #{entities => #{order => order}}),
+%% ...
+%% {ok, Seen} = shardnode_ct:assert_no_duplicate_instances([order]).
+%% '''
+-spec track_instances([atom()]) -> ok.
+track_instances(Types) ->
+    shardnode_instances:start(Types).
+
+%% @doc Fails the test (`{duplicate_instances, [{Type, Id, [{Node,
+%% StartUs, StopUs | running}]}]}') if any entity of `Types' ever ran on
+%% two members at once since {@link track_instances/1}: two incarnations
+%% on two members whose lifetimes overlap, a killed member's ending when
+%% its connection to this node did. Returns `{ok, N}', the number of
+%% incarnations seen, so a test can check that it saw any.
+-spec assert_no_duplicate_instances([atom()]) -> {ok, non_neg_integer()}.
+assert_no_duplicate_instances(Types) ->
+    All = [I || {_, T, _, _, _} = I <- shardnode_instances:incarnations(), lists:member(T, Types)],
+    ByEntity = lists:foldl(fun({Node, T, Id, Start, Stop}, Acc) ->
+                                   maps:update_with({T, Id}, fun(L) -> [{Node, Start, Stop} | L] end,
+                                                    [{Node, Start, Stop}], Acc)
+                           end, #{}, All),
+    Twice = [{T, Id, lists:reverse(L)} || {{T, Id}, L} <- maps:to_list(ByEntity), overlapping(lists:reverse(L))],
+    ct:log("instances of ~p: ~b incarnations of ~b entities, ~b run twice at once",
+           [Types, length(All), map_size(ByEntity), length(Twice)]),
+    case Twice of
+        [] -> {ok, length(All)};
+        _ -> ct:fail({duplicate_instances, lists:sort(Twice)})
+    end.
+
+%% Whether two incarnations on two members overlap.
+overlapping(Incarnations) ->
+    lists:any(fun({{N1, S1, E1}, {N2, S2, E2}}) ->
+                      N1 =/= N2 andalso before(S1, E2) andalso before(S2, E1)
+              end, [{A, B} || A <- Incarnations, B <- Incarnations, A < B]).
+
+before(_Start, running) -> true;
+before(Start, End) -> Start < End.
+
 %% @doc Where each shard of `Type' lives, as the cluster's regions report
 %% it to `Node' (`get_cluster_sharding_stats'): `#{ShardId => [Node]}',
 %% one node per shard in a healthy cluster (see
@@ -340,6 +392,7 @@ assert_each_shard_once(Node, Type) ->
 %% for `end_per_suite', once the suite has stopped its nodes.
 -spec assert_clean() -> ok.
 assert_clean() ->
+    ok = shardnode_instances:stop(),
     case shardnode:which_nodes() of
         [] -> ok;
         Running -> ct:fail({nodes_left_running, Running})
@@ -624,9 +677,23 @@ start_all([Opts | Rest], Acc) ->
             ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
     end.
 
-named(#{name := _} = Opts) -> Opts;
-named(#{sname := _} = Opts) -> Opts;
-named(Opts) -> Opts#{name => unique_name("c") ++ "@127.0.0.1"}.
+named(Opts) ->
+    tracked(case Opts of
+                #{name := _} -> Opts;
+                #{sname := _} -> Opts;
+                #{} -> Opts#{name => unique_name("c") ++ "@127.0.0.1"}
+            end).
+
+%% While instances are tracked, a node started by the kit reports them
+%% (the test setting instance_reports_to), unless its options say where.
+tracked(Opts) ->
+    case shardnode_instances:reports_to() of
+        undefined ->
+            Opts;
+        Node ->
+            Config = maps:get(config, Opts, #{}),
+            Opts#{config => maps:merge(#{instance_reports_to => Node}, Config)}
+    end.
 
 log_failure(Opts, {exited, Status, Lines}) ->
     ct:pal("C node ~0tp exited with status ~p before it answered; output:~n~ts",
