@@ -154,7 +154,15 @@ start_errors_are_typed_and_fast(_Config) ->
         ok = shardnode:stop_node(A)
     end,
     ?assertEqual({error, {unresolvable_name, 'x@no-such-host.invalid'}},
-                 shardnode:start_node(#{name => "x@no-such-host.invalid"})).
+                 shardnode:start_node(#{name => "x@no-such-host.invalid"})),
+    %% a host for its Erlang types that is not there: said at once, not
+    %% {ok, Node} and then calls that wait for it
+    T1 = erlang:monotonic_time(millisecond),
+    ?assertMatch({error, {host_unreachable, <<"cannot reach nohost@127.0.0.1 ", _/binary>>}},
+                 shardnode:start_node(#{name => Name("host"), types => [],
+                                        extra_args => ["--host", "nohost@127.0.0.1", "--host-types", "order"]})),
+    ?assert(erlang:monotonic_time(millisecond) - T1 < 5000, "before the 10 s ready timeout"),
+    ?assertEqual([], shardnode:which_nodes()).
 
 %% A node under the test's own supervisor: killed with kill -9, it is
 %% started again with its options and answers; stopping the supervisor

@@ -189,6 +189,11 @@
 %% <li>`{bad_cookie, Line}': the node refused this node's cookie, as soon
 %%     as it says so (not after `ready_timeout');</li>
 %% <li>`{port_in_use, Line}': its distribution port was taken;</li>
+%% <li>`{host_unreachable, Line}': the BEAM node named to host its
+%%     entities written in Erlang (`--host' in `extra_args', or the `host'
+%%     config key) cannot be reached, as soon as the node says so; while
+%%     the host is reachable but has not answered, the node is not
+%%     ready;</li>
 %% <li>`{unresolvable_name, Node}': the host part of its name does not
 %%     resolve; nothing was started;</li>
 %% <li>`{not_distributed, Why}': this VM is not a distributed node, so it

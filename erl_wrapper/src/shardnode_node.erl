@@ -271,10 +271,10 @@ init({Supervisor, #{node := Node, executable := Exe, args := Args,
 handle_event(info, {Port, {data, {eol, Part}}}, State, #data{port = Port, partial = Partial} = D0) ->
     Line = iolist_to_binary([Partial, Part]),
     D = add_line(Line, D0#data{partial = []}),
-    case State =:= starting andalso start_error(Line) of
-        {bad_cookie, _} = Why ->
-            %% It would never answer this node: no need to wait the ready
-            %% timeout out.
+    case State =:= starting andalso start_error(Line, host(D#data.command)) of
+        {Reason, _} = Why when Reason =:= bad_cookie; Reason =:= host_unreachable ->
+            %% It would never answer this node, or never serve its host's
+            %% types: no need to wait the ready timeout out.
             logger:warning("shardnode ~ts: ~ts; killing it", [D#data.node, element(2, Why)]),
             signal(D, "KILL"),
             {next_state, failing, stop_poller(D#data{sigkilled = true, start_error = Why})};
@@ -391,7 +391,7 @@ exited(Status, Phase, #data{node = Node} = D) ->
     Lines = lines(D),
     Typed = case D#data.start_error of
                 undefined when Phase =:= starting ->
-                    case [E || L <- Lines, E <- [start_error(L)], E =/= false] of
+                    case [E || L <- Lines, E <- [start_error(L, host(D#data.command))], E =/= false] of
                         [E | _] -> E;
                         [] -> undefined
                     end;
@@ -422,9 +422,10 @@ exited(Status, Phase, #data{node = Node} = D) ->
     end,
     {stop_and_reply, normal, Replies, D#data{waiters = [], stoppers = []}}.
 
-start_poller(#data{node = Node, command = #{check := Check}} = D) ->
+start_poller(#data{node = Node, command = #{check := Check} = Command} = D) ->
     Server = self(),
-    Poller = spawn_monitor(fun() -> poll(Server, Node, Check) end),
+    Host = host(Command),
+    Poller = spawn_monitor(fun() -> poll(Server, Node, Check, Host) end),
     D#data{poller = Poller}.
 
 stop_poller(#data{poller = undefined} = D) ->
@@ -437,14 +438,33 @@ stop_poller(#data{poller = {Pid, Ref}} = D) ->
 %% Runs in its own process: net_adm:ping/1 waits forever on a node that
 %% accepts the connection but never answers, and the server must stay free
 %% to read the port and enforce the deadline meanwhile.
-poll(Server, Node, Check) ->
-    case answers(Node, Check) of
+poll(Server, Node, Check, Host) ->
+    case answers(Node, Check) andalso host_answers(Host) of
         true ->
             Server ! {ready, self()};
         false ->
             receive after ?POLL_INTERVAL -> ok end,
-            poll(Server, Node, Check)
+            poll(Server, Node, Check, Host)
     end.
+
+%% A node whose entities run on another BEAM node is of no use before
+%% that host is up: it is not ready while the host does not answer here
+%% either (and the node's own "cannot reach" line ends the start).
+host_answers(undefined) -> true;
+host_answers(Host) when Host =:= node() -> true;
+host_answers(Host) -> net_adm:ping(Host) =:= pong.
+
+%% The host the node was told of (`--host H', or `--set host=H'), or
+%% undefined.
+host(#{args := Args}) ->
+    host_arg(Args, undefined);
+host(_) ->
+    undefined.
+
+host_arg(["--host", H | Rest], _) -> host_arg(Rest, list_to_atom(H));
+host_arg(["--set", "host=" ++ H | Rest], _) -> host_arg(Rest, list_to_atom(H));
+host_arg([_ | Rest], Host) -> host_arg(Rest, Host);
+host_arg([], Host) -> Host.
 
 answers(Node, ping) ->
     net_adm:ping(Node) =:= pong andalso
@@ -477,17 +497,21 @@ add_line(Line, #data{node = Node, lines = Q, nlines = N} = D) ->
     end.
 
 %% What a line the node wrote while starting says of why it cannot start
-%% (node_app.c and dist_conn_handshake.c write these words), as a typed
-%% reason with the line's text, or false.
--spec start_error(binary()) -> {bad_cookie | name_in_use | port_in_use, binary()} | false.
-start_error(Line) ->
+%% (node_app.c, dist_conn_handshake.c and peer_backoff.c write these
+%% words), as a typed reason with the line's text, or false. `Host': the
+%% node's host (its entities written in Erlang run there), or undefined.
+-spec start_error(binary(), node() | undefined) ->
+          {bad_cookie | name_in_use | port_in_use | host_unreachable, binary()} | false.
+start_error(Line, Host) ->
     {_Level, Text, _Meta} = parse_record(Line),
     Has = fun(Part) -> binary:match(Text, Part) =/= nomatch end,
+    Unreachable = Host =/= undefined andalso Has(<<"cannot reach ", (atom_to_binary(Host))/binary, " ">>),
     case {Has(<<"refused: wrong cookie">>), Has(<<"is taken in epmd">>),
-          Has(<<"cannot start node">>) andalso Has(<<"is in use">>)} of
-        {true, _, _} -> {bad_cookie, Text};
-        {_, true, _} -> {name_in_use, Text};
-        {_, _, true} -> {port_in_use, Text};
+          Has(<<"cannot start node">>) andalso Has(<<"is in use">>), Unreachable} of
+        {true, _, _, _} -> {bad_cookie, Text};
+        {_, true, _, _} -> {name_in_use, Text};
+        {_, _, true, _} -> {port_in_use, Text};
+        {_, _, _, true} -> {host_unreachable, Text};
         _ -> false
     end.
 
