@@ -5,7 +5,9 @@
 # compiled from nothing (the dependency's compile hook, or its Mix
 # compiler, builds the C node), each with tests that start a C node through
 # the wrapper and call a counter: a common_test suite (scripts/adoption/rebar3)
-# and ExUnit tests (scripts/adoption/mix).
+# and ExUnit tests (scripts/adoption/mix). The rebar3 project also runs the
+# example suite of the common_test kit (examples/order_SUITE.erl, its entity
+# examples/order.erl) as a team's project would.
 # Prints the tools' lines; exits non-zero if anything fails.
 # Usage: scripts/adoption-test.sh [WORK_DIR [rebar3|mix ...]]
 set -euo pipefail
@@ -27,6 +29,9 @@ adopt_rebar3() {
 	mkdir -p "$project/src" "$project/test"
 	cp "$root/scripts/adoption/rebar3/adopt.app.src" "$project/src/"
 	cp "$root/scripts/adoption/rebar3/adopt_SUITE.erl" "$project/test/"
+	# the example suite a team writes with the kit, and its entity
+	cp "$root/examples/order_SUITE.erl" "$project/test/"
+	cp "$root/examples/order.erl" "$project/src/"
 	cat > "$project/rebar.config" <<CONFIG
 {erl_opts, [debug_info]}.
 {deps, [{shardnode, {git, "file://$root", {ref, "$rev"}}}]}.
