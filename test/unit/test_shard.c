@@ -1115,3 +1115,65 @@ Test(shard_limit, a_touched_entity_is_the_most_recent_and_the_limit_holds)
 		ei_x_free(&ids[k].x);
 	shard_free(a);
 }
+
+/* ---- a look at an entity (shard_peek_entity) ---- */
+
+static void expect_peek(struct shard *s, const char *id_text, const char *want)
+{
+	struct id id = mkid(id_text);
+	ei_x_buff reply;
+	sn_x_new(&reply);
+	cr_assert_eq(shard_peek_entity(s, id.x.buff, (size_t)id.x.index, &reply), 0);
+	ei_x_free(&id.x);
+	assert_reply(&reply, want);
+}
+
+Test(shard, a_look_answers_the_state_and_starts_nothing)
+{
+	struct shard *s = new_shard(builtin("counter"));
+	expect_peek(s, "a", "{error, not_running}");
+	cr_assert_eq(s->entities.count, 0, "a look starts nothing");
+	cr_assert_eq(s->started, 0);
+	cr_assert_eq(counter(s, "a", "{incr, 3}"), 3);
+	expect_peek(s, "a", "{ok, 3}");
+	cr_assert_eq(s->started, 1);
+	shard_free(s);
+
+	s = new_shard(builtin("echo"));
+	expect(s, "e", "hello", "hello");
+	expect_peek(s, "e", "{error, no_state}");
+	shard_free(s);
+}
+
+/* Each incarnation's start and end reaches the instance hook, the
+ * shard's own end included; without a hook nothing is called. */
+struct instance_events {
+	int started, stopped;
+};
+
+static void count_instance(void *arg, const struct shard *s, const char *id, size_t len, bool started)
+{
+	(void)s;
+	(void)id;
+	(void)len;
+	struct instance_events *ev = arg;
+	if (started)
+		ev->started++;
+	else
+		ev->stopped++;
+}
+
+Test(shard, every_incarnation_reaches_the_instance_hook)
+{
+	struct instance_events ev = {0};
+	struct shard *s = new_shard(builtin("counter"));
+	s->instances = (struct shard_instance_hook){count_instance, &ev};
+	cr_assert_eq(counter(s, "a", "incr"), 1);
+	cr_assert_eq(counter(s, "b", "incr"), 1);
+	expect(s, "a", "passivate", "ok");
+	cr_assert_eq(counter(s, "a", "incr"), 1);
+	cr_assert_eq(ev.started, 3);
+	cr_assert_eq(ev.stopped, 1);
+	shard_free(s);
+	cr_assert_eq(ev.stopped, 3, "the shard's end ends its entities' incarnations");
+}
