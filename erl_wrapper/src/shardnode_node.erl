@@ -457,9 +457,7 @@ host_answers(Host) -> net_adm:ping(Host) =:= pong.
 %% The host the node was told of (`--host H', or `--set host=H'), or
 %% undefined.
 host(#{args := Args}) ->
-    host_arg(Args, undefined);
-host(_) ->
-    undefined.
+    host_arg(Args, undefined).
 
 host_arg(["--host", H | Rest], _) -> host_arg(Rest, list_to_atom(H));
 host_arg(["--set", "host=" ++ H | Rest], _) -> host_arg(Rest, list_to_atom(H));
