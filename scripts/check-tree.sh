@@ -4,7 +4,8 @@
 #   - every C file is at most 700 lines, and app/main.c at most 150: a file
 #     that grows past that holds more than one concern;
 #   - docs/architecture.md's file table lists every file of c_src/ under its
-#     layer, and nothing that is not there.
+#     layer, and nothing that is not there;
+#   - no build output is tracked by git.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bad=0
@@ -52,5 +53,16 @@ for f in $stale; do
     bad=1
 done
 
+# No build output is tracked: what a build writes (rebar3's _build, .beam,
+# objects, the node's binary and plugins, edoc's pages) would go stale
+# against its sources in every clone.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    tracked=$(git ls-files | grep -E '(^|/)_build/|\.beam$|\.o$|\.so$|(^|/)ebin/|^build/|^priv/shardnode$|^erl_wrapper/doc/' || true)
+    for f in $tracked; do
+        echo "check: $f is a build output tracked by git: git rm --cached it (.gitignore keeps it out)" >&2
+        bad=1
+    done
+fi
+
 [ "$bad" -eq 0 ] || exit 1
-echo "check: every C file within its line limit; docs/architecture.md lists the $(echo "$present" | wc -l) files of c_src/"
+echo "check: every C file within its line limit; docs/architecture.md lists the $(echo "$present" | wc -l) files of c_src/; no build output tracked"
