@@ -30,6 +30,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "etf/shardnode_msg.h"
+
 /* The protocol this build speaks, and as text (for labels). */
 #define MEMBER_PROTOCOL 2
 #define MEMBER_PROTOCOL_TEXT "2"
@@ -37,7 +39,7 @@
 #define MEMBER_PROTOCOL_OLDEST 1
 
 /* The marker's prefix; the decimal version follows. */
-#define MEMBER_PROTOCOL_MARKER "$shardnode_protocol_"
+#define MEMBER_PROTOCOL_MARKER SN_ATOM_PROTOCOL_PREFIX
 
 /* Whether `atom` is a protocol marker; if so *version gets its number
  * (a marker with a number that does not fit, or none, is the oldest).

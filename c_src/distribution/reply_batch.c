@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etf/shardnode_msg.h"
 #include "distribution/reply_batch.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
@@ -41,7 +42,7 @@ bool reply_batch_tag(const char *tag, size_t tag_len)
 	 * the tag is one whole validated term. */
 	if (tag_len < 4 || term_get_tuple(tag, &i) != 2)
 		return false;
-	return term_is_atom(tag, i, "$shardnode_batched");
+	return term_is_atom(tag, i, SN_ATOM_BATCHED);
 }
 
 /* Starts a caller's message: version, {'$shardnode_replies', and a
@@ -50,7 +51,7 @@ static int start_message(struct reply_batch_caller *c)
 {
 	if (ei_x_new_with_version(&c->x) < 0)
 		return -ENOMEM;
-	if (ei_x_encode_tuple_header(&c->x, 2) < 0 || term_x_encode_atom(&c->x, "$shardnode_replies") < 0 ||
+	if (ei_x_encode_tuple_header(&c->x, 2) < 0 || term_x_encode_atom(&c->x, SN_ATOM_REPLIES) < 0 ||
 	    ei_x_encode_list_header(&c->x, 1) < 0) {
 		ei_x_free(&c->x);
 		return -ENOMEM;

@@ -1,4 +1,5 @@
 /* host_msg.c — see host_msg.h. */
+#include "etf/shardnode_msg.h"
 #include "sharding/host_msg.h"
 
 #include <errno.h>
@@ -7,12 +8,12 @@
 #include "etf/term.h"
 #include "etf/term_encode.h"
 
-#define HOST_TAG "$shardnode_host"
-#define ENTITY_TAG "$shardnode_entity"
-#define STOP_TAG "$shardnode_stop"
-#define DONE_TAG "$shardnode_done"
-#define CRASHED_TAG "$shardnode_crashed"
-#define STOPPED_TAG "$shardnode_stopped"
+#define HOST_TAG SN_ATOM_HOST
+#define ENTITY_TAG SN_ATOM_ENTITY
+#define STOP_TAG SN_ATOM_STOP
+#define DONE_TAG SN_ATOM_DONE
+#define CRASHED_TAG SN_ATOM_CRASHED
+#define STOPPED_TAG SN_ATOM_STOPPED
 
 /* ei's encoders return -1; the raw appends -ENOMEM: either is "no whole
  * message". */

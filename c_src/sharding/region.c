@@ -317,7 +317,7 @@ static void on_system(struct region *r, const struct gen_call *call)
 static bool on_calls(struct region *r, const char *t, size_t len)
 {
 	size_t i = 0;
-	if (term_get_tuple(t, &i) != 3 || !term_is_atom(t, i, "$shardnode_calls"))
+	if (term_get_tuple(t, &i) != 3 || !term_is_atom(t, i, SN_ATOM_CALLS))
 		return false;
 	term_skip(t, &i);
 	erlang_pid from;
@@ -428,66 +428,47 @@ static bool unwrap_aged(const struct proc_msg *m, struct proc_msg *inner, uint64
 	return true;
 }
 
-static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m)
+static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m);
+
+/* A message of another member, {'$shardnode', Kind, ...}: a forwarded
+ * message that waited (aged), remembered entities, replicated state, or
+ * the region and coordinator protocol. Returns 1 if handled, 0 if it is
+ * none of them (an unknown kind), -1 if it is malformed. */
+static int on_member_msg(struct region *r, struct proc *self, const struct proc_msg *m)
 {
-	struct region *r = ctx;
 	struct proc_msg inner;
 	uint64_t age_ns;
 	if (r->incoming_age_ns == 0 && unwrap_aged(m, &inner, &age_ns)) {
 		r->incoming_age_ns = age_ns ? age_ns : 1;
-		region_handle(ctx, self, &inner);
+		region_handle(r, self, &inner);
 		r->incoming_age_ns = 0;
-		return;
-	}
-	struct gen_call call;
-	int rc = gen_call_parse(m->term, m->len, &call);
-	if (rc == 1) {
-		on_call(r, &call);
-		return;
-	}
-	if (rc < 0) {
-		drop(r, "malformed_call", "a '$gen_call' whose From is not {Pid, Tag}, so no reply can be sent",
-		     m->term);
-		return;
-	}
-	if (on_calls(r, m->term, m->len))
-		return;
-	if (gen_call_parse_system(m->term, m->len, &call) == 1) {
-		on_system(r, &call);
-		return;
-	}
-	uint32_t shard;
-	if (region_remote_active(r) && region_remote_handle(r, m->term, m->len, &shard)) {
-		if (shard != UINT32_MAX)
-			resume_slot(r, shard); /* a hand-off may have waited for it */
-		return;
+		return 1;
 	}
 	if (region_remember_handle(r, m->term, m->len, m->via))
-		return;
+		return 1;
 	struct replica_msg rm;
 	if (replica_msg_decode(m->term, m->len, &rm) == 1) {
 		on_replica(r, &rm, m->from);
-		return;
+		return 1;
 	}
 	struct shard_msg sm;
-	rc = shard_msg_decode(m->term, m->len, &sm);
-	if (rc == 1) {
+	int rc = shard_msg_decode(m->term, m->len, &sm);
+	if (rc == 1)
 		on_internal(r, &sm, m->from);
-		return;
-	}
-	size_t ci = 0;
-	if (rc == 0 && term_get_tuple(m->term, &ci) == 2 && term_is_atom(m->term, ci, "$gen_cast")) {
-		term_skip(m->term, &ci);
-		on_cast(r, m->term + ci, m->len - ci);
-		return;
-	}
-	if (rc == 0 && r->cfg.singleton) {
+	return rc < 0 ? -1 : rc;
+}
+
+/* A message no part claims: to a singleton, the message itself for its
+ * one entity; else {EntityId, Msg} for its entity, or dropped. */
+static void on_plain(struct region *r, const struct proc_msg *m)
+{
+	if (r->cfg.singleton) {
 		struct envelope e = {.from = m->from, .msg = m->term, .msg_len = m->len};
 		route(r, &e, r->type_atom, r->type_atom_len);
 		return;
 	}
 	size_t i = 0;
-	if (rc == 0 && term_get_tuple(m->term, &i) == 2) {
+	if (term_get_tuple(m->term, &i) == 2) {
 		const char *raw_id = m->term + i;
 		term_skip(m->term, &i);
 		struct envelope e = {.from = m->from, .msg = m->term + i, .msg_len = m->len - i};
@@ -495,6 +476,62 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		return;
 	}
 	drop(r, "not_entity_message", "a message that is not {EntityId, Msg}", m->term);
+}
+
+/* Every message to the region: its head read once (shardnode_msg.h), and
+ * the part it is for called. */
+static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m)
+{
+	struct region *r = ctx;
+	struct gen_call call;
+	switch (shardnode_msg_classify(m->term)) {
+	case SN_CLASS_PAIR:
+	case SN_CLASS_OTHER:
+		break;
+	case SN_CLASS_GEN_CALL:
+		if (gen_call_parse(m->term, m->len, &call) == 1)
+			on_call(r, &call);
+		else
+			drop(r, "malformed_call", "a '$gen_call' whose From is not {Pid, Tag}, so no reply can be sent",
+			     m->term);
+		return;
+	case SN_CLASS_GEN_CAST: {
+		size_t ci = 0;
+		(void)term_get_tuple(m->term, &ci);
+		term_skip(m->term, &ci);
+		on_cast(r, m->term + ci, m->len - ci);
+		return;
+	}
+	case SN_CLASS_CALLS:
+		(void)on_calls(r, m->term, m->len);
+		return;
+	case SN_CLASS_SYSTEM:
+		if (gen_call_parse_system(m->term, m->len, &call) == 1) {
+			on_system(r, &call);
+			return;
+		}
+		break;
+	case SN_CLASS_FROM_HOST: {
+		uint32_t shard;
+		if (region_remote_active(r) && region_remote_handle(r, m->term, m->len, &shard)) {
+			if (shard != UINT32_MAX)
+				resume_slot(r, shard); /* a hand-off may have waited for it */
+			return;
+		}
+		break;
+	}
+	case SN_CLASS_MEMBER: {
+		int rc = on_member_msg(r, self, m);
+		if (rc > 0)
+			return;
+		if (rc < 0) {
+			drop(r, "not_entity_message", "a message that is not {EntityId, Msg}", m->term);
+			return;
+		}
+		break;
+	}
+	}
+	on_plain(r, m);
 }
 
 /* ---- life ---- */

@@ -68,7 +68,7 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
  * hosted (a message its process is handling or has queued is not in it
  * yet), without starting the entity or counting as its activity; nothing
  * is written. */
-static bool is_peek(const struct envelope *e) { return term_is_atom(e->msg, 0, "$shardnode_state"); }
+static bool is_peek(const struct envelope *e) { return term_is_atom(e->msg, 0, SN_ATOM_STATE); }
 
 static void answer_peek(struct region *r, const struct shard *s, const struct envelope *e)
 {

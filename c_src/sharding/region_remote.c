@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etf/shardnode_msg.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
@@ -35,13 +36,16 @@
 
 
 
-/* '$shardnode_wake' as a term without version byte (SMALL_ATOM_UTF8_EXT):
- * the region's own message that starts an entity's process. */
-static const char WAKE[] = {'\x77', 15, '$', 's', 'h', 'a', 'r', 'd', 'n', 'o', 'd', 'e', '_', 'w', 'a', 'k', 'e'};
+/* SN_ATOM_WAKE as a term without version byte (SMALL_ATOM_UTF8_EXT, its
+ * length, its text): the region's own message that starts an entity's
+ * process. WAKE_LEN leaves out the literal's NUL. */
+static const char WAKE[] = "\x77\x0f" SN_ATOM_WAKE;
+#define WAKE_LEN (sizeof WAKE - 1)
+_Static_assert(sizeof SN_ATOM_WAKE - 1 == 0x0f, "WAKE's length byte is its text's length");
 
 static bool is_wake(const struct envelope *e)
 {
-	return e->from == NULL && !e->is_call && e->msg_len == sizeof WAKE && memcmp(e->msg, WAKE, sizeof WAKE) == 0;
+	return e->from == NULL && !e->is_call && e->msg_len == WAKE_LEN && memcmp(e->msg, WAKE, WAKE_LEN) == 0;
 }
 
 
@@ -255,7 +259,7 @@ void region_remote_deliver(struct region *r, struct shard *s, const struct envel
 int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t id_len)
 {
 	struct shard_slot *slot = &r->slots[shard];
-	struct envelope e = {.id = id, .id_len = id_len, .msg = WAKE, .msg_len = sizeof WAKE};
+	struct envelope e = {.id = id, .id_len = id_len, .msg = WAKE, .msg_len = WAKE_LEN};
 	/* With a store its state's load starts now, as a C type's remembered
 	 * entities' loads do, all of a shard's at once; the wake waits for it
 	 * in the buffer (a failed start is tried again when the wake comes). */
