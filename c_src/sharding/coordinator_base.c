@@ -38,7 +38,7 @@ bool coord_is_draining(const struct coordinator *c, size_t region)
 /* Not to be given shards. A region may register before its node is up
  * (while it is joining): it gets shards only once the node owns shards, as
  * in Akka, and so only after the members that hold remembered entities
- * have sent it their sets (remember_replica.h). */
+ * have sent it their sets (remember_share.h). */
 bool coord_unavailable(const struct coordinator *c, size_t region)
 {
 	return coord_is_draining(c, region) || !coordinator_members_may_get_shards(&c->members, c->regions[region].pid.node);

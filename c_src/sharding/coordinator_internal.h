@@ -82,7 +82,7 @@ bool coord_is_draining(const struct coordinator *c, size_t region);
 /* Not to be given shards. A region may register before its node is up
  * (while it is joining): it gets shards only once the node owns shards, as
  * in Akka, and so only after the members that hold remembered entities
- * have sent it their sets (remember_replica.h). */
+ * have sent it their sets (remember_share.h). */
 bool coord_unavailable(const struct coordinator *c, size_t region);
 
 /* May keep copies of shards homed elsewhere (state_replicas): as

@@ -620,7 +620,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		region_replica_free(r);
 		region_store_stop(r);
 		region_state_release_acks(r, UINT64_MAX);
-		remember_replica_free(r->replica);
+		remember_share_free(r->remember_share);
 		dist_node_exit(cfg->node, r->proc, "normal");
 		free(r->slots);
 		free(r);
@@ -665,7 +665,7 @@ void region_free(struct region *r)
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
 	dist_node_off_reach(r->cfg.node, region_on_reach, r);
-	remember_replica_free(r->replica);
+	remember_share_free(r->remember_share);
 	node_set_free(&r->downed);
 	free(r->slots);
 	scratch_free(&r->canon_buf);

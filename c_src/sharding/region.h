@@ -18,7 +18,7 @@
  * shard's buffer non-empty is buffered behind it, so per-sender order holds.
  *
  * With remembered entities, a shard that comes to this region starts the
- * entities remembered for it at once (remember_replica.h keeps every
+ * entities remembered for it at once (remember_share.h keeps every
  * member's copy of the sets up to date), and after a restart the region asks
  * for the homes of the shards that have remembered entities.
  *

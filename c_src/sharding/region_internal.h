@@ -8,7 +8,7 @@
  *   region_stats.c        the inspection calls, the cluster-stats aggregator
  *   region_coordinator.c  registering with the coordinator, shard homes,
  *                         handoff (on the shard slots of region_slot.h)
- *   region_remember.c     remembered entities (remember_replica.h)
+ *   region_remember.c     remembered entities (remember_share.h)
  *   region_handoff_state.c entity states streamed to a shard's new home
  *   region_remote_host.c  a type written in Erlang and its host's state:
  *                         a leaving shard's processes ended, the host's
@@ -61,7 +61,7 @@
 #include "distribution/gen_call.h"
 #include "sharding/region.h"
 #include "sharding/region_slot.h"
-#include "sharding/remember_replica.h"
+#include "sharding/remember_share.h"
 #include "sharding/hosted_entity.h"
 #include "sharding/remote_mailbox.h"
 #include "sharding/replica_sets.h"
@@ -281,7 +281,7 @@ struct region {
 	char coordinator_node[NODE_NAME_BUF]; /* where the active coordinator runs; "" if none */
 	uint32_t coordinator_protocol; /* its member's (member_protocol.h): 2 or later takes epochs */
 	struct node_set downed;     /* region_set_downed */
-	struct remember_replica *replica; /* NULL: remember_entities is off */
+	struct remember_share *remember_share; /* NULL: remember_entities is off */
 	bool remembered_pending;          /* some slot's remembered_pending is set */
 	char coordinator_name[256]; /* its registered name */
 	char name[256];             /* the region's registered name (cfg.name points here) */

@@ -2,8 +2,8 @@
  * region_remember.c — what a region does for remembered entities
  * (remember_entities = true, docs/contract.md "A cluster"): it starts the
  * entities remembered for a shard that comes to it, watches them so the
- * store and the other members' copies (remember_replica.h) follow, answers
- * the replica's questions while a `remembered` message is applied, and
+ * store and the other members' copies (remember_share.h) follow, answers
+ * remember_share's questions while a `remembered` message is applied, and
  * sends its sets to members that join. Without a quorum lease, remembered
  * entities wait like messages do. A singleton's one entity starts with its
  * shard in the same way.
@@ -24,14 +24,14 @@ int region_remember_start(struct region *r)
 		return 0;
 	if (cfg->members_hosting == NULL)
 		return -EINVAL; /* remembered entities go to the members hosting the type */
-	struct remember_replica_config rcfg = {
+	struct remember_share_config rcfg = {
 		.node = cfg->node, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
 		.type_name = r->name, .from = r->pid,
 		.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
 	};
 	int err = -ENOMEM;
-	r->replica = remember_replica_new(&rcfg, &err);
-	return r->replica != NULL ? 0 : err;
+	r->remember_share = remember_share_new(&rcfg, &err);
+	return r->remember_share != NULL ? 0 : err;
 }
 
 /* ---- starting remembered entities ---- */
@@ -77,10 +77,10 @@ static void start_singleton(struct region *r, struct shard *s)
  * elsewhere. */
 void region_start_remembered(struct region *r, struct shard *s)
 {
-	if (r->replica == NULL && !r->cfg.singleton)
+	if (r->remember_share == NULL && !r->cfg.singleton)
 		return;
-	if (r->replica != NULL)
-		s->observer = (struct shard_observer){remember_replica_started, remember_replica_stopped, r->replica};
+	if (r->remember_share != NULL)
+		s->observer = (struct shard_observer){remember_share_started, remember_share_stopped, r->remember_share};
 	r->slots[s->id].remembered_pending = false;
 	if (!r->cfg.singleton && remember_count(r->cfg.remember, s->id) == 0)
 		return;
@@ -117,7 +117,7 @@ bool region_remember_wants_home(const struct region *r, uint32_t shard)
 	return r->cfg.remember != NULL && !r->cfg.proxy_only && remember_count(r->cfg.remember, shard) > 0;
 }
 
-/* ---- the replica's hooks (remember_msg_hooks) ---- */
+/* ---- remember_share's hooks (remember_msg_hooks) ---- */
 
 /* Another member reports an entity started: if its shard is here now (the
  * report crossed a handoff), start it here. */
@@ -143,15 +143,15 @@ static bool hosts_shard(void *arg, uint32_t shard)
 static void reannounce(void *arg, uint32_t shard, const char *id, size_t len)
 {
 	struct region *r = arg;
-	remember_replica_announce(r->replica, shard, id, len);
+	remember_share_announce(r->remember_share, shard, id, len);
 }
 
 bool region_remember_handle(struct region *r, const char *term, size_t len, const char *via)
 {
-	if (r->replica == NULL)
+	if (r->remember_share == NULL)
 		return false;
 	const struct remember_msg_hooks hooks = {on_remembered_live, hosts_shard, reannounce, r};
-	return remember_replica_handle(r->replica, term, len, &hooks, via) != 0;
+	return remember_share_handle(r->remember_share, term, len, &hooks, via) != 0;
 }
 
 /* ---- members that join ---- */
@@ -169,7 +169,7 @@ static bool sends_snapshot_of(const struct region *r, const struct shard_slot *s
 
 void region_members_changed(struct region *r)
 {
-	if (r->replica == NULL || r->stopped)
+	if (r->remember_share == NULL || r->stopped)
 		return;
 	uint32_t *hosted = malloc(r->cfg.number_of_shards * sizeof *hosted);
 	if (hosted == NULL)
@@ -178,6 +178,6 @@ void region_members_changed(struct region *r)
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		if (sends_snapshot_of(r, &r->slots[s]))
 			hosted[n++] = s;
-	remember_replica_sync(r->replica, hosted, n);
+	remember_share_sync(r->remember_share, hosted, n);
 	free(hosted);
 }

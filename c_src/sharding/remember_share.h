@@ -1,5 +1,5 @@
 /*
- * remember_replica.h — keeps the remembered-entity store (remember.h) of one
+ * remember_share.h — keeps the remembered-entity store (remember.h) of one
  * entity type the same on every member hosting the type.
  *
  * The region that hosts a shard records each entity that starts or stops
@@ -12,8 +12,8 @@
  * member that joins is sent the sets of the shards this region hosts, in
  * the same message, so it can take any shard over later.
  */
-#ifndef SN_REMEMBER_REPLICA_H
-#define SN_REMEMBER_REPLICA_H
+#ifndef SN_REMEMBER_SHARE_H
+#define SN_REMEMBER_SHARE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,9 +27,9 @@
 #include "store/remember.h"
 #include "sharding/members_hosting.h"
 
-struct remember_replica;
+struct remember_share;
 
-struct remember_replica_config {
+struct remember_share_config {
 	struct dist_node *node;    /* not owned */
 	struct evloop *loop;       /* not owned */
 	const struct logger *log;  /* not owned */
@@ -42,16 +42,16 @@ struct remember_replica_config {
 };
 
 /* Returns a replica, or NULL with *err = -ENOMEM. */
-struct remember_replica *remember_replica_new(const struct remember_replica_config *cfg, int *err);
+struct remember_share *remember_share_new(const struct remember_share_config *cfg, int *err);
 
 /* Sends what is queued, then frees. NULL is fine. */
-void remember_replica_free(struct remember_replica *rr);
+void remember_share_free(struct remember_share *rr);
 
 /* A local entity started / stopped for good: records it and queues the
  * change for the other members. Shaped as shard_observer callbacks; `arg`
  * is the replica. */
-void remember_replica_started(void *arg, uint32_t shard, const char *id, size_t len);
-void remember_replica_stopped(void *arg, uint32_t shard, const char *id, size_t len);
+void remember_share_started(void *arg, uint32_t shard, const char *id, size_t len);
+void remember_share_stopped(void *arg, uint32_t shard, const char *id, size_t len);
 
 /* What the region is told of, and asked, while a `remembered` message is
  * applied. */
@@ -66,7 +66,7 @@ struct remember_msg_hooks {
 	 * would be forgotten. NULL: hosts none. */
 	bool (*hosts)(void *arg, uint32_t shard);
 	/* Such an ignored stop, for an id this store still has: the region
-	 * tells the others it lives (remember_replica_announce), so their
+	 * tells the others it lives (remember_share_announce), so their
 	 * copies do not lose it. NULL: not told. */
 	void (*kept)(void *arg, uint32_t shard, const char *id, size_t len);
 	void *arg;
@@ -78,10 +78,10 @@ struct remember_msg_hooks {
  * is ignored (logged) and 1 returned. Returns 1 if it was one, 0 if the
  * term is not a `remembered` message, -EPROTO if it is malformed (entries
  * before the fault are applied; logged), -ENOMEM. */
-int remember_replica_handle(struct remember_replica *rr, const char *term, size_t len,
+int remember_share_handle(struct remember_share *rr, const char *term, size_t len,
 			    const struct remember_msg_hooks *hooks, const char *via);
 
-/* The core of remember_replica_handle, without a replica and without
+/* The core of remember_share_handle, without a replica and without
  * logging: `from` (NODE_NAME_BUF bytes) gets the sender's node name, or ""
  * if it could not be read (not an atom, or too long for a node name: the
  * message is malformed). Same returns. */
@@ -90,12 +90,12 @@ int remember_msg_apply(struct remember *store, const char *term, size_t len, con
 
 /* Queues `id` of `shard` as live for the other members, whatever the
  * store holds: see remember_msg_hooks.kept. */
-void remember_replica_announce(struct remember_replica *rr, uint32_t shard, const char *id, size_t len);
+void remember_share_announce(struct remember_share *rr, uint32_t shard, const char *id, size_t len);
 
 /* After a membership change: members hosting the type that have not been
  * sent the sets of `shards` (read during the call only) get them now. A
  * member that leaves is forgotten, so it gets them again if it comes back.
  * Out of memory, the members stay unsynced and the next change retries. */
-void remember_replica_sync(struct remember_replica *rr, const uint32_t *shards, size_t n);
+void remember_share_sync(struct remember_share *rr, const uint32_t *shards, size_t n);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_remember_replica.c — the `remembered` message that spreads
+ * test_remember_share.c — the `remembered` message that spreads
  * remembered-entity changes between members: applied to a store, malformed
  * ones refused (what came before the fault stays applied), and every prefix
  * of a message that still validates as a term read without harm.
@@ -16,7 +16,7 @@
 #include "base/log.h"
 #include "etf/phash2.h"
 #include "store/remember.h"
-#include "sharding/remember_replica.h"
+#include "sharding/remember_share.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "unit_helpers.h"
@@ -120,7 +120,7 @@ static size_t total(struct remember *r)
 	return n;
 }
 
-Test(remember_replica, changes_are_applied_and_started_ones_reported)
+Test(remember_share, changes_are_applied_and_started_ones_reported)
 {
 	struct remember *r = store();
 	struct lives l = {0};
@@ -139,7 +139,7 @@ Test(remember_replica, changes_are_applied_and_started_ones_reported)
 	remember_free(r);
 }
 
-Test(remember_replica, ids_are_made_canonical)
+Test(remember_share, ids_are_made_canonical)
 {
 	struct remember *r = store();
 	struct lives l = {0};
@@ -151,7 +151,7 @@ Test(remember_replica, ids_are_made_canonical)
 	remember_free(r);
 }
 
-Test(remember_replica, entries_in_the_wrong_shard_are_skipped)
+Test(remember_share, entries_in_the_wrong_shard_are_skipped)
 {
 	struct remember *r = store();
 	struct lives l = {0};
@@ -164,7 +164,7 @@ Test(remember_replica, entries_in_the_wrong_shard_are_skipped)
 	remember_free(r);
 }
 
-Test(remember_replica, other_terms_are_not_ours)
+Test(remember_share, other_terms_are_not_ours)
 {
 	struct remember *r = store();
 	struct lives l = {0};
@@ -176,7 +176,7 @@ Test(remember_replica, other_terms_are_not_ours)
 	remember_free(r);
 }
 
-Test(remember_replica, malformed_messages_stop_at_the_fault)
+Test(remember_share, malformed_messages_stop_at_the_fault)
 {
 	struct remember *r = store();
 	struct lives l = {0};
@@ -218,7 +218,7 @@ Test(remember_replica, malformed_messages_stop_at_the_fault)
 	remember_free(r);
 }
 
-Test(remember_replica, every_prefix_that_is_a_term_is_read_safely)
+Test(remember_share, every_prefix_that_is_a_term_is_read_safely)
 {
 	ei_x_buff x;
 	sn_x_new(&x);
@@ -244,7 +244,7 @@ static bool hosts_shard_of_b(void *arg, uint32_t shard)
 	return shard == shard_of_fmt("b");
 }
 
-Test(remember_replica, stops_reported_for_a_shard_hosted_here_are_ignored)
+Test(remember_share, stops_reported_for_a_shard_hosted_here_are_ignored)
 {
 	struct remember *r = store();
 	struct lives l = {0};

@@ -1,5 +1,5 @@
-/* remember_replica.c — see remember_replica.h. */
-#include "sharding/remember_replica.h"
+/* remember_share.c — see remember_share.h. */
+#include "sharding/remember_share.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -19,8 +19,8 @@
 #define BATCH 1000
 #define BATCH_BYTES (256 * 1024)
 
-struct remember_replica {
-	struct remember_replica_config cfg;
+struct remember_share {
+	struct remember_share_config cfg;
 	char our_node[NODE_NAME_BUF];
 	uint32_t impostors; /* messages naming another sender, ignored */
 	ei_x_buff pending;     /* list elements {Shard, Live, Id}, no list header */
@@ -39,7 +39,7 @@ static int encode_entry(ei_x_buff *x, uint32_t shard, bool live, const char *id,
 
 /* Sends the entries in `items` to `to`, or to every other member hosting
  * the type when `to` is NULL. */
-static void send_entries(struct remember_replica *rr, const char *to, const ei_x_buff *items, size_t n)
+static void send_entries(struct remember_share *rr, const char *to, const ei_x_buff *items, size_t n)
 {
 	ei_x_buff x;
 	if (ei_x_new_with_version(&x) < 0)
@@ -61,7 +61,7 @@ static void send_entries(struct remember_replica *rr, const char *to, const ei_x
 	ei_x_free(&x);
 }
 
-static void flush(struct remember_replica *rr)
+static void flush(struct remember_share *rr)
 {
 	if (rr->npending > 0)
 		send_entries(rr, NULL, &rr->pending, rr->npending);
@@ -76,7 +76,7 @@ static void on_flush_timer(struct evloop *loop, void *arg)
 	flush(arg);
 }
 
-static void queue(struct remember_replica *rr, uint32_t shard, bool live, const char *id, size_t len)
+static void queue(struct remember_share *rr, uint32_t shard, bool live, const char *id, size_t len)
 {
 	int before = rr->pending.index;
 	if (encode_entry(&rr->pending, shard, live, id, len) != 0) {
@@ -90,16 +90,16 @@ static void queue(struct remember_replica *rr, uint32_t shard, bool live, const 
 		evloop_timer_start(rr->cfg.loop, &rr->flush_timer, 0);
 }
 
-void remember_replica_started(void *arg, uint32_t shard, const char *id, size_t len)
+void remember_share_started(void *arg, uint32_t shard, const char *id, size_t len)
 {
-	struct remember_replica *rr = arg;
+	struct remember_share *rr = arg;
 	if (remember_add(rr->cfg.store, shard, id, len) == 1)
 		queue(rr, shard, true, id, len);
 }
 
-void remember_replica_stopped(void *arg, uint32_t shard, const char *id, size_t len)
+void remember_share_stopped(void *arg, uint32_t shard, const char *id, size_t len)
 {
-	struct remember_replica *rr = arg;
+	struct remember_share *rr = arg;
 	if (remember_remove(rr->cfg.store, shard, id, len) == 1)
 		queue(rr, shard, false, id, len);
 }
@@ -175,7 +175,7 @@ static bool names_its_sender(const char *t, const char *via, char *from)
 	return node_name_decode(t, &i, from) == 0 && strcmp(from, via) == 0;
 }
 
-int remember_replica_handle(struct remember_replica *rr, const char *t, size_t len,
+int remember_share_handle(struct remember_share *rr, const char *t, size_t len,
 			    const struct remember_msg_hooks *hooks, const char *via)
 {
 	char from[NODE_NAME_BUF] = "";
@@ -195,7 +195,7 @@ int remember_replica_handle(struct remember_replica *rr, const char *t, size_t l
 	return rc;
 }
 
-void remember_replica_announce(struct remember_replica *rr, uint32_t shard, const char *id, size_t len)
+void remember_share_announce(struct remember_share *rr, uint32_t shard, const char *id, size_t len)
 {
 	queue(rr, shard, true, id, len);
 }
@@ -203,7 +203,7 @@ void remember_replica_announce(struct remember_replica *rr, uint32_t shard, cons
 /* ---- snapshots for members that join ---- */
 
 struct snapshot {
-	struct remember_replica *rr;
+	struct remember_share *rr;
 	const char *to;
 	uint32_t shard;
 	ei_x_buff items;
@@ -227,7 +227,7 @@ static void snapshot_entry(void *arg, const char *id, size_t len)
 	}
 }
 
-static void send_snapshot(struct remember_replica *rr, const char *to, const uint32_t *shards, size_t n)
+static void send_snapshot(struct remember_share *rr, const char *to, const uint32_t *shards, size_t n)
 {
 	struct snapshot s = {.rr = rr, .to = to};
 	if (ei_x_new(&s.items) < 0)
@@ -243,7 +243,7 @@ static void send_snapshot(struct remember_replica *rr, const char *to, const uin
 	ei_x_free(&s.items);
 }
 
-void remember_replica_sync(struct remember_replica *rr, const uint32_t *shards, size_t n)
+void remember_share_sync(struct remember_share *rr, const uint32_t *shards, size_t n)
 {
 	const char *members[CLUSTER_MEMBERS_MAX];
 	size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, CLUSTER_MEMBERS_MAX);
@@ -268,9 +268,9 @@ void remember_replica_sync(struct remember_replica *rr, const uint32_t *shards, 
 
 /* ---- life ---- */
 
-struct remember_replica *remember_replica_new(const struct remember_replica_config *cfg, int *err)
+struct remember_share *remember_share_new(const struct remember_share_config *cfg, int *err)
 {
-	struct remember_replica *rr = calloc(1, sizeof *rr);
+	struct remember_share *rr = calloc(1, sizeof *rr);
 	if (rr == NULL || ei_x_new(&rr->pending) < 0) {
 		free(rr);
 		*err = -ENOMEM;
@@ -284,7 +284,7 @@ struct remember_replica *remember_replica_new(const struct remember_replica_conf
 	return rr;
 }
 
-void remember_replica_free(struct remember_replica *rr)
+void remember_share_free(struct remember_share *rr)
 {
 	if (rr == NULL)
 		return;
