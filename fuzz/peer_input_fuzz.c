@@ -23,7 +23,7 @@
 #include "distribution/dist_frame.h"
 #include "distribution/gen_call.h"
 #include "distribution/handshake.h"
-#include "sharding/host_msg.h"
+#include "hosting/host_msg.h"
 #include "sharding/shard_msg.h"
 
 #include "fuzz_checks.h"

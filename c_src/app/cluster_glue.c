@@ -8,7 +8,7 @@
 #include "base/node_limits.h"
 #include "cluster/members_file.h"
 #include "cluster/membership.h"
-#include "sharding/coordinator.h"
+#include "coordinator/coordinator.h"
 #include "sharding/region.h"
 
 /* How often a leave looks whether its shards have gone. */

@@ -8,7 +8,7 @@
 #include "distribution/node_name.h"
 #include "distribution/proc.h"
 #include "etf/term.h"
-#include "sharding/host_msg.h"
+#include "hosting/host_msg.h"
 
 #define HOST_REGISTERED_NAME "shardnode_entity_host"
 /* A lease renewal when the node holds no lease limit (no quorum rule

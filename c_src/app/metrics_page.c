@@ -13,7 +13,7 @@
 #include "base/prom_text.h"
 #include "cluster/membership.h"
 #include "distribution/dist_node.h"
-#include "sharding/coordinator.h"
+#include "coordinator/coordinator.h"
 #include "sharding/region.h"
 #include "store/state_store.h"
 

@@ -8,7 +8,7 @@
 #ifndef SN_REGION_REMOTE_H
 #define SN_REGION_REMOTE_H
 
-#include "sharding/hosted_entity.h"
+#include "hosting/hosted_entity.h"
 #include "sharding/region_internal.h"
 
 /* Whether the region's entities run on a host (cfg.host is set). */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sharding/host_msg.h"
-#include "sharding/hosted_entity.h"
+#include "hosting/host_msg.h"
+#include "hosting/hosted_entity.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_buffer.h"
 #include "sharding/region_remote.h"

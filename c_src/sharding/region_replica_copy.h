@@ -8,7 +8,7 @@
 #define SN_REGION_REPLICA_COPY_H
 
 #include "sharding/region_internal.h"
-#include "sharding/replica_msg.h"
+#include "replication/replica_msg.h"
 
 /* What the hub must do after region_replica_handle. */
 enum {

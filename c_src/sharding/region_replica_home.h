@@ -10,7 +10,7 @@
 #define SN_REGION_REPLICA_HOME_H
 
 #include "sharding/region_internal.h"
-#include "sharding/replica_msg.h"
+#include "replication/replica_msg.h"
 
 /* The regions named in sets (region_internal.h, struct replica_stream):
  * the index of `pid`, added if it is new (-1: no memory for it); the

@@ -26,7 +26,7 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "distribution/dist_node.h"
-#include "sharding/coordinator.h"
+#include "coordinator/coordinator.h"
 #include "sharding/region.h"
 #include "store_double.h"
 

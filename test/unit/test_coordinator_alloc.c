@@ -7,7 +7,7 @@
 
 #include <criterion/criterion.h>
 
-#include "sharding/coordinator.h"
+#include "coordinator/coordinator.h"
 #include "unit_helpers.h"
 
 Test(coordinator_alloc, no_regions)

@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "sharding/coordinator_members.h"
+#include "coordinator/coordinator_members.h"
 #include "unit_helpers.h"
 
 /* Membership after a change: owners (up), joining, downed. */

@@ -7,7 +7,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "sharding/coordinator_replicas.h"
+#include "coordinator/coordinator_replicas.h"
 
 #define NSHARDS 6
 

@@ -13,7 +13,7 @@
 
 #include "etf/term.h"
 #include "etf/term_validate.h"
-#include "sharding/host_msg.h"
+#include "hosting/host_msg.h"
 #include "unit_helpers.h"
 
 /* x holds one message, version byte first: it must be exactly `want`

@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "sharding/hosted_entity.h"
+#include "hosting/hosted_entity.h"
 #include "unit_helpers.h"
 
 #define HOST "host@127.0.0.1"

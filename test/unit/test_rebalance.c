@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "sharding/rebalance.h"
+#include "coordinator/rebalance.h"
 #include "unit_helpers.h"
 
 #define MAXS 128

@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "sharding/remote_mailbox.h"
+#include "hosting/remote_mailbox.h"
 #include "unit_helpers.h"
 
 struct msg {

@@ -17,7 +17,7 @@
 #include "etf/entity_id.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
-#include "sharding/replica_msg.h"
+#include "replication/replica_msg.h"
 #include "unit_helpers.h"
 
 #define NODE "region@127.0.0.1"

@@ -11,7 +11,7 @@
 
 #include <criterion/criterion.h>
 
-#include "sharding/replica_sets.h"
+#include "replication/replica_sets.h"
 #include "unit_helpers.h"
 
 #define MAXS 32

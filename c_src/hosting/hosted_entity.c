@@ -1,5 +1,5 @@
 /* hosted_entity.c — see hosted_entity.h. */
-#include "sharding/hosted_entity.h"
+#include "hosting/hosted_entity.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* remote_mailbox.c — see remote_mailbox.h. */
-#include "sharding/remote_mailbox.h"
+#include "hosting/remote_mailbox.h"
 
 /* The next queued item goes in flight, numbered; NULL if none waits. */
 static struct remote_mailbox_item *advance(struct remote_mailbox *mb)

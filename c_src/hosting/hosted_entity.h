@@ -19,7 +19,7 @@
 #include <ei.h>
 
 #include "entity/entity.h"
-#include "sharding/remote_mailbox.h"
+#include "hosting/remote_mailbox.h"
 
 struct hosted_entity;
 

@@ -1,5 +1,5 @@
 /* coordinator_members.c — see coordinator_members.h. */
-#include "sharding/coordinator_members.h"
+#include "coordinator/coordinator_members.h"
 
 #include <errno.h>
 #include <stdlib.h>

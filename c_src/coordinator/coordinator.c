@@ -1,14 +1,14 @@
 /* coordinator.c — see coordinator.h. */
-#include "sharding/coordinator.h"
+#include "coordinator/coordinator.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sharding/coordinator_internal.h"
-#include "sharding/rebalance.h"
-#include "sharding/replica_msg.h"
+#include "coordinator/coordinator_internal.h"
+#include "coordinator/rebalance.h"
+#include "replication/replica_msg.h"
 #include "sharding/shard_msg.h"
 #include "etf/term.h"
 

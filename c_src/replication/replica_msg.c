@@ -1,5 +1,5 @@
 /* replica_msg.c — see replica_msg.h. */
-#include "sharding/replica_msg.h"
+#include "replication/replica_msg.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* coordinator_replicas.c — see coordinator_replicas.h. */
-#include "sharding/coordinator_replicas.h"
+#include "coordinator/coordinator_replicas.h"
 
 #include <errno.h>
 #include <stdlib.h>

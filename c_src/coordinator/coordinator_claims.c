@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "etf/term.h"
-#include "sharding/coordinator_internal.h"
+#include "coordinator/coordinator_internal.h"
 
 void coord_claims_forget(struct coordinator *c)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "etf/term.h"
-#include "sharding/coordinator_internal.h"
+#include "coordinator/coordinator_internal.h"
 
 /* A region on a downed node keeps its shards until its lease has run out
  * (membership.h), but it answers nothing: it gets no shard, takes part in no

@@ -24,9 +24,9 @@
 #include <ei.h>
 
 #include "distribution/proc.h"
-#include "sharding/coordinator.h"
-#include "sharding/coordinator_members.h"
-#include "sharding/coordinator_replicas.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/coordinator_members.h"
+#include "coordinator/coordinator_replicas.h"
 #include "sharding/shard_msg.h"
 
 struct region_ref {

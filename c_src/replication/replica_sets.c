@@ -1,5 +1,5 @@
 /* replica_sets.c — see replica_sets.h. */
-#include "sharding/replica_sets.h"
+#include "replication/replica_sets.h"
 
 #include <errno.h>
 #include <stdlib.h>

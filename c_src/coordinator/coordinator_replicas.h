@@ -21,8 +21,8 @@
 
 #include "base/log.h"
 #include "distribution/dist_node.h"
-#include "sharding/replica_msg.h"
-#include "sharding/replica_sets.h"
+#include "replication/replica_msg.h"
+#include "replication/replica_sets.h"
 
 /* The coordinator's regions as the sets need them. Borrowed per call. */
 struct coordinator_view {

@@ -1,6 +1,6 @@
 /* host_msg.c — see host_msg.h. */
 #include "etf/shardnode_msg.h"
-#include "sharding/host_msg.h"
+#include "hosting/host_msg.h"
 
 #include <errno.h>
 #include <string.h>

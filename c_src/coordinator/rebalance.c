@@ -1,5 +1,5 @@
 /* rebalance.c — see rebalance.h. */
-#include "sharding/rebalance.h"
+#include "coordinator/rebalance.h"
 
 #include <errno.h>
 #include <stdlib.h>
