@@ -10,7 +10,7 @@
  *      still encodes (membership_encode_members, _reachability) into terms
  *      the node itself validates, naming every member once, each name
  *      within NODE_NAME_BUF.
- *   1  remembered-entity replication through remember_msg_apply, on a
+ *   1  remembered entities shared between members through remember_msg_apply, on a
  *      store in memory; checked: every id kept is one canonical entity id
  *      in the shard phash2 gives it.
  * The node (dist_node_start, listening, not registered with epmd) is made
@@ -35,7 +35,7 @@
 #include "etf/phash2.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
-#include "sharding/remember_replica.h"
+#include "sharding/remember_share.h"
 #include "store/remember.h"
 
 #include "fuzz_checks.h"
@@ -144,7 +144,7 @@ static void membership_message(uint8_t how, const char *term, size_t len)
 	wait_for_lookups(threads_before);
 }
 
-/* ---- 1: remembered-entity replication ---- */
+/* ---- 1: remembered entities shared between members ---- */
 
 static bool hosts_even(void *arg, uint32_t shard)
 {
