@@ -56,10 +56,10 @@
 #include <ei.h>
 
 #include "distribution/dist_node.h"
-#include "distribution/dist_tls.h"
+#include "protocol/dist_tls.h"
 #include "base/evloop.h"
 #include "base/log.h"
-#include "distribution/proc.h"
+#include "protocol/proc.h"
 #include "etf/term.h"
 
 /* Latency histogram: one bucket per microsecond up to this bound; slower

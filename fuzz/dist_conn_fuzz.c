@@ -34,9 +34,9 @@
 #include "base/log.h"
 #include "distribution/dist_conn.h"
 #include "distribution/dist_conn_internal.h" /* the connection's own target: it reads its state */
-#include "distribution/gen_call.h"
-#include "distribution/handshake.h"
-#include "distribution/node_name.h"
+#include "protocol/gen_call.h"
+#include "protocol/handshake.h"
+#include "protocol/node_name.h"
 
 #include "fuzz_checks.h"
 

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distribution/dist_frame.h"
-#include "distribution/gen_call.h"
-#include "distribution/handshake.h"
+#include "protocol/dist_frame.h"
+#include "protocol/gen_call.h"
+#include "protocol/handshake.h"
 #include "hosting/host_msg.h"
 #include "sharding/shard_msg.h"
 

@@ -31,7 +31,7 @@
 
 #include "app/config.h"
 #include "base/byteorder.h"
-#include "distribution/epmd.h"
+#include "protocol/epmd.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"

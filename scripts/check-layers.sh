@@ -2,7 +2,7 @@
 # `make check`: the layers of c_src/ depend on each other in one direction.
 #
 # Every folder under c_src/ is a layer, and every include of a project
-# header names its folder ("distribution/proc.h"). This script collects the
+# header names its folder ("protocol/proc.h"). This script collects the
 # folder-to-folder edges those includes make and fails when they contain a
 # cycle (a layer that includes one that includes it back, directly or through
 # others), or when an include does not name an existing folder. On success

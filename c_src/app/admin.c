@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 #include "distribution/sys_msg.h"
 #include "cluster/membership.h"
 #include "etf/term.h"

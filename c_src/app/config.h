@@ -21,7 +21,7 @@
 
 #include "base/log.h"
 #include "base/node_limits.h"
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 
 #define CONFIG_MAX_LIST 64
 #define CONFIG_NAME_BUF 256

@@ -15,7 +15,7 @@
 
 #include "app/config.h"
 #include "app/config_internal.h"
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 #include "base/node_limits.h"
 
 bool config_valid_type_name(const char *s)

@@ -27,7 +27,7 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "base/resolver.h"
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 
 struct membership;
 

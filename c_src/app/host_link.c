@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distribution/node_name.h"
-#include "distribution/proc.h"
+#include "protocol/node_name.h"
+#include "protocol/proc.h"
 #include "etf/term.h"
 #include "hosting/host_msg.h"
 

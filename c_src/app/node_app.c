@@ -26,7 +26,7 @@
 #include "cluster/members_file.h"
 #include "cluster/membership.h"
 #include "distribution/dist_node.h"
-#include "distribution/dist_tls.h"
+#include "protocol/dist_tls.h"
 #include "coordinator/coordinator.h"
 #include "sharding/region.h"
 #include "store/state_lmdb.h"

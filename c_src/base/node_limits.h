@@ -4,7 +4,7 @@
  * A limit that one layer enforces and another assumes must have one name,
  * or the two drift apart (the configuration once allowed 64 types while
  * membership gossiped 16). Limits that concern one layer only stay there
- * (a node name's length is distribution/node_name.h's).
+ * (a node name's length is protocol/node_name.h's).
  */
 #ifndef SN_NODE_LIMITS_H
 #define SN_NODE_LIMITS_H

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #include "base/node_limits.h"
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 
 /* What the file holds. About 64 KB: allocate it, do not put it on the
  * stack of a deep call. */

@@ -14,9 +14,9 @@
 
 #include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
-#include "distribution/node_set.h"
+#include "protocol/node_set.h"
 #include "etf/shardnode_msg.h"
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 #include "etf/term.h"
 
 static struct member *add(struct membership *m, const char *node)

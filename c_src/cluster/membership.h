@@ -63,7 +63,7 @@
 #include <ei.h>
 
 #include "distribution/dist_node.h"
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 #include "base/evloop.h"
 #include "base/node_limits.h"
 #include "base/log.h"

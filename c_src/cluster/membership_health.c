@@ -9,8 +9,8 @@
 #include "cluster/downing.h"
 #include "cluster/membership_internal.h"
 #include "cluster/quorum.h"
-#include "distribution/node_set.h"
-#include "distribution/node_name.h"
+#include "protocol/node_set.h"
+#include "protocol/node_name.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
 

@@ -22,7 +22,7 @@
 #include "cluster/downing.h"
 #include "cluster/membership.h"
 #include "cluster/reachability.h"
-#include "distribution/node_set.h"
+#include "protocol/node_set.h"
 
 /* Messages naming another sender than their connection's peer: the first
  * few are logged. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
 

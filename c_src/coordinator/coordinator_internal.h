@@ -23,7 +23,7 @@
 
 #include <ei.h>
 
-#include "distribution/proc.h"
+#include "protocol/proc.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_members.h"
 #include "coordinator/coordinator_replicas.h"

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "distribution/node_set.h"
+#include "protocol/node_set.h"
 
 enum coordinator_node_set { CM_OWNERS, CM_JOINING, CM_DRAINING, CM_DOWNED, CM_NSETS };
 

@@ -32,10 +32,10 @@
 #include <stdint.h>
 
 #include "base/bytebuf.h"
-#include "distribution/dist_frame.h"
-#include "distribution/handshake.h"
-#include "distribution/dist_tls.h"
-#include "distribution/epmd.h"
+#include "protocol/dist_frame.h"
+#include "protocol/handshake.h"
+#include "protocol/dist_tls.h"
+#include "protocol/epmd.h"
 #include "base/evloop.h"
 #include "base/log.h"
 #include "base/resolver.h"

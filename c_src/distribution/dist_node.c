@@ -16,7 +16,7 @@
 #include <bsd/string.h>
 
 #include "distribution/dist_node_internal.h"
-#include "distribution/epmd.h"
+#include "protocol/epmd.h"
 
 /* Adds the listener `l` (one of its functions set). Returns 0 or -ENOMEM. */
 static int add_listener(struct dist_node *n, struct peer_listener l)

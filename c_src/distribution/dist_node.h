@@ -29,9 +29,9 @@
 #include "etf/drop_log.h"
 
 #include "base/evloop.h"
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 #include "base/log.h"
-#include "distribution/proc.h"
+#include "protocol/proc.h"
 
 struct dist_node;
 

@@ -24,10 +24,10 @@
 #include "base/scratch.h"
 #include "distribution/dist_conn.h"
 #include "distribution/dist_node.h"
-#include "distribution/node_set.h"
-#include "distribution/peer_backoff.h"
-#include "distribution/proc.h"
-#include "distribution/reply_batch.h"
+#include "protocol/node_set.h"
+#include "protocol/peer_backoff.h"
+#include "protocol/proc.h"
+#include "protocol/reply_batch.h"
 
 /* A message to one of our own pids, delivered from the loop, not re-entrantly. */
 struct local_msg {

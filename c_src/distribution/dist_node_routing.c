@@ -4,9 +4,9 @@
  * (dist_node.h, dist_node_internal.h). */
 #include <string.h>
 
-#include "distribution/dist_ctl.h"
+#include "protocol/dist_ctl.h"
 #include "distribution/dist_node_internal.h"
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 #include "etf/term.h"
 
 void dist_node_deliver(struct proc *p, const char *via, const erlang_pid *from, const char *term, size_t len)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distribution/dist_ctl.h"
+#include "protocol/dist_ctl.h"
 #include "distribution/dist_node_internal.h"
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
 

@@ -24,7 +24,7 @@
 #include <ei.h>
 
 #include "distribution/dist_node.h"
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 
 enum sys_request { SYS_GET_STATE, SYS_GET_STATUS, SYS_OTHER };
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 #include "distribution/sys_msg.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "distribution/node_name.h"
-#include "distribution/node_set.h"
+#include "protocol/node_name.h"
+#include "protocol/node_set.h"
 #include "etf/entity_id.h"
 #include "etf/shardnode_msg.h"
 #include "etf/term.h"

@@ -9,8 +9,8 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "distribution/dist_ctl.h"
-#include "distribution/dist_frame.h"
+#include "protocol/dist_ctl.h"
+#include "protocol/dist_frame.h"
 #include "unit_helpers.h"
 
 /* The control tuples as dist_node.c encoded them with ei; rc -1 if ei

@@ -9,7 +9,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "distribution/dist_frame.h"
+#include "protocol/dist_frame.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "unit_helpers.h"

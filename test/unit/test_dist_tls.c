@@ -17,7 +17,7 @@
 
 #include <criterion/criterion.h>
 
-#include "distribution/dist_tls.h"
+#include "protocol/dist_tls.h"
 
 static char dir[] = "/tmp/sn-tls-XXXXXX";
 

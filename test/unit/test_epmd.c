@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "distribution/epmd.h"
+#include "protocol/epmd.h"
 #include "unit_helpers.h"
 
 /* ---- requests ---- */

@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "unit_helpers.h"

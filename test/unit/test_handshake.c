@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "distribution/handshake.h"
+#include "protocol/handshake.h"
 #include "unit_helpers.h"
 
 /* Frames the single message in b, checking the frame is all of b. */

@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 #include "etf/term.h"
 #include "unit_helpers.h"
 

@@ -8,8 +8,8 @@
 
 #include <criterion/criterion.h>
 
-#include "distribution/node_name.h"
-#include "distribution/node_set.h"
+#include "protocol/node_name.h"
+#include "protocol/node_set.h"
 #include "unit_helpers.h"
 
 Test(node_name, rules)

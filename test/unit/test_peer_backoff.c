@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "distribution/peer_backoff.h"
+#include "protocol/peer_backoff.h"
 #include "unit_helpers.h"
 
 Test(peer_backoff, delays_double_up_to_the_cap)

@@ -9,7 +9,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "distribution/proc.h"
+#include "protocol/proc.h"
 #include "unit_helpers.h"
 
 #define SELF "shardnode@127.0.0.1"

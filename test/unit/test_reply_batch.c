@@ -11,7 +11,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "distribution/reply_batch.h"
+#include "protocol/reply_batch.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "unit_helpers.h"

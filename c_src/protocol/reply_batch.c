@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "etf/shardnode_msg.h"
-#include "distribution/reply_batch.h"
+#include "protocol/reply_batch.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
 

@@ -1,5 +1,5 @@
 /* node_name.c — see node_name.h. */
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 
 #include <errno.h>
 #include <string.h>

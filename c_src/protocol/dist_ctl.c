@@ -1,5 +1,5 @@
 /* dist_ctl.c — see dist_ctl.h. */
-#include "distribution/dist_ctl.h"
+#include "protocol/dist_ctl.h"
 #include "base/byteorder.h"
 
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "distribution/dist_frame.h"
+#include "protocol/dist_frame.h"
 #include "etf/term.h"
 
 /* Version, tuple header and op: 5 bytes. */

@@ -1,5 +1,5 @@
 /* node_set.c — see node_set.h. */
-#include "distribution/node_set.h"
+#include "protocol/node_set.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* proc.c — see proc.h. */
-#include "distribution/proc.h"
+#include "protocol/proc.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 
 struct node_set {
 	char (*names)[NODE_NAME_BUF]; /* owned; NULL while empty and never grown */

@@ -1,5 +1,5 @@
 /* dist_tls.c — see dist_tls.h. */
-#include "distribution/dist_tls.h"
+#include "protocol/dist_tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* handshake.c — see handshake.h. */
-#include "distribution/handshake.h"
+#include "protocol/handshake.h"
 #include "base/byteorder.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* peer_backoff.c — see peer_backoff.h. */
-#include "distribution/peer_backoff.h"
+#include "protocol/peer_backoff.h"
 
 #include <stdlib.h>
 #include <string.h>

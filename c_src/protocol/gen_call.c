@@ -1,5 +1,5 @@
 /* gen_call.c — see gen_call.h. */
-#include "distribution/gen_call.h"
+#include "protocol/gen_call.h"
 
 #include <errno.h>
 #include <string.h>

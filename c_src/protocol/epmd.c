@@ -1,5 +1,5 @@
 /* epmd.c — see epmd.h. */
-#include "distribution/epmd.h"
+#include "protocol/epmd.h"
 #include "base/byteorder.h"
 
 #include <arpa/inet.h>

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "base/bytebuf.h"
-#include "distribution/node_name.h"
+#include "protocol/node_name.h"
 
 /* Distribution capability flags (OTP's dist.h / ei_connect_int.h). */
 #define DFLAG_PUBLISHED 0x1ULL

@@ -1,5 +1,5 @@
 /* dist_frame.c — see dist_frame.h. */
-#include "distribution/dist_frame.h"
+#include "protocol/dist_frame.h"
 #include "base/byteorder.h"
 
 #include <errno.h>
