@@ -29,7 +29,7 @@
 #include "sharding/region_handoff_state.h"
 #include "sharding/region_replica_home.h"
 #include "sharding/region_store.h"
-#include "sharding/shard_state.h"
+#include "entity/shard_state.h"
 
 /* A chunk ends once it holds this many bytes (an entity is never split). */
 #define STATE_CHUNK_BYTES (64 * 1024)

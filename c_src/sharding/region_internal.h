@@ -65,9 +65,9 @@
 #include "hosting/hosted_entity.h"
 #include "hosting/remote_mailbox.h"
 #include "replication/replica_sets.h"
-#include "sharding/shard.h"
+#include "entity/shard.h"
 #include "sharding/shard_msg.h"
-#include "sharding/shard_state.h"
+#include "entity/shard_state.h"
 #include "store/state_store.h"
 
 /* Runs of replies with one start time a region times per turn; a reply

@@ -32,7 +32,7 @@
 #include "sharding/region_replica_copy.h"
 #include "sharding/region_replica_home.h"
 #include "sharding/region_store.h"
-#include "sharding/shard_state.h"
+#include "entity/shard_state.h"
 
 /* An acknowledgement sent once the store has committed up to `need`. */
 struct replica_ack_due {

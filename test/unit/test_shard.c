@@ -15,7 +15,7 @@
 #include <ei.h>
 
 #include "entity/entity_builtin.h"
-#include "sharding/shard.h"
+#include "entity/shard.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "unit_helpers.h"

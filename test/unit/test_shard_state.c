@@ -15,8 +15,8 @@
 #include "etf/entity_id.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
-#include "sharding/shard.h"
-#include "sharding/shard_state.h"
+#include "entity/shard.h"
+#include "entity/shard_state.h"
 #include "unit_helpers.h"
 
 static const struct entity_type *builtin(const char *name)

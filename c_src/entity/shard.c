@@ -1,5 +1,5 @@
 /* shard.c — see shard.h. */
-#include "sharding/shard.h"
+#include "entity/shard.h"
 #include "entity/entity_type.h"
 
 #include <errno.h>

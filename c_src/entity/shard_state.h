@@ -22,7 +22,7 @@
 
 #include <ei.h>
 
-#include "sharding/shard.h"
+#include "entity/shard.h"
 
 /* Where the next chunk starts. Zero it before the first. */
 struct shard_state_cursor {

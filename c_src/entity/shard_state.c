@@ -1,5 +1,5 @@
 /* shard_state.c — see shard_state.h. */
-#include "sharding/shard_state.h"
+#include "entity/shard_state.h"
 
 #include <errno.h>
 #include <stdbool.h>
