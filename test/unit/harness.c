@@ -137,6 +137,10 @@ static void start_member(struct harness *h, size_t i)
 	else if (h->opt.store == HARNESS_SHARED_STORE)
 		m->store = h->shared;
 	m->may_deliver = true;
+	if (h->opt.remember) {
+		m->remember = remember_open(NULL, HARNESS_TYPE, h->opt.shards, &h->log, &err);
+		cr_assert_not_null(m->remember, "remember_open: %d", err);
+	}
 	struct region_config rcfg = {
 		.node = m->node, .loop = h->loop, .log = &h->log, .type = counter_type(),
 		.number_of_shards = h->opt.shards, .buffer_size = 100000, .retry_interval_ms = 50,
@@ -144,6 +148,7 @@ static void start_member(struct harness *h, size_t i)
 		.may_deliver = may_deliver, .may_deliver_arg = m,
 		.members_hosting = members_hosting, .members_arg = h,
 		.store = m->store ? store_double_store(m->store) : NULL, .store_timeout_ms = 5000,
+		.remember = m->remember,
 	};
 	m->region = region_start(&rcfg, &err);
 	cr_assert_not_null(m->region, "region_start: %d", err);
@@ -200,6 +205,8 @@ void harness_stop(struct harness *h)
 		coordinator_free(h->m[i].coordinator);
 		if (h->opt.store == HARNESS_OWN_STORES)
 			store_double_free(h->m[i].store);
+		if (h->m[i].remember != NULL)
+			remember_free(h->m[i].remember);
 	}
 	store_double_free(h->shared);
 	for (size_t i = 0; i < h->opt.members; i++)
@@ -288,4 +295,12 @@ struct region_stats harness_stats(const struct harness *h, size_t i)
 	struct region_stats s;
 	region_get_stats(h->m[i].region, &s);
 	return s;
+}
+
+size_t harness_remembered(const struct harness *h, size_t i)
+{
+	size_t n = 0;
+	for (uint32_t s = 0; s < h->opt.shards; s++)
+		n += remember_count(h->m[i].remember, s);
+	return n;
 }

@@ -28,6 +28,7 @@
 #include "distribution/dist_node.h"
 #include "coordinator/coordinator.h"
 #include "sharding/region.h"
+#include "store/remember.h"
 #include "store_double.h"
 
 #define HARNESS_MAX_MEMBERS 3
@@ -41,6 +42,10 @@ struct harness_options {
 	enum harness_store store;
 	uint32_t rebalance_interval_ms; /* 0: a long time (no rebalance unless asked) */
 	uint32_t handoff_timeout_ms;    /* 0: 5000 */
+	/* remember_entities: each member keeps the remembered ids of every
+	 * shard in memory (store/remember.h without a directory), shared
+	 * between members as on a running node (sharding/remember_share.h). */
+	bool remember;
 };
 
 struct harness_member {
@@ -49,6 +54,7 @@ struct harness_member {
 	struct coordinator *coordinator;
 	struct region *region;
 	struct store_double *store; /* own, or the shared one; NULL without a store */
+	struct remember *remember;  /* with opt.remember; NULL otherwise */
 	bool may_deliver;           /* the quorum lease, as cluster_glue would say */
 };
 
@@ -115,6 +121,9 @@ void harness_move_coordinator(struct harness *h, size_t active);
 
 /* The shard of integer entity id `id` (phash2 of the canonical id). */
 uint32_t harness_shard_of(const struct harness *h, long id);
+
+/* How many ids member `i` remembers, over every shard (opt.remember). */
+size_t harness_remembered(const struct harness *h, size_t i);
 
 /* Member `i`'s region's counters. */
 struct region_stats harness_stats(const struct harness *h, size_t i);

@@ -302,3 +302,35 @@ Test(region_core, a_coordinator_that_moves_learns_the_homes_and_moves_nothing)
 	cr_assert_eq(harness_stats(&h, 0).entities + harness_stats(&h, 1).entities, IDS);
 	harness_stop(&h);
 }
+
+/* ---- remembered entities (remember_entities = true) ---- */
+
+struct remembered_goal {
+	size_t members, ids;
+};
+
+static bool every_member_remembers(struct harness *h, void *arg)
+{
+	const struct remembered_goal *g = arg;
+	for (size_t i = 0; i < g->members; i++)
+		if (harness_remembered(h, i) != g->ids)
+			return false;
+	return true;
+}
+
+/* Each entity that starts is remembered by every member hosting the type,
+ * whichever member's shard it lives in (so any of them can start it again
+ * when the shard comes to it); one passivated is forgotten by all. */
+Test(region_core, remembered_entities_are_kept_by_every_member_and_forgotten_when_passivated)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 2, .shards = 10, .remember = true});
+	count_all(&h, 0, 1);
+	cr_assert_gt(harness_stats(&h, 1).shards, 0, "both members host shards");
+	cr_assert(harness_run_until(&h, every_member_remembers, &(struct remembered_goal){2, IDS}, WAIT_MS),
+		  "remembered: %zu and %zu of %d", harness_remembered(&h, 0), harness_remembered(&h, 1), IDS);
+	cr_assert_str_eq(harness_await_reply(&h, harness_call(&h, 0, 7, "passivate"), WAIT_MS)->text, "ok");
+	cr_assert(harness_run_until(&h, every_member_remembers, &(struct remembered_goal){2, IDS - 1}, WAIT_MS),
+		  "after a passivate: %zu and %zu", harness_remembered(&h, 0), harness_remembered(&h, 1));
+	harness_stop(&h);
+}
