@@ -109,6 +109,16 @@ void harness_run_for(struct harness *h, uint32_t ms) { (void)harness_run_until(h
 
 /* ---- members ---- */
 
+/* dist_node_set_flushing, as node_app.c wires it: what the region batched
+ * over the loop's turn (replicated writes) goes out before the output is
+ * written. */
+static void flush_region_batches(void *arg)
+{
+	struct harness_member *m = arg;
+	if (m->region != NULL)
+		region_flush_batches(m->region);
+}
+
 static void start_member(struct harness *h, size_t i)
 {
 	struct harness_member *m = &h->m[i];
@@ -128,7 +138,7 @@ static void start_member(struct harness *h, size_t i)
 		.rebalance_interval_ms = h->opt.rebalance_interval_ms ? h->opt.rebalance_interval_ms : 3600000,
 		.rebalance_threshold = 1, .max_simultaneous_rebalance = 3,
 		.handoff_timeout_ms = h->opt.handoff_timeout_ms ? h->opt.handoff_timeout_ms : 5000,
-		.min_nr_of_members = 1,
+		.min_nr_of_members = 1, .state_replicas = h->opt.replicas,
 	};
 	m->coordinator = coordinator_start(&ccfg, &err);
 	cr_assert_not_null(m->coordinator, "coordinator_start: %d", err);
@@ -148,10 +158,11 @@ static void start_member(struct harness *h, size_t i)
 		.may_deliver = may_deliver, .may_deliver_arg = m,
 		.members_hosting = members_hosting, .members_arg = h,
 		.store = m->store ? store_double_store(m->store) : NULL, .store_timeout_ms = 5000,
-		.remember = m->remember,
+		.remember = m->remember, .state_replicas = h->opt.replicas,
 	};
 	m->region = region_start(&rcfg, &err);
 	cr_assert_not_null(m->region, "region_start: %d", err);
+	dist_node_set_flushing(m->node, flush_region_batches, m);
 }
 
 static const char *const *member_names(const struct harness *h, const char **names)
@@ -176,6 +187,7 @@ void harness_move_coordinator(struct harness *h, size_t active)
 void harness_start(struct harness *h, const struct harness_options *opt)
 {
 	cr_assert(opt->members >= 1 && opt->members <= HARNESS_MAX_MEMBERS);
+	cr_assert(opt->replicas == 0 || opt->store == HARNESS_OWN_STORES, "replicas copy each member's own store");
 	memset(h, 0, sizeof *h);
 	h->opt = *opt;
 	h->loop = evloop_new();
@@ -199,8 +211,11 @@ void harness_start(struct harness *h, const struct harness_options *opt)
 
 void harness_stop(struct harness *h)
 {
-	for (size_t i = 0; i < h->opt.members; i++)
+	for (size_t i = 0; i < h->opt.members; i++) {
+		dist_node_set_flushing(h->m[i].node, NULL, NULL);
 		region_free(h->m[i].region);
+		h->m[i].region = NULL;
+	}
 	for (size_t i = 0; i < h->opt.members; i++) {
 		coordinator_free(h->m[i].coordinator);
 		if (h->opt.store == HARNESS_OWN_STORES)

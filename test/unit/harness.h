@@ -46,6 +46,9 @@ struct harness_options {
 	 * shard in memory (store/remember.h without a directory), shared
 	 * between members as on a running node (sharding/remember_share.h). */
 	bool remember;
+	/* state_replicas (with HARNESS_OWN_STORES): copies of each shard's
+	 * records on other members, as the coordinator names them; 0: none. */
+	uint32_t replicas;
 };
 
 struct harness_member {

@@ -46,6 +46,7 @@ struct record {
 	uint64_t seq;     /* queued: its number */
 	uint64_t epoch;   /* queued, shared: the writer's claim of the shard */
 	bool whole_shard; /* queued: delete every record of the shard */
+	bool meta;        /* the shard's own record (shard_meta_write), no entity's */
 	uint32_t shard;
 	char *state;
 	size_t state_len, id_len;
@@ -92,12 +93,18 @@ static struct event *event_new(enum event_kind kind, struct dtype *t, uint64_t t
 	return e;
 }
 
-static struct record **find_stored(struct store_double *d, uint32_t shard, const char *id, size_t id_len)
+static struct record **find_record(struct store_double *d, uint32_t shard, const char *id, size_t id_len, bool meta)
 {
 	struct record **p = &d->stored;
-	while (*p && !((*p)->shard == shard && (*p)->id_len == id_len && memcmp((*p)->id, id, id_len) == 0))
+	while (*p && !((*p)->shard == shard && (*p)->meta == meta && (*p)->id_len == id_len &&
+		       memcmp((*p)->id, id, id_len) == 0))
 		p = &(*p)->next;
 	return p;
+}
+
+static struct record **find_stored(struct store_double *d, uint32_t shard, const char *id, size_t id_len)
+{
+	return find_record(d, shard, id, id_len, false);
 }
 
 static void record_free(struct record *r)
@@ -113,7 +120,7 @@ static void apply(struct store_double *d, struct record *w)
 {
 	if (w->whole_shard) {
 		for (struct record **p = &d->stored; *p;) {
-			if ((*p)->shard == w->shard) {
+			if ((*p)->shard == w->shard && !(*p)->meta) {
 				struct record *gone = *p;
 				*p = gone->next;
 				record_free(gone);
@@ -124,7 +131,7 @@ static void apply(struct store_double *d, struct record *w)
 		record_free(w);
 		return;
 	}
-	struct record **p = find_stored(d, w->shard, w->id, w->id_len);
+	struct record **p = find_record(d, w->shard, w->id, w->id_len, w->meta);
 	if (*p) {
 		struct record *old = *p;
 		*p = old->next;
@@ -182,11 +189,11 @@ static void answer_scan(struct store_double *d, struct event *e)
 	cr_assert_eq(ei_x_new(&x), 0);
 	uint32_t n = 0;
 	for (struct record *r = d->stored; r; r = r->next)
-		n += r->shard == e->shard;
+		n += r->shard == e->shard && !r->meta;
 	if (n > 0)
 		cr_assert_eq(ei_x_encode_list_header(&x, n), 0);
 	for (struct record *r = d->stored; r; r = r->next) {
-		if (r->shard != e->shard)
+		if (r->shard != e->shard || r->meta)
 			continue;
 		cr_assert_eq(ei_x_encode_tuple_header(&x, 2), 0);
 		cr_assert_eq(ei_x_append_buf(&x, r->id, (int)r->id_len), 0);
@@ -317,6 +324,38 @@ static int op_write(struct state_store_type *st, uint32_t shard, const char *id,
 	return 0;
 }
 
+/* A shard's own record: queued and committed in order with the writes,
+ * kept apart from the entities' records (loads and scans never see it). */
+static int op_shard_meta_write(struct state_store_type *st, uint32_t shard, const void *meta, size_t len,
+			       uint64_t *seq)
+{
+	struct dtype *t = dtype_of(st);
+	cr_assert_lt(shard, DOUBLE_MAX_SHARDS);
+	struct record *w = calloc(1, sizeof *w);
+	cr_assert_not_null(w);
+	w->shard = shard;
+	w->meta = true;
+	w->state = malloc(len ? len : 1);
+	cr_assert_not_null(w->state);
+	memcpy(w->state, meta, len);
+	w->state_len = len;
+	*seq = queue_write(t, w);
+	return 0;
+}
+
+static int op_shard_meta_read(struct state_store_type *st, state_store_meta_fn fn, void *arg)
+{
+	struct dtype *t = dtype_of(st);
+	for (const struct record *r = t->d->stored; r; r = r->next) {
+		if (!r->meta)
+			continue;
+		int rc = fn(arg, r->shard, r->state, r->state_len);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int op_delete_shard(struct state_store_type *st, uint32_t shard, uint64_t *seq)
 {
 	struct dtype *t = dtype_of(st);
@@ -434,8 +473,11 @@ struct store_double *store_double_new(struct evloop *loop, bool shared)
 	struct store_double *d = calloc(1, sizeof *d);
 	cr_assert_not_null(d);
 	d->ops = double_ops;
-	if (!shared)
+	if (!shared) {
 		d->ops.claim = NULL; /* one node's own store: nothing to claim */
+		d->ops.shard_meta_write = op_shard_meta_write; /* and a record per shard */
+		d->ops.shard_meta_read = op_shard_meta_read;
+	}
 	d->base.ops = &d->ops;
 	d->base.shared = shared;
 	d->loop = loop;

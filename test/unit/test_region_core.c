@@ -334,3 +334,32 @@ Test(region_core, remembered_entities_are_kept_by_every_member_and_forgotten_whe
 		  "after a passivate: %zu and %zu", harness_remembered(&h, 0), harness_remembered(&h, 1));
 	harness_stop(&h);
 }
+
+/* ---- replicated state (state_replicas) ---- */
+
+/* Whether member i's own store holds a committed state of integer id. */
+static bool stored_at(const struct harness *h, size_t i, long id)
+{
+	char buf[16];
+	int n = 0;
+	cr_assert_eq(ei_encode_long(buf, &n, id), 0);
+	const char *state;
+	return store_double_get(h->m[i].store, harness_shard_of(h, id), buf, (size_t)n, &state) > 0;
+}
+
+/* With one replica, a reply leaves only once the write is committed at the
+ * home and at its replica: every acknowledged count is in both members'
+ * own stores, whichever member is the shard's home. */
+Test(region_core, with_a_replica_every_acknowledged_write_is_in_two_stores)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 2, .shards = 10, .store = HARNESS_OWN_STORES,
+						     .replicas = 1});
+	count_all(&h, 0, 2);
+	cr_assert_gt(harness_stats(&h, 1).shards, 0, "both members are homes");
+	for (long id = 0; id < IDS; id++) {
+		cr_assert(stored_at(&h, 0, id), "id %ld in member 0's store", id);
+		cr_assert(stored_at(&h, 1, id), "id %ld in member 1's store", id);
+	}
+	harness_stop(&h);
+}
