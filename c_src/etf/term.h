@@ -87,17 +87,21 @@ bool term_atom_equals(const char *buf, size_t len, size_t idx, const char *name,
  * term_atom_equals without a bound, as a validated term needs none. Inline,
  * so that the length of a literal name is known when compiling: the
  * encoding a BEAM sends atoms in, SMALL_ATOM_UTF8_EXT, is then compared in
- * place with a constant length. Anything else (another encoding, another
- * length, text with a NUL) is left to term_atom_equals. */
+ * place, whatever its length (every message a region reads asks this of
+ * its head or its body, so an atom of another length, the usual case,
+ * must not cost a call). Other encodings are left to term_atom_equals. */
 static inline bool term_is_atom(const char *buf, size_t idx, const char *name)
 {
 	size_t name_len = strlen(name);
 	const unsigned char *b = (const unsigned char *)buf + idx;
-	/* The length is read before the text, so no byte past the atom is.
-	 * Text of the name's length is equal exactly when its bytes are: a
-	 * NUL in it would stop it short of the name, which holds none. */
-	if (b[0] == ERL_SMALL_ATOM_UTF8_EXT && b[1] == name_len)
-		return memcmp(b + 2, name, name_len) == 0;
+	/* term_atom_equals's rule for UTF-8 text (at most 255 bytes here, under
+	 * its bound): equal when the text starts with the name and ends there
+	 * or at a NUL. The length is read before the text, and the byte after
+	 * the name only when the text goes on, so no byte past the atom is. */
+	if (b[0] == ERL_SMALL_ATOM_UTF8_EXT) {
+		size_t n = b[1];
+		return n >= name_len && memcmp(b + 2, name, name_len) == 0 && (n == name_len || b[2 + name_len] == 0);
+	}
 	return term_atom_equals(buf, SIZE_MAX, idx, name, name_len);
 }
 
