@@ -85,6 +85,13 @@ uint64_t evloop_clock_ns(void) { return boottime_ns(); }
 
 uint64_t evloop_clock_ms(void) { return monotonic_ms(); }
 
+uint64_t evloop_wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 int evloop_watch(struct evloop *loop, int fd, uint32_t events, evloop_io_fn fn, void *arg)
 {
 	if (fd < 0)

@@ -55,6 +55,11 @@ uint64_t evloop_clock_ns(void);
  * process may have been paused. */
 uint64_t evloop_clock_ms(void);
 
+/* The wall clock (CLOCK_REALTIME) in microseconds since the epoch, as
+ * os:system_time(microsecond) reads it: for times other nodes compare
+ * (versions, reports), never for deadlines, which it may jump across. */
+uint64_t evloop_wall_us(void);
+
 /* Watches fd for `events` (EPOLLIN and/or EPOLLOUT). Returns 0 or -errno. */
 int evloop_watch(struct evloop *loop, int fd, uint32_t events, evloop_io_fn fn, void *arg);
 /* Changes the event mask of a watched fd. Returns 0 or -errno. */

@@ -4,8 +4,8 @@
  * membership.c. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/evloop.h"
 #include "cluster/downing.h"
 #include "cluster/membership_internal.h"
 #include "cluster/quorum.h"
@@ -86,13 +86,6 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 
 /* ---- the cluster-wide reachability view ---- */
 
-static uint64_t wall_clock_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Sends our whole table to every member but us that is not down. */
 static void send_reachability_all(struct membership *m)
 {
@@ -124,7 +117,7 @@ static bool publish_own_view(struct membership *m)
 			subjects[n++] = e->node;
 	}
 	const struct reach_record *held = reachability_find(&m->reach, m->our_node);
-	uint64_t version = reachability_next_version(held ? held->version : 0, wall_clock_ms());
+	uint64_t version = reachability_next_version(held ? held->version : 0, evloop_wall_us() / 1000u);
 	int rc = reachability_update(&m->reach, m->our_node, version, subjects, n);
 	free(subjects);
 	if (rc == 1) {

@@ -12,19 +12,11 @@
  * as any message to that node; one that cannot be sent is lost (a test
  * setting: the collector then reports what it did not see).
  */
-#include <time.h>
-
+#include "base/evloop.h"
 #include "distribution/dist_node.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
 #include "sharding/region_instances.h"
-
-static uint64_t wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void report(void *arg, const struct shard *s, const char *id, size_t len, bool started)
 {
@@ -38,7 +30,7 @@ static void report(void *arg, const struct shard *s, const char *id, size_t len,
 	if (rc == 0)
 		rc = term_x_append_raw(&x, id, len);
 	if (rc == 0)
-		rc = term_x_encode_atom(&x, started ? "started" : "stopped") | term_x_encode_uint(&x, wall_us());
+		rc = term_x_encode_atom(&x, started ? "started" : "stopped") | term_x_encode_uint(&x, evloop_wall_us());
 	if (rc == 0)
 		(void)dist_node_reg_send(r->cfg.node, &r->pid, "shardnode_instances", r->cfg.instance_reports_to, x.buff,
 					 (size_t)x.index);
