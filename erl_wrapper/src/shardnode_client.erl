@@ -277,8 +277,8 @@ send(alone, Type, {Tag, Id, Msg}, #st{node = Node, out = Out} = S) ->
                error -> Out
            end,
     {_, Seq} = Tag,
-    S#st{out = Rest, pending = sent(send_connected({Type, Node}, {'$gen_call', {self(), Tag}, {Id, Msg}}),
-                                    [Seq], S#st.pending)}.
+    send_connected({Type, Node}, {'$gen_call', {self(), Tag}, {Id, Msg}}, [Seq]),
+    S#st{out = Rest}.
 
 %% Requests are kept newest first; Reqs (newest first too) go on top.
 add_out(Type, Reqs, Out) ->
@@ -301,29 +301,22 @@ send_out(#st{out = Out, node = Node} = S) ->
     maps:foreach(fun(Type, Reqs) -> send_batches(Type, Node, lists:reverse(Reqs)) end, Out),
     S#st{out = #{}}.
 
-%% A batch that could not go (no connection) comes back to the client as
-%% {unsent, Seqs}, after what it has in hand: its callers are answered
-%% that nothing was sent.
 send_batches(_Type, _Node, []) ->
     ok;
 send_batches(Type, Node, Reqs) ->
     {Batch, Rest} = take(?MAX_BATCH, Reqs, []),
-    case send_connected({Type, Node}, {'$shardnode_calls', self(), Batch}) of
-        ok -> ok;
-        noconnect -> self() ! {unsent, [Seq || {{_, Seq}, _, _} <- Batch]}
-    end,
+    send_connected({Type, Node}, {'$shardnode_calls', self(), Batch}, [Seq || {{_, Seq}, _, _} <- Batch]),
     send_batches(Type, Node, Rest).
 
-%% Sends only over a connection that is up: `noconnect' when there is
-%% none (nothing was sent; the nodedown follows).
-send_connected(Dest, Msg) ->
-    erlang:send(Dest, Msg, [noconnect]).
-
-sent(ok, _Seqs, Pending) ->
-    Pending;
-sent(noconnect, Seqs, Pending) ->
-    self() ! {unsent, Seqs},
-    Pending.
+%% Sends only over a connection that is up (`noconnect'). With none,
+%% nothing was sent: the requests Seqs come back to the client as
+%% {unsent, Seqs}, after what it has in hand, and their callers are
+%% answered that nothing was sent (the nodedown follows).
+send_connected(Dest, Msg, Seqs) ->
+    case erlang:send(Dest, Msg, [noconnect]) of
+        ok -> ok;
+        noconnect -> self() ! {unsent, Seqs}, ok
+    end.
 
 %% Requests that never left: their callers are told so, and forgotten.
 unsent(Seqs, S) ->
