@@ -79,6 +79,9 @@ entities_are_looked_at_and_a_killed_member_fails_over(Config0) ->
     {ok, #{reminders := 1}} = shardnode_ct:await_entity(A, cart, 2, fun(#{reminders := R}) -> R > 0 end, 10000),
     ?assertEqual({error, not_running}, shardnode:entity_state(A, cart, 3)),
     ?assertEqual({error, not_running}, shardnode:entity_state(A, cart, 3), "the look started nothing"),
+    %% a wait that is never met fails with what it saw last
+    ?assertMatch({'EXIT', {test_case_failed, {await_entity, cart, 1, {ok, #{items := #{pear := 2}}}}}},
+                 catch shardnode_ct:await_entity(A, cart, 1, fun(_) -> false end, 300)),
     Ids = lists:seq(10, 69),
     [?assertEqual(ok, shardnode:call(A, cart, I, {add, apple, 1})) || I <- Ids],
     #{cart := Held} = shardnode_ct:kill_and_await_failover(B, 60000),

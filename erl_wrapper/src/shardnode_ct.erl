@@ -279,7 +279,7 @@ id_of_shard(S, N) ->
     id_of_shard(S, N, 0).
 
 id_of_shard(S, N, K) ->
-    case erlang:phash2(K, N) of
+    case shardnode:shard_id(K, N) of
         S -> K;
         _ -> id_of_shard(S, N, K + 1)
     end.
@@ -297,20 +297,27 @@ id_of_shard(S, N, K) ->
 %% '''
 -spec await_entity(node(), atom(), shardnode:entity_id(), fun((term()) -> boolean()), timeout()) -> {ok, term()}.
 await_entity(Node, Type, Id, Pred, Timeout) ->
-    Look = fun() ->
-                   case shardnode:entity_state(Node, Type, Id) of
-                       {ok, State} = Seen ->
-                           case catch Pred(State) of
-                               true -> Seen;
-                               _ -> put({?MODULE, seen}, Seen), retry
-                           end;
-                       Other ->
-                           put({?MODULE, seen}, Other), retry
-                   end
-           end,
-    case shardnode_poll:value(Look, Timeout, ?POLL_MS) of
-        {ok, _} = Found -> erase({?MODULE, seen}), Found;
-        timeout -> ct:fail({await_entity, Type, Id, erase({?MODULE, seen})})
+    Look = fun() -> shardnode:entity_state(Node, Type, Id) end,
+    case look_until(Look, Pred, erlang:monotonic_time(millisecond) + Timeout) of
+        {ok, _} = Found -> Found;
+        {timeout, Seen} -> ct:fail({await_entity, Type, Id, Seen})
+    end.
+
+%% Looks until a look is {ok, State} with Pred(State) true, or the
+%% deadline has passed: then {timeout, Seen}, the last look. Looks at
+%% least once, and once more at the deadline.
+look_until(Look, Pred, Deadline) ->
+    Seen = Look(),
+    Holds = case Seen of
+                {ok, State} -> catch Pred(State);
+                _ -> false
+            end,
+    Left = Deadline - erlang:monotonic_time(millisecond),
+    if
+        Holds =:= true -> Seen;
+        Left =< 0 -> {timeout, Seen};
+        true -> receive after min(?POLL_MS, Left) -> ok end,
+                look_until(Look, Pred, Deadline)
     end.
 
 %% @doc Starts counting the instances of the entities of `Types', C and
