@@ -313,18 +313,17 @@ static void on_system(struct region *r, const struct gen_call *call)
  * {'$gen_call', {From, Tag}, {EntityId, Msg}}, in order. Its Tag asks for
  * batched replies (reply_batch.h), so the turn's replies to From leave as
  * one message. An element that is not such a triple cannot be answered:
- * dropped and counted. Returns false if m is no batch at all. */
-static bool on_calls(struct region *r, const char *t, size_t len)
+ * dropped and counted. */
+static void on_calls(struct region *r, const char *t, size_t len)
 {
 	size_t i = 0;
-	if (term_get_tuple(t, &i) != 3 || !term_is_atom(t, i, SN_ATOM_CALLS))
-		return false;
+	(void)term_get_tuple(t, &i); /* {'$shardnode_calls', ...}: shardnode_msg_classify said so */
 	term_skip(t, &i);
 	erlang_pid from;
 	int count = 0, idx;
 	if (term_get_pid(t, &i, &from) != 0 || (idx = (int)i, ei_decode_list_header(t, &idx, &count)) < 0) {
 		drop(r, "bad_batch", "a batch of calls without a pid and a list", t);
-		return true;
+		return;
 	}
 	i = (size_t)idx;
 	for (int k = 0; k < count && i < len; k++) {
@@ -348,7 +347,6 @@ static bool on_calls(struct region *r, const char *t, size_t len)
 		else
 			route(r, &e, raw_id, raw_id_len);
 	}
-	return true;
 }
 
 /* gen_server:cast/2's {'$gen_cast', Request}: Request is a tell — {Id,
@@ -503,7 +501,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		return;
 	}
 	case SN_CLASS_CALLS:
-		(void)on_calls(r, m->term, m->len);
+		on_calls(r, m->term, m->len);
 		return;
 	case SN_CLASS_SYSTEM:
 		if (gen_call_parse_system(m->term, m->len, &call) == 1) {
