@@ -27,8 +27,6 @@
 #include "sharding/region_remember.h"
 #include "sharding/region_remote.h"
 #include "sharding/region_remote_host.h"
-#include "sharding/region_replica_copy.h"
-#include "sharding/region_replica_home.h"
 #include "sharding/region_send.h"
 #include "sharding/region_shutdown.h"
 #include "sharding/region_stats.h"
@@ -75,20 +73,13 @@ static void after_durable(struct region *r)
 		resume_slot(r, s); /* its load starts now */
 }
 
-/* Commits up to `upto`: held replies go (region_store.c), state chunks
- * written meanwhile are acknowledged (region_handoff_state.c), a
- * replica's acknowledgements go to their homes, and the slots whose load
- * waited for those commits go on. */
+/* Writes durable up to `upto`: held replies go (region_store.c), state
+ * chunks written meanwhile are acknowledged (region_handoff_state.c), and
+ * the slots whose load waited for those commits go on. */
 static void on_store_written(void *arg, uint64_t upto, int status)
 {
 	struct region *r = arg;
 	region_store_on_written(r, upto, status);
-	if (region_replicated(r)) {
-		/* A replica's acknowledgements of what it committed, and fills
-		 * that waited for commits. */
-		region_replica_copy_on_committed(r, status);
-		region_replica_home_on_committed(r);
-	}
 	after_durable(r);
 }
 
@@ -111,10 +102,6 @@ static void on_store_scanned(void *arg, uint64_t token, int status, const char *
 			     const char *last_key, size_t last_key_len)
 {
 	struct region *r = arg;
-	if (region_replica_home_is_fill_token(token)) {
-		region_replica_home_on_scanned(r, token, status, chunk, len, more, last_key, last_key_len);
-		return;
-	}
 	region_state_on_scanned(r, token, status, chunk, len, more, last_key, last_key_len);
 	region_step_owed(r); /* a stream that could not go on */
 }
@@ -122,7 +109,7 @@ static void on_store_scanned(void *arg, uint64_t token, int status, const char *
 static void on_store_fenced(void *arg, uint32_t shard)
 {
 	struct region *r = arg;
-	if (region_store_on_fenced(r, shard, "another member claimed it in the store"))
+	if (region_store_on_fenced(r, shard, "the store says another member writes it now"))
 		region_step(r, shard, SLOT_FENCED);
 }
 
@@ -392,38 +379,15 @@ static void on_internal(struct region *r, const struct shard_msg *sm, const erla
 	region_on_coordinator_msg(r, sm, from);
 }
 
-/* A replica set, a home's writes, a replica's replies
- * (region_replica_copy.c); what it left owed on slots (a claim done, a
- * fence) is stepped. */
+/* A replica set, a home's writes, a replica's replies: the replicated
+ * store's (replicated_store.h), whose outcomes come back through the
+ * store's callbacks above. Only the registered coordinator's sets count. */
 static void on_replica(struct region *r, const struct replica_msg *m, const erlang_pid *from)
 {
-	unsigned todo = region_replica_handle(r, m, from);
-	region_step_owed(r);
-	if (todo & REPLICA_DO_RECHECK) {
-		region_store_recheck(r);
-		after_durable(r);
-	}
-}
-
-/* {'$shardnode', aged, WaitedUs, Message} (region_forward): Message, which
- * waited WaitedUs on the member that forwarded it. Returns whether m is
- * one, with *inner (pointing into m) and *age_ns set. */
-static bool unwrap_aged(const struct proc_msg *m, struct proc_msg *inner, uint64_t *age_ns)
-{
-	size_t i = 0;
-	long arity;
-	if (!shardnode_msg_head(m->term, &i, &arity) || arity != 4 || !term_is_atom(m->term, i, "aged"))
-		return false;
-	term_skip(m->term, &i);
-	int idx = (int)i;
-	unsigned long long us;
-	if (ei_decode_ulonglong(m->term, &idx, &us) < 0)
-		return false;
-	*inner = *m;
-	inner->term = m->term + idx;
-	inner->len = m->len - (size_t)idx;
-	*age_ns = us > UINT64_MAX / 1000 ? UINT64_MAX : us * 1000;
-	return true;
+	if (r->replication == NULL)
+		return;
+	bool from_coordinator = from != NULL && r->registered && term_pid_equal(from, &r->coordinator);
+	replicated_store_handle(r->replication, m, from_coordinator);
 }
 
 static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m);
@@ -436,7 +400,7 @@ static int on_member_msg(struct region *r, struct proc *self, const struct proc_
 {
 	struct proc_msg inner;
 	uint64_t age_ns;
-	if (r->incoming_age_ns == 0 && unwrap_aged(m, &inner, &age_ns)) {
+	if (r->incoming_age_ns == 0 && region_unwrap_aged(m, &inner, &age_ns)) {
 		r->incoming_age_ns = age_ns ? age_ns : 1;
 		region_handle(r, self, &inner);
 		r->incoming_age_ns = 0;
@@ -546,6 +510,62 @@ static bool may_evict(void *arg, const struct shard *s, const struct entity *e)
 	return slot->shard == s && region_slot_hosted(&slot->st) && (r->cfg.host == NULL || region_remote_idle(e));
 }
 
+/* ---- the store ---- */
+
+/* What a replicated store asks of its region (replicated_store.h). */
+static int replication_send(void *arg, const erlang_pid *to, const char *buf, size_t len)
+{
+	struct region *r = arg;
+	return dist_node_send(r->cfg.node, to, buf, len);
+}
+
+static int replication_to_coordinator(void *arg, const char *buf, size_t len)
+{
+	struct region *r = arg;
+	if (!r->registered)
+		return -ENOTCONN;
+	return dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator.node, buf, len);
+}
+
+static bool replication_serves(void *arg, uint32_t shard)
+{
+	struct region *r = arg;
+	return shard < r->cfg.number_of_shards && region_slot_hosted(&r->slots[shard].st);
+}
+
+/* The type's store, its outcomes to `cb`: with state_replicas and a
+ * store of this node's own, a replicated store over it; else the node's
+ * store as it is. Returns 0 (also without a store) or the store's error. */
+static int open_store(struct region *r, const struct state_store_callbacks *cb)
+{
+	if (!region_store_wanted(r))
+		return 0;
+	int err = 0;
+	struct state_store_type *t;
+	if (r->cfg.state_replicas > 0 && !r->cfg.store->shared) {
+		const struct replication_env env = {
+			.loop = r->cfg.loop,
+			.log = r->cfg.log,
+			.name = r->cfg.name,
+			.number_of_shards = r->cfg.number_of_shards,
+			.store_timeout_ms = r->cfg.store_timeout_ms,
+			.self = r->pid,
+			.send = replication_send,
+			.to_coordinator = replication_to_coordinator,
+			.serves = replication_serves,
+			.arg = r,
+		};
+		r->replication = replicated_store_open(r->cfg.store, r->cfg.name, cb, &env, &err);
+		t = r->replication != NULL ? replicated_store_type(r->replication) : NULL;
+	} else {
+		t = state_store_type_open(r->cfg.store, r->cfg.name, cb, &err);
+	}
+	if (t == NULL)
+		return err;
+	region_store_start(r, t);
+	return 0;
+}
+
 struct region *region_start(const struct region_config *cfg, int *err)
 {
 	struct region *r = calloc(1, sizeof *r);
@@ -610,12 +630,10 @@ struct region *region_start(const struct region_config *cfg, int *err)
 	};
 	/* Without nodedown a region would wait for ever on a home that died;
 	 * without reach, on a connection to a home that never comes up. */
-	if ((rc = region_store_start(r, &store_cb)) != 0 || (rc = region_replica_restore(r)) != 0 ||
-	    (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0 ||
+	if ((rc = open_store(r, &store_cb)) != 0 || (rc = dist_node_on_nodedown(cfg->node, region_on_nodedown, r)) != 0 ||
 	    (rc = dist_node_on_reach(cfg->node, region_on_reach, r)) != 0) {
 		*err = rc;
 		dist_node_off_nodedown(cfg->node, region_on_nodedown, r);
-		region_replica_free(r);
 		region_store_stop(r);
 		region_state_release_acks(r, UINT64_MAX);
 		remember_share_free(r->remember_share);
@@ -650,8 +668,8 @@ struct region *region_start(const struct region_config *cfg, int *err)
 
 void region_flush_batches(struct region *r)
 {
-	if (r != NULL && region_replicated(r))
-		region_replica_home_flush(r);
+	if (r != NULL)
+		replicated_store_flush(r->replication);
 }
 
 void region_free(struct region *r)
@@ -659,7 +677,6 @@ void region_free(struct region *r)
 	if (r == NULL)
 		return;
 	region_shutdown(r);
-	region_replica_free(r);
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
 	dist_node_off_reach(r->cfg.node, region_on_reach, r);

@@ -21,7 +21,6 @@
 #include "sharding/region_remember.h"
 #include "sharding/region_remote.h"
 #include "sharding/region_remote_host.h"
-#include "sharding/region_replica_copy.h"
 #include "sharding/region_instances.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
@@ -120,18 +119,6 @@ void region_step_owed(struct region *r)
 				step(r, s, event(r, SLOT_STATE_CHUNK));
 			if (owed & SLOT_OWES_STATE_SENT)
 				step(r, s, event(r, SLOT_STATE_SENT));
-			/* Replicated state (region_replica_copy.c): a newer set
-			 * names another home; a set named this one, ending the
-			 * claim its messages waited for. */
-			if ((owed & SLOT_OWES_REPLICA_FENCE) &&
-			    region_store_on_fenced(r, s, "a newer replica set names another home"))
-				step(r, s, event(r, SLOT_FENCED));
-			if ((owed & SLOT_OWES_REPLICA_CLAIMED) && region_slot_claimed(&r->slots[s].st) &&
-			    region_slot_hosted(&r->slots[s].st)) {
-				region_flush_slot(r, &r->slots[s]);
-				if (region_slot_handoff_ready(&r->slots[s].st))
-					region_hand_off_when_flushed(r, s);
-			}
 		}
 	}
 	r->stepping_owed = false;
@@ -190,6 +177,20 @@ void region_on_reach(void *arg, const char *peer, bool up)
 
 /* ---- registration ---- */
 
+/* replicas_held: with a replicated store, the copies it keeps
+ * (replicated_store.h), so a coordinator that just took over rebuilds the
+ * replica sets. */
+static void send_replicas_held(struct region *r)
+{
+	ei_x_buff x;
+	if (r->replication == NULL || ei_x_new(&x) < 0)
+		return;
+	if (replicated_store_encode_report(r->replication, &x) == 0)
+		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
+				   (size_t)x.index);
+	ei_x_free(&x);
+}
+
 /* register, then hosting: what this region already hosts, so a coordinator
  * that just took over learns the allocation instead of inventing one. */
 static void send_registration(struct region *r)
@@ -228,7 +229,7 @@ static void send_registration(struct region *r)
 	free(hosted);
 	free(epochs);
 	ei_x_free(&x);
-	region_replica_send_report(r); /* with replicas, the copies it keeps end the report */
+	send_replicas_held(r); /* with replicas, the copies it keeps end the report */
 }
 
 void region_set_coordinator_node(struct region *r, const char *node, uint32_t protocol)

@@ -197,3 +197,21 @@ int region_flush_slot(struct region *r, struct shard_slot *slot)
 	slot->tail = NULL;
 	return 0;
 }
+
+bool region_unwrap_aged(const struct proc_msg *m, struct proc_msg *inner, uint64_t *age_ns)
+{
+	size_t i = 0;
+	long arity;
+	if (!shardnode_msg_head(m->term, &i, &arity) || arity != 4 || !term_is_atom(m->term, i, "aged"))
+		return false;
+	term_skip(m->term, &i);
+	int idx = (int)i;
+	unsigned long long us;
+	if (ei_decode_ulonglong(m->term, &idx, &us) < 0)
+		return false;
+	*inner = *m;
+	inner->term = m->term + idx;
+	inner->len = m->len - (size_t)idx;
+	*age_ns = us > UINT64_MAX / 1000 ? UINT64_MAX : us * 1000;
+	return true;
+}

@@ -33,4 +33,9 @@ int region_forward(struct region *r, const erlang_pid *home, const struct envelo
  * caller steps the slot: region_home_unwritable), else 0. */
 int region_flush_slot(struct region *r, struct shard_slot *slot);
 
+/* {'$shardnode', aged, WaitedUs, Message} (region_forward): Message, which
+ * waited WaitedUs on the member that forwarded it. Returns whether m is
+ * one, with *inner (pointing into m) and *age_ns set. */
+bool region_unwrap_aged(const struct proc_msg *m, struct proc_msg *inner, uint64_t *age_ns);
+
 #endif

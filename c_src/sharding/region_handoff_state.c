@@ -27,7 +27,6 @@
 #include "etf/term.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_handoff_state.h"
-#include "sharding/region_replica_home.h"
 #include "sharding/region_store.h"
 #include "entity/shard_state.h"
 
@@ -102,7 +101,7 @@ static int pump_store(struct region *r, uint32_t shard, uint32_t *room)
 		return 0;
 	}
 	if (region_store_shared(r) ||
-	    (region_replicated(r) && region_replica_home_peer_complete(r, shard, &r->slots[shard].home_region))) {
+	    replicated_store_peer_complete(r->replication, shard, &r->slots[shard].home_region)) {
 		/* The new home reads the states from the store itself (one every
 		 * member shares, or its own as a complete replica of the
 		 * shard, every write acknowledged): the stream is one empty
@@ -382,7 +381,7 @@ static bool keeps_chunk(const struct region *r, const struct shard_msg *sm)
 	default:
 		return false;
 	}
-	return !(region_replicated(r) && region_replica_names_other_home(r, sm->shard, &sm->pid));
+	return !replicated_store_names_other_home(r->replication, sm->shard, &sm->pid);
 }
 
 /* A chunk from the old home. Acknowledged whatever becomes of it (with a
@@ -407,7 +406,7 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 			 * region is a complete replica of the shard: it holds what
 			 * there is, and the stream is empty. */
 			if (region_store_active(r) && !region_store_shared(r) &&
-			    !(region_replicated(r) && region_replica_holds_all(r, sm->shard, &sm->pid)) &&
+			    !replicated_store_holds_all(r->replication, sm->shard, &sm->pid) &&
 			    region_store_delete_shard(r, sm->shard) != 0)
 				log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: out of memory clearing its old records",
 					 r->cfg.name, sm->shard);

@@ -18,16 +18,9 @@
  *   region_remote.c       entities run as processes on a host (a type
  *                         written in Erlang): their mailboxes, completions
  *                         and crashes
- *   region_replica_copy.c replicated state: the coordinator's sets, and a
- *                         replica's side (a home's writes and fills
- *                         committed here, acknowledged, older epochs
- *                         refused)
  *   region_store.c        entities backed by a durable store: loads before
  *                         delivery, writes of changed states, replies held
  *                         until their writes are committed
- *   region_replica_home.c replicated state, the home's side: each write
- *                         sent to the shard's replicas, their
- *                         acknowledgements, new replicas filled
  *   region_buffer.c       the per-shard buffers of messages waiting
  *   region_send.c         answers, tell replies, messages to the coordinator
  *   region_slot.c         the states of a shard's slot, pure (region_slot.h)
@@ -64,7 +57,7 @@
 #include "sharding/remember_share.h"
 #include "hosting/hosted_entity.h"
 #include "hosting/remote_mailbox.h"
-#include "replication/replica_sets.h"
+#include "replication/replicated_store.h"
 #include "entity/shard.h"
 #include "sharding/shard_msg.h"
 #include "entity/shard_state.h"
@@ -102,8 +95,6 @@ struct pending_load;
 /* A reply waiting for its write's commit (region_store.c). */
 struct held_reply;
 struct held_state_ack;
-/* A replica's acknowledgement waiting for its commit (region_replica_copy.c). */
-struct replica_ack_due;
 
 /* The message being routed or answered; pointers borrowed from the
  * caller. */
@@ -160,67 +151,6 @@ struct state_out {
 enum {
 	SLOT_OWES_STATE_SENT = 1u << 0,  /* the stream ended, done or cut short */
 	SLOT_OWES_STATE_CHUNK = 1u << 1, /* a chunk came: the move is alive */
-	/* region_replica_copy.c's: a set named this region home, ending the
-	 * claim that held the shard's messages */
-	SLOT_OWES_REPLICA_CLAIMED = 1u << 2,
-	/* region_replica_copy.c's: a newer set names another home, or a
-	 * replica refused this home's writes: stop serving the shard */
-	SLOT_OWES_REPLICA_FENCE = 1u << 3,
-};
-
-/* Replicated state (state_replicas): what a region knows of one shard's
- * set and its own part in it. Allocated once the shard first has a set
- * here (struct shard_slot.repl). */
-enum slot_replica_role {
-	SLOT_REPLICA_NONE, /* neither its home nor a replica (as far as known) */
-	SLOT_REPLICA_HOME, /* its home: writes go to the peers below */
-	SLOT_REPLICA_COPY, /* a replica: the home's writes are committed here */
-};
-
-/* The home's side of filling one replica (region_replica_home.c). */
-struct replica_fill;
-
-/* One replica of a shard homed here. */
-struct replica_peer {
-	int32_t stream;            /* its region: an index in r->replicas.streams */
-	bool complete;             /* holds every record: its acks are waited for */
-	uint64_t sent;             /* the shard's last write sent to it (0: none) */
-	struct replica_fill *fill; /* being filled (owned); NULL otherwise */
-};
-
-/* A region of the type on another member this region has had to do with
- * as a home or a replica, and what this home sends it, whatever the shards
- * (region_replica_home.c): a turn's writes go as one replicate message,
- * and the region acknowledges the last it committed. Regions are named by
- * their index in r->replicas.streams, so a shard's set costs a few
- * integers, not a pid (a kilobyte) per member. */
-struct replica_stream;
-
-struct slot_replicas {
-	uint64_t epoch;  /* of the newest set of the shard heard of here */
-	uint8_t role;    /* enum slot_replica_role */
-	/* Hosted before a set named this region its home: its messages wait
-	 * (a claim, region_slot.h) until one does. */
-	bool claim_waiting;
-	/* SLOT_REPLICA_HOME: */
-	uint8_t npeers;
-	struct replica_peer peers[REPLICA_SETS_MAX];
-	/* The home of the newest set heard of (an index in
-	 * r->replicas.streams; -1: none known). */
-	int32_t home;
-	uint32_t home_gen;  /* grows whenever home does: acks owed to an earlier one are dropped */
-	/* SLOT_REPLICA_COPY: */
-	bool complete;      /* the coordinator counts this copy as holding everything */
-	bool filling;       /* between fill chunk 0 and the last one */
-	uint64_t next_chunk;
-	struct byte_set written; /* filling: ids written live since chunk 0 */
-	/* What the store keeps of this (region_replica_copy.c): the epoch and
-	 * part (enum replica_role_held) last written; after a restart, until
-	 * a set of the shard is heard, `restored` — what was read back is what
-	 * the region reports. */
-	uint64_t saved_epoch;
-	uint8_t saved_part;
-	bool restored;
 };
 
 struct shard_slot {
@@ -263,9 +193,6 @@ struct shard_slot {
 	/* When the coordinator ordered this hosted shard handed off (the
 	 * loop's clock, ns; 0: no hand-off under way), for its duration. */
 	uint64_t handoff_started_ns;
-	/* state_replicas: the shard's set as known here (owned); NULL
-	 * until one names this region. */
-	struct slot_replicas *repl;
 	/* The coordinator said the shard waits for a member of its last
 	 * replica set (shard_waits), and no home has been named since: what
 	 * has waited in its buffer store_timeout_ms is answered {error,
@@ -351,8 +278,12 @@ struct region {
 	 * singleton's one entity id too (canonical: SMALL_ATOM_UTF8_EXT). */
 	char type_atom[3 + 2 * MAXATOMLEN];
 	size_t type_atom_len;
-	/* With a store (region_store.c); store NULL: memory only. */
+	/* With a store (region_store.c); store NULL: memory only. With
+	 * state_replicas and a store of this node's own, `store` is the face
+	 * of `replication` (replicated_store.h), which the hub also hands the
+	 * replication protocol's messages; else replication is NULL. */
 	struct state_store_type *store;
+	struct replicated_store *replication;
 	uint64_t written_upto;        /* the store's commits reported so far */
 	bool slots_awaiting_commit;   /* some slot's st.load_after may be set */
 	/* region_store.c's: replies waiting for their writes' commits, in seq
@@ -369,20 +300,6 @@ struct region {
 		struct held_state_ack *acks_head, *acks_tail;
 		bool streams_awaiting_commit;
 	} handoff;
-	/* Replicated state (region_replica_home.c, region_replica_copy.c).
-	 * written_upto is then how far writes are durable on the home and
-	 * on every complete replica; committed_upto, how far this node's
-	 * store alone has committed. */
-	struct {
-		uint64_t committed_upto;
-		struct replica_ack_due *acks_head, *acks_tail; /* a replica's acks waiting for commits (owned) */
-		bool fills_awaiting_commit;
-		uint32_t fill_gen; /* the last fill's number */
-		/* The regions named in sets, one stream each (owned; never
-		 * removed, indexes stable). */
-		struct replica_stream *streams;
-		uint32_t nstreams, streams_cap;
-	} replicas;
 	bool slots_owed;              /* some slot's owed may be set */
 	bool stepping_owed;           /* region_step_owed is under way */
 	struct scratch state_buf;     /* a changed entity's encoded state */
@@ -404,13 +321,6 @@ struct region {
 		struct histogram process_latency;
 	} remote;
 };
-
-/* Whether this region's shards have replicas: state_replicas with a
- * store of this node's own (not one every member shares). */
-static inline bool region_replicated(const struct region *r)
-{
-	return r->cfg.state_replicas > 0 && r->store != NULL && !r->cfg.store->shared;
-}
 
 /* The loop's clock as entities see it (their last-activity stamps). */
 static inline uint32_t region_now32(const struct region *r) { return (uint32_t)evloop_now_ms(r->cfg.loop); }

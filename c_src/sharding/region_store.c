@@ -40,7 +40,6 @@
 #include "etf/term_validate.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_buffer.h"
-#include "sharding/region_replica_home.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 
@@ -118,7 +117,8 @@ static void turn_over_retired(struct region *r)
  * An entity that is not live may have a write not yet committed in two
  * ways: it was live here and retired since (its last change is among the
  * shard's writes), or its record came another way (a moved state, a
- * replica's copy, the shard cleared: the shard's bulk writes). Any other
+ * replicated store's copy of another member's writes, the shard cleared:
+ * the shard's bulk writes). Any other
  * entity's record is as committed as it will be, so it loads at once,
  * however many writes of other entities keep coming; waiting for them all
  * held every miss a commit long, and its shard with it. A type run on a
@@ -129,11 +129,14 @@ static uint64_t load_waits_for(struct region *r, uint32_t shard, const char *id,
 	/* Also here, not only on commits: with no writes coming there are
 	 * none, and the sets would grow with every entity passivated. */
 	turn_over_retired(r);
+	uint64_t copied = state_store_copied_upto(r->store, shard);
+	uint64_t last = slot->last_write_seq > copied ? slot->last_write_seq : copied;
+	uint64_t bulk = slot->bulk_write_seq > copied ? slot->bulk_write_seq : copied;
 	if (r->cfg.host != NULL)
-		return slot->last_write_seq;
+		return last;
 	bool retired = r->retired.incomplete || byte_set_contains(&r->retired.ids, id, id_len) ||
 		       r->retired_old.incomplete || byte_set_contains(&r->retired_old.ids, id, id_len);
-	return retired && slot->last_write_seq > slot->bulk_write_seq ? slot->last_write_seq : slot->bulk_write_seq;
+	return retired && last > bulk ? last : bulk;
 }
 
 bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg)
@@ -146,11 +149,12 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	if (region_slot_store_hold(&slot->st, r->written_upto) != SLOT_HOLD_NONE)
 		return true;
 	(void)region_slot_commits_done(&slot->st, r->written_upto); /* a wait that is over */
-	if (region_replicated(r) && region_replica_home_lagging(r, shard)) {
-		/* A replica does not acknowledge: the shard's next messages wait
-		 * (until it does, or the coordinator replaces it, or they have
-		 * waited store_timeout_ms: region_store_tick) rather than make
-		 * changes that would exist here alone. */
+	if (state_store_must_wait(r->store, shard)) {
+		/* A replicated store's copy elsewhere does not acknowledge: the
+		 * shard's next messages wait (until it does, or the coordinator
+		 * replaces it, or they have waited store_timeout_ms:
+		 * region_store_tick) rather than make changes that would exist
+		 * here alone. */
 		region_slot_wait_for_commits(&slot->st, region_store_last_queued(r));
 		r->slots_awaiting_commit = true;
 		return true;
@@ -241,13 +245,6 @@ void region_store_claim(struct region *r, uint32_t shard)
 {
 	if (r->store == NULL)
 		return;
-	if (region_replicated(r)) {
-		/* Its replicas first: a write acknowledged before they are known
-		 * would exist on this member alone. */
-		if (region_replica_home_claim(r, shard))
-			region_slot_claim_sent(&r->slots[shard].st);
-		return;
-	}
 	int rc = state_store_claim(r->store, shard);
 	if (rc == 0)
 		region_slot_claim_sent(&r->slots[shard].st);
@@ -388,40 +385,17 @@ static void release_shard(struct region *r, uint32_t shard, const char *error)
 	}
 }
 
-/* How far writes are durable: this node's commits, and with replicas,
- * their acknowledgements too. Never goes back. */
-static void advance(struct region *r)
-{
-	uint64_t durable = r->replicas.committed_upto;
-	if (region_replicated(r)) {
-		uint64_t bound = region_replica_home_bound(r);
-		if (bound < durable)
-			durable = bound;
-	}
-	if (durable > r->written_upto)
-		r->written_upto = durable;
-}
-
 void region_store_on_written(struct region *r, uint64_t upto, int status)
 {
-	if (upto > r->replicas.committed_upto)
-		r->replicas.committed_upto = upto;
+	/* Never goes back (a replicated store may report a number again). */
+	if (upto > r->written_upto)
+		r->written_upto = upto;
 	if (status != 0) {
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
 			  "{error, store_unavailable}", r->cfg.name, status);
-		if (upto > r->written_upto)
-			r->written_upto = upto;
 		release(r, upto, "store_unavailable", true);
 		return;
 	}
-	region_store_recheck(r);
-}
-
-void region_store_recheck(struct region *r)
-{
-	if (r->store == NULL)
-		return;
-	advance(r);
 	turn_over_retired(r);
 	release(r, r->written_upto, NULL, false);
 }
@@ -474,13 +448,14 @@ void region_store_tick(struct region *r)
 	/* Held in order, so the oldest is first. */
 	if (now - r->held.head->held_at < r->cfg.store_timeout_ms)
 		return;
-	/* Committed here, it waits for a replica's acknowledgement: the change
-	 * is applied, so an error would not be true. It is answered when the
-	 * replica answers or the coordinator replaces it (then the new set
-	 * holds it); the caller's own timeout meanwhile says "maybe". What
+	/* Committed here, it waits for a copy on another member (a replicated
+	 * store): the change is applied, so an error would not be true. It is
+	 * answered when the replica answers or the coordinator replaces it
+	 * (then the new set holds it); the caller's own timeout meanwhile
+	 * says "maybe". What
 	 * comes after it waits in the buffers and is refused there
 	 * (refuse_waiting_too_long), nothing of it applied. */
-	if (region_replicated(r) && r->held.head->seq <= r->replicas.committed_upto)
+	if (state_store_waits_only_elsewhere(r->store, r->held.head->seq))
 		return;
 	/* The store is in trouble. Its replies say the change was not applied,
 	 * so the type's writes not yet taken by the writer are cancelled — and
@@ -514,8 +489,6 @@ int region_store_write(struct region *r, uint32_t shard, const char *id, size_t 
 	int rc = state_store_write(r->store, shard, id, id_len, bytes, len, &seq);
 	if (rc == 0)
 		r->slots[shard].last_write_seq = seq;
-	if (rc == 0 && region_replicated(r))
-		region_replica_home_on_write(r, shard, seq, id, id_len, bytes, len);
 	return rc;
 }
 
@@ -544,16 +517,15 @@ int region_store_delete_shard(struct region *r, uint32_t shard)
 
 /* ---- life ---- */
 
-int region_store_start(struct region *r, const struct state_store_callbacks *cb)
+bool region_store_wanted(const struct region *r)
 {
-	if (r->cfg.store == NULL || !entity_type_keeps_state(r->cfg.type) || r->cfg.proxy_only)
-		return 0;
-	int err = 0;
-	r->store = state_store_type_open(r->cfg.store, r->cfg.name, cb, &err);
-	if (r->store == NULL)
-		return err;
-	r->written_upto = r->replicas.committed_upto = region_store_last_queued(r);
-	return 0;
+	return r->cfg.store != NULL && entity_type_keeps_state(r->cfg.type) && !r->cfg.proxy_only;
+}
+
+void region_store_start(struct region *r, struct state_store_type *t)
+{
+	r->store = t;
+	r->written_upto = region_store_last_queued(r);
 }
 
 void region_store_stop(struct region *r)
@@ -568,6 +540,7 @@ void region_store_stop(struct region *r)
 		region_store_drop_loads(&r->slots[s]);
 	state_store_type_close(r->store);
 	r->store = NULL;
+	r->replication = NULL; /* it was the store's face: closed with it */
 	byte_set_clear(&r->retired.ids);
 	byte_set_clear(&r->retired_old.ids);
 }

@@ -8,11 +8,14 @@
 
 #include "sharding/region_internal.h"
 
-/* With cfg.store and a type that keeps state, opens the type's database
- * with the callbacks `cb` (the region's hub in region.c, which hands each
- * outcome to the functions below and then goes on with the slot). Returns
- * 0 (also without a store), or the store's error. */
-int region_store_start(struct region *r, const struct state_store_callbacks *cb);
+/* Whether the region keeps its entities' states in a store: cfg.store,
+ * a type that keeps state, and not a proxy. */
+bool region_store_wanted(const struct region *r);
+
+/* The type's handle, opened by the hub (region.c) with its callbacks —
+ * the node's store as it is, or a replicated store over it: this file
+ * asks either the same. Taken (closed by region_store_stop). */
+void region_store_start(struct region *r, struct state_store_type *t);
 
 /* The store's outcomes, for the hub. A load answered: the entity starts
  * with its stored state (or afresh); *shard is its shard, and true means
@@ -30,13 +33,10 @@ bool region_store_on_claimed(struct region *r, uint32_t shard);
  * SLOT_FENCED. */
 bool region_store_on_fenced(struct region *r, uint32_t shard, const char *why);
 
-/* Commits up to `upto` (status: 0, or the commit's error): the held
- * replies they cover go, failed ones as {error, store_unavailable}. */
+/* Writes durable up to `upto` (status: 0, or the commit's error): the
+ * held replies they cover go, failed ones as {error, store_unavailable}.
+ * A number reported again is no news. */
 void region_store_on_written(struct region *r, uint64_t upto, int status);
-
-/* Replicas acknowledged writes (or a set changed which ones count): the
- * held replies now durable go. */
-void region_store_recheck(struct region *r);
 
 /* The next slot from *from on whose load waited for commits that are now
  * done: true with *from set to it; the slots still waiting keep

@@ -57,14 +57,18 @@ typedef void (*state_store_scanned_fn)(void *arg, uint64_t token, int status, co
 
 /* The claim of `shard` (state_store_claim) is committed: this node's
  * writes of it now carry the shard's newest epoch, and its loads are
- * answered from here on. */
+ * answered from here on. A replicated store's claim ends once a replica
+ * set names this node the shard's home — or, fenced first, in vain. */
 typedef void (*state_store_claimed_fn)(void *arg, uint32_t shard);
 
 /* Another member claimed `shard` since this node did: this node's writes
  * of it not yet reported written are not in the store, and no later one
  * will be, until it claims the shard again. Called before the written()
  * that covers them (which reports the status of the others in their
- * commit). Called once per claim lost. */
+ * commit). Called once per claim lost. A replicated store (a store of the
+ * node's own, replicated_store.h) reports so when a newer replica set
+ * names another member the shard's home: its writes stay here, but the
+ * shard is no longer this node's to write. */
 typedef void (*state_store_fenced_fn)(void *arg, uint32_t shard);
 
 /* One shard's own record (state_store_shard_meta_read): valid during the
@@ -106,6 +110,11 @@ struct state_store_ops {
 	int (*shard_meta_write)(struct state_store_type *t, uint32_t shard, const void *meta, size_t len,
 				uint64_t *seq);
 	int (*shard_meta_read)(struct state_store_type *t, state_store_meta_fn fn, void *arg);
+	/* NULL (a store of one node's or a shared one): never waits, nothing
+	 * committed here waits for other members, nothing copied in */
+	bool (*must_wait)(const struct state_store_type *t, uint32_t shard);
+	bool (*waits_only_elsewhere)(const struct state_store_type *t, uint64_t seq);
+	uint64_t (*copied_upto)(const struct state_store_type *t, uint32_t shard);
 };
 
 /* What the metrics endpoint shows of a store (docs/metrics.md), kept by
@@ -275,6 +284,31 @@ static inline int state_store_shard_meta_read(struct state_store_type *t, state_
 	if (t->store->ops->shard_meta_read == NULL)
 		return -ENOTSUP;
 	return t->store->ops->shard_meta_read(t, fn, arg);
+}
+
+/* Whether the shard's writes cannot be made durable now (a replicated
+ * store: a copy on another member has not acknowledged for a while): the
+ * shard's next changes should wait rather than exist on this member
+ * alone. The store reports written() when that may have ended. */
+static inline bool state_store_must_wait(const struct state_store_type *t, uint32_t shard)
+{
+	return t->store->ops->must_wait != NULL && t->store->ops->must_wait(t, shard);
+}
+
+/* Whether write `seq`, not yet reported written, is committed on this
+ * member and waits only for copies on others (a replicated store): its
+ * change is applied, so giving up on it would not be true. */
+static inline bool state_store_waits_only_elsewhere(const struct state_store_type *t, uint64_t seq)
+{
+	return t->store->ops->waits_only_elsewhere != NULL && t->store->ops->waits_only_elsewhere(t, seq);
+}
+
+/* The last write of `shard` the store queued itself rather than through
+ * state_store_write (a replicated store's copy of another member's
+ * writes); 0: none. A load of the shard's entities waits for its commit. */
+static inline uint64_t state_store_copied_upto(const struct state_store_type *t, uint32_t shard)
+{
+	return t->store->ops->copied_upto != NULL ? t->store->ops->copied_upto(t, shard) : 0;
 }
 
 /* The number of the last write queued (0: none yet). */

@@ -1,19 +1,19 @@
 /*
- * region_replica_home.c — replicated state, a shard home's side (see
- * region_replica_home.h; docs/architecture.md, "Replicated state").
+ * replica_home.c — a replicated store's home side (replicated_internal.h;
+ * docs/architecture.md, "Replicated state").
  *
  * Writes. Each write of a shard homed here is numbered by this node's
  * store (its `seq`) and added to the stream of each of the shard's
  * replica regions: one replicate message per region per loop turn
- * (region_replica_home_flush, before the turn's output is written, or
+ * (replica_home_flush, before the turn's output is written, or
  * sooner when it grows past STREAM_BATCH_BYTES), so the home's and the
  * replicas' commits run side by side and a busy turn costs a message, not
  * one per write. A replica region acknowledges the last number it has
- * committed of all this home sent it. A reply waits (region_store.c)
- * until the home has committed its write and every complete replica has
- * acknowledged it: region_replica_home_bound says how far that is — a
- * complete replica whose region acknowledged A while the last write of the
- * shard sent to it is L > A holds back every write after A.
+ * committed of all this home sent it. The store reports a write written
+ * (replicated_store.c) once the home has committed it and every complete
+ * replica has acknowledged it: replica_home_bound says how far that is —
+ * a complete replica whose region acknowledged A while the last write of
+ * the shard sent to it is L > A holds back every write after A.
  *
  * Filling. A replica the coordinator adds holds nothing of the shard that
  * can be trusted. Chunk 0 of its fill goes at once (the replica forgets
@@ -30,8 +30,7 @@
 #include <string.h>
 
 #include "etf/term.h"
-#include "sharding/region_internal.h"
-#include "sharding/region_replica_home.h"
+#include "replication/replicated_internal.h"
 
 /* A fill chunk ends once it holds this many bytes (a record is never
  * split); at most FILL_WINDOW of a fill are unacknowledged. */
@@ -69,15 +68,15 @@ struct replica_fill {
 	char scan_key[STATE_STORE_KEY_MAX];
 };
 
-static struct slot_replicas *homed(const struct region *r, uint32_t shard)
+static struct shard_replicas *homed(const struct replicated_store *rs, uint32_t shard)
 {
-	struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
-	return p != NULL && p->role == SLOT_REPLICA_HOME ? p : NULL;
+	struct shard_replicas *p = replicated_shard_known(rs, shard);
+	return p != NULL && p->role == SHARD_REPLICA_HOME ? p : NULL;
 }
 
-static int find_peer(const struct region *r, const struct slot_replicas *p, const erlang_pid *pid)
+static int find_peer(const struct replicated_store *rs, const struct shard_replicas *p, const erlang_pid *pid)
 {
-	int32_t region = region_replica_region_find(r, pid);
+	int32_t region = replicated_region_find(rs, pid);
 	for (uint8_t k = 0; region >= 0 && k < p->npeers; k++)
 		if (p->peers[k].stream == region)
 			return k;
@@ -85,77 +84,69 @@ static int find_peer(const struct region *r, const struct slot_replicas *p, cons
 }
 
 /* The region of a peer, for messages and logs. */
-static const erlang_pid *peer_pid(const struct region *r, const struct replica_peer *peer)
+static const erlang_pid *peer_pid(const struct replicated_store *rs, const struct replica_peer *peer)
 {
-	return region_replica_region_pid(r, peer->stream);
+	return replicated_region_pid(rs, peer->stream);
 }
 
 /* ---- streams ---- */
 
-int32_t region_replica_region_find(const struct region *r, const erlang_pid *pid)
+int32_t replicated_region_find(const struct replicated_store *rs, const erlang_pid *pid)
 {
-	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
-		if (term_pid_equal(&r->replicas.streams[k].pid, pid))
+	for (uint32_t k = 0; k < rs->nstreams; k++)
+		if (term_pid_equal(&rs->streams[k].pid, pid))
 			return (int32_t)k;
 	return -1;
 }
 
-int32_t region_replica_region_of(struct region *r, const erlang_pid *pid)
+int32_t replicated_region_of(struct replicated_store *rs, const erlang_pid *pid)
 {
-	int32_t k = region_replica_region_find(r, pid);
+	int32_t k = replicated_region_find(rs, pid);
 	if (k >= 0)
 		return k;
-	if (r->replicas.nstreams == r->replicas.streams_cap) {
-		uint32_t cap = r->replicas.streams_cap ? r->replicas.streams_cap * 2 : 4;
-		struct replica_stream *p = realloc(r->replicas.streams, cap * sizeof *p);
+	if (rs->nstreams == rs->streams_cap) {
+		uint32_t cap = rs->streams_cap ? rs->streams_cap * 2 : 4;
+		struct replica_stream *p = realloc(rs->streams, cap * sizeof *p);
 		if (p == NULL)
 			return -1;
-		r->replicas.streams = p;
-		r->replicas.streams_cap = cap;
+		rs->streams = p;
+		rs->streams_cap = cap;
 	}
-	r->replicas.streams[r->replicas.nstreams] = (struct replica_stream){.pid = *pid};
-	return (int32_t)r->replicas.nstreams++;
+	rs->streams[rs->nstreams] = (struct replica_stream){.pid = *pid};
+	return (int32_t)rs->nstreams++;
 }
 
-const erlang_pid *region_replica_region_pid(const struct region *r, int32_t k)
+const erlang_pid *replicated_region_pid(const struct replicated_store *rs, int32_t k)
 {
-	return &r->replicas.streams[k].pid;
-}
-
-struct slot_replicas *region_replica_slot_new(void)
-{
-	struct slot_replicas *p = calloc(1, sizeof *p);
-	if (p != NULL)
-		p->home = -1;
-	return p;
+	return &rs->streams[k].pid;
 }
 
 /* Sends the stream's batch, if it has one. */
-static void flush_stream(struct region *r, struct replica_stream *st)
+static void flush_stream(struct replicated_store *rs, struct replica_stream *st)
 {
 	if (!st->open)
 		return;
 	st->open = false;
 	if (replica_msg_writes_end(&st->w, &st->batch) == 0)
-		dist_node_send(r->cfg.node, &st->pid, st->batch.buff, (size_t)st->batch.index);
+		(void)rs->env.send(rs->env.arg, &st->pid, st->batch.buff, (size_t)st->batch.index);
 	ei_x_free(&st->batch);
 }
 
-void region_replica_home_flush(struct region *r)
+void replica_home_flush(struct replicated_store *rs)
 {
-	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
-		flush_stream(r, &r->replicas.streams[k]);
+	for (uint32_t k = 0; k < rs->nstreams; k++)
+		flush_stream(rs, &rs->streams[k]);
 }
 
 /* Adds a write to the stream's batch. Returns 0 or -ENOMEM (not added:
  * the batch so far is sent). */
-static int stream_add(struct region *r, struct replica_stream *st, uint32_t shard, uint64_t epoch, uint64_t seq,
+static int stream_add(struct replicated_store *rs, struct replica_stream *st, uint32_t shard, uint64_t epoch, uint64_t seq,
 		      const char *id, size_t id_len, const char *state, size_t state_len)
 {
 	if (!st->open) {
 		if (ei_x_new(&st->batch) < 0)
 			return -ENOMEM;
-		if (replica_msg_writes_begin(&st->w, &st->batch, &r->pid) != 0) {
+		if (replica_msg_writes_begin(&st->w, &st->batch, &rs->env.self) != 0) {
 			ei_x_free(&st->batch);
 			return -ENOMEM;
 		}
@@ -164,29 +155,29 @@ static int stream_add(struct region *r, struct replica_stream *st, uint32_t shar
 	int rc = replica_msg_writes_add(&st->w, &st->batch, shard, epoch, seq, id, id_len, state, state_len);
 	if (rc == 0) {
 		if (st->behind_since == 0)
-			st->behind_since = evloop_now_ms(r->cfg.loop);
+			st->behind_since = evloop_now_ms(rs->env.loop);
 		st->sent = seq;
 	}
 	if (rc != 0 || st->batch.index > STREAM_BATCH_BYTES)
-		flush_stream(r, st);
+		flush_stream(rs, st);
 	return rc;
 }
 
 /* ---- filling ---- */
 
-static void send_fill_chunk(struct region *r, uint32_t shard, struct replica_peer *peer, const char *records,
+static void send_fill_chunk(struct replicated_store *rs, uint32_t shard, struct replica_peer *peer, const char *records,
 			    size_t len, bool last)
 {
 	struct replica_fill *f = peer->fill;
 	/* After the writes queued for it so far: the replica sees them in the
 	 * order they were made. */
-	flush_stream(r, &r->replicas.streams[peer->stream]);
+	flush_stream(rs, &rs->streams[peer->stream]);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
-	if (replica_msg_encode_fill(&x, shard, r->slots[shard].repl->epoch, f->next_chunk, last, &r->pid, records,
+	if (replica_msg_encode_fill(&x, shard, rs->shards[shard]->epoch, f->next_chunk, last, &rs->env.self, records,
 				    len) == 0 &&
-	    dist_node_send(r->cfg.node, peer_pid(r, peer), x.buff, (size_t)x.index) == 0) {
+	    rs->env.send(rs->env.arg, peer_pid(rs, peer), x.buff, (size_t)x.index) == 0) {
 		f->next_chunk++;
 		f->last_sent = last;
 	}
@@ -195,61 +186,61 @@ static void send_fill_chunk(struct region *r, uint32_t shard, struct replica_pee
 
 /* Asks the store for the fill's next chunk, when its window has room and
  * the writes before chunk 0 are committed. */
-static void pump(struct region *r, uint32_t shard, uint8_t k)
+static void pump(struct replicated_store *rs, uint32_t shard, uint8_t k)
 {
-	struct replica_peer *peer = &r->slots[shard].repl->peers[k];
+	struct replica_peer *peer = &rs->shards[shard]->peers[k];
 	struct replica_fill *f = peer->fill;
 	if (f == NULL || f->last_sent || f->scan_in_flight || f->next_chunk - f->acked >= FILL_WINDOW)
 		return;
-	if (f->commit_needed > r->replicas.committed_upto) {
-		r->replicas.fills_awaiting_commit = true; /* region_replica_home_on_committed */
+	if (f->commit_needed > rs->committed_upto) {
+		rs->fills_awaiting_commit = true; /* replica_home_on_committed */
 		return;
 	}
 	uint64_t token = FILL_TOKEN_BIT | ((uint64_t)(f->gen & FILL_GEN_MASK) << 32) | shard;
-	int rc = state_store_scan(r->store, shard, f->scan_key, f->scan_key_len, FILL_CHUNK_BYTES, token);
+	int rc = state_store_scan(rs->local_type, shard, f->scan_key, f->scan_key_len, FILL_CHUNK_BYTES, token);
 	if (rc == 0) {
 		f->scan_in_flight = true;
 		return;
 	}
 	/* Without its records the replica never counts: the next set that
 	 * names it incomplete starts its fill again. */
-	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: filling the replica on %s failed (%d)",
-		     r->cfg.name, shard, peer_pid(r, peer)->node, rc);
+	log_at_shard(rs->env.log, LOG_WARN, shard, "region %s: shard %u: filling the replica on %s failed (%d)",
+		     rs->env.name, shard, peer_pid(rs, peer)->node, rc);
 	free(peer->fill);
 	peer->fill = NULL;
 }
 
-static void start_fill(struct region *r, uint32_t shard, uint8_t k)
+static void start_fill(struct replicated_store *rs, uint32_t shard, uint8_t k)
 {
-	struct replica_peer *peer = &r->slots[shard].repl->peers[k];
+	struct replica_peer *peer = &rs->shards[shard]->peers[k];
 	struct replica_fill *f = calloc(1, sizeof *f);
 	if (f == NULL)
 		return; /* the next set tries again */
-	f->gen = ++r->replicas.fill_gen;
+	f->gen = ++rs->fill_gen;
 	peer->fill = f;
 	/* Every write queued from here on is sent to it as well; the ones
 	 * queued before are read from the store once committed. */
-	f->commit_needed = state_store_last_queued(r->cfg.store);
+	f->commit_needed = state_store_last_queued(rs->local);
 	const char nil = ERL_NIL_EXT;
-	send_fill_chunk(r, shard, peer, &nil, 1, false);
+	send_fill_chunk(rs, shard, peer, &nil, 1, false);
 	if (f->next_chunk == 0) {
 		free(f);
 		peer->fill = NULL;
 		return;
 	}
-	log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: filling its replica on %s", r->cfg.name, shard,
-		     peer_pid(r, peer)->node);
-	pump(r, shard, k);
+	log_at_shard(rs->env.log, LOG_DEBUG, shard, "region %s: shard %u: filling its replica on %s", rs->env.name, shard,
+		     peer_pid(rs, peer)->node);
+	pump(rs, shard, k);
 }
 
-bool region_replica_home_is_fill_token(uint64_t token) { return (token & FILL_TOKEN_BIT) != 0; }
+bool replica_home_is_fill_token(uint64_t token) { return (token & FILL_TOKEN_BIT) != 0; }
 
-void region_replica_home_on_scanned(struct region *r, uint64_t token, int status, const char *chunk, size_t len,
+void replica_home_on_scanned(struct replicated_store *rs, uint64_t token, int status, const char *chunk, size_t len,
 				    bool more, const char *last_key, size_t last_key_len)
 {
 	uint32_t shard = (uint32_t)token;
 	uint32_t gen = (uint32_t)(token >> 32) & FILL_GEN_MASK;
-	struct slot_replicas *p = homed(r, shard);
+	struct shard_replicas *p = homed(rs, shard);
 	uint8_t k = 0;
 	while (p != NULL && k < p->npeers && !(p->peers[k].fill != NULL && (p->peers[k].fill->gen & FILL_GEN_MASK) == gen))
 		k++;
@@ -259,8 +250,8 @@ void region_replica_home_on_scanned(struct region *r, uint64_t token, int status
 	struct replica_fill *f = peer->fill;
 	f->scan_in_flight = false;
 	if (status != 0) {
-		log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: reading records for the replica on %s "
-			     "failed (%d)", r->cfg.name, shard, peer_pid(r, peer)->node, status);
+		log_at_shard(rs->env.log, LOG_WARN, shard, "region %s: shard %u: reading records for the replica on %s "
+			     "failed (%d)", rs->env.name, shard, peer_pid(rs, peer)->node, status);
 		free(peer->fill);
 		peer->fill = NULL;
 		return;
@@ -269,36 +260,35 @@ void region_replica_home_on_scanned(struct region *r, uint64_t token, int status
 		memcpy(f->scan_key, last_key, last_key_len);
 		f->scan_key_len = (uint16_t)last_key_len;
 	}
-	send_fill_chunk(r, shard, peer, chunk, len, !more);
-	pump(r, shard, k);
+	send_fill_chunk(rs, shard, peer, chunk, len, !more);
+	pump(rs, shard, k);
 }
 
-void region_replica_home_on_committed(struct region *r)
+void replica_home_on_committed(struct replicated_store *rs)
 {
-	if (!r->replicas.fills_awaiting_commit)
+	if (!rs->fills_awaiting_commit)
 		return;
-	r->replicas.fills_awaiting_commit = false;
-	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
-		struct slot_replicas *p = homed(r, s);
+	rs->fills_awaiting_commit = false;
+	for (uint32_t s = 0; s < rs->env.number_of_shards; s++) {
+		struct shard_replicas *p = homed(rs, s);
 		for (uint8_t k = 0; p != NULL && k < p->npeers; k++)
 			if (p->peers[k].fill != NULL)
-				pump(r, s, k); /* one still waiting sets the flag again */
+				pump(rs, s, k); /* one still waiting sets the flag again */
 	}
 }
 
 /* replica_filled to the coordinator: the peer holds every record. */
-static void tell_filled(struct region *r, uint32_t shard, const struct replica_peer *peer)
+static void tell_filled(struct replicated_store *rs, uint32_t shard, const struct replica_peer *peer)
 {
 	ei_x_buff x;
-	if (!r->registered || ei_x_new(&x) != 0)
+	if (ei_x_new(&x) != 0)
 		return;
-	if (replica_msg_encode_filled(&x, shard, peer_pid(r, peer)) == 0)
-		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator.node, x.buff,
-				   (size_t)x.index);
+	if (replica_msg_encode_filled(&x, shard, peer_pid(rs, peer)) == 0)
+		(void)rs->env.to_coordinator(rs->env.arg, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }
 
-static void fill_acked(struct region *r, uint32_t shard, struct replica_peer *peer, uint8_t k, uint64_t chunk)
+static void fill_acked(struct replicated_store *rs, uint32_t shard, struct replica_peer *peer, uint8_t k, uint64_t chunk)
 {
 	struct replica_fill *f = peer->fill;
 	if (f == NULL || chunk != f->acked || f->acked >= f->next_chunk)
@@ -306,28 +296,28 @@ static void fill_acked(struct region *r, uint32_t shard, struct replica_peer *pe
 	f->acked++;
 	if (f->last_sent && f->acked == f->next_chunk && !f->reported) {
 		f->reported = true;
-		log_at_shard(r->cfg.log, LOG_DEBUG, shard, "region %s: shard %u: its replica on %s is filled",
-			     r->cfg.name, shard, peer_pid(r, peer)->node);
-		tell_filled(r, shard, peer);
+		log_at_shard(rs->env.log, LOG_DEBUG, shard, "region %s: shard %u: its replica on %s is filled",
+			     rs->env.name, shard, peer_pid(rs, peer)->node);
+		tell_filled(rs, shard, peer);
 		return;
 	}
-	pump(r, shard, k);
+	pump(rs, shard, k);
 }
 
 /* ---- the set ---- */
 
-int region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, const erlang_pid *const *replicas,
+int replica_home_take(struct replicated_store *rs, uint32_t shard, uint64_t epoch, const erlang_pid *const *replicas,
 			     const bool *complete, size_t n)
 {
-	struct slot_replicas *p = r->slots[shard].repl;
+	struct shard_replicas *p = rs->shards[shard];
 	int32_t regions[REPLICA_SETS_MAX];
 	for (size_t e = 0; e < n && e < REPLICA_SETS_MAX; e++)
-		if ((regions[e] = region_replica_region_of(r, replicas[e])) < 0)
+		if ((regions[e] = replicated_region_of(rs, replicas[e])) < 0)
 			return -ENOMEM; /* a replica it could not name would not be waited for */
 	struct replica_peer old[REPLICA_SETS_MAX];
-	uint8_t nold = p->role == SLOT_REPLICA_HOME ? p->npeers : 0;
+	uint8_t nold = p->role == SHARD_REPLICA_HOME ? p->npeers : 0;
 	memcpy(old, p->peers, sizeof old);
-	p->role = SLOT_REPLICA_HOME;
+	p->role = SHARD_REPLICA_HOME;
 	p->epoch = epoch;
 	p->npeers = 0;
 	for (size_t e = 0; e < n && p->npeers < REPLICA_SETS_MAX; e++) {
@@ -355,19 +345,19 @@ int region_replica_home_take(struct region *r, uint32_t shard, uint64_t epoch, c
 	for (uint8_t k = 0; k < p->npeers; k++) {
 		struct replica_peer *peer = &p->peers[k];
 		if (!peer->complete && peer->fill == NULL)
-			start_fill(r, shard, k);
+			start_fill(rs, shard, k);
 		else if (!peer->complete && peer->fill->reported)
 			/* Filled, but the set still counts it filling: the
 			 * coordinator that heard may be gone, and a new one
 			 * rebuilt the set from the reports. Said again. */
-			tell_filled(r, shard, peer);
+			tell_filled(rs, shard, peer);
 	}
 	return 0;
 }
 
-void region_replica_home_drop(struct region *r, uint32_t shard)
+void replica_home_drop(struct replicated_store *rs, uint32_t shard)
 {
-	struct slot_replicas *p = homed(r, shard);
+	struct shard_replicas *p = homed(rs, shard);
 	if (p == NULL)
 		return;
 	for (uint8_t k = 0; k < p->npeers; k++) {
@@ -375,26 +365,15 @@ void region_replica_home_drop(struct region *r, uint32_t shard)
 		p->peers[k].fill = NULL;
 	}
 	p->npeers = 0;
-	p->role = SLOT_REPLICA_NONE;
-}
-
-bool region_replica_home_claim(struct region *r, uint32_t shard)
-{
-	struct shard_slot *slot = &r->slots[shard];
-	if (slot->repl == NULL && (slot->repl = region_replica_slot_new()) == NULL)
-		return false; /* no memory to wait in: served as without replicas */
-	if (slot->repl->role == SLOT_REPLICA_HOME || slot->repl->claim_waiting)
-		return false;
-	slot->repl->claim_waiting = true;
-	return true;
+	p->role = SHARD_REPLICA_NONE;
 }
 
 /* ---- writes and their acknowledgements ---- */
 
-void region_replica_home_on_write(struct region *r, uint32_t shard, uint64_t seq, const char *id, size_t id_len,
+void replica_home_on_write(struct replicated_store *rs, uint32_t shard, uint64_t seq, const char *id, size_t id_len,
 				  const char *state, size_t state_len)
 {
-	struct slot_replicas *p = homed(r, shard);
+	struct shard_replicas *p = homed(rs, shard);
 	for (uint8_t k = 0; p != NULL && k < p->npeers; k++) {
 		struct replica_peer *peer = &p->peers[k];
 		/* A replica being filled gets the writes after its chunk 0. */
@@ -404,21 +383,21 @@ void region_replica_home_on_write(struct region *r, uint32_t shard, uint64_t seq
 		 * gets {error, store_unavailable} at store_timeout_ms rather than
 		 * claim a copy that does not exist. */
 		peer->sent = seq;
-		(void)stream_add(r, &r->replicas.streams[peer->stream], shard, p->epoch, seq, id, id_len, state,
+		(void)stream_add(rs, &rs->streams[peer->stream], shard, p->epoch, seq, id, id_len, state,
 				 state_len);
 	}
 }
 
-uint64_t region_replica_home_bound(const struct region *r)
+uint64_t replica_home_bound(const struct replicated_store *rs)
 {
 	uint64_t bound = UINT64_MAX;
-	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
-		const struct slot_replicas *p = homed(r, s);
+	for (uint32_t s = 0; s < rs->env.number_of_shards; s++) {
+		const struct shard_replicas *p = homed(rs, s);
 		for (uint8_t k = 0; p != NULL && k < p->npeers; k++) {
 			const struct replica_peer *peer = &p->peers[k];
 			if (!peer->complete || peer->sent == 0)
 				continue;
-			uint64_t acked = r->replicas.streams[peer->stream].acked;
+			uint64_t acked = rs->streams[peer->stream].acked;
 			if (acked < peer->sent && acked < bound)
 				bound = acked;
 		}
@@ -426,90 +405,88 @@ uint64_t region_replica_home_bound(const struct region *r)
 	return bound;
 }
 
-void region_replica_home_on_reply(struct region *r, const struct replica_msg *m)
+void replica_home_on_reply(struct replicated_store *rs, const struct replica_msg *m)
 {
 	if (m->kind == RMSG_REPLICATED) {
-		int32_t k = region_replica_region_find(r, &m->pid);
-		struct replica_stream *st = k >= 0 ? &r->replicas.streams[k] : NULL;
+		int32_t k = replicated_region_find(rs, &m->pid);
+		struct replica_stream *st = k >= 0 ? &rs->streams[k] : NULL;
 		if (st != NULL && m->seq > st->acked) {
 			st->acked = m->seq;
 			/* Progress: the clock starts again for what is left. */
-			st->behind_since = st->acked >= st->sent ? 0 : evloop_now_ms(r->cfg.loop);
+			st->behind_since = st->acked >= st->sent ? 0 : evloop_now_ms(rs->env.loop);
 		}
 		return;
 	}
-	struct slot_replicas *p = homed(r, m->shard);
-	int k = p != NULL ? find_peer(r, p, &m->pid) : -1;
+	struct shard_replicas *p = homed(rs, m->shard);
+	int k = p != NULL ? find_peer(rs, p, &m->pid) : -1;
 	if (k >= 0 && m->kind == RMSG_FILL_ACK)
-		fill_acked(r, m->shard, &p->peers[k], (uint8_t)k, m->seq);
+		fill_acked(rs, m->shard, &p->peers[k], (uint8_t)k, m->seq);
 }
 
-bool region_replica_home_on_refused(struct region *r, const struct replica_msg *m)
+bool replica_home_on_refused(struct replicated_store *rs, const struct replica_msg *m)
 {
-	struct slot_replicas *p = homed(r, m->shard);
-	if (p == NULL || m->epoch <= p->epoch || find_peer(r, p, &m->pid) < 0)
+	struct shard_replicas *p = homed(rs, m->shard);
+	if (p == NULL || m->epoch <= p->epoch || find_peer(rs, p, &m->pid) < 0)
 		return false;
-	log_at_shard(r->cfg.log, LOG_WARN, m->shard, "region %s: shard %u: its replica on %s knows a newer set (epoch "
-		     "%llu, this home's %llu): it stops here", r->cfg.name, m->shard, m->pid.node,
+	log_at_shard(rs->env.log, LOG_WARN, m->shard, "region %s: shard %u: its replica on %s knows a newer set (epoch "
+		     "%llu, this home's %llu): it stops here", rs->env.name, m->shard, m->pid.node,
 		     (unsigned long long)m->epoch, (unsigned long long)p->epoch);
-	region_replica_home_drop(r, m->shard);
+	replica_home_drop(rs, m->shard);
 	return true;
 }
 
-bool region_replica_home_lagging(const struct region *r, uint32_t shard)
+bool replica_home_lagging(const struct replicated_store *rs, uint32_t shard)
 {
-	const struct slot_replicas *p = homed(r, shard);
-	uint64_t now = evloop_now_ms(r->cfg.loop);
-	uint64_t lag = r->cfg.store_timeout_ms / 5 > 100 ? r->cfg.store_timeout_ms / 5 : 100;
+	const struct shard_replicas *p = homed(rs, shard);
+	uint64_t now = evloop_now_ms(rs->env.loop);
+	uint64_t lag = rs->env.store_timeout_ms / 5 > 100 ? rs->env.store_timeout_ms / 5 : 100;
 	for (uint8_t k = 0; p != NULL && k < p->npeers; k++) {
 		const struct replica_peer *peer = &p->peers[k];
 		if (!peer->complete)
 			continue;
-		const struct replica_stream *st = &r->replicas.streams[peer->stream];
+		const struct replica_stream *st = &rs->streams[peer->stream];
 		if (st->acked < peer->sent && st->behind_since != 0 && now - st->behind_since >= lag)
 			return true;
 	}
 	return false;
 }
 
-bool region_replica_home_peer_complete(const struct region *r, uint32_t shard, const erlang_pid *peer)
+bool replicated_store_peer_complete(const struct replicated_store *rs, uint32_t shard, const erlang_pid *peer)
 {
-	const struct slot_replicas *p = homed(r, shard);
-	int k = p != NULL ? find_peer(r, p, peer) : -1;
+	const struct shard_replicas *p = rs != NULL ? homed(rs, shard) : NULL;
+	int k = p != NULL ? find_peer(rs, p, peer) : -1;
 	return k >= 0 && p->peers[k].complete;
 }
 
-bool region_replica_holds_all(const struct region *r, uint32_t shard, const erlang_pid *home)
+bool replicated_store_holds_all(const struct replicated_store *rs, uint32_t shard, const erlang_pid *home)
 {
-	const struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
-	return p != NULL && p->role == SLOT_REPLICA_COPY && p->complete && !p->filling && p->home >= 0 &&
-	       p->home == region_replica_region_find(r, home);
+	const struct shard_replicas *p = rs != NULL ? replicated_shard_known(rs, shard) : NULL;
+	return p != NULL && p->role == SHARD_REPLICA_COPY && p->complete && !p->filling && p->home >= 0 &&
+	       p->home == replicated_region_find(rs, home);
 }
 
-bool region_replica_names_other_home(const struct region *r, uint32_t shard, const erlang_pid *pid)
+bool replicated_store_names_other_home(const struct replicated_store *rs, uint32_t shard, const erlang_pid *pid)
 {
-	const struct slot_replicas *p = shard < r->cfg.number_of_shards ? r->slots[shard].repl : NULL;
-	return p != NULL && p->home >= 0 && p->home != region_replica_region_find(r, pid);
+	const struct shard_replicas *p = rs != NULL ? replicated_shard_known(rs, shard) : NULL;
+	return p != NULL && p->home >= 0 && p->home != replicated_region_find(rs, pid);
 }
 
-void region_replica_home_free(struct region *r)
+void replica_home_free(struct replicated_store *rs)
 {
-	for (uint32_t k = 0; k < r->replicas.nstreams; k++)
-		if (r->replicas.streams[k].open)
-			ei_x_free(&r->replicas.streams[k].batch);
-	free(r->replicas.streams);
-	r->replicas.streams = NULL;
-	r->replicas.nstreams = r->replicas.streams_cap = 0;
+	for (uint32_t k = 0; k < rs->nstreams; k++)
+		if (rs->streams[k].open)
+			ei_x_free(&rs->streams[k].batch);
+	free(rs->streams);
+	rs->streams = NULL;
+	rs->nstreams = rs->streams_cap = 0;
 }
 
-void region_replica_free_slot(struct shard_slot *slot)
+void replica_home_free_shard(struct shard_replicas *p)
 {
-	struct slot_replicas *p = slot->repl;
 	if (p == NULL)
 		return;
 	for (uint8_t k = 0; k < p->npeers; k++)
 		free(p->peers[k].fill);
 	byte_set_clear(&p->written);
 	free(p);
-	slot->repl = NULL;
 }
