@@ -43,7 +43,7 @@
  * NULL. */
 static void drop(struct region *r, const char *reason, const char *why, const char *term)
 {
-	drop_log_drop(&r->drops, reason, why, term);
+	drop_log_drop(&r->drops.log, reason, why, term);
 }
 
 /* ---- the store's outcomes ---- */
@@ -135,7 +135,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 {
 	e->t0_ns = evloop_now_ns(r->cfg.loop);
 	e->arrived_ns = e->t0_ns > r->incoming_age_ns ? e->t0_ns - r->incoming_age_ns : 1;
-	ei_x_buff spare, *canon = scratch_get(&r->canon_buf, &spare);
+	ei_x_buff spare, *canon = scratch_get(&r->bufs.canon, &spare);
 	if (canon == NULL)
 		return;
 	int rc = entity_id_canonical(raw_id, raw_id_len, canon);
@@ -151,13 +151,13 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 			region_answer(r, e, &x);
 			ei_x_free(&x);
 		}
-		scratch_put(&r->canon_buf, canon);
+		scratch_put(&r->bufs.canon, canon);
 		return;
 	}
 	e->id = canon->buff;
 	e->id_len = (size_t)canon->index;
 	struct shard_slot *slot = &r->slots[shard];
-	enum region_slot_hold hold = region_slot_hold(&slot->st, r->written_upto);
+	enum region_slot_hold hold = region_slot_hold(&slot->st, r->held.written_upto);
 	if (hold == SLOT_HOLD_NONE && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
 	    !(region_store_active(r) && region_store_must_wait(r, shard, e->id, e->id_len, e->msg))) {
 		region_deliver_local(r, slot->shard, e);
@@ -175,7 +175,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 		 * so the next one finds it. */
 		region_need_home(r, shard);
 	}
-	scratch_put(&r->canon_buf, canon);
+	scratch_put(&r->bufs.canon, canon);
 }
 
 /* ---- the lease gate ---- */
@@ -210,13 +210,13 @@ static void on_retry(struct evloop *loop, void *arg)
 	region_resume(r);
 	region_store_tick(r);
 	region_remote_tick(r);
-	drop_log_tick(&r->drops, evloop_now_ms(loop));
+	drop_log_tick(&r->drops.log, evloop_now_ms(loop));
 	/* Unregistered, retry soon: a coordinator that has just taken over may
 	 * have ignored our first try, sent while it was not active yet. */
 	uint32_t next = r->cfg.retry_interval_ms;
-	if (!r->registered && next > REGION_REGISTER_RETRY_MS)
+	if (!r->coord.registered && next > REGION_REGISTER_RETRY_MS)
 		next = REGION_REGISTER_RETRY_MS;
-	evloop_timer_start(loop, &r->retry_timer, next);
+	evloop_timer_start(loop, &r->timers.retry, next);
 }
 
 static void on_idle_sweep(struct evloop *loop, void *arg)
@@ -231,7 +231,7 @@ static void on_idle_sweep(struct evloop *loop, void *arg)
 		if (r->slots[s].shard != NULL && region_slot_hosted(&r->slots[s].st))
 			shard_passivate_idle(r->slots[s].shard, now, r->cfg.passivate_idle_after_ms);
 	uint32_t every = r->cfg.passivate_idle_after_ms / 4;
-	evloop_timer_start(loop, &r->idle_timer, every < 10 ? 10 : every);
+	evloop_timer_start(loop, &r->timers.idle, every < 10 ? 10 : every);
 }
 
 /* ---- the mailbox ---- */
@@ -244,7 +244,7 @@ static void on_call(struct region *r, const struct gen_call *call)
 	if (r->cfg.singleton) {
 		e.msg = req;
 		e.msg_len = call->request_len;
-		route(r, &e, r->type_atom, r->type_atom_len);
+		route(r, &e, r->ident.type_atom, r->ident.type_atom_len);
 		return;
 	}
 	if (term_get_tuple(req, &i) == 2) {
@@ -330,7 +330,7 @@ static void on_calls(struct region *r, const char *t, size_t len)
 		e.msg = t + j;
 		e.msg_len = (size_t)(t + i - e.msg);
 		if (r->cfg.singleton)
-			route(r, &e, r->type_atom, r->type_atom_len);
+			route(r, &e, r->ident.type_atom, r->ident.type_atom_len);
 		else
 			route(r, &e, raw_id, raw_id_len);
 	}
@@ -343,7 +343,7 @@ static void on_cast(struct region *r, const char *req, size_t len)
 {
 	struct envelope e = {.from = NULL, .msg = req, .msg_len = len};
 	if (r->cfg.singleton) {
-		route(r, &e, r->type_atom, r->type_atom_len);
+		route(r, &e, r->ident.type_atom, r->ident.type_atom_len);
 		return;
 	}
 	size_t i = 0;
@@ -386,7 +386,7 @@ static void on_replica(struct region *r, const struct replica_msg *m, const erla
 {
 	if (r->replication == NULL)
 		return;
-	bool from_coordinator = from != NULL && r->registered && term_pid_equal(from, &r->coordinator);
+	bool from_coordinator = from != NULL && r->coord.registered && term_pid_equal(from, &r->coord.pid);
 	replicated_store_handle(r->replication, m, from_coordinator);
 }
 
@@ -426,7 +426,7 @@ static void on_plain(struct region *r, const struct proc_msg *m)
 {
 	if (r->cfg.singleton) {
 		struct envelope e = {.from = m->from, .msg = m->term, .msg_len = m->len};
-		route(r, &e, r->type_atom, r->type_atom_len);
+		route(r, &e, r->ident.type_atom, r->ident.type_atom_len);
 		return;
 	}
 	size_t i = 0;
@@ -522,9 +522,9 @@ static int replication_send(void *arg, const erlang_pid *to, const char *buf, si
 static int replication_to_coordinator(void *arg, const char *buf, size_t len)
 {
 	struct region *r = arg;
-	if (!r->registered)
+	if (!r->coord.registered)
 		return -ENOTCONN;
-	return dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator.node, buf, len);
+	return dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.pid.node, buf, len);
 }
 
 static bool replication_serves(void *arg, uint32_t shard)
@@ -575,16 +575,16 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->cfg = *cfg;
-	snprintf(r->coordinator_name, sizeof r->coordinator_name, "%s", cfg->coordinator_name);
-	r->cfg.coordinator_name = r->coordinator_name;
-	snprintf(r->name, sizeof r->name, "%s", cfg->name ? cfg->name : cfg->type->name);
-	r->cfg.name = r->name;
+	snprintf(r->coord.name, sizeof r->coord.name, "%s", cfg->coordinator_name);
+	r->cfg.coordinator_name = r->coord.name;
+	snprintf(r->ident.name, sizeof r->ident.name, "%s", cfg->name ? cfg->name : cfg->type->name);
+	r->cfg.name = r->ident.name;
 	int type_atom_len = 0;
 	/* As ei_x_encode_atom did per reply: a name of MAXATOMLEN bytes or
 	 * more is refused (ei_encode_atom would cut it short and send another
 	 * atom). */
-	size_t name_len = strnlen(r->name, MAXATOMLEN);
-	if (name_len >= MAXATOMLEN || ei_encode_atom_len_as(r->type_atom, &type_atom_len, r->name, (int)name_len,
+	size_t name_len = strnlen(r->ident.name, MAXATOMLEN);
+	if (name_len >= MAXATOMLEN || ei_encode_atom_len_as(r->ident.type_atom, &type_atom_len, r->ident.name, (int)name_len,
 							    ERLANG_LATIN1, ERLANG_UTF8) != 0 ||
 	    (cfg->singleton && cfg->number_of_shards != 1)) {
 		free(r->slots);
@@ -592,17 +592,17 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		*err = -EINVAL;
 		return NULL;
 	}
-	r->type_atom_len = (size_t)type_atom_len;
-	snprintf(r->drops_who, sizeof r->drops_who, "region %s", r->name);
-	drop_log_init(&r->drops, cfg->log, r->drops_who, LOG_WARN);
-	evloop_timer_init(&r->retry_timer, on_retry, r);
-	evloop_timer_init(&r->idle_timer, on_idle_sweep, r);
+	r->ident.type_atom_len = (size_t)type_atom_len;
+	snprintf(r->drops.who, sizeof r->drops.who, "region %s", r->ident.name);
+	drop_log_init(&r->drops.log, cfg->log, r->drops.who, LOG_WARN);
+	evloop_timer_init(&r->timers.retry, on_retry, r);
+	evloop_timer_init(&r->timers.idle, on_idle_sweep, r);
 	region_leave_poll_init(r);
-	scratch_init(&r->canon_buf);
-	scratch_init(&r->reply_buf);
-	scratch_init(&r->tell_buf);
-	scratch_init(&r->state_buf);
-	r->proc = dist_node_spawn(cfg->node, r->name, region_handle, r, err);
+	scratch_init(&r->bufs.canon);
+	scratch_init(&r->bufs.reply);
+	scratch_init(&r->bufs.tell);
+	scratch_init(&r->bufs.state);
+	r->proc = dist_node_spawn(cfg->node, r->ident.name, region_handle, r, err);
 	if (r->proc == NULL) {
 		free(r->slots);
 		free(r);
@@ -636,13 +636,13 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		dist_node_off_nodedown(cfg->node, region_on_nodedown, r);
 		region_store_stop(r);
 		region_state_release_acks(r, UINT64_MAX);
-		remember_share_free(r->remember_share);
+		remember_share_free(r->remember.share);
 		dist_node_exit(cfg->node, r->proc, "normal");
 		free(r->slots);
 		free(r);
 		return NULL;
 	}
-	evloop_timer_start(cfg->loop, &r->retry_timer, cfg->retry_interval_ms);
+	evloop_timer_start(cfg->loop, &r->timers.retry, cfg->retry_interval_ms);
 	if (cfg->max_active_entities > 0 && cfg->remember == NULL) {
 		/* Last, as it cannot fail: without memory for the frequencies,
 		 * the least recently used alone. */
@@ -652,14 +652,14 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		/* Not for a type run on a host either: the newcomer turned away
 		 * would be the one whose message is on its way to its process. */
 		bool by_frequency = cfg->limit_by_frequency && r->store != NULL && cfg->host == NULL;
-		if (shard_limit_init(&r->limit, cfg->max_active_entities, by_frequency) != 0) {
+		if (shard_limit_init(&r->limit.lru, cfg->max_active_entities, by_frequency) != 0) {
 			log_warn(cfg->log, "region %s: no memory for the entities' frequencies: max_active_entities "
 				 "passivates the least recently used", r->cfg.name);
-			(void)shard_limit_init(&r->limit, cfg->max_active_entities, false);
+			(void)shard_limit_init(&r->limit.lru, cfg->max_active_entities, false);
 		}
-		r->limit.may_evict = may_evict;
-		r->limit.may_evict_arg = r;
-		r->limited = true;
+		r->limit.lru.may_evict = may_evict;
+		r->limit.lru.may_evict_arg = r;
+		r->limit.on = true;
 	}
 	if (cfg->passivate_idle_after_ms > 0)
 		on_idle_sweep(cfg->loop, r);
@@ -680,14 +680,14 @@ void region_free(struct region *r)
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
 	dist_node_off_reach(r->cfg.node, region_on_reach, r);
-	remember_share_free(r->remember_share);
+	remember_share_free(r->remember.share);
 	node_set_free(&r->downed);
 	free(r->slots);
-	scratch_free(&r->canon_buf);
-	scratch_free(&r->reply_buf);
-	scratch_free(&r->tell_buf);
-	scratch_free(&r->state_buf);
-	if (r->limited)
-		shard_limit_free(&r->limit);
+	scratch_free(&r->bufs.canon);
+	scratch_free(&r->bufs.reply);
+	scratch_free(&r->bufs.tell);
+	scratch_free(&r->bufs.state);
+	if (r->limit.on)
+		shard_limit_free(&r->limit.lru);
 	free(r);
 }

@@ -50,8 +50,8 @@ static void stop_shard(struct region *r, uint32_t shard)
 	}
 	slot->out.destination_known = false;
 	if (slot->handoff_started_ns != 0) {
-		r->handoffs++;
-		histogram_observe(&r->handoff_duration, evloop_now_ns(r->cfg.loop) - slot->handoff_started_ns);
+		r->handoffs.count++;
+		histogram_observe(&r->handoffs.duration, evloop_now_ns(r->cfg.loop) - slot->handoff_started_ns);
 		slot->handoff_started_ns = 0;
 	}
 	region_store_drop_loads(slot);
@@ -107,11 +107,11 @@ void region_step(struct region *r, uint32_t shard, enum region_slot_event_kind k
 
 void region_step_owed(struct region *r)
 {
-	if (r->stepping_owed)
+	if (r->owed.stepping)
 		return;
-	r->stepping_owed = true;
-	while (r->slots_owed) {
-		r->slots_owed = false;
+	r->owed.stepping = true;
+	while (r->owed.slots) {
+		r->owed.slots = false;
 		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 			uint8_t owed = r->slots[s].owed;
 			r->slots[s].owed = 0;
@@ -121,7 +121,7 @@ void region_step_owed(struct region *r)
 				step(r, s, event(r, SLOT_STATE_SENT));
 		}
 	}
-	r->stepping_owed = false;
+	r->owed.stepping = false;
 }
 
 /* Unregistered, the request goes out when the coordinator acknowledges
@@ -186,7 +186,7 @@ static void send_replicas_held(struct region *r)
 	if (r->replication == NULL || ei_x_new(&x) < 0)
 		return;
 	if (replicated_store_encode_report(r->replication, &x) == 0)
-		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
+		dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, x.buff,
 				   (size_t)x.index);
 	ei_x_free(&x);
 }
@@ -195,14 +195,14 @@ static void send_replicas_held(struct region *r)
  * that just took over learns the allocation instead of inventing one. */
 static void send_registration(struct region *r)
 {
-	if (r->coordinator_node[0] == '\0' || r->stopped)
+	if (r->coord.node[0] == '\0' || r->stopped)
 		return;
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return;
 	enum shard_msg_kind kind = r->cfg.proxy_only ? SMSG_REGISTER_PROXY : SMSG_REGISTER;
 	if (shard_msg_encode_pid(&x, kind, &r->pid) == 0)
-		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
+		dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, x.buff,
 				   (size_t)x.index);
 	if (r->cfg.proxy_only) {
 		ei_x_free(&x);
@@ -222,9 +222,9 @@ static void send_registration(struct region *r)
 	/* Epochs only to a coordinator that reads them (member_protocol.h). */
 	int rc = hosted == NULL || epochs == NULL
 			 ? -ENOMEM
-			 : shard_msg_encode_hosting(&x, &r->pid, hosted, r->coordinator_protocol >= 2 ? epochs : NULL, n);
+			 : shard_msg_encode_hosting(&x, &r->pid, hosted, r->coord.protocol >= 2 ? epochs : NULL, n);
 	if (rc == 0)
-		dist_node_reg_send(r->cfg.node, &r->pid, r->coordinator_name, r->coordinator_node, x.buff,
+		dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, x.buff,
 				   (size_t)x.index);
 	free(hosted);
 	free(epochs);
@@ -235,28 +235,28 @@ static void send_registration(struct region *r)
 void region_set_coordinator_node(struct region *r, const char *node, uint32_t protocol)
 {
 	const char *now = node ? node : "";
-	r->coordinator_protocol = protocol;
-	if (strcmp(now, r->coordinator_node) == 0)
+	r->coord.protocol = protocol;
+	if (strcmp(now, r->coord.node) == 0)
 		return;
 	/* The first is the start's: a move of the coordinator is news. */
-	log_at(r->cfg.log, r->coordinator_node[0] == '\0' && node != NULL ? LOG_DEBUG : LOG_INFO,
+	log_at(r->cfg.log, r->coord.node[0] == '\0' && node != NULL ? LOG_DEBUG : LOG_INFO,
 	       "region %s: coordinator now on %s", r->cfg.name, node ? node : "(none)");
-	snprintf(r->coordinator_node, sizeof r->coordinator_node, "%s", now);
-	r->registered = false;
+	snprintf(r->coord.node, sizeof r->coord.node, "%s", now);
+	r->coord.registered = false;
 	send_registration(r);
 	if (!r->stopped)
-		evloop_timer_start(r->cfg.loop, &r->retry_timer, REGION_REGISTER_RETRY_MS);
+		evloop_timer_start(r->cfg.loop, &r->timers.retry, REGION_REGISTER_RETRY_MS);
 }
 
 static void on_registered(struct region *r, const erlang_pid *coordinator)
 {
 	/* A late answer from the coordinator that was active before the last
 	 * membership change is not a registration with the current one. */
-	if (strcmp(coordinator->node, r->coordinator_node) != 0)
+	if (strcmp(coordinator->node, r->coord.node) != 0)
 		return;
-	bool first = !r->registered;
-	r->registered = true;
-	r->coordinator = *coordinator;
+	bool first = !r->coord.registered;
+	r->coord.registered = true;
+	r->coord.pid = *coordinator;
 	if (first)
 		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.name,
 			  coordinator->node);
@@ -274,13 +274,13 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
  * own word counts: anyone else's is a late message from an earlier one. */
 static void on_register_again(struct region *r, const erlang_pid *coordinator)
 {
-	if (!r->registered || !term_pid_equal(coordinator, &r->coordinator))
+	if (!r->coord.registered || !term_pid_equal(coordinator, &r->coord.pid))
 		return;
-	r->registered = false;
+	r->coord.registered = false;
 	log_info(r->cfg.log, "region %s: the coordinator on %s does not know this region: registering again",
 		 r->cfg.name, coordinator->node);
 	send_registration(r);
-	evloop_timer_start(r->cfg.loop, &r->retry_timer, REGION_REGISTER_RETRY_MS);
+	evloop_timer_start(r->cfg.loop, &r->timers.retry, REGION_REGISTER_RETRY_MS);
 }
 
 /* ---- nodes gone ---- */
@@ -295,8 +295,8 @@ void region_on_nodedown(void *arg, const char *peer)
 		if (slot->st.state == SLOT_REMOTE && strcmp(slot->home_region.node, peer) == 0)
 			step(r, s, event(r, SLOT_HOME_LOST));
 	}
-	if (r->registered && strcmp(r->coordinator.node, peer) == 0)
-		r->registered = false;
+	if (r->coord.registered && strcmp(r->coord.pid.node, peer) == 0)
+		r->coord.registered = false;
 	region_state_on_nodedown(r, peer);
 	if (region_remote_on_nodedown(r, peer)) {
 		/* Their processes are gone with the host: a hand-off that waited
@@ -441,7 +441,7 @@ static void on_handoff(struct region *r, uint32_t shard, uint32_t acks_needed, c
  * or two regions could come to host one shard. */
 static bool from_coordinator(const struct region *r, const erlang_pid *from)
 {
-	return from != NULL && r->registered && term_pid_equal(from, &r->coordinator);
+	return from != NULL && r->coord.registered && term_pid_equal(from, &r->coord.pid);
 }
 
 void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, const erlang_pid *from)
@@ -488,7 +488,7 @@ void region_on_coordinator_msg(struct region *r, const struct shard_msg *sm, con
 
 void region_coordinator_tick(struct region *r)
 {
-	if (!r->registered) {
+	if (!r->coord.registered) {
 		send_registration(r);
 		return;
 	}

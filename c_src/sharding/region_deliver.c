@@ -20,14 +20,6 @@
 
 /* ---- delivery ---- */
 
-static void count_delivery(struct region *r, const struct envelope *e)
-{
-	if (e->is_call)
-		r->asks++;
-	else
-		r->tells++;
-}
-
 /* With a store: `delete` removes the stored state and stops the entity;
  * a changed state is queued for writing. Either way the reply waits for
  * the commit (region_store.c). */
@@ -42,7 +34,7 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 		region_store_note_retired(r, e->id, e->id_len);
 		(void)term_x_whole_or_enomem(reply, 0, rc);
 	} else {
-		ei_x_buff spare, *state = scratch_get(&r->state_buf, &spare);
+		ei_x_buff spare, *state = scratch_get(&r->bufs.state, &spare);
 		if (state == NULL) {
 			(void)term_x_error_atom(reply, "enomem");
 		} else {
@@ -56,10 +48,10 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 				reply->index = 0;
 				(void)term_x_whole_or_enomem(reply, 0, term_x_error_atom(reply, "store_unavailable"));
 			}
-			scratch_put(&r->state_buf, state);
+			scratch_put(&r->bufs.state, state);
 		}
 	}
-	count_delivery(r, e);
+	region_count_handled(r, e->is_call);
 	region_store_answer(r, s->id, e, reply);
 }
 
@@ -72,12 +64,12 @@ static bool is_peek(const struct envelope *e) { return term_is_atom(e->msg, 0, S
 
 static void answer_peek(struct region *r, const struct shard *s, const struct envelope *e)
 {
-	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
+	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
 	if (reply == NULL)
 		return;
 	if (shard_peek_entity(s, e->id, e->id_len, reply) == 0)
 		region_answer(r, e, reply);
-	scratch_put(&r->reply_buf, reply);
+	scratch_put(&r->bufs.reply, reply);
 }
 
 void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e)
@@ -90,7 +82,7 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
 		region_remote_deliver(r, s, e); /* answered when its process completes it */
 		return;
 	}
-	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
+	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
 	if (reply == NULL)
 		return;
 	if (region_store_active(r)) {
@@ -100,14 +92,14 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
 		 * stops the entity, as for every type on a node with a store. */
 		shard_stop_entity(s, e->id, e->id_len);
 		(void)term_x_whole_or_enomem(reply, 0, term_x_encode_atom(reply, "ok"));
-		count_delivery(r, e);
+		region_count_handled(r, e->is_call);
 		region_answer(r, e, reply);
 	} else {
 		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, NULL);
-		count_delivery(r, e);
+		region_count_handled(r, e->is_call);
 		region_answer(r, e, reply);
 	}
-	scratch_put(&r->reply_buf, reply);
+	scratch_put(&r->bufs.reply, reply);
 }
 
 /* Sends the message on to the region that hosts its shard. A call goes as
@@ -155,7 +147,7 @@ int region_forward(struct region *r, const erlang_pid *home, const struct envelo
 	if (rc == 0)
 		rc = dist_node_send_connected(r->cfg.node, home, out->buff, (size_t)out->index);
 	if (rc == 0)
-		r->forwarded++;
+		r->delivered.forwarded++;
 	if (aged.buff != NULL)
 		ei_x_free(&aged);
 	ei_x_free(&x);

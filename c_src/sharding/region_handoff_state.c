@@ -96,7 +96,7 @@ static int pump_store(struct region *r, uint32_t shard, uint32_t *room)
 	struct state_out *out = &r->slots[shard].out;
 	if (!stream_open(out) || *room == 0)
 		return 0;
-	if (out->commit_needed > r->written_upto) {
+	if (out->commit_needed > r->held.written_upto) {
 		r->handoff.streams_awaiting_commit = true; /* region_state_on_committed */
 		return 0;
 	}
@@ -147,7 +147,7 @@ static int pump(struct region *r, uint32_t shard, uint32_t *room)
 static void owe(struct region *r, uint32_t shard, uint8_t bit)
 {
 	r->slots[shard].owed |= bit;
-	r->slots_owed = true;
+	r->owed.slots = true;
 }
 
 /* The stream cannot go on: the shard stops without the rest. */
@@ -256,7 +256,7 @@ static void send_ack(struct region *r, uint32_t shard, uint32_t seq, const erlan
 static void ack_when_durable(struct region *r, uint32_t shard, uint32_t seq, const erlang_pid *to)
 {
 	uint64_t need = region_store_active(r) ? region_store_last_queued(r) : 0;
-	struct held_state_ack *a = need > r->written_upto ? malloc(sizeof *a) : NULL;
+	struct held_state_ack *a = need > r->held.written_upto ? malloc(sizeof *a) : NULL;
 	if (a == NULL) {
 		send_ack(r, shard, seq, to); /* durable already, or no room to wait */
 		return;
@@ -285,7 +285,7 @@ void region_state_on_committed(struct region *r)
 {
 	/* A failed commit releases them too: the states are live here, and the
 	 * old home must not wait for a store that fails. */
-	region_state_release_acks(r, r->written_upto);
+	region_state_release_acks(r, r->held.written_upto);
 	if (!r->handoff.streams_awaiting_commit)
 		return;
 	r->handoff.streams_awaiting_commit = false;

@@ -204,58 +204,90 @@ struct region {
 	struct region_config cfg;
 	struct proc *proc;
 	erlang_pid pid;
-	bool registered;  /* the coordinator acknowledged us */
-	char coordinator_node[NODE_NAME_BUF]; /* where the active coordinator runs; "" if none */
-	uint32_t coordinator_protocol; /* its member's (member_protocol.h): 2 or later takes epochs */
+	/* Set at start (region.c), read by all. The registered name (cfg.name
+	 * points here), and as an encoded atom, for the head of every tell
+	 * reply: encoding it per reply (a Latin-1 to UTF-8 conversion, twice
+	 * in ei_x_encode_atom) cost more than the rest of the reply. A
+	 * singleton's one entity id too (canonical: SMALL_ATOM_UTF8_EXT). */
+	struct {
+		char name[256];
+		char type_atom[3 + 2 * MAXATOMLEN];
+		size_t type_atom_len;
+	} ident;
+	/* region_coordinator.c's: the active coordinator and this region's
+	 * registration with it (the name set at start). */
+	struct {
+		bool registered;            /* the coordinator acknowledged us */
+		char node[NODE_NAME_BUF];   /* where it runs; "" if none */
+		uint32_t protocol;          /* its member's (member_protocol.h): 2 or later takes epochs */
+		char name[256];             /* its registered name */
+		erlang_pid pid;             /* once it acknowledged us */
+	} coord;
 	struct node_set downed;     /* region_set_downed */
-	struct remember_share *remember_share; /* NULL: remember_entities is off */
-	bool remembered_pending;          /* some slot's remembered_pending is set */
-	char coordinator_name[256]; /* its registered name */
-	char name[256];             /* the region's registered name (cfg.name points here) */
-	erlang_pid coordinator;     /* its pid, once it acknowledged us */
+	/* region_remember.c's: remembered entities (share NULL: off), and
+	 * whether some slot's remembered_pending is set. */
+	struct {
+		struct remember_share *share;
+		bool pending;
+	} remember;
 	bool stopped;
 	struct shard_slot *slots;   /* cfg.number_of_shards of them */
-	struct shard_limit limit;   /* max_active_entities, when `limited` */
-	bool limited;
-	/* With a store: the ids of entities retired since the last turn-over
-	 * (the shards add to it), and before that, until the writes queued by
-	 * then (retired_old_upto) are committed (region_store.c). */
-	struct shard_retired retired, retired_old;
-	uint64_t retired_old_upto;
+	/* max_active_entities, when `on` (region.c's). */
+	struct {
+		struct shard_limit lru;
+		bool on;
+	} limit;
+	/* region_store.c's, with a store: the ids of entities retired since
+	 * the last turn-over (the shards add to `now`), and before that, until
+	 * the writes queued by then (old_upto) are committed. */
+	struct {
+		struct shard_retired now, old;
+		uint64_t old_upto;
+	} retired;
 	uint32_t buffered;          /* the sum of the slots' st.buffered */
 	uint32_t nlocal;            /* slots with a shard */
-	uint64_t forwarded;
-	/* The messages dropped, by reason (their sum is region_stats.dropped),
-	 * for the log and the metrics (region.c's drop); who they are logged
-	 * as. */
-	struct drop_log drops;
-	char drops_who[MAXATOMLEN + 8];
-	uint64_t unreadable_replies;  /* answered {error, unreadable_reply} (region_send.c) */
-	/* Messages handled here by kind (their sum is region_stats.delivered);
-	 * for the metrics endpoint, with cfg.metrics, how long their replies
-	 * took, from the loop's wakeup that took the message to the flush that
-	 * wrote the reply; shards handed off from here and how long each
-	 * hand-off took. Plain counters on the loop. */
-	uint64_t asks, tells;
-	struct histogram reply_latency;
-	/* With cfg.metrics: each reply's time from its message's arrival at
-	 * the first member (envelope.arrived_ns) to the flush that wrote it. */
-	struct histogram whole_latency;
+	/* region.c's: the messages dropped, by reason (their sum is
+	 * region_stats.dropped), for the log and the metrics (drop); who they
+	 * are logged as. */
+	struct {
+		struct drop_log log;
+		char who[MAXATOMLEN + 8];
+	} drops;
+	/* Messages handled here by kind (their sum is region_stats.delivered;
+	 * counted by region_count_handled) and forwarded to their shard's
+	 * home (region_deliver.c). Plain counters on the loop. */
+	struct {
+		uint64_t asks, tells, forwarded;
+	} delivered;
+	/* region_send.c's: replies answered {error, unreadable_reply}; with
+	 * cfg.metrics, how long replies took, from the loop's wakeup that took
+	 * the message (latency) or its arrival at the first member
+	 * (envelope.arrived_ns: whole_latency) to the flush that wrote the
+	 * reply; and this turn's replies not yet timed, as runs of one start
+	 * time: they leave when the turn's output is flushed, and are timed
+	 * then with one clock read (region_time_replies). */
+	struct {
+		uint64_t unreadable;
+		struct histogram latency, whole_latency;
+		struct {
+			uint64_t t0_ns, arrived_ns;
+			uint32_t n;
+		} untimed[REGION_UNTIMED_RUNS];
+		uint32_t nuntimed;
+	} replies;
 	/* While region.c handles the message inside an aged wrapper: how long
 	 * it had waited on the members that forwarded it (else 0). */
 	uint64_t incoming_age_ns;
-	/* Replies of this turn not yet timed, as runs of one start time: they
-	 * leave when the turn's output is flushed, and are timed then with one
-	 * clock read (region_time_replies). */
+	/* region_coordinator.c's: shards handed off from here and how long
+	 * each hand-off took. */
 	struct {
-		uint64_t t0_ns, arrived_ns;
-		uint32_t n;
-	} untimed[REGION_UNTIMED_RUNS];
-	uint32_t nuntimed;
-	uint64_t handoffs;
-	struct histogram handoff_duration;
-	struct evloop_timer retry_timer;
-	struct evloop_timer idle_timer;
+		uint64_t count;
+		struct histogram duration;
+	} handoffs;
+	/* region.c's; started and stopped by the parts that need them. */
+	struct {
+		struct evloop_timer retry, idle;
+	} timers;
 	/* region_stats.c's: get_cluster_sharding_stats calls waiting for the
 	 * other members' answers, and the next request's id. */
 	struct {
@@ -270,25 +302,22 @@ struct region {
 	} leave;
 	/* Reused encode buffers, one per nesting level (scratch.h): route's
 	 * canonical id, then deliver_local's reply, then send_tell_reply's
-	 * {Type, Id, Reply}. */
-	struct scratch canon_buf, reply_buf, tell_buf;
-	/* The registered name as an encoded atom, for the head of every tell
-	 * reply: encoding it per reply (a Latin-1 to UTF-8 conversion, twice
-	 * in ei_x_encode_atom) cost more than the rest of the reply. A
-	 * singleton's one entity id too (canonical: SMALL_ATOM_UTF8_EXT). */
-	char type_atom[3 + 2 * MAXATOMLEN];
-	size_t type_atom_len;
+	 * {Type, Id, Reply}; and a changed entity's encoded state. */
+	struct {
+		struct scratch canon, reply, tell, state;
+	} bufs;
 	/* With a store (region_store.c); store NULL: memory only. With
 	 * state_replicas and a store of this node's own, `store` is the face
 	 * of `replication` (replicated_store.h), which the hub also hands the
 	 * replication protocol's messages; else replication is NULL. */
 	struct state_store_type *store;
 	struct replicated_store *replication;
-	uint64_t written_upto;        /* the store's commits reported so far */
 	bool slots_awaiting_commit;   /* some slot's st.load_after may be set */
-	/* region_store.c's: replies waiting for their writes' commits, in seq
-	 * order (owned), and the loads issued so far (their tokens). */
+	/* region_store.c's: how far the store reports writes durable, replies
+	 * waiting for their writes' commits, in seq order (owned), and the
+	 * loads issued so far (their tokens). */
 	struct {
+		uint64_t written_upto;
 		struct held_reply *head, *tail;
 		uint32_t count;
 		uint64_t loads_issued;
@@ -300,9 +329,11 @@ struct region {
 		struct held_state_ack *acks_head, *acks_tail;
 		bool streams_awaiting_commit;
 	} handoff;
-	bool slots_owed;              /* some slot's owed may be set */
-	bool stepping_owed;           /* region_step_owed is under way */
-	struct scratch state_buf;     /* a changed entity's encoded state */
+	/* region_coordinator.c's region_step_owed: some slot's owed may be
+	 * set (region_handoff_state.c marks it), and a step is under way. */
+	struct {
+		bool slots, stepping;
+	} owed;
 	/* region_remote.c's (a type hosted elsewhere): what its entities do
 	 * when they stop, and why the next stop happens. */
 	struct {
@@ -321,6 +352,15 @@ struct region {
 		struct histogram process_latency;
 	} remote;
 };
+
+/* A message handled here: counted by kind. */
+static inline void region_count_handled(struct region *r, bool is_call)
+{
+	if (is_call)
+		r->delivered.asks++;
+	else
+		r->delivered.tells++;
+}
 
 /* The loop's clock as entities see it (their last-activity stamps). */
 static inline uint32_t region_now32(const struct region *r) { return (uint32_t)evloop_now_ms(r->cfg.loop); }
@@ -346,10 +386,10 @@ static inline bool region_may_deliver(const struct region *r)
 static inline struct shard *region_new_shard(struct region *r, uint32_t id)
 {
 	struct shard *s = shard_new(id, r->cfg.type);
-	if (s != NULL && r->limited)
-		shard_set_limit(s, &r->limit);
+	if (s != NULL && r->limit.on)
+		shard_set_limit(s, &r->limit.lru);
 	if (s != NULL && r->store != NULL)
-		s->retired = &r->retired;
+		s->retired = &r->retired.now;
 	return s;
 }
 

@@ -26,12 +26,12 @@ int region_remember_start(struct region *r)
 		return -EINVAL; /* remembered entities go to the members hosting the type */
 	struct remember_share_config rcfg = {
 		.node = cfg->node, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
-		.type_name = r->name, .from = r->pid,
+		.type_name = r->ident.name, .from = r->pid,
 		.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
 	};
 	int err = -ENOMEM;
-	r->remember_share = remember_share_new(&rcfg, &err);
-	return r->remember_share != NULL ? 0 : err;
+	r->remember.share = remember_share_new(&rcfg, &err);
+	return r->remember.share != NULL ? 0 : err;
 }
 
 /* ---- starting remembered entities ---- */
@@ -59,10 +59,10 @@ static void start_one(void *arg, const char *id, size_t len)
  * it were remembered (region.h). */
 static void start_singleton(struct region *r, struct shard *s)
 {
-	ei_x_buff spare, *canon = scratch_get(&r->canon_buf, &spare);
+	ei_x_buff spare, *canon = scratch_get(&r->bufs.canon, &spare);
 	if (canon == NULL)
 		return;
-	int rc = entity_id_canonical(r->type_atom, r->type_atom_len, canon);
+	int rc = entity_id_canonical(r->ident.type_atom, r->ident.type_atom_len, canon);
 	if (rc == 0)
 		rc = start_entity(r, s->id, canon->buff, (size_t)canon->index);
 	if (rc != 0)
@@ -70,23 +70,23 @@ static void start_singleton(struct region *r, struct shard *s)
 			 r->cfg.name, rc);
 	else
 		log_info(r->cfg.log, "singleton %s: runs here", r->cfg.name);
-	scratch_put(&r->canon_buf, canon);
+	scratch_put(&r->bufs.canon, canon);
 }
 
 /* Not while this node lacks a quorum lease: they could be running
  * elsewhere. */
 void region_start_remembered(struct region *r, struct shard *s)
 {
-	if (r->remember_share == NULL && !r->cfg.singleton)
+	if (r->remember.share == NULL && !r->cfg.singleton)
 		return;
-	if (r->remember_share != NULL)
-		s->observer = (struct shard_observer){remember_share_started, remember_share_stopped, r->remember_share};
+	if (r->remember.share != NULL)
+		s->observer = (struct shard_observer){remember_share_started, remember_share_stopped, r->remember.share};
 	r->slots[s->id].remembered_pending = false;
 	if (!r->cfg.singleton && remember_count(r->cfg.remember, s->id) == 0)
 		return;
 	if (!region_may_deliver(r)) {
 		r->slots[s->id].remembered_pending = true; /* region_remember_resume */
-		r->remembered_pending = true;
+		r->remember.pending = true;
 		return;
 	}
 	if (r->cfg.singleton) {
@@ -104,9 +104,9 @@ void region_start_remembered(struct region *r, struct shard *s)
 
 void region_remember_resume(struct region *r)
 {
-	if (!r->remembered_pending)
+	if (!r->remember.pending)
 		return;
-	r->remembered_pending = false;
+	r->remember.pending = false;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		if (region_slot_hosted(&r->slots[s].st) && r->slots[s].remembered_pending)
 			region_start_remembered(r, r->slots[s].shard);
@@ -128,7 +128,7 @@ static void on_remembered_live(void *arg, uint32_t shard, const char *id, size_t
 		return;
 	if (!region_may_deliver(r)) {
 		r->slots[shard].remembered_pending = true; /* region_remember_resume starts it */
-		r->remembered_pending = true;
+		r->remember.pending = true;
 		return;
 	}
 	(void)start_entity(r, shard, id, len);
@@ -143,15 +143,15 @@ static bool hosts_shard(void *arg, uint32_t shard)
 static void reannounce(void *arg, uint32_t shard, const char *id, size_t len)
 {
 	struct region *r = arg;
-	remember_share_announce(r->remember_share, shard, id, len);
+	remember_share_announce(r->remember.share, shard, id, len);
 }
 
 bool region_remember_handle(struct region *r, const char *term, size_t len, const char *via)
 {
-	if (r->remember_share == NULL)
+	if (r->remember.share == NULL)
 		return false;
 	const struct remember_msg_hooks hooks = {on_remembered_live, hosts_shard, reannounce, r};
-	return remember_share_handle(r->remember_share, term, len, &hooks, via) != 0;
+	return remember_share_handle(r->remember.share, term, len, &hooks, via) != 0;
 }
 
 /* ---- members that join ---- */
@@ -169,7 +169,7 @@ static bool sends_snapshot_of(const struct region *r, const struct shard_slot *s
 
 void region_members_changed(struct region *r)
 {
-	if (r->remember_share == NULL || r->stopped)
+	if (r->remember.share == NULL || r->stopped)
 		return;
 	uint32_t *hosted = malloc(r->cfg.number_of_shards * sizeof *hosted);
 	if (hosted == NULL)
@@ -178,6 +178,6 @@ void region_members_changed(struct region *r)
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
 		if (sends_snapshot_of(r, &r->slots[s]))
 			hosted[n++] = s;
-	remember_share_sync(r->remember_share, hosted, n);
+	remember_share_sync(r->remember.share, hosted, n);
 	free(hosted);
 }

@@ -60,10 +60,7 @@ void region_remote_answer(struct region *r, uint32_t shard, const struct envelop
 {
 	if (is_wake(e))
 		return; /* nobody asked */
-	if (e->is_call)
-		r->asks++;
-	else
-		r->tells++;
+	region_count_handled(r, e->is_call);
 	if (region_store_active(r))
 		region_store_answer(r, shard, e, reply);
 	else
@@ -266,7 +263,7 @@ int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t 
 	if (region_store_active(r) && (slot->shard == NULL || !shard_entity_live(slot->shard, id, id_len)))
 		(void)region_start_entity(r, shard, id, id_len);
 	/* As route() does with a message for a shard hosted here. */
-	if (slot->shard != NULL && region_slot_hold(&slot->st, r->written_upto) == SLOT_HOLD_NONE &&
+	if (slot->shard != NULL && region_slot_hold(&slot->st, r->held.written_upto) == SLOT_HOLD_NONE &&
 	    region_slot_hosted(&slot->st) && region_may_deliver(r) &&
 	    !(region_store_active(r) && region_store_must_wait(r, shard, id, id_len, e.msg))) {
 		region_remote_deliver(r, slot->shard, &e);
@@ -281,7 +278,7 @@ int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t 
  * NULL if there is none (the shard moved on, the entity stopped). */
 static struct entity *entity_of(struct region *r, const char *raw_id, size_t raw_id_len, uint32_t *shard)
 {
-	ei_x_buff spare, *canon = scratch_get(&r->canon_buf, &spare);
+	ei_x_buff spare, *canon = scratch_get(&r->bufs.canon, &spare);
 	if (canon == NULL)
 		return NULL;
 	struct entity *ent = NULL;
@@ -291,7 +288,7 @@ static struct entity *entity_of(struct region *r, const char *raw_id, size_t raw
 		if (slot->shard != NULL && region_slot_hosted(&slot->st))
 			ent = find_entity(slot->shard, canon->buff, (size_t)canon->index);
 	}
-	scratch_put(&r->canon_buf, canon);
+	scratch_put(&r->bufs.canon, canon);
 	return ent;
 }
 
@@ -317,13 +314,13 @@ static int keep_state(struct region *r, uint32_t shard, const char *id, size_t i
 		return 0;
 	int rc = 0;
 	if (region_store_active(r)) {
-		ei_x_buff spare, *x = scratch_get(&r->state_buf, &spare);
+		ei_x_buff spare, *x = scratch_get(&r->bufs.state, &spare);
 		if (x == NULL)
 			return -ENOMEM;
 		rc = ei_x_encode_version(x) < 0 ? -ENOMEM : term_x_append_raw(x, hm->state, hm->state_len);
 		if (rc == 0)
 			rc = region_store_write(r, shard, id, id_len, x);
-		scratch_put(&r->state_buf, x);
+		scratch_put(&r->bufs.state, x);
 	}
 	if (rc == 0)
 		rc = hosted_entity_set_state(he, hm->state, hm->state_len);
@@ -368,7 +365,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 	}
 	struct envelope e;
 	region_envelope_of(p, &e);
-	ei_x_buff spare, *reply = scratch_get(&r->reply_buf, &spare);
+	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
 	if (reply != NULL) {
 		int rc = keep_state(r, shard, e.id, e.id_len, he, hm);
 		if (rc != 0) {
@@ -381,7 +378,7 @@ static void on_done(struct region *r, uint32_t shard, struct entity *ent, const 
 			(void)term_x_whole_or_enomem(reply, 0, term_x_append_raw(reply, hm->reply, hm->reply_len));
 		}
 		region_remote_answer(r, shard, &e, reply);
-		scratch_put(&r->reply_buf, reply);
+		scratch_put(&r->bufs.reply, reply);
 	}
 	free(p);
 	if (hm->stop)

@@ -154,7 +154,7 @@ bool region_remote_on_nodedown(struct region *r, const char *peer)
  * coordinator, or, `always`, in any case. */
 static void tell_coordinator(struct region *r, bool ready, bool always)
 {
-	if (r->cfg.proxy_only || r->stopped || r->leave.under_way || !r->registered)
+	if (r->cfg.proxy_only || r->stopped || r->leave.under_way || !r->coord.registered)
 		return;
 	if (!always && ready == !r->remote.away)
 		return;

@@ -18,31 +18,31 @@ static void note_reply(struct region *r, uint64_t t0_ns, uint64_t arrived_ns)
 {
 	if (arrived_ns == 0)
 		arrived_ns = t0_ns;
-	if (r->nuntimed > 0 && r->untimed[r->nuntimed - 1].t0_ns == t0_ns &&
-	    r->untimed[r->nuntimed - 1].arrived_ns == arrived_ns) {
-		r->untimed[r->nuntimed - 1].n++;
-	} else if (r->nuntimed < REGION_UNTIMED_RUNS) {
-		r->untimed[r->nuntimed].t0_ns = t0_ns;
-		r->untimed[r->nuntimed].arrived_ns = arrived_ns;
-		r->untimed[r->nuntimed++].n = 1;
+	if (r->replies.nuntimed > 0 && r->replies.untimed[r->replies.nuntimed - 1].t0_ns == t0_ns &&
+	    r->replies.untimed[r->replies.nuntimed - 1].arrived_ns == arrived_ns) {
+		r->replies.untimed[r->replies.nuntimed - 1].n++;
+	} else if (r->replies.nuntimed < REGION_UNTIMED_RUNS) {
+		r->replies.untimed[r->replies.nuntimed].t0_ns = t0_ns;
+		r->replies.untimed[r->replies.nuntimed].arrived_ns = arrived_ns;
+		r->replies.untimed[r->replies.nuntimed++].n = 1;
 	} else {
 		uint64_t now = evloop_clock_ns();
-		histogram_observe(&r->reply_latency, now > t0_ns ? now - t0_ns : 0);
-		histogram_observe(&r->whole_latency, now > arrived_ns ? now - arrived_ns : 0);
+		histogram_observe(&r->replies.latency, now > t0_ns ? now - t0_ns : 0);
+		histogram_observe(&r->replies.whole_latency, now > arrived_ns ? now - arrived_ns : 0);
 	}
 }
 
 void region_time_replies(struct region *r)
 {
-	if (r->nuntimed == 0)
+	if (r->replies.nuntimed == 0)
 		return;
 	uint64_t now = evloop_clock_ns();
-	for (uint32_t k = 0; k < r->nuntimed; k++) {
-		uint64_t t0 = r->untimed[k].t0_ns, arrived = r->untimed[k].arrived_ns;
-		histogram_observe_n(&r->reply_latency, now > t0 ? now - t0 : 0, r->untimed[k].n);
-		histogram_observe_n(&r->whole_latency, now > arrived ? now - arrived : 0, r->untimed[k].n);
+	for (uint32_t k = 0; k < r->replies.nuntimed; k++) {
+		uint64_t t0 = r->replies.untimed[k].t0_ns, arrived = r->replies.untimed[k].arrived_ns;
+		histogram_observe_n(&r->replies.latency, now > t0 ? now - t0 : 0, r->replies.untimed[k].n);
+		histogram_observe_n(&r->replies.whole_latency, now > arrived ? now - arrived : 0, r->replies.untimed[k].n);
 	}
-	r->nuntimed = 0;
+	r->replies.nuntimed = 0;
 }
 
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
@@ -56,15 +56,15 @@ void region_send_call_reply(struct region *r, const erlang_pid *to, const char *
 static void send_tell_reply(struct region *r, const erlang_pid *to, const char *id, size_t id_len,
 			    const ei_x_buff *reply)
 {
-	ei_x_buff spare, *x = scratch_get(&r->tell_buf, &spare);
+	ei_x_buff spare, *x = scratch_get(&r->bufs.tell, &spare);
 	if (x == NULL)
 		return;
 	if (ei_x_encode_version(x) == 0 && ei_x_encode_tuple_header(x, r->cfg.singleton ? 2 : 3) == 0 &&
-	    term_x_append_raw(x, r->type_atom, r->type_atom_len) == 0 &&
+	    term_x_append_raw(x, r->ident.type_atom, r->ident.type_atom_len) == 0 &&
 	    (r->cfg.singleton || term_x_append_raw(x, id, id_len) == 0) &&
 	    term_x_append_raw(x, reply->buff, (size_t)reply->index) == 0)
 		dist_node_send(r->cfg.node, to, x->buff, (size_t)x->index);
-	scratch_put(&r->tell_buf, x);
+	scratch_put(&r->bufs.tell, x);
 }
 
 /* Whether the node the reply goes to could read it: a pid, reference or
@@ -83,11 +83,11 @@ void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *
 	if (!reply_readable(r, e, reply)) {
 		/* Said once, then every 10 000th: an entity that keeps such a
 		 * term would otherwise log on every message to it. */
-		if (r->unreadable_replies++ % 10000 == 0)
+		if (r->replies.unreadable++ % 10000 == 0)
 			log_warn(r->cfg.log,
 				 "region %s: a reply to %s names that node with a pid, reference or port it never made; "
 				 "it gets {error, unreadable_reply} instead (%llu so far)",
-				 r->cfg.name, e->from->node, (unsigned long long)r->unreadable_replies);
+				 r->cfg.name, e->from->node, (unsigned long long)r->replies.unreadable);
 		region_answer_error(r, e, "unreadable_reply");
 		return;
 	}
@@ -111,7 +111,7 @@ void region_answer_error(struct region *r, const struct envelope *e, const char 
 
 void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint32_t shard)
 {
-	if (!r->registered)
+	if (!r->coord.registered)
 		return;
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
@@ -119,6 +119,6 @@ void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint
 	bool with_shard = kind == SMSG_GET_SHARD_HOME || kind == SMSG_SHARD_STOPPED;
 	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->pid) : shard_msg_encode_pid(&x, kind, &r->pid);
 	if (rc == 0)
-		dist_node_send(r->cfg.node, &r->coordinator, x.buff, (size_t)x.index);
+		dist_node_send(r->cfg.node, &r->coord.pid, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }

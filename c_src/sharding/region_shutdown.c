@@ -55,7 +55,7 @@ void region_begin_leaving(struct region *r)
 	bool others = false;
 	for (size_t k = 0; k < n; k++)
 		others = others || strcmp(nodes[k], dist_node_name(r->cfg.node)) != 0;
-	if (!others || r->nlocal == 0 || !r->registered) {
+	if (!others || r->nlocal == 0 || !r->coord.registered) {
 		finish_leaving(r);
 		return;
 	}
@@ -71,8 +71,8 @@ void region_shutdown(struct region *r)
 		return;
 	r->stopped = true;
 	poll_until_stop(&r->leave.poll);
-	evloop_timer_stop(r->cfg.loop, &r->retry_timer);
-	evloop_timer_stop(r->cfg.loop, &r->idle_timer);
+	evloop_timer_stop(r->cfg.loop, &r->timers.retry);
+	evloop_timer_stop(r->cfg.loop, &r->timers.idle);
 	region_store_stop(r); /* before the shards go: held replies name them */
 	region_state_release_acks(r, UINT64_MAX);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {

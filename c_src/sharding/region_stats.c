@@ -32,7 +32,7 @@ struct stats_request {
 	struct evloop_timer timer;
 };
 
-bool region_registered(const struct region *r) { return r->registered && !r->stopped; }
+bool region_registered(const struct region *r) { return r->coord.registered && !r->stopped; }
 
 void region_get_stats(const struct region *r, struct region_stats *out)
 {
@@ -42,23 +42,23 @@ void region_get_stats(const struct region *r, struct region_stats *out)
 			out->entities += r->slots[s].shard->entities.count;
 	out->shards = r->nlocal;
 	out->buffered = r->buffered;
-	out->delivered = r->asks + r->tells;
-	out->dropped = drop_log_count(&r->drops);
-	out->forwarded = r->forwarded;
+	out->delivered = r->delivered.asks + r->delivered.tells;
+	out->dropped = drop_log_count(&r->drops.log);
+	out->forwarded = r->delivered.forwarded;
 }
 
 void region_get_metrics(const struct region *r, struct region_metrics *out)
 {
 	region_get_stats(r, &out->stats);
-	out->asks = r->asks;
-	out->tells = r->tells;
-	out->reply_latency = r->reply_latency;
-	out->whole_latency = r->whole_latency;
-	out->handoffs = r->handoffs;
-	out->limit_passivations = r->limited ? r->limit.passivated : 0;
+	out->asks = r->delivered.asks;
+	out->tells = r->delivered.tells;
+	out->reply_latency = r->replies.latency;
+	out->whole_latency = r->replies.whole_latency;
+	out->handoffs = r->handoffs.count;
+	out->limit_passivations = r->limit.on ? r->limit.lru.passivated : 0;
 	out->loads = r->held.loads_issued;
-	out->drops = r->drops;
-	out->handoff_duration = r->handoff_duration;
+	out->drops = r->drops.log;
+	out->handoff_duration = r->handoffs.duration;
 	out->hosted = r->cfg.host != NULL;
 	out->process_latency = r->remote.process_latency;
 }
@@ -111,9 +111,9 @@ int region_encode_sys_state(struct region *r, ei_x_buff *x)
 	const struct region_config *c = &r->cfg;
 	int rc = ei_x_encode_map_header(x, 6) | term_x_encode_atom(x, "type") | term_x_encode_atom(x, c->name) |
 		 term_x_encode_atom(x, "node") | term_x_encode_atom(x, dist_node_name(c->node)) |
-		 term_x_encode_atom(x, "registered") | ei_x_encode_boolean(x, r->registered) |
+		 term_x_encode_atom(x, "registered") | ei_x_encode_boolean(x, r->coord.registered) |
 		 term_x_encode_atom(x, "coordinator");
-	rc |= r->registered ? term_x_encode_atom(x, r->coordinator.node) : term_x_encode_atom(x, "undefined");
+	rc |= r->coord.registered ? term_x_encode_atom(x, r->coord.pid.node) : term_x_encode_atom(x, "undefined");
 	rc |= term_x_encode_atom(x, "stats") | ei_x_encode_map_header(x, 6) | term_x_encode_atom(x, "entities") |
 	      term_x_encode_uint(x, st.entities) | term_x_encode_atom(x, "shards") | term_x_encode_uint(x, st.shards) |
 	      term_x_encode_atom(x, "buffered") | term_x_encode_uint(x, st.buffered) | term_x_encode_atom(x, "delivered") |

@@ -101,16 +101,16 @@ static int start_load(struct region *r, uint32_t shard, const char *id, size_t i
  * to wait for the writes queued by now. */
 static void turn_over_retired(struct region *r)
 {
-	if (r->retired_old_upto > r->written_upto)
+	if (r->retired.old_upto > r->held.written_upto)
 		return;
-	byte_set_clear(&r->retired_old.ids);
-	r->retired_old.incomplete = false;
-	if (r->retired.ids.count == 0 && !r->retired.incomplete)
+	byte_set_clear(&r->retired.old.ids);
+	r->retired.old.incomplete = false;
+	if (r->retired.now.ids.count == 0 && !r->retired.now.incomplete)
 		return;
-	r->retired_old = r->retired;
-	byte_set_init(&r->retired.ids);
-	r->retired.incomplete = false;
-	r->retired_old_upto = region_store_last_queued(r);
+	r->retired.old = r->retired.now;
+	byte_set_init(&r->retired.now.ids);
+	r->retired.now.incomplete = false;
+	r->retired.old_upto = region_store_last_queued(r);
 }
 
 /* The write whose commit a load of this entity must wait for (0: none).
@@ -134,8 +134,8 @@ static uint64_t load_waits_for(struct region *r, uint32_t shard, const char *id,
 	uint64_t bulk = slot->bulk_write_seq > copied ? slot->bulk_write_seq : copied;
 	if (r->cfg.host != NULL)
 		return last;
-	bool retired = r->retired.incomplete || byte_set_contains(&r->retired.ids, id, id_len) ||
-		       r->retired_old.incomplete || byte_set_contains(&r->retired_old.ids, id, id_len);
+	bool retired = r->retired.now.incomplete || byte_set_contains(&r->retired.now.ids, id, id_len) ||
+		       r->retired.old.incomplete || byte_set_contains(&r->retired.old.ids, id, id_len);
 	return retired && last > bulk ? last : bulk;
 }
 
@@ -146,9 +146,9 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 		return false;
 	/* Its claim, an earlier load, the writes a load waits for
 	 * (region_slot.h): whatever comes after waits too. */
-	if (region_slot_store_hold(&slot->st, r->written_upto) != SLOT_HOLD_NONE)
+	if (region_slot_store_hold(&slot->st, r->held.written_upto) != SLOT_HOLD_NONE)
 		return true;
-	(void)region_slot_commits_done(&slot->st, r->written_upto); /* a wait that is over */
+	(void)region_slot_commits_done(&slot->st, r->held.written_upto); /* a wait that is over */
 	if (state_store_must_wait(r->store, shard)) {
 		/* A replicated store's copy elsewhere does not acknowledge: the
 		 * shard's next messages wait (until it does, or the coordinator
@@ -172,7 +172,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 	    shard_entity_live(slot->shard, id, id_len))
 		return false;
 	uint64_t need = load_waits_for(r, shard, id, id_len);
-	if (need > r->written_upto) {
+	if (need > r->held.written_upto) {
 		region_slot_wait_for_commits(&slot->st, need);
 		r->slots_awaiting_commit = true;
 		return true;
@@ -312,7 +312,7 @@ static void forget_entity(struct region *r, const struct held_reply *h)
 void region_store_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply)
 {
 	uint64_t need = region_store_last_queued(r);
-	if (need <= r->written_upto) {
+	if (need <= r->held.written_upto) {
 		region_answer(r, e, reply);
 		return;
 	}
@@ -388,8 +388,8 @@ static void release_shard(struct region *r, uint32_t shard, const char *error)
 void region_store_on_written(struct region *r, uint64_t upto, int status)
 {
 	/* Never goes back (a replicated store may report a number again). */
-	if (upto > r->written_upto)
-		r->written_upto = upto;
+	if (upto > r->held.written_upto)
+		r->held.written_upto = upto;
 	if (status != 0) {
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
 			  "{error, store_unavailable}", r->cfg.name, status);
@@ -397,7 +397,7 @@ void region_store_on_written(struct region *r, uint64_t upto, int status)
 		return;
 	}
 	turn_over_retired(r);
-	release(r, r->written_upto, NULL, false);
+	release(r, r->held.written_upto, NULL, false);
 }
 
 bool region_store_next_load_ready(struct region *r, uint32_t *from)
@@ -406,7 +406,7 @@ bool region_store_next_load_ready(struct region *r, uint32_t *from)
 		struct shard_slot *slot = &r->slots[s];
 		if (slot->st.load_after == 0)
 			continue;
-		if (!region_slot_commits_done(&slot->st, r->written_upto)) {
+		if (!region_slot_commits_done(&slot->st, r->held.written_upto)) {
 			r->slots_awaiting_commit = true; /* not yet */
 			continue;
 		}
@@ -426,7 +426,7 @@ static void refuse_waiting_too_long(struct region *r)
 	uint64_t limit_ns = (uint64_t)r->cfg.store_timeout_ms * 1000000u;
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct shard_slot *slot = &r->slots[s];
-		if (!region_slot_hosted(&slot->st) || slot->st.load_after <= r->written_upto ||
+		if (!region_slot_hosted(&slot->st) || slot->st.load_after <= r->held.written_upto ||
 		    !region_buffer_waited(slot, now_ns, limit_ns))
 			continue;
 		log_at_shard(r->cfg.log, LOG_WARN, s, "region %s: shard %u: %u messages waited store_timeout_ms (%u ms) "
@@ -503,7 +503,7 @@ int region_store_write_record(struct region *r, uint32_t shard, const char *id, 
 
 void region_store_note_retired(struct region *r, const char *id, size_t id_len)
 {
-	shard_retired_add(&r->retired, id, id_len);
+	shard_retired_add(&r->retired.now, id, id_len);
 }
 
 int region_store_delete_shard(struct region *r, uint32_t shard)
@@ -525,7 +525,7 @@ bool region_store_wanted(const struct region *r)
 void region_store_start(struct region *r, struct state_store_type *t)
 {
 	r->store = t;
-	r->written_upto = region_store_last_queued(r);
+	r->held.written_upto = region_store_last_queued(r);
 }
 
 void region_store_stop(struct region *r)
@@ -541,6 +541,6 @@ void region_store_stop(struct region *r)
 	state_store_type_close(r->store);
 	r->store = NULL;
 	r->replication = NULL; /* it was the store's face: closed with it */
-	byte_set_clear(&r->retired.ids);
-	byte_set_clear(&r->retired_old.ids);
+	byte_set_clear(&r->retired.now.ids);
+	byte_set_clear(&r->retired.old.ids);
 }
