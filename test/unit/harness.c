@@ -35,8 +35,9 @@ static size_t members_hosting(void *arg, const char *type, const char **out, siz
 	(void)type;
 	const struct harness *h = arg;
 	size_t n = 0;
-	for (; n < h->opt.members && n < max; n++)
-		out[n] = h->m[n].name;
+	for (size_t i = 0; i < h->opt.members && n < max; i++)
+		if (!h->m[i].dead)
+			out[n++] = h->m[i].name;
 	return n;
 }
 
@@ -165,23 +166,45 @@ static void start_member(struct harness *h, size_t i)
 	dist_node_set_flushing(m->node, flush_region_batches, m);
 }
 
-static const char *const *member_names(const struct harness *h, const char **names)
-{
-	for (size_t i = 0; i < h->opt.members; i++)
-		names[i] = h->m[i].name;
-	return names;
-}
-
 void harness_move_coordinator(struct harness *h, size_t active)
 {
+	cr_assert(!h->m[active].dead);
 	const char *names[HARNESS_MAX_MEMBERS];
-	member_names(h, names);
+	size_t n = members_hosting(h, HARNESS_TYPE, names, HARNESS_MAX_MEMBERS);
 	for (size_t i = 0; i < h->opt.members; i++) {
+		if (h->m[i].dead)
+			continue;
 		coordinator_set_active(h->m[i].coordinator, i == active);
-		coordinator_set_members(h->m[i].coordinator, names, h->opt.members, NULL, 0);
+		coordinator_set_members(h->m[i].coordinator, names, n, NULL, 0);
 	}
 	for (size_t i = 0; i < h->opt.members; i++)
-		region_set_coordinator_node(h->m[i].region, h->m[active].name, MEMBER_PROTOCOL);
+		if (!h->m[i].dead)
+			region_set_coordinator_node(h->m[i].region, h->m[active].name, MEMBER_PROTOCOL);
+}
+
+/* What member i owns, freed; its node last (the region and coordinator
+ * still use it as they stop). */
+static void free_member(struct harness *h, size_t i)
+{
+	struct harness_member *m = &h->m[i];
+	if (m->dead)
+		return;
+	dist_node_set_flushing(m->node, NULL, NULL);
+	region_free(m->region);
+	coordinator_free(m->coordinator);
+	if (h->opt.store == HARNESS_OWN_STORES)
+		store_double_free(m->store);
+	if (m->remember != NULL)
+		remember_free(m->remember);
+	dist_node_free(m->node);
+	*m = (struct harness_member){.dead = true};
+}
+
+void harness_kill(struct harness *h, size_t i)
+{
+	cr_assert(i > 0 && i < h->opt.members && !h->m[i].dead, "member %zu cannot be killed", i);
+	free_member(h, i);
+	harness_move_coordinator(h, 0);
 }
 
 void harness_start(struct harness *h, const struct harness_options *opt)
@@ -212,11 +235,15 @@ void harness_start(struct harness *h, const struct harness_options *opt)
 void harness_stop(struct harness *h)
 {
 	for (size_t i = 0; i < h->opt.members; i++) {
+		if (h->m[i].dead)
+			continue;
 		dist_node_set_flushing(h->m[i].node, NULL, NULL);
 		region_free(h->m[i].region);
 		h->m[i].region = NULL;
 	}
 	for (size_t i = 0; i < h->opt.members; i++) {
+		if (h->m[i].dead)
+			continue;
 		coordinator_free(h->m[i].coordinator);
 		if (h->opt.store == HARNESS_OWN_STORES)
 			store_double_free(h->m[i].store);
@@ -225,7 +252,8 @@ void harness_stop(struct harness *h)
 	}
 	store_double_free(h->shared);
 	for (size_t i = 0; i < h->opt.members; i++)
-		dist_node_free(h->m[i].node);
+		if (!h->m[i].dead)
+			dist_node_free(h->m[i].node);
 	evloop_free(h->loop);
 	memset(h, 0, sizeof *h);
 }

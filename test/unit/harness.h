@@ -59,6 +59,7 @@ struct harness_member {
 	struct store_double *store; /* own, or the shared one; NULL without a store */
 	struct remember *remember;  /* with opt.remember; NULL otherwise */
 	bool may_deliver;           /* the quorum lease, as cluster_glue would say */
+	bool dead;                  /* harness_kill'ed: nothing of it is left but its name */
 };
 
 /* A reply the client received: {Tag, Reply} of a call (tag >= 0) or a
@@ -121,6 +122,13 @@ const struct harness_reply *harness_await_reply(struct harness *h, long tag, uin
  * member an owner, and points every region at it (as a membership change
  * does in cluster_glue.c). */
 void harness_move_coordinator(struct harness *h, size_t active);
+
+/* Member i (not 0, which holds the client and the active coordinator)
+ * dies as a crashed node does: its region, coordinator, node and own
+ * store are gone (its store's records with them: a node's own disk is
+ * not another's), and the others hear nodedown. Then what cluster_glue
+ * does once it is downed: the coordinators' members are the others. */
+void harness_kill(struct harness *h, size_t i);
 
 /* The shard of integer entity id `id` (phash2 of the canonical id). */
 uint32_t harness_shard_of(const struct harness *h, long id);

@@ -363,3 +363,23 @@ Test(region_core, with_a_replica_every_acknowledged_write_is_in_two_stores)
 	}
 	harness_stop(&h);
 }
+
+/* A home that dies takes its own store with it: its shards come up on
+ * their complete replica, and every count acknowledged before goes on
+ * from where it was — none reset, none lost. */
+Test(region_core, a_dead_homes_shards_come_up_on_their_replica_with_every_acknowledged_write)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 2, .shards = 10, .store = HARNESS_OWN_STORES,
+						     .replicas = 1});
+	count_all(&h, 0, 2);
+	cr_assert_gt(harness_stats(&h, 1).shards, 0, "member 1 homes shards");
+	harness_kill(&h, 1);
+	long tags[IDS];
+	for (long id = 0; id < IDS; id++)
+		tags[id] = harness_call(&h, 0, id, "incr");
+	for (long id = 0; id < IDS; id++)
+		cr_assert_eq(value_of(&h, tags[id]), 3, "id %ld", id);
+	cr_assert_eq(harness_stats(&h, 0).shards, 10, "member 0 homes every shard");
+	harness_stop(&h);
+}
