@@ -109,7 +109,8 @@ static void on_store_scanned(void *arg, uint64_t token, int status, const char *
 static void on_store_fenced(void *arg, uint32_t shard)
 {
 	struct region *r = arg;
-	if (region_store_on_fenced(r, shard, "the store says another member writes it now"))
+	if (region_store_on_fenced(r, shard,
+				   "another member claimed it (in a shared store, or as the home a newer replica set names)"))
 		region_step(r, shard, SLOT_FENCED);
 }
 
