@@ -14,6 +14,7 @@
 #include "entity/entity_builtin.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
+#include "hosting/hosted_entity.h"
 
 #define HARNESS_COORDINATOR "shardnode_coordinator_counter"
 #define HARNESS_TYPE "counter"
@@ -153,7 +154,9 @@ static void start_member(struct harness *h, size_t i)
 		cr_assert_not_null(m->remember, "remember_open: %d", err);
 	}
 	struct region_config rcfg = {
-		.node = m->node, .loop = h->loop, .log = &h->log, .type = counter_type(),
+		.node = m->node, .loop = h->loop, .log = &h->log,
+		.type = h->opt.host ? &h->hosted_type : counter_type(),
+		.host = h->opt.host ? host_double_region_host(h->host) : NULL,
 		.number_of_shards = h->opt.shards, .buffer_size = 100000, .retry_interval_ms = 50,
 		.handoff_timeout_ms = ccfg.handoff_timeout_ms, .coordinator_name = HARNESS_COORDINATOR,
 		.may_deliver = may_deliver, .may_deliver_arg = m,
@@ -224,6 +227,10 @@ void harness_start(struct harness *h, const struct harness_options *opt)
 	h->log = (struct logger){.min_level = level, .out = stderr, .node = "harness"};
 	if (opt->store == HARNESS_SHARED_STORE)
 		h->shared = store_double_new(h->loop, true);
+	if (opt->host) {
+		hosted_entity_type_init(&h->hosted_type, HARNESS_TYPE);
+		h->host = host_double_start(h->loop, &h->log);
+	}
 	for (size_t i = 0; i < opt->members; i++)
 		start_member(h, i);
 	int err = 0;
@@ -251,6 +258,7 @@ void harness_stop(struct harness *h)
 			remember_free(h->m[i].remember);
 	}
 	store_double_free(h->shared);
+	host_double_free(h->host);
 	for (size_t i = 0; i < h->opt.members; i++)
 		if (!h->m[i].dead)
 			dist_node_free(h->m[i].node);

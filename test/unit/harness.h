@@ -29,6 +29,8 @@
 #include "coordinator/coordinator.h"
 #include "sharding/region.h"
 #include "store/remember.h"
+#include "entity/entity.h"
+#include "host_double.h"
 #include "store_double.h"
 
 #define HARNESS_MAX_MEMBERS 3
@@ -49,6 +51,10 @@ struct harness_options {
 	/* state_replicas (with HARNESS_OWN_STORES): copies of each shard's
 	 * records on other members, as the coordinator names them; 0: none. */
 	uint32_t replicas;
+	/* The type is written "in Erlang": its entities run as processes on
+	 * a host, here an in-process stand-in (host_double.h) speaking the
+	 * host protocol, as counters. */
+	bool host;
 };
 
 struct harness_member {
@@ -78,6 +84,8 @@ struct harness {
 	struct harness_options opt;
 	struct harness_member m[HARNESS_MAX_MEMBERS];
 	struct store_double *shared;
+	struct host_double *host;        /* with opt.host */
+	struct entity_type hosted_type;  /* with opt.host: the regions' type */
 	struct proc *client; /* on member 0 */
 	struct harness_reply replies[HARNESS_MAX_REPLIES];
 	size_t nreplies;

@@ -383,3 +383,36 @@ Test(region_core, a_dead_homes_shards_come_up_on_their_replica_with_every_acknow
 	cr_assert_eq(harness_stats(&h, 0).shards, 10, "member 0 homes every shard");
 	harness_stop(&h);
 }
+
+/* ---- a type written in Erlang: its entities on a host ---- */
+
+/* Each entity runs as a process on the host, which counts: the counts
+ * go on from message to message, through the host protocol. */
+Test(region_core, a_hosted_types_entities_count_through_their_processes_on_the_host)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 2, .shards = 10, .host = true});
+	count_all(&h, 0, 3);
+	cr_assert_eq(host_double_starts(h.host), IDS, "one process per entity, started once");
+	harness_stop(&h);
+}
+
+/* The host goes down with a message at an entity's process: the message
+ * is answered {error, {entity_crashed, noconnection}} (it may or may not
+ * have been handled, as with any crash), and the next waits in its
+ * shard's buffer for the host rather than fail. */
+Test(region_core, a_host_that_goes_down_answers_its_message_in_flight_and_the_next_waits)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 1, .shards = 10, .host = true});
+	count_all(&h, 0, 1);
+	host_double_hold(h.host, true);
+	long at_process = harness_call(&h, 0, 7, "incr");
+	expect_no_reply(&h, at_process, 100);
+	host_double_kill(h.host);
+	const struct harness_reply *r = harness_await_reply(&h, at_process, WAIT_MS);
+	cr_assert_str_eq(r->text, "{error, {entity_crashed, noconnection}}", "the message in flight: %s", r->text);
+	long next = harness_call(&h, 0, 7, "incr");
+	expect_no_reply(&h, next, 300);
+	harness_stop(&h);
+}
