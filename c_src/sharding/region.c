@@ -136,6 +136,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 {
 	e->t0_ns = evloop_now_ns(r->cfg.loop);
 	e->arrived_ns = e->t0_ns > r->incoming_age_ns ? e->t0_ns - r->incoming_age_ns : 1;
+	e->kind = (uint8_t)region_msg_kind(e->msg, e->from, e->is_call);
 	ei_x_buff spare, *canon = scratch_get(&r->bufs.canon, &spare);
 	if (canon == NULL)
 		return;
@@ -160,7 +161,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	struct shard_slot *slot = &r->slots[shard];
 	enum region_slot_hold hold = region_slot_hold(&slot->st, r->held.written_upto);
 	if (hold == SLOT_HOLD_NONE && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
-	    !(region_store_active(r) && region_store_must_wait(r, shard, e->id, e->id_len, e->msg))) {
+	    !(region_store_active(r) && region_store_must_wait(r, shard, e))) {
 		region_deliver_local(r, slot->shard, e);
 	} else if (hold == SLOT_HOLD_NONE && slot->st.state == SLOT_REMOTE) {
 		/* Not written to the home's node (no connection up): it waits

@@ -25,7 +25,7 @@
  * the commit (region_store.c). */
 static void deliver_stored(struct region *r, struct shard *s, const struct envelope *e, ei_x_buff *reply)
 {
-	if (term_is_atom(e->msg, 0, "delete")) {
+	if (e->kind == ENVELOPE_DELETE) {
 		shard_stop_entity(s, e->id, e->id_len);
 		int rc = region_store_write(r, s->id, e->id, e->id_len, NULL) == 0
 				 ? term_x_encode_atom(reply, "ok")
@@ -60,7 +60,6 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
  * hosted (a message its process is handling or has queued is not in it
  * yet), without starting the entity or counting as its activity; nothing
  * is written. */
-static bool is_peek(const struct envelope *e) { return term_is_atom(e->msg, 0, SN_ATOM_STATE); }
 
 static void answer_peek(struct region *r, const struct shard *s, const struct envelope *e)
 {
@@ -74,7 +73,7 @@ static void answer_peek(struct region *r, const struct shard *s, const struct en
 
 void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e)
 {
-	if (is_peek(e)) {
+	if (e->kind == ENVELOPE_PEEK) {
 		answer_peek(r, s, e);
 		return;
 	}
@@ -87,7 +86,7 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
 		return;
 	if (region_store_active(r)) {
 		deliver_stored(r, s, e, reply);
-	} else if (r->cfg.store != NULL && !r->cfg.proxy_only && term_is_atom(e->msg, 0, "delete")) {
+	} else if (r->cfg.store != NULL && !r->cfg.proxy_only && e->kind == ENVELOPE_DELETE) {
 		/* A type that keeps no state has nothing stored: `delete` just
 		 * stops the entity, as for every type on a node with a store. */
 		shard_stop_entity(s, e->id, e->id_len);
@@ -171,7 +170,7 @@ int region_flush_slot(struct region *r, struct shard_slot *slot)
 		/* A load under way (or started now) holds the rest back; the
 		 * slot is flushed again when it is done. */
 		if (here && region_store_active(r) &&
-		    region_store_must_wait(r, (uint32_t)(slot - r->slots), e.id, e.id_len, e.msg))
+		    region_store_must_wait(r, (uint32_t)(slot - r->slots), &e))
 			return 0;
 		if (!here) {
 			/* Not written: it stays first, the rest behind it. */

@@ -62,6 +62,8 @@
 #include "sharding/shard_msg.h"
 #include "entity/shard_state.h"
 #include "store/state_store.h"
+#include "etf/shardnode_msg.h"
+#include "etf/term.h"
 
 /* Runs of replies with one start time a region times per turn; a reply
  * beyond them is timed at once (a clock read of its own). */
@@ -85,6 +87,7 @@ struct pending {
 	uint64_t arrived_ns;                   /* the envelope's */
 	bool is_call;
 	bool has_from;
+	uint8_t kind; /* the envelope's */
 	erlang_pid from;
 	uint32_t tag_len, id_len, msg_len;
 	char data[]; /* tag, canonical id, msg */
@@ -96,10 +99,24 @@ struct pending_load;
 struct held_reply;
 struct held_state_ack;
 
+/* What an entity message is to the region itself, read once from its
+ * head when it is routed (region_msg_kind) and carried with it, buffered
+ * or not: most are the entity's own; `passivate`, `delete`,
+ * '$shardnode_state' (a look at the state) and the region's own
+ * '$shardnode_wake' are the region's to act on. */
+enum envelope_kind {
+	ENVELOPE_ENTITY,
+	ENVELOPE_PASSIVATE,
+	ENVELOPE_DELETE,
+	ENVELOPE_PEEK,
+	ENVELOPE_WAKE,
+};
+
 /* The message being routed or answered; pointers borrowed from the
  * caller. */
 struct envelope {
 	bool is_call;
+	uint8_t kind; /* enum envelope_kind */
 	const erlang_pid *from; /* NULL: a tell with no known sender */
 	const char *tag;
 	size_t tag_len;
@@ -352,6 +369,28 @@ struct region {
 		struct histogram process_latency;
 	} remote;
 };
+
+/* The kind of message `msg` (validated, no version byte) is, sent by
+ * `from` (NULL: unknown) as a call or not. One look at its head: a
+ * message that is no atom (a tuple, the usual case) is the entity's at
+ * once. */
+static inline enum envelope_kind region_msg_kind(const char *msg, const erlang_pid *from, bool is_call)
+{
+	unsigned char tag = (unsigned char)msg[0];
+	if (tag != ERL_SMALL_ATOM_UTF8_EXT && tag != ERL_ATOM_UTF8_EXT && tag != ERL_SMALL_ATOM_EXT && tag != ERL_ATOM_EXT)
+		return ENVELOPE_ENTITY;
+	if (term_is_atom(msg, 0, "delete"))
+		return ENVELOPE_DELETE;
+	if (term_is_atom(msg, 0, "passivate"))
+		return ENVELOPE_PASSIVATE;
+	if (term_is_atom(msg, 0, SN_ATOM_STATE))
+		return ENVELOPE_PEEK;
+	/* The region's own (a tell without sender); from anyone else, the
+	 * entity's. */
+	if (from == NULL && !is_call && term_is_atom(msg, 0, SN_ATOM_WAKE))
+		return ENVELOPE_WAKE;
+	return ENVELOPE_ENTITY;
+}
 
 /* A message handled here: counted by kind. */
 static inline void region_count_handled(struct region *r, bool is_call)

@@ -43,10 +43,6 @@ static const char WAKE[] = "\x77\x0f" SN_ATOM_WAKE;
 #define WAKE_LEN (sizeof WAKE - 1)
 _Static_assert(sizeof SN_ATOM_WAKE - 1 == 0x0f, "WAKE's length byte is its text's length");
 
-static bool is_wake(const struct envelope *e)
-{
-	return e->from == NULL && !e->is_call && e->msg_len == WAKE_LEN && memcmp(e->msg, WAKE, WAKE_LEN) == 0;
-}
 
 
 static struct entity *find_entity(struct shard *s, const char *id, size_t id_len)
@@ -58,7 +54,7 @@ static struct entity *find_entity(struct shard *s, const char *id, size_t id_len
  * store, at once without. */
 void region_remote_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply)
 {
-	if (is_wake(e))
+	if (e->kind == ENVELOPE_WAKE)
 		return; /* nobody asked */
 	region_count_handled(r, e->is_call);
 	if (region_store_active(r))
@@ -189,7 +185,7 @@ static void pump(struct region *r, struct shard *s, struct entity *ent)
 		struct pending *p = REGION_REMOTE_PENDING_OF(it);
 		struct envelope e;
 		region_envelope_of(p, &e);
-		bool passivate = term_is_atom(e.msg, 0, "passivate"), delete = term_is_atom(e.msg, 0, "delete");
+		bool passivate = e.kind == ENVELOPE_PASSIVATE, delete = e.kind == ENVELOPE_DELETE;
 		if (passivate || delete) {
 			if (do_local(r, s, ent, p, delete))
 				return;
@@ -218,14 +214,14 @@ static struct pending *copy_in(uint32_t shard, const struct envelope *e)
 void region_remote_deliver(struct region *r, struct shard *s, const struct envelope *e)
 {
 	struct entity *ent = find_entity(s, e->id, e->id_len);
-	if (ent != NULL && is_wake(e) && (region_remote_hosted(ent)->has_pid || region_remote_hosted(ent)->mb.in_flight != NULL))
+	if (ent != NULL && e->kind == ENVELOPE_WAKE && (region_remote_hosted(ent)->has_pid || region_remote_hosted(ent)->mb.in_flight != NULL))
 		return; /* its process runs, or is being started */
 	if (ent == NULL) {
 		/* Not live: passivate has nothing to stop, delete only the
 		 * stored state; anything else starts the entity (its stored
 		 * state, if any, was loaded first: region_store_must_wait). */
-		bool delete = term_is_atom(e->msg, 0, "delete");
-		if (term_is_atom(e->msg, 0, "passivate") || delete) {
+		bool delete = e->kind == ENVELOPE_DELETE;
+		if (e->kind == ENVELOPE_PASSIVATE || delete) {
 			bool failed = delete && region_store_active(r) &&
 				      region_store_write(r, s->id, e->id, e->id_len, NULL) != 0;
 			answer_atom(r, s->id, e, failed ? "store_unavailable" : "ok", failed);
@@ -256,7 +252,7 @@ void region_remote_deliver(struct region *r, struct shard *s, const struct envel
 int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t id_len)
 {
 	struct shard_slot *slot = &r->slots[shard];
-	struct envelope e = {.id = id, .id_len = id_len, .msg = WAKE, .msg_len = WAKE_LEN};
+	struct envelope e = {.kind = ENVELOPE_WAKE, .id = id, .id_len = id_len, .msg = WAKE, .msg_len = WAKE_LEN};
 	/* With a store its state's load starts now, as a C type's remembered
 	 * entities' loads do, all of a shard's at once; the wake waits for it
 	 * in the buffer (a failed start is tried again when the wake comes). */
@@ -265,7 +261,7 @@ int region_remote_wake(struct region *r, uint32_t shard, const char *id, size_t 
 	/* As route() does with a message for a shard hosted here. */
 	if (slot->shard != NULL && region_slot_hold(&slot->st, r->held.written_upto) == SLOT_HOLD_NONE &&
 	    region_slot_hosted(&slot->st) && region_may_deliver(r) &&
-	    !(region_store_active(r) && region_store_must_wait(r, shard, id, id_len, e.msg))) {
+	    !(region_store_active(r) && region_store_must_wait(r, shard, &e))) {
 		region_remote_deliver(r, slot->shard, &e);
 		return 0;
 	}

@@ -139,8 +139,10 @@ static uint64_t load_waits_for(struct region *r, uint32_t shard, const char *id,
 	return retired && last > bulk ? last : bulk;
 }
 
-bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg)
+bool region_store_must_wait(struct region *r, uint32_t shard, const struct envelope *e)
 {
+	const char *id = e->id;
+	size_t id_len = e->id_len;
 	struct shard_slot *slot = &r->slots[shard];
 	if (r->store == NULL)
 		return false;
@@ -168,7 +170,7 @@ bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, si
 		r->slots_awaiting_commit = true;
 		return true;
 	}
-	if (term_is_atom(msg, 0, "delete") || term_is_atom(msg, 0, "passivate") ||
+	if (e->kind == ENVELOPE_DELETE || e->kind == ENVELOPE_PASSIVATE ||
 	    shard_entity_live(slot->shard, id, id_len))
 		return false;
 	uint64_t need = load_waits_for(r, shard, id, id_len);

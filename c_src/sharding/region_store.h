@@ -56,13 +56,13 @@ static inline bool region_store_active(const struct region *r) { return r->store
  * move streams no states, only waits for the old home's commits. */
 static inline bool region_store_shared(const struct region *r) { return r->store != NULL && r->cfg.store->shared; }
 
-/* Whether a message for entity `id` of hosted shard `shard` must wait in
- * the shard's buffer: an earlier load is under way, or the entity is not
- * live and its stored state is to be loaded first (this starts the load,
- * at once or once earlier writes are committed; the shard's buffer is
- * flushed when it is done). `msg` is the message term (delete and
- * passivate need no load). False without a store. */
-bool region_store_must_wait(struct region *r, uint32_t shard, const char *id, size_t id_len, const char *msg);
+/* Whether message `e` for its entity (e->id) of hosted shard `shard` must
+ * wait in the shard's buffer: an earlier load is under way, or the entity
+ * is not live and its stored state is to be loaded first (this starts the
+ * load, at once or once earlier writes are committed; the shard's buffer
+ * is flushed when it is done). Delete and passivate (e->kind) need no
+ * load. False without a store. */
+bool region_store_must_wait(struct region *r, uint32_t shard, const struct envelope *e);
 
 /* Starts a remembered entity of hosted shard `shard` without a message:
  * at once, or with a store once its stored state is loaded (the shard's
