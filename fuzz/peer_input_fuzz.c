@@ -24,7 +24,7 @@
 #include "protocol/gen_call.h"
 #include "protocol/handshake.h"
 #include "hosting/host_msg.h"
-#include "sharding/shard_msg.h"
+#include "etf/shard_msg.h"
 
 #include "fuzz_checks.h"
 

@@ -9,7 +9,7 @@
 #include "coordinator/coordinator_internal.h"
 #include "coordinator/rebalance.h"
 #include "replication/replica_msg.h"
-#include "sharding/shard_msg.h"
+#include "etf/shard_msg.h"
 #include "etf/term.h"
 
 static void drain(struct coordinator *c);

@@ -27,7 +27,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_members.h"
 #include "coordinator/coordinator_replicas.h"
-#include "sharding/shard_msg.h"
+#include "etf/shard_msg.h"
 
 struct region_ref {
 	erlang_pid pid;

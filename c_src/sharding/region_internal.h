@@ -59,7 +59,7 @@
 #include "hosting/remote_mailbox.h"
 #include "replication/replicated_store.h"
 #include "entity/shard.h"
-#include "sharding/shard_msg.h"
+#include "etf/shard_msg.h"
 #include "entity/shard_state.h"
 #include "store/state_store.h"
 #include "etf/shardnode_msg.h"

@@ -10,7 +10,7 @@
 #include "etf/term_readable.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_send.h"
-#include "sharding/shard_msg.h"
+#include "etf/shard_msg.h"
 
 /* A reply of a message that arrived at t0_ns leaves with this turn's
  * output: counted in a run of its start time, timed at the flush. */

@@ -13,7 +13,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
-#include "sharding/shard_msg.h"
+#include "etf/shard_msg.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "unit_helpers.h"

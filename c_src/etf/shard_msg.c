@@ -1,5 +1,5 @@
 /* shard_msg.c — see shard_msg.h. */
-#include "sharding/shard_msg.h"
+#include "etf/shard_msg.h"
 
 #include <errno.h>
 #include <string.h>
