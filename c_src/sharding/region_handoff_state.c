@@ -142,21 +142,13 @@ static int pump(struct region *r, uint32_t shard, uint32_t *room)
 	return 0;
 }
 
-/* The slot owes its step `bit` (SLOT_OWES_*): taken by region_step_owed
- * once the call into this file returns. */
-static void owe(struct region *r, uint32_t shard, uint8_t bit)
-{
-	r->slots[shard].owed |= bit;
-	r->owed.slots = true;
-}
-
 /* The stream cannot go on: the shard stops without the rest. */
 static void give_up(struct region *r, uint32_t shard, int err)
 {
 	log_at_shard(r->cfg.log, LOG_WARN, shard, "region %s: shard %u: sending its entity states failed (%d): the rest start afresh",
 		 r->cfg.name, shard, err);
 	r->slots[shard].out.failed = true;
-	owe(r, shard, SLOT_OWES_STATE_SENT);
+	region_owe(r, shard, SLOT_OWES_STATE_SENT);
 }
 
 void region_state_send_start(struct region *r, uint32_t shard)
@@ -224,7 +216,7 @@ static void on_ack(struct region *r, uint32_t shard, uint32_t seq, const erlang_
 	if (slot->st.state != SLOT_SENDING_STATE || out->failed)
 		return;
 	if (out->last_sent && out->acked == out->next_seq)
-		owe(r, shard, SLOT_OWES_STATE_SENT);
+		region_owe(r, shard, SLOT_OWES_STATE_SENT);
 	uint32_t room = region_window_room(r);
 	if (slot->st.state == SLOT_SENDING_STATE && (rc = pump(r, shard, &room)) != 0)
 		give_up(r, shard, rc);
@@ -429,7 +421,7 @@ static void on_chunk(struct region *r, const struct shard_msg *sm)
 		if (rc)
 			log_at_shard(r->cfg.log, LOG_WARN, sm->shard, "region %s: shard %u: entity states from %s not all restored (%d)",
 				 r->cfg.name, sm->shard, sm->pid.node, rc);
-		owe(r, sm->shard, SLOT_OWES_STATE_CHUNK);
+		region_owe(r, sm->shard, SLOT_OWES_STATE_CHUNK);
 	}
 	ack_when_durable(r, sm->shard, sm->count, &sm->pid);
 }

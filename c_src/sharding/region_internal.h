@@ -346,8 +346,9 @@ struct region {
 		struct held_state_ack *acks_head, *acks_tail;
 		bool streams_awaiting_commit;
 	} handoff;
-	/* region_coordinator.c's region_step_owed: some slot's owed may be
-	 * set (region_handoff_state.c marks it), and a step is under way. */
+	/* region_coordinator.c's region_step_owed, which clears them: some
+	 * slot's owed may be set (set only through region_owe), and a step is
+	 * under way. */
 	struct {
 		bool slots, stepping;
 	} owed;
@@ -390,6 +391,15 @@ static inline enum envelope_kind region_msg_kind(const char *msg, const erlang_p
 	if (from == NULL && !is_call && term_is_atom(msg, 0, SN_ATOM_WAKE))
 		return ENVELOPE_WAKE;
 	return ENVELOPE_ENTITY;
+}
+
+/* Slot `shard` owes its step `bit` (SLOT_OWES_*): taken by
+ * region_step_owed once the caller's work is done. The one way a part
+ * other than the coordinator protocol marks a step owed. */
+static inline void region_owe(struct region *r, uint32_t shard, uint8_t bit)
+{
+	r->slots[shard].owed |= bit;
+	r->owed.slots = true;
 }
 
 /* A message handled here: counted by kind. */
