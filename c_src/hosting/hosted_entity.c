@@ -29,7 +29,7 @@ int hosted_entity_set_state(struct hosted_entity *he, const char *state, size_t 
 	return 0;
 }
 
-/* Messages of a hosted type go to its processes (region_remote.c); one
+/* Messages of a hosted type go to its processes (host_entities.c); one
  * reaching here would be a mistake of the region's, answered as one. */
 static enum entity_after never_handled(void *state, const char *msg, size_t msg_len, ei_x_buff *reply)
 {

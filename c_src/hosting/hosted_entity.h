@@ -4,7 +4,7 @@
  * shard it is a C entity type whose state is the term the entity's
  * process last completed with, kept as its encoded bytes, so exports,
  * stores, remembered entities and passivation treat it like any other;
- * its messages never reach `handle` (region_remote.c sends them to the
+ * its messages never reach `handle` (host_entities.c sends them to the
  * process and completes them when the answer comes).
  *
  * The state the shard keeps for each entity is a struct hosted_entity.

@@ -25,9 +25,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a message is to an entity hosted elsewhere: its own, or one its
+ * hosting part does here (host_entities.h). */
+enum hosted_msg_kind { HOSTED_MSG, HOSTED_PASSIVATE, HOSTED_DELETE, HOSTED_WAKE };
+
 struct remote_mailbox_item {
 	struct remote_mailbox_item *next;
 	uint64_t seq; /* set by the mailbox when the item goes in flight */
+	/* The message, as its owner (the region, which embeds the item in
+	 * its queued message) fills it in before offering it: the entity's
+	 * id (canonical), the message, both borrowed from the owner's copy;
+	 * its shard; its kind (enum hosted_msg_kind). The mailbox reads none
+	 * of it. */
+	const char *id, *msg;
+	uint32_t id_len, msg_len;
+	uint32_t shard;
+	uint8_t kind;
+	uint64_t sent_ns; /* host_entities.c's: when it went to the process */
 };
 
 /* Zero-initialised is an empty mailbox whose first message is number 1. */

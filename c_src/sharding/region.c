@@ -23,10 +23,9 @@
 #include "sharding/region_buffer.h"
 #include "sharding/region_coordinator.h"
 #include "sharding/region_deliver.h"
+#include "sharding/region_hosting.h"
 #include "sharding/region_handoff_state.h"
 #include "sharding/region_remember.h"
-#include "sharding/region_remote.h"
-#include "sharding/region_remote_host.h"
 #include "sharding/region_send.h"
 #include "sharding/region_shutdown.h"
 #include "sharding/region_stats.h"
@@ -189,7 +188,8 @@ void region_resume(struct region *r)
 	 * that is gone). The glue calls this on every membership change. */
 	if (r->stopped)
 		return;
-	region_remote_check_host(r, false); /* the host may have answered */
+	if (r->hosting != NULL)
+		host_entities_check_host(r->hosting, false); /* the host may have answered */
 	if (!region_may_deliver(r))
 		return;
 	region_remember_resume(r);
@@ -211,7 +211,8 @@ static void on_retry(struct evloop *loop, void *arg)
 	region_coordinator_tick(r);
 	region_resume(r);
 	region_store_tick(r);
-	region_remote_tick(r);
+	if (r->hosting != NULL)
+		host_entities_tick(r->hosting);
 	drop_log_tick(&r->drops.log, evloop_now_ms(loop));
 	/* Unregistered, retry soon: a coordinator that has just taken over may
 	 * have ignored our first try, sent while it was not active yet. */
@@ -477,7 +478,7 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 		break;
 	case SN_CLASS_FROM_HOST: {
 		uint32_t shard;
-		if (region_remote_active(r) && region_remote_handle(r, m->term, m->len, &shard)) {
+		if (r->hosting != NULL && host_entities_handle(r->hosting, m->term, m->len, &shard)) {
 			if (shard != UINT32_MAX)
 				resume_slot(r, shard); /* a hand-off may have waited for it */
 			return;
@@ -509,7 +510,7 @@ static bool may_evict(void *arg, const struct shard *s, const struct entity *e)
 {
 	const struct region *r = arg;
 	const struct shard_slot *slot = &r->slots[s->id];
-	return slot->shard == s && region_slot_hosted(&slot->st) && (r->cfg.host == NULL || region_remote_idle(e));
+	return slot->shard == s && region_slot_hosted(&slot->st) && (r->hosting == NULL || host_entities_idle(e));
 }
 
 /* ---- the store ---- */
@@ -611,10 +612,12 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->pid = r->proc->pid;
-	region_remote_init(r);
-	int rc = region_remember_start(r);
+	int rc = region_hosting_start(r);
+	if (rc == 0)
+		rc = region_remember_start(r);
 	if (rc != 0) {
 		*err = rc;
+		host_entities_free(r->hosting);
 		dist_node_exit(cfg->node, r->proc, "normal");
 		free(r->slots);
 		free(r);
@@ -639,6 +642,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		region_store_stop(r);
 		region_state_release_acks(r, UINT64_MAX);
 		remember_share_free(r->remember.share);
+		host_entities_free(r->hosting);
 		dist_node_exit(cfg->node, r->proc, "normal");
 		free(r->slots);
 		free(r);
@@ -679,6 +683,7 @@ void region_free(struct region *r)
 	if (r == NULL)
 		return;
 	region_shutdown(r);
+	host_entities_free(r->hosting); /* after the shards: their entities' stop hooks are its */
 	region_stats_free(r);
 	dist_node_off_nodedown(r->cfg.node, region_on_nodedown, r);
 	dist_node_off_reach(r->cfg.node, region_on_reach, r);

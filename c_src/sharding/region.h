@@ -40,27 +40,12 @@
 #include "entity/entity.h"
 #include "base/evloop.h"
 #include "base/log.h"
+#include "hosting/host_entities.h"
 #include "sharding/members_hosting.h"
 
 struct region;
 struct state_store;
 
-/* Where the entities of a type written in Erlang or Elixir run
- * (docs/architecture.md, "Entities written in Erlang and Elixir"). */
-struct region_host {
-	/* The host's dispatcher for this node, which starts entity processes:
-	 * true with *out set, false while the host has not answered (or went
-	 * down). */
-	bool (*dispatcher)(void *arg, erlang_pid *out);
-	/* Whether the host has answered (dispatcher would give one): until it
-	 * has, the type's messages wait in their shards' buffers, as they do
-	 * without a quorum lease; region_resume delivers them. */
-	bool (*ready)(void *arg);
-	void *arg;
-	/* The host's node name (NAME@HOST): its nodedown ends every process
-	 * of the type's entities. Not owned; outlives the region. */
-	const char *node;
-};
 
 struct region_config {
 	struct dist_node *node;          /* not owned */

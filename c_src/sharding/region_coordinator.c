@@ -19,8 +19,6 @@
 #include "sharding/region_buffer.h"
 #include "sharding/region_handoff_state.h"
 #include "sharding/region_remember.h"
-#include "sharding/region_remote.h"
-#include "sharding/region_remote_host.h"
 #include "sharding/region_instances.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
@@ -39,12 +37,14 @@ static void stop_shard(struct region *r, uint32_t shard)
 {
 	struct shard_slot *slot = &r->slots[shard];
 	/* A type run on a host: shard_stopped waits until the host has ended
-	 * the entities' processes (region_remote.c sends it then). */
-	bool waits = region_remote_end_processes(r, shard);
+	 * the entities' processes (host_entities.h: ops.ended sends it then). */
+	bool waits = r->hosting != NULL && host_entities_end_processes(r->hosting, shard);
 	if (slot->shard != NULL) {
-		region_remote_set_stop_reason(r, "moved");
+		if (r->hosting != NULL)
+			host_entities_set_stop_reason(r->hosting, "moved");
 		shard_free(slot->shard);
-		region_remote_set_stop_reason(r, NULL);
+		if (r->hosting != NULL)
+			host_entities_set_stop_reason(r->hosting, NULL);
 		slot->shard = NULL;
 		r->nlocal--;
 	}
@@ -84,8 +84,8 @@ static void step(struct region *r, uint32_t shard, struct region_slot_event ev)
 		region_hand_off_when_flushed(r, shard);
 	/* Messages still at a hosted type's processes (a hand-off past its
 	 * deadline) follow the shard instead of completing here. */
-	if (todo & (SLOT_DO_SEND_STATE | SLOT_DO_STOP))
-		region_remote_take_back(r, slot);
+	if ((todo & (SLOT_DO_SEND_STATE | SLOT_DO_STOP)) && r->hosting != NULL)
+		host_entities_take_back(r->hosting, shard);
 	if (todo & SLOT_DO_SEND_STATE)
 		region_state_send_start(r, shard); /* steps again when done */
 	if (todo & SLOT_DO_STOP)
@@ -260,7 +260,8 @@ static void on_registered(struct region *r, const erlang_pid *coordinator)
 	if (first)
 		log_debug(r->cfg.log, "region %s: registered with coordinator on %s", r->cfg.name,
 			  coordinator->node);
-	region_remote_check_host(r, first);
+	if (r->hosting != NULL)
+		host_entities_check_host(r->hosting, first);
 	for (uint32_t s = 0; s < r->cfg.number_of_shards; s++) {
 		struct region_slot_event ev = event(r, SLOT_REGISTERED);
 		/* Only an unknown home is asked for on this account. */
@@ -298,7 +299,7 @@ void region_on_nodedown(void *arg, const char *peer)
 	if (r->coord.registered && strcmp(r->coord.pid.node, peer) == 0)
 		r->coord.registered = false;
 	region_state_on_nodedown(r, peer);
-	if (region_remote_on_nodedown(r, peer)) {
+	if (r->hosting != NULL && host_entities_on_nodedown(r->hosting, peer)) {
 		/* Their processes are gone with the host: a hand-off that waited
 		 * for them goes on, its buffer following the shard. */
 		for (uint32_t s = 0; s < r->cfg.number_of_shards; s++)
@@ -414,7 +415,7 @@ void region_hand_off_when_flushed(struct region *r, uint32_t shard)
 	 * complete: their completion comes back to the hub. */
 	/* With the host down nothing buffered can be delivered here: it
 	 * follows the shard. */
-	bool buffer_waits = slot->st.buffered > 0 && !region_remote_host_down(r);
+	bool buffer_waits = slot->st.buffered > 0 && !(r->hosting != NULL && host_entities_host_down(r->hosting));
 	if (region_slot_hosted(&slot->st) && (buffer_waits || slot->st.loads > 0 || slot->st.in_flight > 0))
 		return;
 	step(r, shard, event(r, SLOT_HANDED_OFF));

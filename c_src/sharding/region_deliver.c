@@ -13,7 +13,7 @@
 #include "sharding/region_internal.h"
 #include "sharding/region_buffer.h"
 #include "sharding/region_deliver.h"
-#include "sharding/region_remote.h"
+#include "sharding/region_hosting.h"
 #include "sharding/region_send.h"
 #include "sharding/region_store.h"
 #include "etf/term_encode.h"
@@ -77,8 +77,8 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
 		answer_peek(r, s, e);
 		return;
 	}
-	if (region_remote_active(r)) {
-		region_remote_deliver(r, s, e); /* answered when its process completes it */
+	if (r->hosting != NULL) {
+		region_hosting_deliver(r, s, e); /* answered when its process completes it */
 		return;
 	}
 	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
@@ -161,7 +161,7 @@ int region_flush_slot(struct region *r, struct shard_slot *slot)
 		if (here && !region_may_deliver(r))
 			return 0; /* region_resume comes back for the rest */
 		/* A hand-off waits for its entities' processes: what is left
-		 * follows the shard (region_remote.c). */
+		 * follows the shard (host_entities_take_back). */
 		if (here && region_slot_hand_off_waits(&slot->st))
 			return 0;
 		struct pending *p = slot->head;

@@ -10,14 +10,12 @@
  *                         handoff (on the shard slots of region_slot.h)
  *   region_remember.c     remembered entities (remember_share.h)
  *   region_handoff_state.c entity states streamed to a shard's new home
- *   region_remote_host.c  a type written in Erlang and its host's state:
- *                         a leaving shard's processes ended, the host's
- *                         nodedown, the coordinator told while it is down
  *   region_deliver.c      delivery to a hosted shard, forwarding, flushing
  *                         a shard's buffer
- *   region_remote.c       entities run as processes on a host (a type
- *                         written in Erlang): their mailboxes, completions
- *                         and crashes
+ *   region_hosting.c      a type run on a host (written in Erlang): what
+ *                         the region does for its entities, which live in
+ *                         hosting/host_entities.h and call back through
+ *                         its host_region_ops; a message handed to them
  *   region_store.c        entities backed by a durable store: loads before
  *                         delivery, writes of changed states, replies held
  *                         until their writes are committed
@@ -28,7 +26,8 @@
  *
  * Calls run one way, down this list: a file calls only files below it.
  * Nothing calls back up: the store's outcomes come to the hub's callbacks,
- * which resume the slot; what the handoff state finds (a stream ended, a
+ * which resume the slot, and so do the hosted entities' (host_region_ops,
+ * region_hosting.c); what the handoff state finds (a stream ended, a
  * chunk came) is left owed on the slot for region_step_owed, which the
  * coordinator protocol offers; the retry timer is the hub's and asks each
  * part in turn. scripts/check-circles.sh refuses a circle.
@@ -77,12 +76,12 @@
 #define REGION_REGISTER_RETRY_MS 100
 
 /* A message waiting for its shard's home, or (a hosted type's,
- * region_remote.c) in its entity's mailbox. Owns copies of everything. */
+ * host_entities.h) in its entity's mailbox. Owns copies of everything. */
 struct pending {
 	struct pending *next;
-	struct remote_mailbox_item in_mailbox; /* region_remote.c's */
-	uint32_t shard;                        /* region_remote.c's: whose entity it is for */
-	uint64_t sent_ns;                      /* region_remote.c's: when it went to the process */
+	/* A hosted type's (host_entities.h): its place in its entity's
+	 * mailbox, with the view of this message it reads. */
+	struct remote_mailbox_item in_mailbox;
 	uint64_t t0_ns;
 	uint64_t arrived_ns;                   /* the envelope's */
 	bool is_call;
@@ -202,11 +201,6 @@ struct shard_slot {
 	 * shard cleared): a load waits for the commit of the latter, and of
 	 * the former for an entity retired lately (region_store.c). */
 	uint64_t last_write_seq, bulk_write_seq;
-	/* A type run on a host: the shard left, and the host is ending its
-	 * entities' processes; shard_stopped waits for it to confirm (since
-	 * this time, the loop's clock in ms), so the new home never starts
-	 * an entity whose old process still runs. 0: not waiting. */
-	uint64_t ending_since;
 	/* When the coordinator ordered this hosted shard handed off (the
 	 * loop's clock, ns; 0: no hand-off under way), for its duration. */
 	uint64_t handoff_started_ns;
@@ -352,23 +346,10 @@ struct region {
 	struct {
 		bool slots, stepping;
 	} owed;
-	/* region_remote.c's (a type hosted elsewhere): what its entities do
-	 * when they stop, and why the next stop happens. */
-	struct {
-		struct hosted_entity_ops ops;
-		const char *stop_reason;
-		char host_node[MAXATOMLEN_UTF8]; /* where the last 'end' went */
-		bool slots_ending;             /* some slot's ending_since is set */
-		/* The coordinator was told region_leaving because the host is
-		 * down (region_remote_check_host); region_back undoes it. */
-		bool away;
-		/* The host has answered since the region started: a later
-		 * answer is news worth a line, the first one is the start's. */
-		bool answered_once;
-		/* With cfg.metrics: from a message's sending to its entity's
-		 * process to its completion's arrival, on the loop's clock. */
-		struct histogram process_latency;
-	} remote;
+	/* A type run on a host (cfg.host): its entities as processes there
+	 * (hosting/host_entities.h), offered what the region does for them by
+	 * region_deliver.c; NULL otherwise. Owned. */
+	struct host_entities *hosting;
 };
 
 /* The kind of message `msg` (validated, no version byte) is, sent by

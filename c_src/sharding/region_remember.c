@@ -14,7 +14,7 @@
 #include "etf/entity_id.h"
 #include "sharding/region_internal.h"
 #include "sharding/region_remember.h"
-#include "sharding/region_remote.h"
+#include "sharding/region_hosting.h"
 #include "sharding/region_store.h"
 
 int region_remember_start(struct region *r)
@@ -36,10 +36,10 @@ int region_remember_start(struct region *r)
 
 /* ---- starting remembered entities ---- */
 
-/* A type run on a host starts the entity's process too (region_remote.h). */
+/* A type run on a host starts the entity's process too (region_hosting.h). */
 static int start_entity(struct region *r, uint32_t shard, const char *id, size_t len)
 {
-	return region_remote_active(r) ? region_remote_wake(r, shard, id, len) : region_start_entity(r, shard, id, len);
+	return r->hosting != NULL ? region_hosting_wake(r, shard, id, len) : region_start_entity(r, shard, id, len);
 }
 
 struct start_ctx {

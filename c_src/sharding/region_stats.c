@@ -60,7 +60,8 @@ void region_get_metrics(const struct region *r, struct region_metrics *out)
 	out->drops = r->drops.log;
 	out->handoff_duration = r->handoffs.duration;
 	out->hosted = r->cfg.host != NULL;
-	out->process_latency = r->remote.process_latency;
+	if (r->hosting != NULL)
+		out->process_latency = *host_entities_process_latency(r->hosting);
 }
 
 /* ---- this region ---- */
