@@ -207,21 +207,23 @@ void host_entities_deliver(struct host_entities *h, struct shard *s, struct remo
 
 /* ---- what the host sends ---- */
 
-/* The entity a completion or crash report names, in a shard hosted here;
- * NULL if there is none (the shard moved on, the entity stopped). */
-static struct entity *entity_of(struct host_entities *h, const char *raw_id, size_t raw_id_len, uint32_t *shard)
+/* The entity a completion or crash report names, in a shard hosted here
+ * (*shard, and *s its entities); NULL if there is none (the shard moved
+ * on, the entity stopped). */
+static struct entity *entity_of(struct host_entities *h, const char *raw_id, size_t raw_id_len, uint32_t *shard,
+				struct shard **s)
 {
-	ei_x_buff canon;
-	if (ei_x_new(&canon) < 0)
+	ei_x_buff spare, *canon = scratch_get(&h->canon_buf, &spare);
+	if (canon == NULL)
 		return NULL;
 	struct entity *ent = NULL;
-	if (entity_id_canonical(raw_id, raw_id_len, &canon) == 0 &&
-	    phash2_range(canon.buff, (size_t)canon.index, h->cfg.number_of_shards, shard) == 0) {
-		struct shard *s = h->cfg.ops.shard_at(h->cfg.ops.arg, *shard);
-		if (s != NULL && h->cfg.ops.serves(h->cfg.ops.arg, *shard))
-			ent = find_entity(s, canon.buff, (size_t)canon.index);
+	if (entity_id_canonical(raw_id, raw_id_len, canon) == 0 &&
+	    phash2_range(canon->buff, (size_t)canon->index, h->cfg.number_of_shards, shard) == 0) {
+		*s = h->cfg.ops.shard_at(h->cfg.ops.arg, *shard);
+		if (*s != NULL && h->cfg.ops.serves(h->cfg.ops.arg, *shard))
+			ent = find_entity(*s, canon->buff, (size_t)canon->index);
 	}
-	ei_x_free(&canon);
+	scratch_put(&h->canon_buf, canon);
 	return ent;
 }
 
@@ -287,20 +289,20 @@ static void on_done(struct host_entities *h, uint32_t shard, struct shard *s, st
 		uint64_t now = evloop_now_ns(h->cfg.loop);
 		histogram_observe(&h->process_latency, now > it->sent_ns ? now - it->sent_ns : 0);
 	}
-	ei_x_buff reply;
-	if (ei_x_new(&reply) == 0) {
+	ei_x_buff spare, *reply = scratch_get(&h->reply_buf, &spare);
+	if (reply != NULL) {
 		int rc = keep_state(h, shard, it->id, it->id_len, he, hm);
 		if (rc != 0) {
 			/* The change cannot be kept: the process that has it ends,
 			 * and the next message starts from the last kept state. */
 			send_stop(h, he, "store_unavailable");
 			(void)term_x_whole_or_enomem(
-				&reply, 0, term_x_error_atom(&reply, rc == -ENOMEM ? "enomem" : "store_unavailable"));
+				reply, 0, term_x_error_atom(reply, rc == -ENOMEM ? "enomem" : "store_unavailable"));
 		} else {
-			(void)term_x_whole_or_enomem(&reply, 0, term_x_append_raw(&reply, hm->reply, hm->reply_len));
+			(void)term_x_whole_or_enomem(reply, 0, term_x_append_raw(reply, hm->reply, hm->reply_len));
 		}
-		h->cfg.ops.answer(h->cfg.ops.arg, shard, it, &reply);
-		ei_x_free(&reply);
+		h->cfg.ops.answer(h->cfg.ops.arg, shard, it, reply);
+		scratch_put(&h->reply_buf, reply);
 	}
 	h->cfg.ops.release(h->cfg.ops.arg, it);
 	if (hm->stop)
@@ -394,10 +396,10 @@ bool host_entities_handle(struct host_entities *h, const char *term, size_t len,
 		return true;
 	}
 	uint32_t s = 0;
-	struct entity *ent = entity_of(h, hm.id, hm.id_len, &s);
+	struct shard *sh = NULL;
+	struct entity *ent = entity_of(h, hm.id, hm.id_len, &s, &sh);
 	if (ent == NULL)
 		return true; /* the shard or the entity is gone: late */
-	struct shard *sh = h->cfg.ops.shard_at(h->cfg.ops.arg, s);
 	if (hm.kind == HOST_MSG_DONE)
 		on_done(h, s, sh, ent, &hm);
 	else
@@ -487,6 +489,8 @@ struct host_entities *host_entities_new(const struct host_entities_config *cfg, 
 		return NULL;
 	}
 	h->cfg = *cfg;
+	scratch_init(&h->canon_buf);
+	scratch_init(&h->reply_buf);
 	h->entity_ops = (struct hosted_entity_ops){.stopped = entity_stopped, .arg = h};
 	return h;
 }
@@ -495,6 +499,8 @@ void host_entities_free(struct host_entities *h)
 {
 	if (h == NULL)
 		return;
+	scratch_free(&h->canon_buf);
+	scratch_free(&h->reply_buf);
 	free(h->ending_since);
 	free(h);
 }

@@ -13,6 +13,7 @@
 #ifndef SN_HOST_ENTITIES_INTERNAL_H
 #define SN_HOST_ENTITIES_INTERNAL_H
 
+#include "base/scratch.h"
 #include "hosting/host_entities.h"
 #include "hosting/hosted_entity.h"
 
@@ -31,6 +32,10 @@ struct host_entities {
 	bool away;
 	bool answered_once;
 	struct histogram process_latency;
+	/* Reused encode buffers (scratch.h), as a region's are: a completion's
+	 * canonical id, then its reply — one of each per completion on the
+	 * hot path otherwise. */
+	struct scratch canon_buf, reply_buf;
 };
 
 /* The record a hosted type keeps for each live entity. */

@@ -516,24 +516,12 @@ static bool may_evict(void *arg, const struct shard *s, const struct entity *e)
 /* ---- the store ---- */
 
 /* What a replicated store asks of its region (replicated_store.h). */
-static int replication_send(void *arg, const erlang_pid *to, const char *buf, size_t len)
-{
-	struct region *r = arg;
-	return dist_node_send(r->cfg.node, to, buf, len);
-}
-
 static int replication_to_coordinator(void *arg, const char *buf, size_t len)
 {
 	struct region *r = arg;
 	if (!r->coord.registered)
 		return -ENOTCONN;
 	return dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.pid.node, buf, len);
-}
-
-static bool replication_serves(void *arg, uint32_t shard)
-{
-	struct region *r = arg;
-	return shard < r->cfg.number_of_shards && region_slot_hosted(&r->slots[shard].st);
 }
 
 /* The type's store, its outcomes to `cb`: with state_replicas and a
@@ -553,9 +541,9 @@ static int open_store(struct region *r, const struct state_store_callbacks *cb)
 			.number_of_shards = r->cfg.number_of_shards,
 			.store_timeout_ms = r->cfg.store_timeout_ms,
 			.self = r->pid,
-			.send = replication_send,
+			.send = region_send_encoded,
 			.to_coordinator = replication_to_coordinator,
-			.serves = replication_serves,
+			.serves = region_serves,
 			.arg = r,
 		};
 		r->replication = replicated_store_open(r->cfg.store, r->cfg.name, cb, &env, &err);

@@ -49,15 +49,6 @@ struct pending *region_pending_new(const struct envelope *e)
 		memcpy(p->data, e->tag, e->tag_len);
 	memcpy(p->data + e->tag_len, e->id, e->id_len);
 	memcpy(p->data + e->tag_len + e->id_len, e->msg, e->msg_len);
-	static const uint8_t hosted_kind[] = {
-		[ENVELOPE_ENTITY] = HOSTED_MSG, [ENVELOPE_PASSIVATE] = HOSTED_PASSIVATE,
-		[ENVELOPE_DELETE] = HOSTED_DELETE, [ENVELOPE_PEEK] = HOSTED_MSG, [ENVELOPE_WAKE] = HOSTED_WAKE,
-	};
-	p->in_mailbox = (struct remote_mailbox_item){
-		.id = p->data + e->tag_len, .id_len = (uint32_t)e->id_len,
-		.msg = p->data + e->tag_len + e->id_len, .msg_len = (uint32_t)e->msg_len,
-		.kind = hosted_kind[e->kind],
-	};
 	return p;
 }
 

@@ -109,12 +109,6 @@ static struct shard *shard_at(void *arg, uint32_t shard)
 	return shard < r->cfg.number_of_shards ? r->slots[shard].shard : NULL;
 }
 
-static bool serves(void *arg, uint32_t shard)
-{
-	struct region *r = arg;
-	return shard < r->cfg.number_of_shards && region_slot_hosted(&r->slots[shard].st);
-}
-
 static void ended(void *arg, uint32_t shard) { region_send_to_coordinator(arg, SMSG_SHARD_STOPPED, shard); }
 
 static bool may_tell(void *arg)
@@ -130,12 +124,6 @@ static void tell(void *arg, bool up)
 
 static bool stopped(void *arg) { return ((const struct region *)arg)->stopped; }
 
-static int send_to(void *arg, const erlang_pid *to, const char *buf, size_t len)
-{
-	struct region *r = arg;
-	return dist_node_send(r->cfg.node, to, buf, len);
-}
-
 int region_hosting_start(struct region *r)
 {
 	if (r->cfg.host == NULL)
@@ -145,8 +133,8 @@ int region_hosting_start(struct region *r)
 		.type = r->cfg.type->name, .region = r->pid, .number_of_shards = r->cfg.number_of_shards,
 		.handoff_timeout_ms = r->cfg.handoff_timeout_ms, .metrics = r->cfg.metrics,
 		.ops = {.answer = answer, .release = release, .stored = stored, .keep = keep, .in_flight = in_flight,
-			.give_back = give_back, .shard_at = shard_at, .serves = serves, .ended = ended,
-			.may_tell = may_tell, .tell = tell, .stopped = stopped, .send = send_to, .arg = r},
+			.give_back = give_back, .shard_at = shard_at, .serves = region_serves, .ended = ended,
+			.may_tell = may_tell, .tell = tell, .stopped = stopped, .send = region_send_encoded, .arg = r},
 	};
 	int err = 0;
 	r->hosting = host_entities_new(&cfg, &err);
@@ -159,17 +147,20 @@ void region_hosting_deliver(struct region *r, struct shard *s, const struct enve
 {
 	struct pending *p = region_pending_new(e);
 	if (p == NULL) {
-		if (e->kind == ENVELOPE_WAKE)
-			return;
-		ei_x_buff x;
-		if (ei_x_new(&x) == 0) {
-			if (term_x_whole_or_enomem(&x, 0, term_x_error_atom(&x, "enomem")) == 0)
-				region_answer(r, e, &x);
-			ei_x_free(&x);
-		}
+		if (e->kind != ENVELOPE_WAKE)
+			region_answer_error(r, e, "enomem");
 		return;
 	}
-	p->in_mailbox.shard = s->id;
+	/* The view of the copy the hosted entities read (host_entities.h). */
+	static const uint8_t hosted_kind[] = {
+		[ENVELOPE_ENTITY] = HOSTED_MSG, [ENVELOPE_PASSIVATE] = HOSTED_PASSIVATE,
+		[ENVELOPE_DELETE] = HOSTED_DELETE, [ENVELOPE_PEEK] = HOSTED_MSG, [ENVELOPE_WAKE] = HOSTED_WAKE,
+	};
+	p->in_mailbox = (struct remote_mailbox_item){
+		.id = p->data + p->tag_len, .id_len = p->id_len,
+		.msg = p->data + p->tag_len + p->id_len, .msg_len = p->msg_len,
+		.shard = s->id, .kind = hosted_kind[e->kind],
+	};
 	host_entities_deliver(r->hosting, s, &p->in_mailbox);
 }
 

@@ -374,6 +374,15 @@ static inline enum envelope_kind region_msg_kind(const char *msg, const erlang_p
 	return ENVELOPE_ENTITY;
 }
 
+/* Whether shard `shard` is hosted here now, for the parts that ask it
+ * through a callback (the replicated store's fences, the hosted
+ * entities' completions): `region` is a struct region. */
+static inline bool region_serves(void *region, uint32_t shard)
+{
+	const struct region *r = region;
+	return shard < r->cfg.number_of_shards && region_slot_hosted(&r->slots[shard].st);
+}
+
 /* Slot `shard` owes its step `bit` (SLOT_OWES_*): taken by
  * region_step_owed once the caller's work is done. The one way a part
  * other than the coordinator protocol marks a step owed. */

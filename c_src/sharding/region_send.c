@@ -99,6 +99,12 @@ void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *
 		send_tell_reply(r, e->from, e->id, e->id_len, reply);
 }
 
+int region_send_encoded(void *region, const erlang_pid *to, const char *buf, size_t len)
+{
+	const struct region *r = region;
+	return dist_node_send(r->cfg.node, to, buf, len);
+}
+
 void region_answer_error(struct region *r, const struct envelope *e, const char *reason)
 {
 	ei_x_buff x;
