@@ -74,11 +74,10 @@ static const char alias_head[] = {(char)ERL_LIST_EXT, 0, 0, 0, 1, (char)ERL_SMAL
 
 int gen_call_tag_alias(const char *tag, size_t tag_len, const char **ref, size_t *ref_len)
 {
-	/* Bounded first: ei's decoders trust their input (term.h). */
-	size_t end = 0;
-	if (term_validate(tag, tag_len, &end) || end != tag_len)
-		return 0;
-	/* Every reply asks this: the usual encoding is matched in place. */
+	/* The tag was validated with the message that carried it (dist_frame.h
+	 * validates every payload once, on arrival): it is not looked at again
+	 * for each reply. Every reply asks this: the usual encoding is matched
+	 * in place. */
 	size_t head = sizeof alias_head;
 	if (tag_len > head && memcmp(tag, alias_head, head) == 0 &&
 	    (tag[head] == (char)ERL_NEWER_REFERENCE_EXT || tag[head] == (char)ERL_NEW_REFERENCE_EXT)) {

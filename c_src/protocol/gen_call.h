@@ -44,8 +44,11 @@ int gen_call_parse_head(const char *msg, size_t avail, struct gen_call *out);
 
 /* Whether a raw Tag is [alias | Ref] with Ref a reference: returns 1 and
  * points *ref at Ref's bytes inside tag (*ref_len of them), or 0 (a plain
- * reference, or anything else: the reply goes to the caller's pid). Reads
- * only tag[0..tag_len). */
+ * reference, or anything else: the reply goes to the caller's pid). The
+ * tag must be one whole validated term, tag_len its exact length — as
+ * every tag is, being bytes of a message validated when it arrived
+ * (dist_frame.h); it is not validated again for each reply. Reads only
+ * tag[0..tag_len). */
 int gen_call_tag_alias(const char *tag, size_t tag_len, const char **ref, size_t *ref_len);
 
 /* Encodes the reply message {Tag, Reply} with the version byte into x (an
