@@ -24,7 +24,9 @@
          new_types_reach_every_c_node/1,
          a_type_not_hosted_is_refused/1,
          the_erlang_example_runs_under_the_host/1,
-         a_c_node_with_a_host_says_hello_and_renews_its_lease/1]).
+         a_c_node_with_a_host_says_hello_and_renews_its_lease/1,
+         a_batch_is_handed_out_and_completions_come_back_batched_in_order/1,
+         a_c_node_takes_the_offer_of_batches/1]).
 
 -define(WAIT, 5000).
 
@@ -41,7 +43,9 @@ all() ->
      new_types_reach_every_c_node,
      a_type_not_hosted_is_refused,
      the_erlang_example_runs_under_the_host,
-     a_c_node_with_a_host_says_hello_and_renews_its_lease].
+     a_c_node_with_a_host_says_hello_and_renews_its_lease,
+     a_batch_is_handed_out_and_completions_come_back_batched_in_order,
+     a_c_node_takes_the_offer_of_batches].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -269,6 +273,49 @@ a_c_node_with_a_host_says_hello_and_renews_its_lease(Config) ->
     _ = Config,
     ok.
 
+%% The batched protocol, as a C node that took the offer speaks it: the
+%% items of one batch go out in order (starts, messages, a stop), and the
+%% completions come back to each region in batches, each entity's in the
+%% order of its messages. Before `batches', completions come one by one.
+a_batch_is_handed_out_and_completions_come_back_batched_in_order(Config) ->
+    D = ?config(dispatcher, Config),
+    Self = self(),
+    D ! {'$shardnode_host', batch, [{start, Self, cart, <<"b0">>, undefined, 1, items}]},
+    {_, #{}, unchanged, continue} = done(<<"b0">>, 1),
+    {init, <<"b0">>, undefined, _} = event(),
+    D ! {'$shardnode_host', batches},
+    D ! {'$shardnode_host', batch, [{start, Self, cart, <<"b1">>, undefined, 1, items},
+                                    {start, Self, cart, <<"b2">>, undefined, 1, items}]},
+    Started = batched(2),
+    [{<<"b1">>, P1}, {<<"b2">>, P2}] =
+        lists:sort([{Id, P} || {'$shardnode_done', Id, P, 1, #{}, unchanged, continue} <- Started]),
+    D ! {'$shardnode_host', batch, [{P1, 2, {add, pear, 1}}, {P2, 2, {add, fig, 2}}, {P1, 3, items},
+                                    {stop, P2, passivate}]},
+    Dones = batched(3),
+    [{2, ok, {state, _}}, {3, #{pear := 1}, unchanged}] =
+        [{S, R, C} || {'$shardnode_done', <<"b1">>, Pid, S, R, C, continue} <- Dones, Pid =:= P1],
+    [{2, ok}] = [{S, R} || {'$shardnode_done', <<"b2">>, Pid, S, R, _, continue} <- Dones, Pid =:= P2],
+    ok = sn_test:await(fun() -> not is_process_alive(P2) end),
+    %% A crash comes in its region's batch too, after the completions.
+    P1 ! {'$shardnode_entity', 4, crash},
+    [{'$shardnode_crashed', <<"b1">>, P1, _}] = batched(1).
+
+%% A real C node naming this host: it takes the host's offer, and its
+%% entities' messages and completions go batched (the dispatcher's state
+%% says so), and are answered.
+a_c_node_takes_the_offer_of_batches(Config) ->
+    ok = shardnode_entity_host:add_types(#{cart => sn_cart}),
+    Name = "batched" ++ integer_to_list(erlang:unique_integer([positive])) ++ "@127.0.0.1",
+    {ok, C} = shardnode:start_node(#{name => Name, types => [counter],
+                                     config => #{host => node()}}),
+    ok = sn_test:await(fun() -> lists:keymember(C, 1, shardnode_entity_host:dispatchers()) end),
+    {C, D} = lists:keyfind(C, 1, shardnode_entity_host:dispatchers()),
+    ok = sn_test:await(fun() -> shardnode_entity_dispatcher:batched(D) end),
+    ok = shardnode:kill_node(C),
+    ok = sn_test:await(fun() -> not is_process_alive(D) end),
+    _ = Config,
+    ok.
+
 %% ---- helpers ----
 
 %% A process on CNode that hands this process everything it gets, as the
@@ -297,8 +344,19 @@ start(Config, Id) ->
 
 done(Id, Seq) ->
     receive
-        {'$shardnode_done', Id, Pid, Seq, Reply, Change, Next} -> {Pid, Reply, Change, Next}
+        {'$shardnode_done', Id, Pid, Seq, Reply, Change, Next} -> {Pid, Reply, Change, Next};
+        %% From the dispatcher of a C node that takes batches.
+        {'$shardnode_batch', [{'$shardnode_done', Id, Pid, Seq, Reply, Change, Next}]} -> {Pid, Reply, Change, Next}
     after ?WAIT -> ct:fail({no_completion, Id, Seq})
+    end.
+
+%% The messages of the batches that come, until there are N of them.
+batched(N) -> batched(N, []).
+
+batched(N, Got) when length(Got) >= N -> Got;
+batched(N, Got) ->
+    receive {'$shardnode_batch', Msgs} when is_list(Msgs) -> batched(N, Got ++ Msgs)
+    after ?WAIT -> ct:fail({batched, N, Got})
     end.
 
 event() ->

@@ -8,12 +8,16 @@
 #include "protocol/node_name.h"
 #include "protocol/proc.h"
 #include "etf/term.h"
+#include "hosting/host_batch.h"
 #include "hosting/host_msg.h"
 
 #define HOST_REGISTERED_NAME "shardnode_entity_host"
 /* A lease renewal when the node holds no lease limit (no quorum rule
  * applies): long enough for several ticks to renew it. */
 #define UNLIMITED_LEASE_TICKS 4
+/* A batch this large leaves at once rather than at the end of the turn:
+ * one distribution message stays well under what a connection queues. */
+#define HOST_BATCH_SEND_BYTES (256 * 1024)
 
 struct host_link {
 	struct host_link_config cfg;
@@ -22,6 +26,8 @@ struct host_link {
 	struct evloop_timer timer;
 	bool welcomed;
 	erlang_pid dispatcher; /* welcomed: where leases go */
+	bool batching;         /* the dispatcher takes batches (it offered them) */
+	struct host_batch batch; /* batching: this turn's items, sent by host_link_batch_send */
 	char types[HOST_LINK_TYPES_MAX][HOST_LINK_TYPE_BUF]; /* the last welcome's */
 	size_t ntypes;
 };
@@ -85,6 +91,28 @@ static void send_lease(struct host_link *h)
 	ei_x_free(&x);
 }
 
+/* Sends the batch gathered so far, if any. Returns whether it sent one. */
+static bool send_batch(struct host_link *h)
+{
+	const char *buf;
+	size_t len;
+	if (!host_batch_take(&h->batch, &buf, &len))
+		return false;
+	if (h->welcomed)
+		(void)dist_node_send(h->cfg.node, &h->dispatcher, buf, len);
+	return true;
+}
+
+static void send_batches_ack(struct host_link *h)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return;
+	if (host_msg_encode_batches(&x) == 0)
+		(void)dist_node_send(h->cfg.node, &h->dispatcher, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+}
+
 static void on_tick(struct evloop *loop, void *arg)
 {
 	struct host_link *h = arg;
@@ -102,13 +130,24 @@ static void handle(void *ctx, struct proc *self, const struct proc_msg *m)
 	struct host_msg hm;
 	int rc = host_msg_decode(m->term, m->len, &hm);
 	/* Only the host speaks to this process: anything else is dropped. */
-	if (rc != 1 || strcmp(m->via, h->host) != 0 || (hm.kind != HOST_MSG_WELCOME && hm.kind != HOST_MSG_TYPES)) {
+	if (rc != 1 || strcmp(m->via, h->host) != 0 ||
+	    (hm.kind != HOST_MSG_WELCOME && hm.kind != HOST_MSG_TYPES && hm.kind != HOST_MSG_BATCHES)) {
 		log_debug(h->cfg.log, "host link: a message that is no welcome or types from %s dropped", h->host);
+		return;
+	}
+	if (hm.kind == HOST_MSG_BATCHES) {
+		/* The dispatcher welcomed takes batches: so does this node. */
+		if (h->welcomed && term_pid_equal(&hm.pid, &h->dispatcher) && !h->batching) {
+			h->batching = true;
+			send_batches_ack(h);
+		}
 		return;
 	}
 	keep_types(h, hm.types, hm.types_len);
 	if (hm.kind == HOST_MSG_WELCOME) {
 		bool first = !h->welcomed;
+		if (h->welcomed && !term_pid_equal(&hm.pid, &h->dispatcher))
+			h->batching = false; /* a new dispatcher: until it offers them */
 		h->welcomed = true;
 		term_pid_copy(&h->dispatcher, &hm.pid);
 		send_lease(h);
@@ -128,6 +167,8 @@ static void on_nodedown(void *arg, const char *peer)
 	if (strcmp(peer, h->host) != 0 || !h->welcomed)
 		return;
 	h->welcomed = false;
+	h->batching = false;
+	host_batch_free(&h->batch); /* for processes that are gone */
 	log_warn(h->cfg.log, "host %s is gone: saying hello until it is back", h->host);
 }
 
@@ -146,6 +187,7 @@ struct host_link *host_link_start(const struct host_link_config *cfg, int *err)
 	memcpy(h->host, cfg->host, strlen(cfg->host) + 1);
 	h->cfg.host = h->host;
 	evloop_timer_init(&h->timer, on_tick, h);
+	host_batch_init(&h->batch);
 	h->proc = dist_node_spawn(cfg->node, NULL, handle, h, err);
 	if (h->proc == NULL || (*err = dist_node_on_nodedown(cfg->node, on_nodedown, h)) != 0) {
 		if (h->proc != NULL)
@@ -163,6 +205,7 @@ void host_link_free(struct host_link *h)
 	if (h == NULL)
 		return;
 	evloop_timer_stop(h->cfg.loop, &h->timer);
+	host_batch_free(&h->batch);
 	dist_node_off_nodedown(h->cfg.node, on_nodedown, h);
 	dist_node_exit(h->cfg.node, h->proc, "normal");
 	free(h);
@@ -184,4 +227,58 @@ bool host_link_dispatcher(const struct host_link *h, erlang_pid *out)
 		return false;
 	term_pid_copy(out, &h->dispatcher);
 	return true;
+}
+
+ei_x_buff *host_link_batch_begin(struct host_link *h)
+{
+	if (!h->welcomed || !h->batching)
+		return NULL;
+	if (host_batch_size(&h->batch) >= HOST_BATCH_SEND_BYTES)
+		(void)send_batch(h);
+	return host_batch_item_begin(&h->batch);
+}
+
+void host_link_batch_end(struct host_link *h, bool ok) { host_batch_item_end(&h->batch, ok); }
+
+void host_link_batch_send(struct host_link *h) { (void)send_batch(h); }
+
+/* ---- what the regions ask (struct region_host), of the link at *arg ---- */
+
+static bool region_host_dispatcher(void *arg, erlang_pid *out)
+{
+	struct host_link *h = *(struct host_link *const *)arg;
+	return h != NULL && host_link_dispatcher(h, out);
+}
+
+static bool region_host_ready(void *arg)
+{
+	struct host_link *h = *(struct host_link *const *)arg;
+	return h != NULL && host_link_welcomed(h);
+}
+
+static ei_x_buff *region_host_batch_begin(void *arg)
+{
+	struct host_link *h = *(struct host_link *const *)arg;
+	return h != NULL ? host_link_batch_begin(h) : NULL;
+}
+
+/* Only after a batch_begin that gave a buffer: the link is there. */
+static void region_host_batch_end(void *arg, bool ok) { host_link_batch_end(*(struct host_link *const *)arg, ok); }
+
+static void region_host_batch_send(void *arg)
+{
+	struct host_link *h = *(struct host_link *const *)arg;
+	if (h != NULL)
+		host_link_batch_send(h);
+}
+
+struct region_host host_link_region_host(struct host_link *const *link, const char *node)
+{
+	return (struct region_host){.dispatcher = region_host_dispatcher,
+				    .ready = region_host_ready,
+				    .batch_begin = region_host_batch_begin,
+				    .batch_end = region_host_batch_end,
+				    .batch_send = region_host_batch_send,
+				    .arg = (void *)link,
+				    .node = node};
 }

@@ -23,6 +23,7 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "distribution/dist_node.h"
+#include "hosting/host_entities.h"
 
 struct host_link;
 
@@ -72,5 +73,26 @@ size_t host_link_types(const struct host_link *h, const char **names, size_t max
 /* The host's dispatcher for this node: true with *out set once the host
  * has answered (and not gone down since), false before. */
 bool host_link_dispatcher(const struct host_link *h, erlang_pid *out);
+
+/* What the regions of the types the host runs ask of it
+ * (host_entities.h): its dispatcher, whether it answered, the turn's
+ * batch — of the link at *link, NULL while there is none (no host, or
+ * not started yet). `node`: the host's name, borrowed. */
+struct region_host host_link_region_host(struct host_link *const *link, const char *node);
+
+/* One item for the host's dispatcher, sent with the others of this loop
+ * turn in one message by host_link_batch_send, which the owner calls as
+ * the turn's output is written (dist_node_set_flushing; host_batch.h),
+ * or earlier past a size: the buffer to
+ * append it to with a host_msg_encode_item_*, then host_link_batch_end
+ * (ok: it is whole). NULL when the host takes no batches (it has not
+ * offered them: a host of an older release, or not answered yet), or
+ * memory ran out: the caller sends its message on its own. */
+ei_x_buff *host_link_batch_begin(struct host_link *h);
+void host_link_batch_end(struct host_link *h, bool ok);
+
+/* Sends what the batch holds now: at the end of the turn, and before a
+ * message sent on its own that must come after it. */
+void host_link_batch_send(struct host_link *h);
 
 #endif

@@ -472,18 +472,13 @@ static int start_membership(struct node_app *app)
 	return 0;
 }
 
+
 /* Before membership runs (a node waiting for its host's types) there is
  * no lease: the host runs nothing of ours. */
 static uint64_t lease_until(void *arg)
 {
 	const struct node_app *app = arg;
 	return app->membership != NULL ? membership_lease_until(app->membership) : 0;
-}
-
-static bool host_ready(void *arg)
-{
-	struct node_app *app = arg;
-	return app->host_link != NULL && host_link_welcomed(app->host_link);
 }
 
 /* The host answered: the messages of its types that waited go. */
@@ -505,13 +500,6 @@ static void host_named_types(void *arg)
 	const char *named[1];
 	if (app->awaiting_host_types && host_link_types(app->host_link, named, 1) > 0)
 		evloop_stop(app->loop); /* gather_types goes on with them */
-}
-
-/* region_host.dispatcher: the host's dispatcher, once it answered. */
-static bool host_dispatcher(void *arg, erlang_pid *out)
-{
-	struct node_app *app = arg;
-	return app->host_link != NULL && host_link_dispatcher(app->host_link, out);
 }
 
 /* With `host`: the link to the BEAM node hosting this node's entities
@@ -538,12 +526,15 @@ static int start_host_link(struct node_app *app)
 	return 0;
 }
 
-/* dist_node_set_flushing: the regions' batches join the turn's output. */
+/* dist_node_set_flushing: the regions' batches, and the batch for the
+ * host of the types written in Erlang, join the turn's output. */
 static void flush_batches(void *arg)
 {
 	struct node_app *app = arg;
 	for (size_t k = 0; k < app->nhosted; k++)
 		region_flush_batches(app->hosted[k].region);
+	if (app->host_link != NULL)
+		host_link_batch_send(app->host_link);
 }
 
 /* dist_node_set_flushed, with metrics: the turn's replies are out. */
@@ -589,8 +580,7 @@ int node_app_start(struct node_app *app, const struct sn_config *cfg, const stru
 		.log = {.min_level = cfg->log_level, .out = stderr, .node = cfg->name},
 		.sigfd = -1,
 	};
-	app->region_host = (struct region_host){
-		.dispatcher = host_dispatcher, .ready = host_ready, .arg = app, .node = app->cfg->host};
+	app->region_host = host_link_region_host(&app->host_link, app->cfg->host);
 	int rc = start_loop(app);
 	if (rc == 0)
 		rc = start_node(app);

@@ -50,7 +50,8 @@ enum shardnode_msg_class shardnode_msg_classify(const char *buf)
 	if (arity == 3 && term_is_atom(buf, i, "system"))
 		return SN_CLASS_SYSTEM;
 	if (term_is_atom(buf, i, SN_ATOM_DONE) || term_is_atom(buf, i, SN_ATOM_CRASHED) ||
-	    term_is_atom(buf, i, SN_ATOM_STOPPED) || term_is_atom(buf, i, SN_ATOM_HOST))
+	    term_is_atom(buf, i, SN_ATOM_STOPPED) || term_is_atom(buf, i, SN_ATOM_HOST) ||
+	    term_is_atom(buf, i, SN_ATOM_BATCH))
 		return SN_CLASS_FROM_HOST;
 	return arity == 2 ? SN_CLASS_PAIR : SN_CLASS_OTHER;
 }

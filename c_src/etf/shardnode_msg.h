@@ -41,6 +41,9 @@
 #define SN_ATOM_DONE "$shardnode_done"
 #define SN_ATOM_CRASHED "$shardnode_crashed"
 #define SN_ATOM_STOPPED "$shardnode_stopped"
+/*   the host's messages for one region, several in one: completions,
+ *   crashes, ends */
+#define SN_ATOM_BATCH "$shardnode_batch"
 /*   the prefix of the atom a member's protocol version is announced in */
 #define SN_ATOM_PROTOCOL_PREFIX "$shardnode_protocol_"
 
@@ -53,7 +56,7 @@ enum shardnode_msg_class {
 	SN_CLASS_SYSTEM,    /* {system, From, Request}: sys's messages */
 	SN_CLASS_CALLS,     /* {'$shardnode_calls', Client, Requests} */
 	SN_CLASS_MEMBER,    /* {'$shardnode', Kind, ...}: from another member */
-	SN_CLASS_FROM_HOST, /* a host's or an entity process's message (SN_ATOM_HOST, _DONE, _CRASHED, _STOPPED) */
+	SN_CLASS_FROM_HOST, /* a host's or an entity process's message (SN_ATOM_HOST, _DONE, _CRASHED, _STOPPED, _BATCH) */
 	SN_CLASS_OTHER,     /* anything else: no tuple, or a tuple of another arity under no tag */
 };
 

@@ -61,17 +61,31 @@ void host_entities_forget_process_only(struct hosted_entity *he)
 	he->has_pid = false;
 }
 
+/* This turn's batch for the host, or NULL: it takes none (each message
+ * goes on its own). */
+static ei_x_buff *batch_begin(struct host_entities *h)
+{
+	const struct region_host *host = h->cfg.host;
+	return host->batch_begin != NULL ? host->batch_begin(host->arg) : NULL;
+}
+
 static void send_stop(struct host_entities *h, struct hosted_entity *he, const char *reason)
 {
 	if (!he->has_pid)
 		return;
 	erlang_pid to;
 	hosted_pid_expand(&he->pid, host_entities_node(h), &to);
-	ei_x_buff x;
-	if (ei_x_new(&x) == 0) {
-		if (host_msg_encode_stop(&x, reason) == 0)
-			(void)h->cfg.ops.send(h->cfg.ops.arg, &to, x.buff, (size_t)x.index);
-		ei_x_free(&x);
+	ei_x_buff *b = batch_begin(h);
+	if (b != NULL) {
+		/* In the batch, after the messages sent to it before. */
+		h->cfg.host->batch_end(h->cfg.host->arg, host_msg_encode_item_stop(b, &to, reason) == 0);
+	} else {
+		ei_x_buff x;
+		if (ei_x_new(&x) == 0) {
+			if (host_msg_encode_stop(&x, reason) == 0)
+				(void)h->cfg.ops.send(h->cfg.ops.arg, &to, x.buff, (size_t)x.index);
+			ei_x_free(&x);
+		}
 	}
 	host_entities_forget_process_only(he);
 }
@@ -97,6 +111,17 @@ static int send_in_flight(struct host_entities *h, const char *id, size_t id_len
 		hosted_pid_expand(&he->pid, host_entities_node(h), &to);
 	else if (!h->cfg.host->dispatcher(h->cfg.host->arg, &to))
 		return -EHOSTUNREACH;
+	it->sent_ns = evloop_now_ns(h->cfg.loop);
+	ei_x_buff *b = batch_begin(h);
+	if (b != NULL) {
+		/* With the turn's others, to the dispatcher, which hands it on. */
+		int rc = he->has_pid ? host_msg_encode_item_entity(b, &to, it->seq, it->msg, it->msg_len)
+				     : host_msg_encode_item_start(b, &h->cfg.region, h->cfg.type, id, id_len,
+								  he->state, he->state_len, it->seq, it->msg,
+								  it->msg_len);
+		h->cfg.host->batch_end(h->cfg.host->arg, rc == 0);
+		return rc;
+	}
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return -ENOMEM;
@@ -106,7 +131,6 @@ static int send_in_flight(struct host_entities *h, const char *id, size_t id_len
 	if (rc == 0)
 		rc = h->cfg.ops.send(h->cfg.ops.arg, &to, x.buff, (size_t)x.index) == 0 ? 0 : -EHOSTUNREACH;
 	ei_x_free(&x);
-	it->sent_ns = evloop_now_ns(h->cfg.loop);
 	return rc;
 }
 
@@ -379,32 +403,59 @@ void host_entities_end_waited(struct host_entities *h, uint32_t shard)
 	h->cfg.ops.ended(h->cfg.ops.arg, shard);
 }
 
-bool host_entities_handle(struct host_entities *h, const char *term, size_t len, uint32_t *shard)
+/* One message of the host's (a batch's, or sent on its own): its
+ * entity's shard to *shard, UINT32_MAX when it names none here. */
+static void handle_one(struct host_entities *h, const struct host_msg *hm, int rc, uint32_t *shard)
 {
-	struct host_msg hm;
 	*shard = UINT32_MAX;
-	int rc = host_msg_decode(term, len, &hm);
-	if (rc == 0)
-		return false;
-	if (rc == 1 && hm.kind == HOST_MSG_ENDED) {
-		if (hm.seq < h->cfg.number_of_shards)
-			host_entities_end_waited(h, (uint32_t)hm.seq);
-		return true;
+	if (rc == 1 && hm->kind == HOST_MSG_ENDED) {
+		if (hm->seq < h->cfg.number_of_shards)
+			host_entities_end_waited(h, (uint32_t)hm->seq);
+		return;
 	}
-	if (rc < 0 || (hm.kind != HOST_MSG_DONE && hm.kind != HOST_MSG_CRASHED)) {
+	if (rc != 1 || (hm->kind != HOST_MSG_DONE && hm->kind != HOST_MSG_CRASHED)) {
 		log_debug(h->cfg.log, "region %s: a malformed message from the host dropped", h->cfg.name);
-		return true;
+		return;
 	}
 	uint32_t s = 0;
 	struct shard *sh = NULL;
-	struct entity *ent = entity_of(h, hm.id, hm.id_len, &s, &sh);
+	struct entity *ent = entity_of(h, hm->id, hm->id_len, &s, &sh);
 	if (ent == NULL)
-		return true; /* the shard or the entity is gone: late */
-	if (hm.kind == HOST_MSG_DONE)
-		on_done(h, s, sh, ent, &hm);
+		return; /* the shard or the entity is gone: late */
+	if (hm->kind == HOST_MSG_DONE)
+		on_done(h, s, sh, ent, hm);
 	else
-		on_crashed(h, s, sh, ent, &hm);
+		on_crashed(h, s, sh, ent, hm);
 	*shard = s;
+}
+
+bool host_entities_handle(struct host_entities *h, const char *term, size_t len,
+			  void (*settled)(void *arg, uint32_t shard), void *arg)
+{
+	struct host_msg hm;
+	int rc = host_msg_decode(term, len, &hm);
+	if (rc == 0)
+		return false;
+	uint32_t shard;
+	if (rc != 1 || hm.kind != HOST_MSG_BATCH) {
+		handle_one(h, &hm, rc, &shard);
+		if (shard != UINT32_MAX)
+			settled(arg, shard);
+		return true;
+	}
+	struct host_msg_batch b;
+	const char *one;
+	size_t one_len;
+	host_msg_batch_begin(&b, hm.items, hm.items_len);
+	while (host_msg_batch_next(&b, &one, &one_len)) {
+		struct host_msg each;
+		int each_rc = host_msg_decode(one, one_len, &each);
+		if (each_rc == 1 && each.kind == HOST_MSG_BATCH)
+			each_rc = -EPROTO; /* no batch inside a batch */
+		handle_one(h, &each, each_rc, &shard);
+		if (shard != UINT32_MAX)
+			settled(arg, shard);
+	}
 	return true;
 }
 

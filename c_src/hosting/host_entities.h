@@ -50,6 +50,14 @@ struct region_host {
 	 * has, the type's messages wait in their shards' buffers, as they do
 	 * without a quorum lease; region_resume delivers them. */
 	bool (*ready)(void *arg);
+	/* Where the messages for the host go in one a loop turn: the buffer
+	 * to append one item to (host_msg_encode_item_*), then batch_end (ok:
+	 * it is whole); NULL when the host takes no batches: each message is
+	 * sent on its own. batch_send sends what is gathered now, so that a
+	 * message sent on its own comes after it. All three NULL: no batches. */
+	ei_x_buff *(*batch_begin)(void *arg);
+	void (*batch_end)(void *arg, bool ok);
+	void (*batch_send)(void *arg);
 	void *arg;
 	/* The host's node name (NAME@HOST): its nodedown ends every process
 	 * of the type's entities. Not owned; outlives the region. */
@@ -135,11 +143,13 @@ void host_entities_free(struct host_entities *h);
 void host_entities_deliver(struct host_entities *h, struct shard *s, struct remote_mailbox_item *item);
 
 /* A message from the host (term validated, no version byte): a
- * completion, a crash report, or processes ended. Returns false if it is
- * none of them; true if it was one — acted on, or dropped as late — with
- * *shard the shard it concerned (UINT32_MAX: none), whose slot may have
- * something to resume. */
-bool host_entities_handle(struct host_entities *h, const char *term, size_t len, uint32_t *shard);
+ * completion, a crash report, processes ended, or a batch of them
+ * ({'$shardnode_batch', [Msg]}, handled in order). Returns false if it is
+ * none of them; true if it was one — acted on, or dropped as late. After
+ * each completion or crash report of an entity here, settled(arg, shard)
+ * is called with its shard, whose slot may have something to resume. */
+bool host_entities_handle(struct host_entities *h, const char *term, size_t len,
+			  void (*settled)(void *arg, uint32_t shard), void *arg);
 
 /* Shard `shard` leaves (its states go to the new home, or it stops):
  * every message at or queued for its entities' processes goes back to

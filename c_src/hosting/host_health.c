@@ -55,6 +55,9 @@ bool host_entities_end_processes(struct host_entities *h, uint32_t shard)
 	bool waits = false;
 	ei_x_buff x;
 	if (!w.failed && w.n > 0 && ei_x_new(&x) == 0) {
+		/* After whatever the turn's batch holds for these processes. */
+		if (h->cfg.host->batch_send != NULL)
+			h->cfg.host->batch_send(h->cfg.host->arg);
 		if (host_msg_encode_end(&x, &h->cfg.region, shard, w.pids, w.n) == 0 &&
 		    h->cfg.ops.send(h->cfg.ops.arg, &dispatcher, x.buff, (size_t)x.index) == 0) {
 			waits = true;

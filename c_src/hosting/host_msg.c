@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/byteorder.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
 
@@ -14,6 +15,7 @@
 #define DONE_TAG SN_ATOM_DONE
 #define CRASHED_TAG SN_ATOM_CRASHED
 #define STOPPED_TAG SN_ATOM_STOPPED
+#define BATCH_TAG SN_ATOM_BATCH
 
 /* ei's encoders return -1; the raw appends -ENOMEM: either is "no whole
  * message". */
@@ -68,6 +70,55 @@ int host_msg_encode_stop(ei_x_buff *x, const char *reason)
 	return whole(head(x, 2, STOP_TAG) | term_x_encode_atom(x, reason));
 }
 
+int host_msg_encode_batches(ei_x_buff *x)
+{
+	return whole(head(x, 2, HOST_TAG) | term_x_encode_atom(x, "batches"));
+}
+
+/* The list header's length, 4 bytes after its tag, is patched in by
+ * host_msg_batch_close: it is the last thing the open writes. */
+int host_msg_batch_open(ei_x_buff *x)
+{
+	static const char list_head[5] = {(char)ERL_LIST_EXT, 0, 0, 0, 0};
+	int rc = head(x, 3, HOST_TAG) | term_x_encode_atom(x, "batch");
+	return whole(rc | term_x_append_raw(x, list_head, sizeof list_head));
+}
+
+int host_msg_batch_close(ei_x_buff *x, uint32_t n)
+{
+	/* The head is the version byte, a small tuple header (2), the two
+	 * atoms, then the list header: found again from the start. */
+	size_t i = 1;
+	(void)term_get_tuple(x->buff, &i);
+	term_skip(x->buff, &i);
+	term_skip(x->buff, &i);
+	be32_write(x->buff + i + 1, n);
+	return whole(ei_x_encode_empty_list(x));
+}
+
+int host_msg_encode_item_entity(ei_x_buff *x, const erlang_pid *to, uint64_t seq, const char *msg, size_t msg_len)
+{
+	return whole(ei_x_encode_tuple_header(x, 3) | ei_x_encode_pid(x, to) | term_x_encode_uint(x, seq) |
+		     term_x_append_raw(x, msg, msg_len));
+}
+
+int host_msg_encode_item_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id,
+			       size_t id_len, const char *stored, size_t stored_len, uint64_t seq, const char *msg,
+			       size_t msg_len)
+{
+	int rc = ei_x_encode_tuple_header(x, 7) | term_x_encode_atom(x, "start") | ei_x_encode_pid(x, region) |
+		 term_x_encode_atom(x, type) | term_x_append_raw(x, id, id_len);
+	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : term_x_encode_atom(x, "undefined");
+	rc |= term_x_encode_uint(x, seq) | term_x_append_raw(x, msg, msg_len);
+	return whole(rc);
+}
+
+int host_msg_encode_item_stop(ei_x_buff *x, const erlang_pid *to, const char *reason)
+{
+	return whole(ei_x_encode_tuple_header(x, 3) | term_x_encode_atom(x, "stop") | ei_x_encode_pid(x, to) |
+		     term_x_encode_atom(x, reason));
+}
+
 /* ---- decoding ---- */
 
 /* Points *p at the term at t[*i] and moves *i past it. */
@@ -106,6 +157,14 @@ static int decode_host(const char *t, size_t i, long arity, struct host_msg *out
 		if (term_get_pid(t, &i, &out->pid) != 0 || !get_list(t, &i, &out->types, &out->types_len))
 			return -EPROTO;
 		out->kind = HOST_MSG_WELCOME;
+		out->has_pid = true;
+		return 1;
+	}
+	if (arity == 3 && term_is_atom(t, i, "batches")) {
+		term_skip(t, &i);
+		if (term_get_pid(t, &i, &out->pid) != 0)
+			return -EPROTO;
+		out->kind = HOST_MSG_BATCHES;
 		out->has_pid = true;
 		return 1;
 	}
@@ -198,5 +257,33 @@ int host_msg_decode(const char *t, size_t len, struct host_msg *out)
 		term_skip(t, &i);
 		return decode_stopped(t, i, arity, out);
 	}
+	if (term_is_atom(t, i, BATCH_TAG)) {
+		term_skip(t, &i);
+		if (arity != 2 || !get_list(t, &i, &out->items, &out->items_len))
+			return -EPROTO;
+		out->kind = HOST_MSG_BATCH;
+		return 1;
+	}
 	return 0;
+}
+
+void host_msg_batch_begin(struct host_msg_batch *b, const char *items, size_t items_len)
+{
+	/* A LIST_EXT's elements follow its 5-byte header; its tail is the
+	 * last term. [] and a STRING_EXT (small integers: no message) hold
+	 * none. */
+	b->items = items;
+	b->at = 5;
+	b->left = items_len >= 5 && (unsigned char)items[0] == ERL_LIST_EXT ? be32_read(items + 1) : 0;
+}
+
+bool host_msg_batch_next(struct host_msg_batch *b, const char **msg, size_t *msg_len)
+{
+	if (b->left == 0)
+		return false;
+	b->left--;
+	*msg = b->items + b->at;
+	term_skip(b->items, &b->at);
+	*msg_len = (size_t)(b->items + b->at - *msg);
+	return true;
 }

@@ -19,6 +19,19 @@
  *                                                  end these processes (a shard leaves)
  *   {'$shardnode_stopped', Token}                  dispatcher -> region: they have ended
  *
+ * Batched, once both sides said they can (a host of an older release
+ * offers nothing, a C node of an older release drops the offer):
+ *
+ *   {'$shardnode_host', batches, Dispatcher}       host -> From, after the welcome
+ *   {'$shardnode_host', batches}                   C node -> dispatcher: send
+ *                                                  completions batched
+ *   {'$shardnode_host', batch, [Item]}             C node -> dispatcher, one a loop
+ *                                                  turn: {Pid, Seq, Msg} (for an
+ *                                                  entity), {start, Region, Type, Id,
+ *                                                  Stored, Seq, Msg}, {stop, Pid, Reason}
+ *   {'$shardnode_batch', [Msg]}                    dispatcher -> region: its done,
+ *                                                  crashed and stopped messages, in order
+ *
  * Ids, states, messages and replies are carried as the terms they are:
  * the encoders take their encoded bytes (no version byte) and copy them
  * in; the decoder points into the message.
@@ -43,6 +56,22 @@ int host_msg_encode_lease(ei_x_buff *x, uint32_t ms);
 int host_msg_encode_end(ei_x_buff *x, const erlang_pid *region, uint32_t token, const erlang_pid *pids, size_t n);
 int host_msg_encode_entity(ei_x_buff *x, uint64_t seq, const char *msg, size_t msg_len);
 int host_msg_encode_stop(ei_x_buff *x, const char *reason);
+int host_msg_encode_batches(ei_x_buff *x);
+
+/* A batch for the dispatcher: host_msg_batch_open appends its head (the
+ * version byte, the tuple, and a list header whose length is filled in
+ * later) and returns 0 or -ENOMEM; the items follow, each appended whole
+ * by one host_msg_encode_item_* (no version byte; 0 or -ENOMEM, x then
+ * holding part of one: the caller cuts it back to where it began);
+ * host_msg_batch_close(x, n) writes the count n (>= 1) of items and the
+ * list's end. */
+int host_msg_batch_open(ei_x_buff *x);
+int host_msg_batch_close(ei_x_buff *x, uint32_t n);
+int host_msg_encode_item_entity(ei_x_buff *x, const erlang_pid *to, uint64_t seq, const char *msg, size_t msg_len);
+int host_msg_encode_item_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id,
+			       size_t id_len, const char *stored, size_t stored_len, uint64_t seq, const char *msg,
+			       size_t msg_len);
+int host_msg_encode_item_stop(ei_x_buff *x, const erlang_pid *to, const char *reason);
 
 enum host_msg_kind {
 	HOST_MSG_WELCOME,
@@ -50,6 +79,8 @@ enum host_msg_kind {
 	HOST_MSG_DONE,
 	HOST_MSG_CRASHED,
 	HOST_MSG_ENDED,
+	HOST_MSG_BATCHES, /* the host takes batches: pid is its dispatcher */
+	HOST_MSG_BATCH,   /* several of the above for a region: items */
 };
 
 /* A decoded message; the pointers are into the decoded term. */
@@ -69,15 +100,29 @@ struct host_msg {
 	const char *state;      /* DONE: the new state, or NULL (unchanged) */
 	size_t state_len;
 	bool stop;              /* DONE: the entity ended after this message */
+	const char *items;      /* BATCH: the list of messages (host_msg_batch_begin) */
+	size_t items_len;
 };
 
 /* Recognises one of the messages above sent to a C node (welcome, types,
- * done, crashed, stopped) in a validated term (no version byte). Returns 1 with
+ * batches, done, crashed, stopped, a batch of them) in a validated term (no version byte). Returns 1 with
  * *out filled, 0 if the term is none of them (not tagged so), or -EPROTO
  * if it is tagged so but not as described (a wrong arity, a sequence
  * number that is no non-negative integer, a change that is neither
  * `unchanged` nor {state, New}, a next that is neither `continue` nor
  * `stop`, types that are no list). */
 int host_msg_decode(const char *t, size_t len, struct host_msg *out);
+
+/* The messages of a BATCH in turn: host_msg_batch_begin over its items,
+ * then host_msg_batch_next points *msg at each (*msg_len bytes, inside
+ * items) and returns true, or returns false once none is left (the
+ * list's tail is never given). Reads only the validated list. */
+struct host_msg_batch {
+	const char *items;
+	size_t at;   /* where the next message starts */
+	size_t left; /* messages not given yet */
+};
+void host_msg_batch_begin(struct host_msg_batch *b, const char *items, size_t items_len);
+bool host_msg_batch_next(struct host_msg_batch *b, const char **msg, size_t *msg_len);
 
 #endif

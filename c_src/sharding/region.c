@@ -59,6 +59,9 @@ static void resume_slot(struct region *r, uint32_t shard)
 		region_hand_off_when_flushed(r, shard);
 }
 
+/* resume_slot as host_entities_handle's `settled`. */
+static void resume_slot_of(void *region, uint32_t shard) { resume_slot(region, shard); }
+
 /* Held replies, state chunks' acknowledgements and loads that waited for
  * writes to be durable go on, as far as they are now. */
 static void after_durable(struct region *r)
@@ -476,15 +479,11 @@ static void region_handle(void *ctx, struct proc *self, const struct proc_msg *m
 			return;
 		}
 		break;
-	case SN_CLASS_FROM_HOST: {
-		uint32_t shard;
-		if (r->hosting != NULL && host_entities_handle(r->hosting, m->term, m->len, &shard)) {
-			if (shard != UINT32_MAX)
-				resume_slot(r, shard); /* a hand-off may have waited for it */
+	case SN_CLASS_FROM_HOST:
+		/* A hand-off may have waited for a completion. */
+		if (r->hosting != NULL && host_entities_handle(r->hosting, m->term, m->len, resume_slot_of, r))
 			return;
-		}
 		break;
-	}
 	case SN_CLASS_MEMBER: {
 		int rc = on_member_msg(r, self, m);
 		if (rc > 0)

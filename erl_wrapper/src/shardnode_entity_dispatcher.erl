@@ -20,6 +20,21 @@
 %%   `Ms' more milliseconds (its quorum lease, less a margin for the
 %%   message's way); without a renewal by then, every entity of that C
 %%   node is ended.</li>
+%% <li>`{'$shardnode_host', batch, Items}': what the C node's regions
+%%   had for this host in one turn of its loop, in order, each item
+%%   `{Pid, Seq, Msg}' (a message for a running entity, given to it as
+%%   `{'$shardnode_entity', Seq, Msg}'), `{start, Region, Type, Id, Stored,
+%%   Seq, Msg}' (as above) or `{stop, Pid, Reason}' (given as
+%%   `{'$shardnode_stop', Reason}'). One distribution message carries
+%%   them all, and the dispatcher hands them out with local sends.</li>
+%% <li>`{'$shardnode_host', batches}': the C node takes its regions'
+%%   messages batched too. Entities started from then on send their
+%%   completions here (`{'$shardnode_completed', Region, Done}'), and the
+%%   dispatcher sends each region what it has for it, in the order it came,
+%%   as `{'$shardnode_batch', [Msg]}' once its mailbox is empty — crash
+%%   reports and `stopped' among them, so nothing overtakes a completion.
+%%   Without it (a C node of an older release) every message goes on its
+%%   own.</li>
 %% </ul>
 %%
 %% To a region: `{'$shardnode_crashed', Id, Pid, Reason}' when an entity
@@ -39,7 +54,7 @@
 -module(shardnode_entity_dispatcher).
 -behaviour(gen_server).
 
--export([start_link/2, entities/1]).
+-export([start_link/2, entities/1, batched/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2]).
 
 -record(dispatcher, {cnode :: node(),
@@ -50,7 +65,11 @@
                      exits = #{} :: #{pid() => term()},
                      %% shards leaving a region: {Region, Token, processes still to end}
                      ending = [] :: [{pid(), non_neg_integer(), [pid()]}],
-                     lease :: reference() | undefined}).
+                     lease :: reference() | undefined,
+                     %% the C node takes its regions' messages batched
+                     batched = false :: boolean(),
+                     %% batched: what each region is still to be sent, newest first
+                     out = #{} :: #{pid() => [term()]}}).
 
 %% @doc Starts the dispatcher of `CNode' for `Types' (type => module),
 %% linked to the caller.
@@ -63,42 +82,52 @@ start_link(CNode, Types) ->
 entities(Dispatcher) ->
     gen_server:call(Dispatcher, entities).
 
+%% @doc Whether the C node took the offer of batches: its regions' messages
+%% come batched, and its entities' completions go so.
+-spec batched(pid()) -> boolean().
+batched(Dispatcher) ->
+    gen_server:call(Dispatcher, batched).
+
 -spec init({node(), #{atom() => module()}}) -> {ok, #dispatcher{}}.
 init({CNode, Types}) ->
     process_flag(trap_exit, true),
     true = erlang:monitor_node(CNode, true),
     {ok, #dispatcher{cnode = CNode, types = Types}}.
 
--spec handle_call(term(), gen_server:from(), #dispatcher{}) -> {reply, term(), #dispatcher{}}.
+-spec handle_call(term(), gen_server:from(), #dispatcher{}) ->
+          {reply, term(), #dispatcher{}} | {reply, term(), #dispatcher{}, 0}.
 handle_call(entities, _From, #dispatcher{entities = Es} = D) ->
-    {reply, [{T, Id, Pid} || {Pid, {_, T, Id}} <- maps:to_list(Es)], D};
+    reply([{T, Id, Pid} || {Pid, {_, T, Id}} <- maps:to_list(Es)], D);
+handle_call(batched, _From, #dispatcher{batched = B} = D) ->
+    reply(B, D);
 handle_call(_Other, _From, D) ->
-    {reply, {error, bad_request}, D}.
+    reply({error, bad_request}, D).
 
--spec handle_cast(term(), #dispatcher{}) -> {noreply, #dispatcher{}}.
+-spec handle_cast(term(), #dispatcher{}) -> {noreply, #dispatcher{}} | {noreply, #dispatcher{}, 0}.
 handle_cast(_Msg, D) ->
-    {noreply, D}.
+    noreply(D).
 
--spec handle_info(term(), #dispatcher{}) -> {noreply, #dispatcher{}} | {stop, term(), #dispatcher{}}.
-handle_info({'$shardnode_host', start, Region, Type, Id, Stored, Seq, Msg},
-            #dispatcher{types = Types, entities = Es} = D) ->
-    case Types of
-        #{Type := Module} ->
-            {Pid, _Ref} = shardnode_entity_proc:start(Region, Module, Id, Stored, {Seq, Msg}),
-            {noreply, D#dispatcher{entities = Es#{Pid => {Region, Type, Id}}}};
-        #{} ->
-            Region ! {'$shardnode_crashed', Id, undefined, {unknown_type, Type}},
-            {noreply, D}
-    end;
+-spec handle_info(term(), #dispatcher{}) ->
+          {noreply, #dispatcher{}} | {noreply, #dispatcher{}, 0} | {stop, term(), #dispatcher{}}.
+handle_info({'$shardnode_completed', Region, Done}, D) ->
+    noreply(to_region(Region, Done, D));
+handle_info({'$shardnode_host', batch, Items}, D) when is_list(Items) ->
+    noreply(lists:foldl(fun item/2, D, Items));
+handle_info(timeout, D) ->
+    {noreply, flush(D)};
+handle_info({'$shardnode_host', start, Region, Type, Id, Stored, Seq, Msg}, D) ->
+    noreply(start(Region, Type, Id, Stored, Seq, Msg, D));
+handle_info({'$shardnode_host', batches}, D) ->
+    noreply(D#dispatcher{batched = true});
 handle_info({'$shardnode_host', 'end', Region, Token, Pids}, #dispatcher{entities = Es, ending = Ending} = D)
   when is_pid(Region), is_integer(Token), is_list(Pids) ->
     Live = [P || P <- Pids, is_map_key(P, Es)],
     _ = [P ! {'$shardnode_stop', moved} || P <- Live],
-    {noreply, ended(D#dispatcher{ending = [{Region, Token, Live} | Ending]})};
+    noreply(ended(D#dispatcher{ending = [{Region, Token, Live} | Ending]}));
 handle_info({'$shardnode_host', lease, Ms}, #dispatcher{lease = Old} = D)
   when is_integer(Ms), Ms >= 0 ->
     _ = cancel(Old),
-    {noreply, D#dispatcher{lease = erlang:start_timer(Ms, self(), lease)}};
+    noreply(D#dispatcher{lease = erlang:start_timer(Ms, self(), lease)});
 handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C, entities = Es} = D) ->
     %% Said only when it stops something: a C node that starts (or has
     %% no quorum yet) gives a lease of 0 before it has entities here.
@@ -111,11 +140,13 @@ handle_info({timeout, Ref, lease}, #dispatcher{lease = Ref, cnode = C, entities 
     %% completed state at the next message, instead of sending that message
     %% to a process that no longer runs. After the kills, so a start that
     %% answers this cannot meet the old process still running.
-    _ = [Region ! {'$shardnode_crashed', Id, Pid, killed} || {Pid, {Region, _, Id}} <- maps:to_list(Es)],
-    {noreply, D1};
+    D2 = lists:foldl(fun({Pid, {Region, _, Id}}, Acc) ->
+                             to_region(Region, {'$shardnode_crashed', Id, Pid, killed}, Acc)
+                     end, D1, maps:to_list(Es)),
+    noreply(D2);
 handle_info({'$shardnode_exit', Pid, Reason}, #dispatcher{entities = Es, exits = Exits} = D)
   when is_map_key(Pid, Es) ->
-    {noreply, D#dispatcher{exits = Exits#{Pid => Reason}}};
+    noreply(D#dispatcher{exits = Exits#{Pid => Reason}});
 handle_info({'DOWN', _Ref, process, Pid, Down}, #dispatcher{entities = Es, exits = Exits} = D) ->
     {Reason, Told, Exits1} = case maps:take(Pid, Exits) of
                                  {Exited, Rest1} -> {Exited, true, Rest1};
@@ -123,20 +154,62 @@ handle_info({'DOWN', _Ref, process, Pid, Down}, #dispatcher{entities = Es, exits
                              end,
     case maps:take(Pid, Es) of
         {{Region, _Type, Id}, Rest} ->
-            crashed(Region, Id, Pid, Reason, Told),
+            D1 = crashed(Region, Id, Pid, Reason, Told, D),
             Ending = [{R, T, lists:delete(Pid, Ps)} || {R, T, Ps} <- D#dispatcher.ending],
-            {noreply, ended(D#dispatcher{entities = Rest, exits = Exits1, ending = Ending})};
+            noreply(ended(D1#dispatcher{entities = Rest, exits = Exits1, ending = Ending}));
         error ->
-            {noreply, D#dispatcher{exits = Exits1}}
+            noreply(D#dispatcher{exits = Exits1})
     end;
 handle_info({nodedown, C}, #dispatcher{cnode = C} = D) ->
     {stop, normal, end_all(D)};
 handle_info({'EXIT', _Entity, _Reason}, D) ->
-    {noreply, D}; %% the entity's 'DOWN' tells what it means
+    noreply(D); %% the entity's 'DOWN' tells what it means
 handle_info({'$shardnode_host', types, Types}, D) when is_map(Types) ->
-    {noreply, D#dispatcher{types = Types}};
+    noreply(D#dispatcher{types = Types});
 handle_info(_Other, D) ->
-    {noreply, D}.
+    noreply(D).
+
+%% One item of a batch, in its turn.
+item({Pid, Seq, Msg}, D) when is_pid(Pid) ->
+    Pid ! {'$shardnode_entity', Seq, Msg},
+    D;
+item({start, Region, Type, Id, Stored, Seq, Msg}, D) ->
+    start(Region, Type, Id, Stored, Seq, Msg, D);
+item({stop, Pid, Reason}, D) when is_pid(Pid) ->
+    Pid ! {'$shardnode_stop', Reason},
+    D;
+item(_Other, D) ->
+    D.
+
+start(Region, Type, Id, Stored, Seq, Msg, #dispatcher{types = Types, entities = Es, batched = B} = D) ->
+    case Types of
+        #{Type := Module} ->
+            DoneTo = case B of true -> self(); false -> Region end,
+            {Pid, _Ref} = shardnode_entity_proc:start(Region, DoneTo, Module, Id, Stored, {Seq, Msg}),
+            D#dispatcher{entities = Es#{Pid => {Region, Type, Id}}};
+        #{} ->
+            to_region(Region, {'$shardnode_crashed', Id, undefined, {unknown_type, Type}}, D)
+    end.
+
+%% A message for a region: batched, kept until the mailbox is empty (in
+%% the order it came); else sent now.
+to_region(Region, Msg, #dispatcher{batched = true, out = Out} = D) ->
+    D#dispatcher{out = Out#{Region => [Msg | maps:get(Region, Out, [])]}};
+to_region(Region, Msg, D) ->
+    Region ! Msg,
+    D.
+
+%% What the regions are to be sent leaves once the mailbox is empty: a
+%% timeout of 0 comes only then (gen_server).
+noreply(#dispatcher{out = Out} = D) when map_size(Out) > 0 -> {noreply, D, 0};
+noreply(D) -> {noreply, D}.
+
+reply(Reply, #dispatcher{out = Out} = D) when map_size(Out) > 0 -> {reply, Reply, D, 0};
+reply(Reply, D) -> {reply, Reply, D}.
+
+flush(#dispatcher{out = Out} = D) ->
+    _ = [Region ! {'$shardnode_batch', lists:reverse(Msgs)} || {Region, Msgs} <- maps:to_list(Out)],
+    D#dispatcher{out = #{}}.
 
 %% Ends every entity at once (kill: their C node may no longer run them,
 %% so none may finish a message first).
@@ -148,18 +221,17 @@ end_all(#dispatcher{entities = Es, ending = Ending} = D) ->
 %% go: `{'$shardnode_stopped', Token}'.
 ended(#dispatcher{ending = Ending} = D) ->
     {Done, Left} = lists:partition(fun({_, _, Ps}) -> Ps =:= [] end, Ending),
-    _ = [R ! {'$shardnode_stopped', T} || {R, T, _} <- Done],
-    D#dispatcher{ending = Left}.
+    lists:foldl(fun({R, T, _}, Acc) -> to_region(R, {'$shardnode_stopped', T}, Acc) end,
+                D#dispatcher{ending = Left}, Done).
 
 %% `normal' not told by the process is its own end (a stop it chose or
 %% was told): its region knows. Anything else, an exit(normal) of a
 %% callback included (`Told'), is the region's to answer and log (its C
 %% node's log has it, once).
-crashed(_Region, _Id, _Pid, normal, false) ->
-    ok;
-crashed(Region, Id, Pid, Reason, _Told) ->
-    Region ! {'$shardnode_crashed', Id, Pid, Reason},
-    ok.
+crashed(_Region, _Id, _Pid, normal, false, D) ->
+    D;
+crashed(Region, Id, Pid, Reason, _Told, D) ->
+    to_region(Region, {'$shardnode_crashed', Id, Pid, Reason}, D).
 
 cancel(undefined) -> ok;
 cancel(Ref) -> erlang:cancel_timer(Ref).

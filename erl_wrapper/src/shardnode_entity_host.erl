@@ -9,7 +9,9 @@
 %% From a C node: `{'$shardnode_host', hello, CNode, From}', sent until
 %% answered. The answer, to `From': `{'$shardnode_host', welcome,
 %% Dispatcher, Types}' with the types hosted here (a list of atoms, maybe
-%% empty). When the types change, every C node that said hello hears
+%% empty), then `{'$shardnode_host', batches, Dispatcher}': the
+%% dispatcher takes the regions' messages batched (a C node of an older
+%% release drops it and sends one message each). When the types change, every C node that said hello hears
 %% `{'$shardnode_host', types, Types}' at its `From'. A hello from another
 %% `From' (the C node restarted: a new incarnation) gets a dispatcher of its
 %% own; the old one ends with its connection.
@@ -111,6 +113,11 @@ handle_info({'EXIT', D, _Reason}, #host{links = Links} = H) ->
 handle_info(_Other, H) ->
     {noreply, H}.
 
+%% The welcome, and then the offer of batches: a C node that knows them
+%% sends its regions' messages for this host in one message a turn and
+%% asks for its completions the same way (shardnode_entity_dispatcher);
+%% one that does not drops the offer, and both go on one message each.
 welcome(From, Dispatcher, Types) ->
     From ! {'$shardnode_host', welcome, Dispatcher, maps:keys(Types)},
+    From ! {'$shardnode_host', batches, Dispatcher},
     ok.

@@ -27,36 +27,40 @@
 %% `{'$shardnode_exit', self(), normal}'.
 -module(shardnode_entity_proc).
 
--export([start/5]).
+-export([start/6]).
 
 -record(entity, {dispatcher :: pid(),
                  region :: pid(),
+                 %% where completions go: the region, or the dispatcher
+                 %% that batches them for it
+                 done_to :: pid(),
                  module :: module(),
                  id :: shardnode_entity:id(),
                  state :: shardnode_entity:state()}).
 
 %% @doc Starts the entity `Id' of `Module' for `Region', from `Stored'
 %% (`undefined': a new entity), and gives it its first message
-%% `{Seq, Msg}'. The process is linked to its caller (the dispatcher,
+%% `{Seq, Msg}'. Its completions go to `DoneTo': the region itself, or
+%% the dispatcher, which batches them for the region
+%% (`{'$shardnode_completed', Region, Done}'). The process is linked to its caller (the dispatcher,
 %% which traps exits: an entity that ends does not end it, and a
 %% dispatcher that ends takes its entities with it) and monitored by it.
 %% Returns the process and the monitor.
--spec start(pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
+-spec start(pid(), pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
             {non_neg_integer(), term()}) -> {pid(), reference()}.
-start(Region, Module, Id, Stored, First) ->
+start(Region, DoneTo, Module, Id, Stored, First) ->
     Dispatcher = self(),
-    erlang:spawn_opt(fun() -> init(Dispatcher, Region, Module, Id, Stored, First) end, [link, monitor]).
+    E = #entity{dispatcher = Dispatcher, region = Region, done_to = DoneTo, module = Module, id = Id},
+    erlang:spawn_opt(fun() -> init(E, Stored, First) end, [link, monitor]).
 
 %% A crash ends the process with the reason proc_lib would give it (an
 %% exception's stack included), but no crash report: the C node logs the
 %% crash, once, with the entity's type and id — one crash, one record.
 %% (A plain process, not proc_lib's, and one whose exceptions are caught,
 %% so the emulator does not log an uncaught error either.)
--spec init(pid(), pid(), module(), shardnode_entity:id(), shardnode_entity:state() | undefined,
-           {non_neg_integer(), term()}) -> no_return().
-init(Dispatcher, Region, Module, Id, Stored, {Seq, Msg}) ->
+-spec init(#entity{}, shardnode_entity:state() | undefined, {non_neg_integer(), term()}) -> no_return().
+init(#entity{module = Module, id = Id} = E, Stored, {Seq, Msg}) ->
     try
-        E = #entity{dispatcher = Dispatcher, region = Region, module = Module, id = Id},
         {ok, State} = callback(fun() -> Module:init(Id, Stored) end, E),
         run(Seq, Msg, E#entity{state = State})
     catch
@@ -107,8 +111,11 @@ run(Seq, Msg, #entity{module = M, state = State} = E) ->
             exit({bad_return_value, Other})
     end.
 
-done(Seq, Reply, Old, New, Next, #entity{region = R, id = Id}) ->
+done(Seq, Reply, Old, New, Next, #entity{region = R, done_to = R, id = Id}) ->
     R ! {'$shardnode_done', Id, self(), Seq, Reply, change(Old, New), Next},
+    ok;
+done(Seq, Reply, Old, New, Next, #entity{region = R, done_to = D, id = Id}) ->
+    D ! {'$shardnode_completed', R, {'$shardnode_done', Id, self(), Seq, Reply, change(Old, New), Next}},
     ok.
 
 %% What the entity did of its own accord (handle_info/2) goes to the

@@ -13,6 +13,7 @@
 
 #include "etf/term.h"
 #include "etf/term_validate.h"
+#include "hosting/host_batch.h"
 #include "hosting/host_msg.h"
 #include "unit_helpers.h"
 
@@ -379,6 +380,146 @@ Test(host_msg, end_lists_the_processes_and_stopped_returns_the_token)
 	x.index = 0;
 	cr_assert_eq(ei_x_encode_tuple_header(&x, 3) | ei_x_encode_atom(&x, "$shardnode_stopped") |
 			     ei_x_encode_long(&x, 7) | ei_x_encode_long(&x, 7),
+		     0);
+	cr_assert_eq(decode_rc(&x, &m), -EPROTO);
+	ei_x_free(&x);
+}
+
+/* A batch for the dispatcher, through host_batch as the host link builds
+ * it: exactly {'$shardnode_host', batch, [Item]} with each item the term
+ * the dispatcher matches, in order; an item cut off leaves the batch as
+ * it was; a batch taken starts the next one empty. */
+Test(host_msg, a_batch_holds_its_items_in_order_and_a_failed_one_leaves_no_trace)
+{
+	erlang_pid entity = sn_pid("host@127.0.0.1", 9, 0), region = sn_pid("c1@127.0.0.1", 3, 0);
+	ei_x_buff msg, id, want;
+	sn_x_new(&msg);
+	sn_x_new(&id);
+	cr_assert_eq(ei_x_encode_tuple_header(&msg, 2) | ei_x_encode_atom(&msg, "add") | ei_x_encode_long(&msg, 1), 0);
+	cr_assert_eq(ei_x_encode_binary(&id, "c1", 2), 0);
+
+	struct host_batch b;
+	host_batch_init(&b);
+	const char *buf;
+	size_t len;
+	cr_assert_not(host_batch_take(&b, &buf, &len), "an empty batch is not sent");
+	ei_x_buff *x = host_batch_item_begin(&b);
+	cr_assert_not_null(x);
+	host_batch_item_end(&b, host_msg_encode_item_entity(x, &entity, 7, msg.buff, (size_t)msg.index) == 0);
+	x = host_batch_item_begin(&b);
+	int mark = x->index;
+	cr_assert_eq(ei_x_encode_atom(x, "half an item"), 0);
+	host_batch_item_end(&b, false);
+	cr_assert_eq(x->index, mark, "cut back");
+	x = host_batch_item_begin(&b);
+	host_batch_item_end(&b, host_msg_encode_item_start(x, &region, "cart", id.buff, (size_t)id.index, NULL, 0, 8,
+							   msg.buff, (size_t)msg.index) == 0);
+	x = host_batch_item_begin(&b);
+	host_batch_item_end(&b, host_msg_encode_item_stop(x, &entity, "passivate") == 0);
+	cr_assert(host_batch_take(&b, &buf, &len));
+
+	sn_x_new_with_version(&want);
+	cr_assert_eq(ei_x_encode_tuple_header(&want, 3) | ei_x_encode_atom(&want, "$shardnode_host") |
+			     ei_x_encode_atom(&want, "batch") | ei_x_encode_list_header(&want, 3),
+		     0);
+	cr_assert_eq(ei_x_encode_tuple_header(&want, 3) | ei_x_encode_pid(&want, &entity) | ei_x_encode_long(&want, 7) |
+			     ei_x_append_buf(&want, msg.buff, msg.index),
+		     0);
+	cr_assert_eq(ei_x_encode_tuple_header(&want, 7) | ei_x_encode_atom(&want, "start") |
+			     ei_x_encode_pid(&want, &region) | ei_x_encode_atom(&want, "cart") |
+			     ei_x_append_buf(&want, id.buff, id.index) | ei_x_encode_atom(&want, "undefined") |
+			     ei_x_encode_long(&want, 8) | ei_x_append_buf(&want, msg.buff, msg.index),
+		     0);
+	cr_assert_eq(ei_x_encode_tuple_header(&want, 3) | ei_x_encode_atom(&want, "stop") |
+			     ei_x_encode_pid(&want, &entity) | ei_x_encode_atom(&want, "passivate") |
+			     ei_x_encode_empty_list(&want),
+		     0);
+	ei_x_buff got = {.buff = (char *)buf, .buffsz = (int)len, .index = (int)len};
+	assert_same(&got, &want);
+
+	/* The next batch starts empty: one item, alone in it. */
+	x = host_batch_item_begin(&b);
+	host_batch_item_end(&b, host_msg_encode_item_stop(x, &entity, "moved") == 0);
+	cr_assert(host_batch_take(&b, &buf, &len));
+	want.index = 0;
+	cr_assert_eq(ei_x_encode_version(&want) | ei_x_encode_tuple_header(&want, 3) |
+			     ei_x_encode_atom(&want, "$shardnode_host") | ei_x_encode_atom(&want, "batch") |
+			     ei_x_encode_list_header(&want, 1) | ei_x_encode_tuple_header(&want, 3) |
+			     ei_x_encode_atom(&want, "stop") | ei_x_encode_pid(&want, &entity) |
+			     ei_x_encode_atom(&want, "moved") | ei_x_encode_empty_list(&want),
+		     0);
+	got = (ei_x_buff){.buff = (char *)buf, .buffsz = (int)len, .index = (int)len};
+	assert_same(&got, &want);
+	host_batch_free(&b);
+	ei_x_free(&want);
+	ei_x_free(&msg);
+	ei_x_free(&id);
+}
+
+/* The host's offer of batches, and a batch for a region: its messages
+ * given one by one, in order, each decoded as it would be alone; an
+ * empty batch gives none; a batch that is no list is refused. */
+Test(host_msg, a_regions_batch_gives_its_messages_in_order)
+{
+	erlang_pid pid = sn_pid("host@127.0.0.1", 77, 1);
+	ei_x_buff x;
+	struct host_msg m;
+	char *t;
+	sn_x_new(&x);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 3) | ei_x_encode_atom(&x, "$shardnode_host") |
+			     ei_x_encode_atom(&x, "batches") | ei_x_encode_pid(&x, &pid),
+		     0);
+	cr_assert_eq(decode(&x, &m, &t), 1);
+	cr_assert_eq(m.kind, HOST_MSG_BATCHES);
+	cr_assert(m.has_pid && term_pid_equal(&m.pid, &pid));
+	free(t);
+
+	x.index = 0;
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_batch") |
+			     ei_x_encode_list_header(&x, 3),
+		     0);
+	done_msg(&x, &pid, 5, "unchanged", "continue");
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_stopped") |
+			     ei_x_encode_long(&x, 3),
+		     0);
+	done_msg(&x, &pid, 6, "state", "stop");
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	cr_assert_eq(decode(&x, &m, &t), 1);
+	cr_assert_eq(m.kind, HOST_MSG_BATCH);
+	struct host_msg_batch b;
+	host_msg_batch_begin(&b, m.items, m.items_len);
+	const char *one;
+	size_t one_len;
+	struct host_msg each;
+	cr_assert(host_msg_batch_next(&b, &one, &one_len));
+	cr_assert_eq(host_msg_decode(one, one_len, &each), 1);
+	cr_assert_eq(each.kind, HOST_MSG_DONE);
+	cr_assert_eq(each.seq, 5u);
+	cr_assert(host_msg_batch_next(&b, &one, &one_len));
+	cr_assert_eq(host_msg_decode(one, one_len, &each), 1);
+	cr_assert_eq(each.kind, HOST_MSG_ENDED);
+	cr_assert_eq(each.seq, 3u);
+	cr_assert(host_msg_batch_next(&b, &one, &one_len));
+	cr_assert_eq(host_msg_decode(one, one_len, &each), 1);
+	cr_assert_eq(each.kind, HOST_MSG_DONE);
+	cr_assert_eq(each.seq, 6u);
+	cr_assert(each.stop);
+	cr_assert_eq(one + one_len, m.items + m.items_len - 1, "the last ends before the list's tail");
+	cr_assert_not(host_msg_batch_next(&b, &one, &one_len));
+	free(t);
+
+	x.index = 0;
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_batch") |
+			     ei_x_encode_empty_list(&x),
+		     0);
+	cr_assert_eq(decode(&x, &m, &t), 1);
+	host_msg_batch_begin(&b, m.items, m.items_len);
+	cr_assert_not(host_msg_batch_next(&b, &one, &one_len));
+	free(t);
+
+	x.index = 0;
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_batch") |
+			     ei_x_encode_atom(&x, "none"),
 		     0);
 	cr_assert_eq(decode_rc(&x, &m), -EPROTO);
 	ei_x_free(&x);
