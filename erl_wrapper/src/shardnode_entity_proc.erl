@@ -5,9 +5,11 @@
 %%
 %% The protocol with the region (docs/architecture.md, "Entities written
 %% in Erlang and Elixir"): each message comes as `{'$shardnode_entity',
-%% Seq, Msg}', and is answered with one completion to the region,
-%% `{'$shardnode_done', Id, self(), Seq, Reply, Change, Next}' where
-%% `Change' is `unchanged' (the new state `=:=' the old: nothing to write)
+%% Seq, Msg}', and is answered with one completion, `{'$shardnode_done',
+%% Id, self(), Seq, Reply, Change, Next}', to the region — or, when its C
+%% node takes batches, to the dispatcher as `{'$shardnode_completed',
+%% Region, Done}', which sends each region its completions in one
+%% message. `Change' is `unchanged' (the new state `=:=' the old: nothing to write)
 %% or `{state, NewState}', and `Next' is `continue' or `stop'. The region
 %% answers the caller. `{'$shardnode_stop', Reason}' ends the entity
 %% (passivation, a move, a delete, its node stopping): `terminate/2' runs,
