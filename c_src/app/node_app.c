@@ -472,7 +472,6 @@ static int start_membership(struct node_app *app)
 	return 0;
 }
 
-
 /* Before membership runs (a node waiting for its host's types) there is
  * no lease: the host runs nothing of ours. */
 static uint64_t lease_until(void *arg)

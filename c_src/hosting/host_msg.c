@@ -32,14 +32,22 @@ int host_msg_encode_hello(ei_x_buff *x, const char *cnode, const erlang_pid *fro
 		     ei_x_encode_pid(x, from));
 }
 
+/* start, Region, Type, Id, Stored | undefined, Seq, Msg: the fields of a
+ * start alone and of a batch's start item. */
+static int start_fields(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id, size_t id_len,
+			const char *stored, size_t stored_len, uint64_t seq, const char *msg, size_t msg_len)
+{
+	int rc = term_x_encode_atom(x, "start") | ei_x_encode_pid(x, region) | term_x_encode_atom(x, type) |
+		 term_x_append_raw(x, id, id_len);
+	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : term_x_encode_atom(x, "undefined");
+	return rc | term_x_encode_uint(x, seq) | term_x_append_raw(x, msg, msg_len);
+}
+
 int host_msg_encode_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id, size_t id_len,
 			  const char *stored, size_t stored_len, uint64_t seq, const char *msg, size_t msg_len)
 {
-	int rc = head(x, 8, HOST_TAG) | term_x_encode_atom(x, "start") | ei_x_encode_pid(x, region) |
-		 term_x_encode_atom(x, type) | term_x_append_raw(x, id, id_len);
-	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : term_x_encode_atom(x, "undefined");
-	rc |= term_x_encode_uint(x, seq) | term_x_append_raw(x, msg, msg_len);
-	return whole(rc);
+	return whole(head(x, 8, HOST_TAG) |
+		     start_fields(x, region, type, id, id_len, stored, stored_len, seq, msg, msg_len));
 }
 
 int host_msg_encode_end(ei_x_buff *x, const erlang_pid *region, uint32_t token, const erlang_pid *pids, size_t n)
@@ -106,11 +114,8 @@ int host_msg_encode_item_start(ei_x_buff *x, const erlang_pid *region, const cha
 			       size_t id_len, const char *stored, size_t stored_len, uint64_t seq, const char *msg,
 			       size_t msg_len)
 {
-	int rc = ei_x_encode_tuple_header(x, 7) | term_x_encode_atom(x, "start") | ei_x_encode_pid(x, region) |
-		 term_x_encode_atom(x, type) | term_x_append_raw(x, id, id_len);
-	rc |= stored != NULL ? term_x_append_raw(x, stored, stored_len) : term_x_encode_atom(x, "undefined");
-	rc |= term_x_encode_uint(x, seq) | term_x_append_raw(x, msg, msg_len);
-	return whole(rc);
+	return whole(ei_x_encode_tuple_header(x, 7) |
+		     start_fields(x, region, type, id, id_len, stored, stored_len, seq, msg, msg_len));
 }
 
 int host_msg_encode_item_stop(ei_x_buff *x, const erlang_pid *to, const char *reason)
