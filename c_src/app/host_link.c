@@ -235,7 +235,10 @@ ei_x_buff *host_link_batch_begin(struct host_link *h)
 		return NULL;
 	if (host_batch_size(&h->batch) >= HOST_BATCH_SEND_BYTES)
 		(void)send_batch(h);
-	return host_batch_item_begin(&h->batch);
+	ei_x_buff *b = host_batch_item_begin(&h->batch);
+	if (b == NULL)
+		(void)send_batch(h); /* what is gathered leaves before the caller's message, sent on its own */
+	return b;
 }
 
 void host_link_batch_end(struct host_link *h, bool ok) { host_batch_item_end(&h->batch, ok); }

@@ -28,7 +28,6 @@ struct host_entities {
 	 * host is down; the host answered since the region started. */
 	uint64_t *ending_since;
 	bool slots_ending;
-	char host_node[MAXATOMLEN_UTF8];
 	bool away;
 	bool answered_once;
 	struct histogram process_latency;

@@ -65,7 +65,6 @@ bool host_entities_end_processes(struct host_entities *h, uint32_t shard)
 			if (h->ending_since[shard] == 0)
 				h->ending_since[shard] = 1;
 			h->slots_ending = true;
-			snprintf(h->host_node, sizeof h->host_node, "%s", dispatcher.node);
 		}
 		ei_x_free(&x);
 	}

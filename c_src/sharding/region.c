@@ -520,7 +520,7 @@ static int replication_to_coordinator(void *arg, const char *buf, size_t len)
 	struct region *r = arg;
 	if (!r->coord.registered)
 		return -ENOTCONN;
-	return dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.pid.node, buf, len);
+	return region_coordinator_send(r, buf, len);
 }
 
 /* The type's store, its outcomes to `cb`: with state_replicas and a

@@ -177,6 +177,11 @@ void region_on_reach(void *arg, const char *peer, bool up)
 
 /* ---- registration ---- */
 
+int region_coordinator_send(struct region *r, const char *buf, size_t len)
+{
+	return dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, buf, len);
+}
+
 /* replicas_held: with a replicated store, the copies it keeps
  * (replicated_store.h), so a coordinator that just took over rebuilds the
  * replica sets. */
@@ -186,8 +191,7 @@ static void send_replicas_held(struct region *r)
 	if (r->replication == NULL || ei_x_new(&x) < 0)
 		return;
 	if (replicated_store_encode_report(r->replication, &x) == 0)
-		dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, x.buff,
-				   (size_t)x.index);
+		(void)region_coordinator_send(r, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }
 
@@ -202,8 +206,7 @@ static void send_registration(struct region *r)
 		return;
 	enum shard_msg_kind kind = r->cfg.proxy_only ? SMSG_REGISTER_PROXY : SMSG_REGISTER;
 	if (shard_msg_encode_pid(&x, kind, &r->pid) == 0)
-		dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, x.buff,
-				   (size_t)x.index);
+		(void)region_coordinator_send(r, x.buff, (size_t)x.index);
 	if (r->cfg.proxy_only) {
 		ei_x_free(&x);
 		return; /* hosts nothing: no report */
@@ -224,8 +227,7 @@ static void send_registration(struct region *r)
 			 ? -ENOMEM
 			 : shard_msg_encode_hosting(&x, &r->pid, hosted, r->coord.protocol >= 2 ? epochs : NULL, n);
 	if (rc == 0)
-		dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, x.buff,
-				   (size_t)x.index);
+		(void)region_coordinator_send(r, x.buff, (size_t)x.index);
 	free(hosted);
 	free(epochs);
 	ei_x_free(&x);

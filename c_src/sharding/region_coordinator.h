@@ -35,6 +35,11 @@ void region_hand_off_when_flushed(struct region *r, uint32_t shard);
  * moves that never ended. */
 void region_coordinator_tick(struct region *r);
 
+/* Sends the encoded message buf[0..len) (version byte first) to the
+ * coordinator the region knows of (registered or being registered with).
+ * Returns dist_node_reg_send's result. */
+int region_coordinator_send(struct region *r, const char *buf, size_t len);
+
 /* dist_node_on_nodedown's callback (arg: the region). */
 void region_on_nodedown(void *arg, const char *peer);
 
