@@ -24,7 +24,9 @@ struct host_link {
 	char host[NODE_NAME_BUF];
 	struct proc *proc;
 	struct evloop_timer timer;
+	struct evloop_timer drop_timer; /* losing: the connection is dropped when it fires */
 	bool welcomed;
+	bool losing; /* a batch was lost: batches are thrown away until the nodedown */
 	erlang_pid dispatcher; /* welcomed: where leases go */
 	bool batching;         /* the dispatcher takes batches (it offered them) */
 	struct host_batch batch; /* batching: this turn's items, sent by host_link_batch_send */
@@ -91,16 +93,46 @@ static void send_lease(struct host_link *h)
 	ei_x_free(&x);
 }
 
+/* A batch that could not leave holds entity messages the regions count
+ * as at their processes: dropping it silently would leave their callers
+ * waiting with nothing to time them out. From then on every batch is
+ * thrown away too (one message sent after the lost ones would overtake
+ * them), and a timer — never inside the region whose message was being
+ * sent — drops the connection, so every region answers the messages at
+ * the host as at its nodedown, and the link says hello again. */
+static void lose_batch(struct host_link *h, int rc)
+{
+	log_error(h->cfg.log, "a batch of entity messages for the host %s could not be sent (%s): dropping the "
+		  "connection, so its messages fail as at a nodedown", h->host, strerror(-rc));
+	h->losing = true;
+	evloop_timer_start(h->cfg.loop, &h->drop_timer, 0);
+}
+
+static void on_drop_timer(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	struct host_link *h = arg;
+	if (dist_node_disconnect(h->cfg.node, h->host, "a batch of entity messages could not be sent") == 0) {
+		/* Gone meanwhile: its nodedown failed the messages. */
+		h->losing = false;
+		host_batch_free(&h->batch);
+	}
+}
+
 /* Sends the batch gathered so far, if any. Returns whether it sent one. */
 static bool send_batch(struct host_link *h)
 {
 	const char *buf;
 	size_t len;
-	if (!host_batch_take(&h->batch, &buf, &len))
-		return false;
-	if (h->welcomed)
-		(void)dist_node_send(h->cfg.node, &h->dispatcher, buf, len);
-	return true;
+	int rc = host_batch_take(&h->batch, &buf, &len);
+	if (rc == 1 && h->losing)
+		return false; /* thrown away: the nodedown to come fails its messages */
+	if (rc == 1)
+		rc = dist_node_send(h->cfg.node, &h->dispatcher, buf, len);
+	/* -ENOBUFS: the connection is closed already, its nodedown told. */
+	if (rc < 0 && rc != -ENOBUFS)
+		lose_batch(h, rc);
+	return rc == 0;
 }
 
 static void send_batches_ack(struct host_link *h)
@@ -168,6 +200,8 @@ static void on_nodedown(void *arg, const char *peer)
 		return;
 	h->welcomed = false;
 	h->batching = false;
+	h->losing = false;
+	evloop_timer_stop(h->cfg.loop, &h->drop_timer);
 	host_batch_free(&h->batch); /* for processes that are gone */
 	log_warn(h->cfg.log, "host %s is gone: saying hello until it is back", h->host);
 }
@@ -187,6 +221,7 @@ struct host_link *host_link_start(const struct host_link_config *cfg, int *err)
 	memcpy(h->host, cfg->host, strlen(cfg->host) + 1);
 	h->cfg.host = h->host;
 	evloop_timer_init(&h->timer, on_tick, h);
+	evloop_timer_init(&h->drop_timer, on_drop_timer, h);
 	host_batch_init(&h->batch);
 	h->proc = dist_node_spawn(cfg->node, NULL, handle, h, err);
 	if (h->proc == NULL || (*err = dist_node_on_nodedown(cfg->node, on_nodedown, h)) != 0) {
@@ -205,6 +240,7 @@ void host_link_free(struct host_link *h)
 	if (h == NULL)
 		return;
 	evloop_timer_stop(h->cfg.loop, &h->timer);
+	evloop_timer_stop(h->cfg.loop, &h->drop_timer);
 	host_batch_free(&h->batch);
 	dist_node_off_nodedown(h->cfg.node, on_nodedown, h);
 	dist_node_exit(h->cfg.node, h->proc, "normal");

@@ -127,6 +127,15 @@ int dist_node_reply(struct dist_node *n, const erlang_pid *from, const struct ge
 int dist_node_reply_to(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
 		       size_t tag_len, const char *reply, size_t reply_len);
 
+/* Closes every connection to `peer` now, for `why` (logged; a string
+ * that outlives the call): its nodedown listeners are called before this
+ * returns, as for a connection the peer closed, so call it where they may
+ * run (never from inside a proc's handler that one of them touches).
+ * For a peer the node can no longer keep its word to (a message that
+ * could not be sent and may not be dropped silently). Returns how many
+ * connections it closed (0: none to `peer`). */
+int dist_node_disconnect(struct dist_node *n, const char *peer, const char *why);
+
 /* Called when the last up connection to `peer` closes (as nodedown). */
 typedef void (*nodedown_fn)(void *arg, const char *peer);
 

@@ -23,6 +23,15 @@ struct dist_conn *dist_node_find_conn(struct dist_node *n, const char *peer, con
 	return best;
 }
 
+int dist_node_disconnect(struct dist_node *n, const char *peer, const char *why)
+{
+	int closed = 0;
+	/* A closed connection is found no more: the loop ends. */
+	for (struct dist_conn *c; (c = dist_node_find_conn(n, peer, NULL)) != NULL; closed++)
+		dist_conn_close(c, why);
+	return closed;
+}
+
 int dist_node_link_conn(struct dist_node *n, struct dist_conn *c)
 {
 	if (n->nconns + n->ndead + 1 > n->conns_cap) {

@@ -1,6 +1,8 @@
 /* host_batch.c — see host_batch.h. */
 #include "hosting/host_batch.h"
 
+#include <errno.h>
+
 #include "hosting/host_msg.h"
 
 void host_batch_init(struct host_batch *b)
@@ -44,13 +46,15 @@ void host_batch_item_end(struct host_batch *b, bool ok)
 
 size_t host_batch_size(const struct host_batch *b) { return b->n > 0 ? (size_t)b->x.index : 0; }
 
-bool host_batch_take(struct host_batch *b, const char **buf, size_t *len)
+int host_batch_take(struct host_batch *b, const char **buf, size_t *len)
 {
 	uint32_t n = b->n;
 	b->n = 0;
-	if (n == 0 || host_msg_batch_close(&b->x, n) != 0)
-		return false;
+	if (n == 0)
+		return 0;
+	if (host_msg_batch_close(&b->x, n) != 0)
+		return -ENOMEM;
 	*buf = b->x.buff;
 	*len = (size_t)b->x.index;
-	return true;
+	return 1;
 }

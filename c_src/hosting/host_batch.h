@@ -43,10 +43,11 @@ void host_batch_item_end(struct host_batch *b, bool ok);
 size_t host_batch_size(const struct host_batch *b);
 
 /* Closes a batch that holds items and points *buf, *len at its message
- * (version byte first), valid until the next call on b; false when it
- * holds none, or memory ran out to close it (its items are then lost:
- * their entities' messages are answered as a host that does not answer,
- * by their timeouts). Either way the next item begins a new batch. */
-bool host_batch_take(struct host_batch *b, const char **buf, size_t *len);
+ * (version byte first), valid until the next call on b. Returns 1 (taken),
+ * 0 (it holds none), or -ENOMEM: memory ran out to close it and its items
+ * are lost; the owner must fail their entities' messages (host_link.c
+ * drops the connection to the host, so every region answers them as at a
+ * nodedown). Either way the next item begins a new batch. */
+int host_batch_take(struct host_batch *b, const char **buf, size_t *len);
 
 #endif

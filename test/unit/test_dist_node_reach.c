@@ -24,6 +24,11 @@ struct heard {
 	int count;
 };
 
+struct downs {
+	char peer[128];
+	int count;
+};
+
 struct world {
 	struct evloop *loop;
 	struct logger log;
@@ -31,6 +36,7 @@ struct world {
 	struct proc *target; /* on b */
 	int received;        /* messages the target got */
 	struct heard heard;  /* a's reach listener */
+	struct downs b_downs; /* b's nodedown listener */
 	struct evloop_timer timer;
 	uint64_t deadline;
 	bool (*check)(struct world *w);
@@ -160,5 +166,37 @@ Test(dist_node_reach, a_failed_attempt_is_heard_and_the_node_backed_off_drops_no
 	cr_assert_eq(st.undeliverable, 0u);
 	cr_assert_eq(st.connections_open, 0u, "no attempt while backed off");
 	cr_assert_eq(w.heard.count, 1);
+	world_stop(&w);
+}
+
+static void on_down(void *arg, const char *peer)
+{
+	struct downs *d = arg;
+	snprintf(d->peer, sizeof d->peer, "%s", peer);
+	d->count++;
+}
+
+static bool b_heard_a_down(struct world *w) { return w->b_downs.count > 0; }
+
+Test(dist_node_reach, a_dropped_connection_is_a_nodedown_on_both_sides)
+{
+	struct world w;
+	world_start(&w);
+	struct downs a_downs = {0};
+	cr_assert_eq(dist_node_on_nodedown(w.a, on_down, &a_downs), 0);
+	cr_assert_eq(dist_node_on_nodedown(w.b, on_down, &w.b_downs), 0);
+	cr_assert_eq(dist_node_disconnect(w.a, dist_node_name(w.b), "no connection yet"), 0, "nothing to close");
+	cr_assert_eq(dist_node_send(w.a, &w.target->pid, MSG, sizeof MSG), 0);
+	run_until(&w, target_got_one, "the message delivered");
+	/* Dropped by a: a's listeners hear it before the call returns, b's
+	 * when its side of the socket closes. */
+	cr_assert_eq(dist_node_disconnect(w.a, dist_node_name(w.b), "a test drops it"), 1);
+	cr_assert_eq(a_downs.count, 1);
+	cr_assert_str_eq(a_downs.peer, dist_node_name(w.b));
+	run_until(&w, b_heard_a_down, "b's nodedown of a");
+	cr_assert_str_eq(w.b_downs.peer, dist_node_name(w.a));
+	cr_assert_eq(dist_node_disconnect(w.a, dist_node_name(w.b), "again"), 0, "closed once");
+	dist_node_off_nodedown(w.a, on_down, &a_downs);
+	dist_node_off_nodedown(w.b, on_down, &w.b_downs);
 	world_stop(&w);
 }
