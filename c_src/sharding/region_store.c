@@ -60,10 +60,13 @@ struct held_reply {
 	uint64_t arrived_ns; /* and its arrival, for the whole time */
 	uint32_t shard;
 	bool is_call;
-	bool has_from;
-	erlang_pid from;
+	/* The sender's pid without the over 1 KB of an erlang_pid's node
+	 * buffer: its node name is the first of `data` (from_node_len bytes,
+	 * 0: no sender). One is held per durable write in flight. */
+	uint16_t from_node_len;
+	uint32_t from_num, from_serial, from_creation;
 	uint32_t tag_len, id_len, reply_len;
-	char data[]; /* tag, canonical id, reply (no version byte) */
+	char data[]; /* the sender's node name, tag, canonical id, reply (no version byte) */
 };
 
 uint64_t region_store_last_queued(const struct region *r)
@@ -275,16 +278,28 @@ bool region_store_on_fenced(struct region *r, uint32_t shard, const char *why)
 
 /* ---- holding replies ---- */
 
+/* Where h's tag, id and reply begin in its data. */
+static const char *held_tag(const struct held_reply *h) { return h->data + h->from_node_len; }
+static const char *held_id(const struct held_reply *h) { return held_tag(h) + h->tag_len; }
+
 static void send_held(struct region *r, struct held_reply *h, const char *error)
 {
+	erlang_pid from;
+	if (h->from_node_len > 0) {
+		memcpy(from.node, h->data, h->from_node_len);
+		from.node[h->from_node_len] = '\0';
+		from.num = h->from_num;
+		from.serial = h->from_serial;
+		from.creation = h->from_creation;
+	}
 	struct envelope e = {
 		.t0_ns = h->t0_ns,
 		.arrived_ns = h->arrived_ns,
 		.is_call = h->is_call,
-		.from = h->has_from ? &h->from : NULL,
-		.tag = h->data,
+		.from = h->from_node_len > 0 ? &from : NULL,
+		.tag = held_tag(h),
 		.tag_len = h->tag_len,
-		.id = h->data + h->tag_len,
+		.id = held_id(h),
 		.id_len = h->id_len,
 	};
 	ei_x_buff x;
@@ -293,7 +308,7 @@ static void send_held(struct region *r, struct held_reply *h, const char *error)
 			return;
 		term_x_error_atom(&x, error);
 	} else {
-		x.buff = h->data + h->tag_len + h->id_len;
+		x.buff = (char *)held_id(h) + h->id_len;
 		x.index = (int)h->reply_len;
 		x.buffsz = x.index;
 	}
@@ -308,7 +323,7 @@ static void forget_entity(struct region *r, const struct held_reply *h)
 {
 	struct shard_slot *slot = &r->slots[h->shard];
 	if (slot->shard != NULL)
-		shard_stop_entity(slot->shard, h->data + h->tag_len, h->id_len);
+		shard_stop_entity(slot->shard, held_id(h), h->id_len);
 }
 
 void region_store_answer(struct region *r, uint32_t shard, const struct envelope *e, const ei_x_buff *reply)
@@ -320,7 +335,9 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 	}
 	if (!e->is_call && e->from == NULL)
 		return; /* nobody to answer */
-	size_t n = e->tag_len + e->id_len + (size_t)reply->index;
+	/* A node name is at most MAXATOMLEN_UTF8 bytes: it fits. */
+	size_t node_len = e->from != NULL ? strlen(e->from->node) : 0;
+	size_t n = node_len + e->tag_len + e->id_len + (size_t)reply->index;
 	struct held_reply *h = malloc(sizeof *h + n);
 	if (h == NULL) {
 		/* No room to wait: better no answer than one that is not
@@ -329,16 +346,24 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 		return;
 	}
 	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .t0_ns = e->t0_ns,
-				 .arrived_ns = e->arrived_ns, .shard = shard,
-				 .is_call = e->is_call, .has_from = e->from != NULL,
+				 .arrived_ns = e->arrived_ns, .shard = shard, .is_call = e->is_call,
+				 .from_node_len = (uint16_t)node_len,
 				 .tag_len = (uint32_t)e->tag_len, .id_len = (uint32_t)e->id_len,
 				 .reply_len = (uint32_t)reply->index};
-	if (e->from)
-		h->from = *e->from;
+	char *at = h->data;
+	if (e->from != NULL) {
+		h->from_num = e->from->num;
+		h->from_serial = e->from->serial;
+		h->from_creation = e->from->creation;
+		memcpy(at, e->from->node, node_len);
+		at += node_len;
+	}
 	if (e->tag_len > 0)
-		memcpy(h->data, e->tag, e->tag_len);
-	memcpy(h->data + e->tag_len, e->id, e->id_len);
-	memcpy(h->data + e->tag_len + e->id_len, reply->buff, (size_t)reply->index);
+		memcpy(at, e->tag, e->tag_len);
+	at += e->tag_len;
+	memcpy(at, e->id, e->id_len);
+	at += e->id_len;
+	memcpy(at, reply->buff, (size_t)reply->index);
 	if (r->held.tail)
 		r->held.tail->next = h;
 	else
