@@ -111,7 +111,7 @@ unit: build/asan/unit $(PLUGINS)
 # program, test/tsan/*.c (Criterion's runner cannot run under TSan); any
 # race reported fails it.
 TSAN_PROGS := $(patsubst test/tsan/%.c,build/tsan/%,$(wildcard test/tsan/*.c))
-TSAN_SRC := c_src/base/evloop.c c_src/base/resolver.c c_src/base/log.c c_src/base/histogram.c c_src/store/state_lmdb.c c_src/store/state_lmdb_threads.c c_src/store/state_lmdb_records.c \
+TSAN_SRC := c_src/base/evloop.c c_src/base/resolver.c c_src/base/log.c c_src/base/histogram.c c_src/store/state_lmdb.c c_src/store/state_lmdb_records.c \
 	c_src/store/store_files.c c_src/etf/term.c c_src/etf/term_read.c c_src/etf/term_validate.c c_src/etf/term_map_keys.c c_src/etf/entity_id.c c_src/etf/entity_id_scalar.c c_src/etf/term_tag.c \
 	c_src/etf/term_encode.c
 build/tsan/%: test/tsan/%.c $(TSAN_SRC) $(HDR)

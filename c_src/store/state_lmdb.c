@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "base/byteorder.h"
-#include "store/state_lmdb_internal.h"
+#include "base/node_limits.h"
+#include "store/state_lmdb_records.h"
 #include "store/store_files.h"
 
 /* The map is reserved address space, not memory or disk: the file grows
@@ -24,6 +25,176 @@
  * for the environment's life, so types opened and closed in turn need more
  * than the NODE_TYPES_MAX open at once. */
 #define DBS_MAX (4 * NODE_TYPES_MAX)
+
+/* Commit outcomes waiting for the loop; consecutive ones with the same
+ * status merge, so the ring fills only with alternating failures. */
+#define RESULTS_MAX 64
+
+struct commit_result {
+	uint64_t upto;
+	int status; /* 0 or -errno */
+	int mdb_rc; /* LMDB's own code, for the log */
+};
+
+struct state_lmdb_type {
+	struct state_store_type base; /* first: a state_store_type is one of these */
+	struct state_lmdb *s;
+	bool in_use;
+	uint32_t index;
+	uint32_t gen; /* bumped at each open: answers to a closed one are dropped */
+	MDB_dbi dbi;
+	MDB_dbi meta_dbi; /* the type's shards' own records (state_lmdb_shard_meta_write) */
+	state_store_written_fn written;
+	state_store_loaded_fn loaded;
+	state_store_scanned_fn scanned;
+	void *arg;
+	char name[TYPE_NAME_BUF];
+};
+
+struct state_lmdb {
+	struct state_store base; /* first: a state_store is one of these */
+	MDB_env *env;
+	struct evloop *loop;
+	const struct logger *log;
+	int lock_fd, event_fd;
+	bool threads_started;
+	pthread_t writer, reader;
+	uint64_t last_queued; /* the loop's alone */
+	struct state_lmdb_type types[NODE_TYPES_MAX];
+
+	/* Shared with the threads, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t writes_cv, loads_cv, results_cv;
+	bool stopping;
+	uint64_t taken; /* writes the writer has taken: the last one's number */
+	struct write_op *writes, **writes_tail;
+	struct load_op *loads, **loads_tail;
+	struct load_op *answers, **answers_tail;
+	struct commit_result results[RESULTS_MAX];
+	unsigned results_head, results_count;
+};
+
+static void wake_loop(struct state_lmdb *s)
+{
+	uint64_t one = 1;
+	/* Can only fail with the counter at its maximum: the loop is woken
+	 * already. */
+	ssize_t w = write(s->event_fd, &one, sizeof one);
+	(void)w;
+}
+
+/* ---- the writer thread ---- */
+
+/* Reports a commit to the loop. Called with mu held. */
+static void push_result(struct state_lmdb *s, uint64_t upto, int mdb_rc)
+{
+	int status = state_lmdb_errno(mdb_rc);
+	for (;;) {
+		if (s->results_count > 0) {
+			struct commit_result *last =
+				&s->results[(s->results_head + s->results_count - 1) % RESULTS_MAX];
+			if (last->status == status) {
+				last->upto = upto;
+				break;
+			}
+		}
+		if (s->results_count < RESULTS_MAX) {
+			s->results[(s->results_head + s->results_count) % RESULTS_MAX] =
+				(struct commit_result){.upto = upto, .status = status, .mdb_rc = mdb_rc};
+			s->results_count++;
+			break;
+		}
+		if (s->stopping)
+			return; /* nobody will read it: every type is closed */
+		pthread_cond_wait(&s->results_cv, &s->mu);
+	}
+	wake_loop(s);
+}
+
+static void *writer_main(void *arg)
+{
+	struct state_lmdb *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (s->writes == NULL && !s->stopping)
+			pthread_cond_wait(&s->writes_cv, &s->mu);
+		if (s->writes == NULL)
+			break; /* stopping, and everything is written */
+		struct write_op *batch = s->writes;
+		s->writes = NULL;
+		s->writes_tail = &s->writes;
+		/* The sequence numbers are the queue's order: the last one of the
+		 * batch is the highest. It is not stored in the op: count them. */
+		uint64_t n = 0;
+		for (struct write_op *w = batch; w != NULL; w = w->next)
+			n++;
+		pthread_mutex_unlock(&s->mu);
+
+		int rc = state_lmdb_commit_batch(s->env, batch);
+		while (batch) {
+			struct write_op *next = batch->next;
+			free(batch);
+			batch = next;
+		}
+
+		pthread_mutex_lock(&s->mu);
+		s->taken += n;
+		push_result(s, s->taken, rc);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* ---- the reader thread ---- */
+
+static void *reader_main(void *arg)
+{
+	struct state_lmdb *s = arg;
+	MDB_txn *txn = NULL;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (s->loads == NULL && !s->stopping)
+			pthread_cond_wait(&s->loads_cv, &s->mu);
+		if (s->stopping)
+			break; /* loads still queued are dropped in state_lmdb_free */
+		struct load_op *batch = s->loads;
+		s->loads = NULL;
+		s->loads_tail = &s->loads;
+		pthread_mutex_unlock(&s->mu);
+
+		/* One read transaction answers the whole batch; it is renewed,
+		 * not recreated, between batches. */
+		int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+		struct load_op *answers = NULL, **tail = &answers;
+		while (batch) {
+			struct load_op *l = batch;
+			batch = l->next;
+			l->next = NULL;
+			if (rc != 0) {
+				l->found = state_lmdb_errno(rc);
+			} else {
+				l = state_lmdb_answer(txn, l);
+			}
+			*tail = l;
+			tail = &l->next;
+		}
+		if (rc == 0)
+			mdb_txn_reset(txn);
+		else if (txn != NULL) {
+			mdb_txn_abort(txn);
+			txn = NULL;
+		}
+
+		pthread_mutex_lock(&s->mu);
+		*s->answers_tail = answers;
+		s->answers_tail = tail;
+		wake_loop(s);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (txn)
+		mdb_txn_abort(txn);
+	return NULL;
+}
 
 /* ---- the loop's side ---- */
 
@@ -93,62 +264,23 @@ static void on_event(struct evloop *loop, int fd, uint32_t events, void *arg)
 	}
 }
 
-/* Hands the turn's writes and loads to the threads: one lock, and a
- * thread signalled only when its queue was empty (it is busy otherwise,
- * and takes them when it is done). */
-static void hand_over(struct state_lmdb *s)
-{
-	if (s->turn_writes == NULL && s->turn_loads == NULL)
-		return;
-	pthread_mutex_lock(&s->mu);
-	if (s->turn_writes != NULL) {
-		if (s->writes == NULL)
-			pthread_cond_signal(&s->writes_cv);
-		*s->writes_tail = s->turn_writes;
-		s->writes_tail = s->turn_writes_tail;
-	}
-	if (s->turn_loads != NULL) {
-		if (s->loads == NULL)
-			pthread_cond_signal(&s->loads_cv);
-		*s->loads_tail = s->turn_loads;
-		s->loads_tail = s->turn_loads_tail;
-	}
-	pthread_mutex_unlock(&s->mu);
-	s->turn_writes = NULL;
-	s->turn_writes_tail = &s->turn_writes;
-	s->turn_loads = NULL;
-	s->turn_loads_tail = &s->turn_loads;
-}
-
-static bool on_idle(struct evloop *loop, void *arg)
-{
-	(void)loop;
-	hand_over(arg);
-	return false;
-}
-
 /* Frees what the store owns; the threads must have stopped (or never
  * started). */
 static void destroy(struct state_lmdb *s)
 {
-	struct write_op *writes[2] = {s->writes, s->turn_writes};
-	for (int i = 0; i < 2; i++) {
-		while (writes[i]) {
-			struct write_op *w = writes[i];
-			writes[i] = w->next;
-			free(w);
-		}
+	while (s->writes) {
+		struct write_op *w = s->writes;
+		s->writes = w->next;
+		free(w);
 	}
-	struct load_op *lists[3] = {s->loads, s->answers, s->turn_loads};
-	for (int i = 0; i < 3; i++) {
+	struct load_op *lists[2] = {s->loads, s->answers};
+	for (int i = 0; i < 2; i++) {
 		while (lists[i]) {
 			struct load_op *l = lists[i];
 			lists[i] = l->next;
 			free(l);
 		}
 	}
-	if (s->idle_added)
-		evloop_remove_idle(s->loop, on_idle, s);
 	if (s->event_fd >= 0) {
 		evloop_unwatch(s->loop, s->event_fd);
 		close(s->event_fd);
@@ -191,20 +323,6 @@ static int open_env(struct state_lmdb *s, const char *path)
 
 static const struct state_store_ops lmdb_ops;
 
-/* Stops both threads; the writer commits what is queued to it first. */
-static void stop_threads(struct state_lmdb *s)
-{
-	pthread_mutex_lock(&s->mu);
-	s->stopping = true;
-	pthread_cond_signal(&s->writes_cv);
-	pthread_cond_signal(&s->loads_cv);
-	pthread_cond_signal(&s->results_cv);
-	pthread_mutex_unlock(&s->mu);
-	pthread_join(s->writer, NULL);
-	pthread_join(s->reader, NULL);
-	s->threads_started = false;
-}
-
 struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const struct logger *log, int *err)
 {
 	struct state_lmdb *s = calloc(1, sizeof *s);
@@ -219,8 +337,6 @@ struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const s
 	s->writes_tail = &s->writes;
 	s->loads_tail = &s->loads;
 	s->answers_tail = &s->answers;
-	s->turn_writes_tail = &s->turn_writes;
-	s->turn_loads_tail = &s->turn_loads;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->writes_cv, NULL);
 	pthread_cond_init(&s->loads_cv, NULL);
@@ -259,9 +375,9 @@ struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const s
 		rc = s->event_fd < 0 ? -errno : evloop_watch(loop, s->event_fd, EPOLLIN, on_event, s);
 	}
 	if (rc == 0) {
-		rc = -pthread_create(&s->writer, NULL, state_lmdb_writer_main, s);
+		rc = -pthread_create(&s->writer, NULL, writer_main, s);
 		if (rc == 0) {
-			rc = -pthread_create(&s->reader, NULL, state_lmdb_reader_main, s);
+			rc = -pthread_create(&s->reader, NULL, reader_main, s);
 			if (rc != 0) {
 				pthread_mutex_lock(&s->mu);
 				s->stopping = true;
@@ -272,13 +388,7 @@ struct state_lmdb *state_lmdb_open(const char *dir, struct evloop *loop, const s
 		}
 		s->threads_started = rc == 0;
 	}
-	if (rc == 0) {
-		rc = evloop_add_idle(loop, on_idle, s);
-		s->idle_added = rc == 0;
-	}
 	if (rc != 0) {
-		if (s->threads_started)
-			stop_threads(s);
 		destroy(s);
 		*err = rc;
 		return NULL;
@@ -292,8 +402,14 @@ void state_lmdb_free(struct state_lmdb *s)
 	if (s == NULL)
 		return;
 	if (s->threads_started) {
-		hand_over(s); /* the writer commits what is queued before it stops */
-		stop_threads(s);
+		pthread_mutex_lock(&s->mu);
+		s->stopping = true;
+		pthread_cond_signal(&s->writes_cv);
+		pthread_cond_signal(&s->loads_cv);
+		pthread_cond_signal(&s->results_cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->writer, NULL); /* it commits what is queued first */
+		pthread_join(s->reader, NULL);
 	}
 	destroy(s);
 }
@@ -373,12 +489,17 @@ void state_lmdb_type_close(struct state_lmdb_type *t)
 }
 
 /* Queues `w` for the writer thread; *seq gets its number. */
-/* Queues `w` for the writer with the turn's others (hand_over). */
 static void queue_write(struct state_lmdb *s, struct write_op *w, uint64_t *seq)
 {
-	*s->turn_writes_tail = w;
-	s->turn_writes_tail = &w->next;
+	pthread_mutex_lock(&s->mu);
+	bool was_empty = s->writes == NULL;
+	*s->writes_tail = w;
+	s->writes_tail = &w->next;
 	*seq = ++s->last_queued;
+	if (was_empty)
+		pthread_cond_signal(&s->writes_cv);
+	pthread_mutex_unlock(&s->mu);
+	/* on the loop's thread: the metrics are the loop's */
 	state_store_metrics_queued(&s->base, *seq, evloop_now_ns(s->loop));
 }
 
@@ -398,9 +519,6 @@ int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, 
 void state_lmdb_cancel_queued(struct state_lmdb_type *t)
 {
 	struct state_lmdb *s = t->s;
-	for (struct write_op *w = s->turn_writes; w != NULL; w = w->next)
-		if (w->dbi == t->dbi)
-			w->kind = WRITE_CANCELLED;
 	pthread_mutex_lock(&s->mu);
 	for (struct write_op *w = s->writes; w != NULL; w = w->next)
 		if (w->dbi == t->dbi)
@@ -432,11 +550,16 @@ int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t 
 	return 0;
 }
 
-/* Queues `l` for the reader thread with the turn's others (hand_over). */
+/* Queues `l` for the reader thread. */
 static void queue_read(struct state_lmdb *s, struct load_op *l)
 {
-	*s->turn_loads_tail = l;
-	s->turn_loads_tail = &l->next;
+	pthread_mutex_lock(&s->mu);
+	bool was_empty = s->loads == NULL;
+	*s->loads_tail = l;
+	s->loads_tail = &l->next;
+	if (was_empty)
+		pthread_cond_signal(&s->loads_cv);
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* Queues a load or scan built for type `t`. */

@@ -19,10 +19,7 @@
  * Threads. The loop never runs an LMDB write transaction or waits for an
  * fsync: writes queue for a writer thread, which commits everything queued
  * (from every type) in one transaction — group commit — and hands the
- * outcome back through an eventfd the loop watches. A turn's writes and
- * loads reach the threads together, before the loop waits (an idle hook
- * on the loop given to state_lmdb_open): nothing queued is seen by a
- * thread before that. Loads queue for a
+ * outcome back through an eventfd the loop watches. Loads queue for a
  * reader thread of their own, so a load never waits behind a commit's
  * fsync, and a page of the map not in memory faults on that thread, not on
  * the loop; it answers everything queued from one read transaction. Every

@@ -255,32 +255,6 @@ Test(state_lmdb, many_writes_commit_in_order_in_few_transactions)
 	fixture_teardown(&f);
 }
 
-/* The writer is handed a turn's writes together before the loop waits,
- * never woken at the first of them to commit it nearly alone: writes
- * queued within one turn of the loop make one commit. */
-Test(state_lmdb, the_writes_of_one_turn_make_one_commit)
-{
-	struct fixture f;
-	fixture_setup(&f);
-	enum { N = 1000 };
-	for (int round = 1; round <= 3; round++) {
-		int calls_before = f.seen.written_calls;
-		for (int i = 0; i < N; i++) {
-			char id[5] = {97, (char)round, 0, 0, 0};
-			id[2] = (char)(i >> 8);
-			id[3] = (char)i;
-			uint64_t seq;
-			cr_assert_eq(state_lmdb_write(f.type, (uint32_t)(i % 7), id, 4, small_int_7, sizeof small_int_7,
-						      &seq), 0);
-		}
-		wait_written(&f.seen, (uint64_t)round * N);
-		cr_assert_eq(f.seen.written_calls - calls_before, 1, "round %d: %d commits", round,
-			     f.seen.written_calls - calls_before);
-	}
-	cr_assert_eq(f.seen.failed, 0);
-	fixture_teardown(&f);
-}
-
 Test(state_lmdb, states_survive_closing_and_reopening)
 {
 	struct fixture f;
