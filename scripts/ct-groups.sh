@@ -30,6 +30,7 @@ declare -A seconds=(
 	[shardnode_replicas_SUITE]=50
 	[shardnode_cluster_SUITE]=44
 	[shardnode_postgres_SUITE]=41
+	[shardnode_pg_failover_SUITE]=10
 	[entity_id_SUITE]=35
 	[shardnode_dist_SUITE]=34
 	[term_validate_SUITE]=31

@@ -451,23 +451,7 @@ members(Node) ->
 
 await(Fun) -> sn_test:await(Fun, 20000).
 
-%% scripts/pg-server.sh of the checkout: the first directory above this
-%% module (or the working directory) that holds it.
-script() ->
-    Starts = [filename:dirname(filename:absname(P))
-              || P <- [?FILE, code:which(?MODULE)], is_list(P)] ++ [element(2, file:get_cwd())],
-    Found = [F || S <- Starts, D <- [S | ancestors(S)],
-                  F <- [filename:join([D, "scripts", "pg-server.sh"])], filelib:is_regular(F)],
-    case Found of
-        [F | _] -> F;
-        [] -> ct:fail({pg_server_script_not_found, Starts})
-    end.
-
-ancestors(Dir) ->
-    case filename:dirname(Dir) of
-        Dir -> [];
-        Up -> [Up | ancestors(Up)]
-    end.
+script() -> sn_test:pg_server_script().
 
 psql(Config, Db, Sql) ->
     sh(io_lib:format("psql -X -q -t -A -h 127.0.0.1 -p ~b -U postgres -d ~s -c \"~s\"",
@@ -481,7 +465,4 @@ canonical(Term) ->
 
 hex(Bin) -> lists:flatten([io_lib:format("~2.16.0b", [B]) || <<B>> <= Bin]).
 
-sh(Cmd) ->
-    Out = os:cmd(lists:flatten(Cmd) ++ " 2>&1; echo \"rc=$?\""),
-    [Rc | Rest] = lists:reverse(string:lexemes(Out, "\n")),
-    {list_to_integer(string:prefix(Rc, "rc=")), string:join(lists:reverse(Rest), "\n")}.
+sh(Cmd) -> sn_test:sh(Cmd).

@@ -17,7 +17,7 @@
 -export([await/1, await/2, call/3, call/4, same_up_members/1, stop_supervisor/1,
          start_incrementer/3, start_incrementer/4, acked/1, stop_incrementer/1,
          start_instance_recorder/0, second_instances/1, running_instances/1,
-         http_get/2]).
+         http_get/2, pg_server_script/0, sh/1]).
 
 -define(AWAIT_MS, 15000).
 -define(CALL_MS, 10000).
@@ -201,3 +201,30 @@ stop_supervisor(Sup) ->
     unlink(Sup),
     exit(Sup, shutdown),
     receive {'DOWN', Ref, process, Sup, _} -> ok end.
+
+%% scripts/pg-server.sh of the checkout (a private PostgreSQL server): the
+%% first directory above this module (or the working directory) that holds
+%% it.
+-spec pg_server_script() -> string().
+pg_server_script() ->
+    Starts = [filename:dirname(filename:absname(P))
+              || P <- [?FILE, code:which(?MODULE)], is_list(P)] ++ [element(2, file:get_cwd())],
+    Found = [F || S <- Starts, D <- [S | ancestors(S)],
+                  F <- [filename:join([D, "scripts", "pg-server.sh"])], filelib:is_regular(F)],
+    case Found of
+        [F | _] -> F;
+        [] -> ct:fail({pg_server_script_not_found, Starts})
+    end.
+
+ancestors(Dir) ->
+    case filename:dirname(Dir) of
+        Dir -> [];
+        Up -> [Up | ancestors(Up)]
+    end.
+
+%% Runs a shell command: its exit status and its output (stderr with it).
+-spec sh(iodata()) -> {integer(), string()}.
+sh(Cmd) ->
+    Out = os:cmd(lists:flatten(Cmd) ++ " 2>&1; echo \"rc=$?\""),
+    [Rc | Rest] = lists:reverse(string:lexemes(Out, "\n")),
+    {list_to_integer(string:prefix(Rc, "rc=")), string:join(lists:reverse(Rest), "\n")}.

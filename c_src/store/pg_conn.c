@@ -9,6 +9,12 @@
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
+/* How long one attempt to connect (through every host of the conninfo's
+ * list) may take when the conninfo sets no connect_timeout: libpq's own
+ * is not enforced for a connection made with PQconnectPoll, so a host
+ * that drops the packets (a partition, not a crash) would hold the
+ * attempt forever. */
+#define CONNECT_TIMEOUT_DEFAULT_MS 10000
 
 /* Prepared statements a connection keeps track of; beyond that, a
  * statement goes out unnamed (parsed each time), as pg_conn_query's. */
@@ -43,6 +49,8 @@ struct pg_conn {
 	enum pg_phase phase;
 	struct evloop_timer retry;
 	uint32_t backoff_ms;
+	struct evloop_timer connect_deadline; /* armed while connecting */
+	uint32_t connect_timeout_ms;
 	pg_state_fn on_state;
 	void *arg;
 	struct pg_item *sent, **sent_tail;   /* in the order sent */
@@ -134,6 +142,7 @@ static void lost(struct pg_conn *c, const char *why)
 		PQfinish(c->pg);
 	c->pg = NULL;
 	c->phase = PHASE_WAITING;
+	evloop_timer_stop(c->loop, &c->connect_deadline);
 	c->nready = 0; /* a new connection prepares afresh */
 	struct pg_item *sent = c->sent, *queued = c->queue;
 	c->sent = NULL;
@@ -295,6 +304,7 @@ static void connected(struct pg_conn *c)
 		return;
 	}
 	c->phase = PHASE_UP;
+	evloop_timer_stop(c->loop, &c->connect_deadline);
 	c->backoff_ms = BACKOFF_FIRST_MS;
 	if (c->logged_down)
 		log_info(c->log, "postgres: connected again");
@@ -312,6 +322,13 @@ static void on_io(struct evloop *loop, int fd, uint32_t events, void *arg)
 	(void)fd;
 	struct pg_conn *c = arg;
 	if (c->phase == PHASE_CONNECTING) {
+		/* Each step may have closed the socket and opened another, for
+		 * the next host of the conninfo's list: the new one often has
+		 * the old one's number, and the kernel dropped the old one from
+		 * epoll with its closing. So it is watched afresh after every
+		 * step, whatever its number. */
+		evloop_unwatch(c->loop, c->fd);
+		c->fd = -1;
 		switch (PQconnectPoll(c->pg)) {
 		case PGRES_POLLING_READING:
 			if (watch(c, EPOLLIN) != 0)
@@ -367,6 +384,7 @@ static void start_connect(struct pg_conn *c)
 	}
 	PQsetNoticeProcessor(c->pg, on_notice, c);
 	c->phase = PHASE_CONNECTING;
+	evloop_timer_start(c->loop, &c->connect_deadline, c->connect_timeout_ms);
 	/* As if PQconnectPoll had said PGRES_POLLING_WRITING. */
 	if (watch(c, EPOLLOUT) != 0)
 		lost(c, "cannot watch the socket");
@@ -376,6 +394,31 @@ static void on_retry(struct evloop *loop, void *arg)
 {
 	(void)loop;
 	start_connect(arg);
+}
+
+static void on_connect_deadline(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	struct pg_conn *c = arg;
+	if (c->phase == PHASE_CONNECTING)
+		lost(c, "connecting timed out");
+}
+
+/* The conninfo's connect_timeout (seconds), as the whole attempt's limit
+ * in ms; CONNECT_TIMEOUT_DEFAULT_MS when it sets none. */
+static uint32_t connect_timeout_of(const PQconninfoOption *opts)
+{
+	for (const PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+		if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
+			continue;
+		char *end;
+		long v = strtol(o->val, &end, 10);
+		/* libpq's reading: 0 or nothing waits for ever, and less than 2
+		 * seconds is taken as 2. */
+		if (end != o->val && *end == '\0' && v > 0)
+			return (uint32_t)(v < 2 ? 2000 : v > 3600 ? 3600000 : v * 1000);
+	}
+	return CONNECT_TIMEOUT_DEFAULT_MS;
 }
 
 /* ---- the interface ---- */
@@ -391,6 +434,7 @@ struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const
 		PQfreemem(why);
 		return NULL;
 	}
+	uint32_t connect_timeout_ms = connect_timeout_of(opts);
 	PQconninfoFree(opts);
 	struct pg_conn *c = calloc(1, sizeof *c);
 	if (c == NULL || (c->conninfo = strdup(conninfo)) == NULL) {
@@ -398,6 +442,7 @@ struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const
 		*err = -ENOMEM;
 		return NULL;
 	}
+	c->connect_timeout_ms = connect_timeout_ms;
 	c->loop = loop;
 	c->log = log;
 	c->fd = -1;
@@ -407,6 +452,7 @@ struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const
 	c->sent_tail = &c->sent;
 	c->queue_tail = &c->queue;
 	evloop_timer_init(&c->retry, on_retry, c);
+	evloop_timer_init(&c->connect_deadline, on_connect_deadline, c);
 	*err = 0;
 	start_connect(c);
 	return c;
@@ -417,6 +463,7 @@ void pg_conn_free(struct pg_conn *c)
 	if (c == NULL)
 		return;
 	evloop_timer_stop(c->loop, &c->retry);
+	evloop_timer_stop(c->loop, &c->connect_deadline);
 	if (c->fd >= 0)
 		evloop_unwatch(c->loop, c->fd);
 	if (c->pg)

@@ -3,7 +3,8 @@
  * server (scripts/pg-server.sh starts a private one per test): statements
  * pipelined and answered in order, an error aborting the rest of its batch
  * only, binary parameters and results, a server that is not there yet, one
- * that goes away and comes back.
+ * that goes away and comes back, a list of hosts whose first refuses, an
+ * attempt that hangs.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -11,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
 
 #include "base/evloop.h"
 #include "base/log.h"
@@ -278,6 +282,76 @@ Test(pg_conn, a_prepared_statement_is_prepared_again_when_refused_and_after_a_re
 	wait_answers(&s, 7);
 	cr_assert_eq(s.status[6], PGRES_TUPLES_OK);
 	cr_assert_str_eq(s.value[6], "42");
+	pg_conn_free(c);
+	evloop_free(loop);
+}
+
+/* A port on 127.0.0.1 where nobody listens: a socket bound to it and
+ * closed again (a connection there is refused at once). */
+static int refusing_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	socklen_t len = sizeof a;
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* The conninfo names two hosts and the first refuses (a primary that
+ * crashed): libpq goes on to the second with a new socket, which often
+ * gets the number of the one it closed. It is watched all the same and
+ * the connection comes up. */
+Test(pg_conn, the_next_host_of_the_list_is_tried_when_the_first_refuses, .init = setup, .fini = teardown)
+{
+	struct evloop *loop = evloop_new();
+	cr_assert_not_null(loop);
+	struct seen s = {.loop = loop};
+	char ci[200];
+	snprintf(ci, sizeof ci,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres target_session_attrs=read-write",
+		 refusing_port(), srv.port);
+	int err = 1;
+	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
+	cr_assert_not_null(c);
+	query(c, &s, 0, "SELECT 7");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 1);
+	cr_assert_eq(s.ups, 1);
+	cr_assert_str_eq(s.value[0], "7");
+	pg_conn_free(c);
+	evloop_free(loop);
+}
+
+/* A server that takes the connection and never answers (paused): the
+ * attempt ends at the conninfo's connect_timeout, libpq's own being
+ * ignored for a connection made step by step, and is tried again. */
+Test(pg_conn, an_attempt_that_hangs_ends_at_connect_timeout, .init = setup, .fini = teardown)
+{
+	pg_server_cmd(&srv, "pause");
+	struct evloop *loop = evloop_new();
+	cr_assert_not_null(loop);
+	struct seen s = {.loop = loop};
+	char ci[200];
+	snprintf(ci, sizeof ci, "host=127.0.0.1 port=%d user=postgres dbname=postgres connect_timeout=2", srv.port);
+	int err = 1;
+	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
+	cr_assert_not_null(c);
+	query(c, &s, 0, "SELECT 1");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	uint64_t t0 = evloop_clock_ms();
+	wait_answers(&s, 1); /* answered NULL when the attempt is given up */
+	uint64_t took = evloop_clock_ms() - t0;
+	cr_assert_eq(s.nulls, 1);
+	cr_assert_geq(took, 1900, "gave up after %llu ms", (unsigned long long)took);
+	cr_assert_lt(took, 8000, "gave up after %llu ms", (unsigned long long)took);
+	/* Resumed: the next attempt comes up. */
+	pg_server_cmd(&srv, "resume");
+	s.wait_up = true;
+	sn_run_loop(loop, 15000);
+	cr_assert_eq(s.ups, 1);
 	pg_conn_free(c);
 	evloop_free(loop);
 }
