@@ -417,6 +417,14 @@ void region_store_on_written(struct region *r, uint64_t upto, int status)
 	/* Never goes back (a replicated store may report a number again). */
 	if (upto > r->held.written_upto)
 		r->held.written_upto = upto;
+	if (status == STATE_STORE_UNCONFIRMED) {
+		/* The changes may have landed: a caller told store_unavailable
+		 * (nothing applied) could apply one twice by trying again. */
+		log_error(r->cfg.log, "region %s: the connection to the store was lost during a commit, whose outcome "
+			  "is not known: its replies get {error, unconfirmed}", r->cfg.name);
+		release(r, upto, "unconfirmed", true);
+		return;
+	}
 	if (status != 0) {
 		log_error(r->cfg.log, "region %s: the store failed a commit (%d): its replies get "
 			  "{error, store_unavailable}", r->cfg.name, status);

@@ -58,6 +58,7 @@ struct pg_conn {
 	size_t pending;                      /* statements in both */
 	bool reading;                        /* in read_results: no sending */
 	bool logged_down;                    /* one line per outage */
+	bool failing_unsent;                 /* answering NULL statements never sent */
 	/* Prepared on this connection (or their prepare is on its way). */
 	const struct pg_prepared *ready[PREPARED_MAX];
 	unsigned nready;
@@ -152,7 +153,9 @@ static void lost(struct pg_conn *c, const char *why)
 	evloop_timer_start(c->loop, &c->retry, c->backoff_ms);
 	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
 	fail_all(c, sent);
+	c->failing_unsent = true;
 	fail_all(c, queued);
+	c->failing_unsent = false;
 	if (was_up && c->on_state)
 		c->on_state(c->arg, false);
 }
@@ -473,10 +476,13 @@ void pg_conn_free(struct pg_conn *c)
 	struct pg_item *sent = c->sent, *queued = c->queue;
 	c->sent = c->queue = NULL;
 	fail_all(c, sent);
+	c->failing_unsent = true;
 	fail_all(c, queued);
 	free(c->conninfo);
 	free(c);
 }
+
+bool pg_conn_answering_unsent(const struct pg_conn *c) { return c->failing_unsent; }
 
 bool pg_conn_up(const struct pg_conn *c)
 {

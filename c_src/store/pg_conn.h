@@ -49,6 +49,12 @@ struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const
  * NULL first. NULL is ignored. */
 void pg_conn_free(struct pg_conn *c);
 
+/* Inside a pg_result_fn given NULL: whether the statement was never
+ * handed to the server (it was queued when the connection was lost or
+ * freed), so it certainly did not run. false for one sent, whose outcome
+ * is not known. */
+bool pg_conn_answering_unsent(const struct pg_conn *c);
+
 /* Whether the connection is up. */
 bool pg_conn_up(const struct pg_conn *c);
 

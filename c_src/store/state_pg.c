@@ -132,8 +132,10 @@ static void on_commit(void *arg, const PGresult *res)
 	if (b->s->closing)
 		return;
 	int status = 0;
-	if (res == NULL)
-		status = -ECONNRESET; /* whether it committed is not known */
+	if (res == NULL && pg_conn_answering_unsent(b->s->conn))
+		status = -ENOTCONN; /* the COMMIT never left: nothing of it ran */
+	else if (res == NULL)
+		status = STATE_STORE_UNCONFIRMED; /* sent: whether it committed is not known */
 	else if (b->failed || PQresultStatus(res) != PGRES_COMMAND_OK)
 		status = -EIO;
 	batch_done(b, status);

@@ -39,9 +39,12 @@
 struct state_store_type;
 
 /* Every write numbered up to `upto` not reported before has been committed
- * (status 0) or has failed (status -errno: none of those writes is in the
- * store). Called for each commit, in order, for every open type. */
+ * (status 0), has failed (status -errno: none of those writes is in the
+ * store), or, status STATE_STORE_UNCONFIRMED, may be in it or not: the
+ * connection to the database was lost while their commit was under way.
+ * Called for each commit, in order, for every open type. */
 typedef void (*state_store_written_fn)(void *arg, uint64_t upto, int status);
+#define STATE_STORE_UNCONFIRMED (-ECONNRESET)
 
 /* The answer to a load: found 1 with the stored state (state[0..len),
  * version byte included, valid during the call), 0 not stored (state

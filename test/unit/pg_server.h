@@ -20,7 +20,7 @@ struct pg_server {
 	int port;
 };
 
-/* Runs scripts/pg-server.sh `cmd` (start, halt, stop, pause, resume) on
+/* Runs scripts/pg-server.sh `cmd` (start, halt, stop, pause, resume, kill) on
  * the server's dir; for start, reads the port it prints. */
 static inline void pg_server_cmd(struct pg_server *s, const char *cmd)
 {

@@ -35,6 +35,8 @@ struct seen {
 	ExecStatusType status[64];
 	char value[64][32]; /* the first field of the first row, as text */
 	int nulls;          /* answers with a NULL result */
+	struct pg_conn *conn; /* set: each NULL answer notes pg_conn_answering_unsent */
+	bool unsent[64];
 };
 
 struct answer_ctx {
@@ -60,6 +62,7 @@ static void on_result(void *arg, const PGresult *res)
 	if (res == NULL) {
 		s->nulls++;
 		s->status[a->index] = PGRES_FATAL_ERROR;
+		s->unsent[a->index] = s->conn != NULL && pg_conn_answering_unsent(s->conn);
 	} else {
 		s->status[a->index] = PQresultStatus(res);
 		if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
@@ -226,6 +229,31 @@ Test(pg_conn, freed_with_statements_in_flight_answers_them, .init = setup, .fini
 	pg_conn_free(c);
 	cr_assert_eq(s.answered, 10);
 	cr_assert_eq(s.nulls, 10);
+	evloop_free(loop);
+}
+
+/* Freed (or lost) with statements out and statements not yet sent: each
+ * is answered NULL, and the owner can tell the ones that never left —
+ * which certainly did not run — from the ones whose outcome is not
+ * known. */
+Test(pg_conn, statements_never_sent_are_told_apart_when_failed, .init = setup, .fini = teardown)
+{
+	struct seen s;
+	struct pg_conn *c = connect_to_srv(&s);
+	struct evloop *loop = s.loop;
+	query(c, &s, 0, "SELECT 1");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 1);
+	for (int i = 1; i <= 3; i++)
+		query(c, &s, i, "SELECT pg_sleep(10)");
+	cr_assert_eq(pg_conn_sync(c), 0); /* up: these go out now */
+	for (int i = 4; i <= 5; i++)
+		query(c, &s, i, "SELECT 2"); /* no sync: these wait */
+	s.conn = c;
+	pg_conn_free(c);
+	cr_assert_eq(s.nulls, 5);
+	for (int i = 1; i <= 5; i++)
+		cr_assert_eq(s.unsent[i], i >= 4, "statement %d", i);
 	evloop_free(loop);
 }
 

@@ -186,6 +186,27 @@ Test(region_core, a_load_that_fails_answers_store_unavailable_and_the_next_one_g
 	harness_stop(&h);
 }
 
+/* A commit whose outcome the store cannot know (its connection lost while
+ * the commit was out) answers {error, unconfirmed}, never
+ * store_unavailable, which tells a caller that nothing was applied; and a
+ * commit that failed, store_unavailable. Either way the entity stops and
+ * its next message starts from what the store holds. */
+Test(region_core, a_commit_of_unknown_outcome_answers_unconfirmed_and_a_failed_one_store_unavailable)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 1, .shards = 10, .store = HARNESS_OWN_STORES});
+	struct store_double *d = h.m[0].store;
+	cr_assert_eq(value_of(&h, harness_call(&h, 0, 1, "incr")), 1);
+	store_double_knobs(d)->commit_error = STATE_STORE_UNCONFIRMED;
+	expect_error(&h, harness_call(&h, 0, 1, "incr"), "unconfirmed");
+	store_double_knobs(d)->commit_error = -EIO;
+	expect_error(&h, harness_call(&h, 0, 1, "incr"), "store_unavailable");
+	store_double_knobs(d)->commit_error = 0;
+	/* Neither change is in the store: the entity reloads 1. */
+	cr_assert_eq(value_of(&h, harness_call(&h, 0, 1, "incr")), 2);
+	harness_stop(&h);
+}
+
 Test(region_core, a_shared_stores_claim_holds_back_the_shards_messages)
 {
 	struct harness h;

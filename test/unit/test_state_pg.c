@@ -27,6 +27,7 @@ struct seen {
 	int found_by_token[700]; /* many loads at once: 1 found, 0 not, -1 no answer yet */
 	uint64_t written_upto;
 	int commits, failed;
+	int last_status; /* of the last commit reported */
 	bool went_back;
 	uint64_t wait_upto;
 	int loads, wait_loads;
@@ -46,6 +47,7 @@ static void on_written(void *arg, uint64_t upto, int status)
 		s->went_back = true;
 	s->written_upto = upto;
 	s->commits++;
+	s->last_status = status;
 	if (status != 0)
 		s->failed++;
 	if (s->wait_upto && upto >= s->wait_upto)
@@ -250,6 +252,68 @@ Test(state_pg, a_server_that_goes_away_fails_the_batch_out_and_comes_back, .init
 	cr_assert_eq(f.seen.failed, failed);
 	cr_assert_eq(load_one(f.type, &f.seen, id_a, sizeof id_a), 1);
 	cr_assert_arr_eq(f.seen.last_state, seven, sizeof seven);
+	close_store(&f);
+}
+
+static void stop_loop(struct evloop *loop, void *arg)
+{
+	(void)arg;
+	evloop_stop(loop);
+}
+
+/* Turns the loop for about ms: the store sends what is queued. */
+static void turn_loop(struct evloop *loop, uint64_t ms)
+{
+	struct evloop_timer t;
+	evloop_timer_init(&t, stop_loop, NULL);
+	cr_assert_eq(evloop_timer_start(loop, &t, ms), 0);
+	cr_assert_eq(evloop_run(loop), 0);
+	evloop_timer_stop(loop, &t);
+}
+
+/* Polls psql's answer to `sql` until it is `want`, turning the loop
+ * between tries; fails the test after 10 s. */
+static void await_psql(struct evloop *loop, const char *sql, const char *want)
+{
+	char out[64] = "";
+	for (uint64_t until = evloop_clock_ms() + 10000; evloop_clock_ms() < until;) {
+		psql(sql, out, sizeof out);
+		if (strcmp(out, want) == 0)
+			return;
+		turn_loop(loop, 20);
+	}
+	cr_assert_fail("%s: %s, not %s", sql, out, want);
+}
+
+/* The server crashes while a batch's commit is out (held at the server by
+ * another client's lock): whether it committed is not known, and the
+ * batch is reported so — never as failed, which would tell callers that
+ * nothing was applied. */
+Test(state_pg, a_commit_cut_off_by_the_servers_crash_is_unconfirmed, .init = setup, .fini = teardown)
+{
+	struct fixture f;
+	open_store(&f);
+	uint64_t seq;
+	cr_assert_eq(state_store_write(f.type, 1, id_a, sizeof id_a, seven, sizeof seven, &seq), 0);
+	wait_written(&f.seen, seq);
+	cr_assert_eq(f.seen.last_status, 0);
+
+	char line[512];
+	snprintf(line, sizeof line,
+		 "psql -X -q -h 127.0.0.1 -p %d -U postgres -c 'BEGIN' -c 'LOCK TABLE shardnode_entity_state IN "
+		 "ACCESS EXCLUSIVE MODE' -c 'SELECT pg_sleep(60)' >/dev/null 2>&1 &",
+		 srv.port);
+	cr_assert_eq(system(line), 0);
+	await_psql(f.loop,
+		   "SELECT count(*) FROM pg_locks WHERE granted AND mode = 'AccessExclusiveLock' AND relation = "
+		   "'shardnode_entity_state'::regclass",
+		   "1");
+	cr_assert_eq(state_store_write(f.type, 1, id_a, sizeof id_a, eight, sizeof eight, &seq), 0);
+	await_psql(f.loop, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", "1");
+	pg_server_cmd(&srv, "kill");
+	wait_written(&f.seen, seq);
+	cr_assert_eq(f.seen.written_upto, seq);
+	cr_assert_eq(f.seen.last_status, STATE_STORE_UNCONFIRMED, "%d", f.seen.last_status);
 	close_store(&f);
 }
 
