@@ -89,19 +89,25 @@ static void wait_answers(struct seen *s, int n)
 	cr_assert_eq(s->answered, n);
 }
 
-/* A loop and a connection to the test's server, its callbacks into `s`. */
-static struct pg_conn *connect_to_srv(struct seen *s)
+/* A loop and a connection with conninfo `ci`, its callbacks into `s`. */
+static struct pg_conn *connect_with(struct seen *s, const char *ci)
 {
 	struct evloop *loop = evloop_new();
 	cr_assert_not_null(loop);
 	*s = (struct seen){.loop = loop};
-	char ci[160];
-	pg_server_conninfo(&srv, ci, sizeof ci);
 	int err = 1;
 	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, s, &err);
 	cr_assert_not_null(c);
 	cr_assert_eq(err, 0);
 	return c;
+}
+
+/* The same to the test's server. */
+static struct pg_conn *connect_to_srv(struct seen *s)
+{
+	char ci[160];
+	pg_server_conninfo(&srv, ci, sizeof ci);
+	return connect_with(s, ci);
 }
 
 Test(pg_conn, statements_are_pipelined_and_answered_in_order, .init = setup, .fini = teardown)
@@ -334,16 +340,13 @@ static int refusing_port(void)
  * the connection comes up. */
 Test(pg_conn, the_next_host_of_the_list_is_tried_when_the_first_refuses, .init = setup, .fini = teardown)
 {
-	struct evloop *loop = evloop_new();
-	cr_assert_not_null(loop);
-	struct seen s = {.loop = loop};
 	char ci[200];
 	snprintf(ci, sizeof ci,
 		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres target_session_attrs=read-write",
 		 refusing_port(), srv.port);
-	int err = 1;
-	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
-	cr_assert_not_null(c);
+	struct seen s;
+	struct pg_conn *c = connect_with(&s, ci);
+	struct evloop *loop = s.loop;
 	query(c, &s, 0, "SELECT 7");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	wait_answers(&s, 1);
@@ -359,14 +362,11 @@ Test(pg_conn, the_next_host_of_the_list_is_tried_when_the_first_refuses, .init =
 Test(pg_conn, an_attempt_that_hangs_ends_at_connect_timeout, .init = setup, .fini = teardown)
 {
 	pg_server_cmd(&srv, "pause");
-	struct evloop *loop = evloop_new();
-	cr_assert_not_null(loop);
-	struct seen s = {.loop = loop};
 	char ci[200];
 	snprintf(ci, sizeof ci, "host=127.0.0.1 port=%d user=postgres dbname=postgres connect_timeout=2", srv.port);
-	int err = 1;
-	struct pg_conn *c = pg_conn_new(loop, &quiet, ci, on_state, &s, &err);
-	cr_assert_not_null(c);
+	struct seen s;
+	struct pg_conn *c = connect_with(&s, ci);
+	struct evloop *loop = s.loop;
 	query(c, &s, 0, "SELECT 1");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	uint64_t t0 = evloop_clock_ms();
