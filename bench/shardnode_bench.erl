@@ -172,6 +172,14 @@ measure(System, Round, #{only := "replicated"} = Cfg) ->
         shardnode -> maps:merge(durable_figures(Cfg), replicated_figures(Cfg));
         beam -> #{}
     end;
+measure(System, Round, #{only := "postgres"} = Cfg) ->
+    %% BENCH_ONLY=postgres: the postgres rows alone, one server and a
+    %% primary with a synchronous standby
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    case System of
+        shardnode -> postgres_both(Cfg);
+        beam -> #{}
+    end;
 measure(System, Round, #{only := "limit"} = Cfg) ->
     %% BENCH_ONLY=limit: the max_active_entities rows alone
     io:format("~nround ~b, ~s~n", [Round, label(System)]),
@@ -218,7 +226,7 @@ measure(System, Round, Cfg) ->
              shardnode -> lists:foldl(fun maps:merge/2, #{},
                                       [rebalance_figures(Cfg), durable_figures(Cfg), replicated_figures(Cfg),
                                        bench_failover:figures(Cfg), bench_limit:figures(Cfg),
-                                       postgres_figures(Cfg), state_move_figures(Cfg),
+                                       postgres_both(Cfg), state_move_figures(Cfg),
                                        singleton_figures(Cfg), metrics_figures(Cfg),
                                        erlang_entity_figures(Cfg)]);
              beam -> #{}
@@ -714,6 +722,54 @@ postgres_figures(#{clients := C, window := W, seconds := Secs, c_pg_window := PW
     progress("durable, pg", "~s incr/s, p50 ~s us, p99 ~s us; raw pgbench ~s upserts/s (~s x ~b): ~.2f of it",
              [fmt(Rate), fmt(P50), fmt(P99), fmt(Raw), fmt(Tps), Batch, Rate / Raw]),
     Durable#{pg_raw_rate => Raw}.
+
+%% The postgres rows: one server, then a primary with a synchronous
+%% standby, and the second's rate over the first's.
+postgres_both(Cfg) ->
+    M = maps:merge(postgres_figures(Cfg), postgres_sync_figures(Cfg)),
+    case M of
+        #{pg_c_rate := One, pg_sync_rate := Sync} when One > 0 ->
+            progress("durable, pg sync / one", "~.2f of the single server's rate", [Sync / One]),
+            M#{pg_sync_ratio => Sync / One};
+        _ -> M
+    end.
+
+%% The same durable increments against a primary with a synchronous
+%% streaming standby (scripts/pg-server.sh start, then standby ... sync:
+%% every commit waits for the standby to have it), both started here on
+%% this machine, and the rate as a ratio of the single server's above.
+postgres_sync_figures(#{pg_port := 0}) ->
+    #{};
+postgres_sync_figures(#{c_pg_window := PW, clients := C, window := W} = Cfg) ->
+    Base = string:trim(os:cmd("mktemp -d -u /tmp/sn-bench-pgsync-XXXXXX")),
+    {Primary, Standby} = {Base ++ "-primary", Base ++ "-standby"},
+    Script = "scripts/pg-server.sh",
+    try
+        {0, P} = sh(Script ++ " start " ++ Primary),
+        {0, S} = sh(Script ++ " standby " ++ Standby ++ " " ++ Primary ++ " sync"),
+        Conninfo = lists:flatten(io_lib:format("host=127.0.0.1,127.0.0.1 port=~s,~s user=postgres dbname=postgres "
+                                               "target_session_attrs=read-write", [string:trim(P), string:trim(S)])),
+        bench_nodes:with_node(
+          shardnode, #{state_store => postgres, postgres_conninfo => Conninfo}, Cfg,
+          fun(#{ospid := OsPid} = Sys) ->
+                  bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
+                  Cpu0 = bench_nodes:cpu_us(OsPid),
+                  Ask = bench_load:c_loadgen(Sys, ask, PW, Cfg),
+                  Cpu1 = bench_nodes:cpu_us(OsPid),
+                  #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
+                  progress("durable, pg sync standby", "~s incr/s, p50 ~s us, p99 ~s us",
+                           [fmt(Rate), fmt(P50), fmt(P99)]),
+                  #{pg_sync_rate => Rate, pg_sync_p50 => P50, pg_sync_p99 => P99,
+                    pg_sync_cpu => (Cpu1 - Cpu0) / Calls}
+          end)
+    after
+        [sh(Script ++ " stop " ++ D) || D <- [Standby, Primary]]
+    end.
+
+sh(Cmd) ->
+    Out = os:cmd(Cmd ++ " 2>&1; echo \"rc=$?\""),
+    [Rc | Rest] = lists:reverse(string:lexemes(Out, "\n")),
+    {list_to_integer(string:prefix(Rc, "rc=")), string:join(lists:reverse(Rest), "\n")}.
 
 %% Entity state moving with its shards: a node hosting MOVE_SHARDS shards
 %% holds 2 x BENCH_ENTITIES counters (each at 1); a second node joins and
