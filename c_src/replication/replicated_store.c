@@ -132,7 +132,10 @@ static int face_scan(struct state_store_type *t, uint32_t shard, const char *aft
 	return state_store_scan(of_type(t)->local_type, shard, after_key, after_len, max_bytes, token);
 }
 
-static void face_cancel_queued(struct state_store_type *t) { state_store_cancel_queued(of_type(t)->local_type); }
+static uint64_t face_cancel_queued(struct state_store_type *t)
+{
+	return state_store_cancel_queued(of_type(t)->local_type);
+}
 
 static uint64_t face_last_queued(const struct state_store *s) { return state_store_last_queued(of_store(s)->local); }
 

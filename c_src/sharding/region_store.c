@@ -28,7 +28,9 @@
  *   state not yet durable. Replies leave in the order their messages were
  *   handled. A commit that failed, or one not done within
  *   store_timeout_ms, answers the waiting replies {error, store_unavailable}
- *   instead; their entities are stopped, so their next message reloads
+ *   instead — {error, unconfirmed} where the write may still land (it was
+ *   committing, or the connection to the database broke during its
+ *   commit); their entities are stopped, so their next message reloads
  *   what the store really holds.
  */
 #include <errno.h>
@@ -492,15 +494,21 @@ void region_store_tick(struct region *r)
 	 * (refuse_waiting_too_long), nothing of it applied. */
 	if (state_store_waits_only_elsewhere(r->store, r->held.head->seq))
 		return;
-	/* The store is in trouble. Its replies say the change was not applied,
-	 * so the type's writes not yet taken by the writer are cancelled — and
-	 * then no held reply can be sent as it is: all get the error, and their
-	 * entities stop, to reload what the store holds. Only a write already
-	 * committing (taken before this) may still land. */
-	log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): "
-		 "{error, store_unavailable} to the %u replies waiting", r->cfg.name,
-		 r->cfg.store_timeout_ms, r->held.count);
-	state_store_cancel_queued(r->store);
+	/* The store is in trouble. The type's writes not yet being committed
+	 * are cancelled, so their replies can say the change was not applied
+	 * ({error, store_unavailable}, which a caller may try again); a write
+	 * already committing (taken by the writer, sent to the database) may
+	 * still land, so its reply says {error, unconfirmed}. No held reply
+	 * can be sent as it is: their entities stop, to reload what the store
+	 * holds. */
+	uint64_t committing = state_store_cancel_queued(r->store);
+	uint32_t maybe = 0;
+	for (const struct held_reply *h = r->held.head; h != NULL && h->seq <= committing; h = h->next)
+		maybe++;
+	log_warn(r->cfg.log, "region %s: a write not committed within store_timeout_ms (%u ms): {error, unconfirmed} "
+		 "to the %u replies whose writes were committing, {error, store_unavailable} to the %u others",
+		 r->cfg.name, r->cfg.store_timeout_ms, maybe, r->held.count - maybe);
+	release(r, committing, "unconfirmed", true);
 	release(r, UINT64_MAX, "store_unavailable", true);
 }
 

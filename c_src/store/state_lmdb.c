@@ -516,14 +516,17 @@ int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, 
 	return 0;
 }
 
-void state_lmdb_cancel_queued(struct state_lmdb_type *t)
+uint64_t state_lmdb_cancel_queued(struct state_lmdb_type *t)
 {
 	struct state_lmdb *s = t->s;
+	uint64_t waiting = 0; /* not taken by the writer: the last numbers */
 	pthread_mutex_lock(&s->mu);
-	for (struct write_op *w = s->writes; w != NULL; w = w->next)
+	for (struct write_op *w = s->writes; w != NULL; w = w->next, waiting++)
 		if (w->dbi == t->dbi)
 			w->kind = WRITE_CANCELLED;
+	uint64_t taken = s->last_queued - waiting;
 	pthread_mutex_unlock(&s->mu);
+	return taken;
 }
 
 int state_lmdb_shard_meta_write(struct state_lmdb_type *t, uint32_t shard, const void *meta, size_t len,
@@ -652,9 +655,9 @@ static int op_shard_meta_read(struct state_store_type *t, state_store_meta_fn fn
 	return state_lmdb_shard_meta_read(lmdb_type(t), fn, arg);
 }
 
-static void op_cancel_queued(struct state_store_type *t)
+static uint64_t op_cancel_queued(struct state_store_type *t)
 {
-	state_lmdb_cancel_queued(lmdb_type(t));
+	return state_lmdb_cancel_queued(lmdb_type(t));
 }
 
 static uint64_t op_last_queued(const struct state_store *s)

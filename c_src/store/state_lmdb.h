@@ -89,8 +89,9 @@ int state_lmdb_load(struct state_lmdb_type *t, uint32_t shard, const char *id, s
 /* Cancels the type's writes still queued, not yet taken by the writer
  * thread: they will not be written (their sequence numbers are still
  * reported, as if written). A write the writer has taken is committing and
- * cannot be recalled. For giving up on a store that does not answer. */
-void state_lmdb_cancel_queued(struct state_lmdb_type *t);
+ * cannot be recalled: returns the number of the last one taken. For giving
+ * up on a store that does not answer. */
+uint64_t state_lmdb_cancel_queued(struct state_lmdb_type *t);
 
 /* Queues the deletion of every record of `shard`, as one write (*seq):
  * ordered with the others, so records written after it stay. Returns 0 or

@@ -523,12 +523,14 @@ static int op_scan(struct state_store_type *t, uint32_t shard, const char *after
 	return -EOPNOTSUPP;
 }
 
-static void op_cancel_queued(struct state_store_type *base)
+static uint64_t op_cancel_queued(struct state_store_type *base)
 {
 	struct pg_type *t = pg_type(base);
-	for (struct pg_write *w = t->s->writes; w != NULL; w = w->next)
+	uint64_t waiting = 0; /* writes in no batch yet: the last numbers */
+	for (struct pg_write *w = t->s->writes; w != NULL; w = w->next, waiting++)
 		if (w->type_index == t->index)
 			w->kind = W_CANCELLED;
+	return t->s->last_queued - waiting;
 }
 
 static uint64_t op_last_queued(const struct state_store *base)

@@ -104,7 +104,7 @@ struct state_store_ops {
 	int (*load)(struct state_store_type *t, uint32_t shard, const char *id, size_t id_len, uint64_t token);
 	int (*scan)(struct state_store_type *t, uint32_t shard, const char *after_key, size_t after_len,
 		    size_t max_bytes, uint64_t token);
-	void (*cancel_queued)(struct state_store_type *t);
+	uint64_t (*cancel_queued)(struct state_store_type *t);
 	uint64_t (*last_queued)(const struct state_store *s);
 	/* NULL (a local store): reachable while its commits succeed */
 	const char *(*unreachable)(const struct state_store *s);
@@ -246,11 +246,14 @@ static inline int state_store_scan(struct state_store_type *t, uint32_t shard, c
 }
 
 /* Cancels the type's writes not yet being committed: they will not be
- * written (their numbers are still reported, as if written). For giving up
- * on a store that does not answer. */
-static inline void state_store_cancel_queued(struct state_store_type *t)
+ * written (their numbers are still reported, as if written). Returns the
+ * number of the last write already being committed (sent to the database,
+ * or taken by the writer): a write numbered up to it may still land, or
+ * may have; every later write of this type is cancelled. For giving up on
+ * a store that does not answer. */
+static inline uint64_t state_store_cancel_queued(struct state_store_type *t)
 {
-	t->store->ops->cancel_queued(t);
+	return t->store->ops->cancel_queued(t);
 }
 
 /* Claims `shard` for this node (fencing, above): the shard's epoch grows

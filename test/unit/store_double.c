@@ -416,7 +416,12 @@ static void drop_events(struct dtype *t, bool reads_only)
 	}
 }
 
-static void op_cancel_queued(struct state_store_type *st) { drop_events(dtype_of(st), true); }
+/* The double's held writes count as being committed: they may land. */
+static uint64_t op_cancel_queued(struct state_store_type *st)
+{
+	drop_events(dtype_of(st), true);
+	return dtype_of(st)->d->seq;
+}
 
 static uint64_t op_last_queued(const struct state_store *s) { return ((const struct store_double *)s)->seq; }
 
