@@ -61,22 +61,35 @@ end_per_testcase(_Case, Config) ->
 %% Cases
 %%====================================================================
 
-%% Three members, two clients incrementing 30 counters each through A and B
+%% Three members, four clients incrementing 20 counters and 20 tallies
+%% (written in Erlang) each through A and B
 %% (one call out at a time each, remembering every acknowledged value).
 %% The primary is killed with SIGKILL and the standby promoted. Within
 %% store_timeout_ms plus a few seconds the clients' increments are
 %% acknowledged again; every counter then reads at least its last
 %% acknowledged value through every member (at most one more per client:
 %% an increment committed whose reply was cut off), and again after every
-%% member is stopped and started anew, loading from the new primary.
+%% member is stopped and started anew, loading from the new primary. No
+%% entity ran twice at once.
 a_promoted_synchronous_standby_keeps_every_acknowledged_increment(Config) ->
-    Opts = [opts(Config, "fo") || _ <- [a, b, c]],
+    Recorder = sn_test:start_instance_recorder(),
+    try
+        keeps_every_acknowledged_increment(Config),
+        ?assertEqual([], sn_test:second_instances(Recorder))
+    after
+        exit(Recorder, kill)
+    end.
+
+keeps_every_acknowledged_increment(Config) ->
+    Opts = [(opts(Config, "fo"))#{entities => #{tally => sn_tally}} || _ <- [a, b, c]],
     {[A], _} = shardnode_ct:start_nodes(Config, [hd(Opts)]),
     {[B, C], _} = shardnode_ct:start_nodes(Config, [O#{join => [A]} || O <- tl(Opts)]),
     All = [A, B, C],
     await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All) end, All) end, 20000),
-    Clients = [start_incrementer(N, counter, [{K, I} || I <- lists:seq(1, 30)], continue)
-               || {K, N} <- [{1, A}, {2, B}]],
+    %% Counters (C entities) and tallies (Erlang entities, whose processes
+    %% report each start and end to the recorder).
+    Clients = [start_incrementer(N, T, [{K, T, I} || I <- lists:seq(1, 20)], continue)
+               || {K, N} <- [{1, A}, {2, B}], T <- [counter, tally]],
     await(fun() -> lists:all(fun(Cl) -> acked(Cl) > 200 end, Clients) end, 20000),
     %% Every member writes to the primary (the standby takes no writes).
     ?assert(clients_of(?config(primary_port, Config)) >= 3),
@@ -88,13 +101,14 @@ a_promoted_synchronous_standby_keeps_every_acknowledged_increment(Config) ->
           ?STORE_TIMEOUT_MS + 5000),
     ct:log("writes acknowledged again ~b ms after the primary was killed", [erlang:monotonic_time(millisecond) - T0]),
     Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_incrementer(Cl)) end, #{}, Clients),
-    ct:log("~b counters, ~b acknowledged increments", [maps:size(Acked), lists:sum(maps:values(Acked))]),
+    ct:log("~b entities, ~b acknowledged increments", [maps:size(Acked), lists:sum(maps:values(Acked))]),
     [?assertEqual([], lost(N, Acked)) || N <- All],
     %% Every member anew: what they answer comes from the new primary.
     [shardnode_ct:log_output(N) || N <- All],
     [ok = shardnode:stop_node(N) || N <- All],
-    {[A2], _} = shardnode_ct:start_nodes(Config, [opts(Config, "fo2")]),
-    {[B2, C2], _} = shardnode_ct:start_nodes(Config, [(opts(Config, "fo2"))#{join => [A2]} || _ <- [b, c]]),
+    {[A2], _} = shardnode_ct:start_nodes(Config, [(opts(Config, "fo2"))#{entities => #{tally => sn_tally}}]),
+    {[B2, C2], _} = shardnode_ct:start_nodes(Config, [(opts(Config, "fo2"))#{join => [A2], entities => #{tally => sn_tally}}
+                                                      || _ <- [b, c]]),
     All2 = [A2, B2, C2],
     await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All2) end, All2) end, 20000),
     [?assertEqual([], lost(N, Acked)) || N <- All2].
@@ -134,7 +148,7 @@ a_promoted_asynchronous_standby_takes_the_writes_on(Config) ->
 %% The counters whose value read through Node is below the last one
 %% acknowledged (or that Node cannot read).
 lost(Node, Acked) ->
-    [{Id, V, Got} || {Id, V} <- lists:sort(maps:to_list(Acked)), Got <- [try_call(Node, Id, get)],
+    [{Id, V, Got} || {{_, T, _} = Id, V} <- lists:sort(maps:to_list(Acked)), Got <- [try_call(Node, T, Id, get)],
                      not (is_tuple(Got) andalso is_integer(element(2, Got)) andalso element(2, Got) >= V)].
 
 %% How many client connections the server on Port serves.
@@ -159,8 +173,10 @@ opts(Config, Prefix) ->
                   postgres_conninfo => lists:flatten(Conninfo),
                   data_dir => filename:join(?config(priv_dir, Config), Name)}}.
 
-try_call(Node, Id, Msg) ->
-    try gen_server:call({counter, Node}, {Id, Msg}, 5000) of
+try_call(Node, Id, Msg) -> try_call(Node, counter, Id, Msg).
+
+try_call(Node, Type, Id, Msg) ->
+    try gen_server:call({Type, Node}, {Id, Msg}, 5000) of
         Reply -> {ok, Reply}
     catch
         exit:_ -> error
