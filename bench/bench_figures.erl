@@ -266,7 +266,13 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
              {"metrics page: series", metrics_series},
              {"metrics page: render time on the loop, us (its /proc reads included)", metrics_render_us},
              {"metrics page writer alone: 10 000 series, us (bench/prom_render_bench.c; target <= 1000)",
-              metrics_render_10k_us}])],
+              metrics_render_10k_us}]
+            ++ lists:append(
+                 [[{io_lib:format("~b members at once: formed, ms (all list all up)", [N]), {scale_formed_ms, N}},
+                   {io_lib:format("~b members: idle CPU per member, ms/s", [N]), {scale_idle_cpu_ms, N}},
+                   {io_lib:format("~b members: resident memory per member, MB", [N]), {scale_rss_mb, N}},
+                   {io_lib:format("~b members: kill -9 of one -> listed down, ms", [N]), {scale_down_ms, N}}]
+                  || N <- lists:usort([N || {scale_formed_ms, N} <- maps:keys(S)])]))],
     ok.
 
 %% Everything else running on the machine shares its cores with the three

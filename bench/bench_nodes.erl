@@ -7,7 +7,8 @@
 %% dictionary.
 -module(bench_nodes).
 
--export([with_load_nodes/2, with_node/4, with_c_node/4, with_beam_tls_node/3, with_host/3, start_c/3, stop/1,
+-export([with_load_nodes/2, with_node/4, with_c_node/4, with_beam_tls_node/3, with_host/3, start_c/3,
+         start_c_at_once/3, stop/1, forget/1,
          stop_quietly/1, kill/1,
          all_gone/0, cleanup/0, note_ospid/2,
          cpu_us/1, rss_kb/1,
@@ -139,25 +140,44 @@ with_host(Types, #{tag := Tag, entities := Entities} = Cfg, Fun) ->
 
 %% started_at: the time just before shardnode:start_node/1, which spawns
 %% the OS process.
-start_c(Prefix, #{config := Config} = Opts, #{tag := Tag, data_dir := DataDir} = Cfg) ->
-    Name = Prefix ++ Tag ++ "@127.0.0.1",
-    StartOpts = Opts#{name => Name,
-                      config => Config#{data_dir => filename:join(DataDir, Name)},
-                      ready_timeout => 20000},
+start_c(Prefix, Opts, Cfg) ->
+    {Name, StartOpts} = c_opts(Prefix, Opts, Cfg),
     T0 = erlang:monotonic_time(),
-    case shardnode:start_node(StartOpts) of
-        {ok, Node} ->
-            Sys0 = #{system => shardnode, node => Node, started_at => T0},
-            track(Sys0),
-            {ok, OsPid} = shardnode:os_pid(Node),
-            note_ospid(OsPid, Cfg),
-            note_started(Node, OsPid),
-            Sys = Sys0#{ospid => OsPid},
-            track(Sys),
-            Sys;
-        {error, Reason} ->
-            erlang:error({start_shardnode, Name, Reason})
+    c_started(Name, shardnode:start_node(StartOpts), T0, Cfg).
+
+%% The same for one node per prefix, all started at once (each start_node
+%% from a process of its own), each waiting ready_timeout (ms) at most;
+%% the nodes in the order of the prefixes. Tracked here, as start_c's.
+start_c_at_once(Prefixes, Opts, Cfg) ->
+    T0 = erlang:monotonic_time(),
+    Self = self(),
+    Named = [c_opts(P, Opts, Cfg) || P <- Prefixes],
+    Pids = [spawn_link(fun() -> Self ! {started, self(), shardnode:start_node(O)} end) || {_, O} <- Named],
+    Results = lists:zip([N || {N, _} <- Named], [receive {started, Pid, R} -> R end || Pid <- Pids]),
+    %% Every node that did start is tracked (cleanup stops it) before a
+    %% failure is raised.
+    Started = [c_started(Name, R, T0, Cfg) || {Name, {ok, _} = R} <- Results],
+    case [{Name, Why} || {Name, {error, Why}} <- Results] of
+        [] -> Started;
+        Failed -> erlang:error({start_shardnode, Failed})
     end.
+
+c_opts(Prefix, #{config := Config} = Opts, #{tag := Tag, data_dir := DataDir}) ->
+    Name = Prefix ++ Tag ++ "@127.0.0.1",
+    {Name, maps:merge(#{ready_timeout => 20000},
+                      Opts#{name => Name, config => Config#{data_dir => filename:join(DataDir, Name)}})}.
+
+c_started(_Name, {ok, Node}, T0, Cfg) ->
+    Sys0 = #{system => shardnode, node => Node, started_at => T0},
+    track(Sys0),
+    {ok, OsPid} = shardnode:os_pid(Node),
+    note_ospid(OsPid, Cfg),
+    note_started(Node, OsPid),
+    Sys = Sys0#{ospid => OsPid},
+    track(Sys),
+    Sys;
+c_started(Name, {error, Reason}, _T0, _Cfg) ->
+    erlang:error({start_shardnode, Name, Reason}).
 
 %% shardnode:stop_node/1 returns ok once the OS process has exited with
 %% status 0 (a graceful leave after SIGTERM), the name has left epmd and a
@@ -232,6 +252,10 @@ stop_quietly(Sys) ->
 track(#{node := Node} = Sys) ->
     Others = [S || #{node := N} = S <- tracked(), N =/= Node],
     put(bench_nodes, [Sys | Others]).
+
+%% A node stopped some other way (several at once, from other processes):
+%% not tracked any more; all_gone/0 still checks that it is gone.
+forget(Sys) -> untrack(Sys).
 
 untrack(#{node := Node}) ->
     put(bench_nodes, [S || #{node := N} = S <- tracked(), N =/= Node]).

@@ -180,6 +180,14 @@ measure(System, Round, #{only := "postgres"} = Cfg) ->
         shardnode -> postgres_both(Cfg);
         beam -> #{}
     end;
+measure(System, Round, #{only := "scale"} = Cfg) ->
+    %% BENCH_ONLY=scale: what a member costs as the cluster grows
+    %% (bench_scale), no baseline
+    io:format("~nround ~b, ~s~n", [Round, label(System)]),
+    case System of
+        shardnode -> bench_scale:figures(Cfg);
+        beam -> #{}
+    end;
 measure(System, Round, #{only := "limit"} = Cfg) ->
     %% BENCH_ONLY=limit: the max_active_entities rows alone
     io:format("~nround ~b, ~s~n", [Round, label(System)]),

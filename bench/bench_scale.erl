@@ -1,0 +1,106 @@
+%% What a member costs as the cluster grows (docs/contract.md "A cluster"):
+%% for each size N of BENCH_SCALE_SIZES (16 and 64 by default; 256 too
+%% with BENCH_SCALE_SIZES=16,64,256), N shardnode members on this machine
+%% with the default timings and the memory store — the first started
+%% alone, the other N-1 at once, each joining through it. Reported:
+%%
+%%   formation: from the start of the N-1 until every member lists all N
+%%     up;
+%%   idle CPU per member: the CPU time of all N OS processes over
+%%     BENCH_SCALE_IDLE_S seconds (5) with no message sent, over N, in ms
+%%     of CPU per second;
+%%   memory per member: the resident size of the N OS processes, over N;
+%%   fail-over: from kill -9 of the youngest until the first member lists
+%%     it down (what the cluster's watching costs to decide).
+%%
+%% Each member keeps a connection to every other today, and its memory
+%% grows with them: 256 members took the 24 GB of a test machine.
+%%
+%% Every member of a size is stopped before the next size starts.
+-module(bench_scale).
+
+-export([figures/1]).
+
+-define(DEADLINE_MS, 180000).
+
+figures(Cfg) ->
+    Sizes = sizes(),
+    lists:foldl(fun(N, Acc) -> maps:merge(Acc, size_figures(N, Cfg)) end, #{}, Sizes).
+
+sizes() ->
+    case os:getenv("BENCH_SCALE_SIZES") of
+        false -> [16, 64];
+        "" -> [16, 64];
+        S -> [list_to_integer(X) || X <- string:lexemes(S, ",")]
+    end.
+
+idle_seconds() ->
+    case os:getenv("BENCH_SCALE_IDLE_S") of
+        false -> 5;
+        "" -> 5;
+        S -> list_to_integer(S)
+    end.
+
+size_figures(N, Cfg) ->
+    Opts = #{types => [counter], config => #{}, ready_timeout => ?DEADLINE_MS},
+    Tag = "bench_s" ++ integer_to_list(N) ++ "_",
+    First = bench_nodes:start_c(Tag ++ "1_", Opts, Cfg),
+    #{node := A} = First,
+    T0 = erlang:monotonic_time(),
+    Others = try
+                 bench_nodes:start_c_at_once([Tag ++ integer_to_list(K) ++ "_" || K <- lists:seq(2, N)],
+                                             Opts#{join => [A]}, Cfg)
+             catch
+                 Class:Reason:Stack ->
+                     bench_nodes:stop_quietly(First),
+                     erlang:raise(Class, Reason, Stack)
+             end,
+    All = [First | Others],
+    Nodes = [Node || #{node := Node} <- All],
+    try
+        ok = shardnode_poll:until(fun() -> lists:all(fun(X) -> length(up_members(X)) =:= N end, Nodes) end,
+                                  ?DEADLINE_MS, 100),
+        Formed = bench_figures:us(erlang:monotonic_time() - T0) / 1000,
+        Pids = [P || #{ospid := P} <- All],
+        Secs = idle_seconds(),
+        Cpu0 = lists:sum([bench_nodes:cpu_us(P) || P <- Pids]),
+        W0 = erlang:monotonic_time(),
+        timer:sleep(Secs * 1000), %% the window measured: nothing to wait for
+        Cpu1 = lists:sum([bench_nodes:cpu_us(P) || P <- Pids]),
+        Wall = bench_figures:us(erlang:monotonic_time() - W0) / 1.0e6,
+        Idle = (Cpu1 - Cpu0) / 1000 / Wall / N,
+        RssMb = lists:sum([bench_nodes:rss_kb(P) || P <- Pids]) / 1024 / N,
+        Victim = lists:last(All),
+        #{node := V} = Victim,
+        Self = self(),
+        Watcher = spawn_link(fun() -> bench_nodes:watch_down(Self, A, V) end),
+        K0 = erlang:monotonic_time(),
+        ok = bench_nodes:kill(Victim),
+        TDown = receive {Watcher, down, Td} -> Td after ?DEADLINE_MS -> erlang:error({never_down, N}) end,
+        Down = bench_figures:us(TDown - K0) / 1000,
+        bench_figures:progress("scale " ++ integer_to_list(N), "formed in ~s ms; idle CPU ~s ms/s and ~s MB per "
+                               "member; a kill -9 seen down after ~s ms",
+                               [bench_figures:fmt(Formed), bench_figures:fmt(Idle), bench_figures:fmt(RssMb),
+                                bench_figures:fmt(Down)]),
+        maps:from_list([{{scale_formed_ms, N}, Formed}, {{scale_idle_cpu_ms, N}, Idle}, {{scale_rss_mb, N}, RssMb},
+                        {{scale_down_ms, N}, Down}])
+    after
+        stop_all([S || S = #{node := Node} <- All, lists:member(Node, shardnode:which_nodes())])
+    end.
+
+%% Stops the members, youngest first, several at a time.
+stop_all(Systems) ->
+    Self = self(),
+    Pids = [spawn(fun() -> Self ! {stopped, self(), catch shardnode:stop_node(Node)} end)
+            || #{node := Node} <- lists:reverse(Systems)],
+    [receive {stopped, P, _} -> ok end || P <- Pids],
+    [bench_nodes:forget(S) || S <- Systems],
+    %% One that did not stop by itself is killed.
+    [shardnode:kill_node(Node) || #{node := Node} <- Systems, lists:member(Node, shardnode:which_nodes())],
+    ok.
+
+up_members(Node) ->
+    case catch gen_server:call({shardnode, Node}, members, 5000) of
+        {ok, Ms} -> [M || #{status := up, node := M} <- Ms];
+        _ -> []
+    end.
