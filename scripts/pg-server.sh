@@ -31,6 +31,8 @@ set -euo pipefail
 usage="usage: pg-server.sh start|halt|stop|pause|resume|kill|promote DIR, or standby DIR PRIMARY_DIR [sync]"
 cmd=${1:?$usage}
 dir=${2:?$usage}
+# Absolute: the server's own commands run from / (below).
+dir=$(realpath -m "$dir")
 
 bindir=$(pg_config --bindir 2>/dev/null || true)
 if [ -z "$bindir" ] || [ ! -x "$bindir/initdb" ]; then
@@ -38,9 +40,12 @@ if [ -z "$bindir" ] || [ ! -x "$bindir/initdb" ]; then
 fi
 [ -x "$bindir/initdb" ] || { echo "pg-server: no PostgreSQL server binaries (install postgresql)" >&2; exit 1; }
 
+# Runs a command as the server's owner, from /: the caller's directory may
+# be one the postgres user cannot enter (a mktemp -d checkout), and psql
+# would say so on stderr, into what the caller reads.
 as_owner() {
 	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- "$@"
+		(cd / && runuser -u postgres -- "$@")
 	else
 		"$@"
 	fi
@@ -108,7 +113,7 @@ start)
 	start_fresh
 	;;
 standby)
-	primary=${3:?$usage}
+	primary=$(realpath -m "${3:?$usage}")
 	primary_port=$(cat "$primary/port")
 	mkdir -p "$dir"
 	[ "$(id -u)" -eq 0 ] && chown postgres "$dir"
