@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv1a.h"
+
 struct byte_set_entry {
 	size_t len;
 	char bytes[];
@@ -15,13 +17,7 @@ void byte_set_init(struct byte_set *s) { *s = (struct byte_set){0}; }
 
 /* FNV-1a: the keys are short (entity ids), and nobody chooses them to
  * collide a table that lives for one fill. */
-static uint64_t hash(const char *key, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t k = 0; k < len; k++)
-		h = (h ^ (unsigned char)key[k]) * 1099511628211ull;
-	return h;
-}
+static uint64_t hash(const char *key, size_t len) { return fnv1a64(key, len); }
 
 static size_t find(const struct byte_set_entry *const *slots, size_t cap, const char *key, size_t len)
 {

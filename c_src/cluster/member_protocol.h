@@ -22,7 +22,10 @@
  *   1  v0.1.0: states nothing
  *   2  v0.2.0: states its version; regions state the epoch of each shard
  *      they claim (`hosting` with epochs, to a coordinator of 2 or later;
- *      `shard_home` with the epoch, to a region whose report had them)
+ *      `shard_home` with the epoch, to a region whose report had them);
+ *      the tick's gossip to a member of 2 or later is a digest of the
+ *      list (`gossip_digest`), answered with the whole list when the
+ *      receiver's differs
  */
 #ifndef SN_MEMBER_PROTOCOL_H
 #define SN_MEMBER_PROTOCOL_H
@@ -37,6 +40,8 @@
 #define MEMBER_PROTOCOL_TEXT "2"
 /* What a member that states none speaks. */
 #define MEMBER_PROTOCOL_OLDEST 1
+/* The first protocol whose members take a digest for the tick's gossip. */
+#define MEMBER_PROTOCOL_DIGESTS 2
 
 /* The marker's prefix; the decimal version follows. */
 #define MEMBER_PROTOCOL_MARKER SN_ATOM_PROTOCOL_PREFIX

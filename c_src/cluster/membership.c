@@ -69,6 +69,26 @@ static void gossip_all(struct membership *m)
 	}
 }
 
+/* The tick's gossip: to a member whose protocol knows digests (2 on), the
+ * list's digest, and the whole list only when its own differs (it
+ * answers with its list, and ours follows when its digest comes); to an
+ * older member, the whole list as before. A list of N entries to each of
+ * N members every tick cost each member O(N^2); a digest is a few bytes.
+ * A change still goes whole to every member at once (gossip_all). */
+static void gossip_tick(struct membership *m)
+{
+	uint64_t digest = m->tick_digest = membership_digest(m);
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (strcmp(e->node, m->our_node) == 0 || e->status >= MEMBER_DOWN || e->unreachable)
+			continue;
+		if (e->protocol >= MEMBER_PROTOCOL_DIGESTS)
+			membership_digest_to(m, e->node, digest);
+		else
+			membership_gossip_to(m, e->node);
+	}
+}
+
 static void send_join(struct membership *m, const char *seed)
 {
 	ei_x_buff x;
@@ -128,7 +148,7 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	struct membership *m = arg;
 	form_if_nobody_answered(m);
 	send_joins(m);
-	gossip_all(m);
+	gossip_tick(m);
 	membership_heartbeat_all(m);
 	/* The downing decided on the way: applied here, where the list is
 	 * changed, before anything else reads it. */
@@ -420,6 +440,32 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	}
 }
 
+/* {gossip_digest, From, Digest}: the sender is heard, as by its gossip, and
+ * when its list differs from ours it gets ours whole — its own comes with
+ * our next digest's answer, so both hold the merge within two ticks. Ours
+ * is the digest of our last tick, not computed per message (that cost
+ * O(N) a digest, O(N^2) a tick): a list changed since answers a digest or
+ * two with the whole list for nothing, and the next tick compares anew. */
+static void on_digest(struct membership *m, const char *t, size_t i)
+{
+	char from[NODE_NAME_BUF];
+	if (node_name_decode(t, &i, from))
+		return;
+	int ii = (int)i;
+	unsigned long long digest;
+	if (ei_decode_ulonglong(t, &ii, &digest) < 0)
+		return;
+	struct member *sender = membership_member(m, from);
+	if (sender != NULL && sender->status >= MEMBER_DOWN) {
+		membership_gossip_to(m, from); /* it has not heard it was downed */
+		return;
+	}
+	if (sender != NULL)
+		membership_heard(m, sender);
+	if ((uint64_t)digest != m->tick_digest)
+		membership_gossip_to(m, from);
+}
+
 /* Whether the sender a message names first (at t[i]) is the node it came
  * from. */
 static bool sent_by(struct membership *m, const char *t, size_t i, const char *via, const char *kind)
@@ -441,8 +487,8 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 	long arity;
 	if (!shardnode_msg_head(t, &i, &arity) || arity != 4)
 		return 0;
-	static const char *const kinds[] = {"join", "gossip", "reachability", "heartbeat", "heartbeat_ack",
-					    "lease_lapsed"};
+	static const char *const kinds[] = {"join", "gossip", "gossip_digest", "reachability", "heartbeat",
+					    "heartbeat_ack", "lease_lapsed"};
 	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
 		if (!term_is_atom(t, i, kinds[k]))
 			continue;
@@ -461,6 +507,11 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 	if (term_is_atom(t, i, "gossip")) {
 		term_skip(t, &i);
 		on_gossip(m, t, i);
+		return 1;
+	}
+	if (term_is_atom(t, i, "gossip_digest")) {
+		term_skip(t, &i);
+		on_digest(m, t, i);
 		return 1;
 	}
 	if (term_is_atom(t, i, "reachability")) {

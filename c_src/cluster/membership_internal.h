@@ -35,6 +35,7 @@ struct membership {
 	struct member *members;
 	size_t n, cap;
 	struct evloop_timer gossip_timer;
+	uint64_t tick_digest;   /* the list's digest at the last tick (gossip_tick) */
 	uint64_t started_ms;    /* when membership started: the first seed's wait counts from it */
 	/* Another member has listed this incarnation of ours joining (we saw
 	 * it in gossip). Until then, with an up-number remembered from an
@@ -113,6 +114,16 @@ int membership_encode_types(ei_x_buff *x, const struct member *e);
 
 /* Sends our member list to `to`. */
 void membership_gossip_to(struct membership *m, const char *to);
+
+/* The digest of the member list as gossip carries it (0: memory ran out,
+ * which no list's digest is but by chance, so a peer takes it for a
+ * different list): equal on two members whose gossip to each other would
+ * change nothing, whatever the order of their entries. */
+uint64_t membership_digest(const struct membership *m);
+
+/* {gossip_digest, From, Digest} to `to`, a member whose protocol knows it
+ * (2 on): it answers with its whole list when its digest differs. */
+void membership_digest_to(struct membership *m, const char *to, uint64_t digest);
 
 /* ---- membership_health.c ---- */
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/fnv1a.h"
 #include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
@@ -92,6 +93,37 @@ static int encode_member(ei_x_buff *x, const struct member *e)
 	    term_x_encode_uint(x, e->version) < 0)
 		return -ENOMEM;
 	return membership_encode_types(x, e);
+}
+
+uint64_t membership_digest(const struct membership *m)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return 0;
+	/* Each entry hashed as gossip encodes it, the hashes combined by XOR:
+	 * the order of the entries, which differs between members, does not
+	 * count. */
+	uint64_t digest = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		x.index = 0;
+		if (encode_member(&x, &m->members[k]) != 0) {
+			digest = 0;
+			break;
+		}
+		digest ^= fnv1a64(x.buff, (size_t)x.index);
+	}
+	ei_x_free(&x);
+	return digest;
+}
+
+void membership_digest_to(struct membership *m, const char *to, uint64_t digest)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "gossip_digest") != 0)
+		return;
+	if (ei_x_encode_ulonglong(&x, (unsigned long long)digest) == 0)
+		membership_send_admin(m, to, &x); /* else the next tick's goes */
+	ei_x_free(&x);
 }
 
 void membership_gossip_to(struct membership *m, const char *to)
