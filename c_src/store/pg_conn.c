@@ -122,18 +122,41 @@ static int watch(struct pg_conn *c, uint32_t events)
 	return rc;
 }
 
+/* libpq's message on one line, into out (cut to its size): a line that
+ * goes on ("\n\t...") joins with a space, the next host's with "; ". */
+static void one_line(const char *msg, char *out, size_t size)
+{
+	size_t o = 0;
+	for (size_t k = 0; msg[k] != '\0' && o + 3 < size; k++) {
+		if (msg[k] != '\n') {
+			out[o++] = msg[k];
+			continue;
+		}
+		while (msg[k + 1] == '\t')
+			k++;
+		if (msg[k + 1] == '\0')
+			break;
+		if (msg[k] == '\t') {
+			out[o++] = ' ';
+		} else {
+			out[o++] = ';';
+			out[o++] = ' ';
+		}
+	}
+	while (o > 0 && out[o - 1] == ' ')
+		o--;
+	out[o] = '\0';
+}
+
 /* The connection failed or was lost: everything waiting is answered
  * NULL, and a new attempt comes after the back-off. */
 static void lost(struct pg_conn *c, const char *why)
 {
 	bool was_up = c->phase == PHASE_UP;
 	if (!c->logged_down) {
-		const char *msg = c->pg ? PQerrorMessage(c->pg) : "";
-		size_t n = strlen(msg);
-		while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-			n--;
-		log_warn(c->log, "postgres: %s: %.*s (retrying every %u ms at most)", why, (int)n, msg,
-			 BACKOFF_MAX_MS);
+		char msg[512];
+		one_line(c->pg ? PQerrorMessage(c->pg) : "", msg, sizeof msg);
+		log_warn(c->log, "postgres: %s: %s (retrying every %u ms at most)", why, msg, BACKOFF_MAX_MS);
 		c->logged_down = true;
 	}
 	if (c->fd >= 0)
