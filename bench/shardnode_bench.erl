@@ -236,7 +236,7 @@ measure(System, Round, Cfg) ->
                                        bench_failover:figures(Cfg), bench_limit:figures(Cfg),
                                        postgres_both(Cfg), state_move_figures(Cfg),
                                        singleton_figures(Cfg), metrics_figures(Cfg),
-                                       erlang_entity_figures(Cfg)]);
+                                       erlang_entity_figures(Cfg), bench_scale:figures(Cfg)]);
              beam -> #{}
          end,
     M = lists:foldl(fun maps:merge/2, M1, [Tls, M2, M3, M4]),
