@@ -105,18 +105,24 @@ static void lose_batch(struct host_link *h, int rc)
 	log_error(h->cfg.log, "a batch of entity messages for the host %s could not be sent (%s): dropping the "
 		  "connection, so its messages fail as at a nodedown", h->host, strerror(-rc));
 	h->losing = true;
-	evloop_timer_start(h->cfg.loop, &h->drop_timer, 0);
+	/* Memory is short: if even the timer cannot be armed, the next tick
+	 * drops the connection (on_tick). */
+	(void)evloop_timer_start(h->cfg.loop, &h->drop_timer, 0);
+}
+
+/* Drops the connection to the host: every region answers the messages at
+ * its processes as at the host's nodedown, and so does on_nodedown here.
+ * From a timer or the tick only. */
+static void drop_connection(struct host_link *h)
+{
+	(void)dist_node_disconnect(h->cfg.node, h->host, "a batch of entity messages could not be sent");
+	/* Its nodedown (always told) reset the link: on_nodedown. */
 }
 
 static void on_drop_timer(struct evloop *loop, void *arg)
 {
 	(void)loop;
-	struct host_link *h = arg;
-	if (dist_node_disconnect(h->cfg.node, h->host, "a batch of entity messages could not be sent") == 0) {
-		/* Gone meanwhile: its nodedown failed the messages. */
-		h->losing = false;
-		host_batch_free(&h->batch);
-	}
+	drop_connection(arg);
 }
 
 /* Sends the batch gathered so far, if any. Returns whether it sent one. */
@@ -148,6 +154,8 @@ static void send_batches_ack(struct host_link *h)
 static void on_tick(struct evloop *loop, void *arg)
 {
 	struct host_link *h = arg;
+	if (h->losing && !evloop_timer_armed(&h->drop_timer))
+		drop_connection(h); /* its timer could not be armed */
 	if (h->welcomed)
 		send_lease(h);
 	else
@@ -259,7 +267,9 @@ size_t host_link_types(const struct host_link *h, const char **names, size_t max
 
 bool host_link_dispatcher(const struct host_link *h, erlang_pid *out)
 {
-	if (!h->welcomed)
+	/* Losing: nothing may go on its own past the batches thrown away (an
+	 * 'end', a first message): it is answered as for no host. */
+	if (!h->welcomed || h->losing)
 		return false;
 	term_pid_copy(out, &h->dispatcher);
 	return true;

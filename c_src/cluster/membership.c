@@ -82,7 +82,7 @@ static void gossip_tick(struct membership *m)
 		const struct member *e = &m->members[k];
 		if (strcmp(e->node, m->our_node) == 0 || e->status >= MEMBER_DOWN || e->unreachable)
 			continue;
-		if (e->protocol >= MEMBER_PROTOCOL_DIGESTS)
+		if (e->protocol >= MEMBER_PROTOCOL_DIGESTS && digest != 0)
 			membership_digest_to(m, e->node, digest);
 		else
 			membership_gossip_to(m, e->node);
@@ -462,7 +462,9 @@ static void on_digest(struct membership *m, const char *t, size_t i)
 	}
 	if (sender != NULL)
 		membership_heard(m, sender);
-	if ((uint64_t)digest != m->tick_digest)
+	/* 0 is no digest (memory ran out, or no tick yet): the lists may
+	 * differ. */
+	if (digest == 0 || m->tick_digest == 0 || (uint64_t)digest != m->tick_digest)
 		membership_gossip_to(m, from);
 }
 

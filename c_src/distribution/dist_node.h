@@ -128,9 +128,11 @@ int dist_node_reply_to(struct dist_node *n, const erlang_pid *from, const erlang
 		       size_t tag_len, const char *reply, size_t reply_len);
 
 /* Closes every connection to `peer` now, for `why` (logged; a string
- * that outlives the call): its nodedown listeners are called before this
- * returns, as for a connection the peer closed, so call it where they may
- * run (never from inside a proc's handler that one of them touches).
+ * that outlives the call): its nodedown listeners are called once before
+ * this returns, as for a connection the peer closed — also when no
+ * connection was up, so that what waits for the peer is failed either
+ * way — so call it where they may run (never from inside a proc's handler
+ * that one of them touches).
  * For a peer the node can no longer keep its word to (a message that
  * could not be sent and may not be dropped silently). Returns how many
  * connections it closed (0: none to `peer`). */

@@ -23,12 +23,50 @@ struct dist_conn *dist_node_find_conn(struct dist_node *n, const char *peer, con
 	return best;
 }
 
+/* The peer's monitors and links on our procs die with it (its side
+ * delivers noconnection by itself), and the nodedown listeners hear it. */
+static void tell_down(struct dist_node *n, const char *peer)
+{
+	proc_table_forget_node(&n->procs, peer);
+	for (size_t k = 0; k < n->nlisteners; k++)
+		if (n->listeners[k].down != NULL)
+			n->listeners[k].down(n->listeners[k].arg, peer);
+}
+
+/* At most this many up connections to one peer are closed at once (there
+ * is one, briefly two while a simultaneous connect is settled). */
+#define DISCONNECT_UP_MAX 4
+
 int dist_node_disconnect(struct dist_node *n, const char *peer, const char *why)
 {
 	int closed = 0;
-	/* A closed connection is found no more: the loop ends. */
-	for (struct dist_conn *c; (c = dist_node_find_conn(n, peer, NULL)) != NULL; closed++)
+	struct dist_conn *up[DISCONNECT_UP_MAX];
+	size_t nup = 0;
+	/* The attempts still setting up first, so that the up connection
+	 * closes last and its closing is the nodedown (one closed while
+	 * another to the peer lives tells nobody). The ones found now only:
+	 * a listener may open a new one, which is left alone. From the back,
+	 * as dist_node_each_conn: a closed one leaves behind the cursor. */
+	for (uint32_t i = n->nconns; i-- > 0;) {
+		if (i >= n->nconns)
+			continue;
+		struct dist_conn *c = n->conns[i];
+		if (dist_conn_is_closed(c) || strcmp(dist_conn_peer(c), peer) != 0)
+			continue;
+		if (dist_conn_is_up(c)) {
+			if (nup < DISCONNECT_UP_MAX)
+				up[nup++] = c;
+			continue;
+		}
 		dist_conn_close(c, why);
+		closed++;
+	}
+	/* Closed connections stay allocated until the loop's next turn
+	 * (dist_node_free_dead): the pointers are good. */
+	for (size_t k = 0; k < nup; k++, closed++)
+		dist_conn_close(up[k], why);
+	if (nup == 0)
+		tell_down(n, peer); /* none was up: the nodedown is said all the same */
 	return closed;
 }
 
@@ -196,12 +234,10 @@ void dist_node_hook_closed(void *owner, struct dist_conn *c, const char *why)
 		attempt_failed(n, c, why);
 	unlink_conn(n, c);
 	if (peer[0] != '\0' && dist_node_find_conn(n, peer, c) == NULL) {
-		/* The peer's monitors and links on our procs die with the
-		 * connection; its side delivers noconnection by itself. */
-		proc_table_forget_node(&n->procs, peer);
-		for (size_t k = 0; k < n->nlisteners; k++)
-			if (dist_conn_was_up(c) && n->listeners[k].down != NULL)
-				n->listeners[k].down(n->listeners[k].arg, peer);
+		if (dist_conn_was_up(c))
+			tell_down(n, peer);
+		else
+			proc_table_forget_node(&n->procs, peer);
 	}
 	/* After the back-off is recorded: a listener that sends again at once
 	 * is told -EHOSTUNREACH, not given a new attempt per message. */

@@ -132,6 +132,15 @@ static void flush_stream(struct replicated_store *rs, struct replica_stream *st)
 	ei_x_free(&st->batch);
 }
 
+uint64_t replica_home_last_streamed(const struct replicated_store *rs)
+{
+	uint64_t last = 0;
+	for (uint32_t k = 0; k < rs->nstreams; k++)
+		if (rs->streams[k].sent > last)
+			last = rs->streams[k].sent;
+	return last;
+}
+
 void replica_home_flush(struct replicated_store *rs)
 {
 	for (uint32_t k = 0; k < rs->nstreams; k++)

@@ -192,6 +192,10 @@ void replica_home_on_write(struct replicated_store *rs, uint32_t shard, uint64_t
 /* Sends the turn's batches. */
 void replica_home_flush(struct replicated_store *rs);
 
+/* The number of the last write added to any replica's stream (0: none):
+ * sent, or to be sent at the turn's end, so it may be committed there. */
+uint64_t replica_home_last_streamed(const struct replicated_store *rs);
+
 /* How far the replicas have acknowledged (UINT64_MAX: nothing
  * outstanding). */
 uint64_t replica_home_bound(const struct replicated_store *rs);

@@ -132,9 +132,15 @@ static int face_scan(struct state_store_type *t, uint32_t shard, const char *aft
 	return state_store_scan(of_type(t)->local_type, shard, after_key, after_len, max_bytes, token);
 }
 
+/* What the local store still had taken, or what went to a replica's
+ * stream already, whichever is later: a write streamed may be committed
+ * on the replica, and so survive a fail-over to it. */
 static uint64_t face_cancel_queued(struct state_store_type *t)
 {
-	return state_store_cancel_queued(of_type(t)->local_type);
+	struct replicated_store *rs = of_type(t);
+	uint64_t local = state_store_cancel_queued(rs->local_type);
+	uint64_t streamed = replica_home_last_streamed(rs);
+	return streamed > local ? streamed : local;
 }
 
 static uint64_t face_last_queued(const struct state_store *s) { return state_store_last_queued(of_store(s)->local); }

@@ -7,13 +7,15 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "store/pg_hosts.h"
+
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
-/* How long one attempt to connect (through every host of the conninfo's
- * list) may take when the conninfo sets no connect_timeout: libpq's own
- * is not enforced for a connection made with PQconnectPoll, so a host
- * that drops the packets (a partition, not a crash) would hold the
- * attempt forever. */
+/* How long one attempt to connect may take when the conninfo sets no
+ * connect_timeout: libpq's own is not enforced for a connection made with
+ * PQconnectPoll, so a host that drops the packets (a partition, not a
+ * crash) would hold the attempt forever. The next attempt begins past the
+ * host it hung at (pg_hosts.h). */
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000
 
 /* Prepared statements a connection keeps track of; beyond that, a
@@ -42,7 +44,8 @@ enum pg_phase { PHASE_WAITING, PHASE_CONNECTING, PHASE_UP };
 struct pg_conn {
 	struct evloop *loop;
 	const struct logger *log;
-	char *conninfo;
+	struct pg_hosts hosts; /* the conninfo, and its list of hosts */
+	uint32_t first_host;   /* where in that list the next attempt starts */
 	PGconn *pg;
 	int fd;          /* the socket watched, -1: none */
 	uint32_t events; /* what it is watched for */
@@ -403,7 +406,7 @@ static void on_notice(void *arg, const char *message)
 
 static void start_connect(struct pg_conn *c)
 {
-	c->pg = PQconnectStart(c->conninfo);
+	c->pg = pg_hosts_connect_start(&c->hosts, c->first_host);
 	if (c->pg == NULL || PQstatus(c->pg) == CONNECTION_BAD) {
 		lost(c, "cannot start connecting");
 		return;
@@ -426,49 +429,37 @@ static void on_connect_deadline(struct evloop *loop, void *arg)
 {
 	(void)loop;
 	struct pg_conn *c = arg;
-	if (c->phase == PHASE_CONNECTING)
-		lost(c, "connecting timed out");
+	if (c->phase != PHASE_CONNECTING)
+		return;
+	/* The next attempt begins past the host this one hung at, so that a
+	 * host that drops the packets does not keep the others untried. */
+	if (c->hosts.n > 1) {
+		int k = pg_hosts_index(&c->hosts, PQhost(c->pg), PQport(c->pg));
+		c->first_host = (uint32_t)(k >= 0 ? k + 1 : (int)c->first_host + 1) % c->hosts.n;
+	}
+	lost(c, "connecting timed out");
 }
 
-/* The conninfo's connect_timeout (seconds), as the whole attempt's limit
- * in ms; CONNECT_TIMEOUT_DEFAULT_MS when it sets none. */
-static uint32_t connect_timeout_of(const PQconninfoOption *opts)
-{
-	for (const PQconninfoOption *o = opts; o->keyword != NULL; o++) {
-		if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
-			continue;
-		char *end;
-		long v = strtol(o->val, &end, 10);
-		/* libpq's reading: 0 or nothing waits for ever, and less than 2
-		 * seconds is taken as 2. */
-		if (end != o->val && *end == '\0' && v > 0)
-			return (uint32_t)(v < 2 ? 2000 : v > 3600 ? 3600000 : v * 1000);
-	}
-	return CONNECT_TIMEOUT_DEFAULT_MS;
-}
 
 /* ---- the interface ---- */
 
 struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const char *conninfo,
 			    pg_state_fn on_state, void *arg, int *err)
 {
-	char *why = NULL;
-	PQconninfoOption *opts = PQconninfoParse(conninfo, &why);
-	if (opts == NULL) {
-		log_error(log, "postgres: bad postgres_conninfo: %s", why ? why : "out of memory");
-		*err = why ? -EINVAL : -ENOMEM;
-		PQfreemem(why);
-		return NULL;
-	}
-	uint32_t connect_timeout_ms = connect_timeout_of(opts);
-	PQconninfoFree(opts);
 	struct pg_conn *c = calloc(1, sizeof *c);
-	if (c == NULL || (c->conninfo = strdup(conninfo)) == NULL) {
-		free(c);
+	if (c == NULL) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	c->connect_timeout_ms = connect_timeout_ms;
+	char *why = NULL;
+	*err = pg_hosts_parse(&c->hosts, conninfo, &why);
+	if (*err != 0) {
+		log_error(log, "postgres: bad postgres_conninfo: %s", why ? why : "out of memory");
+		PQfreemem(why);
+		free(c);
+		return NULL;
+	}
+	c->connect_timeout_ms = pg_hosts_connect_timeout_ms(&c->hosts, CONNECT_TIMEOUT_DEFAULT_MS);
 	c->loop = loop;
 	c->log = log;
 	c->fd = -1;
@@ -501,7 +492,7 @@ void pg_conn_free(struct pg_conn *c)
 	fail_all(c, sent);
 	c->failing_unsent = true;
 	fail_all(c, queued);
-	free(c->conninfo);
+	pg_hosts_free(&c->hosts);
 	free(c);
 }
 

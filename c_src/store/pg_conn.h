@@ -13,7 +13,11 @@
  *
  * Losing the connection answers every statement sent or queued with a
  * NULL result (whether a sent one ran is not known), tells the owner, and
- * reconnects by itself with back-off (100 ms, doubling, at most 5 s).
+ * reconnects by itself with back-off (100 ms, doubling, at most 5 s). The
+ * conninfo may name several hosts (`host=a,b target_session_attrs=
+ * read-write`): each attempt tries them in order, ends at connect_timeout
+ * (10 s if none is set), and one that ended so begins past the host it
+ * hung at, so a primary cut off does not hide its promoted standby.
  * Every callback runs on the loop's thread.
  */
 #ifndef SN_PG_CONN_H

@@ -383,3 +383,32 @@ Test(pg_conn, an_attempt_that_hangs_ends_at_connect_timeout, .init = setup, .fin
 	pg_conn_free(c);
 	evloop_free(loop);
 }
+
+/* The first host of the list takes the connection and never answers (a
+ * paused server: a primary cut off, say); the second is up. The attempt
+ * ends at connect_timeout and the next one begins past the host that
+ * hung: the connection comes up on the second. */
+Test(pg_conn, a_host_that_hangs_does_not_keep_the_next_one_untried, .init = setup, .fini = teardown)
+{
+	struct pg_server hung;
+	pg_server_start(&hung);
+	pg_server_cmd(&hung, "pause");
+	char ci[200];
+	snprintf(ci, sizeof ci,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres connect_timeout=2", hung.port,
+		 srv.port);
+	struct seen s;
+	struct pg_conn *c = connect_with(&s, ci);
+	struct evloop *loop = s.loop;
+	s.wait_up = true;
+	sn_run_loop(loop, 15000);
+	s.wait_up = false;
+	cr_assert_eq(s.ups, 1);
+	query(c, &s, 0, "SELECT 9");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 1);
+	cr_assert_str_eq(s.value[0], "9");
+	pg_conn_free(c);
+	evloop_free(loop);
+	pg_server_stop(&hung);
+}
