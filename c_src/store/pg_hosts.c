@@ -75,6 +75,8 @@ static bool entry_is(const char *list, uint32_t k, const char *text, const char 
 	uint32_t n = entries(list);
 	if (n == 0)
 		return fallback != NULL && strcmp(text, fallback) == 0;
+	if (n > 1 && k >= n)
+		return false; /* lists of different lengths: libpq refuses them when connecting */
 	const char *at;
 	size_t len = entry(list, n == 1 ? 0 : k, &at);
 	return strlen(text) == len && memcmp(at, text, len) == 0;

@@ -43,6 +43,13 @@ Test(pg_hosts, a_list_is_counted_and_its_entries_found)
 	cr_assert_eq(h.n, 2);
 	cr_assert_eq(pg_hosts_index(&h, "127.0.0.3", "2"), 1);
 	pg_hosts_free(&h);
+	/* Lists of different lengths (libpq refuses them when connecting):
+	 * looked up without reading past either. */
+	h = parse("host=127.0.0.2,127.0.0.3,127.0.0.4 hostaddr=127.0.0.2,127.0.0.3 port=1,2");
+	cr_assert_eq(h.n, 3);
+	cr_assert_eq(pg_hosts_index(&h, "127.0.0.4", "3"), -1);
+	cr_assert_eq(pg_hosts_index(&h, "127.0.0.3", "2"), 1);
+	pg_hosts_free(&h);
 }
 
 Test(pg_hosts, a_bad_conninfo_is_refused_with_libpqs_reason)
