@@ -19,7 +19,8 @@
 
 -export([all/0, suite/0, init_per_testcase/2, end_per_testcase/2]).
 -export([a_promoted_synchronous_standby_keeps_every_acknowledged_increment/1,
-         a_promoted_asynchronous_standby_takes_the_writes_on/1]).
+         a_promoted_asynchronous_standby_takes_the_writes_on/1,
+         a_frozen_primary_is_left_for_the_promoted_standby/1]).
 
 -define(SHARDS, 30).
 %% How long a write may wait for the database (the members' setting).
@@ -29,7 +30,8 @@ suite() -> [{timetrap, {minutes, 3}}].
 
 all() ->
     [a_promoted_synchronous_standby_keeps_every_acknowledged_increment,
-     a_promoted_asynchronous_standby_takes_the_writes_on].
+     a_promoted_asynchronous_standby_takes_the_writes_on,
+     a_frozen_primary_is_left_for_the_promoted_standby].
 
 %% A primary and a standby of their own for each case: synchronous, but
 %% for the case of an asynchronous one.
@@ -143,6 +145,35 @@ a_promoted_asynchronous_standby_takes_the_writes_on(Config) ->
     ?assert(lists:all(fun({ok, V}) -> is_integer(V); (_) -> false end, hd(Values))),
     ?assertEqual([], [{Id, V, Again} || {Id, {ok, V}} <- lists:zip(lists:seq(1, 30), hd(Values)),
                                         {ok, Again} <- [try_call(B, Id, incr)], Again =/= V + 1]).
+
+%% The primary freezes (SIGSTOP: its kernel still takes the bytes, no
+%% reset comes, as for a machine that hangs) and the standby is promoted:
+%% each member gives its connection up once the server has answered
+%% nothing for store_timeout_ms with a statement out, its next attempt
+%% hangs at the frozen host until connect_timeout and the one after
+%% begins with the standby. A member with nothing out notices at its next
+%% write, which may come only after the others' calls have timed out: so
+%% writes go on within twice store_timeout_ms plus connect_timeout and a
+%% few seconds (10.7 s measured with 3 s and 2 s), and every acknowledged
+%% increment is read back through every member.
+a_frozen_primary_is_left_for_the_promoted_standby(Config) ->
+    Opts = [opts(Config, "fz") || _ <- [a, b, c]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [hd(Opts)]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [O#{join => [A]} || O <- tl(Opts)]),
+    All = [A, B, C],
+    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All) end, All) end, 20000),
+    Clients = [start_incrementer(N, counter, [{K, counter, I} || I <- lists:seq(1, 20)], continue)
+               || {K, N} <- [{1, A}, {2, B}]],
+    await(fun() -> lists:all(fun(Cl) -> acked(Cl) > 100 end, Clients) end, 20000),
+    {0, _} = sh(script() ++ " pause " ++ ?config(primary_dir, Config)),
+    T0 = erlang:monotonic_time(millisecond),
+    {0, _} = sh(script() ++ " promote " ++ ?config(standby_dir, Config)),
+    Before = [acked(Cl) || Cl <- Clients],
+    await(fun() -> lists:all(fun({Cl, K}) -> acked(Cl) > K + 50 end, lists:zip(Clients, Before)) end,
+          2 * ?STORE_TIMEOUT_MS + 12000),
+    ct:log("writes acknowledged again ~b ms after the primary froze", [erlang:monotonic_time(millisecond) - T0]),
+    Acked = lists:foldl(fun(Cl, Acc) -> maps:merge(Acc, stop_incrementer(Cl)) end, #{}, Clients),
+    [?assertEqual([], lost(N, Acked)) || N <- All].
 
 %%====================================================================
 %% Helpers

@@ -363,6 +363,8 @@ static int start_hosted(struct node_app *app, const struct entity_type *const *k
 	if (cfg->state_store == STATE_STORE_POSTGRES && !cfg->proxy_only) {
 		int rc = 0;
 		struct state_pg *pg = state_pg_open(cfg->postgres_conninfo, app->loop, &app->log, &rc);
+		if (pg != NULL)
+			state_pg_set_answer_timeout(pg, cfg->store_timeout_ms);
 		app->store = pg ? state_pg_store(pg) : NULL;
 		if (app->store == NULL) {
 			log_error(&app->log, "cannot open the entity state store: %s", strerror(-rc));

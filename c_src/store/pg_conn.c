@@ -54,6 +54,11 @@ struct pg_conn {
 	uint32_t backoff_ms;
 	struct evloop_timer connect_deadline; /* armed while connecting */
 	uint32_t connect_timeout_ms;
+	/* Armed while statements are out and nothing has come back for
+	 * answer_timeout_ms (0: never): a server that went silent (a frozen
+	 * machine, a partition: no reset comes) is given up on. */
+	struct evloop_timer answer_deadline;
+	uint32_t answer_timeout_ms;
 	pg_state_fn on_state;
 	void *arg;
 	struct pg_item *sent, **sent_tail;   /* in the order sent */
@@ -159,7 +164,8 @@ static void lost(struct pg_conn *c, const char *why)
 	if (!c->logged_down) {
 		char msg[512];
 		one_line(c->pg ? PQerrorMessage(c->pg) : "", msg, sizeof msg);
-		log_warn(c->log, "postgres: %s: %s (retrying every %u ms at most)", why, msg, BACKOFF_MAX_MS);
+		log_warn(c->log, "postgres: %s%s%s (retrying every %u ms at most)", why, msg[0] ? ": " : "", msg,
+			 BACKOFF_MAX_MS);
 		c->logged_down = true;
 	}
 	if (c->fd >= 0)
@@ -170,6 +176,7 @@ static void lost(struct pg_conn *c, const char *why)
 	c->pg = NULL;
 	c->phase = PHASE_WAITING;
 	evloop_timer_stop(c->loop, &c->connect_deadline);
+	evloop_timer_stop(c->loop, &c->answer_deadline);
 	c->nready = 0; /* a new connection prepares afresh */
 	struct pg_item *sent = c->sent, *queued = c->queue;
 	c->sent = NULL;
@@ -269,6 +276,19 @@ static int send_statement(struct pg_conn *c, struct pg_item *it)
 /* ---- sending and reading ---- */
 
 /* Sends every queued item, in order. */
+/* Keeps the answer deadline: armed while statements are out — started
+ * afresh when an answer came (`progress`), else left running — stopped
+ * when none is. */
+static void await_answers(struct pg_conn *c, bool progress)
+{
+	if (c->answer_timeout_ms == 0 || c->phase != PHASE_UP || c->sent == NULL) {
+		evloop_timer_stop(c->loop, &c->answer_deadline);
+		return;
+	}
+	if (progress || !evloop_timer_armed(&c->answer_deadline))
+		(void)evloop_timer_start(c->loop, &c->answer_deadline, c->answer_timeout_ms);
+}
+
 static void send_queued(struct pg_conn *c)
 {
 	if (c->phase != PHASE_UP || c->reading || c->queue == NULL)
@@ -290,7 +310,8 @@ static void send_queued(struct pg_conn *c)
 			return;
 		}
 	}
-	flush(c);
+	if (flush(c))
+		await_answers(c, false);
 }
 
 /* Hands out the results that have come, in order. */
@@ -385,6 +406,8 @@ static void on_io(struct evloop *loop, int fd, uint32_t events, void *arg)
 			return;
 		}
 		read_results(c);
+		if (c->phase == PHASE_UP)
+			await_answers(c, true);
 	}
 	if (c->pg && PQstatus(c->pg) == CONNECTION_BAD) {
 		lost(c, "the connection broke");
@@ -423,6 +446,14 @@ static void on_retry(struct evloop *loop, void *arg)
 {
 	(void)loop;
 	start_connect(arg);
+}
+
+static void on_answer_deadline(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	struct pg_conn *c = arg;
+	if (c->phase == PHASE_UP && c->sent != NULL)
+		lost(c, "the server answered nothing within the answer timeout (store_timeout_ms)");
 }
 
 static void on_connect_deadline(struct evloop *loop, void *arg)
@@ -470,6 +501,7 @@ struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const
 	c->queue_tail = &c->queue;
 	evloop_timer_init(&c->retry, on_retry, c);
 	evloop_timer_init(&c->connect_deadline, on_connect_deadline, c);
+	evloop_timer_init(&c->answer_deadline, on_answer_deadline, c);
 	*err = 0;
 	start_connect(c);
 	return c;
@@ -481,6 +513,7 @@ void pg_conn_free(struct pg_conn *c)
 		return;
 	evloop_timer_stop(c->loop, &c->retry);
 	evloop_timer_stop(c->loop, &c->connect_deadline);
+	evloop_timer_stop(c->loop, &c->answer_deadline);
 	if (c->fd >= 0)
 		evloop_unwatch(c->loop, c->fd);
 	if (c->pg)
@@ -497,6 +530,12 @@ void pg_conn_free(struct pg_conn *c)
 }
 
 bool pg_conn_answering_unsent(const struct pg_conn *c) { return c->failing_unsent; }
+
+void pg_conn_set_answer_timeout(struct pg_conn *c, uint32_t ms)
+{
+	c->answer_timeout_ms = ms;
+	await_answers(c, true);
+}
 
 bool pg_conn_up(const struct pg_conn *c)
 {

@@ -53,6 +53,13 @@ struct pg_conn *pg_conn_new(struct evloop *loop, const struct logger *log, const
  * NULL first. NULL is ignored. */
 void pg_conn_free(struct pg_conn *c);
 
+/* Gives the connection up (as lost: what is out is answered NULL, and it
+ * reconnects) when statements are out and nothing has come back for `ms`
+ * (0, the default: never). A server that froze or was cut off sends no
+ * reset: without this, the connection would wait for it for as long as
+ * TCP does (many minutes), blind to a standby promoted meanwhile. */
+void pg_conn_set_answer_timeout(struct pg_conn *c, uint32_t ms);
+
 /* Inside a pg_result_fn given NULL: whether the statement was never
  * handed to the server (it was queued when the connection was lost or
  * freed), so it certainly did not run. false for one sent, whose outcome

@@ -588,6 +588,8 @@ struct state_pg *state_pg_open(const char *conninfo, struct evloop *loop, const 
 	return s;
 }
 
+void state_pg_set_answer_timeout(struct state_pg *s, uint32_t ms) { pg_conn_set_answer_timeout(s->conn, ms); }
+
 struct state_store *state_pg_store(struct state_pg *s)
 {
 	return &s->base;

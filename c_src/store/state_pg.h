@@ -51,4 +51,11 @@ struct state_pg *state_pg_open(const char *conninfo, struct evloop *loop, const 
  * answer -ESTALE. */
 struct state_store *state_pg_store(struct state_pg *s);
 
+/* Gives the connection up when the server answers nothing for `ms` while
+ * statements are out (pg_conn_set_answer_timeout): the node passes its
+ * store_timeout_ms, after which the replies waiting have been answered
+ * anyway, so a frozen or cut-off primary does not hold the node past its
+ * promoted standby. 0: never. */
+void state_pg_set_answer_timeout(struct state_pg *s, uint32_t ms);
+
 #endif

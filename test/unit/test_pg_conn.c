@@ -412,3 +412,39 @@ Test(pg_conn, a_host_that_hangs_does_not_keep_the_next_one_untried, .init = setu
 	evloop_free(loop);
 	pg_server_stop(&hung);
 }
+
+/* A server that freezes (paused: its kernel still takes the bytes, no
+ * reset comes) while a statement is out: with an answer timeout the
+ * connection is given up when nothing came back in time — the statement
+ * answered NULL, the owner told — and a new one comes up once the server
+ * answers again. */
+Test(pg_conn, a_server_that_answers_nothing_in_time_is_given_up, .init = setup, .fini = teardown)
+{
+	struct seen s;
+	struct pg_conn *c = connect_to_srv(&s);
+	struct evloop *loop = s.loop;
+	pg_conn_set_answer_timeout(c, 1000);
+	query(c, &s, 0, "SELECT 1");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 1);
+	cr_assert_str_eq(s.value[0], "1");
+	pg_server_cmd(&srv, "pause");
+	query(c, &s, 1, "SELECT 2");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	uint64_t t0 = evloop_clock_ms();
+	wait_answers(&s, 2);
+	uint64_t took = evloop_clock_ms() - t0;
+	cr_assert_eq(s.nulls, 1, "given up, not answered");
+	cr_assert_geq(took, 900, "after %llu ms", (unsigned long long)took);
+	cr_assert_eq(s.downs, 1);
+	pg_server_cmd(&srv, "resume");
+	s.wait_up = true;
+	sn_run_loop(loop, 15000);
+	cr_assert_eq(s.ups, 2);
+	query(c, &s, 2, "SELECT 3");
+	cr_assert_eq(pg_conn_sync(c), 0);
+	wait_answers(&s, 3);
+	cr_assert_str_eq(s.value[2], "3");
+	pg_conn_free(c);
+	evloop_free(loop);
+}
