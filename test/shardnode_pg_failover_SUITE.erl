@@ -86,11 +86,7 @@ a_promoted_synchronous_standby_keeps_every_acknowledged_increment(Config) ->
     end.
 
 keeps_every_acknowledged_increment(Config) ->
-    Opts = [(opts(Config, "fo"))#{entities => #{tally => sn_tally}} || _ <- [a, b, c]],
-    {[A], _} = shardnode_ct:start_nodes(Config, [hd(Opts)]),
-    {[B, C], _} = shardnode_ct:start_nodes(Config, [O#{join => [A]} || O <- tl(Opts)]),
-    All = [A, B, C],
-    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All) end, All) end, 20000),
+    [A, B, _] = All = start_three(Config, "fo", #{entities => #{tally => sn_tally}}),
     %% Counters (C entities) and tallies (Erlang entities, whose processes
     %% report each start and end to the recorder).
     Clients = [start_incrementer(N, T, [{K, T, I} || I <- lists:seq(1, 20)], continue)
@@ -111,11 +107,7 @@ keeps_every_acknowledged_increment(Config) ->
     %% Every member anew: what they answer comes from the new primary.
     [shardnode_ct:log_output(N) || N <- All],
     [ok = shardnode:stop_node(N) || N <- All],
-    {[A2], _} = shardnode_ct:start_nodes(Config, [(opts(Config, "fo2"))#{entities => #{tally => sn_tally}}]),
-    {[B2, C2], _} = shardnode_ct:start_nodes(Config, [(opts(Config, "fo2"))#{join => [A2], entities => #{tally => sn_tally}}
-                                                      || _ <- [b, c]]),
-    All2 = [A2, B2, C2],
-    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All2) end, All2) end, 20000),
+    All2 = start_three(Config, "fo2", #{entities => #{tally => sn_tally}}),
     [?assertEqual([], lost(N, Acked)) || N <- All2].
 
 %% The same with a standby that is not synchronous: the primary's last
@@ -125,11 +117,7 @@ keeps_every_acknowledged_increment(Config) ->
 %% plus a few seconds, and every counter reads through every member the
 %% same value, which only goes up from there.
 a_promoted_asynchronous_standby_takes_the_writes_on(Config) ->
-    Opts = [opts(Config, "fa") || _ <- [a, b, c]],
-    {[A], _} = shardnode_ct:start_nodes(Config, [hd(Opts)]),
-    {[B, C], _} = shardnode_ct:start_nodes(Config, [O#{join => [A]} || O <- tl(Opts)]),
-    All = [A, B, C],
-    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All) end, All) end, 20000),
+    [A, B, _] = All = start_three(Config, "fa", #{}),
     Client = start_incrementer(A, counter, lists:seq(1, 30), continue),
     await(fun() -> acked(Client) > 200 end, 20000),
     {0, _} = sh(script() ++ " kill " ++ ?config(primary_dir, Config)),
@@ -157,11 +145,7 @@ a_promoted_asynchronous_standby_takes_the_writes_on(Config) ->
 %% few seconds (10.7 s measured with 3 s and 2 s), and every acknowledged
 %% increment is read back through every member.
 a_frozen_primary_is_left_for_the_promoted_standby(Config) ->
-    Opts = [opts(Config, "fz") || _ <- [a, b, c]],
-    {[A], _} = shardnode_ct:start_nodes(Config, [hd(Opts)]),
-    {[B, C], _} = shardnode_ct:start_nodes(Config, [O#{join => [A]} || O <- tl(Opts)]),
-    All = [A, B, C],
-    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All) end, All) end, 20000),
+    [A, B, _] = All = start_three(Config, "fz", #{}),
     Clients = [start_incrementer(N, counter, [{K, counter, I} || I <- lists:seq(1, 20)], continue)
                || {K, N} <- [{1, A}, {2, B}]],
     await(fun() -> lists:all(fun(Cl) -> acked(Cl) > 100 end, Clients) end, 20000),
@@ -192,6 +176,16 @@ clients_of(Port) ->
                               "AND pid <> pg_backend_pid()\"", [Port])),
     ct:log("~s clients on ~b", [string:trim(N), Port]),
     list_to_integer(string:trim(N)).
+
+%% Three members (the options opts/2 makes, with Extra), the first started
+%% first and the others joining it; returned once each lists all three up.
+start_three(Config, Prefix, Extra) ->
+    Opts = [maps:merge(opts(Config, Prefix), Extra) || _ <- [a, b, c]],
+    {[A], _} = shardnode_ct:start_nodes(Config, [hd(Opts)]),
+    {[B, C], _} = shardnode_ct:start_nodes(Config, [O#{join => [A]} || O <- tl(Opts)]),
+    All = [A, B, C],
+    await(fun() -> lists:all(fun(X) -> members(X) =:= lists:sort(All) end, All) end, 20000),
+    All.
 
 %% A member whose conninfo names the primary and the standby, in that
 %% order: libpq takes the first that accepts writes.
