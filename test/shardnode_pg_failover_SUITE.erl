@@ -46,9 +46,17 @@ init_per_testcase(Case, Config) ->
                        a_promoted_asynchronous_standby_takes_the_writes_on -> "";
                        _ -> " sync"
                    end,
-            {0, S} = sh(script() ++ " standby " ++ Standby ++ " " ++ Primary ++ Sync),
-            [{primary_dir, Primary}, {standby_dir, Standby},
-             {primary_port, port(P)}, {standby_port, port(S)} | Config];
+            %% A standby or a port that fails takes the primary with it:
+            %% end_per_testcase does not run after a failed init.
+            try
+                {0, S} = sh(script() ++ " standby " ++ Standby ++ " " ++ Primary ++ Sync),
+                [{primary_dir, Primary}, {standby_dir, Standby},
+                 {primary_port, port(P)}, {standby_port, port(S)} | Config]
+            catch
+                Class:Reason:Stack ->
+                    [sh(script() ++ " stop " ++ D) || D <- [Standby, Primary]],
+                    erlang:raise(Class, Reason, Stack)
+            end;
         {_, Why} ->
             {skip, "cannot start a PostgreSQL server: " ++ Why}
     end.
