@@ -589,26 +589,31 @@ rebalance_figures(#{tag := Tag} = Cfg) ->
 %% BENCH_C_DURABLE_WINDOW calls in flight) and from the clients on the load
 %% nodes. Every reply waits for the commit of its write. No BEAM baseline
 %% does this job.
-durable_figures(#{clients := C, window := W, seconds := Secs, load_nodes := Loads,
-                  c_durable_window := DW} = Cfg) ->
+durable_figures(#{clients := C, seconds := Secs, load_nodes := Loads, c_durable_window := DW} = Cfg) ->
     bench_nodes:with_node(
       shardnode, #{state_store => lmdb}, Cfg,
-      fun(#{ospid := OsPid} = Sys) ->
-              bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
-              Cpu0 = bench_nodes:cpu_us(OsPid),
-              Ask = bench_load:c_loadgen(Sys, ask, DW, Cfg),
-              Cpu1 = bench_nodes:cpu_us(OsPid),
-              #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
+      fun(Sys) ->
+              #{rate := Rate, p50 := P50, p99 := P99, cpu := Cpu} = durable_asks(Sys, DW, Cfg),
               Nodes = [N || #{node := N} <- Loads],
               {LRate, LP50, LP99, _} = bench_load:ask(Sys, counter, incr, ?HOT_ENTITIES, C, Secs, Nodes),
               progress("durable, C gen", "~s incr/s, p50 ~s us, p99 ~s us, ~s us CPU per call",
-                       [fmt(Rate), fmt(P50), fmt(P99), fmt((Cpu1 - Cpu0) / Calls)]),
+                       [fmt(Rate), fmt(P50), fmt(P99), fmt(Cpu)]),
               progress("durable, load nodes", "~s incr/s, p50 ~s us, p99 ~s us",
                        [fmt(LRate), fmt(LP50), fmt(LP99)]),
-              #{durable_c_rate => Rate, durable_c_p50 => P50, durable_c_p99 => P99,
-                durable_c_cpu => (Cpu1 - Cpu0) / Calls,
+              #{durable_c_rate => Rate, durable_c_p50 => P50, durable_c_p99 => P99, durable_c_cpu => Cpu,
                 durable_load_rate => LRate, durable_load_p50 => LP50, durable_load_p99 => LP99}
       end).
+
+%% On a node with a store: the hot counters created, then the C load
+%% generator's `incr' asks, Window in flight per client, each answered
+%% after its commit: the rate, p50, p99 and the node's CPU per call.
+durable_asks(#{ospid := OsPid} = Sys, Window, #{clients := C, window := W} = Cfg) ->
+    bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
+    Cpu0 = bench_nodes:cpu_us(OsPid),
+    Ask = bench_load:c_loadgen(Sys, ask, Window, Cfg),
+    Cpu1 = bench_nodes:cpu_us(OsPid),
+    #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
+    #{rate => Rate, p50 => P50, p99 => P99, cpu => (Cpu1 - Cpu0) / Calls}.
 
 %% Replicated durable increments (state_replicas = 1): two shardnode nodes
 %% on this machine, both with state_store = lmdb, so that every shard's
@@ -699,20 +704,10 @@ incr_until_acked(A, Id, Tries) ->
 %% BENCH_SECONDS; upserts/s = transactions/s x batch.
 postgres_figures(#{pg_port := 0}) ->
     #{};
-postgres_figures(#{clients := C, window := W, seconds := Secs, c_pg_window := PW, pg_port := Port,
-                   pg_script := Script, pg_batch := Batch, pg_shards := Shards} = Cfg) ->
+postgres_figures(#{seconds := Secs, pg_port := Port, pg_script := Script, pg_batch := Batch,
+                   pg_shards := Shards} = Cfg) ->
     Conninfo = lists:flatten(io_lib:format("host=127.0.0.1 port=~b user=postgres dbname=postgres", [Port])),
-    Durable = bench_nodes:with_node(
-                shardnode, #{state_store => postgres, postgres_conninfo => Conninfo}, Cfg,
-                fun(#{ospid := OsPid} = Sys) ->
-                        bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
-                        Cpu0 = bench_nodes:cpu_us(OsPid),
-                        Ask = bench_load:c_loadgen(Sys, ask, PW, Cfg),
-                        Cpu1 = bench_nodes:cpu_us(OsPid),
-                        #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
-                        #{pg_c_rate => Rate, pg_c_p50 => P50, pg_c_p99 => P99,
-                          pg_c_cpu => (Cpu1 - Cpu0) / Calls}
-                end),
+    #{rate := Rate, p50 := P50, p99 := P99, cpu := Cpu} = pg_durable_load(Conninfo, Cfg),
     Owners = os:cmd(lists:flatten(io_lib:format(
                       "psql -X -q -h 127.0.0.1 -p ~b -U postgres -c \"INSERT INTO shardnode_shard_owner "
                       "SELECT 'raw', g, 1 FROM generate_series(0, ~b) g ON CONFLICT DO NOTHING\" postgres 2>&1",
@@ -726,10 +721,9 @@ postgres_figures(#{clients := C, window := W, seconds := Secs, c_pg_window := PW
               nomatch -> erlang:error({pgbench_failed, Out})
           end,
     Raw = Tps * Batch,
-    #{pg_c_rate := Rate, pg_c_p50 := P50, pg_c_p99 := P99} = Durable,
     progress("durable, pg", "~s incr/s, p50 ~s us, p99 ~s us; raw pgbench ~s upserts/s (~s x ~b): ~.2f of it",
              [fmt(Rate), fmt(P50), fmt(P99), fmt(Raw), fmt(Tps), Batch, Rate / Raw]),
-    Durable#{pg_raw_rate => Raw}.
+    #{pg_c_rate => Rate, pg_c_p50 => P50, pg_c_p99 => P99, pg_c_cpu => Cpu, pg_raw_rate => Raw}.
 
 %% The postgres rows: one server, then a primary with a synchronous
 %% standby, and the second's rate over the first's.
@@ -748,7 +742,7 @@ postgres_both(Cfg) ->
 %% this machine, and the rate as a ratio of the single server's above.
 postgres_sync_figures(#{pg_port := 0}) ->
     #{};
-postgres_sync_figures(#{c_pg_window := PW, clients := C, window := W} = Cfg) ->
+postgres_sync_figures(Cfg) ->
     Base = string:trim(os:cmd("mktemp -d -u /tmp/sn-bench-pgsync-XXXXXX")),
     {Primary, Standby} = {Base ++ "-primary", Base ++ "-standby"},
     Script = "scripts/pg-server.sh",
@@ -757,22 +751,18 @@ postgres_sync_figures(#{c_pg_window := PW, clients := C, window := W} = Cfg) ->
         {0, S} = sh(Script ++ " standby " ++ Standby ++ " " ++ Primary ++ " sync"),
         Conninfo = lists:flatten(io_lib:format("host=127.0.0.1,127.0.0.1 port=~s,~s user=postgres dbname=postgres "
                                                "target_session_attrs=read-write", [string:trim(P), string:trim(S)])),
-        bench_nodes:with_node(
-          shardnode, #{state_store => postgres, postgres_conninfo => Conninfo}, Cfg,
-          fun(#{ospid := OsPid} = Sys) ->
-                  bench_load:fill(Sys, counter, incr, 1, ?HOT_ENTITIES, C, W),
-                  Cpu0 = bench_nodes:cpu_us(OsPid),
-                  Ask = bench_load:c_loadgen(Sys, ask, PW, Cfg),
-                  Cpu1 = bench_nodes:cpu_us(OsPid),
-                  #{"calls" := Calls, "calls_per_s" := Rate, "p50_us" := P50, "p99_us" := P99} = Ask,
-                  progress("durable, pg sync standby", "~s incr/s, p50 ~s us, p99 ~s us",
-                           [fmt(Rate), fmt(P50), fmt(P99)]),
-                  #{pg_sync_rate => Rate, pg_sync_p50 => P50, pg_sync_p99 => P99,
-                    pg_sync_cpu => (Cpu1 - Cpu0) / Calls}
-          end)
+        #{rate := Rate, p50 := P50, p99 := P99, cpu := Cpu} = pg_durable_load(Conninfo, Cfg),
+        progress("durable, pg sync standby", "~s incr/s, p50 ~s us, p99 ~s us", [fmt(Rate), fmt(P50), fmt(P99)]),
+        #{pg_sync_rate => Rate, pg_sync_p50 => P50, pg_sync_p99 => P99, pg_sync_cpu => Cpu}
     after
         [sh(Script ++ " stop " ++ D) || D <- [Standby, Primary]]
     end.
+
+%% durable_asks/3, BENCH_C_PG_WINDOW in flight per client, on a fresh node
+%% storing in the database Conninfo names.
+pg_durable_load(Conninfo, #{c_pg_window := PW} = Cfg) ->
+    bench_nodes:with_node(shardnode, #{state_store => postgres, postgres_conninfo => Conninfo}, Cfg,
+                          fun(Sys) -> durable_asks(Sys, PW, Cfg) end).
 
 sh(Cmd) ->
     Out = os:cmd(Cmd ++ " 2>&1; echo \"rc=$?\""),

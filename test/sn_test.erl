@@ -202,24 +202,14 @@ stop_supervisor(Sup) ->
     exit(Sup, shutdown),
     receive {'DOWN', Ref, process, Sup, _} -> ok end.
 
-%% scripts/pg-server.sh of the checkout (a private PostgreSQL server): the
-%% first directory above this module (or the working directory) that holds
-%% it.
+%% scripts/pg-server.sh of the checkout (a private PostgreSQL server),
+%% found as c_driver finds the project's root.
 -spec pg_server_script() -> string().
 pg_server_script() ->
-    Starts = [filename:dirname(filename:absname(P))
-              || P <- [?FILE, code:which(?MODULE)], is_list(P)] ++ [element(2, file:get_cwd())],
-    Found = [F || S <- Starts, D <- [S | ancestors(S)],
-                  F <- [filename:join([D, "scripts", "pg-server.sh"])], filelib:is_regular(F)],
-    case Found of
-        [F | _] -> F;
-        [] -> ct:fail({pg_server_script_not_found, Starts})
-    end.
-
-ancestors(Dir) ->
-    case filename:dirname(Dir) of
-        Dir -> [];
-        Up -> [Up | ancestors(Up)]
+    Script = filename:join("scripts", "pg-server.sh"),
+    case c_driver:project_root([Script]) of
+        {ok, Root} -> filename:join(Root, Script);
+        {error, Tried} -> ct:fail({pg_server_script_not_found, Tried})
     end.
 
 %% Runs a shell command: its exit status and its output (stderr with it).

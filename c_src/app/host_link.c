@@ -125,20 +125,19 @@ static void on_drop_timer(struct evloop *loop, void *arg)
 	drop_connection(arg);
 }
 
-/* Sends the batch gathered so far, if any. Returns whether it sent one. */
-static bool send_batch(struct host_link *h)
+/* Sends the batch gathered so far, if any. */
+static void send_batch(struct host_link *h)
 {
 	const char *buf;
 	size_t len;
 	int rc = host_batch_take(&h->batch, &buf, &len);
 	if (rc == 1 && h->losing)
-		return false; /* thrown away: the nodedown to come fails its messages */
+		return; /* thrown away: the nodedown to come fails its messages */
 	if (rc == 1)
 		rc = dist_node_send(h->cfg.node, &h->dispatcher, buf, len);
 	/* -ENOBUFS: the connection is closed already, its nodedown told. */
 	if (rc < 0 && rc != -ENOBUFS)
 		lose_batch(h, rc);
-	return rc == 0;
 }
 
 static void send_batches_ack(struct host_link *h)
@@ -280,16 +279,16 @@ ei_x_buff *host_link_batch_begin(struct host_link *h)
 	if (!h->welcomed || !h->batching)
 		return NULL;
 	if (host_batch_size(&h->batch) >= HOST_BATCH_SEND_BYTES)
-		(void)send_batch(h);
+		send_batch(h);
 	ei_x_buff *b = host_batch_item_begin(&h->batch);
 	if (b == NULL)
-		(void)send_batch(h); /* what is gathered leaves before the caller's message, sent on its own */
+		send_batch(h); /* what is gathered leaves before the caller's message, sent on its own */
 	return b;
 }
 
 void host_link_batch_end(struct host_link *h, bool ok) { host_batch_item_end(&h->batch, ok); }
 
-void host_link_batch_send(struct host_link *h) { (void)send_batch(h); }
+void host_link_batch_send(struct host_link *h) { send_batch(h); }
 
 /* ---- what the regions ask (struct region_host), of the link at *arg ---- */
 

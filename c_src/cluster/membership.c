@@ -69,26 +69,6 @@ static void gossip_all(struct membership *m)
 	}
 }
 
-/* The tick's gossip: to a member whose protocol knows digests (2 on), the
- * list's digest, and the whole list only when its own differs (it
- * answers with its list, and ours follows when its digest comes); to an
- * older member, the whole list as before. A list of N entries to each of
- * N members every tick cost each member O(N^2); a digest is a few bytes.
- * A change still goes whole to every member at once (gossip_all). */
-static void gossip_tick(struct membership *m)
-{
-	uint64_t digest = m->tick_digest = membership_digest(m);
-	for (size_t k = 0; k < m->n; k++) {
-		const struct member *e = &m->members[k];
-		if (strcmp(e->node, m->our_node) == 0 || e->status >= MEMBER_DOWN || e->unreachable)
-			continue;
-		if (e->protocol >= MEMBER_PROTOCOL_DIGESTS && digest != 0)
-			membership_digest_to(m, e->node, digest);
-		else
-			membership_gossip_to(m, e->node);
-	}
-}
-
 static void send_join(struct membership *m, const char *seed)
 {
 	ei_x_buff x;
@@ -148,7 +128,7 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	struct membership *m = arg;
 	form_if_nobody_answered(m);
 	send_joins(m);
-	gossip_tick(m);
+	membership_gossip_tick(m);
 	membership_heartbeat_all(m);
 	/* The downing decided on the way: applied here, where the list is
 	 * changed, before anything else reads it. */
@@ -354,6 +334,21 @@ static void reset_local(struct membership *m, struct member *e)
 		m->members[j].lapsed_from[k / 64] &= ~(UINT64_C(1) << (k % 64));
 }
 
+/* A member's gossip or digest from `from`: a sender listed down is sent
+ * our whole list (it has not heard it was downed) and true returned; any
+ * other member is heard (membership_heard). */
+static bool heard_from(struct membership *m, const char *from)
+{
+	struct member *sender = membership_member(m, from);
+	if (sender != NULL && sender->status >= MEMBER_DOWN) {
+		membership_gossip_to(m, from);
+		return true;
+	}
+	if (sender != NULL)
+		membership_heard(m, sender);
+	return false;
+}
+
 static void on_gossip(struct membership *m, const char *t, size_t i)
 {
 	char from[NODE_NAME_BUF];
@@ -427,11 +422,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
 		any = true;
 	}
-	struct member *sender = membership_member(m, from);
-	if (sender != NULL && sender->status >= MEMBER_DOWN)
-		membership_gossip_to(m, from); /* it has not heard it was downed */
-	else if (sender != NULL)
-		membership_heard(m, sender);
+	(void)heard_from(m, from);
 	if (refuted) /* our entry, at its new version, everywhere at once */
 		gossip_all(m);
 	if (any || refuted) {
@@ -455,13 +446,8 @@ static void on_digest(struct membership *m, const char *t, size_t i)
 	unsigned long long digest;
 	if (ei_decode_ulonglong(t, &ii, &digest) < 0)
 		return;
-	struct member *sender = membership_member(m, from);
-	if (sender != NULL && sender->status >= MEMBER_DOWN) {
-		membership_gossip_to(m, from); /* it has not heard it was downed */
+	if (heard_from(m, from))
 		return;
-	}
-	if (sender != NULL)
-		membership_heard(m, sender);
 	/* 0 is no digest (memory ran out, or no tick yet): the lists may
 	 * differ. */
 	if (digest == 0 || m->tick_digest == 0 || (uint64_t)digest != m->tick_digest)

@@ -125,6 +125,11 @@ uint64_t membership_digest(const struct membership *m);
  * (2 on): it answers with its whole list when its digest differs. */
 void membership_digest_to(struct membership *m, const char *to, uint64_t digest);
 
+/* The tick's gossip to every other member that is neither down nor
+ * unreachable: the digest (kept as tick_digest), or the whole list to a
+ * member of v0.1.0. */
+void membership_gossip_tick(struct membership *m);
+
 /* ---- membership_health.c ---- */
 
 /* After any change of the member list or of a member's reachability:

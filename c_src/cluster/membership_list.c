@@ -126,6 +126,27 @@ void membership_digest_to(struct membership *m, const char *to, uint64_t digest)
 	ei_x_free(&x);
 }
 
+/* The tick's gossip: to a member whose protocol knows digests (2 on), the
+ * list's digest, and the whole list only when its own differs (it
+ * answers with its list, and ours follows when its digest comes); to an
+ * older member, the whole list as before. A list of N entries to each of
+ * N members every tick cost each member O(N^2); a digest is a few bytes.
+ * A change still goes whole to every member at once (membership.c's
+ * gossip_all). */
+void membership_gossip_tick(struct membership *m)
+{
+	uint64_t digest = m->tick_digest = membership_digest(m);
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (strcmp(e->node, m->our_node) == 0 || e->status >= MEMBER_DOWN || e->unreachable)
+			continue;
+		if (e->protocol >= MEMBER_PROTOCOL_DIGESTS && digest != 0)
+			membership_digest_to(m, e->node, digest);
+		else
+			membership_gossip_to(m, e->node);
+	}
+}
+
 void membership_gossip_to(struct membership *m, const char *to)
 {
 	ei_x_buff x;

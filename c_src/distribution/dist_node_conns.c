@@ -33,41 +33,35 @@ static void tell_down(struct dist_node *n, const char *peer)
 			n->listeners[k].down(n->listeners[k].arg, peer);
 }
 
-/* At most this many up connections to one peer are closed at once (there
- * is one, briefly two while a simultaneous connect is settled). */
-#define DISCONNECT_UP_MAX 4
-
-int dist_node_disconnect(struct dist_node *n, const char *peer, const char *why)
+/* Closes the connections to `peer` that are up (`up`) or still setting
+ * up (!up), from the back as dist_node_each_conn does: a closed one
+ * leaves behind the cursor, and one a nodedown listener opens meanwhile
+ * (appended, and not up) is left alone. Returns how many it closed. */
+static int close_conns(struct dist_node *n, const char *peer, const char *why, bool up)
 {
 	int closed = 0;
-	struct dist_conn *up[DISCONNECT_UP_MAX];
-	size_t nup = 0;
-	/* The attempts still setting up first, so that the up connection
-	 * closes last and its closing is the nodedown (one closed while
-	 * another to the peer lives tells nobody). The ones found now only:
-	 * a listener may open a new one, which is left alone. From the back,
-	 * as dist_node_each_conn: a closed one leaves behind the cursor. */
 	for (uint32_t i = n->nconns; i-- > 0;) {
 		if (i >= n->nconns)
 			continue;
 		struct dist_conn *c = n->conns[i];
-		if (dist_conn_is_closed(c) || strcmp(dist_conn_peer(c), peer) != 0)
+		if (dist_conn_is_closed(c) || dist_conn_is_up(c) != up || strcmp(dist_conn_peer(c), peer) != 0)
 			continue;
-		if (dist_conn_is_up(c)) {
-			if (nup < DISCONNECT_UP_MAX)
-				up[nup++] = c;
-			continue;
-		}
 		dist_conn_close(c, why);
 		closed++;
 	}
-	/* Closed connections stay allocated until the loop's next turn
-	 * (dist_node_free_dead): the pointers are good. */
-	for (size_t k = 0; k < nup; k++, closed++)
-		dist_conn_close(up[k], why);
-	if (nup == 0)
-		tell_down(n, peer); /* none was up: the nodedown is said all the same */
 	return closed;
+}
+
+int dist_node_disconnect(struct dist_node *n, const char *peer, const char *why)
+{
+	/* The attempts still setting up first, so that the up connection
+	 * closes last and its closing is the nodedown (one closed while
+	 * another to the peer lives tells nobody). */
+	int setting_up = close_conns(n, peer, why, false);
+	int up = close_conns(n, peer, why, true);
+	if (up == 0)
+		tell_down(n, peer); /* none was up: the nodedown is said all the same */
+	return setting_up + up;
 }
 
 int dist_node_link_conn(struct dist_node *n, struct dist_conn *c)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -452,8 +453,11 @@ static void on_answer_deadline(struct evloop *loop, void *arg)
 {
 	(void)loop;
 	struct pg_conn *c = arg;
-	if (c->phase == PHASE_UP && c->sent != NULL)
-		lost(c, "the server answered nothing within the answer timeout (store_timeout_ms)");
+	if (c->phase != PHASE_UP || c->sent == NULL)
+		return;
+	char why[64];
+	snprintf(why, sizeof why, "the server answered nothing for %u ms", c->answer_timeout_ms);
+	lost(c, why);
 }
 
 static void on_connect_deadline(struct evloop *loop, void *arg)

@@ -89,6 +89,17 @@ static void wait_answers(struct seen *s, int n)
 	cr_assert_eq(s->answered, n);
 }
 
+/* Turns s's loop until the connection has come up `ups` times in all. */
+static void wait_up(struct seen *s, int ups)
+{
+	if (s->ups < ups) {
+		s->wait_up = true;
+		sn_run_loop(s->loop, 15000);
+		s->wait_up = false;
+	}
+	cr_assert_eq(s->ups, ups);
+}
+
 /* A loop and a connection with conninfo `ci`, its callbacks into `s`. */
 static struct pg_conn *connect_with(struct seen *s, const char *ci)
 {
@@ -212,10 +223,7 @@ Test(pg_conn, a_server_that_goes_and_comes_back, .init = setup, .fini = teardown
 
 	/* Back on the same port: the connection comes up by itself. */
 	pg_server_cmd(&srv, "start");
-	s.wait_up = true;
-	sn_run_loop(loop, 15000);
-	s.wait_up = false;
-	cr_assert_eq(s.ups, 2);
+	wait_up(&s, 2);
 	query(c, &s, 2, "SELECT 42");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	wait_answers(&s, 3);
@@ -307,10 +315,7 @@ Test(pg_conn, a_prepared_statement_is_prepared_again_when_refused_and_after_a_re
 		s.wait_down = false;
 	}
 	pg_server_cmd(&srv, "start");
-	s.wait_up = true;
-	sn_run_loop(loop, 15000);
-	s.wait_up = false;
-	cr_assert_eq(s.ups, 2);
+	wait_up(&s, 2);
 	query_prepared(c, &s, 6, "1");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	wait_answers(&s, 7);
@@ -377,9 +382,7 @@ Test(pg_conn, an_attempt_that_hangs_ends_at_connect_timeout, .init = setup, .fin
 	cr_assert_lt(took, 8000, "gave up after %llu ms", (unsigned long long)took);
 	/* Resumed: the next attempt comes up. */
 	pg_server_cmd(&srv, "resume");
-	s.wait_up = true;
-	sn_run_loop(loop, 15000);
-	cr_assert_eq(s.ups, 1);
+	wait_up(&s, 1);
 	pg_conn_free(c);
 	evloop_free(loop);
 }
@@ -400,10 +403,7 @@ Test(pg_conn, a_host_that_hangs_does_not_keep_the_next_one_untried, .init = setu
 	struct seen s;
 	struct pg_conn *c = connect_with(&s, ci);
 	struct evloop *loop = s.loop;
-	s.wait_up = true;
-	sn_run_loop(loop, 15000);
-	s.wait_up = false;
-	cr_assert_eq(s.ups, 1);
+	wait_up(&s, 1);
 	query(c, &s, 0, "SELECT 9");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	wait_answers(&s, 1);
@@ -438,9 +438,7 @@ Test(pg_conn, a_server_that_answers_nothing_in_time_is_given_up, .init = setup, 
 	cr_assert_geq(took, 900, "after %llu ms", (unsigned long long)took);
 	cr_assert_eq(s.downs, 1);
 	pg_server_cmd(&srv, "resume");
-	s.wait_up = true;
-	sn_run_loop(loop, 15000);
-	cr_assert_eq(s.ups, 2);
+	wait_up(&s, 2);
 	query(c, &s, 2, "SELECT 3");
 	cr_assert_eq(pg_conn_sync(c), 0);
 	wait_answers(&s, 3);
