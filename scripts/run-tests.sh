@@ -186,5 +186,20 @@ echo
 for name in "${ran[@]}"; do
 	echo "run-tests: $name: ${ct_suites[${name#ct-}]}; logs in build/ct/${name#ct-}/logs/index.html"
 done
+# What failed, named again at the end, where a reader of only the last lines
+# (a CI summary) looks: common_test's "%%% SUITE ==> case: FAILED" line and
+# the reason after it, Criterion's "[FAIL]" lines, and the last lines of a
+# target that failed.
+if [ "$status" != 0 ]; then
+	for name in "${ran[@]}" adoption; do
+		[ -f "build/$name.log" ] || continue
+		sed 's/\x1b\[[0-9;]*m//g' "build/$name.log" | grep -a -A1 ' ==> .*: FAILED' |
+			grep -av '^--$' | head -20 | sed "s/^/run-tests: $name: /"
+	done
+	[ -f build/unit.log ] && grep -a '\[FAIL\]' build/unit.log | head -10 | sed 's/^/run-tests: unit: /'
+	for t in "${targets[@]}"; do
+		[ "$(cat "$rcs/$t" 2>/dev/null)" = 0 ] || tail -n 5 "build/$t.log" | sed "s/^/run-tests: $t: /"
+	done
+fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit "$status"
