@@ -606,7 +606,7 @@ bool membership_form_cluster(struct membership *m)
 	me->status = MEMBER_UP;
 	me->up_number = m->top_up_number + 1;
 	note_up_number(m, me->up_number);
-	me->version++;
+	me->version = membership_rules_formed_version(me->version);
 	log_info(m->cfg.log, "no cluster answered: forming a new one");
 	gossip_all(m);
 	membership_changed(m);

@@ -87,6 +87,8 @@ enum member_join membership_rules_join(const struct member_facts *have, uint32_t
 	return MEMBER_JOIN_LIST;
 }
 
+uint32_t membership_rules_formed_version(uint32_t own) { return own + 3; }
+
 /* a is older than b: the lower up-number, then the lower name. */
 static bool older(const struct member_facts *a, const struct member_facts *b)
 {

@@ -117,6 +117,18 @@ enum member_join {
  * Cannot fail. */
 enum member_join membership_rules_join(const struct member_facts *have, uint32_t *version);
 
+/* The version of our own entry when we form a cluster, ours being `own`:
+ * above any at which another joining node lists us. A node started again
+ * says nothing but joins until it is listed (membership_internal.h), so
+ * the others list it from its join, at 2 (membership_rules_join: not
+ * listed before) or at most own + 2 (from an entry of ours they had), and
+ * never hear back. Formed at a lower version, our up entry loses to their
+ * joining one when our admissions reach them: each takes its own
+ * admission, keeps us joining, and counts itself the oldest member until
+ * we refute — a second coordinator for a moment, and replica sets told
+ * that the others never take. Cannot fail. */
+uint32_t membership_rules_formed_version(uint32_t own);
+
 /* ---- the leader and admission ---- */
 
 /* The index in members of the leader: the oldest voting member (lowest

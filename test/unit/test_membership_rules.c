@@ -338,6 +338,26 @@ Test(membership_rules_join, who_is_listed_again)
 	}
 }
 
+/* Three members started again at once: each lists the others joining from
+ * their joins, and none hears back (quiet until listed). The one that forms
+ * the cluster must win over those listings, or each admitted member counts
+ * itself the oldest for a moment. */
+Test(membership_rules_join, the_formed_entry_replaces_the_joining_one_others_listed_from_a_join)
+{
+	for (uint32_t own = 0; own < 6; own++) {
+		struct member_facts formed = F("n1", 2, MEMBER_UP, membership_rules_formed_version(own));
+		uint32_t listed = 0;
+		cr_assert_eq(membership_rules_join(NULL, &listed), MEMBER_JOIN_LIST);
+		struct member_facts joining = F("n1", 0, MEMBER_JOINING, listed);
+		cr_assert_eq(V(formed, joining), MEMBER_MERGE_TAKE, "own %u: listed from a join at %u", own, listed);
+		/* listed again from an entry of ours it had, at most ours */
+		struct member_facts had = F("n1", 1, MEMBER_REMOVED, own);
+		cr_assert_eq(membership_rules_join(&had, &listed), MEMBER_JOIN_LIST);
+		joining = F("n1", 0, MEMBER_JOINING, listed);
+		cr_assert_eq(V(formed, joining), MEMBER_MERGE_TAKE, "own %u: listed from ours at %u", own, listed);
+	}
+}
+
 Test(membership_rules_join, the_rejoin_after_a_down_replaces_the_removed_entry_others_hold)
 {
 	/* The seed holds the down (7); another member already removed the
