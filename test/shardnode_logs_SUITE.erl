@@ -90,7 +90,15 @@ a_cluster_started_again_warns_of_nothing(Config) ->
     await(fun() -> replicated(Ports) end, 30000),
     %% Not a handful of lines here: the members' own pasts are in them
     %% (remembered members asked, shards continuing on their replicas).
-    no_warnings(Nodes).
+    no_warnings(Nodes),
+    %% One coordinator from the start, never a second for a moment: a
+    %% member that counted itself the oldest told replica sets the others
+    %% never took, and its shards waited for good.
+    Said = fun(Text) -> length([L || N <- Nodes, {ok, Ls} <- [shardnode:output(N)], L <- Ls,
+                                     binary:match(L, Text) =/= nomatch])
+           end,
+    ?assertEqual({1, 0}, {Said(<<"coordinator counter: active here">>),
+                          Said(<<"coordinator counter: no longer active here">>)}).
 
 %%====================================================================
 %% Helpers
