@@ -25,7 +25,9 @@
  *      `shard_home` with the epoch, to a region whose report had them);
  *      the tick's gossip to a member of 2 or later is a digest of the
  *      list (`gossip_digest`), answered with the whole list when the
- *      receiver's differs
+ *      receiver's differs; a region's `replicas_held` to a coordinator
+ *      of 2 or later names the home of the set of each filling or absent
+ *      copy (replica_msg.h)
  */
 #ifndef SN_MEMBER_PROTOCOL_H
 #define SN_MEMBER_PROTOCOL_H

@@ -89,6 +89,12 @@ static bool takes_copies_at(void *arg, size_t k)
 	return coord_takes_copies(arg, k);
 }
 
+static bool reported_at(void *arg, size_t k)
+{
+	const struct coordinator *c = arg;
+	return k < c->nregions && c->regions[k].reported;
+}
+
 void coord_replica_view(struct coordinator *c, struct coordinator_view *v)
 {
 	*v = (struct coordinator_view){
@@ -100,6 +106,7 @@ void coord_replica_view(struct coordinator *c, struct coordinator_view *v)
 		.nregions = c->nregions,
 		.region_pid = coord_region_pid_at,
 		.takes = takes_copies_at,
+		.reported = reported_at,
 		.arg = c,
 	};
 }

@@ -155,6 +155,12 @@ void coordinator_replicas_region_removed(struct coordinator_replicas *cr, const 
 		}
 		if (cr->reports[e].region > k)
 			cr->reports[e].region--;
+		/* A named home gone before the rebuild: its copy may be the
+		 * newest, so the report counts as if it named none. */
+		if (cr->reports[e].set_home == k)
+			cr->reports[e].set_home = -1;
+		else if (cr->reports[e].set_home > k)
+			cr->reports[e].set_home--;
 		e++;
 	}
 	if (!cr->ready)
@@ -240,10 +246,20 @@ void coordinator_replicas_tick(struct coordinator_replicas *cr, const struct coo
 
 struct report_ctx {
 	struct coordinator_replicas *cr;
+	const struct coordinator_view *v;
 	int32_t region;
 };
 
-static int add_report(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role)
+/* The region on `node`, or -1. */
+static int32_t region_on(const struct coordinator_view *v, const char *node)
+{
+	for (size_t k = 0; node != NULL && k < v->nregions; k++)
+		if (strcmp(v->region_pid(v->arg, k)->node, node) == 0)
+			return (int32_t)k;
+	return -1;
+}
+
+static int add_report(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role, const char *set_home)
 {
 	struct report_ctx *c = arg;
 	struct coordinator_replicas *cr = c->cr;
@@ -264,6 +280,7 @@ static int add_report(void *arg, uint32_t shard, uint64_t epoch, enum replica_ro
 		.complete = role == REPLICA_HELD_HOME || role == REPLICA_HELD_COMPLETE,
 		.none = role == REPLICA_HELD_NONE,
 		.epoch = epoch,
+		.set_home = region_on(c->v, set_home),
 	};
 	if (epoch > cr->next_epoch)
 		cr->next_epoch = epoch; /* a set given later must be newer than every copy's */
@@ -285,7 +302,7 @@ void coordinator_replicas_on_report(struct coordinator_replicas *cr, const struc
 			e++;
 	}
 	size_t first = cr->nreports;
-	struct report_ctx c = {.cr = cr, .region = k};
+	struct report_ctx c = {.cr = cr, .v = v, .region = k};
 	(void)replica_msg_each_held(m, add_report, &c);
 	if (!cr->ready)
 		return; /* the rebuild reads them */
@@ -312,6 +329,11 @@ void coordinator_replicas_rebuild(struct coordinator_replicas *cr, const struct 
 	if (!coordinator_replicas_on(cr) || cr->ready)
 		return;
 	cr->ready = true;
+	/* A home named by a copy counts only once it reported: what it holds
+	 * says whether it took the set (replica_sets.h). */
+	for (size_t e = 0; e < cr->nreports; e++)
+		if (cr->reports[e].set_home >= 0 && !v->reported(v->arg, (size_t)cr->reports[e].set_home))
+			cr->reports[e].set_home = -1;
 	(void)replica_sets_rebuild(cr->sets, cr->nshards, cr->reports, cr->nreports, &cr->next_epoch);
 	cr->nreports = 0;
 	uint32_t continued = 0, waiting = 0;

@@ -34,6 +34,7 @@ struct coordinator_view {
 	size_t nregions;
 	const erlang_pid *(*region_pid)(void *arg, size_t k);
 	bool (*takes)(void *arg, size_t k); /* region k may be given copies */
+	bool (*reported)(void *arg, size_t k); /* region k sent its replicas_held */
 	void *arg;
 };
 

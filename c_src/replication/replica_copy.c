@@ -407,28 +407,34 @@ void replica_copy_on_fill(struct replicated_store *rs, const struct replica_msg 
 	owe_ack(rs, RMSG_FILL_ACK, m->seq, -1, m->shard);
 }
 
-int replicated_store_encode_report(const struct replicated_store *rs, ei_x_buff *x)
+int replicated_store_encode_report(const struct replicated_store *rs, ei_x_buff *x, bool name_set_homes)
 {
 	uint32_t n = rs->env.number_of_shards;
 	uint32_t *shards = malloc(n * sizeof *shards);
 	uint64_t *epochs = malloc(n * sizeof *epochs);
 	enum replica_role_held *roles = malloc(n * sizeof *roles);
+	const char **set_homes = malloc(n * sizeof *set_homes);
 	size_t count = 0;
 	int rc = -ENOMEM;
-	for (uint32_t s = 0; shards && epochs && roles && s < n; s++) {
+	for (uint32_t s = 0; shards && epochs && roles && set_homes && s < n; s++) {
 		const struct shard_replicas *p = rs->shards[s];
 		if (p == NULL || p->epoch == 0)
 			continue;
 		roles[count] = p->restored ? (enum replica_role_held)p->saved_part : part_of(p);
+		/* The home a set read back from the store named is not kept:
+		 * such a copy names none, and counts as before. */
+		set_homes[count] = !p->restored && p->home >= 0 ? replicated_region_pid(rs, p->home)->node : NULL;
 		shards[count] = s;
 		epochs[count] = p->epoch;
 		count++;
 	}
-	if (shards && epochs && roles)
-		rc = replica_msg_encode_held(x, &rs->env.self, shards, epochs, roles, count);
+	if (shards && epochs && roles && set_homes)
+		rc = replica_msg_encode_held(x, &rs->env.self, shards, epochs, roles, name_set_homes ? set_homes : NULL,
+					     count);
 	free(shards);
 	free(epochs);
 	free(roles);
+	free(set_homes);
 	return rc;
 }
 

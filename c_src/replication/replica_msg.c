@@ -9,6 +9,7 @@
 #include "etf/shardnode_msg.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
+#include "protocol/node_name.h"
 
 static const char *const kind_names[] = {
 	[RMSG_SET] = "replica_set",
@@ -154,7 +155,8 @@ int replica_msg_each_held(const struct replica_msg *m, replica_held_fn fn, void 
 		uint32_t shard;
 		uint64_t epoch;
 		enum replica_role_held role;
-		if (term_get_tuple(t, &i) != 3 || !get_u32(t, &i, &shard) || !get_u64(t, &i, &epoch))
+		long arity = term_get_tuple(t, &i);
+		if ((arity != 3 && arity != 4) || !get_u32(t, &i, &shard) || !get_u64(t, &i, &epoch))
 			return -EPROTO;
 		if (term_is_atom(t, i, "home"))
 			role = REPLICA_HELD_HOME;
@@ -167,7 +169,11 @@ int replica_msg_each_held(const struct replica_msg *m, replica_held_fn fn, void 
 		else
 			return -EPROTO;
 		term_skip(t, &i);
-		int rc = fn ? fn(arg, shard, epoch, role) : 0;
+		char set_home[NODE_NAME_BUF];
+		if (arity == 4 && ((role != REPLICA_HELD_FILLING && role != REPLICA_HELD_NONE) ||
+				   node_name_decode(t, &i, set_home) != 0))
+			return -EPROTO; /* only a copy that is not the set's names its home */
+		int rc = fn ? fn(arg, shard, epoch, role, arity == 4 ? set_home : NULL) : 0;
 		if (rc)
 			return rc;
 	}
@@ -349,16 +355,22 @@ int replica_msg_encode_filled(ei_x_buff *x, uint32_t shard, const erlang_pid *re
 }
 
 int replica_msg_encode_held(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, const uint64_t *epochs,
-			    const enum replica_role_held *roles, size_t n)
+			    const enum replica_role_held *roles, const char *const *set_homes, size_t n)
 {
 	static const char *const role_names[] = {"home", "complete", "filling", "none"};
 	if (begin(x, 4, RMSG_HELD) || ei_x_encode_pid(x, region) < 0)
 		return -ENOMEM;
 	if (n > 0 && ei_x_encode_list_header(x, (long)n) < 0)
 		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_uint(x, shards[k]) < 0 ||
-		    term_x_encode_uint(x, epochs[k]) < 0 || term_x_encode_atom(x, role_names[roles[k]]) < 0)
+	for (size_t k = 0; k < n; k++) {
+		const char *set_home = set_homes != NULL &&
+					       (roles[k] == REPLICA_HELD_FILLING || roles[k] == REPLICA_HELD_NONE)
+				       ? set_homes[k]
+				       : NULL;
+		if (ei_x_encode_tuple_header(x, set_home ? 4 : 3) < 0 || term_x_encode_uint(x, shards[k]) < 0 ||
+		    term_x_encode_uint(x, epochs[k]) < 0 || term_x_encode_atom(x, role_names[roles[k]]) < 0 ||
+		    (set_home && term_x_encode_atom(x, set_home) < 0))
 			return -ENOMEM;
+	}
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }

@@ -24,9 +24,15 @@
  *       replica -> a home of an older epoch than its own: not applied
  *   {'$shardnode', replica_filled, Shard, ReplicaPid}
  *       home -> coordinator: the replica holds every record now
- *   {'$shardnode', replicas_held, RegionPid, [{Shard, Epoch, home | complete | filling | none}]}
+ *   {'$shardnode', replicas_held, RegionPid, [{Shard, Epoch, home | complete | filling | none}
+ *                                           | {Shard, Epoch, filling | none, SetHomeNode}]}
  *       region -> coordinator, after registering: the copies it keeps,
- *       and the newest epoch it heard of each shard it keeps none of
+ *       and the newest epoch it heard of each shard it keeps none of.
+ *       The four-element form (to a coordinator of protocol 2 or later,
+ *       member_protocol.h) names the node of the home of the set at Epoch,
+ *       as this region heard it: a coordinator whose report from that
+ *       home is older than Epoch knows the set was never taken
+ *       (replica_sets.h, set_home)
  *
  * States travel as terms without their version byte; ids as the
  * canonical id term.
@@ -78,7 +84,10 @@ typedef int (*replica_write_fn)(void *arg, uint32_t shard, uint64_t epoch, uint6
 				size_t id_len, const char *state, size_t state_len);
 int replica_msg_each_write(const struct replica_msg *m, replica_write_fn fn, void *arg);
 enum replica_role_held { REPLICA_HELD_HOME, REPLICA_HELD_COMPLETE, REPLICA_HELD_FILLING, REPLICA_HELD_NONE };
-typedef int (*replica_held_fn)(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role);
+/* `set_home`: the node named home of the set at `epoch` (filling or none
+ * only), NULL when the entry names none; valid during the call. */
+typedef int (*replica_held_fn)(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role,
+			       const char *set_home);
 int replica_msg_each_held(const struct replica_msg *m, replica_held_fn fn, void *arg);
 
 /* Encoders: each writes the version byte and the message into x (a fresh
@@ -111,8 +120,10 @@ int replica_msg_encode_fill(ei_x_buff *x, uint32_t shard, uint64_t epoch, uint32
 			    const erlang_pid *home, const char *records, size_t records_len);
 int replica_msg_encode_filled(ei_x_buff *x, uint32_t shard, const erlang_pid *replica);
 int replica_msg_encode_replicated(ei_x_buff *x, uint64_t seq, const erlang_pid *replica);
-/* replicas_held: n entries of shards[], epochs[], roles[]. */
+/* replicas_held: n entries of shards[], epochs[], roles[]; set_homes
+ * (NULL: none named) gives each filling or none entry its set's home node
+ * (NULL entries: not named), ignored for the other roles. */
 int replica_msg_encode_held(ei_x_buff *x, const erlang_pid *region, const uint32_t *shards, const uint64_t *epochs,
-			    const enum replica_role_held *roles, size_t n);
+			    const enum replica_role_held *roles, const char *const *set_homes, size_t n);
 
 #endif

@@ -202,6 +202,18 @@ void replica_sets_renumber(struct replica_set *sets, uint32_t nshards, int32_t g
 	}
 }
 
+/* Whether report r is of a set its home never took: the home it names
+ * reported the shard at an older epoch, or not at all. */
+static bool of_a_set_never_taken(const struct replica_report *r, const struct replica_report *reports, size_t n)
+{
+	if (r->home || r->complete || r->set_home < 0)
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (reports[k].region == r->set_home && reports[k].shard == r->shard)
+			return reports[k].epoch < r->epoch;
+	return true;
+}
+
 /* Builds one shard's set from the reports of its highest epoch. */
 static void rebuild_one(struct replica_set *s, uint32_t shard, const struct replica_report *reports, size_t n,
 			uint64_t top, uint64_t *next_epoch)
@@ -214,7 +226,7 @@ static void rebuild_one(struct replica_set *s, uint32_t shard, const struct repl
 		for (size_t k = 0; k < n; k++) {
 			const struct replica_report *r = &reports[k];
 			if (r->shard == shard && r->epoch == top && r->region > last && !r->none &&
-			    (next == NULL || r->region < next->region))
+			    (next == NULL || r->region < next->region) && !of_a_set_never_taken(r, reports, n))
 				next = r;
 		}
 		if (next == NULL)
@@ -271,7 +283,8 @@ size_t replica_sets_rebuild(struct replica_set *sets, uint32_t nshards, const st
 		uint64_t top = 0;
 		bool any = false;
 		for (size_t k = 0; k < nreports; k++) {
-			if (reports[k].shard != sh || reports[k].region < 0)
+			if (reports[k].shard != sh || reports[k].region < 0 ||
+			    of_a_set_never_taken(&reports[k], reports, nreports))
 				continue;
 			if (!any || reports[k].epoch > top)
 				top = reports[k].epoch;

@@ -121,10 +121,18 @@ struct replica_report {
 	 * does not name it. It tells how new the shard's last set is. */
 	bool none;
 	uint64_t epoch;
+	/* A filling or absent copy's word on the home of the set at `epoch`:
+	 * that home's region, if it reported too (-1: not named, or no report
+	 * from it). A home that reported an older epoch of the shard (or none)
+	 * never took that set — a coordinator active for a moment told it to
+	 * only some regions — so no write was made under it, and the report
+	 * does not make the shard wait for it. */
+	int32_t set_home;
 };
 
 /* A new coordinator's sets from the reports (any order; a shard below
- * nshards, a region >= 0): for each shard, the reports of the highest
+ * nshards, a region >= 0), leaving out those of a set its home never took
+ * (set_home above): for each shard, the reports of the highest
  * epoch make its set — their home, and their replicas (at most
  * REPLICA_SETS_MAX, lowest regions first; `none` reports count for the
  * epoch only) — and reports of older epochs are left out (their copies

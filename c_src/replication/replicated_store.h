@@ -95,8 +95,10 @@ void replicated_store_flush(struct replicated_store *rs);
 
 /* Encodes into x the replicas_held report (replica_msg.h) of the copies
  * kept here, which a region sends with each registration so a new
- * coordinator rebuilds the sets. Returns 0 or -ENOMEM. */
-int replicated_store_encode_report(const struct replicated_store *rs, ei_x_buff *x);
+ * coordinator rebuilds the sets. With `name_set_homes` (a coordinator of
+ * protocol 2 or later) a filling or absent copy names its set's home, if
+ * this region heard that set since it started. Returns 0 or -ENOMEM. */
+int replicated_store_encode_report(const struct replicated_store *rs, ei_x_buff *x, bool name_set_homes);
 
 /* Whether region `peer` is a complete replica of `shard`, homed here: it
  * holds every record the home committed and it acknowledged. False for

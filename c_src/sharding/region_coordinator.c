@@ -190,7 +190,9 @@ static void send_replicas_held(struct region *r)
 	ei_x_buff x;
 	if (r->replication == NULL || ei_x_new(&x) < 0)
 		return;
-	if (replicated_store_encode_report(r->replication, &x) == 0)
+	/* Set homes named only to a coordinator that reads them
+	 * (member_protocol.h). */
+	if (replicated_store_encode_report(r->replication, &x, r->coord.protocol >= 2) == 0)
 		(void)region_coordinator_send(r, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bsd/string.h>
+
 #include <criterion/criterion.h>
 #include <ei.h>
 
@@ -305,16 +307,18 @@ struct seen_held {
 	uint32_t shard[4];
 	uint64_t epoch[4];
 	enum replica_role_held role[4];
+	char set_home[4][64];
 	size_t n;
 };
 
-static int see_held(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role)
+static int see_held(void *arg, uint32_t shard, uint64_t epoch, enum replica_role_held role, const char *set_home)
 {
 	struct seen_held *s = arg;
 	cr_assert_lt(s->n, 4);
 	s->shard[s->n] = shard;
 	s->epoch[s->n] = epoch;
 	s->role[s->n] = role;
+	strlcpy(s->set_home[s->n], set_home ? set_home : "", sizeof s->set_home[0]);
 	s->n++;
 	return 0;
 }
@@ -327,7 +331,7 @@ Test(replica_msg, held_reads_back)
 	enum replica_role_held roles[] = {REPLICA_HELD_HOME, REPLICA_HELD_COMPLETE, REPLICA_HELD_FILLING};
 	ei_x_buff x;
 	sn_x_new(&x);
-	cr_assert_eq(replica_msg_encode_held(&x, &pid, shards, epochs, roles, 3), 0);
+	cr_assert_eq(replica_msg_encode_held(&x, &pid, shards, epochs, roles, NULL, 3), 0);
 	struct replica_msg m;
 	char *p;
 	cr_assert_eq(decode_copy(&x, &m, &p), 1);
@@ -336,7 +340,38 @@ Test(replica_msg, held_reads_back)
 	cr_assert_eq(replica_msg_each_held(&m, see_held, &s), 0);
 	cr_assert_eq(s.n, 3);
 	for (size_t k = 0; k < 3; k++)
-		cr_assert(s.shard[k] == shards[k] && s.epoch[k] == epochs[k] && s.role[k] == roles[k], "entry %zu", k);
+		cr_assert(s.shard[k] == shards[k] && s.epoch[k] == epochs[k] && s.role[k] == roles[k] &&
+				  s.set_home[k][0] == 0,
+			  "entry %zu", k);
+	free(p);
+	ei_x_free(&x);
+}
+
+/* To a coordinator of protocol 2: a filling or absent copy names its set's
+ * home; a home or a complete copy never does (it is that set's), and an
+ * entry without one stays three elements, as protocol 1 reads it. */
+Test(replica_msg, held_names_the_set_homes_of_filling_and_absent_copies)
+{
+	erlang_pid pid = sn_pid(NODE, 5, 2);
+	uint32_t shards[] = {0, 1, 2, 3};
+	uint64_t epochs[] = {7, 8, 9, 10};
+	enum replica_role_held roles[] = {REPLICA_HELD_HOME, REPLICA_HELD_FILLING, REPLICA_HELD_NONE,
+					  REPLICA_HELD_FILLING};
+	const char *set_homes[] = {"ignored@h", "h2@127.0.0.1", "h3@127.0.0.1", NULL};
+	ei_x_buff x;
+	sn_x_new(&x);
+	cr_assert_eq(replica_msg_encode_held(&x, &pid, shards, epochs, roles, set_homes, 4), 0);
+	struct replica_msg m;
+	char *p;
+	cr_assert_eq(decode_copy(&x, &m, &p), 1);
+	struct seen_held s = {0};
+	cr_assert_eq(replica_msg_each_held(&m, see_held, &s), 0);
+	cr_assert_eq(s.n, 4);
+	cr_assert_str_eq(s.set_home[0], "");
+	cr_assert_str_eq(s.set_home[1], "h2@127.0.0.1");
+	cr_assert_str_eq(s.set_home[2], "h3@127.0.0.1");
+	cr_assert_str_eq(s.set_home[3], "");
+	cr_assert(s.role[1] == REPLICA_HELD_FILLING && s.role[2] == REPLICA_HELD_NONE && s.epoch[2] == 9);
 	free(p);
 	ei_x_free(&x);
 }
@@ -359,6 +394,13 @@ Test(replica_msg, malformed_ones_are_refused)
 	cr_assert_eq(decode_fmt("{'$shardnode', replica_set, 1, 2, 3, []}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', replica_fill, 1, 2, 3, maybe, 4, []}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', replicas_held, 1, [{1, 2, boss}]}"), -EPROTO);
+	/* A home or complete copy naming a home, a home that is no node
+	 * name, five elements. */
+	cr_assert_eq(decode_fmt("{'$shardnode', replicas_held, 1, [{1, 2, home, 'h@x'}]}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', replicas_held, 1, [{1, 2, complete, 'h@x'}]}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', replicas_held, 1, [{1, 2, filling, \"h@x\"}]}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', replicas_held, 1, [{1, 2, filling, nohost}]}"), -EPROTO);
+	cr_assert_eq(decode_fmt("{'$shardnode', replicas_held, 1, [{1, 2, none, 'h@x', 3}]}"), -EPROTO);
 	cr_assert_eq(decode_fmt("{'$shardnode', replica_fill_ack, -1, 2, 3}"), -EPROTO);
 }
 
@@ -409,8 +451,9 @@ static void encode_all(ei_x_buff msgs[ALL_MSGS])
 	cr_assert_eq(replica_msg_encode_replicated(&msgs[3], 1001, &b), 0);
 	uint32_t shards[] = {5};
 	uint64_t epochs[] = {300};
-	enum replica_role_held roles[] = {REPLICA_HELD_COMPLETE};
-	cr_assert_eq(replica_msg_encode_held(&msgs[4], &b, shards, epochs, roles, 1), 0);
+	enum replica_role_held roles[] = {REPLICA_HELD_FILLING};
+	const char *set_homes[] = {"h@x"};
+	cr_assert_eq(replica_msg_encode_held(&msgs[4], &b, shards, epochs, roles, set_homes, 1), 0);
 	ei_x_free(&id);
 	ei_x_free(&st);
 	ei_x_free(&recs);

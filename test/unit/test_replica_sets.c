@@ -361,7 +361,7 @@ Test(replica_sets, renumbering_after_a_removal)
 /* ---- a new coordinator's sets from the regions' reports ---- */
 
 #define REPORT(sh, reg, is_home, done, ep) \
-	((struct replica_report){.shard = (sh), .region = (reg), .home = (is_home), .complete = (done), .epoch = (ep)})
+	((struct replica_report){.shard = (sh), .region = (reg), .home = (is_home), .complete = (done), .epoch = (ep), .set_home = -1})
 
 Test(replica_sets, rebuilt_from_the_reports_of_the_highest_epoch)
 {
@@ -462,7 +462,7 @@ Test(replica_sets, rebuilt_the_same_whatever_the_order_of_the_reports)
 }
 
 #define NONE_REPORT(sh, reg, ep) \
-	((struct replica_report){.shard = (sh), .region = (reg), .none = true, .epoch = (ep)})
+	((struct replica_report){.shard = (sh), .region = (reg), .none = true, .epoch = (ep), .set_home = -1})
 
 Test(replica_sets, a_region_with_no_copy_tells_how_new_the_last_set_is)
 {
@@ -522,3 +522,52 @@ Test(replica_sets, a_lost_home_is_waited_for_at_its_own_epoch)
 	cr_assert(replica_sets_copy_returned(s, 0, &home_back, &w.epoch));
 	cr_assert_eq(s->home, 0);
 }
+
+/* A coordinator active for a moment (two members each counting itself the
+ * oldest) told a set at epoch 12 — home region 2, region 1 a new replica —
+ * and only region 1 took it. Region 2, the home it names, reports the
+ * shard at 11: it never took the set, so nothing was written under it,
+ * and the shard continues on its copies of 11 instead of waiting for good. */
+Test(replica_sets, a_set_its_home_never_took_does_not_make_the_shard_wait)
+{
+	struct world w;
+	init(&w, 2, 3);
+	struct replica_report filling = REPORT(0, 1, false, false, 12), absent = NONE_REPORT(1, 1, 12);
+	filling.set_home = 2;
+	absent.set_home = 2;
+	const struct replica_report r[] = {
+		REPORT(0, 0, true, true, 11), REPORT(0, 2, false, true, 11), filling,
+		REPORT(1, 0, true, true, 11), absent, /* region 2 holds nothing of shard 1 */
+	};
+	cr_assert_eq(replica_sets_rebuild(w.sets, w.nshards, r, SN_ARRAY_LEN(r), &w.epoch), 2);
+	for (uint32_t sh = 0; sh < 2; sh++) {
+		cr_assert_not(w.sets[sh].waiting, "shard %u", sh);
+		cr_assert_eq(w.sets[sh].home, 0, "shard %u", sh);
+		cr_assert_eq(w.sets[sh].epoch, 11, "shard %u", sh);
+	}
+	cr_assert_eq(w.sets[0].nreplicas, 1, "the half-filled copy of 12 is no replica of 11");
+	cr_assert_eq(w.sets[0].replica[0], 2);
+	cr_assert_geq(w.epoch, 12, "the next set is newer than the one never taken");
+}
+
+/* The same reports, but the home named took the set (it reports 12), or
+ * named no home, or a home that did not report (-1): the shard waits, as a
+ * copy of the newest set may hold writes nobody else has. */
+Test(replica_sets, a_set_its_home_took_still_makes_the_shard_wait)
+{
+	for (int k = 0; k < 2; k++) {
+		struct world w;
+		init(&w, 1, 3);
+		struct replica_report filling = REPORT(0, 1, false, false, 12);
+		filling.set_home = k == 0 ? 2 : -1;
+		const struct replica_report r[] = {
+			REPORT(0, 0, true, true, 11),
+			k == 0 ? NONE_REPORT(0, 2, 12) : REPORT(0, 2, false, true, 11),
+			filling,
+		};
+		cr_assert_eq(replica_sets_rebuild(w.sets, w.nshards, r, SN_ARRAY_LEN(r), &w.epoch), 1);
+		cr_assert(w.sets[0].waiting, "case %d", k);
+		cr_assert_eq(w.sets[0].epoch, 12, "case %d", k);
+	}
+}
+
