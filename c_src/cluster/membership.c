@@ -141,7 +141,7 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	node_set_free(&downs);
 	admit_joiners(m);
 	membership_refresh_lease(m, true);
-	evloop_timer_start(loop, &m->gossip_timer, m->cfg.heartbeat_interval_ms);
+	evloop_timer_start(loop, &m->gossip_timer, membership_tick_delay_ms(evloop_wall_us(), m->cfg.heartbeat_interval_ms));
 }
 
 /* ---- receiving ---- */

@@ -89,6 +89,15 @@ enum member_join membership_rules_join(const struct member_facts *have, uint32_t
 
 uint32_t membership_rules_formed_version(uint32_t own) { return own + 3; }
 
+uint64_t membership_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms)
+{
+	if (interval_ms == 0)
+		return 0;
+	uint64_t wall_ms = wall_us / 1000;
+	uint64_t delay = interval_ms - wall_ms % interval_ms;
+	return delay < (interval_ms + 1) / 2 ? delay + interval_ms : delay;
+}
+
 /* a is older than b: the lower up-number, then the lower name. */
 static bool older(const struct member_facts *a, const struct member_facts *b)
 {
