@@ -44,6 +44,12 @@ teardown(Bridge, Namespaces) ->
          sh("ip netns pids " ++ NS ++ " 2>/dev/null | xargs -r kill -9"),
          sh("ip netns del " ++ NS ++ " 2>/dev/null")
      end || NS <- Namespaces],
+    %% A namespace deleted is dismantled later, by the kernel, and with it
+    %% the veth pair; until then (seconds, or longer while something still
+    %% holds it) the host's end keeps its name, and the next setup fails
+    %% with "File exists". Deleting our end takes the pair at once.
+    [sh("ip link del v" ++ Bridge ++ integer_to_list(K) ++ " 2>/dev/null")
+     || K <- lists:seq(1, length(Namespaces))],
     sh("ip link del " ++ Bridge ++ " 2>/dev/null"),
     ok.
 

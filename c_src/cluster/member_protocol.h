@@ -23,9 +23,10 @@
  *   2  v0.2.0: states its version; regions state the epoch of each shard
  *      they claim (`hosting` with epochs, to a coordinator of 2 or later;
  *      `shard_home` with the epoch, to a region whose report had them);
- *      the tick's gossip to a member of 2 or later is a digest of the
- *      list (`gossip_digest`), answered with the whole list when the
- *      receiver's differs; a region's `replicas_held` to a coordinator
+ *      the tick's heartbeat to a member of 2 or later carries digests of
+ *      the member list and of the reachability table instead of the
+ *      whole list and table, each answered whole when the receiver's
+ *      differs; a region's `replicas_held` to a coordinator
  *      of 2 or later names the home of the set of each filling or absent
  *      copy (replica_msg.h)
  */

@@ -334,7 +334,7 @@ static void reset_local(struct membership *m, struct member *e)
 		m->members[j].lapsed_from[k / 64] &= ~(UINT64_C(1) << (k % 64));
 }
 
-/* A member's gossip or digest from `from`: a sender listed down is sent
+/* A member's gossip from `from`: a sender listed down is sent
  * our whole list (it has not heard it was downed) and true returned; any
  * other member is heard (membership_heard). */
 static bool heard_from(struct membership *m, const char *from)
@@ -404,6 +404,12 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 			reset_local(m, e);
 		if (d.joining_now)
 			e->joining_since = now_ms(m);
+		/* A joiner admitted: watched from now on. While it joined, nothing
+		 * of it was expected (a node started again sends nothing but
+		 * joins), so its silence until now says nothing; without this a
+		 * tick on the instant of the admission called it unreachable. */
+		if (e->status == MEMBER_JOINING && in.status == MEMBER_UP)
+			e->last_heard = now_ms(m);
 		/* Another up-number is another admission, maybe of an incarnation
 		 * we have not heard from: its creation is learned anew. */
 		if (e->up_number != in.up_number)
@@ -431,29 +437,6 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	}
 }
 
-/* {gossip_digest, From, Digest}: the sender is heard, as by its gossip, and
- * when its list differs from ours it gets ours whole — its own comes with
- * our next digest's answer, so both hold the merge within two ticks. Ours
- * is the digest of our last tick, not computed per message (that cost
- * O(N) a digest, O(N^2) a tick): a list changed since answers a digest or
- * two with the whole list for nothing, and the next tick compares anew. */
-static void on_digest(struct membership *m, const char *t, size_t i)
-{
-	char from[NODE_NAME_BUF];
-	if (node_name_decode(t, &i, from))
-		return;
-	int ii = (int)i;
-	unsigned long long digest;
-	if (ei_decode_ulonglong(t, &ii, &digest) < 0)
-		return;
-	if (heard_from(m, from))
-		return;
-	/* 0 is no digest (memory ran out, or no tick yet): the lists may
-	 * differ. */
-	if (digest == 0 || m->tick_digest == 0 || (uint64_t)digest != m->tick_digest)
-		membership_gossip_to(m, from);
-}
-
 /* Whether the sender a message names first (at t[i]) is the node it came
  * from. */
 static bool sent_by(struct membership *m, const char *t, size_t i, const char *via, const char *kind)
@@ -475,8 +458,8 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 	long arity;
 	if (!shardnode_msg_head(t, &i, &arity) || arity != 4)
 		return 0;
-	static const char *const kinds[] = {"join", "gossip", "gossip_digest", "reachability", "heartbeat",
-					    "heartbeat_ack", "lease_lapsed"};
+	static const char *const kinds[] = {"join", "gossip", "reachability", "heartbeat", "heartbeat_ack",
+					    "lease_lapsed"};
 	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
 		if (!term_is_atom(t, i, kinds[k]))
 			continue;
@@ -495,11 +478,6 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 	if (term_is_atom(t, i, "gossip")) {
 		term_skip(t, &i);
 		on_gossip(m, t, i);
-		return 1;
-	}
-	if (term_is_atom(t, i, "gossip_digest")) {
-		term_skip(t, &i);
-		on_digest(m, t, i);
 		return 1;
 	}
 	if (term_is_atom(t, i, "reachability")) {

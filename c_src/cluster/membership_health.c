@@ -7,6 +7,7 @@
 
 #include "base/evloop.h"
 #include "cluster/downing.h"
+#include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
 #include "cluster/quorum.h"
 #include "protocol/node_set.h"
@@ -24,15 +25,45 @@ void membership_send_heartbeat(struct membership *m, const char *to, const char 
 	ei_x_free(&x);
 }
 
+/* {'$shardnode', heartbeat, Self, {SentAt, ListDigest, ReachDigest}}, built
+ * once for every member of protocol 2 or later. Returns 0 or -ENOMEM. */
+static int encode_heartbeat_with_digests(struct membership *m, ei_x_buff *x, uint64_t sent_at)
+{
+	if (membership_begin_msg(m, x, "heartbeat") != 0)
+		return -ENOMEM;
+	if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_uint(x, sent_at) < 0 ||
+	    term_x_encode_uint(x, m->tick_digest) < 0 || term_x_encode_uint(x, m->tick_reach_digest) < 0) {
+		ei_x_free(x);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Every member but us that is not down gets a heartbeat, unreachable ones
  * too: that is how we notice they are back. */
 void membership_heartbeat_all(struct membership *m)
 {
+	m->tick_reach_digest = reachability_digest(&m->reach);
+	uint64_t sent_at = now_ms(m);
+	ei_x_buff with_digests;
+	bool built = false;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (!is_us(m, e) && e->status < MEMBER_DOWN)
-			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m));
+		if (is_us(m, e) || e->status >= MEMBER_DOWN)
+			continue;
+		if (e->protocol < MEMBER_PROTOCOL_DIGESTS) {
+			membership_send_heartbeat(m, e->node, "heartbeat", sent_at);
+			continue;
+		}
+		if (!built && encode_heartbeat_with_digests(m, &with_digests, sent_at) != 0) {
+			membership_send_heartbeat(m, e->node, "heartbeat", sent_at); /* no digests: the next tick's */
+			continue;
+		}
+		built = true;
+		membership_send_admin(m, e->node, &with_digests);
 	}
+	if (built)
+		ei_x_free(&with_digests);
 }
 
 /* See membership_internal.h. */
@@ -87,20 +118,27 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 /* ---- the cluster-wide reachability view ---- */
 
 /* Sends our whole table to every member but us that is not down. */
-static void send_reachability_all(struct membership *m)
+/* Our reachability table to every member but us that is not down (`to`
+ * NULL), to those of them of v0.1.0 (`old_only`), or to `to` alone. */
+static void send_reachability(struct membership *m, const char *to, bool old_only)
 {
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "reachability") != 0)
 		return;
 	if (reachability_encode(&m->reach, &x) == 0) {
-		for (size_t k = 0; k < m->n; k++) {
+		for (size_t k = 0; to == NULL && k < m->n; k++) {
 			const struct member *e = &m->members[k];
-			if (!is_us(m, e) && e->status < MEMBER_DOWN)
+			if (!is_us(m, e) && e->status < MEMBER_DOWN &&
+			    (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
 				membership_send_admin(m, e->node, &x);
 		}
+		if (to != NULL)
+			membership_send_admin(m, to, &x);
 	}
 	ei_x_free(&x);
 }
+
+static void send_reachability_all(struct membership *m) { send_reachability(m, NULL, false); }
 
 /* Makes our record in the table say what our failure detector says, under
  * a version above any held (one of an earlier incarnation of ours, too).
@@ -117,6 +155,16 @@ static bool publish_own_view(struct membership *m)
 			subjects[n++] = e->node;
 	}
 	const struct reach_record *held = reachability_find(&m->reach, m->our_node);
+	/* The same set keeps its version: a version raised each tick would
+	 * make every member's table digest differ from ours at every
+	 * heartbeat, and each answer would be a whole table. */
+	bool same = held != NULL && held->nsubjects == n;
+	for (size_t k = 0; same && k < n; k++)
+		same = reachability_has(&m->reach, m->our_node, subjects[k]);
+	if (same) {
+		free(subjects);
+		return false;
+	}
 	uint64_t version = reachability_next_version(held ? held->version : 0, evloop_wall_us() / 1000u);
 	int rc = reachability_update(&m->reach, m->our_node, version, subjects, n);
 	free(subjects);
@@ -373,12 +421,35 @@ static enum downing_verdict keep_majority(struct membership *m, struct node_set 
 
 /* A heartbeat from a member that is not down gets its ack. An ack renews
  * the member's quorum lease from the time we sent the heartbeat. */
+/* A heartbeat's digests against ours of the last tick: a list or table
+ * that differs (or a 0, which says nothing) is sent whole to `from`, which
+ * merges it; ours follows from its answer to our next heartbeat. */
+static void compare_digests(struct membership *m, const char *from, uint64_t list_digest, uint64_t reach_digest)
+{
+	if (list_digest == 0 || m->tick_digest == 0 || list_digest != m->tick_digest)
+		membership_gossip_to(m, from);
+	if (reach_digest == 0 || m->tick_reach_digest == 0 || reach_digest != m->tick_reach_digest)
+		send_reachability(m, from, false);
+}
+
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
 {
 	char from[NODE_NAME_BUF];
 	long sent_at;
-	if (node_name_decode(t, &i, from) || term_get_long(t, &i, &sent_at) || sent_at < 0)
+	unsigned long long digests[2] = {0, 0};
+	if (node_name_decode(t, &i, from))
 		return;
+	size_t inside = i;
+	bool with_digests = !ack && term_get_tuple(t, &inside) == 3;
+	if (with_digests)
+		i = inside;
+	if (term_get_long(t, &i, &sent_at) || sent_at < 0)
+		return;
+	if (with_digests) {
+		int ii = (int)i;
+		if (ei_decode_ulonglong(t, &ii, &digests[0]) < 0 || ei_decode_ulonglong(t, &ii, &digests[1]) < 0)
+			return;
+	}
 	struct member *e = membership_member(m, from);
 	if (e == NULL || is_us(m, e))
 		return;
@@ -391,6 +462,8 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	if (!ack) {
 		e->last_acked = now_ms(m);
 		membership_send_heartbeat(m, from, "heartbeat_ack", (uint64_t)sent_at);
+		if (with_digests)
+			compare_digests(m, from, (uint64_t)digests[0], (uint64_t)digests[1]);
 		return;
 	}
 	if ((uint64_t)sent_at > now_ms(m))
@@ -421,7 +494,7 @@ enum downing_verdict membership_health_tick(struct membership *m, struct node_se
 	 * downed: it is no subject any more), then the table to everyone,
 	 * once: publishing a change has sent it already. */
 	if (!publish_own_view(m))
-		send_reachability_all(m);
+		send_reachability(m, NULL, true);
 	membership_tell_lapsed_leases(m);
 	release_downed(m);
 	return keep_majority(m, downs);

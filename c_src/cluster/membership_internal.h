@@ -36,6 +36,7 @@ struct membership {
 	size_t n, cap;
 	struct evloop_timer gossip_timer;
 	uint64_t tick_digest;   /* the list's digest at the last tick (gossip_tick) */
+	uint64_t tick_reach_digest; /* the reachability table's, at the last tick (heartbeat_all) */
 	uint64_t started_ms;    /* when membership started: the first seed's wait counts from it */
 	/* Another member has listed this incarnation of ours joining (we saw
 	 * it in gossip). Until then, with an up-number remembered from an
@@ -121,13 +122,10 @@ void membership_gossip_to(struct membership *m, const char *to);
  * change nothing, whatever the order of their entries. */
 uint64_t membership_digest(const struct membership *m);
 
-/* {gossip_digest, From, Digest} to `to`, a member whose protocol knows it
- * (2 on): it answers with its whole list when its digest differs. */
-void membership_digest_to(struct membership *m, const char *to, uint64_t digest);
-
-/* The tick's gossip to every other member that is neither down nor
- * unreachable: the digest (kept as tick_digest), or the whole list to a
- * member of v0.1.0. */
+/* The tick's gossip: the list's digest kept as tick_digest, which the
+ * tick's heartbeat carries to a member of protocol 2 or later (it answers
+ * with its whole list when its own differs), and the whole list to every
+ * member of v0.1.0 that is neither down nor unreachable. */
 void membership_gossip_tick(struct membership *m);
 
 /* ---- membership_health.c ---- */
@@ -140,14 +138,19 @@ void membership_changed(struct membership *m);
  * heartbeat or heartbeat_ack. */
 void membership_send_heartbeat(struct membership *m, const char *to, const char *kind, uint64_t sent_at);
 
-/* A heartbeat to every member but us that is not down. */
+/* The tick's heartbeat to every member but us that is not down: to a
+ * member of protocol 2 or later with the digests of our member list
+ * (tick_digest) and of our reachability table (kept as tick_reach_digest),
+ * {SentAt, ListDigest, ReachDigest}; to a member of v0.1.0, SentAt. */
 void membership_heartbeat_all(struct membership *m);
 
 /* A member spoke to us directly: it is reachable. */
 void membership_heard(struct membership *m, struct member *e);
 
 /* Handles heartbeat (ack = false) or heartbeat_ack from t[i..]: From,
- * SentAt. Malformed input is ignored. */
+ * SentAt, or for a heartbeat From, {SentAt, ListDigest, ReachDigest}: a
+ * digest that differs from ours (or 0) is answered with our whole list or
+ * table. Malformed input is ignored. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack);
 
 /* Tells every member that is not down that the leases we gave the members
@@ -167,7 +170,8 @@ void membership_on_lease_lapsed(struct membership *m, const char *t, size_t i);
 bool membership_refresh_lease(struct membership *m, bool log_loss);
 
 /* Once per heartbeat interval: finds unreachable members, sends our
- * reachability table to every member, releases the shards of members
+ * reachability table to every member when our record changed (else to
+ * members of v0.1.0 only: the others compare digests), releases the shards of members
  * downed long enough ago, and decides on downing (downing.h), which the
  * caller applies: DOWNING_SELF, this node first; then every member added
  * to `downs` (an initialised set the caller frees). Logs each decision. */

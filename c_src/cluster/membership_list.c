@@ -116,34 +116,19 @@ uint64_t membership_digest(const struct membership *m)
 	return digest;
 }
 
-void membership_digest_to(struct membership *m, const char *to, uint64_t digest)
-{
-	ei_x_buff x;
-	if (membership_begin_msg(m, &x, "gossip_digest") != 0)
-		return;
-	if (ei_x_encode_ulonglong(&x, (unsigned long long)digest) == 0)
-		membership_send_admin(m, to, &x); /* else the next tick's goes */
-	ei_x_free(&x);
-}
-
-/* The tick's gossip: to a member whose protocol knows digests (2 on), the
- * list's digest, and the whole list only when its own differs (it
- * answers with its list, and ours follows when its digest comes); to an
- * older member, the whole list as before. A list of N entries to each of
- * N members every tick cost each member O(N^2); a digest is a few bytes.
- * A change still goes whole to every member at once (membership.c's
- * gossip_all). */
+/* The tick's gossip (membership_internal.h). A list of N entries to each of
+ * N members every tick cost each member O(N^2); a digest in the heartbeat
+ * is a few bytes. A change still goes whole to every member at once
+ * (membership.c's gossip_all). */
 void membership_gossip_tick(struct membership *m)
 {
-	uint64_t digest = m->tick_digest = membership_digest(m);
+	m->tick_digest = membership_digest(m);
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (strcmp(e->node, m->our_node) == 0 || e->status >= MEMBER_DOWN || e->unreachable)
+		if (strcmp(e->node, m->our_node) == 0 || e->status >= MEMBER_DOWN || e->unreachable ||
+		    e->protocol >= MEMBER_PROTOCOL_DIGESTS)
 			continue;
-		if (e->protocol >= MEMBER_PROTOCOL_DIGESTS && digest != 0)
-			membership_digest_to(m, e->node, digest);
-		else
-			membership_gossip_to(m, e->node);
+		membership_gossip_to(m, e->node);
 	}
 }
 

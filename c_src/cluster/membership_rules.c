@@ -146,6 +146,29 @@ static bool fresh_quorum_since(const struct member_facts *members, size_t n, con
 	return a->clock_ms < quorum_until(q, nq, q + n);
 }
 
+/* a joined before b: listed joining earlier, then the lower node name. */
+static bool joined_before(const struct member_facts *a, const struct member_facts *b)
+{
+	if (a->joining_since != b->joining_since)
+		return a->joining_since < b->joining_since;
+	return strcmp(a->node, b->node) < 0;
+}
+
+/* The index of the joiner (not `self`) that joined first after `last`
+ * (NULL: the first of all), or -1. */
+static int next_joiner(const struct member_facts *members, size_t n, size_t self, const struct member_facts *last)
+{
+	int best = -1;
+	for (size_t k = 0; k < n; k++) {
+		const struct member_facts *e = &members[k];
+		if (e->status != MEMBER_JOINING || k == self || (last != NULL && !joined_before(last, e)))
+			continue;
+		if (best < 0 || joined_before(e, &members[best]))
+			best = (int)k;
+	}
+	return best;
+}
+
 size_t membership_rules_admit(const struct member_facts *members, size_t n, const struct membership_admission *a,
 			      struct quorum_member *scratch, uint32_t *up)
 {
@@ -156,12 +179,13 @@ size_t membership_rules_admit(const struct member_facts *members, size_t n, cons
 		return 0;
 	uint32_t next = membership_rules_next_up_number(members, n, a->top_up_number);
 	size_t admitted = 0;
-	for (size_t k = 0; k < n; k++) {
-		const struct member_facts *e = &members[k];
-		if (e->status != MEMBER_JOINING || k == a->self ||
-		    !fresh_quorum_since(members, n, a, up, e->joining_since, scratch))
-			continue;
-		if (a->now_ms - e->last_heard > a->failure_timeout_ms)
+	for (const struct member_facts *last = NULL;;) {
+		int k = next_joiner(members, n, a->self, last);
+		if (k < 0)
+			break;
+		const struct member_facts *e = last = &members[k];
+		if (!fresh_quorum_since(members, n, a, up, e->joining_since, scratch) ||
+		    a->now_ms - e->last_heard > a->failure_timeout_ms)
 			continue;
 		up[k] = next++;
 		admitted++;

@@ -162,7 +162,7 @@ struct membership_admission {
 
 /* Whom this node admits now. Nobody unless members[a->self] is the leader
  * (membership_rules_leader). The leader admits each joining member but
- * itself, in the order of members, once both:
+ * itself, in the order they joined, once both:
  *  - the voting members that acked a heartbeat sent at or after its
  *    joining_since (lease_until >= joining_since + failure_timeout_ms, and
  *    clock_ms < the lease) win a split (quorum_until): a member cut off
@@ -174,7 +174,9 @@ struct membership_admission {
  *    after asking would become a voter nobody hears, and hold up
  *    allocation until it is downed.
  * Admitted members get consecutive up-numbers from
- * membership_rules_next_up_number, in the order of members. up (n entries,
+ * membership_rules_next_up_number in the order they joined (joining_since,
+ * then the node name): members started one after another are as old as
+ * their order, whichever pass admits them. up (n entries,
  * caller-owned) gets each member's new up-number, 0 for those not
  * admitted; scratch (2 n entries, caller-owned) is working space. members
  * is only read. Returns how many were admitted. */

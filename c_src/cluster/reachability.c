@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv1a.h"
 #include "protocol/node_name.h"
 #include "etf/term.h"
 #include "etf/term_encode.h"
@@ -107,24 +108,49 @@ uint64_t reachability_next_version(uint64_t last, uint64_t wall_clock_ms)
 	return wall_clock_ms > last ? wall_clock_ms : last + 1;
 }
 
+/* {Observer, Version, [Subject]}. Returns 0 or -ENOMEM. */
+static int encode_record(const struct reach_record *rec, ei_x_buff *x)
+{
+	if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_atom(x, rec->observer) < 0 ||
+	    term_x_encode_uint(x, rec->version) < 0)
+		return -ENOMEM;
+	if (rec->nsubjects && ei_x_encode_list_header(x, (long)rec->nsubjects) < 0)
+		return -ENOMEM;
+	for (size_t s = 0; s < rec->nsubjects; s++)
+		if (term_x_encode_atom(x, rec->subjects[s]) < 0)
+			return -ENOMEM;
+	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
+}
+
 int reachability_encode(const struct reachability *r, ei_x_buff *x)
 {
 	if (r->n && ei_x_encode_list_header(x, (long)r->n) < 0)
 		return -ENOMEM;
-	for (size_t k = 0; k < r->n; k++) {
-		const struct reach_record *rec = &r->records[k];
-		if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_atom(x, rec->observer) < 0 ||
-		    term_x_encode_uint(x, rec->version) < 0)
+	for (size_t k = 0; k < r->n; k++)
+		if (encode_record(&r->records[k], x) != 0)
 			return -ENOMEM;
-		if (rec->nsubjects && ei_x_encode_list_header(x, (long)rec->nsubjects) < 0)
-			return -ENOMEM;
-		for (size_t s = 0; s < rec->nsubjects; s++)
-			if (term_x_encode_atom(x, rec->subjects[s]) < 0)
-				return -ENOMEM;
-		if (ei_x_encode_empty_list(x) < 0)
-			return -ENOMEM;
-	}
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
+}
+
+uint64_t reachability_digest(const struct reachability *r)
+{
+	ei_x_buff x;
+	if (ei_x_new(&x) < 0)
+		return 0;
+	/* XOR of each record's hash: the records' order, which differs
+	 * between members, does not count. A record's subjects are in the
+	 * order its observer gave them, the same in every copy. */
+	uint64_t digest = 0;
+	for (size_t k = 0; k < r->n; k++) {
+		x.index = 0;
+		if (encode_record(&r->records[k], &x) != 0) {
+			digest = 0;
+			break;
+		}
+		digest ^= fnv1a64(x.buff, (size_t)x.index);
+	}
+	ei_x_free(&x);
+	return digest == 0 && r->n > 0 ? 1 : digest;
 }
 
 /* Reads a proper list header at t[*i]: its length (0 for NIL). For the

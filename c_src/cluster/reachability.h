@@ -7,8 +7,13 @@
  *
  *   {'$shardnode', reachability, From, [{Observer, Version, [Subject]}]}
  *
- * Every member sends its whole table to every other member each
- * heartbeat interval, so an observation travels around a cut link. Merging
+ * A member sends its whole table to every other member when its own
+ * record changes; each heartbeat interval, to a member of protocol 2 or
+ * later, only the table's digest (in the heartbeat, membership_health.c),
+ * and the whole table to a member whose digest differs — so an
+ * observation still travels around a cut link within a tick or two, and
+ * a quiet cluster does not send N records to N members each tick. A
+ * member of v0.1.0 gets the whole table each interval, as before. Merging
  * keeps, per observer, the record with the higher version. An observer
  * versions its record with the wall clock in milliseconds (or its last
  * version plus one, if that is higher), so a node that restarts still
@@ -61,6 +66,11 @@ uint64_t reachability_next_version(uint64_t last, uint64_t wall_clock_ms);
 
 /* Encodes [{Observer, Version, [Subject]}] into x. Returns 0 or -ENOMEM. */
 int reachability_encode(const struct reachability *r, ei_x_buff *x);
+
+/* A digest of the table, the same for the same records in any order:
+ * 0 for an empty table or without memory (the tables may then differ),
+ * never 0 otherwise. Only reads r. */
+uint64_t reachability_digest(const struct reachability *r);
 
 /* Merges an encoded [{Observer, Version, [Subject]}] from t at *i (a
  * validated term) into r, as reachability_update does each record, and

@@ -482,17 +482,26 @@ Test(membership_rules_admit, a_joiner_silent_longer_than_the_failure_timeout_wai
 	cr_assert_eq(up[1], 0);
 }
 
-Test(membership_rules_admit, two_joiners_at_once_get_consecutive_up_numbers_in_list_order)
+Test(membership_rules_admit, two_joiners_at_once_get_consecutive_up_numbers_in_join_order)
 {
+	/* Listed joining at the same moment: the lower name first, wherever
+	 * the list holds them. */
 	struct member_facts m[] = {joiner("n3", 100, 100), voter("n1", 1, 0), joiner("n2", 100, 100)};
 	uint32_t up[3];
 	cr_assert_eq(admit(m, 3, 1, 1, 100, up), 2);
-	cr_assert_eq(up[0], 2);
-	cr_assert_eq(up[2], 3);
+	cr_assert_eq(up[2], 2);
+	cr_assert_eq(up[0], 3);
 	/* A higher number remembered from an entry reset for a rejoin. */
 	cr_assert_eq(admit(m, 3, 1, 7, 100, up), 2);
-	cr_assert_eq(up[0], 8);
-	cr_assert_eq(up[2], 9);
+	cr_assert_eq(up[2], 8);
+	cr_assert_eq(up[0], 9);
+	/* n3 listed first: started first, it is the older, though admitted
+	 * in the same pass (ticks on the same instant admit joiners in
+	 * batches). */
+	m[0].joining_since = 90;
+	cr_assert_eq(admit(m, 3, 1, 1, 100, up), 2);
+	cr_assert_eq(up[0], 2);
+	cr_assert_eq(up[2], 3);
 }
 
 Test(membership_rules_admit, the_second_joiner_counts_the_first_as_a_voter)

@@ -143,3 +143,28 @@ Test(reachability, bad_shapes_are_refused)
 	cr_assert(reachability_has(&r, "a", "b"));
 	reachability_free(&r);
 }
+
+/* The digest a heartbeat carries: the same records in any order give the
+ * same digest; a newer version or another subject gives another; an empty
+ * table says nothing (0). */
+Test(reachability, the_digest_is_the_records_in_any_order)
+{
+	struct reachability a = {0}, b = {0};
+	cr_assert_eq(reachability_digest(&a), 0, "an empty table");
+	const char *s1[] = {"n3@h"}, *s2[] = {"n3@h", "n4@h"};
+	cr_assert_eq(reachability_update(&a, "n1@h", 10, s1, 1), 1);
+	cr_assert_eq(reachability_update(&a, "n2@h", 20, s2, 2), 1);
+	cr_assert_eq(reachability_update(&a, "n5@h", 30, NULL, 0), 1, "a new record");
+	cr_assert_eq(reachability_update(&b, "n5@h", 30, NULL, 0), 1);
+	cr_assert_eq(reachability_update(&b, "n2@h", 20, s2, 2), 1);
+	cr_assert_eq(reachability_update(&b, "n1@h", 10, s1, 1), 1);
+	uint64_t d = reachability_digest(&a);
+	cr_assert_neq(d, 0);
+	cr_assert_eq(reachability_digest(&b), d, "the same records, merged in another order");
+	cr_assert_eq(reachability_update(&b, "n5@h", 31, NULL, 0), 0, "the same set under a newer version");
+	cr_assert_neq(reachability_digest(&b), d, "a newer version is another table");
+	cr_assert_eq(reachability_update(&a, "n5@h", 31, s1, 1), 1);
+	cr_assert_neq(reachability_digest(&a), reachability_digest(&b), "another subject");
+	reachability_free(&a);
+	reachability_free(&b);
+}
