@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/fnv1a.h"
 #include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"
+#include "etf/term_digest.h"
 #include "etf/term_encode.h"
 
 const char *const membership_status_names[] = {
@@ -95,25 +95,16 @@ static int encode_member(ei_x_buff *x, const struct member *e)
 	return membership_encode_types(x, e);
 }
 
+static int encode_member_at(const void *members, size_t k, ei_x_buff *x)
+{
+	return encode_member(x, &((const struct member *)members)[k]);
+}
+
+/* Each entry hashed as gossip encodes it; the order of the entries, which
+ * differs between members, does not count (term_digest). */
 uint64_t membership_digest(const struct membership *m)
 {
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return 0;
-	/* Each entry hashed as gossip encodes it, the hashes combined by XOR:
-	 * the order of the entries, which differs between members, does not
-	 * count. */
-	uint64_t digest = 0;
-	for (size_t k = 0; k < m->n; k++) {
-		x.index = 0;
-		if (encode_member(&x, &m->members[k]) != 0) {
-			digest = 0;
-			break;
-		}
-		digest ^= fnv1a64(x.buff, (size_t)x.index);
-	}
-	ei_x_free(&x);
-	return digest;
+	return term_digest(m->members, m->n, encode_member_at);
 }
 
 /* The tick's gossip (membership_internal.h). A list of N entries to each of

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/fnv1a.h"
 #include "protocol/node_name.h"
 #include "etf/term.h"
+#include "etf/term_digest.h"
 #include "etf/term_encode.h"
 
 void reachability_free(struct reachability *r)
@@ -132,25 +132,16 @@ int reachability_encode(const struct reachability *r, ei_x_buff *x)
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 
+static int encode_record_at(const void *records, size_t k, ei_x_buff *x)
+{
+	return encode_record(&((const struct reach_record *)records)[k], x);
+}
+
+/* A record's subjects are in the order its observer gave them, the same in
+ * every copy; the records' order does not count (term_digest). */
 uint64_t reachability_digest(const struct reachability *r)
 {
-	ei_x_buff x;
-	if (ei_x_new(&x) < 0)
-		return 0;
-	/* XOR of each record's hash: the records' order, which differs
-	 * between members, does not count. A record's subjects are in the
-	 * order its observer gave them, the same in every copy. */
-	uint64_t digest = 0;
-	for (size_t k = 0; k < r->n; k++) {
-		x.index = 0;
-		if (encode_record(&r->records[k], &x) != 0) {
-			digest = 0;
-			break;
-		}
-		digest ^= fnv1a64(x.buff, (size_t)x.index);
-	}
-	ei_x_free(&x);
-	return digest == 0 && r->n > 0 ? 1 : digest;
+	return term_digest(r->records, r->n, encode_record_at);
 }
 
 /* Reads a proper list header at t[*i]: its length (0 for NIL). For the

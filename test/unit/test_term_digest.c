@@ -1,0 +1,40 @@
+/*
+ * test_term_digest.c — the order-free digest of a collection of terms:
+ * the same elements in any order give the same digest, another element
+ * another, none 0 and a failed encoding 0.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include <criterion/criterion.h>
+#include <ei.h>
+
+#include "etf/term_digest.h"
+
+static int encode_long(const void *collection, size_t k, ei_x_buff *x)
+{
+	return ei_x_encode_long(x, ((const long *)collection)[k]) < 0 ? -ENOMEM : 0;
+}
+
+static int encode_fails_at_two(const void *collection, size_t k, ei_x_buff *x)
+{
+	return k == 2 ? -ENOMEM : encode_long(collection, k, x);
+}
+
+Test(term_digest, the_same_elements_in_any_order)
+{
+	const long a[] = {1, 2, 300000, -7}, b[] = {-7, 300000, 1, 2}, c[] = {1, 2, 300001, -7};
+	uint64_t d = term_digest(a, 4, encode_long);
+	cr_assert_neq(d, 0);
+	cr_assert_eq(term_digest(b, 4, encode_long), d);
+	cr_assert_neq(term_digest(c, 4, encode_long), d);
+	cr_assert_neq(term_digest(a, 3, encode_long), d, "one element fewer");
+}
+
+Test(term_digest, none_or_a_failed_encoding_is_zero_and_a_cancelled_xor_is_not)
+{
+	const long a[] = {5, 5, 6};
+	cr_assert_eq(term_digest(a, 0, encode_long), 0);
+	cr_assert_eq(term_digest(a, 3, encode_fails_at_two), 0);
+	cr_assert_neq(term_digest(a, 2, encode_long), 0, "two equal elements cancel, yet the digest says something");
+}
