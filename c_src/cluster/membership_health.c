@@ -117,7 +117,6 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 
 /* ---- the cluster-wide reachability view ---- */
 
-/* Sends our whole table to every member but us that is not down. */
 /* Our reachability table to every member but us that is not down (`to`
  * NULL), to those of them of v0.1.0 (`old_only`), or to `to` alone. */
 static void send_reachability(struct membership *m, const char *to, bool old_only)
@@ -419,8 +418,6 @@ static enum downing_verdict keep_majority(struct membership *m, struct node_set 
 	return v;
 }
 
-/* A heartbeat from a member that is not down gets its ack. An ack renews
- * the member's quorum lease from the time we sent the heartbeat. */
 /* A heartbeat's digests against ours of the last tick: a list or table
  * that differs (or a 0, which says nothing) is sent whole to `from`, which
  * merges it; ours follows from its answer to our next heartbeat. */
@@ -432,6 +429,8 @@ static void compare_digests(struct membership *m, const char *from, uint64_t lis
 		send_reachability(m, from, false);
 }
 
+/* A heartbeat from a member that is not down gets its ack. An ack renews
+ * the member's quorum lease from the time we sent the heartbeat. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
 {
 	char from[NODE_NAME_BUF];
