@@ -100,12 +100,14 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 			count[s]++;
 			reports[o]++;
 		}
-		/* The leader is nobody's subject: every record left names someone
-		 * else, whom it may down. */
+		/* The leader is nobody's subject, but may be an observer: a
+		 * leader whose own network drops what comes in cannot hear
+		 * members the others hear, and is then the one that reports
+		 * more — it goes itself, never the member it cannot hear. */
 		size_t pick = 0;
 		bool have = false;
 		for (size_t k = 0; k < n; k++) {
-			if (count[k] == 0 || k == decider)
+			if (count[k] == 0)
 				continue;
 			if (!have || count[k] > count[pick] ||
 			    (count[k] == count[pick] && reports[k] > reports[pick]) ||
@@ -117,6 +119,11 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		}
 		if (!have)
 			break;
+		if (pick == decider) {
+			*nout = 0; /* the next leader decides on the rest */
+			v = DOWNING_SELF;
+			goto done;
+		}
 		gone[pick] = true;
 		out[(*nout)++] = pick;
 	}

@@ -24,7 +24,10 @@
  *     hears it, is the one whose network drops what comes in. On a tie
  *     still (a cut link between two members: one record each way) the
  *     youngest goes (highest up-number, then the greater name): the oldest
- *     run the coordinators.
+ *     run the coordinators. The leader counts too: a leader that cannot
+ *     hear a member the others hear (its own network drops what comes
+ *     in) reports more than that member and downs itself
+ *     (DOWNING_SELF), never the member.
  * The cases and what each costs are in docs/contract.md ("A cluster").
  */
 #ifndef SN_DOWNING_H
