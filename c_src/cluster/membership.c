@@ -141,7 +141,8 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	node_set_free(&downs);
 	admit_joiners(m);
 	membership_refresh_lease(m, true);
-	evloop_timer_start(loop, &m->gossip_timer, membership_tick_delay_ms(evloop_wall_us(), m->cfg.heartbeat_interval_ms));
+	evloop_timer_start(loop, &m->gossip_timer,
+			   membership_rules_tick_delay_ms(evloop_wall_us(), m->cfg.heartbeat_interval_ms));
 }
 
 /* ---- receiving ---- */
@@ -334,21 +335,6 @@ static void reset_local(struct membership *m, struct member *e)
 		m->members[j].lapsed_from[k / 64] &= ~(UINT64_C(1) << (k % 64));
 }
 
-/* A member's gossip from `from`: a sender listed down is sent
- * our whole list (it has not heard it was downed) and true returned; any
- * other member is heard (membership_heard). */
-static bool heard_from(struct membership *m, const char *from)
-{
-	struct member *sender = membership_member(m, from);
-	if (sender != NULL && sender->status >= MEMBER_DOWN) {
-		membership_gossip_to(m, from);
-		return true;
-	}
-	if (sender != NULL)
-		membership_heard(m, sender);
-	return false;
-}
-
 static void on_gossip(struct membership *m, const char *t, size_t i)
 {
 	char from[NODE_NAME_BUF];
@@ -428,7 +414,11 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m)); /* its lease, soon */
 		any = true;
 	}
-	(void)heard_from(m, from);
+	struct member *sender = membership_member(m, from);
+	if (sender != NULL && sender->status >= MEMBER_DOWN)
+		membership_gossip_to(m, from); /* it has not heard it was downed */
+	else if (sender != NULL)
+		membership_heard(m, sender);
 	if (refuted) /* our entry, at its new version, everywhere at once */
 		gossip_all(m);
 	if (any || refuted) {

@@ -124,20 +124,19 @@ static void send_reachability(struct membership *m, const char *to, bool old_onl
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "reachability") != 0)
 		return;
-	if (reachability_encode(&m->reach, &x) == 0) {
-		for (size_t k = 0; to == NULL && k < m->n; k++) {
-			const struct member *e = &m->members[k];
-			if (!is_us(m, e) && e->status < MEMBER_DOWN &&
-			    (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
-				membership_send_admin(m, e->node, &x);
-		}
-		if (to != NULL)
-			membership_send_admin(m, to, &x);
+	if (reachability_encode(&m->reach, &x) != 0) {
+		ei_x_free(&x);
+		return; /* the next tick's goes */
+	}
+	if (to != NULL)
+		membership_send_admin(m, to, &x);
+	for (size_t k = 0; to == NULL && k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!is_us(m, e) && e->status < MEMBER_DOWN && (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
+			membership_send_admin(m, e->node, &x);
 	}
 	ei_x_free(&x);
 }
-
-static void send_reachability_all(struct membership *m) { send_reachability(m, NULL, false); }
 
 /* Makes our record in the table say what our failure detector says, under
  * a version above any held (one of an earlier incarnation of ours, too).
@@ -153,23 +152,20 @@ static bool publish_own_view(struct membership *m)
 		if (!is_us(m, e) && e->unreachable && e->status < MEMBER_DOWN)
 			subjects[n++] = e->node;
 	}
-	const struct reach_record *held = reachability_find(&m->reach, m->our_node);
 	/* The same set keeps its version: a version raised each tick would
 	 * make every member's table digest differ from ours at every
 	 * heartbeat, and each answer would be a whole table. */
-	bool same = held != NULL && held->nsubjects == n;
-	for (size_t k = 0; same && k < n; k++)
-		same = reachability_has(&m->reach, m->our_node, subjects[k]);
-	if (same) {
+	if (reachability_lists_exactly(&m->reach, m->our_node, subjects, n)) {
 		free(subjects);
 		return false;
 	}
+	const struct reach_record *held = reachability_find(&m->reach, m->our_node);
 	uint64_t version = reachability_next_version(held ? held->version : 0, evloop_wall_us() / 1000u);
 	int rc = reachability_update(&m->reach, m->our_node, version, subjects, n);
 	free(subjects);
 	if (rc == 1) {
 		m->stable_since = now_ms(m);
-		send_reachability_all(m);
+		send_reachability(m, NULL, false);
 	}
 	return rc == 1;
 }
@@ -490,8 +486,9 @@ enum downing_verdict membership_health_tick(struct membership *m, struct node_se
 {
 	detect_unreachable(m);
 	/* Our record as the detector now has it (also after a member was
-	 * downed: it is no subject any more), then the table to everyone,
-	 * once: publishing a change has sent it already. */
+	 * downed: it is no subject any more); publishing a change sends the
+	 * table to everyone. Else members of v0.1.0 get it each tick, and the
+	 * others compare its digest in our heartbeat. */
 	if (!publish_own_view(m))
 		send_reachability(m, NULL, true);
 	membership_tell_lapsed_leases(m);

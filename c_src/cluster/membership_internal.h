@@ -171,8 +171,8 @@ bool membership_refresh_lease(struct membership *m, bool log_loss);
 
 /* Once per heartbeat interval: finds unreachable members, sends our
  * reachability table to every member when our record changed (else to
- * members of v0.1.0 only: the others compare digests), releases the shards of members
- * downed long enough ago, and decides on downing (downing.h), which the
+ * members of v0.1.0 only: the others compare digests), releases the
+ * shards of members downed long enough ago, and decides on downing (downing.h), which the
  * caller applies: DOWNING_SELF, this node first; then every member added
  * to `downs` (an initialised set the caller frees). Logs each decision. */
 enum downing_verdict membership_health_tick(struct membership *m, struct node_set *downs);

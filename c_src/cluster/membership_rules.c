@@ -89,7 +89,7 @@ enum member_join membership_rules_join(const struct member_facts *have, uint32_t
 
 uint32_t membership_rules_formed_version(uint32_t own) { return own + 3; }
 
-uint64_t membership_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms)
+uint64_t membership_rules_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms)
 {
 	if (interval_ms == 0)
 		return 0;

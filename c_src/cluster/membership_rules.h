@@ -137,7 +137,7 @@ uint32_t membership_rules_formed_version(uint32_t own);
  * member's heartbeats, acknowledgements and digests arrive in a burst that
  * one wake-up reads, instead of one wake-up for each as ticks spread over
  * the interval would take. Cannot fail; 0 interval gives 0. */
-uint64_t membership_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms);
+uint64_t membership_rules_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms);
 
 /* ---- the leader and admission ---- */
 

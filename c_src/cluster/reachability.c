@@ -52,6 +52,13 @@ static bool same_set(const struct reach_record *rec, const char *const *subjects
 	return true;
 }
 
+bool reachability_lists_exactly(const struct reachability *r, const char *observer, const char *const *subjects,
+				size_t n)
+{
+	const struct reach_record *rec = reachability_find(r, observer);
+	return rec != NULL && same_set(rec, subjects, n);
+}
+
 int reachability_update(struct reachability *r, const char *observer, uint64_t version,
 			const char *const *subjects, size_t n)
 {

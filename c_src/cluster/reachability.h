@@ -60,6 +60,12 @@ const struct reach_record *reachability_find(const struct reachability *r, const
 /* True if `observer`'s record lists `subject`. */
 bool reachability_has(const struct reachability *r, const char *observer, const char *subject);
 
+/* True if `observer` has a record and it lists exactly `subjects` (n
+ * distinct names, in any order): reachability_update would then only
+ * raise its version. Only reads r. */
+bool reachability_lists_exactly(const struct reachability *r, const char *observer, const char *const *subjects,
+				size_t n);
+
 /* The version an observer gives its record when its set changes: the wall
  * clock in ms, or last + 1 when the clock is not ahead of last. */
 uint64_t reachability_next_version(uint64_t last, uint64_t wall_clock_ms);

@@ -168,3 +168,17 @@ Test(reachability, the_digest_is_the_records_in_any_order)
 	reachability_free(&a);
 	reachability_free(&b);
 }
+
+Test(reachability, a_record_lists_exactly_its_subjects_in_any_order)
+{
+	struct reachability r = {0};
+	const char *two[] = {"n3@h", "n4@h"}, *swapped[] = {"n4@h", "n3@h"}, *one[] = {"n3@h"};
+	cr_assert_not(reachability_lists_exactly(&r, "n1@h", NULL, 0), "no record");
+	cr_assert_eq(reachability_update(&r, "n1@h", 10, two, 2), 1);
+	cr_assert(reachability_lists_exactly(&r, "n1@h", swapped, 2));
+	cr_assert_not(reachability_lists_exactly(&r, "n1@h", one, 1));
+	cr_assert_not(reachability_lists_exactly(&r, "n2@h", two, 2), "another observer's");
+	cr_assert_eq(reachability_update(&r, "n2@h", 11, NULL, 0), 1);
+	cr_assert(reachability_lists_exactly(&r, "n2@h", NULL, 0), "an empty record");
+	reachability_free(&r);
+}
