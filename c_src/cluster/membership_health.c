@@ -128,12 +128,15 @@ static void send_reachability(struct membership *m, const char *to, bool old_onl
 		ei_x_free(&x);
 		return; /* the next tick's goes */
 	}
-	if (to != NULL)
+	if (to != NULL) {
 		membership_send_admin(m, to, &x);
-	for (size_t k = 0; to == NULL && k < m->n; k++) {
-		const struct member *e = &m->members[k];
-		if (!is_us(m, e) && e->status < MEMBER_DOWN && (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
-			membership_send_admin(m, e->node, &x);
+	} else {
+		for (size_t k = 0; k < m->n; k++) {
+			const struct member *e = &m->members[k];
+			if (!is_us(m, e) && e->status < MEMBER_DOWN &&
+			    (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
+				membership_send_admin(m, e->node, &x);
+		}
 	}
 	ei_x_free(&x);
 }
