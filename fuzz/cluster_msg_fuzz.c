@@ -127,7 +127,7 @@ static void membership_message(uint8_t how, const char *term, size_t len)
 		.node = node, .loop = loop, .log = NULL,
 		.seeds = (how & 4) ? senders : NULL, .nseeds = (how & 4) ? 3 : 0,
 		.types = types, .ntypes = 2,
-		.heartbeat_interval_ms = 1000, .failure_timeout_ms = 5000, .stable_after_ms = 1000,
+		.heartbeat_interval_ms = 1000, .failure_timeout_ms = 5000, .stable_after_ms = 1000, .watchers = 5,
 		.keep_majority = (how & 8) != 0,
 		.may_form = (how & 4) == 0, .seed_timeout_ms = 1000,
 	};

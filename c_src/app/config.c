@@ -48,6 +48,7 @@ void config_defaults(struct sn_config *c)
 	c->failure_timeout_ms = 5000;
 	c->downing = DOWNING_KEEP_MAJORITY;
 	c->stable_after_ms = 10000;
+	c->watchers = 5;
 	c->seed_timeout_ms = 5000;
 	c->net_ticktime = 60;
 	c->max_message_bytes = 64u << 20;
@@ -89,6 +90,7 @@ static const struct key_spec keys[] = {
 	U(failure_timeout_ms, 1, 86400000),
 	{"downing", K_DOWNING, offsetof(struct sn_config, downing), 0, 0},
 	U(stable_after_ms, 0, 86400000),
+	U(watchers, 1, 64),
 	U(seed_timeout_ms, 1, 86400000),
 	{"data_dir", K_PATH, offsetof(struct sn_config, data_dir), 0, PATH_MAX},
 	{"plugin_dir", K_PATH, offsetof(struct sn_config, plugin_dir), 0, PATH_MAX},

@@ -80,6 +80,9 @@ struct sn_config {
 	uint32_t failure_timeout_ms;
 	enum downing_strategy downing;
 	uint32_t stable_after_ms;
+	/* How many members watch each member once the cluster is larger than
+	 * watchers + 1 (docs/contract.md "A cluster's cost per member"). */
+	uint32_t watchers;
 	/* The first seed (or a node started without seeds that remembers
 	 * members) forms a new cluster only once no seed or remembered member
 	 * has answered as a member for this long (membership.h). */

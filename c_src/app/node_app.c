@@ -437,6 +437,7 @@ static int start_membership(struct node_app *app)
 		.seeds = app->seeds, .nseeds = cfg->njoin, .types = app->hosted_names, .ntypes = nhosted_names,
 		.heartbeat_interval_ms = cfg->heartbeat_interval_ms,
 		.failure_timeout_ms = cfg->failure_timeout_ms, .stable_after_ms = cfg->stable_after_ms,
+		.watchers = cfg->watchers,
 		.keep_majority = cfg->downing == DOWNING_KEEP_MAJORITY,
 		.on_change = cluster_glue_membership_changed, .on_change_arg = &app->glue,
 		.seeds_later = cfg->join_dns[0] != '\0',

@@ -1,10 +1,12 @@
 /* downing.c — see downing.h. */
 #include "cluster/downing.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster/quorum.h"
+#include "cluster/watch_ring.h"
 
 static int index_of(const struct downing_member *members, size_t n, const char *node)
 {
@@ -37,34 +39,141 @@ int downing_leader(const struct downing_member *members, size_t n, const struct 
 	return best;
 }
 
-/* True if the view has the record observer -> subject. */
-static bool has_edge(const struct downing_edge *edges, size_t nedges, const char *observer, const char *subject)
+/* The view by member indexes, built once per decision so that each step
+ * costs the number of records, not that times the members: the records
+ * between members as observer * n + subject, sorted; ring places. */
+struct indexed_view {
+	size_t n;
+	size_t *pair;
+	size_t npairs;
+	struct watch_ring ring;
+};
+
+static int by_value(const void *a, const void *b)
 {
-	for (size_t e = 0; e < nedges; e++)
-		if (strcmp(edges[e].observer, observer) == 0 && strcmp(edges[e].subject, subject) == 0)
-			return true;
-	return false;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
 }
 
-enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider,
+/* Returns 0, or -ENOMEM with everything freed. */
+static int index_view(struct indexed_view *v, const struct downing_member *members, size_t n,
+		      const struct downing_edge *edges, size_t nedges)
+{
+	v->n = n;
+	v->npairs = 0;
+	v->pair = malloc((nedges ? nedges : 1) * sizeof *v->pair);
+	const char **names = calloc(n, sizeof *names);
+	if (v->pair == NULL || names == NULL) {
+		free(v->pair);
+		free(names);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < n; k++)
+		names[k] = members[k].node;
+	int rc = watch_ring_build(&v->ring, names, n);
+	free(names);
+	if (rc != 0) {
+		free(v->pair);
+		return rc;
+	}
+	for (size_t e = 0; e < nedges; e++) {
+		int o = index_of(members, n, edges[e].observer), s = index_of(members, n, edges[e].subject);
+		if (o >= 0 && s >= 0 && o != s)
+			v->pair[v->npairs++] = (size_t)o * n + (size_t)s;
+	}
+	qsort(v->pair, v->npairs, sizeof *v->pair, by_value);
+	size_t kept = 0; /* a record given twice counts once */
+	for (size_t p = 0; p < v->npairs; p++)
+		if (kept == 0 || v->pair[p] != v->pair[kept - 1])
+			v->pair[kept++] = v->pair[p];
+	v->npairs = kept;
+	return 0;
+}
+
+static void free_view(struct indexed_view *v)
+{
+	free(v->pair);
+	watch_ring_free(&v->ring);
+}
+
+static size_t observer_of(const struct indexed_view *v, size_t p) { return v->pair[p] / v->n; }
+static size_t subject_of(const struct indexed_view *v, size_t p) { return v->pair[p] % v->n; }
+
+/* True if the view has the record o -> s. */
+static bool has_edge(const struct indexed_view *v, size_t o, size_t s)
+{
+	size_t key = o * v->n + s;
+	return bsearch(&key, v->pair, v->npairs, sizeof key, by_value) != NULL;
+}
+
+/* unheard[k]: whether decider's side cannot hear member k. Those decider
+ * itself reports; and, where decider does not watch k (watch_ring.h), those a
+ * member reports that is not doubted: a member whose own watchers report
+ * it is likely the one whose network fails (a deaf member reports every
+ * member it watches, and further ones as they fall silent to it), and
+ * believing it would make a healthy side count itself the minority.
+ * `doubted` is scratch of n. Returns how many are unheard. */
+static size_t side_unheard(const struct indexed_view *v, size_t decider, size_t watchers, bool *unheard,
+			   bool *doubted)
+{
+	bool everyone = watch_ring_everyone(v->n, watchers);
+	memset(doubted, 0, v->n * sizeof *doubted);
+	memset(unheard, 0, v->n * sizeof *unheard);
+	for (size_t p = 0; p < v->npairs; p++)
+		if (watch_ring_watches(&v->ring, observer_of(v, p), subject_of(v, p), watchers))
+			doubted[subject_of(v, p)] = true;
+	for (size_t p = 0; p < v->npairs; p++) {
+		size_t o = observer_of(v, p), s = subject_of(v, p);
+		if (s == decider)
+			continue;
+		if (o == decider)
+			unheard[s] = true;
+		else if (!everyone && !doubted[o] && !watch_ring_watches(&v->ring, decider, s, watchers))
+			unheard[s] = true;
+	}
+	size_t count = 0;
+	for (size_t k = 0; k < v->n; k++)
+		count += unheard[k];
+	return count;
+}
+
+/* downing_leader on the indexed view. */
+static size_t leader_of(const struct indexed_view *v, const struct downing_member *members, bool *reported, bool *found)
+{
+	memset(reported, 0, v->n * sizeof *reported);
+	for (size_t p = 0; p < v->npairs; p++)
+		reported[subject_of(v, p)] = true;
+	size_t best = 0;
+	*found = false;
+	for (size_t k = 0; k < v->n; k++) {
+		if (!reported[k] && (!*found || older(&members[k], &members[best]))) {
+			best = k;
+			*found = true;
+		}
+	}
+	return best;
+}
+
+enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider, size_t watchers,
 				    const struct downing_edge *edges, size_t nedges, size_t *out, size_t *nout)
 {
 	*nout = 0;
 	if (n == 0 || decider >= n)
 		return DOWNING_NONE;
-	/* unheard[k]: decider cannot hear member k; gone[k]: k is to be downed. */
-	bool *unheard = calloc(n, sizeof *unheard), *gone = calloc(n, sizeof *gone);
+	/* unheard[k]: decider's side cannot hear member k; gone[k]: k is to be downed. */
+	bool *unheard = calloc(n, sizeof *unheard), *gone = calloc(n, sizeof *gone), *scratch = calloc(n, sizeof *scratch);
 	size_t *count = calloc(n, sizeof *count), *reports = calloc(n, sizeof *reports);
+	struct indexed_view view = {0};
+	bool indexed = false;
 	enum downing_verdict v = DOWNING_NONE;
-	if (unheard == NULL || gone == NULL || count == NULL || reports == NULL)
+	if (unheard == NULL || gone == NULL || scratch == NULL || count == NULL || reports == NULL)
 		goto done; /* the next tick decides */
-	const char *me = members[decider].node;
-	size_t nunheard = 0;
-	for (size_t k = 0; k < n; k++) {
-		unheard[k] = k != decider && has_edge(edges, nedges, me, members[k].node);
-		nunheard += unheard[k];
-	}
-	/* 1. Keep-majority over decider's own view. */
+	if (index_view(&view, members, n, edges, nedges) != 0)
+		goto done;
+	indexed = true;
+	bool everyone = watch_ring_everyone(n, watchers);
+	size_t nunheard = side_unheard(&view, decider, watchers, unheard, scratch);
+	/* 1. Keep-majority over decider's side's view. */
 	size_t lowest = 0;
 	for (size_t k = 1; k < n; k++)
 		if (strcmp(members[k].node, members[lowest].node) < 0)
@@ -73,28 +182,31 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		v = DOWNING_SELF;
 		goto done;
 	}
-	/* 2. Cut off from decider's whole side: nobody decider hears hears them. */
+	/* 2. Cut off from decider's whole side: nobody of the side that is
+	 * meant to hear them (watch_ring.h) hears them. */
 	for (size_t s = 0; s < n; s++) {
 		if (!unheard[s])
 			continue;
 		bool cut_off = true;
 		for (size_t k = 0; k < n && cut_off; k++)
-			if (k != decider && !unheard[k] && k != s)
-				cut_off = has_edge(edges, nedges, members[k].node, members[s].node);
+			if (k != decider && !unheard[k] && k != s &&
+			    (everyone || watch_ring_watches(&view.ring, k, s, watchers)))
+				cut_off = has_edge(&view, k, s);
 		if (cut_off) {
 			gone[s] = true;
 			out[(*nout)++] = s;
 		}
 	}
 	/* 3. Indirect faults, on the leader only: the most named first. */
-	if (downing_leader(members, n, edges, nedges) != (int)decider)
+	bool found;
+	if (leader_of(&view, members, scratch, &found) != decider || !found)
 		goto done;
 	for (;;) {
 		memset(count, 0, n * sizeof *count);
 		memset(reports, 0, n * sizeof *reports);
-		for (size_t e = 0; e < nedges; e++) {
-			int o = index_of(members, n, edges[e].observer), s = index_of(members, n, edges[e].subject);
-			if (o < 0 || s < 0 || o == s || gone[o] || gone[s])
+		for (size_t p = 0; p < view.npairs; p++) {
+			size_t o = observer_of(&view, p), s = subject_of(&view, p);
+			if (gone[o] || gone[s])
 				continue;
 			count[o]++;
 			count[s]++;
@@ -128,7 +240,10 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		out[(*nout)++] = pick;
 	}
 done:
+	if (indexed)
+		free_view(&view);
 	free(unheard);
+	free(scratch);
 	free(gone);
 	free(count);
 	free(reports);

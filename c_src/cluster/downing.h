@@ -3,7 +3,9 @@
  * cluster-wide reachability view (reachability.h). Pure: no I/O, no clock.
  *
  * Every member, once the view has been stable for stable_after_ms, looks
- * at the members it cannot hear itself:
+ * at the members its side cannot hear: those it cannot hear itself and,
+ * where each member watches only a few others (watch_ring.h), those it
+ * does not watch that a member nobody reports cannot hear:
  *  1. Keep-majority over its own view: if the members it hears (with
  *     itself) do not win (quorum_wins), it downs itself. That is how the
  *     minority side of a partition goes, and a member with a network bad
@@ -61,11 +63,15 @@ enum downing_verdict {
 	DOWNING_OTHERS,    /* down the members listed in out */
 };
 
-/* The decision of `decider` (an index into members) on the view. out has room
- * for n indexes; *nout gets how many are listed (DOWNING_OTHERS only), in
- * the order chosen: first those cut off from decider's side (step 2), then,
- * on the leader, the indirect ones (step 3). */
-enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider,
+/* The decision of `decider` (an index into members) on the view, each
+ * member watched by `watchers` others on the ring of watch_ring.h (at
+ * least n - 1: every member watches every other). Step 2 then asks only
+ * the members of the side meant to hear a member. out has room for n
+ * indexes; *nout gets how many are listed (DOWNING_OTHERS only), in the
+ * order chosen: first those cut off from decider's side (step 2), then,
+ * on the leader, the indirect ones (step 3). Out of memory: DOWNING_NONE,
+ * and the next tick decides. */
+enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider, size_t watchers,
 				    const struct downing_edge *edges, size_t nedges, size_t *out, size_t *nout);
 
 #endif

@@ -28,7 +28,10 @@
  *      whole list and table, each answered whole when the receiver's
  *      differs; a region's `replicas_held` to a coordinator
  *      of 2 or later names the home of the set of each filling or absent
- *      copy (replica_msg.h)
+ *      copy (replica_msg.h); a heartbeat_ack to a member of 2 or later
+ *      carries what is left of the acker's lease, {SentAt, LeaseLeftMs},
+ *      and once every member speaks 2, a cluster of more than
+ *      `watchers` + 1 voting members watches on a ring (watch_ring.h)
  */
 #ifndef SN_MEMBER_PROTOCOL_H
 #define SN_MEMBER_PROTOCOL_H
@@ -45,6 +48,9 @@
 #define MEMBER_PROTOCOL_OLDEST 1
 /* The first protocol whose members take a digest for the tick's gossip. */
 #define MEMBER_PROTOCOL_DIGESTS 2
+/* The first protocol whose members watch on a ring and pass leases on in
+ * their acks (membership_internal.h, membership_plan_watching). */
+#define MEMBER_PROTOCOL_WATCH_RING 2
 
 /* The marker's prefix; the decimal version follows. */
 #define MEMBER_PROTOCOL_MARKER SN_ATOM_PROTOCOL_PREFIX

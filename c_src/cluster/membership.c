@@ -129,6 +129,8 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	form_if_nobody_answered(m);
 	send_joins(m);
 	membership_gossip_tick(m);
+	if (membership_plan_watching(m))
+		membership_changed(m); /* the health tick publishes our record */
 	membership_heartbeat_all(m);
 	/* The downing decided on the way: applied here, where the list is
 	 * changed, before anything else reads it. */
@@ -323,6 +325,7 @@ static void reset_local(struct membership *m, struct member *e)
 	e->unreachable = false;
 	e->last_heard = now_ms(m);
 	e->lease_until = 0;
+	e->granted_until = 0;
 	e->down_at = 0;
 	e->released = false;
 	e->last_acked = 0;

@@ -83,6 +83,11 @@ struct member {
 	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */
 	uint64_t down_at;      /* when we learned it was down; 0: not downed */
 	uint64_t last_acked;   /* evloop ms of our last heartbeat_ack to it; 0: none */
+	/* The lease its acks pass on to us: the send time of the heartbeat
+	 * plus what was left of its own lease then (membership_watch.c). */
+	uint64_t granted_until;
+	bool watched;          /* our failure detector watches it (membership_watch.c) */
+	bool grantor;          /* one of the members whose acks give us our lease */
 	/* Bit k: members[k] said the lease it gave this incarnation lapsed
 	 * (lease_lapsed); members beyond CLUSTER_MEMBERS_MAX are never heard. */
 	uint64_t lapsed_from[CLUSTER_MEMBERS_MAX / 64];
@@ -127,6 +132,10 @@ struct membership_config {
 	uint32_t heartbeat_interval_ms; /* heartbeats, and gossip at the same pace */
 	uint32_t failure_timeout_ms;
 	uint32_t stable_after_ms;
+	/* How many members watch each member (watch_ring.h) once the cluster
+	 * has more than watchers + 1 voting members; fewer: every member
+	 * watches every other. At least 1. */
+	uint32_t watchers;
 	bool keep_majority;            /* false: manual downing */
 	/* Called after any change of the member list. */
 	void (*on_change)(void *arg);

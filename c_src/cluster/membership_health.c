@@ -39,8 +39,32 @@ static int encode_heartbeat_with_digests(struct membership *m, ei_x_buff *x, uin
 	return 0;
 }
 
-/* Every member but us that is not down gets a heartbeat, unreachable ones
- * too: that is how we notice they are back. */
+/* Whether the tick's heartbeat goes to e (not us, not down): to everyone
+ * unless sparse; then to those we watch and to the grantors, and from a
+ * grantor to everyone (membership_plan_watching). Unreachable ones too:
+ * that is how we notice they are back. */
+static bool heartbeated(const struct membership *m, const struct member *e)
+{
+	return !m->sparse || m->grants || e->watched || e->grantor;
+}
+
+/* {'$shardnode', heartbeat_ack, Self, {SentAt, LeaseLeftMs}} to a member
+ * of MEMBER_PROTOCOL_WATCH_RING or later, else {…, SentAt}. */
+static void send_ack(struct membership *m, const struct member *to, uint64_t sent_at)
+{
+	if (to->protocol < MEMBER_PROTOCOL_WATCH_RING) {
+		membership_send_heartbeat(m, to->node, "heartbeat_ack", sent_at);
+		return;
+	}
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "heartbeat_ack") != 0)
+		return;
+	if (ei_x_encode_tuple_header(&x, 2) == 0 && term_x_encode_uint(&x, sent_at) == 0 &&
+	    term_x_encode_uint(&x, membership_lease_left_ms(m)) == 0)
+		membership_send_admin(m, to->node, &x);
+	ei_x_free(&x);
+}
+
 void membership_heartbeat_all(struct membership *m)
 {
 	m->tick_reach_digest = reachability_digest(&m->reach);
@@ -49,7 +73,7 @@ void membership_heartbeat_all(struct membership *m)
 	bool built = false;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (is_us(m, e) || e->status >= MEMBER_DOWN)
+		if (is_us(m, e) || e->status >= MEMBER_DOWN || !heartbeated(m, e))
 			continue;
 		if (e->protocol < MEMBER_PROTOCOL_DIGESTS) {
 			membership_send_heartbeat(m, e->node, "heartbeat", sent_at);
@@ -75,6 +99,16 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 		until = 0;
 	} else if (!votes(me)) {
 		until = UINT64_MAX; /* joining or exiting: hosts nothing */
+	} else if (m->sparse && !m->grants) {
+		/* What the grantors' and watchers' acks passed on: each is at
+		 * most what was left of the lease of a grantor that held a
+		 * majority's (membership_plan_watching). */
+		until = 0;
+		for (size_t k = 0; k < m->n; k++) {
+			const struct member *e = &m->members[k];
+			if (!is_us(m, e) && e->status < MEMBER_DOWN && e->granted_until > until)
+				until = e->granted_until;
+		}
 	} else {
 		struct quorum_member *q = malloc(2 * m->n * sizeof *q);
 		if (q == NULL) {
@@ -219,7 +253,8 @@ static void detect_unreachable(struct membership *m)
 	bool any = false;
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
-		if (is_us(m, e) || e->unreachable || e->status >= MEMBER_DOWN || e->status == MEMBER_JOINING)
+		if (is_us(m, e) || !e->watched || e->unreachable || e->status >= MEMBER_DOWN ||
+		    e->status == MEMBER_JOINING)
 			continue;
 		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms) {
 			e->unreachable = true;
@@ -367,7 +402,7 @@ static enum downing_verdict decide(struct membership *m, struct node_set *downs)
 			edges[nedges++] = (struct downing_edge){m->reach.records[k].observer,
 								m->reach.records[k].subjects[j]};
 	size_t nout = 0;
-	v = downing_decide(voters, n, decider, edges, nedges, out, &nout);
+	v = downing_decide(voters, n, decider, membership_watchers(m), edges, nedges, out, &nout);
 	for (size_t k = 0; k < nout && out[k] < n; k++) {
 		if (node_set_add(downs, voters[out[k]].node) < 0) {
 			v = DOWNING_NONE;
@@ -390,6 +425,11 @@ static enum downing_verdict keep_majority(struct membership *m, struct node_set 
 	const struct member *me = membership_member(m, m->our_node);
 	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
 		return DOWNING_NONE;
+	size_t records = 0;
+	for (size_t k = 0; k < m->reach.n; k++)
+		records += m->reach.records[k].nsubjects;
+	if (records == 0)
+		return DOWNING_NONE; /* nobody cannot hear anybody: the usual tick's answer, without the work */
 	size_t total = 0, unreachable = 0;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
@@ -438,10 +478,14 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	if (node_name_decode(t, &i, from))
 		return;
 	size_t inside = i;
-	bool with_digests = !ack && term_get_tuple(t, &inside) == 3;
-	if (with_digests)
+	int arity = term_get_tuple(t, &inside);
+	bool with_digests = !ack && arity == 3, with_lease_left = ack && arity == 2;
+	if (with_digests || with_lease_left)
 		i = inside;
 	if (term_get_long(t, &i, &sent_at) || sent_at < 0)
+		return;
+	long lease_left = 0;
+	if (with_lease_left && (term_get_long(t, &i, &lease_left) || lease_left < 0))
 		return;
 	if (with_digests) {
 		int ii = (int)i;
@@ -459,7 +503,7 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	membership_heard(m, e);
 	if (!ack) {
 		e->last_acked = now_ms(m);
-		membership_send_heartbeat(m, from, "heartbeat_ack", (uint64_t)sent_at);
+		send_ack(m, e, (uint64_t)sent_at);
 		if (with_digests)
 			compare_digests(m, from, (uint64_t)digests[0], (uint64_t)digests[1]);
 		return;
@@ -467,11 +511,18 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	if ((uint64_t)sent_at > now_ms(m))
 		return; /* not a time we sent */
 	uint64_t until = (uint64_t)sent_at + m->cfg.failure_timeout_ms;
-	if (until > e->lease_until) {
+	/* Passed on: never beyond the acker's own lease, whose end was at
+	 * least lease_left after it acked, which was after sent_at. */
+	uint64_t left = (uint64_t)lease_left < m->cfg.failure_timeout_ms ? (uint64_t)lease_left : m->cfg.failure_timeout_ms;
+	uint64_t granted = with_lease_left ? (uint64_t)sent_at + left : 0;
+	if (until > e->lease_until || granted > e->granted_until) {
 		/* Read the clock before: the lease may have run out since the
 		 * last refresh, unnoticed, and messages may be held. */
 		bool withholding_before = !membership_may_deliver(m);
-		e->lease_until = until;
+		if (until > e->lease_until)
+			e->lease_until = until;
+		if (granted > e->granted_until)
+			e->granted_until = granted;
 		bool regained = membership_refresh_lease(m, false);
 		if ((regained || (withholding_before && membership_may_deliver(m))) && m->cfg.on_change)
 			m->cfg.on_change(m->cfg.on_change_arg); /* withheld messages may go */

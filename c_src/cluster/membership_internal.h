@@ -58,6 +58,12 @@ struct membership {
 				 * either (members that just joined ack within
 				 * a heartbeat) */
 	uint32_t top_up_number; /* the highest up-number seen (membership_rules_next_up_number) */
+	/* The tick's watching plan (membership_watch.c): each member watched
+	 * by cfg.watchers others on a ring, our lease from the acks of a few
+	 * grantors; false: every member watches every other and our lease is
+	 * a majority's acks, as in a small cluster. */
+	bool sparse;
+	bool grants;            /* sparse, and we are a grantor: we heartbeat every member */
 	/* Who cannot hear whom, cluster-wide (reachability.h): our own record
 	 * is our failure detector's `unreachable` flags, the others come by
 	 * `reachability` messages. The leader downs on it (downing.h). */
@@ -127,6 +133,35 @@ uint64_t membership_digest(const struct membership *m);
  * with its whole list when its own differs), and the whole list to every
  * member of v0.1.0 that is neither down nor unreachable. */
 void membership_gossip_tick(struct membership *m);
+
+/* ---- membership_watch.c ---- */
+
+/* The tick's plan of who watches whom (watch_ring.h), kept in m->sparse,
+ * m->grants and each member's `watched` and `grantor`:
+ *  - every member speaks MEMBER_PROTOCOL_WATCH_RING or later and more than
+ *    cfg.watchers + 1 members vote: sparse. We watch the cfg.watchers
+ *    voting members after us on the ring, and further ones for each of
+ *    them we find unreachable (so a silent stretch of the ring is watched
+ *    from its edge). The cfg.watchers oldest voting members grant leases
+ *    (a few, so their cost is bounded; more than one, so a crash of one
+ *    costs no lease): they heartbeat every member and hold a majority's
+ *    lease; every other member heartbeats the members it watches and the
+ *    grantors, and its lease is what their acks pass on.
+ *  - else every member watches every other, as before there were rings.
+ * A member that leaves our watch while unreachable is no longer reported
+ * (no member of ours hears about it any more); one that enters it is
+ * given two heartbeat intervals to answer before its silence counts.
+ * Returns true if a member's reachability changed (the caller publishes
+ * our record). Out of memory, the last plan stays. */
+bool membership_plan_watching(struct membership *m);
+
+/* What is left of our own lease to pass on in an ack, in ms: 0 when we do
+ * not vote or hold none, at most failure_timeout_ms. */
+uint64_t membership_lease_left_ms(const struct membership *m);
+
+/* The watchers count downing.h is to assume: cfg.watchers when sparse,
+ * else one that makes every member watch every other. */
+size_t membership_watchers(const struct membership *m);
 
 /* ---- membership_health.c ---- */
 

@@ -120,6 +120,7 @@ Test(config, defaults)
 	cr_assert_eq(c.failure_timeout_ms, 5000);
 	cr_assert_eq(c.downing, DOWNING_KEEP_MAJORITY);
 	cr_assert_eq(c.stable_after_ms, 10000);
+	cr_assert_eq(c.watchers, 5);
 	cr_assert_eq(c.net_ticktime, 60);
 	cr_assert_eq(c.max_message_bytes, 64u << 20);
 	cr_assert_eq(c.max_connections, 1024);

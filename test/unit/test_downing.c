@@ -4,12 +4,14 @@
  * node, and who the leader is (docs/contract.md lists the same cases). Each case is a five-member cluster n1..n5
  * (n1 the oldest) seen from one member.
  */
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
 #include "cluster/downing.h"
+#include "cluster/watch_ring.h"
 #include "unit_helpers.h"
 
 static const struct downing_member five[] = {
@@ -80,7 +82,7 @@ Test(downing, the_cases)
 	for (size_t c = 0; c < SN_ARRAY_LEN(cases); c++) {
 		const struct downing_case *k = &cases[c];
 		size_t out[5], nout = 99;
-		enum downing_verdict v = downing_decide(five, 5, k->decider, k->edges, k->nedges, out, &nout);
+		enum downing_verdict v = downing_decide(five, 5, k->decider, 4, k->edges, k->nedges, out, &nout);
 		cr_assert_eq(v, k->verdict, "%s: verdict %d", k->name, v);
 		cr_assert_eq(nout, k->ndown, "%s: %zu downed", k->name, nout);
 		for (size_t d = 0; d < nout; d++)
@@ -99,7 +101,7 @@ Test(downing, a_cut_link_costs_one_member_whoever_leads)
 			size_t acting = 0;
 			for (size_t decider = 0; decider < 5; decider++) {
 				size_t out[5], nout;
-				enum downing_verdict v = downing_decide(five, 5, decider, edges, 2, out, &nout);
+				enum downing_verdict v = downing_decide(five, 5, decider, 4, edges, 2, out, &nout);
 				if (v == DOWNING_NONE)
 					continue;
 				acting++;
@@ -134,11 +136,131 @@ Test(downing, a_tie_on_half_goes_to_the_lowest_name)
 	const struct downing_member four[] = {{"n1@h", 1}, {"n2@h", 2}, {"n3@h", 3}, {"n4@h", 4}};
 	struct downing_edge lowside[] = {E(1, 3), E(1, 4), E(2, 3), E(2, 4)};
 	size_t out[4], nout;
-	cr_assert_eq(downing_decide(four, 4, 0, lowside, 4, out, &nout), DOWNING_OTHERS);
+	cr_assert_eq(downing_decide(four, 4, 0, 3, lowside, 4, out, &nout), DOWNING_OTHERS);
 	cr_assert_eq(nout, 2);
 	cr_assert_eq(out[0], 2);
 	cr_assert_eq(out[1], 3);
 	struct downing_edge highside[] = {E(3, 1), E(3, 2), E(4, 1), E(4, 2)};
-	cr_assert_eq(downing_decide(four, 4, 2, highside, 4, out, &nout), DOWNING_SELF);
+	cr_assert_eq(downing_decide(four, 4, 2, 3, highside, 4, out, &nout), DOWNING_SELF);
 	cr_assert_eq(nout, 0);
+}
+
+/* ---- twelve members, each watched by three (watch_ring.h) ---- */
+
+#define TWELVE 12
+#define WATCHERS 3
+
+struct sparse_cluster {
+	char names[TWELVE][32];
+	struct downing_member members[TWELVE];
+	struct watch_ring ring;
+	struct downing_edge edges[TWELVE * TWELVE];
+	size_t nedges;
+};
+
+static void sparse_cluster_init(struct sparse_cluster *c)
+{
+	const char *names[TWELVE];
+	for (size_t i = 0; i < TWELVE; i++) {
+		snprintf(c->names[i], sizeof c->names[i], "n%zu@h", i + 1);
+		c->members[i] = (struct downing_member){c->names[i], (uint32_t)(i + 1)};
+		names[i] = c->names[i];
+	}
+	cr_assert_eq(watch_ring_build(&c->ring, names, TWELVE), 0);
+	c->nedges = 0;
+}
+
+/* The records observer o makes when it hears only the members for which
+ * hears(o, s) is true: it walks the ring from itself, reporting each
+ * member it cannot hear, until it has found WATCHERS it hears (a watcher
+ * whose watched members go silent watches further, as membership does). */
+static void watch_as_membership_does(struct sparse_cluster *c, size_t o, bool (*hears)(size_t, size_t))
+{
+	size_t heard = 0;
+	for (size_t d = 1; d < TWELVE && heard < WATCHERS; d++) {
+		size_t s = watch_ring_after(&c->ring, o, d);
+		if (hears(o, s))
+			heard++;
+		else
+			c->edges[c->nedges++] = (struct downing_edge){c->names[o], c->names[s]};
+	}
+}
+
+static size_t crashed;
+static bool all_but_the_crashed(size_t o, size_t s) { (void)o; return s != crashed; }
+
+Test(downing, a_crash_among_sparse_watchers_is_downed_by_every_member)
+{
+	struct sparse_cluster c;
+	sparse_cluster_init(&c);
+	for (crashed = 0; crashed < TWELVE; crashed++) {
+		c.nedges = 0;
+		for (size_t o = 0; o < TWELVE; o++)
+			if (o != crashed)
+				watch_as_membership_does(&c, o, all_but_the_crashed);
+		cr_assert_eq(c.nedges, WATCHERS, "only its watchers report n%zu", crashed + 1);
+		for (size_t decider = 0; decider < TWELVE; decider++) {
+			if (decider == crashed)
+				continue;
+			size_t out[TWELVE], nout;
+			enum downing_verdict v =
+				downing_decide(c.members, TWELVE, decider, WATCHERS, c.edges, c.nedges, out, &nout);
+			cr_assert_eq(v, DOWNING_OTHERS, "n%zu on the crash of n%zu", decider + 1, crashed + 1);
+			cr_assert_eq(nout, 1);
+			cr_assert_eq(out[0], crashed);
+		}
+	}
+	watch_ring_free(&c.ring);
+}
+
+/* A split: members 1, 4, 7 and 10 (index % 3 == 0) on one side. */
+static bool side_of(size_t i) { return i % 3 == 0; }
+static bool same_side(size_t o, size_t s) { return side_of(o) == side_of(s); }
+
+Test(downing, a_split_among_sparse_watchers_goes_to_the_majority)
+{
+	struct sparse_cluster c;
+	sparse_cluster_init(&c);
+	for (size_t decider = 0; decider < TWELVE; decider++) {
+		/* A side sees only its own records. */
+		c.nedges = 0;
+		for (size_t o = 0; o < TWELVE; o++)
+			if (same_side(o, decider))
+				watch_as_membership_does(&c, o, same_side);
+		size_t out[TWELVE], nout;
+		enum downing_verdict v = downing_decide(c.members, TWELVE, decider, WATCHERS, c.edges, c.nedges, out, &nout);
+		if (side_of(decider)) {
+			cr_assert_eq(v, DOWNING_SELF, "n%zu is on the side of four", decider + 1);
+			continue;
+		}
+		cr_assert_eq(v, DOWNING_OTHERS, "n%zu is on the side of eight", decider + 1);
+		cr_assert_eq(nout, 4, "n%zu downs the other side, %zu members", decider + 1, nout);
+		for (size_t d = 0; d < nout; d++)
+			cr_assert(side_of(out[d]));
+	}
+	watch_ring_free(&c.ring);
+}
+
+/* The oldest member deaf: it hears nobody and nobody hears it. */
+static bool deaf_oldest(size_t o, size_t s) { return o != 0 && s != 0; }
+
+Test(downing, a_deaf_member_that_reports_everyone_costs_only_itself)
+{
+	struct sparse_cluster c;
+	sparse_cluster_init(&c);
+	for (size_t o = 0; o < TWELVE; o++)
+		watch_as_membership_does(&c, o, deaf_oldest);
+	cr_assert_eq(c.nedges, (TWELVE - 1) + WATCHERS, "it reports all eleven; its three watchers report it");
+	for (size_t decider = 0; decider < TWELVE; decider++) {
+		size_t out[TWELVE], nout;
+		enum downing_verdict v = downing_decide(c.members, TWELVE, decider, WATCHERS, c.edges, c.nedges, out, &nout);
+		if (decider == 0) {
+			cr_assert_eq(v, DOWNING_SELF, "the deaf one downs itself");
+			continue;
+		}
+		cr_assert_eq(v, DOWNING_OTHERS, "n%zu: verdict %d", decider + 1, v);
+		cr_assert_eq(nout, 1, "n%zu downs %zu", decider + 1, nout);
+		cr_assert_eq(out[0], 0);
+	}
+	watch_ring_free(&c.ring);
 }

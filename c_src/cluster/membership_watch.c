@@ -1,0 +1,158 @@
+/* membership_watch.c — who this node watches and whose acks give it its
+ * lease, planned once per tick (membership_internal.h,
+ * membership_plan_watching). membership_health.c sends and detects by the
+ * plan. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/evloop.h"
+#include "cluster/member_protocol.h"
+#include "cluster/membership_internal.h"
+#include "cluster/watch_ring.h"
+
+/* Whether every member that is not down speaks the ring's protocol: a
+ * member of an earlier release finds unreachable whoever does not
+ * heartbeat it, so it must be heartbeated by everyone. */
+static bool everyone_speaks_rings(const struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (m->members[k].status < MEMBER_DOWN && m->members[k].protocol < MEMBER_PROTOCOL_WATCH_RING)
+			return false;
+	return true;
+}
+
+/* e is older than f: the lower up-number, then the lower name. */
+static bool older(const struct member *e, const struct member *f)
+{
+	if (e->up_number != f->up_number)
+		return e->up_number < f->up_number;
+	return strcmp(e->node, f->node) < 0;
+}
+
+/* Marks the cfg.watchers oldest voting members. */
+static void mark_grantors(struct membership *m)
+{
+	for (size_t k = 0; k < m->n; k++)
+		m->members[k].grantor = false;
+	for (size_t g = 0; g < m->cfg.watchers; g++) {
+		struct member *oldest = NULL;
+		for (size_t k = 0; k < m->n; k++) {
+			struct member *e = &m->members[k];
+			if (votes(e) && !e->grantor && (oldest == NULL || older(e, oldest)))
+				oldest = e;
+		}
+		if (oldest == NULL)
+			break;
+		oldest->grantor = true;
+	}
+}
+
+/* Sets `watched` on the members we watch on the ring of the voting
+ * members vote[0..nv) (indexes into m->members), walking from us past
+ * every unreachable one until cfg.watchers reachable ones are found. Not
+ * voting ourselves, we watch nobody. Returns 0 or -ENOMEM. */
+static int mark_watched_on_ring(struct membership *m, bool *watched, const size_t *vote, size_t nv)
+{
+	const char **names = malloc((nv ? nv : 1) * sizeof *names);
+	if (names == NULL)
+		return -ENOMEM;
+	size_t us = nv;
+	for (size_t v = 0; v < nv; v++) {
+		names[v] = m->members[vote[v]].node;
+		if (is_us(m, &m->members[vote[v]]))
+			us = v;
+	}
+	struct watch_ring ring;
+	int rc = watch_ring_build(&ring, names, nv);
+	free(names);
+	if (rc != 0)
+		return rc;
+	if (us < nv) {
+		size_t reachable = 0;
+		for (size_t d = 1; d < nv && reachable < m->cfg.watchers; d++) {
+			const struct member *e = &m->members[vote[watch_ring_after(&ring, us, d)]];
+			watched[e - m->members] = true;
+			reachable += !e->unreachable;
+		}
+	}
+	watch_ring_free(&ring);
+	return 0;
+}
+
+/* Gives a member that enters our watch two heartbeat intervals to answer
+ * before its silence counts: we may not have heard it for long, not
+ * having asked. */
+static void start_watching(struct membership *m, struct member *e)
+{
+	uint64_t now = now_ms(m), grace = 2u * (uint64_t)m->cfg.heartbeat_interval_ms;
+	uint64_t counted = m->cfg.failure_timeout_ms > grace ? m->cfg.failure_timeout_ms - grace : 0;
+	if (now - e->last_heard > counted)
+		e->last_heard = now > counted ? now - counted : 0;
+}
+
+bool membership_plan_watching(struct membership *m)
+{
+	size_t *vote = malloc((m->n ? m->n : 1) * sizeof *vote);
+	bool *watched = calloc(m->n ? m->n : 1, sizeof *watched);
+	if (vote == NULL || watched == NULL) {
+		free(vote);
+		free(watched);
+		return false;
+	}
+	size_t nv = 0;
+	for (size_t k = 0; k < m->n; k++)
+		if (votes(&m->members[k]))
+			vote[nv++] = k;
+	bool sparse = everyone_speaks_rings(m) && !watch_ring_everyone(nv, m->cfg.watchers);
+	if (sparse && mark_watched_on_ring(m, watched, vote, nv) != 0) {
+		free(vote);
+		free(watched);
+		return false;
+	}
+	m->sparse = sparse;
+	if (sparse) {
+		mark_grantors(m);
+	} else {
+		for (size_t k = 0; k < m->n; k++) {
+			watched[k] = true;
+			m->members[k].grantor = false;
+		}
+	}
+	m->grants = sparse && membership_member(m, m->our_node)->grantor;
+	bool changed = false;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (is_us(m, e))
+			continue;
+		if (watched[k] && !e->watched)
+			start_watching(m, e);
+		if (!watched[k] && e->watched && e->unreachable) {
+			e->unreachable = false;
+			changed = true;
+			log_debug(m->cfg.log, "member %s no longer watched here: no longer reported unreachable", e->node);
+		}
+		e->watched = watched[k];
+	}
+	free(vote);
+	free(watched);
+	return changed;
+}
+
+uint64_t membership_lease_left_ms(const struct membership *m)
+{
+	const struct member *me = membership_find(m, m->our_node);
+	if (me == NULL || !votes(me) || m->quorum_until == 0)
+		return 0;
+	if (m->quorum_until == UINT64_MAX)
+		return m->cfg.failure_timeout_ms; /* we alone win: a cluster of one */
+	uint64_t now = evloop_clock_ms();
+	uint64_t left = m->quorum_until > now ? m->quorum_until - now : 0;
+	return left < m->cfg.failure_timeout_ms ? left : m->cfg.failure_timeout_ms;
+}
+
+size_t membership_watchers(const struct membership *m)
+{
+	return m->sparse ? m->cfg.watchers : SIZE_MAX;
+}
