@@ -92,6 +92,15 @@ uint64_t evloop_wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+uint64_t evloop_delay_to_multiple_ms(uint64_t wall_us, uint64_t interval_ms)
+{
+	if (interval_ms == 0)
+		return 0;
+	uint64_t wall_ms = wall_us / 1000;
+	uint64_t delay = interval_ms - wall_ms % interval_ms;
+	return delay < (interval_ms + 1) / 2 ? delay + interval_ms : delay;
+}
+
 int evloop_watch(struct evloop *loop, int fd, uint32_t events, evloop_io_fn fn, void *arg)
 {
 	if (fd < 0)

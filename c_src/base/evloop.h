@@ -60,6 +60,14 @@ uint64_t evloop_clock_ms(void);
  * (versions, reports), never for deadlines, which it may jump across. */
 uint64_t evloop_wall_us(void);
 
+/* The delay from wall-clock time `wall_us` to the next whole multiple of
+ * `interval_ms` since the epoch, at least half an interval away: timers of
+ * many nodes whose clocks agree (NTP) then fire together, so what they
+ * send each other arrives in a burst that one wake-up reads, instead of
+ * one wake-up each as timers spread over the interval would take. Pure;
+ * cannot fail; 0 interval gives 0. */
+uint64_t evloop_delay_to_multiple_ms(uint64_t wall_us, uint64_t interval_ms);
+
 /* Watches fd for `events` (EPOLLIN and/or EPOLLOUT). Returns 0 or -errno. */
 int evloop_watch(struct evloop *loop, int fd, uint32_t events, evloop_io_fn fn, void *arg);
 /* Changes the event mask of a watched fd. Returns 0 or -errno. */

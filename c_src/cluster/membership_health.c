@@ -523,6 +523,14 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 			e->lease_until = until;
 		if (granted > e->granted_until)
 			e->granted_until = granted;
+		/* Recomputed at once only when it matters before the tick's
+		 * refresh: held back, or about to run out. Recomputing on every
+		 * ack cost a grantor, which every member acks, the members'
+		 * number squared each tick; a lease left as it was is only
+		 * shorter, never wrong. */
+		uint64_t soon = evloop_clock_ms() + 2u * (uint64_t)m->cfg.heartbeat_interval_ms;
+		if (!withholding_before && m->quorum_until > soon)
+			return;
 		bool regained = membership_refresh_lease(m, false);
 		if ((regained || (withholding_before && membership_may_deliver(m))) && m->cfg.on_change)
 			m->cfg.on_change(m->cfg.on_change_arg); /* withheld messages may go */

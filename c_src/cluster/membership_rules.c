@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/evloop.h"
+
 bool membership_rules_votes(enum member_status status)
 {
 	return status == MEMBER_UP || status == MEMBER_LEAVING;
@@ -91,11 +93,7 @@ uint32_t membership_rules_formed_version(uint32_t own) { return own + 3; }
 
 uint64_t membership_rules_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms)
 {
-	if (interval_ms == 0)
-		return 0;
-	uint64_t wall_ms = wall_us / 1000;
-	uint64_t delay = interval_ms - wall_ms % interval_ms;
-	return delay < (interval_ms + 1) / 2 ? delay + interval_ms : delay;
+	return evloop_delay_to_multiple_ms(wall_us, interval_ms);
 }
 
 /* a is older than b: the lower up-number, then the lower name. */

@@ -152,7 +152,12 @@ static void on_tick(struct evloop *loop, void *arg)
 	uint64_t interval = n->ticktime_ms / 4;
 	dist_node_each_conn(n, tick_conn, &interval);
 	drop_log_tick(&n->drops, evloop_now_ms(loop));
-	evloop_timer_start(loop, &n->tick_timer, interval);
+	/* On whole multiples of the interval: each peer's ticks on the
+	 * connections it has nothing else for come at the same moment as
+	 * every other peer's, one wake-up for all (a node of a large cluster
+	 * has many such connections). A connection then goes at most two
+	 * intervals without a tick, well inside net_ticktime. */
+	evloop_timer_start(loop, &n->tick_timer, evloop_delay_to_multiple_ms(evloop_wall_us(), interval));
 }
 
 static void on_epmd_io(struct evloop *loop, int fd, uint32_t events, void *arg)
