@@ -323,6 +323,7 @@ static void note_incarnation(struct membership *m, const char *via, uint32_t cre
 static void reset_local(struct membership *m, struct member *e)
 {
 	e->unreachable = false;
+	e->connection_lost = false;
 	e->last_heard = now_ms(m);
 	e->lease_until = 0;
 	e->granted_until = 0;
@@ -506,6 +507,7 @@ static void on_nodedown(void *arg, const char *peer)
 	} else {
 		/* The failure detector decides: the connection may come back. */
 		log_info(m->cfg.log, "connection to member %s lost", peer);
+		e->connection_lost = true;
 	}
 }
 

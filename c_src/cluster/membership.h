@@ -87,6 +87,11 @@ struct member {
 	 * plus what was left of its own lease then (membership_watch.c). */
 	uint64_t granted_until;
 	bool watched;          /* our failure detector watches it (membership_watch.c) */
+	/* Its connection went down while it was up, and we have not heard
+	 * from it since: watched whatever the ring says, so a cut link
+	 * between two members that do not watch each other is reported once
+	 * the distribution notices it (net_ticktime at most). */
+	bool connection_lost;
 	bool grantor;          /* one of the members whose acks give us our lease */
 	/* Bit k: members[k] said the lease it gave this incarnation lapsed
 	 * (lease_lapsed); members beyond CLUSTER_MEMBERS_MAX are never heard. */

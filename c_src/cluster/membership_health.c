@@ -240,6 +240,7 @@ void membership_changed(struct membership *m)
 void membership_heard(struct membership *m, struct member *e)
 {
 	e->last_heard = now_ms(m);
+	e->connection_lost = false;
 	if (e->unreachable && e->status < MEMBER_DOWN) {
 		e->unreachable = false;
 		log_info(m->cfg.log, "member %s reachable again", e->node);

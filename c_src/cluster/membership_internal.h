@@ -142,7 +142,9 @@ void membership_gossip_tick(struct membership *m);
  *    cfg.watchers + 1 members vote: sparse. We watch the cfg.watchers
  *    voting members after us on the ring, and further ones for each of
  *    them we find unreachable (so a silent stretch of the ring is watched
- *    from its edge). The cfg.watchers oldest voting members grant leases
+ *    from its edge), and any whose connection to us went down until we
+ *    hear from it again (a cut link between members that do not watch
+ *    each other). The cfg.watchers oldest voting members grant leases
  *    (a few, so their cost is bounded; more than one, so a crash of one
  *    costs no lease): they heartbeat every member and hold a majority's
  *    lease; every other member heartbeats the members it watches and the

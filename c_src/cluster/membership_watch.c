@@ -114,6 +114,8 @@ bool membership_plan_watching(struct membership *m)
 	m->sparse = sparse;
 	if (sparse) {
 		mark_grantors(m);
+		for (size_t k = 0; k < m->n; k++)
+			watched[k] |= m->members[k].connection_lost && votes(&m->members[k]) && !is_us(m, &m->members[k]);
 	} else {
 		for (size_t k = 0; k < m->n; k++) {
 			watched[k] = true;
