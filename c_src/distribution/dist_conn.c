@@ -244,6 +244,16 @@ void dist_conn_tick(struct dist_conn *c, uint64_t interval_ms)
 		if (dist_conn_queue_tick(c) == 0)
 			dist_conn_flush_or_close(c);
 	}
+	/* Buffers of a connection with nothing in them go back: a node of a
+	 * large cluster has a connection to every member, most of them idle,
+	 * and each kept its largest read chunk (64 KB or more) for good. One
+	 * that carries traffic gets them back at its next read or write. */
+	if (c->state == CONN_UP) {
+		if (bytebuf_size(&c->in) == 0)
+			bytebuf_shrink_idle(&c->in, 0);
+		if (bytebuf_size(&c->out) == 0)
+			bytebuf_shrink_idle(&c->out, 0);
+	}
 }
 
 void dist_conn_flush_output(struct dist_conn *c)
