@@ -175,6 +175,26 @@ static void send_reachability(struct membership *m, const char *to, bool old_onl
 	ei_x_free(&x);
 }
 
+/* Our own record alone to every member but us that is not down: what our
+ * change changed. A whole table from each of many members that changed
+ * their records at once (a crash in a large cluster, watched by all that
+ * lost their connection to it) was the members' number squared of whole
+ * tables; a receiver merges one record as it merges a table, and a table
+ * that still differs is mended by the heartbeat's digest. */
+static void send_own_record(struct membership *m)
+{
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "reachability") != 0)
+		return;
+	if (reachability_encode_one(&m->reach, m->our_node, &x) == 0)
+		for (size_t k = 0; k < m->n; k++) {
+			const struct member *e = &m->members[k];
+			if (!is_us(m, e) && e->status < MEMBER_DOWN)
+				membership_send_admin(m, e->node, &x);
+		}
+	ei_x_free(&x); /* else the digests mend it */
+}
+
 /* Makes our record in the table say what our failure detector says, under
  * a version above any held (one of an earlier incarnation of ours, too).
  * Returns true if the record changed; then it is sent at once. */
@@ -202,7 +222,7 @@ static bool publish_own_view(struct membership *m)
 	free(subjects);
 	if (rc == 1) {
 		m->stable_since = now_ms(m);
-		send_reachability(m, NULL, false);
+		send_own_record(m);
 	}
 	return rc == 1;
 }

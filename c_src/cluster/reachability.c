@@ -139,6 +139,14 @@ int reachability_encode(const struct reachability *r, ei_x_buff *x)
 	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
 }
 
+int reachability_encode_one(const struct reachability *r, const char *observer, ei_x_buff *x)
+{
+	const struct reach_record *rec = reachability_find(r, observer);
+	if (rec != NULL && (ei_x_encode_list_header(x, 1) < 0 || encode_record(rec, x) != 0))
+		return -ENOMEM;
+	return ei_x_encode_empty_list(x) < 0 ? -ENOMEM : 0;
+}
+
 static int encode_record_at(const void *records, size_t k, ei_x_buff *x)
 {
 	return encode_record(&((const struct reach_record *)records)[k], x);

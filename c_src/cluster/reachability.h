@@ -73,6 +73,11 @@ uint64_t reachability_next_version(uint64_t last, uint64_t wall_clock_ms);
 /* Encodes [{Observer, Version, [Subject]}] into x. Returns 0 or -ENOMEM. */
 int reachability_encode(const struct reachability *r, ei_x_buff *x);
 
+/* The same with `observer`'s record alone ([] if it has none): what
+ * changed when an observer changed its own record, which a receiver
+ * merges as it merges a whole table. Returns 0 or -ENOMEM. */
+int reachability_encode_one(const struct reachability *r, const char *observer, ei_x_buff *x);
+
 /* A digest of the table, the same for the same records in any order:
  * 0 for an empty table or without memory (the tables may then differ),
  * never 0 otherwise. Only reads r. */

@@ -104,6 +104,37 @@ Test(reachability, the_wire_form_round_trips)
 	reachability_free(&copy);
 }
 
+/* One observer's record alone merges as the whole table would merge it. */
+Test(reachability, one_record_goes_alone)
+{
+	struct reachability r = {0}, copy = {0};
+	const char *s1[] = {"b@h", "c@h"};
+	const char *s2[] = {"a@h"};
+	reachability_update(&r, "a@h", 10, s1, 2);
+	reachability_update(&r, "b@h", 7, s2, 1);
+	const char *observers[] = {"b@h", "a@h", "nobody@h"};
+	int changes[] = {1, 1, 0};
+	for (size_t k = 0; k < 3; k++) {
+		ei_x_buff x;
+		sn_x_new(&x);
+		cr_assert_eq(reachability_encode_one(&r, observers[k], &x), 0);
+		char *buf = sn_dup_exact(x.buff, (size_t)x.index);
+		size_t i = 0;
+		cr_assert_eq(term_validate(buf, (size_t)x.index, &i), 0);
+		i = 0;
+		cr_assert_eq(reachability_merge_encoded(&copy, buf, &i), changes[k], "%s", observers[k]);
+		cr_assert_eq(i, (size_t)x.index, "the whole list was read");
+		free(buf);
+		ei_x_free(&x);
+		cr_assert_eq(copy.n, k < 2 ? k + 1 : 2, "only %s's record came", observers[k]);
+	}
+	cr_assert(reachability_has(&copy, "a@h", "c@h"));
+	cr_assert(reachability_has(&copy, "b@h", "a@h"));
+	cr_assert_eq(reachability_digest(&copy), reachability_digest(&r));
+	reachability_free(&r);
+	reachability_free(&copy);
+}
+
 /* Encodes the term `fmt` (erl syntax, via ei_x_format, which writes the
  * version byte first) and merges it. */
 static int merge_text(struct reachability *r, const char *fmt)
