@@ -13,8 +13,11 @@
 %%   fail-over: from kill -9 of the youngest until the first member lists
 %%     it down (what the cluster's watching costs to decide).
 %%
-%% Each member keeps a connection to every other today, and its memory
-%% grows with them: 256 members took the 24 GB of a test machine.
+%% Each member keeps a connection to every other today, and the
+%% distribution's ticks on them are what still grows with the size. 256
+%% members fit a 24 GB machine with the default settings (about 16 MB
+%% each once formed); an earlier release, which sent every member whole
+%% reachability tables after a crash, ran it out of memory.
 %%
 %% Every member of a size is stopped before the next size starts.
 -module(bench_scale).
