@@ -69,6 +69,23 @@ static void gossip_all(struct membership *m)
 	}
 }
 
+static void on_gossip_soon(struct evloop *loop, void *arg)
+{
+	(void)loop;
+	gossip_all(arg);
+}
+
+/* gossip_all within a tenth of a heartbeat interval, once for every call
+ * meanwhile: for the changes that come in bursts, joins and admissions. A
+ * seed that 255 nodes join at once sent each member a list per join, up
+ * to 256 entries long. */
+static void gossip_all_soon(struct membership *m)
+{
+	if (!evloop_timer_armed(&m->gossip_soon_timer) &&
+	    evloop_timer_start(m->cfg.loop, &m->gossip_soon_timer, m->cfg.heartbeat_interval_ms / 10) != 0)
+		gossip_all(m); /* no timer: at once */
+}
+
 static void send_join(struct membership *m, const char *seed)
 {
 	ei_x_buff x;
@@ -235,7 +252,7 @@ done:
 	free(scratch);
 	free(up);
 	if (admitted) {
-		gossip_all(m);
+		gossip_all_soon(m);
 		membership_changed(m);
 	}
 }
@@ -267,7 +284,7 @@ static void list_joining(struct membership *m, struct member *e, const struct me
 	e->version = version;
 	e->joining_since = now_ms(m);
 	e->creation = creation;
-	gossip_all(m);
+	gossip_all_soon(m);
 	membership_changed(m);
 	admit_joiners(m);
 }
@@ -639,6 +656,7 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 	m->lease_holds = true;
 	m->stable_since = now_ms(m);
 	evloop_timer_init(&m->gossip_timer, on_gossip_timer, m);
+	evloop_timer_init(&m->gossip_soon_timer, on_gossip_soon, m);
 	on_gossip_timer(cfg->loop, m);
 	*err = 0;
 	return m;
@@ -649,6 +667,7 @@ void membership_free(struct membership *m)
 	if (m == NULL)
 		return;
 	evloop_timer_stop(m->cfg.loop, &m->gossip_timer);
+	evloop_timer_stop(m->cfg.loop, &m->gossip_soon_timer);
 	dist_node_off_nodedown(m->cfg.node, on_nodedown, m);
 	reachability_free(&m->reach);
 	free(m->members);

@@ -35,6 +35,10 @@ struct membership {
 	struct member *members;
 	size_t n, cap;
 	struct evloop_timer gossip_timer;
+	/* Armed while a gossip to every member is due shortly (membership.c,
+	 * gossip_all_soon): the joins of many nodes started at once go out as
+	 * a few lists, not one list to everyone per join. */
+	struct evloop_timer gossip_soon_timer;
 	uint64_t tick_digest;   /* the list's digest at the last tick (gossip_tick) */
 	uint64_t tick_reach_digest; /* the reachability table's, at the last tick (heartbeat_all) */
 	uint64_t started_ms;    /* when membership started: the first seed's wait counts from it */
