@@ -24,24 +24,11 @@ static bool older(const struct downing_member *a, const struct downing_member *b
 	return strcmp(a->node, b->node) < 0;
 }
 
-int downing_leader(const struct downing_member *members, size_t n, const struct downing_edge *edges,
-		   size_t nedges)
-{
-	int best = -1;
-	for (size_t k = 0; k < n; k++) {
-		bool subject = false;
-		for (size_t e = 0; e < nedges && !subject; e++)
-			subject = strcmp(edges[e].subject, members[k].node) == 0 &&
-				  index_of(members, n, edges[e].observer) >= 0;
-		if (!subject && (best < 0 || older(&members[k], &members[best])))
-			best = (int)k;
-	}
-	return best;
-}
-
 /* The view by member indexes, built once per decision so that each step
  * costs the number of records, not that times the members: the records
- * between members as observer * n + subject, sorted; ring places. */
+ * between members as observer * n + subject, sorted (a member's record
+ * of itself too: it makes it a subject, which nothing else reads into);
+ * ring places. */
 struct indexed_view {
 	size_t n;
 	size_t *pair;
@@ -78,7 +65,7 @@ static int index_view(struct indexed_view *v, const struct downing_member *membe
 	}
 	for (size_t e = 0; e < nedges; e++) {
 		int o = index_of(members, n, edges[e].observer), s = index_of(members, n, edges[e].subject);
-		if (o >= 0 && s >= 0 && o != s)
+		if (o >= 0 && s >= 0)
 			v->pair[v->npairs++] = (size_t)o * n + (size_t)s;
 	}
 	qsort(v->pair, v->npairs, sizeof *v->pair, by_value);
@@ -124,7 +111,7 @@ static size_t side_unheard(const struct indexed_view *v, size_t decider, size_t 
 			doubted[subject_of(v, p)] = true;
 	for (size_t p = 0; p < v->npairs; p++) {
 		size_t o = observer_of(v, p), s = subject_of(v, p);
-		if (s == decider)
+		if (s == decider || o == s)
 			continue;
 		if (o == decider)
 			unheard[s] = true;
@@ -152,6 +139,22 @@ static size_t leader_of(const struct indexed_view *v, const struct downing_membe
 		}
 	}
 	return best;
+}
+
+int downing_leader(const struct downing_member *members, size_t n, const struct downing_edge *edges,
+		   size_t nedges)
+{
+	struct indexed_view view;
+	bool *reported = calloc(n ? n : 1, sizeof *reported);
+	if (reported == NULL || index_view(&view, members, n, edges, nedges) != 0) {
+		free(reported);
+		return -1; /* out of memory: nobody leads this tick */
+	}
+	bool found;
+	size_t leader = leader_of(&view, members, reported, &found);
+	free_view(&view);
+	free(reported);
+	return found ? (int)leader : -1;
 }
 
 enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider, size_t watchers,
@@ -206,7 +209,7 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		memset(reports, 0, n * sizeof *reports);
 		for (size_t p = 0; p < view.npairs; p++) {
 			size_t o = observer_of(&view, p), s = subject_of(&view, p);
-			if (gone[o] || gone[s])
+			if (o == s || gone[o] || gone[s])
 				continue;
 			count[o]++;
 			count[s]++;

@@ -53,7 +53,8 @@ struct downing_edge {
 
 /* The leader: the index in members of the oldest one that is no edge's
  * subject (edges naming a non-member are ignored), or -1 if every member is
- * somebody's subject. */
+ * somebody's subject (or memory ran out: nobody leads until the next
+ * decision). downing_decide uses the same rule. */
 int downing_leader(const struct downing_member *members, size_t n, const struct downing_edge *edges,
 		   size_t nedges);
 

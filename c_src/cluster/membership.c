@@ -160,8 +160,10 @@ static void on_gossip_timer(struct evloop *loop, void *arg)
 	node_set_free(&downs);
 	admit_joiners(m);
 	membership_refresh_lease(m, true);
+	/* On whole multiples of the interval (evloop.h): members whose clocks
+	 * agree exchange a tick's heartbeats, acks and digests in a burst. */
 	evloop_timer_start(loop, &m->gossip_timer,
-			   membership_rules_tick_delay_ms(evloop_wall_us(), m->cfg.heartbeat_interval_ms));
+			   evloop_delay_to_multiple_ms(evloop_wall_us(), m->cfg.heartbeat_interval_ms));
 }
 
 /* ---- receiving ---- */

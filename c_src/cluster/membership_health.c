@@ -151,28 +151,31 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 
 /* ---- the cluster-wide reachability view ---- */
 
-/* Our reachability table to every member but us that is not down (`to`
- * NULL), to those of them of v0.1.0 (`old_only`), or to `to` alone. */
-static void send_reachability(struct membership *m, const char *to, bool old_only)
+/* x to every member but us that is not down, or only to those of them of
+ * v0.1.0 (`old_only`). */
+static void send_to_members(struct membership *m, const ei_x_buff *x, bool old_only)
+{
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		if (!is_us(m, e) && e->status < MEMBER_DOWN && (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
+			membership_send_admin(m, e->node, x);
+	}
+}
+
+/* Our reachability table to every member of v0.1.0 (`to` NULL) or to `to`
+ * alone. */
+static void send_reachability(struct membership *m, const char *to)
 {
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "reachability") != 0)
 		return;
-	if (reachability_encode(&m->reach, &x) != 0) {
-		ei_x_free(&x);
-		return; /* the next tick's goes */
+	if (reachability_encode(&m->reach, &x) == 0) {
+		if (to != NULL)
+			membership_send_admin(m, to, &x);
+		else
+			send_to_members(m, &x, true);
 	}
-	if (to != NULL) {
-		membership_send_admin(m, to, &x);
-	} else {
-		for (size_t k = 0; k < m->n; k++) {
-			const struct member *e = &m->members[k];
-			if (!is_us(m, e) && e->status < MEMBER_DOWN &&
-			    (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
-				membership_send_admin(m, e->node, &x);
-		}
-	}
-	ei_x_free(&x);
+	ei_x_free(&x); /* else the next tick's goes */
 }
 
 /* Our own record alone to every member but us that is not down: what our
@@ -187,11 +190,7 @@ static void send_own_record(struct membership *m)
 	if (membership_begin_msg(m, &x, "reachability") != 0)
 		return;
 	if (reachability_encode_one(&m->reach, m->our_node, &x) == 0)
-		for (size_t k = 0; k < m->n; k++) {
-			const struct member *e = &m->members[k];
-			if (!is_us(m, e) && e->status < MEMBER_DOWN)
-				membership_send_admin(m, e->node, &x);
-		}
+		send_to_members(m, &x, false);
 	ei_x_free(&x); /* else the digests mend it */
 }
 
@@ -395,14 +394,14 @@ void membership_on_lease_lapsed(struct membership *m, const char *t, size_t i)
  * the next tick decides again. */
 static enum downing_verdict decide(struct membership *m, struct node_set *downs)
 {
-	if (m->n == 0)
-		return DOWNING_NONE; /* never: we are a member */
-	struct downing_member *voters = malloc(m->n * sizeof *voters);
-	size_t *out = malloc(m->n * sizeof *out);
 	size_t nedges = 0;
 	for (size_t k = 0; k < m->reach.n; k++)
 		nedges += m->reach.records[k].nsubjects;
-	struct downing_edge *edges = malloc((nedges ? nedges : 1) * sizeof *edges);
+	if (m->n == 0 || nedges == 0)
+		return DOWNING_NONE; /* nobody cannot hear anybody: the usual tick's answer, without the work */
+	struct downing_member *voters = malloc(m->n * sizeof *voters);
+	size_t *out = malloc(m->n * sizeof *out);
+	struct downing_edge *edges = malloc(nedges * sizeof *edges);
 	enum downing_verdict v = DOWNING_NONE;
 	if (voters == NULL || out == NULL || edges == NULL)
 		goto done; /* the next tick decides */
@@ -446,11 +445,6 @@ static enum downing_verdict keep_majority(struct membership *m, struct node_set 
 	const struct member *me = membership_member(m, m->our_node);
 	if (!m->cfg.keep_majority || !votes(me) || now_ms(m) - m->stable_since < m->cfg.stable_after_ms)
 		return DOWNING_NONE;
-	size_t records = 0;
-	for (size_t k = 0; k < m->reach.n; k++)
-		records += m->reach.records[k].nsubjects;
-	if (records == 0)
-		return DOWNING_NONE; /* nobody cannot hear anybody: the usual tick's answer, without the work */
 	size_t total = 0, unreachable = 0;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
@@ -486,7 +480,7 @@ static void compare_digests(struct membership *m, const char *from, uint64_t lis
 	if (list_digest == 0 || m->tick_digest == 0 || list_digest != m->tick_digest)
 		membership_gossip_to(m, from);
 	if (reach_digest == 0 || m->tick_reach_digest == 0 || reach_digest != m->tick_reach_digest)
-		send_reachability(m, from, false);
+		send_reachability(m, from);
 }
 
 /* A heartbeat from a member that is not down gets its ack. An ack renews
@@ -570,10 +564,10 @@ enum downing_verdict membership_health_tick(struct membership *m, struct node_se
 	detect_unreachable(m);
 	/* Our record as the detector now has it (also after a member was
 	 * downed: it is no subject any more); publishing a change sends the
-	 * table to everyone. Else members of v0.1.0 get it each tick, and the
-	 * others compare its digest in our heartbeat. */
+	 * record to everyone. Else members of v0.1.0 get the table each tick,
+	 * and the others compare its digest in our heartbeat. */
 	if (!publish_own_view(m))
-		send_reachability(m, NULL, true);
+		send_reachability(m, NULL);
 	membership_tell_lapsed_leases(m);
 	release_downed(m);
 	return keep_majority(m, downs);

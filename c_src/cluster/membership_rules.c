@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "base/evloop.h"
-
 bool membership_rules_votes(enum member_status status)
 {
 	return status == MEMBER_UP || status == MEMBER_LEAVING;
@@ -91,13 +89,8 @@ enum member_join membership_rules_join(const struct member_facts *have, uint32_t
 
 uint32_t membership_rules_formed_version(uint32_t own) { return own + 3; }
 
-uint64_t membership_rules_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms)
-{
-	return evloop_delay_to_multiple_ms(wall_us, interval_ms);
-}
 
-/* a is older than b: the lower up-number, then the lower name. */
-static bool older(const struct member_facts *a, const struct member_facts *b)
+bool membership_rules_older(const struct member_facts *a, const struct member_facts *b)
 {
 	if (a->up_number != b->up_number)
 		return a->up_number < b->up_number;
@@ -108,7 +101,7 @@ int membership_rules_leader(const struct member_facts *members, size_t n)
 {
 	int best = -1;
 	for (size_t k = 0; k < n; k++)
-		if (membership_rules_votes(members[k].status) && (best < 0 || older(&members[k], &members[best])))
+		if (membership_rules_votes(members[k].status) && (best < 0 || membership_rules_older(&members[k], &members[best])))
 			best = (int)k;
 	return best;
 }

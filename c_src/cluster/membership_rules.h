@@ -129,17 +129,11 @@ enum member_join membership_rules_join(const struct member_facts *have, uint32_t
  * that the others never take. Cannot fail. */
 uint32_t membership_rules_formed_version(uint32_t own);
 
-/* ---- ticks ---- */
-
-/* The delay to a member's next tick at wall-clock time `wall_us`: to the
- * next whole multiple of `interval_ms` since the epoch, and at least half
- * an interval away. Members whose clocks agree tick together, so each
- * member's heartbeats, acknowledgements and digests arrive in a burst that
- * one wake-up reads, instead of one wake-up for each as ticks spread over
- * the interval would take. Cannot fail; 0 interval gives 0. */
-uint64_t membership_rules_tick_delay_ms(uint64_t wall_us, uint64_t interval_ms);
-
 /* ---- the leader and admission ---- */
+
+/* Whether a is older than b: the lower up-number, then the lower node
+ * name. The order of the leader and of the grantors. Pure. */
+bool membership_rules_older(const struct member_facts *a, const struct member_facts *b);
 
 /* The index in members of the leader: the oldest voting member (lowest
  * up-number, ties to the lowest node name), or -1 if none of the n votes.

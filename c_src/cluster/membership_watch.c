@@ -5,11 +5,11 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/evloop.h"
 #include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
+#include "cluster/membership_rules.h"
 #include "cluster/watch_ring.h"
 
 /* Whether every member that is not down speaks the ring's protocol: a
@@ -23,12 +23,11 @@ static bool everyone_speaks_rings(const struct membership *m)
 	return true;
 }
 
-/* e is older than f: the lower up-number, then the lower name. */
+/* membership_rules_older on two entries of the list. */
 static bool older(const struct member *e, const struct member *f)
 {
-	if (e->up_number != f->up_number)
-		return e->up_number < f->up_number;
-	return strcmp(e->node, f->node) < 0;
+	struct member_facts a = membership_facts_of(e), b = membership_facts_of(f);
+	return membership_rules_older(&a, &b);
 }
 
 /* Marks the cfg.watchers oldest voting members. */

@@ -454,3 +454,22 @@ Test(evloop, several_idle_hooks_run_in_the_order_added)
 	evloop_remove_idle(loop, record_idle, &hooks[2]);
 	evloop_free(loop);
 }
+
+Test(evloop_delay_to_multiple, to_the_next_whole_interval_at_least_half_one_away)
+{
+	cr_assert_eq(evloop_delay_to_multiple_ms(0, 1000), 1000, "on a multiple: the next one");
+	cr_assert_eq(evloop_delay_to_multiple_ms(200 * 1000, 1000), 800);
+	cr_assert_eq(evloop_delay_to_multiple_ms(500 * 1000, 1000), 500, "half an interval away is enough");
+	cr_assert_eq(evloop_delay_to_multiple_ms(500 * 1000 + 1000, 1000), 1499, "closer than half: the one after");
+	cr_assert_eq(evloop_delay_to_multiple_ms(999 * 1000 + 999, 1000), 1001, "microseconds round down");
+	cr_assert_eq(evloop_delay_to_multiple_ms(1234567890123ULL, 250), 250 - 1234567890ULL % 250 + 250);
+	cr_assert_eq(evloop_delay_to_multiple_ms(5, 0), 0);
+	cr_assert_eq(evloop_delay_to_multiple_ms(0, 1), 1);
+	/* Two nodes whose clocks agree, started apart, fire together from
+	 * their second timer on. */
+	uint64_t a = 3 * 1000 * 1000 + 120 * 1000, b = 3 * 1000 * 1000 + 740 * 1000;
+	uint64_t a_next = a / 1000 + evloop_delay_to_multiple_ms(a, 1000);
+	uint64_t b_next = b / 1000 + evloop_delay_to_multiple_ms(b, 1000);
+	cr_assert_eq(a_next % 1000, 0);
+	cr_assert_eq(b_next % 1000, 0);
+}

@@ -608,24 +608,3 @@ Test(membership_rules_lease, members_down_themselves_are_not_waited_for_and_only
 	cr_assert(!membership_rules_downed_lease_over(ms, 5, 0, lapsed), "a is up: nothing to release");
 	cr_assert(!membership_rules_downed_lease_over(ms, 5, 9, lapsed), "out of range");
 }
-
-/* ---- ticks ---- */
-
-Test(membership_tick_delay, to_the_next_whole_interval_at_least_half_one_away)
-{
-	cr_assert_eq(membership_rules_tick_delay_ms(0, 1000), 1000, "on a multiple: the next one");
-	cr_assert_eq(membership_rules_tick_delay_ms(200 * 1000, 1000), 800);
-	cr_assert_eq(membership_rules_tick_delay_ms(500 * 1000, 1000), 500, "half an interval away is enough");
-	cr_assert_eq(membership_rules_tick_delay_ms(500 * 1000 + 1000, 1000), 1499, "closer than half: the one after");
-	cr_assert_eq(membership_rules_tick_delay_ms(999 * 1000 + 999, 1000), 1001, "microseconds round down");
-	cr_assert_eq(membership_rules_tick_delay_ms(1234567890123ULL, 250), 250 - 1234567890ULL % 250 + 250);
-	cr_assert_eq(membership_rules_tick_delay_ms(5, 0), 0);
-	cr_assert_eq(membership_rules_tick_delay_ms(0, 1), 1);
-	/* Two members whose clocks agree, started apart, tick together from
-	 * their second tick on. */
-	uint64_t a = 3 * 1000 * 1000 + 120 * 1000, b = 3 * 1000 * 1000 + 740 * 1000;
-	uint64_t a_next = a / 1000 + membership_rules_tick_delay_ms(a, 1000);
-	uint64_t b_next = b / 1000 + membership_rules_tick_delay_ms(b, 1000);
-	cr_assert_eq(a_next % 1000, 0);
-	cr_assert_eq(b_next % 1000, 0);
-}
