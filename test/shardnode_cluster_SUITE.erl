@@ -24,6 +24,7 @@
 -export([stream/5]). %% runs on the BEAM peers too
 -export([three_nodes_converge/1,
          five_nodes_started_at_once/1,
+         a_crash_among_ring_watchers_connects_nobody_to_everyone/1,
          two_members_killed_and_restarted_at_once/1,
          crash_is_seen_cluster_wide_and_said_once/1,
          last_members_stopped_at_once_exit_promptly/1,
@@ -54,6 +55,7 @@ suite() -> [{timetrap, {minutes, 3}}].
 all() ->
     [three_nodes_converge,
      five_nodes_started_at_once,
+     a_crash_among_ring_watchers_connects_nobody_to_everyone,
      two_members_killed_and_restarted_at_once,
      crash_is_seen_cluster_wide_and_said_once,
      last_members_stopped_at_once_exit_promptly,
@@ -93,6 +95,8 @@ init_per_testcase(min_members_hold_allocation_back, Config) ->
     [{nodes, [A]}, {opts, Opts} | Config1];
 %% The case starts its nodes itself, all at once.
 init_per_testcase(five_nodes_started_at_once, Config) ->
+    Config;
+init_per_testcase(a_crash_among_ring_watchers_connects_nobody_to_everyone, Config) ->
     Config;
 %% Three nodes: the first starts the cluster, the others join through it.
 init_per_testcase(Case, Config) ->
@@ -371,6 +375,56 @@ started_at_once(Config, Round) ->
     ct:log("round ~b: every entity answered through every node ~b ms after the start, "
            "shards balanced after ~b ms", [Round, Serving, erlang:monotonic_time(millisecond) - T0]),
     shardnode_ct:stop_nodes(Config, Nodes).
+
+%% Nine members, each watched by one ring neighbour (watchers = 1; the
+%% oldest, the seed, alone grants leases): a member keeps connections to
+%% its seed, its ring neighbours and this controller, not to every member —
+%% once formed, and after a kill -9, which every member used to tell every
+%% member of (among 256 members a connection from each to each at once,
+%% which starved the heartbeats until most members lost their leases). The
+%% killed member is still downed everywhere and its shards served again.
+a_crash_among_ring_watchers_connects_nobody_to_everyone(Config) ->
+    N = 9,
+    Names = [shardnode_ct:unique_name("r") ++ "@127.0.0.1" || _ <- lists:seq(1, N)],
+    Seed = list_to_atom(hd(Names)),
+    Ports = [shardnode_ct:free_port() || _ <- Names],
+    Opts = fun(Name, Port) ->
+                   #{config := C} = O = opts(),
+                   O#{name => Name, config => C#{watchers => 1, metrics_port => Port}}
+           end,
+    OptsList = [Opts(hd(Names), hd(Ports)) |
+                [(Opts(Name, Port))#{join => [Seed]} || {Name, Port} <- tl(lists:zip(Names, Ports))]],
+    {Nodes, _} = shardnode_ct:start_nodes_at_once(Config, OptsList),
+    await(fun() -> same_up_members(Nodes) end),
+    Ids = ids_covering_all_shards(),
+    await(fun() -> all_answer([Seed], Ids) end),
+    Others = lists:zip(tl(Nodes), tl(Ports)),
+    %% Its seed (the grantor), the ring neighbour it watches, the one
+    %% watching it and this node: 4, and one to spare. The whole mesh
+    %% would be 9, the other eight members and this node.
+    Before = [connections(Port) || {_, Port} <- Others],
+    ct:log("connections of the members but the seed, once formed: ~w", [Before]),
+    ?assert(lists:max(Before) =< 5, Before),
+    {Victim, _} = lists:last(Others),
+    ok = shardnode:kill_node(Victim),
+    Alive = Nodes -- [Victim],
+    await(fun() -> lists:all(fun(X) -> member_status(X, Victim) =:= down end, Alive) end),
+    %% Counted before any call goes through them: a call connects its
+    %% node to the shard's home, as it should.
+    After = [connections(Port) || {Node, Port} <- Others, Node =/= Victim],
+    ct:log("connections of the members but the seed, after the crash: ~w", [After]),
+    %% Past the dead one, the ring neighbour after it: one more.
+    ?assert(lists:max(After) =< 6, After),
+    await(fun() -> all_answer([Seed], Ids) end),
+    shardnode_ct:stop_nodes(Config, Nodes).
+
+%% Distribution connections up on the node whose metrics_port is Port.
+connections(Port) ->
+    {200, Page} = sn_test:http_get(Port, "/metrics"),
+    [Line] = [L || L <- binary:split(Page, <<"\n">>, [global]),
+                   binary:match(L, <<"shardnode_dist_connections{state=\"up\"}">>) =/= nomatch],
+    [_, Count] = binary:split(Line, <<" ">>),
+    binary_to_integer(Count).
 
 %% Two of five members are killed and come back together, each through a
 %% different seed: first at once (before anyone noticed them gone), then

@@ -12,9 +12,11 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-/* Look-ups running at once; more fail with -EAGAIN rather than pile up
- * threads behind a dead DNS server. */
-#define MAX_IN_FLIGHT 16
+/* Look-ups running on threads at once; more fail with -EAGAIN rather than
+ * pile up threads behind a dead DNS server. A numeric address takes no
+ * thread and is never refused: a member that connects to many peers at
+ * once (127.0.0.1 or an IP in every name) must not drop messages for it. */
+#define MAX_THREADS 16
 
 struct resolve_req {
 	struct resolver *owner;
@@ -22,6 +24,7 @@ struct resolve_req {
 	resolve_all_fn done_all; /* every address, into addrs */
 	void *arg;
 	bool cancelled;    /* loop side only */
+	bool on_thread;    /* loop side only: counted in the resolver's threads */
 	int err;           /* written by the thread before it hands the request back */
 	struct in_addr addr;
 	char host[256];
@@ -32,7 +35,7 @@ struct resolve_req {
 struct resolver {
 	struct evloop *loop;
 	int pipe_rd, pipe_wr;
-	unsigned in_flight; /* loop side only */
+	unsigned threads; /* look-ups on threads not yet delivered; loop side only */
 	/* One reference for the loop's owner and one per running thread; the
 	 * last to let go frees the resolver, so a thread never writes to a
 	 * closed pipe. */
@@ -59,7 +62,8 @@ static void destroy(struct resolver *r)
 
 static void deliver(struct resolver *r, struct resolve_req *req)
 {
-	r->in_flight--;
+	if (req->on_thread)
+		r->threads--;
 	if (!req->cancelled && req->done)
 		req->done(req->err, req->addr, req->arg);
 	if (!req->cancelled && req->done_all)
@@ -164,27 +168,33 @@ void resolver_free(struct resolver *r)
 static struct resolve_req *start(struct resolver *r, struct resolve_req *req, int *err)
 {
 	req->owner = r;
-	r->in_flight++;
 	if (req->done != NULL && inet_pton(AF_INET, req->host, &req->addr) == 1) {
-		/* No thread needed; answer through the pipe all the same. */
+		/* No thread needed; answer through the pipe all the same (a full
+		 * pipe, thousands of answers unread, refuses it). */
 		if (write(r->pipe_wr, &req, sizeof req) != (ssize_t)sizeof req) {
-			r->in_flight--;
 			req_free(req);
-			*err = -ENOMEM;
+			*err = -EAGAIN;
 			return NULL;
 		}
 		return req;
+	}
+	if (r->threads >= MAX_THREADS) {
+		req_free(req);
+		*err = -EAGAIN;
+		return NULL;
 	}
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	atomic_fetch_add(&r->refs, 1);
+	req->on_thread = true; /* before the thread may hand it back */
+	r->threads++;
 	pthread_t t;
 	int rc = pthread_create(&t, &attr, lookup_thread, req);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		atomic_fetch_sub(&r->refs, 1);
-		r->in_flight--;
+		r->threads--;
 		req_free(req);
 		*err = -rc;
 		return NULL;
@@ -193,15 +203,11 @@ static struct resolve_req *start(struct resolver *r, struct resolve_req *req, in
 }
 
 /* A request for `host`, or NULL with *err set. */
-static struct resolve_req *new_req(struct resolver *r, const char *host, void *arg, int *err)
+static struct resolve_req *new_req(const char *host, void *arg, int *err)
 {
 	size_t n = strlen(host);
 	if (n == 0 || n >= sizeof ((struct resolve_req *)0)->host) {
 		*err = -EINVAL;
-		return NULL;
-	}
-	if (r->in_flight >= MAX_IN_FLIGHT) {
-		*err = -EAGAIN;
 		return NULL;
 	}
 	struct resolve_req *req = calloc(1, sizeof *req);
@@ -217,7 +223,7 @@ static struct resolve_req *new_req(struct resolver *r, const char *host, void *a
 struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve_fn done, void *arg,
 				   int *err)
 {
-	struct resolve_req *req = new_req(r, host, arg, err);
+	struct resolve_req *req = new_req(host, arg, err);
 	if (req == NULL)
 		return NULL;
 	req->done = done;
@@ -227,7 +233,7 @@ struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve
 struct resolve_req *resolver_start_all(struct resolver *r, const char *name, resolve_all_fn done, void *arg,
 				       int *err)
 {
-	struct resolve_req *req = new_req(r, name, arg, err);
+	struct resolve_req *req = new_req(name, arg, err);
 	if (req == NULL)
 		return NULL;
 	req->done_all = done;

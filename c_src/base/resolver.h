@@ -21,7 +21,7 @@ struct resolver;
 struct resolve_req;
 
 /* Called on the loop with err 0 and the address, or -ENOENT (no such host),
- * -EAGAIN (too many look-ups in flight), -ENOMEM. */
+ * -ENOMEM. */
 typedef void (*resolve_fn)(int err, struct in_addr addr, void *arg);
 
 /* The text of an IPv4 or IPv6 address, NUL-terminated (INET6_ADDRSTRLEN). */
@@ -42,8 +42,10 @@ struct resolver *resolver_new(struct evloop *loop);
 void resolver_free(struct resolver *r);
 
 /* Starts resolving `host`. Returns a handle for resolver_cancel, or NULL with
- * *err set (-ENOMEM, -EAGAIN, -EINVAL for an over-long name); `done` is then
- * not called. */
+ * *err set (-ENOMEM, -EAGAIN: 16 look-ups of names already running on
+ * threads, -EINVAL for an over-long name); `done` is then not called. A
+ * numeric IPv4 address takes no thread and is answered on the next turn,
+ * however many are asked for at once. */
 struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve_fn done, void *arg,
 				   int *err);
 

@@ -93,6 +93,10 @@ struct member {
 	 * the distribution notices it (net_ticktime at most). */
 	bool connection_lost;
 	bool grantor;          /* one of the members whose acks give us our lease */
+	/* New to us in the gossip being merged: greeted, if we tell it
+	 * directly, once the whole list is merged and the watching planned
+	 * again (membership.c, on_gossip). */
+	bool to_greet;
 	/* Bit k: members[k] said the lease it gave this incarnation lapsed
 	 * (lease_lapsed); members beyond CLUSTER_MEMBERS_MAX are never heard. */
 	uint64_t lapsed_from[CLUSTER_MEMBERS_MAX / 64];

@@ -39,15 +39,6 @@ static int encode_heartbeat_with_digests(struct membership *m, ei_x_buff *x, uin
 	return 0;
 }
 
-/* Whether the tick's heartbeat goes to e (not us, not down): to everyone
- * unless sparse; then to those we watch and to the grantors, and from a
- * grantor to everyone (membership_plan_watching). Unreachable ones too:
- * that is how we notice they are back. */
-static bool heartbeated(const struct membership *m, const struct member *e)
-{
-	return !m->sparse || m->grants || e->watched || e->grantor;
-}
-
 /* {'$shardnode', heartbeat_ack, Self, {SentAt, LeaseLeftMs}} to a member
  * of MEMBER_PROTOCOL_WATCH_RING or later, else {…, SentAt}. */
 static void send_ack(struct membership *m, const struct member *to, uint64_t sent_at)
@@ -73,7 +64,7 @@ void membership_heartbeat_all(struct membership *m)
 	bool built = false;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (is_us(m, e) || e->status >= MEMBER_DOWN || !heartbeated(m, e))
+		if (is_us(m, e) || e->status >= MEMBER_DOWN || !membership_tells_directly(m, e))
 			continue;
 		if (e->protocol < MEMBER_PROTOCOL_DIGESTS) {
 			membership_send_heartbeat(m, e->node, "heartbeat", sent_at);
@@ -151,13 +142,15 @@ bool membership_refresh_lease(struct membership *m, bool log_loss)
 
 /* ---- the cluster-wide reachability view ---- */
 
-/* x to every member but us that is not down, or only to those of them of
- * v0.1.0 (`old_only`). */
+/* x to every member but us that is not down that we tell directly
+ * (membership_tells_directly), or only to those of them of v0.1.0
+ * (`old_only`). */
 static void send_to_members(struct membership *m, const ei_x_buff *x, bool old_only)
 {
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (!is_us(m, e) && e->status < MEMBER_DOWN && (!old_only || e->protocol < MEMBER_PROTOCOL_DIGESTS))
+		if (!is_us(m, e) && e->status < MEMBER_DOWN &&
+		    (old_only ? e->protocol < MEMBER_PROTOCOL_DIGESTS : membership_tells_directly(m, e)))
 			membership_send_admin(m, e->node, x);
 	}
 }
@@ -178,8 +171,8 @@ static void send_reachability(struct membership *m, const char *to)
 	ei_x_free(&x); /* else the next tick's goes */
 }
 
-/* Our own record alone to every member but us that is not down: what our
- * change changed. A whole table from each of many members that changed
+/* Our own record alone to the members we tell directly (the rest learn it
+ * through the grantors' digests): what our change changed. A whole table from each of many members that changed
  * their records at once (a crash in a large cluster, watched by all that
  * lost their connection to it) was the members' number squared of whole
  * tables; a receiver merges one record as it merges a table, and a table
@@ -347,23 +340,30 @@ static void release_downed(struct membership *m)
 /* See membership_internal.h. */
 void membership_tell_lapsed_leases(struct membership *m)
 {
+	bool *targets = NULL;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
 		if (e->down_at == 0 || is_us(m, e) || now_ms(m) - e->down_at >= 2 * release_after_ms(m) ||
 		    !our_lease_lapsed(m, e))
 			continue;
+		if (targets == NULL) {
+			if ((targets = malloc(m->n * sizeof *targets)) == NULL)
+				return; /* the next tick tells */
+			membership_lease_report_targets(m, targets);
+		}
 		ei_x_buff x;
 		if (membership_begin_msg(m, &x, "lease_lapsed") != 0)
-			return;
+			break;
 		if (ei_x_encode_tuple_header(&x, 2) == 0 && term_x_encode_atom(&x, e->node) == 0 &&
 		    term_x_encode_uint(&x, e->up_number) == 0)
 			for (size_t j = 0; j < m->n; j++) {
 				const struct member *to = &m->members[j];
-				if (!is_us(m, to) && to != e && to->status < MEMBER_DOWN)
+				if (targets[j] && !is_us(m, to) && to != e && to->status < MEMBER_DOWN)
 					membership_send_admin(m, to->node, &x);
 			}
 		ei_x_free(&x);
 	}
+	free(targets);
 }
 
 void membership_on_lease_lapsed(struct membership *m, const char *t, size_t i)

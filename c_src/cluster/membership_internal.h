@@ -165,6 +165,28 @@ bool membership_plan_watching(struct membership *m);
  * not vote or hold none, at most failure_timeout_ms. */
 uint64_t membership_lease_left_ms(const struct membership *m);
 
+/* Whether the tick's heartbeat goes to e, and a change of ours (a list
+ * entry, our reachability record, a greeting of a member new to us) goes
+ * to it at once: to everyone unless sparse; then to those we watch and to
+ * the grantors, and from a grantor to everyone (membership_plan_watching).
+ * Unreachable ones too: that is how we notice they are back. Every member
+ * heartbeats the grantors, and a heartbeat whose digest differs is
+ * answered with the whole list or table, so the others learn of a change
+ * within a tick or two over the connections they have. Telling every
+ * member at once connected each to every other at the first change: a
+ * crash among 256 members made tens of thousands of connections at once,
+ * which starved the heartbeats until most members lost their leases. A
+ * joiner hears of its admission from the leader, a grantor. */
+bool membership_tells_directly(const struct membership *m, const struct member *e);
+
+/* Marks in `to` (m->n entries) the members our lease_lapsed reports go
+ * to: those that act on them. When sparse, the grantors (the oldest, where
+ * the coordinators run) and the oldest member hosting each type (where
+ * that type's coordinator runs, if not among them); every other member
+ * releases a downed member's shards when release_after has passed, as
+ * without the reports. Else every member. */
+void membership_lease_report_targets(const struct membership *m, bool *to);
+
 /* The watchers count downing.h is to assume: cfg.watchers when sparse,
  * else one that makes every member watch every other. */
 size_t membership_watchers(const struct membership *m);
@@ -194,8 +216,10 @@ void membership_heard(struct membership *m, struct member *e);
  * table. Malformed input is ignored. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack);
 
-/* Tells every member that is not down that the leases we gave the members
- * we know are down have run out (lease_lapsed, membership.h), for each
+/* Tells the members that act on it (membership_lease_report_targets: every
+ * member that is not down, or when sparse the grantors and the types'
+ * coordinators) that the leases we gave the members we know are down have
+ * run out (lease_lapsed, membership.h), for each
  * such member for a while after we learned of its down (twice the longest
  * wait: by then every member has released its shards). Sent on each tick
  * and when we learn of a down, so a crash's fail-over waits no tick. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/evloop.h"
 #include "cluster/member_protocol.h"
@@ -100,11 +101,17 @@ bool membership_plan_watching(struct membership *m)
 		free(watched);
 		return false;
 	}
-	size_t nv = 0;
-	for (size_t k = 0; k < m->n; k++)
+	size_t nv = 0, listed = 0;
+	for (size_t k = 0; k < m->n; k++) {
 		if (votes(&m->members[k]))
 			vote[nv++] = k;
-	bool sparse = everyone_speaks_rings(m) && !watch_ring_everyone(nv, m->cfg.watchers);
+		listed += m->members[k].status < MEMBER_DOWN;
+	}
+	/* Joiners count: while 255 nodes join a seed, the few voters must not
+	 * heartbeat and greet every joiner from every voter and joiner (a
+	 * connection from each to each before anyone is admitted); the
+	 * grantors, the voters then, heartbeat them. */
+	bool sparse = everyone_speaks_rings(m) && !watch_ring_everyone(listed, m->cfg.watchers);
 	if (sparse && mark_watched_on_ring(m, watched, vote, nv) != 0) {
 		free(vote);
 		free(watched);
@@ -156,4 +163,26 @@ uint64_t membership_lease_left_ms(const struct membership *m)
 size_t membership_watchers(const struct membership *m)
 {
 	return m->sparse ? m->cfg.watchers : SIZE_MAX;
+}
+
+bool membership_tells_directly(const struct membership *m, const struct member *e)
+{
+	return !m->sparse || m->grants || e->watched || e->grantor;
+}
+
+void membership_lease_report_targets(const struct membership *m, bool *to)
+{
+	for (size_t k = 0; k < m->n; k++)
+		to[k] = !m->sparse || m->members[k].grantor;
+	if (!m->sparse)
+		return;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct member *e = &m->members[k];
+		for (size_t t = 0; t < e->ntypes; t++) {
+			const char *oldest = membership_oldest_with(m, e->types[t]);
+			const struct member *o = oldest != NULL ? membership_find(m, oldest) : NULL;
+			if (o != NULL)
+				to[o - m->members] = true;
+		}
+	}
 }
