@@ -9,14 +9,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The hash of bytes[0..len). */
-static inline uint64_t fnv1a64(const void *bytes, size_t len)
+#define FNV1A64_START 1469598103934665603ull
+
+/* h, a hash so far (FNV1A64_START for none), continued over bytes[0..len):
+ * one hash of several fields without copying them together. */
+static inline uint64_t fnv1a64_more(uint64_t h, const void *bytes, size_t len)
 {
 	const unsigned char *b = bytes;
-	uint64_t h = 1469598103934665603ull;
 	for (size_t k = 0; k < len; k++)
 		h = (h ^ b[k]) * 1099511628211ull;
 	return h;
+}
+
+/* The hash of bytes[0..len). */
+static inline uint64_t fnv1a64(const void *bytes, size_t len)
+{
+	return fnv1a64_more(FNV1A64_START, bytes, len);
 }
 
 #endif

@@ -32,7 +32,9 @@ static struct member *add(struct membership *m, const char *node)
 	struct member *e = &m->members[m->n++];
 	memset(e, 0, sizeof *e);
 	strlcpy(e->node, node, sizeof e->node);
+	e->self = strcmp(node, m->our_node) == 0;
 	e->last_heard = now_ms(m);
+	membership_index_added(m);
 	return e;
 }
 
@@ -658,6 +660,7 @@ struct membership *membership_start(const struct membership_config *cfg, int *er
 	struct member *me = add(m, m->our_node);
 	if (me == NULL || (*err = dist_node_on_nodedown(cfg->node, on_nodedown, m)) != 0) {
 		free(m->members);
+		free(m->index);
 		free(m);
 		if (me == NULL)
 			*err = -ENOMEM;
@@ -695,5 +698,6 @@ void membership_free(struct membership *m)
 	dist_node_off_nodedown(m->cfg.node, on_nodedown, m);
 	reachability_free(&m->reach);
 	free(m->members);
+	free(m->index);
 	free(m);
 }

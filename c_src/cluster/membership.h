@@ -78,6 +78,14 @@ struct member {
 	size_t ntypes;
 	uint32_t protocol;     /* the protocol it speaks (member_protocol.h) */
 	/* Not gossiped: what this node has seen of the member. */
+	bool self;             /* this node's own entry */
+	/* The entry's part of the list's digest (term_digest.h), and a hash
+	 * of every field its encoding reads when it was computed: the part
+	 * is computed again only when that hash differs (membership_list.c).
+	 * Each tick's digest encoded every entry: most of an idle member's
+	 * user time among 256. */
+	uint64_t digest_part;
+	uint64_t digest_part_of;
 	bool unreachable;      /* silent for failure_timeout_ms */
 	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
 	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */

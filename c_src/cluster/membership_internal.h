@@ -34,6 +34,13 @@ struct membership {
 	char our_node[NODE_NAME_BUF];
 	struct member *members;
 	size_t n, cap;
+	/* Each entry's index + 1, at the FNV-1a of its name (open addressing;
+	 * index_cap a power of two, at least twice n), for membership_find;
+	 * NULL when memory ran out (look-ups then compare every name). A
+	 * grantor among 256 members compared a name with every entry for each
+	 * of its 1 000 heartbeats and acks a second. */
+	uint32_t *index;
+	size_t index_cap;
 	struct evloop_timer gossip_timer;
 	/* Armed while a gossip to every member is due shortly (membership.c,
 	 * gossip_all_soon): the joins of many nodes started at once go out as
@@ -77,9 +84,12 @@ struct membership {
 /* The loop's clock, read once per turn. */
 static inline uint64_t now_ms(const struct membership *m) { return evloop_now_ms(m->cfg.loop); }
 
+/* e: an entry of m's list. A flag, not a name compare: every loop over
+ * the members asks it of each. */
 static inline bool is_us(const struct membership *m, const struct member *e)
 {
-	return strcmp(e->node, m->our_node) == 0;
+	(void)m;
+	return e->self;
 }
 
 /* Members that vote in keep-majority and give quorum leases. */
@@ -95,6 +105,11 @@ struct member *membership_member(struct membership *m, const char *node);
 
 /* The same, read only (membership_view.c). */
 const struct member *membership_find(const struct membership *m, const char *node);
+
+/* Indexes m->members[m->n - 1], just added, for membership_find, growing
+ * the index as it must. Out of memory, the index is dropped (and built
+ * again at the next entry added); look-ups scan meanwhile. */
+void membership_index_added(struct membership *m);
 
 /* The member as membership_rules.h sees it (pointing into e). */
 struct member_facts membership_facts_of(const struct member *e);
@@ -130,7 +145,7 @@ void membership_gossip_to(struct membership *m, const char *to);
  * which no list's digest is but by chance, so a peer takes it for a
  * different list): equal on two members whose gossip to each other would
  * change nothing, whatever the order of their entries. */
-uint64_t membership_digest(const struct membership *m);
+uint64_t membership_digest(struct membership *m);
 
 /* The tick's gossip: the list's digest kept as tick_digest, which the
  * tick's heartbeat carries to a member of protocol 2 or later (it answers

@@ -3,9 +3,11 @@
  * membership_health.c alike. Calls neither. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cluster/member_protocol.h"
+#include "base/fnv1a.h"
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"
@@ -17,11 +19,47 @@ const char *const membership_status_names[] = {
 	[MEMBER_EXITING] = "exiting", [MEMBER_DOWN] = "down", [MEMBER_REMOVED] = "removed",
 };
 
+static size_t index_slot(const char *node, size_t cap)
+{
+	return (size_t)fnv1a64(node, strlen(node)) & (cap - 1);
+}
+
+static void index_put(struct membership *m, size_t k)
+{
+	size_t s = index_slot(m->members[k].node, m->index_cap);
+	while (m->index[s] != 0)
+		s = (s + 1) & (m->index_cap - 1);
+	m->index[s] = (uint32_t)k + 1;
+}
+
+void membership_index_added(struct membership *m)
+{
+	if (m->index != NULL && 2 * m->n <= m->index_cap) {
+		index_put(m, m->n - 1);
+		return;
+	}
+	size_t cap = m->index_cap ? m->index_cap : 16;
+	while (cap < 2 * m->n)
+		cap *= 2;
+	free(m->index);
+	m->index_cap = cap;
+	if ((m->index = calloc(cap, sizeof *m->index)) == NULL)
+		return;
+	for (size_t k = 0; k < m->n; k++)
+		index_put(m, k);
+}
+
 const struct member *membership_find(const struct membership *m, const char *node)
 {
-	for (size_t k = 0; k < m->n; k++)
-		if (strcmp(m->members[k].node, node) == 0)
-			return &m->members[k];
+	if (m->index == NULL) {
+		for (size_t k = 0; k < m->n; k++)
+			if (strcmp(m->members[k].node, node) == 0)
+				return &m->members[k];
+		return NULL;
+	}
+	for (size_t s = index_slot(node, m->index_cap); m->index[s] != 0; s = (s + 1) & (m->index_cap - 1))
+		if (strcmp(m->members[m->index[s] - 1].node, node) == 0)
+			return &m->members[m->index[s] - 1];
 	return NULL;
 }
 
@@ -100,11 +138,41 @@ static int encode_member_at(const void *members, size_t k, ei_x_buff *x)
 	return encode_member(x, &((const struct member *)members)[k]);
 }
 
-/* Each entry hashed as gossip encodes it; the order of the entries, which
- * differs between members, does not count (term_digest). */
-uint64_t membership_digest(const struct membership *m)
+/* A hash of every field encode_member reads but the node's name, which an
+ * entry keeps for good. */
+static uint64_t encoded_fields_hash(const struct member *e)
 {
-	return term_digest(m->members, m->n, encode_member_at);
+	uint32_t fields[5] = {e->up_number, (uint32_t)e->status, e->version, e->protocol, (uint32_t)e->ntypes};
+	uint64_t h = fnv1a64_more(FNV1A64_START, fields, sizeof fields);
+	for (size_t t = 0; t < e->ntypes; t++)
+		h = fnv1a64_more(h, e->types[t], strlen(e->types[t]) + 1);
+	return h;
+}
+
+/* Each entry hashed as gossip encodes it; the order of the entries, which
+ * differs between members, does not count (term_digest). An entry's part
+ * is kept and computed again only when a field it encodes changed. */
+uint64_t membership_digest(struct membership *m)
+{
+	ei_x_buff x = {0};
+	uint64_t digest = 0;
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		uint64_t of = encoded_fields_hash(e);
+		if (e->digest_part == 0 || e->digest_part_of != of) {
+			if ((x.buff == NULL && ei_x_new(&x) < 0) ||
+			    term_digest_part(m->members, k, encode_member_at, &x, &e->digest_part) != 0) {
+				if (x.buff != NULL)
+					ei_x_free(&x);
+				return 0; /* "may differ": the next tick tries again */
+			}
+			e->digest_part_of = of;
+		}
+		digest ^= e->digest_part;
+	}
+	if (x.buff != NULL)
+		ei_x_free(&x);
+	return term_digest_of_parts(digest, m->n);
 }
 
 /* The tick's gossip (membership_internal.h). A list of N entries to each of

@@ -17,6 +17,7 @@ void reachability_free(struct reachability *r)
 	free(r->records);
 	r->records = NULL;
 	r->n = r->cap = 0;
+	r->digest = 0;
 }
 
 const struct reach_record *reachability_find(const struct reachability *r, const char *observer)
@@ -72,6 +73,7 @@ int reachability_update(struct reachability *r, const char *observer, uint64_t v
 		return 0;
 	if (rec != NULL && same_set(rec, subjects, n)) {
 		rec->version = version;
+		r->digest = 0;
 		return 0;
 	}
 	char (*copy)[REACH_NAME_MAX] = NULL;
@@ -107,6 +109,7 @@ int reachability_update(struct reachability *r, const char *observer, uint64_t v
 	rec->subjects = copy;
 	rec->nsubjects = ncopy;
 	rec->version = version;
+	r->digest = 0;
 	return 1;
 }
 
@@ -154,9 +157,11 @@ static int encode_record_at(const void *records, size_t k, ei_x_buff *x)
 
 /* A record's subjects are in the order its observer gave them, the same in
  * every copy; the records' order does not count (term_digest). */
-uint64_t reachability_digest(const struct reachability *r)
+uint64_t reachability_digest(struct reachability *r)
 {
-	return term_digest(r->records, r->n, encode_record_at);
+	if (r->digest == 0)
+		r->digest = term_digest(r->records, r->n, encode_record_at);
+	return r->digest;
 }
 
 /* Reads a proper list header at t[*i]: its length (0 for NIL). For the

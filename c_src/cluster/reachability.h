@@ -41,6 +41,9 @@ struct reach_record {
 struct reachability {
 	struct reach_record *records; /* owned */
 	size_t n, cap;
+	/* reachability_digest's answer, kept until a record changes; 0: none
+	 * kept. Each member took it each tick, encoding every record. */
+	uint64_t digest;
 };
 
 /* Frees every record; the table is empty and reusable afterwards. */
@@ -80,8 +83,8 @@ int reachability_encode_one(const struct reachability *r, const char *observer, 
 
 /* A digest of the table, the same for the same records in any order:
  * 0 for an empty table or without memory (the tables may then differ),
- * never 0 otherwise. Only reads r. */
-uint64_t reachability_digest(const struct reachability *r);
+ * never 0 otherwise. Changes nothing but the digest r keeps. */
+uint64_t reachability_digest(struct reachability *r);
 
 /* Merges an encoded [{Observer, Version, [Subject]}] from t at *i (a
  * validated term) into r, as reachability_update does each record, and

@@ -23,4 +23,13 @@ typedef int (*term_digest_encode_fn)(const void *collection, size_t k, ei_x_buff
  * differ"); never 0 for a non-empty collection otherwise. */
 uint64_t term_digest(const void *collection, size_t n, term_digest_encode_fn encode);
 
+/* The parts of a digest, for a caller that keeps each element's part and
+ * computes it again only when the element changed: element k's part is
+ * written to *part (0 or -ENOMEM; x is scratch the caller owns and keeps
+ * between calls), and the XOR of all n parts becomes the digest through
+ * term_digest_of_parts — the same value term_digest gives. */
+int term_digest_part(const void *collection, size_t k, term_digest_encode_fn encode, ei_x_buff *x,
+		     uint64_t *part);
+uint64_t term_digest_of_parts(uint64_t xor_of_parts, size_t n);
+
 #endif

@@ -36,6 +36,24 @@ static void make_list(struct membership *m, struct member *slots, const char *or
 	m->n = m->cap = strlen(order);
 }
 
+/* Change number `change` of a field gossip carries: the up-number, the
+ * status, the version, a type, the protocol, one type more. */
+#define GOSSIPED_CHANGES 6
+static void change_gossiped_field(struct member *e, int change)
+{
+	switch (change) {
+	case 0: e->up_number += 7; break;
+	case 1: e->status = MEMBER_LEAVING; break;
+	case 2: e->version++; break;
+	case 3: snprintf(e->types[0], sizeof e->types[0], "kv"); break;
+	case 4: e->protocol = MEMBER_PROTOCOL_OLDEST; break;
+	default:
+		snprintf(e->types[1], sizeof e->types[1], "echo");
+		e->ntypes = 2;
+		break;
+	}
+}
+
 Test(membership_digest, the_same_entries_in_any_order_have_the_same_digest)
 {
 	struct member s1[3], s2[3];
@@ -53,16 +71,12 @@ Test(membership_digest, every_gossiped_change_changes_it_and_nothing_else_does)
 	struct membership a, b;
 	make_list(&a, s1, "abc");
 	uint64_t d = membership_digest(&a);
-	for (int change = 0; change < 6; change++) {
+	for (int change = 0; change < GOSSIPED_CHANGES; change++) {
 		make_list(&b, s2, "abc");
-		switch (change) {
-		case 0: s2[1].up_number++; break;
-		case 1: s2[1].status = MEMBER_LEAVING; break;
-		case 2: s2[1].version++; break;
-		case 3: snprintf(s2[1].types[0], sizeof s2[1].types[0], "kv"); break;
-		case 4: s2[1].protocol = MEMBER_PROTOCOL_OLDEST; break;
-		default: b.n = 2; break; /* c left the list */
-		}
+		if (change < GOSSIPED_CHANGES - 1)
+			change_gossiped_field(&s2[1], change);
+		else
+			b.n = 2; /* c left the list */
 		cr_assert_neq(membership_digest(&b), d, "change %d", change);
 	}
 	/* What this member has seen of another is not gossiped. */
@@ -71,4 +85,32 @@ Test(membership_digest, every_gossiped_change_changes_it_and_nothing_else_does)
 	s2[1].last_heard = 12345;
 	s2[1].down_at = 7;
 	cr_assert_eq(membership_digest(&b), d);
+}
+
+/* Each entry's part is kept between digests (membership_list.c): a field
+ * changed in place after a digest changes the next one, to what a fresh
+ * list with the same change gives; changed back, the digest is the first
+ * one again. */
+Test(membership_digest, a_change_after_a_digest_counts_in_the_next)
+{
+	struct member s1[3], s2[3];
+	struct membership a, b;
+	make_list(&a, s1, "abc");
+	uint64_t first = membership_digest(&a);
+	for (int change = 0; change < GOSSIPED_CHANGES; change++) {
+		make_list(&b, s2, "abc");
+		struct member *mine = &s1[2], *fresh = &s2[2];
+		change_gossiped_field(mine, change);
+		change_gossiped_field(fresh, change);
+		uint64_t changed = membership_digest(&a);
+		cr_assert_neq(changed, first, "change %d", change);
+		cr_assert_eq(changed, membership_digest(&b), "change %d", change);
+		/* Back as it was, keeping the part of its changed self. */
+		uint64_t part = mine->digest_part, of = mine->digest_part_of;
+		make_list(&b, s2, "abc");
+		*mine = s2[2];
+		mine->digest_part = part;
+		mine->digest_part_of = of;
+		cr_assert_eq(membership_digest(&a), first, "change %d", change);
+	}
 }

@@ -1,7 +1,8 @@
 /*
  * test_term_digest.c — the order-free digest of a collection of terms:
  * the same elements in any order give the same digest, another element
- * another, none 0 and a failed encoding 0.
+ * another, none 0 and a failed encoding 0; its parts, kept and combined by
+ * the caller, the same digest.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -37,4 +38,23 @@ Test(term_digest, none_or_a_failed_encoding_is_zero_and_a_cancelled_xor_is_not)
 	cr_assert_eq(term_digest(a, 0, encode_long), 0);
 	cr_assert_eq(term_digest(a, 3, encode_fails_at_two), 0);
 	cr_assert_neq(term_digest(a, 2, encode_long), 0, "two equal elements cancel, yet the digest says something");
+}
+
+Test(term_digest, its_parts_give_the_same_digest)
+{
+	const long a[] = {1, 2, 300000, -7, 2};
+	ei_x_buff x;
+	cr_assert_eq(ei_x_new(&x), 0);
+	uint64_t xor = 0;
+	for (size_t k = 0; k < 5; k++) {
+		uint64_t part = 0;
+		cr_assert_eq(term_digest_part(a, k, encode_long, &x, &part), 0);
+		xor ^= part;
+	}
+	cr_assert_eq(term_digest_of_parts(xor, 5), term_digest(a, 5, encode_long));
+	uint64_t part = 0;
+	cr_assert_eq(term_digest_part(a, 2, encode_fails_at_two, &x, &part), -ENOMEM);
+	cr_assert_eq(term_digest_of_parts(0, 0), 0);
+	cr_assert_eq(term_digest_of_parts(0, 2), 1, "cancelled: still says something");
+	ei_x_free(&x);
 }
