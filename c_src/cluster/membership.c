@@ -697,6 +697,7 @@ void membership_free(struct membership *m)
 	evloop_timer_stop(m->cfg.loop, &m->gossip_soon_timer);
 	dist_node_off_nodedown(m->cfg.node, on_nodedown, m);
 	reachability_free(&m->reach);
+	membership_forget_ring(m);
 	free(m->members);
 	free(m->index);
 	free(m);

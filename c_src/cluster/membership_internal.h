@@ -22,6 +22,7 @@
 #include "cluster/downing.h"
 #include "cluster/membership.h"
 #include "cluster/reachability.h"
+#include "cluster/watch_ring.h"
 #include "protocol/node_set.h"
 
 /* Messages naming another sender than their connection's peer: the first
@@ -41,6 +42,14 @@ struct membership {
 	 * of its 1 000 heartbeats and acks a second. */
 	uint32_t *index;
 	size_t index_cap;
+	/* The watch ring of the last plan (membership_watch.c) and the voters
+	 * it was built on (indexes into members, which only grow: the same
+	 * indexes are the same names). Built again only when they differ: a
+	 * ring of 256 names hashed and sorted each tick was a share of an
+	 * idle member's time. ring_voters NULL: none built. */
+	struct watch_ring ring;
+	size_t *ring_voters;
+	size_t ring_nvoters;
 	struct evloop_timer gossip_timer;
 	/* Armed while a gossip to every member is due shortly (membership.c,
 	 * gossip_all_soon): the joins of many nodes started at once go out as
@@ -175,6 +184,9 @@ void membership_gossip_tick(struct membership *m);
  * Returns true if a member's reachability changed (the caller publishes
  * our record). Out of memory, the last plan stays. */
 bool membership_plan_watching(struct membership *m);
+
+/* Frees the ring kept between plans; the next plan builds one. */
+void membership_forget_ring(struct membership *m);
 
 /* What is left of our own lease to pass on in an ack, in ms: 0 when we do
  * not vote or hold none, at most failure_timeout_ms. */

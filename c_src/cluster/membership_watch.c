@@ -49,35 +49,68 @@ static void mark_grantors(struct membership *m)
 	}
 }
 
+/* m->ring on the voting members vote[0..nv) (indexes into m->members),
+ * built again only when they are not the ones it was built on. Takes
+ * vote (malloc'd) in every case. Returns 0 or -ENOMEM (no ring kept). */
+static int ring_of(struct membership *m, size_t *vote, size_t nv)
+{
+	if (m->ring_voters != NULL && m->ring_nvoters == nv && memcmp(m->ring_voters, vote, nv * sizeof *vote) == 0) {
+		free(vote);
+		return 0;
+	}
+	membership_forget_ring(m);
+	const char **names = malloc((nv ? nv : 1) * sizeof *names);
+	if (names == NULL) {
+		free(vote);
+		return -ENOMEM;
+	}
+	for (size_t v = 0; v < nv; v++)
+		names[v] = m->members[vote[v]].node;
+	int rc = watch_ring_build(&m->ring, names, nv);
+	free(names);
+	if (rc != 0) {
+		free(vote);
+		return rc;
+	}
+	m->ring_voters = vote;
+	m->ring_nvoters = nv;
+	return 0;
+}
+
+void membership_forget_ring(struct membership *m)
+{
+	if (m->ring_voters != NULL)
+		watch_ring_free(&m->ring);
+	free(m->ring_voters);
+	m->ring_voters = NULL;
+	m->ring_nvoters = 0;
+}
+
 /* Sets `watched` on the members we watch on the ring of the voting
  * members vote[0..nv) (indexes into m->members), walking from us past
  * every unreachable one until cfg.watchers reachable ones are found. Not
  * voting ourselves, we watch nobody. Returns 0 or -ENOMEM. */
 static int mark_watched_on_ring(struct membership *m, bool *watched, const size_t *vote, size_t nv)
 {
-	const char **names = malloc((nv ? nv : 1) * sizeof *names);
-	if (names == NULL)
+	size_t *voters = malloc((nv ? nv : 1) * sizeof *voters);
+	if (voters == NULL)
 		return -ENOMEM;
-	size_t us = nv;
-	for (size_t v = 0; v < nv; v++) {
-		names[v] = m->members[vote[v]].node;
-		if (is_us(m, &m->members[vote[v]]))
-			us = v;
-	}
-	struct watch_ring ring;
-	int rc = watch_ring_build(&ring, names, nv);
-	free(names);
+	memcpy(voters, vote, nv * sizeof *vote);
+	int rc = ring_of(m, voters, nv);
 	if (rc != 0)
 		return rc;
+	size_t us = nv;
+	for (size_t v = 0; v < nv && us == nv; v++)
+		if (is_us(m, &m->members[vote[v]]))
+			us = v;
 	if (us < nv) {
 		size_t reachable = 0;
 		for (size_t d = 1; d < nv && reachable < m->cfg.watchers; d++) {
-			const struct member *e = &m->members[vote[watch_ring_after(&ring, us, d)]];
+			const struct member *e = &m->members[vote[watch_ring_after(&m->ring, us, d)]];
 			watched[e - m->members] = true;
 			reachable += !e->unreachable;
 		}
 	}
-	watch_ring_free(&ring);
 	return 0;
 }
 
