@@ -349,6 +349,7 @@ static void reset_local(struct membership *m, struct member *e)
 	e->last_heard = now_ms(m);
 	e->lease_until = 0;
 	e->granted_until = 0;
+	e->acked_us_at = 0;
 	e->down_at = 0;
 	e->released = false;
 	e->last_acked = 0;

@@ -94,6 +94,10 @@ struct member {
 	/* The lease its acks pass on to us: the send time of the heartbeat
 	 * plus what was left of its own lease then (membership_watch.c). */
 	uint64_t granted_until;
+	/* Its clock when it sent its latest heartbeat_ack to us (0: none),
+	 * echoed in our next heartbeat to it: proof to it that we heard it
+	 * then, which gives it a lease without heartbeating us itself. */
+	uint64_t acked_us_at;
 	bool watched;          /* our failure detector watches it (membership_watch.c) */
 	/* Its connection went down while it was up, and we have not heard
 	 * from it since: watched whatever the ring says, so a cut link

@@ -25,22 +25,28 @@ void membership_send_heartbeat(struct membership *m, const char *to, const char 
 	ei_x_free(&x);
 }
 
-/* {'$shardnode', heartbeat, Self, {SentAt, ListDigest, ReachDigest}}, built
- * once for every member of protocol 2 or later. Returns 0 or -ENOMEM. */
-static int encode_heartbeat_with_digests(struct membership *m, ei_x_buff *x, uint64_t sent_at)
+/* {'$shardnode', heartbeat, Self, {SentAt, ListDigest, ReachDigest,
+ * AckedAt}} to `to`, a member of protocol 2 or later: AckedAt echoes the
+ * clock of its latest ack to us (0: none). Returns 0 or -ENOMEM. */
+static int send_heartbeat_with_digests(struct membership *m, const struct member *to, uint64_t sent_at)
 {
-	if (membership_begin_msg(m, x, "heartbeat") != 0)
+	ei_x_buff x;
+	if (membership_begin_msg(m, &x, "heartbeat") != 0)
 		return -ENOMEM;
-	if (ei_x_encode_tuple_header(x, 3) < 0 || term_x_encode_uint(x, sent_at) < 0 ||
-	    term_x_encode_uint(x, m->tick_digest) < 0 || term_x_encode_uint(x, m->tick_reach_digest) < 0) {
-		ei_x_free(x);
-		return -ENOMEM;
-	}
-	return 0;
+	int rc = ei_x_encode_tuple_header(&x, 4) < 0 || term_x_encode_uint(&x, sent_at) < 0 ||
+			 term_x_encode_uint(&x, m->tick_digest) < 0 || term_x_encode_uint(&x, m->tick_reach_digest) < 0 ||
+			 term_x_encode_uint(&x, to->acked_us_at) < 0
+		 ? -ENOMEM
+		 : 0;
+	if (rc == 0)
+		membership_send_admin(m, to->node, &x);
+	ei_x_free(&x);
+	return rc;
 }
 
-/* {'$shardnode', heartbeat_ack, Self, {SentAt, LeaseLeftMs}} to a member
- * of MEMBER_PROTOCOL_WATCH_RING or later, else {…, SentAt}. */
+/* {'$shardnode', heartbeat_ack, Self, {SentAt, LeaseLeftMs, AckedAt}} to a
+ * member of MEMBER_PROTOCOL_WATCH_RING or later (AckedAt: our clock now,
+ * which its next heartbeat echoes), else {…, SentAt}. */
 static void send_ack(struct membership *m, const struct member *to, uint64_t sent_at)
 {
 	if (to->protocol < MEMBER_PROTOCOL_WATCH_RING) {
@@ -50,8 +56,8 @@ static void send_ack(struct membership *m, const struct member *to, uint64_t sen
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "heartbeat_ack") != 0)
 		return;
-	if (ei_x_encode_tuple_header(&x, 2) == 0 && term_x_encode_uint(&x, sent_at) == 0 &&
-	    term_x_encode_uint(&x, membership_lease_left_ms(m)) == 0)
+	if (ei_x_encode_tuple_header(&x, 3) == 0 && term_x_encode_uint(&x, sent_at) == 0 &&
+	    term_x_encode_uint(&x, membership_lease_left_ms(m)) == 0 && term_x_encode_uint(&x, now_ms(m)) == 0)
 		membership_send_admin(m, to->node, &x);
 	ei_x_free(&x);
 }
@@ -60,25 +66,14 @@ void membership_heartbeat_all(struct membership *m)
 {
 	m->tick_reach_digest = reachability_digest(&m->reach);
 	uint64_t sent_at = now_ms(m);
-	ei_x_buff with_digests;
-	bool built = false;
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (is_us(m, e) || e->status >= MEMBER_DOWN || !membership_tells_directly(m, e))
+		if (is_us(m, e) || e->status >= MEMBER_DOWN || !membership_heartbeats(m, e))
 			continue;
-		if (e->protocol < MEMBER_PROTOCOL_DIGESTS) {
-			membership_send_heartbeat(m, e->node, "heartbeat", sent_at);
-			continue;
-		}
-		if (!built && encode_heartbeat_with_digests(m, &with_digests, sent_at) != 0) {
-			membership_send_heartbeat(m, e->node, "heartbeat", sent_at); /* no digests: the next tick's */
-			continue;
-		}
-		built = true;
-		membership_send_admin(m, e->node, &with_digests);
+		if (e->protocol < MEMBER_PROTOCOL_DIGESTS || send_heartbeat_with_digests(m, e, sent_at) != 0)
+			membership_send_heartbeat(m, e->node, "heartbeat", sent_at); /* digests: the next tick's */
 	}
-	if (built)
-		ei_x_free(&with_digests);
+	membership_next_probes(m);
 }
 
 /* See membership_internal.h. */
@@ -483,6 +478,8 @@ static void compare_digests(struct membership *m, const char *from, uint64_t lis
 		send_reachability(m, from);
 }
 
+static void note_lease(struct membership *m, struct member *e, uint64_t until, uint64_t granted);
+
 /* A heartbeat from a member that is not down gets its ack. An ack renews
  * the member's quorum lease from the time we sent the heartbeat. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
@@ -494,7 +491,10 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 		return;
 	size_t inside = i;
 	int arity = term_get_tuple(t, &inside);
-	bool with_digests = !ack && arity == 3, with_lease_left = ack && arity == 2;
+	/* A heartbeat's AckedAt and an ack's AckedAt came with the echo; a
+	 * member of the release before sends neither. */
+	bool with_digests = !ack && (arity == 3 || arity == 4), with_lease_left = ack && (arity == 2 || arity == 3);
+	bool with_acked_at = (!ack && arity == 4) || (ack && arity == 3);
 	if (with_digests || with_lease_left)
 		i = inside;
 	if (term_get_long(t, &i, &sent_at) || sent_at < 0)
@@ -506,7 +506,11 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 		int ii = (int)i;
 		if (ei_decode_ulonglong(t, &ii, &digests[0]) < 0 || ei_decode_ulonglong(t, &ii, &digests[1]) < 0)
 			return;
+		i = (size_t)ii;
 	}
+	long acked_at = 0;
+	if (with_acked_at && (term_get_long(t, &i, &acked_at) || acked_at < 0))
+		return;
 	struct member *e = membership_member(m, from);
 	if (e == NULL || is_us(m, e))
 		return;
@@ -521,8 +525,16 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 		send_ack(m, e, (uint64_t)sent_at);
 		if (with_digests)
 			compare_digests(m, from, (uint64_t)digests[0], (uint64_t)digests[1]);
+		/* It heard our ack sent at acked_at (our clock) or later: as good
+		 * as an ack of a heartbeat we sent then. A grantor gets its
+		 * majority's lease so from the heartbeats every member sends it,
+		 * without heartbeating each of them. */
+		if (acked_at > 0 && (uint64_t)acked_at <= now_ms(m))
+			note_lease(m, e, (uint64_t)acked_at + m->cfg.failure_timeout_ms, 0);
 		return;
 	}
+	if (with_acked_at)
+		e->acked_us_at = (uint64_t)acked_at; /* the latest: acks come in order */
 	if ((uint64_t)sent_at > now_ms(m))
 		return; /* not a time we sent */
 	uint64_t until = (uint64_t)sent_at + m->cfg.failure_timeout_ms;
@@ -530,6 +542,14 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 	 * least lease_left after it acked, which was after sent_at. */
 	uint64_t left = (uint64_t)lease_left < m->cfg.failure_timeout_ms ? (uint64_t)lease_left : m->cfg.failure_timeout_ms;
 	uint64_t granted = with_lease_left ? (uint64_t)sent_at + left : 0;
+	note_lease(m, e, until, granted);
+}
+
+/* e acked a heartbeat of ours, or echoed an ack of ours: the quorum lease
+ * it gives us lasts until `until`, and it passed on one of its own until
+ * `granted` (0: none). */
+static void note_lease(struct membership *m, struct member *e, uint64_t until, uint64_t granted)
+{
 	if (until > e->lease_until || granted > e->granted_until) {
 		/* Read the clock before: the lease may have run out since the
 		 * last refresh, unnoticed, and messages may be held. */

@@ -83,7 +83,10 @@ struct membership {
 	 * grantors; false: every member watches every other and our lease is
 	 * a majority's acks, as in a small cluster. */
 	bool sparse;
-	bool grants;            /* sparse, and we are a grantor: we heartbeat every member */
+	bool grants;            /* sparse, and we are a grantor: we tell every member */
+	/* When granting: the first of the members this tick's heartbeats
+	 * probe (membership_heartbeats); cfg.watchers more each tick. */
+	size_t probe_at;
 	/* Who cannot hear whom, cluster-wide (reachability.h): our own record
 	 * is our failure detector's `unreachable` flags, the others come by
 	 * `reachability` messages. The leader downs on it (downing.h). */
@@ -192,12 +195,11 @@ void membership_forget_ring(struct membership *m);
  * not vote or hold none, at most failure_timeout_ms. */
 uint64_t membership_lease_left_ms(const struct membership *m);
 
-/* Whether the tick's heartbeat goes to e, and a change of ours (a list
- * entry, our reachability record, a greeting of a member new to us) goes
- * to it at once: to everyone unless sparse; then to those we watch and to
- * the grantors, and from a grantor to everyone (membership_plan_watching).
- * Unreachable ones too: that is how we notice they are back. Every member
- * heartbeats the grantors, and a heartbeat whose digest differs is
+/* Whether a change of ours (a list entry, our reachability record, a
+ * greeting of a member new to us) goes to e at once: to everyone unless
+ * sparse; then to those we watch and to the grantors, and from a grantor
+ * to everyone (membership_plan_watching). Every member heartbeats the
+ * grantors, and a heartbeat whose digest differs is
  * answered with the whole list or table, so the others learn of a change
  * within a tick or two over the connections they have. Telling every
  * member at once connected each to every other at the first change: a
@@ -205,6 +207,21 @@ uint64_t membership_lease_left_ms(const struct membership *m);
  * which starved the heartbeats until most members lost their leases. A
  * joiner hears of its admission from the leader, a grantor. */
 bool membership_tells_directly(const struct membership *m, const struct member *e);
+
+/* Whether the tick's heartbeat goes to e (not us, not down): to every
+ * member unless sparse; then to those we watch and to the grantors, and
+ * from a grantor also to cfg.watchers more each tick in turn (probes).
+ * A grantor's majority lease comes from the heartbeats every member sends
+ * it, each echoing the clock of the grantor's last ack to it; its probes
+ * make each member compare the grantor's digests now and then, so a
+ * change the grantor missed comes back to it. A grantor that heartbeat
+ * every member cost itself a thousand messages a second among 256, and
+ * every member ten. Unreachable ones too: that is how we notice they are
+ * back. */
+bool membership_heartbeats(const struct membership *m, const struct member *e);
+
+/* Moves the grantor's probes on to the next cfg.watchers members. */
+void membership_next_probes(struct membership *m);
 
 /* Marks in `to` (m->n entries) the members our lease_lapsed reports go
  * to: those that act on them. When sparse, the grantors (the oldest, where

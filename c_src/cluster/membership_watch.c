@@ -219,3 +219,20 @@ void membership_lease_report_targets(const struct membership *m, bool *to)
 		}
 	}
 }
+
+bool membership_heartbeats(const struct membership *m, const struct member *e)
+{
+	if (!m->sparse || e->watched || e->grantor)
+		return true;
+	if (!m->grants || m->n == 0)
+		return false;
+	size_t k = (size_t)(e - m->members), from = m->probe_at % m->n;
+	size_t past = k >= from ? k - from : k + m->n - from;
+	return past < m->cfg.watchers;
+}
+
+void membership_next_probes(struct membership *m)
+{
+	if (m->grants && m->n > 0)
+		m->probe_at = (m->probe_at + m->cfg.watchers) % m->n;
+}
