@@ -21,6 +21,15 @@ static inline uint64_t fnv1a64_more(uint64_t h, const void *bytes, size_t len)
 	return h;
 }
 
+/* h continued over the four bytes of v, least significant first: the same
+ * on every machine, whatever its byte order. */
+static inline uint64_t fnv1a64_more_u32(uint64_t h, uint32_t v)
+{
+	for (unsigned k = 0; k < 4; k++)
+		h = (h ^ ((v >> (8 * k)) & 0xffu)) * 1099511628211ull;
+	return h;
+}
+
 /* The hash of bytes[0..len). */
 static inline uint64_t fnv1a64(const void *bytes, size_t len)
 {

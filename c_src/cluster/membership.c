@@ -362,27 +362,6 @@ static void reset_local(struct membership *m, struct member *e)
 		m->members[j].lapsed_from[k / 64] &= ~(UINT64_C(1) << (k % 64));
 }
 
-/* A heartbeat at once to each member new to us that we tell directly, so
- * its quorum lease comes soon. Planned first on the list just merged: a
- * node that had known itself alone and learned 255 members in one gossip
- * was not sparse yet, and greeted every one of them (a connection to
- * each, from each). */
-static void greet_new_members(struct membership *m)
-{
-	bool any = false;
-	for (size_t k = 0; k < m->n && !any; k++)
-		any = m->members[k].to_greet;
-	if (!any)
-		return;
-	membership_plan_watching(m); /* what it changes, the next tick publishes */
-	for (size_t k = 0; k < m->n; k++) {
-		struct member *e = &m->members[k];
-		if (e->to_greet && membership_tells_directly(m, e))
-			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m));
-		e->to_greet = false;
-	}
-}
-
 static void on_gossip(struct membership *m, const char *t, size_t i)
 {
 	char from[NODE_NAME_BUF];
@@ -461,7 +440,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		e->to_greet = d.greet;
 		any = true;
 	}
-	greet_new_members(m);
+	membership_greet_new_members(m);
 	struct member *sender = membership_member(m, from);
 	if (sender != NULL && sender->status >= MEMBER_DOWN)
 		membership_gossip_to(m, from); /* it has not heard it was downed */

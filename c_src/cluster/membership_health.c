@@ -44,6 +44,23 @@ static int send_heartbeat_with_digests(struct membership *m, const struct member
 	return rc;
 }
 
+/* See membership_internal.h. */
+void membership_greet_new_members(struct membership *m)
+{
+	bool any = false;
+	for (size_t k = 0; k < m->n && !any; k++)
+		any = m->members[k].to_greet;
+	if (!any)
+		return;
+	membership_plan_watching(m); /* what it changes, the next tick publishes */
+	for (size_t k = 0; k < m->n; k++) {
+		struct member *e = &m->members[k];
+		if (e->to_greet && membership_tells_directly(m, e))
+			membership_send_heartbeat(m, e->node, "heartbeat", now_ms(m));
+		e->to_greet = false;
+	}
+}
+
 /* {'$shardnode', heartbeat_ack, Self, {SentAt, LeaseLeftMs, AckedAt}} to a
  * member of MEMBER_PROTOCOL_WATCH_RING or later (AckedAt: our clock now,
  * which its next heartbeat echoes), else {…, SentAt}. */

@@ -237,6 +237,14 @@ size_t membership_watchers(const struct membership *m);
 
 /* ---- membership_health.c ---- */
 
+/* Sends a heartbeat at once to each member marked to_greet (new to us in
+ * the gossip just merged) that we tell directly, so its quorum lease comes
+ * soon, and clears the marks. Planned first on the list just merged: a
+ * node that had known itself alone and learned 255 members in one gossip
+ * was not sparse yet, and greeted every one of them (a connection to
+ * each, from each). */
+void membership_greet_new_members(struct membership *m);
+
 /* After any change of the member list or of a member's reachability:
  * restarts the stability clock, refreshes the lease, tells the owner. */
 void membership_changed(struct membership *m);

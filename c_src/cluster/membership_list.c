@@ -142,10 +142,14 @@ static int encode_member_at(const void *members, size_t k, ei_x_buff *x)
  * entry keeps for good. */
 static uint64_t encoded_fields_hash(const struct member *e)
 {
-	uint32_t fields[5] = {e->up_number, (uint32_t)e->status, e->version, e->protocol, (uint32_t)e->ntypes};
-	uint64_t h = fnv1a64_more(FNV1A64_START, fields, sizeof fields);
-	for (size_t t = 0; t < e->ntypes; t++)
-		h = fnv1a64_more(h, e->types[t], strlen(e->types[t]) + 1);
+	uint64_t h = FNV1A64_START;
+	const uint32_t fields[5] = {e->up_number, (uint32_t)e->status, e->version, e->protocol, (uint32_t)e->ntypes};
+	for (size_t f = 0; f < 5; f++)
+		h = fnv1a64_more_u32(h, fields[f]);
+	for (size_t t = 0; t < e->ntypes && t < NODE_TYPES_MAX; t++) {
+		size_t len = strnlen(e->types[t], sizeof e->types[t]);
+		h = fnv1a64_more(fnv1a64_more(h, e->types[t], len), "", 1); /* "a","b" is not "ab" */
+	}
 	return h;
 }
 
