@@ -13,10 +13,14 @@
 #include <unistd.h>
 
 /* Look-ups running on threads at once; more fail with -EAGAIN rather than
- * pile up threads behind a dead DNS server. A numeric address takes no
- * thread and is never refused: a member that connects to many peers at
- * once (127.0.0.1 or an IP in every name) must not drop messages for it. */
+ * pile up threads behind a dead DNS server. */
 #define MAX_THREADS 16
+/* Numeric addresses answered through the pipe and not yet read: a member
+ * that connects to many peers at once (127.0.0.1 or an IP in every name)
+ * must not be refused for the 16 threads, yet the loop, the pipe's only
+ * reader, must never block on a full pipe (4 KiB, 512 answers, at the
+ * least): with the threads' 16, 272 answers at most are in it. */
+#define MAX_NUMERIC 256
 
 struct resolve_req {
 	struct resolver *owner;
@@ -36,6 +40,7 @@ struct resolver {
 	struct evloop *loop;
 	int pipe_rd, pipe_wr;
 	unsigned threads; /* look-ups on threads not yet delivered; loop side only */
+	unsigned numeric; /* numeric answers in the pipe not yet delivered; loop side only */
 	/* One reference for the loop's owner and one per running thread; the
 	 * last to let go frees the resolver, so a thread never writes to a
 	 * closed pipe. */
@@ -64,6 +69,8 @@ static void deliver(struct resolver *r, struct resolve_req *req)
 {
 	if (req->on_thread)
 		r->threads--;
+	else
+		r->numeric--;
 	if (!req->cancelled && req->done)
 		req->done(req->err, req->addr, req->arg);
 	if (!req->cancelled && req->done_all)
@@ -169,13 +176,18 @@ static struct resolve_req *start(struct resolver *r, struct resolve_req *req, in
 {
 	req->owner = r;
 	if (req->done != NULL && inet_pton(AF_INET, req->host, &req->addr) == 1) {
-		/* No thread needed; answer through the pipe all the same (a full
-		 * pipe, thousands of answers unread, refuses it). */
-		if (write(r->pipe_wr, &req, sizeof req) != (ssize_t)sizeof req) {
+		/* No thread needed; answer through the pipe all the same. */
+		if (r->numeric >= MAX_NUMERIC) {
 			req_free(req);
 			*err = -EAGAIN;
 			return NULL;
 		}
+		if (write(r->pipe_wr, &req, sizeof req) != (ssize_t)sizeof req) {
+			req_free(req);
+			*err = -ENOMEM;
+			return NULL;
+		}
+		r->numeric++;
 		return req;
 	}
 	if (r->threads >= MAX_THREADS) {

@@ -43,9 +43,9 @@ void resolver_free(struct resolver *r);
 
 /* Starts resolving `host`. Returns a handle for resolver_cancel, or NULL with
  * *err set (-ENOMEM, -EAGAIN: 16 look-ups of names already running on
- * threads, -EINVAL for an over-long name); `done` is then not called. A
- * numeric IPv4 address takes no thread and is answered on the next turn,
- * however many are asked for at once. */
+ * threads, or 256 numeric answers not yet read, -EINVAL for an over-long
+ * name); `done` is then not called. A numeric IPv4 address takes no thread
+ * and is answered on the next turn. */
 struct resolve_req *resolver_start(struct resolver *r, const char *host, resolve_fn done, void *arg,
 				   int *err);
 

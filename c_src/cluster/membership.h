@@ -90,7 +90,9 @@ struct member {
 	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
 	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */
 	uint64_t down_at;      /* when we learned it was down; 0: not downed */
-	uint64_t last_acked;   /* evloop ms of our last heartbeat_ack to it; 0: none */
+	/* evloop ms we last gave it a lease: our last heartbeat_ack to it, or
+	 * an ack of its that our next heartbeat echoes; 0: none. */
+	uint64_t last_acked;
 	/* The lease its acks pass on to us: the send time of the heartbeat
 	 * plus what was left of its own lease then (membership_watch.c). */
 	uint64_t granted_until;

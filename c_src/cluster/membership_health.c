@@ -550,8 +550,14 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 			note_lease(m, e, (uint64_t)acked_at + m->cfg.failure_timeout_ms, 0);
 		return;
 	}
-	if (with_acked_at)
+	if (with_acked_at) {
 		e->acked_us_at = (uint64_t)acked_at; /* the latest: acks come in order */
+		/* Our next heartbeat echoes it, which gives e a lease until
+		 * acked_at + failure_timeout_ms: at most failure_timeout_ms from
+		 * now, as an ack of ours sent now would. So our lease to e, when
+		 * it is down, lapses from now on (our_lease_lapsed). */
+		e->last_acked = now_ms(m);
+	}
 	if ((uint64_t)sent_at > now_ms(m))
 		return; /* not a time we sent */
 	uint64_t until = (uint64_t)sent_at + m->cfg.failure_timeout_ms;
