@@ -15,8 +15,8 @@
 %%     it down (what the cluster's watching costs to decide).
 %%
 %% Beyond six members a member keeps connections to a dozen or so others
-%% (its ring neighbours, the grantors, its seed); the grantors, the five
-%% oldest, heartbeat every member, and what still grows with the size is
+%% (its ring neighbours, the grantors, its seed); every member heartbeats
+%% the grantors, the five oldest, and what still grows with the size is
 %% their cost. 256 members fit a 24 GB machine with the default settings
 %% (about 12 MB each once formed); an earlier release, which sent every
 %% member whole reachability tables after a crash, ran it out of memory,

@@ -420,11 +420,8 @@ a_crash_among_ring_watchers_connects_nobody_to_everyone(Config) ->
 
 %% Distribution connections up on the node whose metrics_port is Port.
 connections(Port) ->
-    {200, Page} = sn_test:http_get(Port, "/metrics"),
-    [Line] = [L || L <- binary:split(Page, <<"\n">>, [global]),
-                   binary:match(L, <<"shardnode_dist_connections{state=\"up\"}">>) =/= nomatch],
-    [_, Count] = binary:split(Line, <<" ">>),
-    binary_to_integer(Count).
+    {ok, Page} = shardnode_ct:metrics_page(Port),
+    shardnode_ct:metric_value(Page, <<"shardnode_dist_connections{state=\"up\"}">>).
 
 %% Two of five members are killed and come back together, each through a
 %% different seed: first at once (before anyone noticed them gone), then

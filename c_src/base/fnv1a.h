@@ -25,9 +25,9 @@ static inline uint64_t fnv1a64_more(uint64_t h, const void *bytes, size_t len)
  * on every machine, whatever its byte order. */
 static inline uint64_t fnv1a64_more_u32(uint64_t h, uint32_t v)
 {
-	for (unsigned k = 0; k < 4; k++)
-		h = (h ^ ((v >> (8 * k)) & 0xffu)) * 1099511628211ull;
-	return h;
+	const unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+				    (unsigned char)(v >> 24)};
+	return fnv1a64_more(h, b, sizeof b);
 }
 
 /* The hash of bytes[0..len). */

@@ -66,8 +66,7 @@ static void gossip_all(struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (strcmp(e->node, m->our_node) != 0 && e->status < MEMBER_DOWN && !e->unreachable &&
-		    membership_tells_directly(m, e))
+		if (!is_us(m, e) && e->status < MEMBER_DOWN && !e->unreachable && membership_tells_directly(m, e))
 			membership_gossip_to(m, e->node);
 	}
 }
@@ -371,7 +370,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	if (ei_decode_list_header(t, &ii, &count) < 0)
 		return;
 	i = (size_t)ii;
-	bool any = false, refuted = false;
+	bool any = false, refuted = false, greet = false;
 	for (int k = 0; k < count; k++) {
 		struct member in = {0};
 		char status[TERM_ATOM_BUF];
@@ -438,9 +437,11 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		if (d.note_down)
 			mark_down_locally(m, e);
 		e->to_greet = d.greet;
+		greet |= d.greet;
 		any = true;
 	}
-	membership_greet_new_members(m);
+	if (greet)
+		membership_greet_new_members(m);
 	struct member *sender = membership_member(m, from);
 	if (sender != NULL && sender->status >= MEMBER_DOWN)
 		membership_gossip_to(m, from); /* it has not heard it was downed */

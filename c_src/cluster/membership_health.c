@@ -47,11 +47,6 @@ static int send_heartbeat_with_digests(struct membership *m, const struct member
 /* See membership_internal.h. */
 void membership_greet_new_members(struct membership *m)
 {
-	bool any = false;
-	for (size_t k = 0; k < m->n && !any; k++)
-		any = m->members[k].to_greet;
-	if (!any)
-		return;
 	membership_plan_watching(m); /* what it changes, the next tick publishes */
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
@@ -184,11 +179,12 @@ static void send_reachability(struct membership *m, const char *to)
 }
 
 /* Our own record alone to the members we tell directly (the rest learn it
- * through the grantors' digests): what our change changed. A whole table from each of many members that changed
- * their records at once (a crash in a large cluster, watched by all that
- * lost their connection to it) was the members' number squared of whole
- * tables; a receiver merges one record as it merges a table, and a table
- * that still differs is mended by the heartbeat's digest. */
+ * through the grantors' digests): what our change changed. A whole table
+ * from each of many members that changed their records at once (a crash
+ * in a large cluster, watched by all that lost their connection to it)
+ * was the members' number squared of whole tables; a receiver merges one
+ * record as it merges a table, and a table that still differs is mended
+ * by the heartbeat's digest. */
 static void send_own_record(struct membership *m)
 {
 	ei_x_buff x;
@@ -498,7 +494,8 @@ static void compare_digests(struct membership *m, const char *from, uint64_t lis
 static void note_lease(struct membership *m, struct member *e, uint64_t until, uint64_t granted);
 
 /* A heartbeat from a member that is not down gets its ack. An ack renews
- * the member's quorum lease from the time we sent the heartbeat. */
+ * the member's quorum lease from the time we sent the heartbeat, and a
+ * heartbeat's echo of our ack from the time we sent the ack. */
 void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool ack)
 {
 	char from[NODE_NAME_BUF];
@@ -607,8 +604,9 @@ enum downing_verdict membership_health_tick(struct membership *m, struct node_se
 	detect_unreachable(m);
 	/* Our record as the detector now has it (also after a member was
 	 * downed: it is no subject any more); publishing a change sends the
-	 * record to everyone. Else members of v0.1.0 get the table each tick,
-	 * and the others compare its digest in our heartbeat. */
+	 * record to the members we tell directly. Else members of v0.1.0 get
+	 * the table each tick, and the others compare its digest in our
+	 * heartbeat. */
 	if (!publish_own_view(m))
 		send_reachability(m, NULL);
 	membership_tell_lapsed_leases(m);

@@ -177,9 +177,10 @@ void membership_gossip_tick(struct membership *m);
  *    hear from it again (a cut link between members that do not watch
  *    each other). The cfg.watchers oldest voting members grant leases
  *    (a few, so their cost is bounded; more than one, so a crash of one
- *    costs no lease): they heartbeat every member and hold a majority's
- *    lease; every other member heartbeats the members it watches and the
- *    grantors, and its lease is what their acks pass on.
+ *    costs no lease): every member heartbeats them, and they hold a
+ *    majority's lease from those heartbeats' echoes of their acks
+ *    (membership_heartbeats); every other member's lease is what the acks
+ *    of the members it heartbeats pass on.
  *  - else every member watches every other, as before there were rings.
  * A member that leaves our watch while unreachable is no longer reported
  * (no member of ours hears about it any more); one that enters it is
@@ -199,9 +200,9 @@ uint64_t membership_lease_left_ms(const struct membership *m);
  * greeting of a member new to us) goes to e at once: to everyone unless
  * sparse; then to those we watch and to the grantors, and from a grantor
  * to everyone (membership_plan_watching). Every member heartbeats the
- * grantors, and a heartbeat whose digest differs is
- * answered with the whole list or table, so the others learn of a change
- * within a tick or two over the connections they have. Telling every
+ * grantors, and a heartbeat whose digest differs is answered with the
+ * whole list or table, so the others learn of a change within a tick or
+ * two over the connections they have. Telling every
  * member at once connected each to every other at the first change: a
  * crash among 256 members made tens of thousands of connections at once,
  * which starved the heartbeats until most members lost their leases. A
@@ -238,11 +239,11 @@ size_t membership_watchers(const struct membership *m);
 /* ---- membership_health.c ---- */
 
 /* Sends a heartbeat at once to each member marked to_greet (new to us in
- * the gossip just merged) that we tell directly, so its quorum lease comes
- * soon, and clears the marks. Planned first on the list just merged: a
- * node that had known itself alone and learned 255 members in one gossip
- * was not sparse yet, and greeted every one of them (a connection to
- * each, from each). */
+ * the gossip just merged; called when some is) that we tell directly, so
+ * its quorum lease comes soon, and clears the marks. Planned first on the
+ * list just merged: a node that had known itself alone and learned 255
+ * members in one gossip was not sparse yet, and greeted every one of them
+ * (a connection to each, from each). */
 void membership_greet_new_members(struct membership *m);
 
 /* After any change of the member list or of a member's reachability:
@@ -271,9 +272,9 @@ void membership_on_heartbeat(struct membership *m, const char *t, size_t i, bool
 /* Tells the members that act on it (membership_lease_report_targets: every
  * member that is not down, or when sparse the grantors and the types'
  * coordinators) that the leases we gave the members we know are down have
- * run out (lease_lapsed, membership.h), for each
- * such member for a while after we learned of its down (twice the longest
- * wait: by then every member has released its shards). Sent on each tick
+ * run out (lease_lapsed, membership.h), for each such member for a while
+ * after we learned of its down (twice the longest wait: by then every
+ * member has released its shards). Sent on each tick
  * and when we learn of a down, so a crash's fail-over waits no tick. */
 void membership_tell_lapsed_leases(struct membership *m);
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/member_protocol.h"
 #include "base/fnv1a.h"
+#include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"

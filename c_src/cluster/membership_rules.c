@@ -89,7 +89,6 @@ enum member_join membership_rules_join(const struct member_facts *have, uint32_t
 
 uint32_t membership_rules_formed_version(uint32_t own) { return own + 3; }
 
-
 bool membership_rules_older(const struct member_facts *a, const struct member_facts *b)
 {
 	if (a->up_number != b->up_number)

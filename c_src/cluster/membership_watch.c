@@ -50,29 +50,27 @@ static void mark_grantors(struct membership *m)
 }
 
 /* m->ring on the voting members vote[0..nv) (indexes into m->members),
- * built again only when they are not the ones it was built on. Takes
- * vote (malloc'd) in every case. Returns 0 or -ENOMEM (no ring kept). */
-static int ring_of(struct membership *m, size_t *vote, size_t nv)
+ * built again only when they are not the ones it was built on. Returns 0
+ * or -ENOMEM (no ring kept). */
+static int ring_of(struct membership *m, const size_t *vote, size_t nv)
 {
-	if (m->ring_voters != NULL && m->ring_nvoters == nv && memcmp(m->ring_voters, vote, nv * sizeof *vote) == 0) {
-		free(vote);
+	if (m->ring_voters != NULL && m->ring_nvoters == nv && memcmp(m->ring_voters, vote, nv * sizeof *vote) == 0)
 		return 0;
-	}
 	membership_forget_ring(m);
+	size_t *voters = malloc((nv ? nv : 1) * sizeof *voters);
 	const char **names = malloc((nv ? nv : 1) * sizeof *names);
-	if (names == NULL) {
-		free(vote);
-		return -ENOMEM;
-	}
-	for (size_t v = 0; v < nv; v++)
+	int rc = voters != NULL && names != NULL ? 0 : -ENOMEM;
+	for (size_t v = 0; rc == 0 && v < nv; v++)
 		names[v] = m->members[vote[v]].node;
-	int rc = watch_ring_build(&m->ring, names, nv);
+	if (rc == 0)
+		rc = watch_ring_build(&m->ring, names, nv);
 	free(names);
 	if (rc != 0) {
-		free(vote);
+		free(voters);
 		return rc;
 	}
-	m->ring_voters = vote;
+	memcpy(voters, vote, nv * sizeof *vote);
+	m->ring_voters = voters;
 	m->ring_nvoters = nv;
 	return 0;
 }
@@ -92,11 +90,7 @@ void membership_forget_ring(struct membership *m)
  * voting ourselves, we watch nobody. Returns 0 or -ENOMEM. */
 static int mark_watched_on_ring(struct membership *m, bool *watched, const size_t *vote, size_t nv)
 {
-	size_t *voters = malloc((nv ? nv : 1) * sizeof *voters);
-	if (voters == NULL)
-		return -ENOMEM;
-	memcpy(voters, vote, nv * sizeof *vote);
-	int rc = ring_of(m, voters, nv);
+	int rc = ring_of(m, vote, nv);
 	if (rc != 0)
 		return rc;
 	size_t us = nv;
