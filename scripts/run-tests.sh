@@ -188,13 +188,13 @@ for name in "${ran[@]}"; do
 done
 # What failed, named again at the end, where a reader of only the last lines
 # (a CI summary) looks: common_test's "%%% SUITE ==> case: FAILED" line and
-# the reason after it, Criterion's "[FAIL]" lines, and the last lines of a
+# the reason after it (its first lines), Criterion's "[FAIL]" lines, and the last lines of a
 # target that failed.
 if [ "$status" != 0 ]; then
 	for name in "${ran[@]}" adoption; do
 		[ -f "build/$name.log" ] || continue
-		sed 's/\x1b\[[0-9;]*m//g' "build/$name.log" | grep -a -A1 ' ==> .*: FAILED' |
-			grep -av '^--$' | head -20 | sed "s/^/run-tests: $name: /"
+		sed 's/\x1b\[[0-9;]*m//g' "build/$name.log" | grep -a -A4 ' ==> .*: FAILED' |
+			grep -av '^--$' | head -30 | sed "s/^/run-tests: $name: /"
 	done
 	[ -f build/unit.log ] && grep -a '\[FAIL\]' build/unit.log | head -10 | sed 's/^/run-tests: unit: /'
 	for t in "${targets[@]}"; do

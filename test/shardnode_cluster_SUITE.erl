@@ -387,10 +387,12 @@ a_crash_among_ring_watchers_connects_nobody_to_everyone(Config) ->
     N = 9,
     Names = [shardnode_ct:unique_name("r") ++ "@127.0.0.1" || _ <- lists:seq(1, N)],
     Seed = list_to_atom(hd(Names)),
-    Ports = [shardnode_ct:free_port() || _ <- Names],
+    Ports = distinct_free_ports(N),
     Opts = fun(Name, Port) ->
                    #{config := C} = O = opts(),
-                   O#{name => Name, config => C#{watchers => 1, metrics_port => Port}}
+                   %% nine processes launched at once on a loaded machine
+                   O#{name => Name, ready_timeout => 30000,
+                      config => C#{watchers => 1, metrics_port => Port}}
            end,
     OptsList = [Opts(hd(Names), hd(Ports)) |
                 [(Opts(Name, Port))#{join => [Seed]} || {Name, Port} <- tl(lists:zip(Names, Ports))]],
@@ -399,24 +401,48 @@ a_crash_among_ring_watchers_connects_nobody_to_everyone(Config) ->
     Ids = ids_covering_all_shards(),
     await(fun() -> all_answer([Seed], Ids) end),
     Others = lists:zip(tl(Nodes), tl(Ports)),
-    %% Its seed (the grantor), the ring neighbour it watches, the one
-    %% watching it and this node: 4, and one to spare. The whole mesh
-    %% would be 9, the other eight members and this node.
+    %% A member's connections: its seed (the grantor), the ring neighbour
+    %% it watches, the one watching it and this node (which started it):
+    %% 4. A member that was slow to answer for a moment (a loaded machine)
+    %% is watched past for that moment, and the connection stays: a few
+    %% more here and there. The mesh is 9 on every member, the other eight
+    %% and this node.
     Before = [connections(Port) || {_, Port} <- Others],
     ct:log("connections of the members but the seed, once formed: ~w", [Before]),
-    ?assert(lists:max(Before) =< 5, Before),
+    assert_no_mesh(Before, N),
     {Victim, _} = lists:last(Others),
     ok = shardnode:kill_node(Victim),
     Alive = Nodes -- [Victim],
     await(fun() -> lists:all(fun(X) -> member_status(X, Victim) =:= down end, Alive) end),
     %% Counted before any call goes through them: a call connects its
-    %% node to the shard's home, as it should.
+    %% node to the shard's home, as it should. Past the dead one, the ring
+    %% neighbour after it: one more on the member that watched it.
     After = [connections(Port) || {Node, Port} <- Others, Node =/= Victim],
     ct:log("connections of the members but the seed, after the crash: ~w", [After]),
-    %% Past the dead one, the ring neighbour after it: one more.
-    ?assert(lists:max(After) =< 6, After),
+    assert_no_mesh(After, N - 1),
     await(fun() -> all_answer([Seed], Ids) end),
     shardnode_ct:stop_nodes(Config, Nodes).
+
+%% No member is connected to all `Members' (the others and the test's
+%% node), and on average a member keeps 5 at most: the mesh every member
+%% fell into at the first change would be `Members' on each.
+assert_no_mesh(Connections, Members) ->
+    ?assert(lists:max(Connections) < Members, Connections),
+    ?assert(lists:sum(Connections) =< 5 * length(Connections), Connections).
+
+%% N metrics ports, no two the same (free_port/0 can return a port twice
+%% when asked several times before any is bound).
+distinct_free_ports(N) ->
+    distinct_free_ports(N, []).
+
+distinct_free_ports(0, Ports) ->
+    Ports;
+distinct_free_ports(N, Ports) ->
+    Port = shardnode_ct:free_port(),
+    case lists:member(Port, Ports) of
+        true -> distinct_free_ports(N, Ports);
+        false -> distinct_free_ports(N - 1, [Port | Ports])
+    end.
 
 %% Distribution connections up on the node whose metrics_port is Port.
 connections(Port) ->

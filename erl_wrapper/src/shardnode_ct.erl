@@ -116,7 +116,7 @@ start_nodes_at_once(Config, OptsList) ->
         [{Named, Reason} | _] = Failed ->
             _ = [log_failure(N, R) || {N, R} <- Failed],
             _ = [shardnode:stop_node(Node) || Node <- Nodes],
-            ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
+            ct:fail({start_node_failed, node_opt(Named), summary(Reason)})
     end.
 
 %% @doc Starts a cluster of `N' C nodes as a deployment does: each given
@@ -681,7 +681,7 @@ start_all([Opts | Rest], Acc) ->
         {error, Reason} ->
             log_failure(Named, Reason),
             _ = [shardnode:stop_node(Node) || {Node, _} <- Acc],
-            ct:fail({start_node_failed, maps:without([cookie], Named), summary(Reason)})
+            ct:fail({start_node_failed, node_opt(Named), summary(Reason)})
     end.
 
 named(Opts) ->
@@ -702,13 +702,19 @@ tracked(Opts) ->
             Opts#{config => maps:merge(#{instance_reports_to => Node}, Config)}
     end.
 
-log_failure(Opts, {exited, Status, Lines}) ->
+%% The node's name leads the test's failure reason (a summary one line
+%% long, whole in a CI log); its options and output are logged here.
+log_failure(Opts, Reason) ->
+    ct:pal("C node ~0tp was started with ~0tp", [node_opt(Opts), maps:without([cookie], Opts)]),
+    log_reason(Opts, Reason).
+
+log_reason(Opts, {exited, Status, Lines}) ->
     ct:pal("C node ~0tp exited with status ~p before it answered; output:~n~ts",
            [node_opt(Opts), Status, [[L, $\n] || L <- Lines]]);
-log_failure(Opts, {not_ready, Lines}) ->
+log_reason(Opts, {not_ready, Lines}) ->
     ct:pal("C node ~0tp did not answer in time; output:~n~ts",
            [node_opt(Opts), [[L, $\n] || L <- Lines]]);
-log_failure(Opts, Reason) ->
+log_reason(Opts, Reason) ->
     ct:pal("C node ~0tp did not start: ~0tp", [node_opt(Opts), Reason]).
 
 summary({exited, Status, _Lines}) -> {exited, Status};
