@@ -30,6 +30,7 @@
 
 #include "base/evloop.h"
 #include "protocol/gen_call.h"
+#include "protocol/outlet.h"
 #include "base/log.h"
 #include "protocol/proc.h"
 
@@ -126,6 +127,12 @@ int dist_node_reply(struct dist_node *n, const erlang_pid *from, const struct ge
  * nothing of the (1 KB) pid is copied. Returns as dist_node_send. */
 int dist_node_reply_to(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *tag,
 		       size_t tag_len, const char *reply, size_t reply_len);
+
+/* The outlet (protocol/outlet.h) whose sends are this node's
+ * dist_node_send, dist_node_send_connected, dist_node_reg_send and
+ * dist_node_reply_to: what a process of this node sends through. Borrows
+ * `n`, which must outlive every holder. */
+struct outlet dist_node_outlet(struct dist_node *n);
 
 /* Closes every connection to `peer` now, for `why` (logged; a string
  * that outlives the call): its nodedown listeners are called once before

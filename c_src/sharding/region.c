@@ -565,6 +565,8 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		return NULL;
 	}
 	r->cfg = *cfg;
+	if (r->cfg.out.ops == NULL)
+		r->cfg.out = dist_node_outlet(cfg->node);
 	snprintf(r->coord.name, sizeof r->coord.name, "%s", cfg->coordinator_name);
 	r->cfg.coordinator_name = r->coord.name;
 	snprintf(r->ident.name, sizeof r->ident.name, "%s", cfg->name ? cfg->name : cfg->type->name);

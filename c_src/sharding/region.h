@@ -49,6 +49,10 @@ struct state_store;
 
 struct region_config {
 	struct dist_node *node;          /* not owned */
+	/* Where the region's messages leave (protocol/outlet.h); every part
+	 * of the region sends through it. ops NULL: the node's own,
+	 * dist_node_outlet(node). */
+	struct outlet out;
 	struct evloop *loop;             /* not owned */
 	const struct logger *log;        /* not owned */
 	const struct entity_type *type;  /* not owned; static or plugin lifetime */

@@ -179,7 +179,7 @@ void region_on_reach(void *arg, const char *peer, bool up)
 
 int region_coordinator_send(struct region *r, const char *buf, size_t len)
 {
-	return dist_node_reg_send(r->cfg.node, &r->pid, r->coord.name, r->coord.node, buf, len);
+	return outlet_reg_send(&r->cfg.out, &r->pid, r->coord.name, r->coord.node, buf, len);
 }
 
 /* replicas_held: with a replicated store, the copies it keeps
@@ -390,7 +390,7 @@ static void send_shard_msg(struct region *r, const erlang_pid *to, enum shard_ms
 	if (ei_x_new(&x) < 0)
 		return;
 	if (shard_msg_encode_shard(&x, kind, shard, &r->pid) == 0)
-		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
+		outlet_send(&r->cfg.out, to, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }
 

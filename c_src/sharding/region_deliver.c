@@ -144,7 +144,7 @@ int region_forward(struct region *r, const erlang_pid *home, const struct envelo
 	 * the shard's next home instead (docs/contract.md: nothing is lost at
 	 * the forwarder). */
 	if (rc == 0)
-		rc = dist_node_send_connected(r->cfg.node, home, out->buff, (size_t)out->index);
+		rc = outlet_send_connected(&r->cfg.out, home, out->buff, (size_t)out->index);
 	if (rc == 0)
 		r->delivered.forwarded++;
 	if (aged.buff != NULL)

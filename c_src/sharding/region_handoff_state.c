@@ -59,7 +59,7 @@ static int send_chunk(struct region *r, uint32_t shard, const char *chunk, size_
 		return -ENOMEM;
 	int rc = shard_msg_encode_state_chunk(&msg, shard, out->next_seq, last, &r->pid, chunk, len);
 	if (rc == 0)
-		rc = dist_node_send(r->cfg.node, &slot->home_region, msg.buff, (size_t)msg.index);
+		rc = outlet_send(&r->cfg.out, &slot->home_region, msg.buff, (size_t)msg.index);
 	ei_x_free(&msg);
 	if (rc == 0) {
 		out->next_seq++;
@@ -239,7 +239,7 @@ static void send_ack(struct region *r, uint32_t shard, uint32_t seq, const erlan
 	if (ei_x_new(&x) < 0)
 		return;
 	if (shard_msg_encode_state_ack(&x, shard, seq, &r->pid) == 0)
-		dist_node_send(r->cfg.node, to, x.buff, (size_t)x.index);
+		outlet_send(&r->cfg.out, to, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }
 

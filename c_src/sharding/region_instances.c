@@ -32,7 +32,7 @@ static void report(void *arg, const struct shard *s, const char *id, size_t len,
 	if (rc == 0)
 		rc = term_x_encode_atom(&x, started ? "started" : "stopped") | term_x_encode_uint(&x, evloop_wall_us());
 	if (rc == 0)
-		(void)dist_node_reg_send(r->cfg.node, &r->pid, "shardnode_instances", r->cfg.instance_reports_to, x.buff,
+		(void)outlet_reg_send(&r->cfg.out, &r->pid, "shardnode_instances", r->cfg.instance_reports_to, x.buff,
 					 (size_t)x.index);
 	ei_x_free(&x);
 }

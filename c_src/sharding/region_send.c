@@ -3,7 +3,9 @@
  * {Type, EntityId, Reply} to its sender, each checked against the node it
  * goes to (term_readable.h); the replies' latency, timed at the flush that
  * writes them; its messages to its coordinator. Every part of the region
- * sends through here; this file calls none of them. */
+ * answers through here; this file calls none of them. What the region
+ * sends leaves through cfg.out (protocol/outlet.h), whose carrier — the
+ * distribution on a running node — this file never names. */
 #include <string.h>
 
 #include "etf/term.h"
@@ -48,7 +50,7 @@ void region_time_replies(struct region *r)
 void region_send_call_reply(struct region *r, const erlang_pid *to, const char *tag, size_t tag_len,
 			    const ei_x_buff *reply)
 {
-	dist_node_reply_to(r->cfg.node, &r->pid, to, tag, tag_len, reply->buff, (size_t)reply->index);
+	outlet_reply_to(&r->cfg.out, &r->pid, to, tag, tag_len, reply->buff, (size_t)reply->index);
 }
 
 /* {Type, EntityId, Reply} to the sender of a tell; a singleton's
@@ -63,7 +65,7 @@ static void send_tell_reply(struct region *r, const erlang_pid *to, const char *
 	    term_x_append_raw(x, r->ident.type_atom, r->ident.type_atom_len) == 0 &&
 	    (r->cfg.singleton || term_x_append_raw(x, id, id_len) == 0) &&
 	    term_x_append_raw(x, reply->buff, (size_t)reply->index) == 0)
-		dist_node_send(r->cfg.node, to, x->buff, (size_t)x->index);
+		outlet_send(&r->cfg.out, to, x->buff, (size_t)x->index);
 	scratch_put(&r->bufs.tell, x);
 }
 
@@ -102,7 +104,7 @@ void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *
 int region_send_encoded(void *region, const erlang_pid *to, const char *buf, size_t len)
 {
 	const struct region *r = region;
-	return dist_node_send(r->cfg.node, to, buf, len);
+	return outlet_send(&r->cfg.out, to, buf, len);
 }
 
 void region_answer_error(struct region *r, const struct envelope *e, const char *reason)
@@ -125,6 +127,6 @@ void region_send_to_coordinator(struct region *r, enum shard_msg_kind kind, uint
 	bool with_shard = kind == SMSG_GET_SHARD_HOME || kind == SMSG_SHARD_STOPPED;
 	int rc = with_shard ? shard_msg_encode_shard(&x, kind, shard, &r->pid) : shard_msg_encode_pid(&x, kind, &r->pid);
 	if (rc == 0)
-		dist_node_send(r->cfg.node, &r->coord.pid, x.buff, (size_t)x.index);
+		outlet_send(&r->cfg.out, &r->coord.pid, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 }

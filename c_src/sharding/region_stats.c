@@ -220,7 +220,7 @@ void region_stats_start(struct region *r, const struct gen_call *call)
 		if (ei_x_new(&x) < 0)
 			continue;
 		if (shard_msg_encode_shard(&x, SMSG_GET_STATS, q->id, &r->pid) == 0 &&
-		    dist_node_reg_send(r->cfg.node, &r->pid, r->cfg.name, nodes[k], x.buff, (size_t)x.index) == 0)
+		    outlet_reg_send(&r->cfg.out, &r->pid, r->cfg.name, nodes[k], x.buff, (size_t)x.index) == 0)
 			q->waiting++;
 		ei_x_free(&x);
 	}
@@ -237,7 +237,7 @@ void region_stats_on_get(struct region *r, uint32_t id, const erlang_pid *asker)
 		return;
 	if (encode_local_counts(r, &counts) == 0 && ei_x_new(&x) == 0) {
 		if (shard_msg_encode_stats(&x, id, dist_node_name(r->cfg.node), counts.buff, (size_t)counts.index) == 0)
-			dist_node_send(r->cfg.node, asker, x.buff, (size_t)x.index);
+			outlet_send(&r->cfg.out, asker, x.buff, (size_t)x.index);
 		ei_x_free(&x);
 	}
 	ei_x_free(&counts);

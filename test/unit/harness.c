@@ -121,6 +121,45 @@ static void flush_region_batches(void *arg)
 		region_flush_batches(m->region);
 }
 
+/* A region's outlet that counts each send (harness_sends), then sends as
+ * the member's node does. */
+static int count_send(void *carrier, const erlang_pid *to, const char *msg, size_t len)
+{
+	struct harness_sends *c = carrier;
+	c->send++;
+	return dist_node_send(c->node, to, msg, len);
+}
+
+static int count_send_connected(void *carrier, const erlang_pid *to, const char *msg, size_t len)
+{
+	struct harness_sends *c = carrier;
+	c->send_connected++;
+	return dist_node_send_connected(c->node, to, msg, len);
+}
+
+static int count_reg_send(void *carrier, const erlang_pid *from, const char *name, const char *node, const char *msg,
+			  size_t len)
+{
+	struct harness_sends *c = carrier;
+	c->reg_send++;
+	return dist_node_reg_send(c->node, from, name, node, msg, len);
+}
+
+static int count_reply_to(void *carrier, const erlang_pid *from, const erlang_pid *to, const char *tag,
+			  size_t tag_len, const char *reply, size_t reply_len)
+{
+	struct harness_sends *c = carrier;
+	c->reply_to++;
+	return dist_node_reply_to(c->node, from, to, tag, tag_len, reply, reply_len);
+}
+
+static const struct outlet_ops counting_outlet_ops = {
+	.send = count_send,
+	.send_connected = count_send_connected,
+	.reg_send = count_reg_send,
+	.reply_to = count_reply_to,
+};
+
 static void start_member(struct harness *h, size_t i)
 {
 	struct harness_member *m = &h->m[i];
@@ -153,8 +192,9 @@ static void start_member(struct harness *h, size_t i)
 		m->remember = remember_open(NULL, HARNESS_TYPE, h->opt.shards, &h->log, &err);
 		cr_assert_not_null(m->remember, "remember_open: %d", err);
 	}
+	m->sends = (struct harness_sends){.node = m->node};
 	struct region_config rcfg = {
-		.node = m->node, .loop = h->loop, .log = &h->log,
+		.node = m->node, .out = {.ops = &counting_outlet_ops, .carrier = &m->sends}, .loop = h->loop, .log = &h->log,
 		.type = h->opt.host ? &h->hosted_type : counter_type(),
 		.host = h->opt.host ? host_double_region_host(h->host) : NULL,
 		.number_of_shards = h->opt.shards, .buffer_size = 100000, .retry_interval_ms = 50,

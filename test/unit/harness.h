@@ -57,9 +57,17 @@ struct harness_options {
 	bool host;
 };
 
+/* What a member's region sent, counted by its outlet (protocol/outlet.h)
+ * on the way to the member's node. */
+struct harness_sends {
+	struct dist_node *node;
+	uint64_t send, send_connected, reg_send, reply_to;
+};
+
 struct harness_member {
 	char name[64];
 	struct dist_node *node;
+	struct harness_sends sends; /* every message of its region leaves through them */
 	struct coordinator *coordinator;
 	struct region *region;
 	struct store_double *store; /* own, or the shared one; NULL without a store */

@@ -79,6 +79,33 @@ Test(region_core, a_call_reaches_its_entity_and_a_tell_is_answered)
 	harness_stop(&h);
 }
 
+/* Every message a region sends leaves through its outlet (cfg.out): each
+ * call is answered once, by the region whose entity handled it, straight
+ * to the caller; a call for a shard homed on the other member is forwarded
+ * there over the connection that is up. */
+Test(region_core, every_message_a_region_sends_leaves_through_its_outlet)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 2, .shards = 10});
+	enum { CALLS = 40 };
+	for (long id = 1; id <= CALLS; id++)
+		cr_assert_eq(value_of(&h, harness_call(&h, 1, id, "incr")), 1);
+	struct region_stats home = harness_stats(&h, 0), entry = harness_stats(&h, 1);
+	cr_assert_eq(home.delivered + entry.delivered, CALLS);
+	cr_assert_gt(home.delivered, 0, "no shard of 10 homed on member 0");
+	cr_assert_eq(h.m[0].sends.reply_to, home.delivered);
+	cr_assert_eq(h.m[1].sends.reply_to, entry.delivered);
+	cr_assert_eq(entry.forwarded, home.delivered);
+	cr_assert_eq(h.m[1].sends.send_connected, entry.forwarded);
+	/* A tell's {counter, Id, Reply} is a plain send of the region holding
+	 * the entity. */
+	uint64_t sent_before = h.m[0].sends.send + h.m[1].sends.send;
+	harness_tell(&h, 0, 1, "incr");
+	cr_assert_eq(value_of(&h, -1), 2);
+	cr_assert_geq(h.m[0].sends.send + h.m[1].sends.send, sent_before + 1);
+	harness_stop(&h);
+}
+
 Test(region_core, without_the_lease_messages_wait_and_go_in_order_when_it_returns)
 {
 	struct harness h;
