@@ -270,6 +270,8 @@ print_table(S, B, #{entities := E, clients := C, window := W, c_window := CW,
             ++ lists:append(
                  [[{io_lib:format("~b members at once: formed, ms (all list all up)", [N]), {scale_formed_ms, N}},
                    {io_lib:format("~b members: idle CPU per member, ms/s", [N]), {scale_idle_cpu_ms, N}},
+                   {io_lib:format("~b members: distribution packets per member (in and out), per s", [N]),
+                    {scale_packets_per_s, N}},
                    {io_lib:format("~b members: resident memory per member, MB", [N]), {scale_rss_mb, N}},
                    {io_lib:format("~b members: kill -9 of one -> listed down, ms", [N]), {scale_down_ms, N}}]
                   || N <- lists:usort([N || {scale_formed_ms, N} <- maps:keys(S)])]))],

@@ -148,10 +148,15 @@ start_c(Prefix, Opts, Cfg) ->
 %% The same for one node per prefix, all started at once (each start_node
 %% from a process of its own), each waiting ready_timeout (ms) at most;
 %% the nodes in the order of the prefixes. Tracked here, as start_c's.
+%% `Opts' may be a list, one element per prefix: each node's own options.
 start_c_at_once(Prefixes, Opts, Cfg) ->
     T0 = erlang:monotonic_time(),
     Self = self(),
-    Named = [c_opts(P, Opts, Cfg) || P <- Prefixes],
+    OptsEach = case is_list(Opts) of
+                   true -> Opts;
+                   false -> [Opts || _ <- Prefixes]
+               end,
+    Named = [c_opts(P, O, Cfg) || {P, O} <- lists:zip(Prefixes, OptsEach)],
     Pids = [spawn_link(fun() -> Self ! {started, self(), shardnode:start_node(O)} end) || {_, O} <- Named],
     Results = lists:zip([N || {N, _} <- Named], [receive {started, Pid, R} -> R end || Pid <- Pids]),
     %% Every node that did start is tracked (cleanup stops it) before a

@@ -10,6 +10,12 @@
 %%     BENCH_SCALE_IDLE_S seconds (5) with no message sent, over N, in ms
 %%     of CPU per second (to the nanosecond: bench_nodes:cpu_us_fine),
 %%     once the cluster has settled (settle/4);
+%%   distribution packets per member: the packets all N members sent and
+%%     received over the same window (each member's metrics page,
+%%     shardnode_dist_packets_total), over N, per second: what the
+%%     protocol asks of a member, which a machine running every member
+%%     alone would see, whatever the idle CPU of N processes sharing two
+%%     cores says;
 %%   memory per member: the resident size of the N OS processes, over N;
 %%   fail-over: from kill -9 of the youngest until the first member lists
 %%     it down (what the cluster's watching costs to decide).
@@ -49,14 +55,15 @@ idle_seconds() ->
     end.
 
 size_figures(N, Cfg) ->
-    Opts = #{types => [counter], config => #{}, ready_timeout => ?DEADLINE_MS},
+    Ports = distinct_free_ports(N, []),
+    Opts = fun(Port) -> #{types => [counter], config => #{metrics_port => Port}, ready_timeout => ?DEADLINE_MS} end,
     Tag = "bench_s" ++ integer_to_list(N) ++ "_",
-    First = bench_nodes:start_c(Tag ++ "1_", Opts, Cfg),
+    First = bench_nodes:start_c(Tag ++ "1_", Opts(hd(Ports)), Cfg),
     #{node := A} = First,
     T0 = erlang:monotonic_time(),
     Others = try
                  bench_nodes:start_c_at_once([Tag ++ integer_to_list(K) ++ "_" || K <- lists:seq(2, N)],
-                                             Opts#{join => [A]}, Cfg)
+                                             [(Opts(P))#{join => [A]} || P <- tl(Ports)], Cfg)
              catch
                  Class:Reason:Stack ->
                      bench_nodes:stop_quietly(First),
@@ -70,7 +77,10 @@ size_figures(N, Cfg) ->
         Formed = bench_figures:us(erlang:monotonic_time() - T0) / 1000,
         Pids = [P || #{ospid := P} <- All],
         settle(Pids, N, erlang:monotonic_time(millisecond) + 60000, []),
+        Packets0 = packets(Ports),
+        P0 = erlang:monotonic_time(),
         Idle = idle_cpu_ms(Pids, N, idle_seconds() * 1000),
+        Packets = (packets(Ports) - Packets0) / (bench_figures:us(erlang:monotonic_time() - P0) / 1.0e6) / N,
         RssMb = lists:sum([bench_nodes:rss_kb(P) || P <- Pids]) / 1024 / N,
         Victim = lists:last(All),
         #{node := V} = Victim,
@@ -80,12 +90,12 @@ size_figures(N, Cfg) ->
         ok = bench_nodes:kill(Victim),
         TDown = receive {Watcher, down, Td} -> Td after ?DEADLINE_MS -> erlang:error({never_down, N}) end,
         Down = bench_figures:us(TDown - K0) / 1000,
-        bench_figures:progress("scale " ++ integer_to_list(N), "formed in ~s ms; idle CPU ~s ms/s and ~s MB per "
-                               "member; a kill -9 seen down after ~s ms",
-                               [bench_figures:fmt(Formed), bench_figures:fmt(Idle), bench_figures:fmt(RssMb),
-                                bench_figures:fmt(Down)]),
-        maps:from_list([{{scale_formed_ms, N}, Formed}, {{scale_idle_cpu_ms, N}, Idle}, {{scale_rss_mb, N}, RssMb},
-                        {{scale_down_ms, N}, Down}])
+        bench_figures:progress("scale " ++ integer_to_list(N), "formed in ~s ms; idle CPU ~s ms/s, ~s packets/s and "
+                               "~s MB per member; a kill -9 seen down after ~s ms",
+                               [bench_figures:fmt(Formed), bench_figures:fmt(Idle), bench_figures:fmt(Packets),
+                                bench_figures:fmt(RssMb), bench_figures:fmt(Down)]),
+        maps:from_list([{{scale_formed_ms, N}, Formed}, {{scale_idle_cpu_ms, N}, Idle},
+                        {{scale_packets_per_s, N}, Packets}, {{scale_rss_mb, N}, RssMb}, {{scale_down_ms, N}, Down}])
     after
         stop_all([S || S = #{node := Node} <- All, lists:member(Node, shardnode:which_nodes())])
     end.
@@ -113,6 +123,27 @@ settle(Pids, N, Deadline, Last) ->
     case Settled orelse erlang:monotonic_time(millisecond) > Deadline of
         true -> ok;
         false -> settle(Pids, N, Deadline, Window)
+    end.
+
+%% The distribution packets, in and out, of every member whose metrics
+%% port is in Ports, summed (the window's two reads are what the caller
+%% compares; the scrapes' own HTTP is no distribution traffic).
+packets(Ports) ->
+    lists:sum([packets_of(P) || P <- Ports]).
+
+packets_of(Port) ->
+    {ok, Page} = shardnode_ct:metrics_page(Port),
+    shardnode_ct:metric_value(Page, <<"shardnode_dist_packets_total{direction=\"in\"}">>)
+        + shardnode_ct:metric_value(Page, <<"shardnode_dist_packets_total{direction=\"out\"}">>).
+
+%% N metrics ports, no two the same.
+distinct_free_ports(0, Ports) ->
+    Ports;
+distinct_free_ports(N, Ports) ->
+    Port = shardnode_ct:free_port(),
+    case lists:member(Port, Ports) of
+        true -> distinct_free_ports(N, Ports);
+        false -> distinct_free_ports(N - 1, [Port | Ports])
     end.
 
 %% Stops the members, youngest first, several at a time.
