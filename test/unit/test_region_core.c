@@ -96,7 +96,9 @@ Test(region_core, every_message_a_region_sends_leaves_through_its_outlet)
 	cr_assert_eq(h.m[0].sends.reply_to, home.delivered);
 	cr_assert_eq(h.m[1].sends.reply_to, entry.delivered);
 	cr_assert_eq(entry.forwarded, home.delivered);
-	cr_assert_eq(h.m[1].sends.send_connected, entry.forwarded);
+	/* Each forward went through the outlet's send_connected (one refused,
+	 * a connection not up, would be sent again later). */
+	cr_assert_geq(h.m[1].sends.send_connected, entry.forwarded);
 	/* A tell's {counter, Id, Reply} is a plain send of the region holding
 	 * the entity. */
 	uint64_t sent_before = h.m[0].sends.send + h.m[1].sends.send;
