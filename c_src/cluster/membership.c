@@ -366,6 +366,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	char from[NODE_NAME_BUF];
 	if (node_name_decode(t, &i, from))
 		return;
+	uint64_t in_digest = membership_encoded_list_digest(t, i);
 	int ii = (int)i, count;
 	if (ei_decode_list_header(t, &ii, &count) < 0)
 		return;
@@ -443,10 +444,17 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	if (greet)
 		membership_greet_new_members(m);
 	struct member *sender = membership_member(m, from);
-	if (sender != NULL && sender->status >= MEMBER_DOWN)
+	if (sender != NULL && sender->status >= MEMBER_DOWN) {
 		membership_gossip_to(m, from); /* it has not heard it was downed */
-	else if (sender != NULL)
+	} else if (sender != NULL) {
 		membership_heard(m, sender);
+		if (membership_rules_answer_gossip(in_digest, membership_digest(m),
+						   sender->protocol >= MEMBER_PROTOCOL_DIGESTS, now_ms(m),
+						   sender->answered_gossip_at, m->cfg.heartbeat_interval_ms)) {
+			sender->answered_gossip_at = now_ms(m);
+			membership_gossip_to(m, from); /* what it lacked, in one round trip */
+		}
+	}
 	if (refuted) /* our entry, at its new version, everywhere at once */
 		gossip_all(m);
 	if (any || refuted) {

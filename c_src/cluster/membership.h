@@ -86,6 +86,9 @@ struct member {
 	 * user time among 256. */
 	uint64_t digest_part;
 	uint64_t digest_part_of;
+	/* When our list last went to it in answer to a list of its that
+	 * lacked something (on_gossip; evloop ms, 0: never). */
+	uint64_t answered_gossip_at;
 	bool unreachable;      /* silent for failure_timeout_ms */
 	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
 	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */

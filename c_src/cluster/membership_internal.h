@@ -150,6 +150,10 @@ void membership_send_join(struct membership *m, const char *to, const ei_x_buff 
 /* Encodes a member's [Type]. Returns 0 or -ENOMEM. */
 int membership_encode_types(ei_x_buff *x, const struct member *e);
 
+/* Appends our member list, [Entry] as gossip carries it, to x. Returns 0
+ * or -ENOMEM. */
+int membership_encode_list(const struct membership *m, ei_x_buff *x);
+
 /* Sends our member list to `to`. */
 void membership_gossip_to(struct membership *m, const char *to);
 
@@ -158,6 +162,11 @@ void membership_gossip_to(struct membership *m, const char *to);
  * different list): equal on two members whose gossip to each other would
  * change nothing, whatever the order of their entries. */
 uint64_t membership_digest(struct membership *m);
+
+/* The digest membership_digest gives of the member list a gossip message
+ * carries: `t` at `i` is the list as membership_gossip_to encodes it
+ * (validated). 0 when it is not a list (says nothing). Only reads. */
+uint64_t membership_encoded_list_digest(const char *t, size_t i);
 
 /* The tick's gossip: the list's digest kept as tick_digest, which the
  * tick's heartbeat carries to a member of protocol 2 or later (it answers

@@ -11,6 +11,7 @@
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"
+#include "etf/term.h"
 #include "etf/term_digest.h"
 #include "etf/term_encode.h"
 
@@ -179,6 +180,21 @@ uint64_t membership_digest(struct membership *m)
 	return term_digest_of_parts(digest, m->n);
 }
 
+uint64_t membership_encoded_list_digest(const char *t, size_t i)
+{
+	int ii = (int)i, count;
+	if (ei_decode_list_header(t, &ii, &count) < 0 || count < 0)
+		return 0;
+	uint64_t digest = 0;
+	for (size_t k = 0, at = (size_t)ii; k < (size_t)count; k++) {
+		size_t end = at;
+		term_skip(t, &end);
+		digest ^= fnv1a64(t + at, end - at); /* as term_digest_part hashes its encoding */
+		at = end;
+	}
+	return term_digest_of_parts(digest, (size_t)count);
+}
+
 /* The tick's gossip (membership_internal.h). A list of N entries to each of
  * N members every tick cost each member O(N^2); a digest in the heartbeat
  * is a few bytes. A change still goes whole to every member at once
@@ -195,16 +211,20 @@ void membership_gossip_tick(struct membership *m)
 	}
 }
 
+int membership_encode_list(const struct membership *m, ei_x_buff *x)
+{
+	int rc = m->n && ei_x_encode_list_header(x, (long)m->n) < 0 ? -ENOMEM : 0;
+	for (size_t k = 0; rc == 0 && k < m->n; k++)
+		rc = encode_member(x, &m->members[k]);
+	return rc == 0 && ei_x_encode_empty_list(x) < 0 ? -ENOMEM : rc;
+}
+
 void membership_gossip_to(struct membership *m, const char *to)
 {
 	ei_x_buff x;
 	if (membership_begin_msg(m, &x, "gossip") != 0)
 		return;
-	int rc = m->n && ei_x_encode_list_header(&x, (long)m->n) < 0 ? -ENOMEM : 0;
-	for (size_t k = 0; rc == 0 && k < m->n; k++)
-		rc = encode_member(&x, &m->members[k]);
-	if (rc == 0 && ei_x_encode_empty_list(&x) < 0)
-		rc = -ENOMEM;
+	int rc = membership_encode_list(m, &x);
 	if (rc == 0)
 		membership_send_admin(m, to, &x); /* else the next gossip tries again */
 	ei_x_free(&x);

@@ -183,6 +183,14 @@ size_t membership_rules_admit(const struct member_facts *members, size_t n, cons
 	return admitted;
 }
 
+bool membership_rules_answer_gossip(uint64_t in_digest, uint64_t our_digest, bool sender_digests, uint64_t now_ms,
+				    uint64_t answered_at_ms, uint32_t interval_ms)
+{
+	if (in_digest == 0 || in_digest == our_digest || !sender_digests)
+		return false;
+	return answered_at_ms == 0 || now_ms >= answered_at_ms + interval_ms;
+}
+
 bool membership_rules_lease_lapsed(uint64_t last_acked_ms, uint64_t now_ms, uint32_t failure_timeout_ms,
 				   uint32_t margin_ms)
 {

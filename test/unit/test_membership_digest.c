@@ -101,3 +101,31 @@ Test(membership_digest, every_gossiped_change_changes_it_fresh_or_in_place_and_n
 	s2[1].down_at = 7;
 	cr_assert_eq(membership_digest(&b), first);
 }
+
+/* A gossiped list digested as it came (membership_encoded_list_digest)
+ * is the sender's own digest of that list: what push-pull compares with
+ * ours once merged. Another list, or one entry changed, digests otherwise;
+ * what is not a list says nothing (0). */
+Test(membership_digest, a_gossiped_list_digests_as_its_sender_digests_it)
+{
+	struct member s1[3], s2[3];
+	struct membership a, b;
+	make_list(&a, s1, "abc");
+	make_list(&b, s2, "cab");
+	ei_x_buff x;
+	cr_assert_eq(ei_x_new(&x), 0);
+	cr_assert_eq(membership_encode_list(&a, &x), 0);
+	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), membership_digest(&a));
+	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), membership_digest(&b), "order does not count");
+	s2[1].version++;
+	cr_assert_neq(membership_encoded_list_digest(x.buff, 0), membership_digest(&b));
+	b.n = 2;
+	x.index = 0;
+	cr_assert_eq(membership_encode_list(&b, &x), 0);
+	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), membership_digest(&b));
+	cr_assert_neq(membership_encoded_list_digest(x.buff, 0), membership_digest(&a), "an entry fewer");
+	x.index = 0;
+	cr_assert_eq(ei_x_encode_atom(&x, "gossip"), 0);
+	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), 0);
+	ei_x_free(&x);
+}
