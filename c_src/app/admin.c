@@ -218,7 +218,8 @@ static void on_system(struct admin *a, const struct gen_call *call)
 	if (ei_x_new(&state) < 0)
 		return;
 	int rc = encode_sys_state(a, &state);
-	rc = sys_msg_answer(a->cfg.node, &a->shardnode->pid, call, "shardnode_admin", &state, rc);
+	struct outlet out = dist_node_outlet(a->cfg.node);
+	rc = sys_msg_answer(&out, &a->shardnode->pid, call, "shardnode_admin", &state, rc);
 	if (rc)
 		log_warn(a->cfg.log, "reply to a system message could not be sent: %s", strerror(-rc));
 	ei_x_free(&state);

@@ -349,6 +349,7 @@ static void reset_local(struct membership *m, struct member *e)
 	e->lease_until = 0;
 	e->granted_until = 0;
 	e->acked_us_at = 0;
+	e->answered_gossip_at = 0;
 	e->down_at = 0;
 	e->released = false;
 	e->last_acked = 0;
@@ -448,9 +449,9 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 		membership_gossip_to(m, from); /* it has not heard it was downed */
 	} else if (sender != NULL) {
 		membership_heard(m, sender);
-		if (membership_rules_answer_gossip(in_digest, membership_digest(m),
-						   sender->protocol >= MEMBER_PROTOCOL_DIGESTS, now_ms(m),
-						   sender->answered_gossip_at, m->cfg.heartbeat_interval_ms)) {
+		if (membership_rules_may_answer_gossip(in_digest, sender->protocol >= MEMBER_PROTOCOL_DIGESTS, now_ms(m),
+						       sender->answered_gossip_at, m->cfg.heartbeat_interval_ms) &&
+		    in_digest != membership_digest(m)) {
 			sender->answered_gossip_at = now_ms(m);
 			membership_gossip_to(m, from); /* what it lacked, in one round trip */
 		}

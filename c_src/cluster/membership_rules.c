@@ -183,10 +183,10 @@ size_t membership_rules_admit(const struct member_facts *members, size_t n, cons
 	return admitted;
 }
 
-bool membership_rules_answer_gossip(uint64_t in_digest, uint64_t our_digest, bool sender_digests, uint64_t now_ms,
-				    uint64_t answered_at_ms, uint32_t interval_ms)
+bool membership_rules_may_answer_gossip(uint64_t in_digest, bool sender_digests, uint64_t now_ms,
+					uint64_t answered_at_ms, uint32_t interval_ms)
 {
-	if (in_digest == 0 || in_digest == our_digest || !sender_digests)
+	if (in_digest == 0 || !sender_digests)
 		return false;
 	return answered_at_ms == 0 || now_ms >= answered_at_ms + interval_ms;
 }

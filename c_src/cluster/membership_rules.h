@@ -179,19 +179,21 @@ size_t membership_rules_admit(const struct member_facts *members, size_t n, cons
 
 /* ---- gossip ---- */
 
-/* Whether a member answers a gossiped member list with its own
- * (push-pull): the list, digested as it came (in_digest; 0: unreadable,
- * says nothing), differs from ours once merged (our_digest), so the
- * sender lacks or holds older something we have; the sender compares
+/* Whether a member may answer a gossiped member list with its own
+ * (push-pull), which it does when the list, digested as it came
+ * (in_digest; 0: unreadable, says nothing), also differs from its own
+ * once merged — the sender lacks, or holds older, something it has; the
+ * caller compares, after this says yes, since its own digest costs a pass
+ * over the list. Yes when the digest says something, the sender compares
  * digests (sender_digests: protocol 2 or later — an older one gets our
- * list every tick anyway); and we did not answer it within the last
- * interval_ms (answered_at_ms, 0: never), so that two lists that cannot
- * agree cost a list a tick, as the digests' own mismatch does, never a
- * storm. A change one member missed then reaches it in one round trip
- * with whoever gossips to it, rather than when its own heartbeat reaches
- * a member that has it. */
-bool membership_rules_answer_gossip(uint64_t in_digest, uint64_t our_digest, bool sender_digests, uint64_t now_ms,
-				    uint64_t answered_at_ms, uint32_t interval_ms);
+ * list every tick anyway), and we did not answer it within the last
+ * interval_ms (answered_at_ms, 0: never): two lists that cannot agree
+ * cost at most one answer an interval each way, never a storm. A change
+ * one member missed then reaches it in one round trip with whoever
+ * gossips to it, rather than when its own heartbeat reaches a member that
+ * has it. */
+bool membership_rules_may_answer_gossip(uint64_t in_digest, bool sender_digests, uint64_t now_ms,
+					uint64_t answered_at_ms, uint32_t interval_ms);
 
 /* ---- a downed member's lease ---- */
 

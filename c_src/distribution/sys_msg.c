@@ -62,7 +62,7 @@ int sys_msg_encode_reply(ei_x_buff *x, const struct gen_call *call, const erlang
 	       term_x_encode_atom(x, "not_supported") | term_x_append_raw(x, call->request, call->request_len);
 }
 
-int sys_msg_answer(struct dist_node *n, const erlang_pid *self, const struct gen_call *call, const char *module,
+int sys_msg_answer(const struct outlet *out, const erlang_pid *self, const struct gen_call *call, const char *module,
 		   ei_x_buff *state, int state_rc)
 {
 	ei_x_buff x;
@@ -71,7 +71,7 @@ int sys_msg_answer(struct dist_node *n, const erlang_pid *self, const struct gen
 	int rc = term_x_whole_or_enomem(&x, 0,
 					sys_msg_encode_reply(&x, call, self, module, state->buff, (size_t)state->index));
 	if (rc == 0)
-		rc = dist_node_reply(n, self, call, x.buff, (size_t)x.index);
+		rc = outlet_reply_to(out, self, &call->from, call->tag, call->tag_len, x.buff, (size_t)x.index);
 	ei_x_free(&x);
 	return rc;
 }

@@ -25,6 +25,7 @@
 
 #include "distribution/dist_node.h"
 #include "protocol/gen_call.h"
+#include "protocol/outlet.h"
 
 enum sys_request { SYS_GET_STATE, SYS_GET_STATUS, SYS_OTHER };
 
@@ -39,12 +40,13 @@ enum sys_request sys_msg_request(const struct gen_call *call);
 int sys_msg_encode_reply(ei_x_buff *x, const struct gen_call *call, const erlang_pid *self, const char *module,
 			 const char *state, size_t state_len);
 
-/* Answers the system message `call` for `self`, a proc of node n: its
- * state is the term in `state` (initialised by the caller, who frees it),
- * the results of its encoders OR-ed into `state_rc` (term_x_whole_or_enomem
- * turns a failure into {error, enomem}). Returns as dist_node_reply, or
- * -ENOMEM when no reply could be built. */
-int sys_msg_answer(struct dist_node *n, const erlang_pid *self, const struct gen_call *call, const char *module,
+/* Answers the system message `call` for `self`, a proc that sends
+ * through `out` (protocol/outlet.h; borrowed for the call): its state is
+ * the term in `state` (initialised by the caller, who frees it), the
+ * results of its encoders OR-ed into `state_rc` (term_x_whole_or_enomem
+ * turns a failure into {error, enomem}). Returns as the outlet's
+ * reply_to, or -ENOMEM when no reply could be built. */
+int sys_msg_answer(const struct outlet *out, const erlang_pid *self, const struct gen_call *call, const char *module,
 		   ei_x_buff *state, int state_rc);
 
 #endif

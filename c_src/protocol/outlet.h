@@ -28,8 +28,8 @@ struct outlet_ops {
 	 * queued (-ENOTCONN, -EHOSTUNREACH, -ESRCH...): as
 	 * dist_node_send_connected. */
 	int (*send_connected)(void *carrier, const erlang_pid *to, const char *msg, size_t len);
-	/* `msg` from `from` to the process registered as `name` on `node`;
-	 * as dist_node_reg_send. */
+	/* `msg` (version byte included) from `from` to the process registered
+	 * as `name` on `node`; as dist_node_reg_send. */
 	int (*reg_send)(void *carrier, const erlang_pid *from, const char *name, const char *node, const char *msg,
 			size_t len);
 	/* {Tag, Reply} from `from` to the caller `to` of a gen_server call

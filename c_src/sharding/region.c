@@ -297,7 +297,7 @@ static void on_system(struct region *r, const struct gen_call *call)
 	if (ei_x_new(&state) < 0)
 		return;
 	int rc = region_encode_sys_state(r, &state);
-	(void)sys_msg_answer(r->cfg.node, &r->pid, call, "shardnode_region", &state, rc);
+	(void)sys_msg_answer(&r->cfg.out, &r->pid, call, "shardnode_region", &state, rc);
 	ei_x_free(&state);
 }
 

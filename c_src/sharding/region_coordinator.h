@@ -37,7 +37,8 @@ void region_coordinator_tick(struct region *r);
 
 /* Sends the encoded message buf[0..len) (version byte first) to the
  * coordinator the region knows of (registered or being registered with).
- * Returns dist_node_reg_send's result. */
+ * Returns the outlet's reg_send result (dist_node_reg_send's on a running
+ * node). */
 int region_coordinator_send(struct region *r, const char *buf, size_t len);
 
 /* dist_node_on_nodedown's callback (arg: the region). */

@@ -25,7 +25,7 @@ int region_remember_start(struct region *r)
 	if (cfg->members_hosting == NULL)
 		return -EINVAL; /* remembered entities go to the members hosting the type */
 	struct remember_share_config rcfg = {
-		.node = cfg->node, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
+		.node = cfg->node, .out = cfg->out, .loop = cfg->loop, .log = cfg->log, .store = cfg->remember,
 		.type_name = r->ident.name, .from = r->pid,
 		.members_hosting = cfg->members_hosting, .members_arg = cfg->members_arg,
 	};

@@ -17,7 +17,8 @@ void region_answer(struct region *r, const struct envelope *e, const ei_x_buff *
 /* Sends a message (encoded, version byte included) from the region's
  * node to `to`: the send the region gives the parts that speak protocols
  * of their own (its replicated store, its hosted entities), `region` a
- * struct region. Returns dist_node_send's 0 or -errno. */
+ * struct region. Returns the outlet's send result, 0 or -errno
+ * (dist_node_send's on a running node). */
 int region_send_encoded(void *region, const erlang_pid *to, const char *buf, size_t len);
 
 /* Answers {error, Reason} (an atom) as region_answer does. */

@@ -48,14 +48,14 @@ static void send_entries(struct remember_share *rr, const char *to, const ei_x_b
 	    ei_x_encode_list_header(&x, (long)n) == 0 && term_x_append_raw(&x, items->buff, (size_t)items->index) == 0 &&
 	    ei_x_encode_empty_list(&x) == 0) {
 		if (to != NULL) {
-			dist_node_reg_send(rr->cfg.node, &rr->cfg.from, rr->cfg.type_name, to, x.buff, (size_t)x.index);
+			outlet_reg_send(&rr->cfg.out, &rr->cfg.from, rr->cfg.type_name, to, x.buff, (size_t)x.index);
 		} else {
 			const char *members[CLUSTER_MEMBERS_MAX];
 			size_t m = rr->cfg.members_hosting(rr->cfg.members_arg, rr->cfg.type_name, members, CLUSTER_MEMBERS_MAX);
 			for (size_t k = 0; k < m; k++)
 				if (strcmp(members[k], rr->our_node) != 0)
-					dist_node_reg_send(rr->cfg.node, &rr->cfg.from, rr->cfg.type_name, members[k], x.buff,
-							   (size_t)x.index);
+					outlet_reg_send(&rr->cfg.out, &rr->cfg.from, rr->cfg.type_name, members[k], x.buff,
+							(size_t)x.index);
 		}
 	}
 	ei_x_free(&x);
@@ -277,6 +277,8 @@ struct remember_share *remember_share_new(const struct remember_share_config *cf
 		return NULL;
 	}
 	rr->cfg = *cfg;
+	if (rr->cfg.out.ops == NULL)
+		rr->cfg.out = dist_node_outlet(cfg->node);
 	snprintf(rr->our_node, sizeof rr->our_node, "%s", dist_node_name(cfg->node));
 	node_set_init(&rr->synced);
 	evloop_timer_init(&rr->flush_timer, on_flush_timer, rr);
