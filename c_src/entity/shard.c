@@ -201,12 +201,12 @@ int shard_start_entity(struct shard *s, const char *id, size_t id_len, uint32_t 
 	return 0;
 }
 
-int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
+int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len, bool passivate,
 		  uint32_t now_ms, ei_x_buff *reply, ei_x_buff *changed)
 {
 	uint32_t hash = entity_table_hash(id, id_len);
 	struct entity *e = entity_table_find(&s->entities, id, id_len, hash);
-	if (term_is_atom(msg, 0, "passivate")) {
+	if (passivate) {
 		if (e != NULL)
 			retire_entity(s, e);
 		(void)term_x_whole_or_enomem(reply, 0, term_x_encode_atom(reply, "ok"));

@@ -113,8 +113,10 @@ void shard_set_limit(struct shard *s, struct shard_limit *limit);
 
 /* Delivers msg to the entity with canonical id bytes `id`, starting it if it
  * is not live, and encodes the reply (no version byte) into `reply`.
- * `passivate` is answered `ok` and stops a live entity (without starting a
- * dead one). `now_ms` stamps the entity's last activity.
+ * `passivate` says the message is the bare atom `passivate` (the caller's
+ * one look at its head; the envelope's ENVELOPE_PASSIVATE): answered `ok`,
+ * it stops a live entity (without starting a dead one) and never reaches
+ * the type. `now_ms` stamps the entity's last activity.
  *
  * `changed`: NULL, or an empty buffer that gets the entity's new state
  * (encode_state's term, version byte first) when the message changed it —
@@ -124,7 +126,7 @@ void shard_set_limit(struct shard *s, struct shard_limit *limit);
  * the reply left as the entity wrote it.
  *
  * Returns 0, -ENOMEM (reply holds {error, enomem}), or -EIO. */
-int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len,
+int shard_deliver(struct shard *s, const char *id, size_t id_len, const char *msg, size_t msg_len, bool passivate,
 		  uint32_t now_ms, ei_x_buff *reply, ei_x_buff *changed);
 
 /* Encodes into `reply` (no version byte) what the entity with canonical

@@ -38,7 +38,8 @@ static void deliver_stored(struct region *r, struct shard *s, const struct envel
 		if (state == NULL) {
 			(void)term_x_error_atom(reply, "enomem");
 		} else {
-			int rc = shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, state);
+			int rc = shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, e->kind == ENVELOPE_PASSIVATE,
+					   region_now32(r), reply, state);
 			if (rc == 0 && state->index > 0)
 				rc = region_store_write(r, s->id, e->id, e->id_len, state);
 			if (rc != 0 && rc != -ENOMEM) {
@@ -94,7 +95,8 @@ void region_deliver_local(struct region *r, struct shard *s, const struct envelo
 		region_count_handled(r, e->is_call);
 		region_answer(r, e, reply);
 	} else {
-		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, region_now32(r), reply, NULL);
+		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, e->kind == ENVELOPE_PASSIVATE, region_now32(r),
+			      reply, NULL);
 		region_count_handled(r, e->is_call);
 		region_answer(r, e, reply);
 	}

@@ -49,7 +49,7 @@ static long long deliver_int(struct shard *s, long k, const char *fmt, long arg)
 	sn_x_new(&reply);
 	int_id(&id, k);
 	cr_assert_eq(ei_x_format_wo_ver(&msg, fmt, arg), 0);
-	cr_assert_eq(shard_deliver(s, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
+	cr_assert_eq(shard_deliver(s, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, false, 0, &reply, NULL), 0);
 	int i = 0;
 	long long v = 0;
 	cr_assert_eq(ei_decode_longlong(reply.buff, &i, &v), 0);
@@ -144,7 +144,7 @@ Test(shard_state, a_type_without_state_exports_nothing_and_imports_nothing)
 	sn_x_new(&reply);
 	int_id(&id, 1);
 	ei_x_encode_atom(&msg, "hi");
-	cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
+	cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, false, 0, &reply, NULL), 0);
 	struct shard_state_cursor cur = {0};
 	ei_x_buff x;
 	sn_x_new(&x);
@@ -213,7 +213,7 @@ Test(shard_state, kv_maps_move_and_the_observer_hears_of_each)
 		msg.index = 0;
 		ei_x_format_wo_ver(&msg, "{put, key, ~l}", k);
 		sn_x_new(&reply);
-		cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
+		cr_assert_eq(shard_deliver(a, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, false, 0, &reply, NULL), 0);
 		ei_x_free(&reply);
 	}
 	started = 0;
@@ -226,7 +226,7 @@ Test(shard_state, kv_maps_move_and_the_observer_hears_of_each)
 	msg.index = 0;
 	ei_x_format_wo_ver(&msg, "{get, key}");
 	sn_x_new(&reply);
-	cr_assert_eq(shard_deliver(b, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, 0, &reply, NULL), 0);
+	cr_assert_eq(shard_deliver(b, id.buff, (size_t)id.index, msg.buff, (size_t)msg.index, false, 0, &reply, NULL), 0);
 	char *text = NULL;
 	int i = 0;
 	cr_assert_geq(ei_s_print_term(&text, reply.buff, &i), 0);
