@@ -18,6 +18,7 @@
 #include "etf/shardnode_msg.h"
 #include "protocol/node_name.h"
 #include "etf/term.h"
+#include "etf/term_digest.h"
 
 static struct member *add(struct membership *m, const char *node)
 {
@@ -367,7 +368,7 @@ static void on_gossip(struct membership *m, const char *t, size_t i)
 	char from[NODE_NAME_BUF];
 	if (node_name_decode(t, &i, from))
 		return;
-	uint64_t in_digest = membership_encoded_list_digest(t, i);
+	uint64_t in_digest = term_digest_of_list(t, i); /* as membership_digest digests ours */
 	int ii = (int)i, count;
 	if (ei_decode_list_header(t, &ii, &count) < 0)
 		return;

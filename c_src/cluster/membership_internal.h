@@ -163,11 +163,6 @@ void membership_gossip_to(struct membership *m, const char *to);
  * change nothing, whatever the order of their entries. */
 uint64_t membership_digest(struct membership *m);
 
-/* The digest membership_digest gives of the member list a gossip message
- * carries: `t` at `i` is the list as membership_gossip_to encodes it
- * (validated). 0 when it is not a list (says nothing). Only reads. */
-uint64_t membership_encoded_list_digest(const char *t, size_t i);
-
 /* The tick's gossip: the list's digest kept as tick_digest, which the
  * tick's heartbeat carries to a member of protocol 2 or later (it answers
  * with its whole list when its own differs), and the whole list to every

@@ -11,7 +11,6 @@
 #include "cluster/membership_internal.h"
 #include "distribution/dist_node.h"
 #include "etf/shardnode_msg.h"
-#include "etf/term.h"
 #include "etf/term_digest.h"
 #include "etf/term_encode.h"
 
@@ -178,21 +177,6 @@ uint64_t membership_digest(struct membership *m)
 	if (x.buff != NULL)
 		ei_x_free(&x);
 	return term_digest_of_parts(digest, m->n);
-}
-
-uint64_t membership_encoded_list_digest(const char *t, size_t i)
-{
-	int ii = (int)i, count;
-	if (ei_decode_list_header(t, &ii, &count) < 0 || count < 0)
-		return 0;
-	uint64_t digest = 0;
-	for (size_t k = 0, at = (size_t)ii; k < (size_t)count; k++) {
-		size_t end = at;
-		term_skip(t, &end);
-		digest ^= fnv1a64(t + at, end - at); /* as term_digest_part hashes its encoding */
-		at = end;
-	}
-	return term_digest_of_parts(digest, (size_t)count);
 }
 
 /* The tick's gossip (membership_internal.h). A list of N entries to each of

@@ -32,4 +32,11 @@ int term_digest_part(const void *collection, size_t k, term_digest_encode_fn enc
 		     uint64_t *part);
 uint64_t term_digest_of_parts(uint64_t xor_of_parts, size_t n);
 
+/* The digest term_digest gives of a collection whose elements came
+ * encoded in a list: `buf` at `idx` is that list (validated, no version
+ * byte), each element encoded as the sender's `encode` wrote it — a
+ * member's gossiped list compared with its own. 0 when it is no list or
+ * an empty one. Only reads. */
+uint64_t term_digest_of_list(const char *buf, size_t idx);
+
 #endif

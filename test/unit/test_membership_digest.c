@@ -10,6 +10,7 @@
 
 #include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
+#include "etf/term_digest.h"
 
 static void set_member(struct member *e, const char *node, uint32_t up, enum member_status status, uint32_t version)
 {
@@ -102,7 +103,7 @@ Test(membership_digest, every_gossiped_change_changes_it_fresh_or_in_place_and_n
 	cr_assert_eq(membership_digest(&b), first);
 }
 
-/* A gossiped list digested as it came (membership_encoded_list_digest)
+/* A gossiped list digested as it came (term_digest_of_list)
  * is the sender's own digest of that list: what push-pull compares with
  * ours once merged. Another list, or one entry changed, digests otherwise;
  * what is not a list says nothing (0). */
@@ -115,17 +116,17 @@ Test(membership_digest, a_gossiped_list_digests_as_its_sender_digests_it)
 	ei_x_buff x;
 	cr_assert_eq(ei_x_new(&x), 0);
 	cr_assert_eq(membership_encode_list(&a, &x), 0);
-	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), membership_digest(&a));
-	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), membership_digest(&b), "order does not count");
+	cr_assert_eq(term_digest_of_list(x.buff, 0), membership_digest(&a));
+	cr_assert_eq(term_digest_of_list(x.buff, 0), membership_digest(&b), "order does not count");
 	s2[1].version++;
-	cr_assert_neq(membership_encoded_list_digest(x.buff, 0), membership_digest(&b));
+	cr_assert_neq(term_digest_of_list(x.buff, 0), membership_digest(&b));
 	b.n = 2;
 	x.index = 0;
 	cr_assert_eq(membership_encode_list(&b, &x), 0);
-	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), membership_digest(&b));
-	cr_assert_neq(membership_encoded_list_digest(x.buff, 0), membership_digest(&a), "an entry fewer");
+	cr_assert_eq(term_digest_of_list(x.buff, 0), membership_digest(&b));
+	cr_assert_neq(term_digest_of_list(x.buff, 0), membership_digest(&a), "an entry fewer");
 	x.index = 0;
 	cr_assert_eq(ei_x_encode_atom(&x, "gossip"), 0);
-	cr_assert_eq(membership_encoded_list_digest(x.buff, 0), 0);
+	cr_assert_eq(term_digest_of_list(x.buff, 0), 0);
 	ei_x_free(&x);
 }
