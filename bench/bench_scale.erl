@@ -55,7 +55,7 @@ idle_seconds() ->
     end.
 
 size_figures(N, Cfg) ->
-    Ports = distinct_free_ports(N, []),
+    Ports = shardnode_ct:free_ports(N),
     Opts = fun(Port) -> #{types => [counter], config => #{metrics_port => Port}, ready_timeout => ?DEADLINE_MS} end,
     Tag = "bench_s" ++ integer_to_list(N) ++ "_",
     First = bench_nodes:start_c(Tag ++ "1_", Opts(hd(Ports)), Cfg),
@@ -135,16 +135,6 @@ packets_of(Port) ->
     {ok, Page} = shardnode_ct:metrics_page(Port),
     shardnode_ct:metric_value(Page, <<"shardnode_dist_packets_total{direction=\"in\"}">>)
         + shardnode_ct:metric_value(Page, <<"shardnode_dist_packets_total{direction=\"out\"}">>).
-
-%% N metrics ports, no two the same.
-distinct_free_ports(0, Ports) ->
-    Ports;
-distinct_free_ports(N, Ports) ->
-    Port = shardnode_ct:free_port(),
-    case lists:member(Port, Ports) of
-        true -> distinct_free_ports(N, Ports);
-        false -> distinct_free_ports(N - 1, [Port | Ports])
-    end.
 
 %% Stops the members, youngest first, several at a time.
 stop_all(Systems) ->

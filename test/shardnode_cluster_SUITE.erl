@@ -387,7 +387,7 @@ a_crash_among_ring_watchers_connects_nobody_to_everyone(Config) ->
     N = 9,
     Names = [shardnode_ct:unique_name("r") ++ "@127.0.0.1" || _ <- lists:seq(1, N)],
     Seed = list_to_atom(hd(Names)),
-    Ports = distinct_free_ports(N),
+    Ports = shardnode_ct:free_ports(N),
     Opts = fun(Name, Port) ->
                    #{config := C} = O = opts(),
                    %% nine processes launched at once on a loaded machine
@@ -429,20 +429,6 @@ a_crash_among_ring_watchers_connects_nobody_to_everyone(Config) ->
 assert_no_mesh(Connections, Members) ->
     ?assert(lists:max(Connections) < Members, Connections),
     ?assert(lists:sum(Connections) =< 5 * length(Connections), Connections).
-
-%% N metrics ports, no two the same (free_port/0 can return a port twice
-%% when asked several times before any is bound).
-distinct_free_ports(N) ->
-    distinct_free_ports(N, []).
-
-distinct_free_ports(0, Ports) ->
-    Ports;
-distinct_free_ports(N, Ports) ->
-    Port = shardnode_ct:free_port(),
-    case lists:member(Port, Ports) of
-        true -> distinct_free_ports(N, Ports);
-        false -> distinct_free_ports(N - 1, [Port | Ports])
-    end.
 
 %% Distribution connections up on the node whose metrics_port is Port.
 connections(Port) ->

@@ -17,7 +17,8 @@
          a_node_not_started_by_the_kit_cannot_be_restarted/1,
          entities_are_looked_at_and_a_killed_member_fails_over/1,
          no_entity_runs_twice_through_restarts_and_a_kill/1,
-         two_instances_at_once_fail_the_check/1]).
+         two_instances_at_once_fail_the_check/1,
+         free_ports_are_free_and_distinct/1]).
 
 suite() -> [{timetrap, {minutes, 3}}].
 
@@ -27,7 +28,8 @@ all() -> [a_cluster_converges_restarts_and_loses_a_member,
           a_node_not_started_by_the_kit_cannot_be_restarted,
           entities_are_looked_at_and_a_killed_member_fails_over,
           no_entity_runs_twice_through_restarts_and_a_kill,
-          two_instances_at_once_fail_the_check].
+          two_instances_at_once_fail_the_check,
+          free_ports_are_free_and_distinct].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(shardnode),
@@ -138,6 +140,17 @@ two_instances_at_once_fail_the_check(_Config) ->
 a_node_not_started_by_the_kit_cannot_be_restarted(Config) ->
     ?assertExit({test_case_failed, {not_started_by_shardnode_ct, 'x@127.0.0.1'}},
                 shardnode_ct:restart_node(Config, 'x@127.0.0.1')).
+
+%% Ports for the nodes of a cluster started at once: as many as asked,
+%% no two the same, each one this node can listen on now.
+free_ports_are_free_and_distinct(_Config) ->
+    Ports = shardnode_ct:free_ports(50),
+    ?assertEqual(50, length(lists:usort(Ports))),
+    [begin
+         {ok, L} = gen_tcp:listen(P, [{reuseaddr, true}]),
+         ok = gen_tcp:close(L)
+     end || P <- Ports],
+    ?assertEqual([], shardnode_ct:free_ports(0)).
 
 %% A node that cannot start says why, typed, as soon as it knows: a
 %% cookie this node does not share, a port another node has, a host name

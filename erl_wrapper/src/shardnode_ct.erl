@@ -57,6 +57,7 @@
          pause/1,
          resume/1,
          free_port/0,
+         free_ports/1,
          metrics_page/1,
          metrics_page/2,
          metric_value/2]).
@@ -773,6 +774,22 @@ free_port(_Low, 0) ->
     {ok, Port} = inet:port(L),
     ok = gen_tcp:close(L),
     Port.
+
+%% @doc `N' ports as {@link free_port/0} draws them, no two the same (one
+%% draw can return a port another returned before any node bound it): one
+%% for each node of a cluster started at once.
+-spec free_ports(non_neg_integer()) -> [inet:port_number()].
+free_ports(N) when is_integer(N), N >= 0 ->
+    free_ports(N, []).
+
+free_ports(0, Ports) ->
+    Ports;
+free_ports(N, Ports) ->
+    Port = free_port(),
+    case lists:member(Port, Ports) of
+        true -> free_ports(N, Ports);
+        false -> free_ports(N - 1, [Port | Ports])
+    end.
 
 %% The lowest port of the kernel's ephemeral range.
 ephemeral_low() ->
