@@ -157,6 +157,21 @@ int downing_leader(const struct downing_member *members, size_t n, const struct 
 	return found ? (int)leader : -1;
 }
 
+/* Step 3's order (downing.h): a member named in more of the records left,
+ * then one that reports more, then one named more often lately, then the
+ * younger, is more likely the one at fault than b. */
+static bool more_likely_at_fault(const struct downing_member *a, size_t a_count, size_t a_reports,
+				 const struct downing_member *b, size_t b_count, size_t b_reports)
+{
+	if (a_count != b_count)
+		return a_count > b_count;
+	if (a_reports != b_reports)
+		return a_reports > b_reports;
+	if (a->times_named != b->times_named)
+		return a->times_named > b->times_named;
+	return older(b, a);
+}
+
 enum downing_verdict downing_decide(const struct downing_member *members, size_t n, size_t decider, size_t watchers,
 				    const struct downing_edge *edges, size_t nedges, size_t *out, size_t *nout)
 {
@@ -222,12 +237,8 @@ enum downing_verdict downing_decide(const struct downing_member *members, size_t
 		size_t pick = 0;
 		bool have = false;
 		for (size_t k = 0; k < n; k++) {
-			if (count[k] == 0)
-				continue;
-			if (!have || count[k] > count[pick] ||
-			    (count[k] == count[pick] && reports[k] > reports[pick]) ||
-			    (count[k] == count[pick] && reports[k] == reports[pick] &&
-			     older(&members[pick], &members[k]))) {
+			if (count[k] > 0 && (!have || more_likely_at_fault(&members[k], count[k], reports[k],
+									    &members[pick], count[pick], reports[pick]))) {
 				pick = k;
 				have = true;
 			}

@@ -24,7 +24,10 @@
  *     that cannot hear several healthy ones goes, never they. On a tie, the
  *     one that reports more goes: a member that cannot hear another, who
  *     hears it, is the one whose network drops what comes in. On a tie
- *     still (a cut link between two members: one record each way) the
+ *     still (one record each way between two members) the one named more
+ *     often lately goes: a lossy member's records come and go with many
+ *     members, and the view may catch it when only one pair is left, a
+ *     healthy member and it. On a tie still (a lasting cut link) the
  *     youngest goes (highest up-number, then the greater name): the oldest
  *     run the coordinators. The leader counts too: a leader that cannot
  *     hear a member the others hear (its own network drops what comes
@@ -43,6 +46,9 @@
 struct downing_member {
 	const char *node;
 	uint32_t up_number; /* age: the lowest is the oldest */
+	/* How often it was named in a new record lately
+	 * (reachability_times_named); 0 without a history. */
+	uint32_t times_named;
 };
 
 /* One record of the view: `observer` cannot hear `subject`. */

@@ -420,7 +420,7 @@ static enum downing_verdict decide(struct membership *m, struct node_set *downs)
 			continue;
 		if (is_us(m, e))
 			decider = n;
-		voters[n++] = (struct downing_member){e->node, e->up_number};
+		voters[n++] = (struct downing_member){e->node, e->up_number, reachability_times_named(&m->reach, e->node)};
 	}
 	/* Records of members that do not vote are left to downing_decide,
 	 * which ignores edges naming a non-member. */
@@ -599,8 +599,19 @@ bool membership_may_deliver(const struct membership *m)
 
 uint64_t membership_lease_until(const struct membership *m) { return m->quorum_until; }
 
+/* How long a record's appearance weighs in step 3's tie-break (downing.h)
+ * at full count: long enough to remember a lossy member's records that
+ * came and went before the view settled (stable_after_ms and a few failure
+ * timeouts), short enough that a member's bad minute is not held against
+ * it an hour later. */
+#define REACH_NAMED_HALF_LIFE_MS 30000u
+
 enum downing_verdict membership_health_tick(struct membership *m, struct node_set *downs)
 {
+	if (now_ms(m) - m->named_halved_at >= REACH_NAMED_HALF_LIFE_MS) {
+		reachability_halve_named(&m->reach);
+		m->named_halved_at = now_ms(m);
+	}
 	detect_unreachable(m);
 	/* Our record as the detector now has it (also after a member was
 	 * downed: it is no subject any more); publishing a change sends the

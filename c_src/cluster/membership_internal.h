@@ -91,6 +91,9 @@ struct membership {
 	 * is our failure detector's `unreachable` flags, the others come by
 	 * `reachability` messages. The leader downs on it (downing.h). */
 	struct reachability reach;
+	/* When the reachability history's counts were last halved (evloop
+	 * ms): they fade with a half-life of REACH_NAMED_HALF_LIFE_MS. */
+	uint64_t named_halved_at;
 };
 
 /* The loop's clock, read once per turn. */

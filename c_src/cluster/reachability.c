@@ -18,6 +18,55 @@ void reachability_free(struct reachability *r)
 	r->records = NULL;
 	r->n = r->cap = 0;
 	r->digest = 0;
+	free(r->named);
+	r->named = NULL;
+	r->nnamed = r->named_cap = 0;
+}
+
+static struct reach_named *named_entry(const struct reachability *r, const char *node)
+{
+	for (size_t k = 0; k < r->nnamed; k++)
+		if (strcmp(r->named[k].node, node) == 0)
+			return &r->named[k];
+	return NULL;
+}
+
+uint32_t reachability_times_named(const struct reachability *r, const char *node)
+{
+	const struct reach_named *e = named_entry(r, node);
+	return e ? e->times : 0;
+}
+
+/* One more for `node` (shorter than REACH_NAME_MAX); skipped without memory. */
+static void note_named(struct reachability *r, const char *node)
+{
+	struct reach_named *e = named_entry(r, node);
+	if (e == NULL) {
+		if (r->nnamed == r->named_cap) {
+			size_t cap = r->named_cap ? r->named_cap * 2 : 8;
+			struct reach_named *p = realloc(r->named, cap * sizeof *p);
+			if (p == NULL)
+				return;
+			r->named = p;
+			r->named_cap = cap;
+		}
+		e = &r->named[r->nnamed++];
+		memset(e, 0, sizeof *e);
+		memcpy(e->node, node, strlen(node) + 1);
+	}
+	if (e->times < UINT32_MAX)
+		e->times++;
+}
+
+void reachability_halve_named(struct reachability *r)
+{
+	size_t kept = 0;
+	for (size_t k = 0; k < r->nnamed; k++) {
+		r->named[k].times /= 2;
+		if (r->named[k].times > 0)
+			r->named[kept++] = r->named[k];
+	}
+	r->nnamed = kept;
 }
 
 const struct reach_record *reachability_find(const struct reachability *r, const char *observer)
@@ -104,6 +153,12 @@ int reachability_update(struct reachability *r, const char *observer, uint64_t v
 		rec = &r->records[r->n++];
 		memset(rec, 0, sizeof *rec);
 		memcpy(rec->observer, observer, strlen(observer) + 1);
+	}
+	for (size_t s = 0; s < ncopy; s++) {
+		if (lists(rec, copy[s]))
+			continue;
+		note_named(r, copy[s]);
+		note_named(r, observer);
 	}
 	free(rec->subjects);
 	rec->subjects = copy;

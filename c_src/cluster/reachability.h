@@ -37,10 +37,22 @@ struct reach_record {
 	size_t nsubjects;
 };
 
+/* How often a member was named lately: once each time a record newly
+ * listed it as subject, or newly listed a subject under it as observer. */
+struct reach_named {
+	char node[REACH_NAME_MAX];
+	uint32_t times;
+};
+
 /* Zero-initialised is empty and valid. */
 struct reachability {
 	struct reach_record *records; /* owned */
 	size_t n, cap;
+	/* The view's recent history (reachability_times_named): a record
+	 * shows only now, and a lossy member's records come and go with many
+	 * members while a cut link's stay with one. Owned. */
+	struct reach_named *named;
+	size_t nnamed, named_cap;
 	/* reachability_digest's answer, kept until a record changes; 0: none
 	 * kept. Each member took it each tick, encoding every record. */
 	uint64_t digest;
@@ -50,12 +62,25 @@ struct reachability {
 void reachability_free(struct reachability *r);
 
 /* Takes `observer`'s record (subjects copied) if `version` is higher than
- * the one held, or if none is held. Returns 1 if the set of subjects
+ * the one held, or if none is held, and counts each subject it newly
+ * lists, and its observer, as named (reachability_times_named; without
+ * memory for a new name the count is skipped: it is a hint). Returns 1 if the set of subjects
  * changed, 0 if not (an older or equal version, or the same set under a
  * newer version, which is kept), -ENOMEM (the table is as it was) or
  * -EINVAL (a name of REACH_NAME_MAX bytes or more). */
 int reachability_update(struct reachability *r, const char *observer, uint64_t version,
 			const char *const *subjects, size_t n);
+
+/* How often `node` was named in a new record since the counts were last
+ * halved, plus half of what it had then, and so on; 0 for a name never
+ * named. A member that is observer or subject of records that appear and
+ * clear with several members (a lossy one) gathers more than either end
+ * of a lasting cut link. Only reads r. */
+uint32_t reachability_times_named(const struct reachability *r, const char *node);
+
+/* Halves every count and forgets the names it brings to 0, so that the
+ * history fades: call it once per half-life. */
+void reachability_halve_named(struct reachability *r);
 
 /* The record of `observer`, or NULL. Valid until the table changes. */
 const struct reach_record *reachability_find(const struct reachability *r, const char *observer);

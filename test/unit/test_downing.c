@@ -15,7 +15,7 @@
 #include "unit_helpers.h"
 
 static const struct downing_member five[] = {
-	{"n1@h", 1}, {"n2@h", 2}, {"n3@h", 3}, {"n4@h", 4}, {"n5@h", 5},
+	{"n1@h", 1, 0}, {"n2@h", 2, 0}, {"n3@h", 3, 0}, {"n4@h", 4, 0}, {"n5@h", 5, 0},
 };
 
 #define E(o, s) {"n" #o "@h", "n" #s "@h"}
@@ -115,6 +115,34 @@ Test(downing, a_cut_link_costs_one_member_whoever_leads)
 	}
 }
 
+Test(downing, one_pair_left_of_a_lossy_member_downs_the_one_named_more_often)
+{
+	/* A lossy n3 whose records came and went with n1, n2 and n4; the
+	 * view then holds one record each way between n3 and n5: the count
+	 * and the reports tie, and age alone would down n5, the healthy one. */
+	struct downing_member members[5];
+	memcpy(members, five, sizeof members);
+	struct downing_edge edges[] = {E(3, 5), E(5, 3)};
+	size_t out[5], nout;
+	members[2].times_named = 5;
+	members[4].times_named = 2;
+	cr_assert_eq(downing_decide(members, 5, 0, 4, edges, 2, out, &nout), DOWNING_OTHERS);
+	cr_assert_eq(nout, 1);
+	cr_assert_eq(out[0], 2, "n3 goes, not n%zu", out[0] + 1);
+	/* The same history on a lasting cut link (each end named once): the
+	 * younger goes, as without a history. */
+	members[2].times_named = 1;
+	members[4].times_named = 1;
+	cr_assert_eq(downing_decide(members, 5, 0, 4, edges, 2, out, &nout), DOWNING_OTHERS);
+	cr_assert_eq(out[0], 4);
+	/* The history decides only a tie: a member named in more records
+	 * left goes first whatever its past. */
+	struct downing_edge more[] = {E(3, 5), E(5, 3), E(4, 5)};
+	members[2].times_named = 50;
+	cr_assert_eq(downing_decide(members, 5, 0, 4, more, 3, out, &nout), DOWNING_OTHERS);
+	cr_assert_eq(out[0], 4);
+}
+
 Test(downing, the_leader_is_the_oldest_nobody_reports)
 {
 	cr_assert_eq(downing_leader(five, 5, NULL, 0), 0);
@@ -125,7 +153,7 @@ Test(downing, the_leader_is_the_oldest_nobody_reports)
 	struct downing_edge e3[] = {{"gone@h", "n1@h"}};
 	cr_assert_eq(downing_leader(five, 5, e3, 1), 0, "a non-member's record does not count");
 	/* Age is the up-number, not the name. */
-	const struct downing_member m[] = {{"z@h", 1}, {"a@h", 2}};
+	const struct downing_member m[] = {{"z@h", 1, 0}, {"a@h", 2, 0}};
 	cr_assert_eq(downing_leader(m, 2, NULL, 0), 0);
 	cr_assert_eq(downing_leader(m, 0, NULL, 0), -1);
 }
@@ -133,7 +161,7 @@ Test(downing, the_leader_is_the_oldest_nobody_reports)
 Test(downing, a_tie_on_half_goes_to_the_lowest_name)
 {
 	/* Four members split two and two: the side with the lowest name wins. */
-	const struct downing_member four[] = {{"n1@h", 1}, {"n2@h", 2}, {"n3@h", 3}, {"n4@h", 4}};
+	const struct downing_member four[] = {{"n1@h", 1, 0}, {"n2@h", 2, 0}, {"n3@h", 3, 0}, {"n4@h", 4, 0}};
 	struct downing_edge lowside[] = {E(1, 3), E(1, 4), E(2, 3), E(2, 4)};
 	size_t out[4], nout;
 	cr_assert_eq(downing_decide(four, 4, 0, 3, lowside, 4, out, &nout), DOWNING_OTHERS);
@@ -163,7 +191,7 @@ static void sparse_cluster_init(struct sparse_cluster *c)
 	const char *names[TWELVE];
 	for (size_t i = 0; i < TWELVE; i++) {
 		snprintf(c->names[i], sizeof c->names[i], "n%zu@h", i + 1);
-		c->members[i] = (struct downing_member){c->names[i], (uint32_t)(i + 1)};
+		c->members[i] = (struct downing_member){c->names[i], (uint32_t)(i + 1), 0};
 		names[i] = c->names[i];
 	}
 	cr_assert_eq(watch_ring_build(&c->ring, names, TWELVE), 0);

@@ -213,3 +213,40 @@ Test(reachability, a_record_lists_exactly_its_subjects_in_any_order)
 	cr_assert(reachability_lists_exactly(&r, "n2@h", NULL, 0), "an empty record");
 	reachability_free(&r);
 }
+
+Test(reachability, a_member_whose_records_come_and_go_is_named_more_often)
+{
+	struct reachability r = {0};
+	cr_assert_eq(reachability_times_named(&r, "c@h"), 0, "never named");
+	/* A lossy c@h: a@h, b@h and d@h lose it and hear it again in turn. */
+	const char *c[] = {"c@h"};
+	uint64_t version = 1;
+	const char *observers[] = {"a@h", "b@h", "d@h"};
+	for (size_t k = 0; k < SN_ARRAY_LEN(observers); k++) {
+		cr_assert_eq(reachability_update(&r, observers[k], version++, c, 1), 1);
+		cr_assert_eq(reachability_update(&r, observers[k], version++, NULL, 0), 1);
+	}
+	/* Then one pair is left: c@h and d@h cannot hear each other. */
+	const char *d[] = {"d@h"};
+	cr_assert_eq(reachability_update(&r, "c@h", version++, d, 1), 1);
+	cr_assert_eq(reachability_update(&r, "d@h", version++, c, 1), 1);
+	cr_assert_eq(reachability_times_named(&r, "c@h"), 5, "subject thrice, then both ways with d@h");
+	cr_assert_eq(reachability_times_named(&r, "d@h"), 3, "observer twice, subject once");
+	cr_assert_eq(reachability_times_named(&r, "a@h"), 1);
+	/* Only a newly listed subject counts: a newer version of the same
+	 * set, or a subject dropped, names nobody. */
+	cr_assert_eq(reachability_update(&r, "d@h", version++, c, 1), 0);
+	cr_assert_eq(reachability_update(&r, "c@h", version++, NULL, 0), 1);
+	cr_assert_eq(reachability_times_named(&r, "c@h"), 5);
+	/* The history fades: halved, and forgotten at 0. */
+	reachability_halve_named(&r);
+	cr_assert_eq(reachability_times_named(&r, "c@h"), 2);
+	cr_assert_eq(reachability_times_named(&r, "d@h"), 1);
+	cr_assert_eq(reachability_times_named(&r, "a@h"), 0);
+	cr_assert_eq(r.nnamed, 2, "a@h and b@h forgotten, c@h and d@h kept (d@h at 1)");
+	reachability_halve_named(&r);
+	reachability_halve_named(&r);
+	cr_assert_eq(r.nnamed, 0);
+	reachability_free(&r);
+	cr_assert_null(r.named);
+}
