@@ -163,8 +163,8 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	struct shard_slot *slot = &r->slots[shard];
 	enum region_slot_hold hold = region_slot_hold(&slot->st, r->held.written_upto);
 	if (hold == SLOT_HOLD_NONE && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
-	    !(region_store_active(r) && region_store_must_wait(r, shard, e))) {
-		region_deliver_local(r, slot->shard, e);
+	    !r->entities->must_wait(r, shard, e)) {
+		r->entities->deliver(r, slot->shard, e);
 	} else if (hold == SLOT_HOLD_NONE && slot->st.state == SLOT_REMOTE) {
 		/* Not written to the home's node (no connection up): it waits
 		 * in the buffer, first, for a connection or another home. */
@@ -637,6 +637,7 @@ struct region *region_start(const struct region_config *cfg, int *err)
 		free(r);
 		return NULL;
 	}
+	region_deliver_choose(r);
 	evloop_timer_start(cfg->loop, &r->timers.retry, cfg->retry_interval_ms);
 	if (cfg->max_active_entities > 0 && cfg->remember == NULL) {
 		/* Last, as it cannot fail: without memory for the frequencies,

@@ -72,35 +72,77 @@ static void answer_peek(struct region *r, const struct shard *s, const struct en
 	scratch_put(&r->bufs.reply, reply);
 }
 
-void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e)
+/* ---- the kinds of entities (struct region_entities) ---- */
+
+static bool never_waits(struct region *r, uint32_t shard, const struct envelope *e)
+{
+	(void)r;
+	(void)shard;
+	(void)e;
+	return false;
+}
+
+/* C entities without a store: the reply goes at once. */
+static void deliver_to_c(struct region *r, struct shard *s, const struct envelope *e)
 {
 	if (e->kind == ENVELOPE_PEEK) {
 		answer_peek(r, s, e);
 		return;
 	}
-	if (r->hosting != NULL) {
-		region_hosting_deliver(r, s, e); /* answered when its process completes it */
+	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
+	if (reply == NULL)
+		return;
+	if (r->cfg.store != NULL && !r->cfg.proxy_only && e->kind == ENVELOPE_DELETE) {
+		/* A type that keeps no state has nothing stored: `delete` just
+		 * stops the entity, as for every type on a node with a store. */
+		shard_stop_entity(s, e->id, e->id_len);
+		(void)term_x_whole_or_enomem(reply, 0, term_x_encode_atom(reply, "ok"));
+	} else {
+		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, e->kind == ENVELOPE_PASSIVATE, region_now32(r),
+			      reply, NULL);
+	}
+	region_count_handled(r, e->is_call);
+	region_answer(r, e, reply);
+	scratch_put(&r->bufs.reply, reply);
+}
+
+/* C entities with a store: the reply waits for the commit. */
+static void deliver_to_stored_c(struct region *r, struct shard *s, const struct envelope *e)
+{
+	if (e->kind == ENVELOPE_PEEK) {
+		answer_peek(r, s, e);
 		return;
 	}
 	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
 	if (reply == NULL)
 		return;
-	if (region_store_active(r)) {
-		deliver_stored(r, s, e, reply);
-	} else if (r->cfg.store != NULL && !r->cfg.proxy_only && e->kind == ENVELOPE_DELETE) {
-		/* A type that keeps no state has nothing stored: `delete` just
-		 * stops the entity, as for every type on a node with a store. */
-		shard_stop_entity(s, e->id, e->id_len);
-		(void)term_x_whole_or_enomem(reply, 0, term_x_encode_atom(reply, "ok"));
-		region_count_handled(r, e->is_call);
-		region_answer(r, e, reply);
-	} else {
-		shard_deliver(s, e->id, e->id_len, e->msg, e->msg_len, e->kind == ENVELOPE_PASSIVATE, region_now32(r),
-			      reply, NULL);
-		region_count_handled(r, e->is_call);
-		region_answer(r, e, reply);
-	}
+	deliver_stored(r, s, e, reply);
 	scratch_put(&r->bufs.reply, reply);
+}
+
+/* Entities run on a host: answered when their process completes the
+ * message (and, with a store, its write is committed). */
+static void deliver_to_hosted(struct region *r, struct shard *s, const struct envelope *e)
+{
+	if (e->kind == ENVELOPE_PEEK)
+		answer_peek(r, s, e);
+	else
+		region_hosting_deliver(r, s, e);
+}
+
+static const struct region_entities c_entities = {.must_wait = never_waits, .deliver = deliver_to_c};
+static const struct region_entities stored_c_entities = {.must_wait = region_store_must_wait,
+							 .deliver = deliver_to_stored_c};
+static const struct region_entities hosted_entities = {.must_wait = never_waits, .deliver = deliver_to_hosted};
+static const struct region_entities stored_hosted_entities = {.must_wait = region_store_must_wait,
+							      .deliver = deliver_to_hosted};
+
+void region_deliver_choose(struct region *r)
+{
+	if (r->hosting != NULL)
+		r->entities = region_store_active(r) ? &stored_hosted_entities : &hosted_entities;
+	else
+		r->entities = region_store_active(r) ? &stored_c_entities : &c_entities;
 }
 
 /* Sends the message on to the region that hosts its shard. A call goes as
@@ -171,8 +213,7 @@ int region_flush_slot(struct region *r, struct shard_slot *slot)
 		region_envelope_of(p, &e);
 		/* A load under way (or started now) holds the rest back; the
 		 * slot is flushed again when it is done. */
-		if (here && region_store_active(r) &&
-		    region_store_must_wait(r, (uint32_t)(slot - r->slots), &e))
+		if (here && r->entities->must_wait(r, (uint32_t)(slot - r->slots), &e))
 			return 0;
 		if (!here) {
 			/* Not written: it stays first, the rest behind it. */
@@ -182,7 +223,7 @@ int region_flush_slot(struct region *r, struct shard_slot *slot)
 		}
 		slot->head = p->next;
 		if (here)
-			region_deliver_local(r, slot->shard, &e);
+			r->entities->deliver(r, slot->shard, &e);
 		free(p);
 		region_slot_unbuffered(&slot->st, 1);
 		r->buffered--;

@@ -8,10 +8,12 @@
 
 #include "sharding/region_internal.h"
 
-/* Delivers `e` to its entity in `s`, hosted here: the reply goes to the
- * sender at once, or, with a store, once the change it reports is
- * committed (a `delete` removes the stored state). */
-void region_deliver_local(struct region *r, struct shard *s, const struct envelope *e);
+/* Sets r->entities (struct region_entities) for the region as it is now:
+ * call it once its store is open and its host's entities started. A peek
+ * ('$shardnode_state') is answered here for every kind; with a store a
+ * changed state is written and the reply waits for the commit (a `delete`
+ * removes the stored state). */
+void region_deliver_choose(struct region *r);
 
 /* Sends `e` on to `home`, the region hosting its shard; a call goes as the
  * original '$gen_call', so the home answers the caller itself. Only over a

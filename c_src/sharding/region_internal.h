@@ -130,6 +130,22 @@ struct envelope {
 	 * the whole-time histogram. 0 with t0_ns. */
 	uint64_t arrived_ns;
 };
+/* How the entities of the shards hosted here take a message, chosen once
+ * when the region starts (region_deliver_choose): C entities in this
+ * process, with or without a store, or entities run on a host (hosting/),
+ * with or without one. route and a buffer's flush ask these two, never
+ * which kind the entities are. */
+struct region_entities {
+	/* Whether `e` must first wait in its shard's buffer: a load under way
+	 * or to start, commits it depends on (region_store_must_wait). */
+	bool (*must_wait)(struct region *r, uint32_t shard, const struct envelope *e);
+	/* Takes `e` for its entity in `s` (hosted here, the lease held,
+	 * nothing to wait for): answered now, or once the write it reports is
+	 * committed (a store), or once the entity's process handled it (a
+	 * host). */
+	void (*deliver)(struct region *r, struct shard *s, const struct envelope *e);
+};
+
 /* A get_cluster_sharding_stats call waiting for the members (region_stats.c). */
 struct stats_request;
 
@@ -312,7 +328,7 @@ struct region {
 		struct poll_until poll;
 	} leave;
 	/* Reused encode buffers, one per nesting level (scratch.h): route's
-	 * canonical id, then deliver_local's reply, then send_tell_reply's
+	 * canonical id, then the entities' deliver's reply, then send_tell_reply's
 	 * {Type, Id, Reply}; and a changed entity's encoded state. */
 	struct {
 		struct scratch canon, reply, tell, state;
@@ -350,6 +366,9 @@ struct region {
 	 * (hosting/host_entities.h), offered what the region does for them by
 	 * region_deliver.c; NULL otherwise. Owned. */
 	struct host_entities *hosting;
+	/* The kind of its entities (region_deliver_choose); never NULL once
+	 * region_new returned. Static. */
+	const struct region_entities *entities;
 };
 
 /* The kind of message `msg` (validated, no version byte) is, sent by
