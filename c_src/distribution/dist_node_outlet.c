@@ -1,5 +1,6 @@
 /* dist_node_outlet.c — a node's outlet (dist_node.h): the four sends of
- * protocol/outlet.h as the distribution carries them. */
+ * protocol/outlet.h as the distribution carries them, and dead letters
+ * counted and logged in the sender's drop log. */
 #include "distribution/dist_node.h"
 
 static int send_any(void *carrier, const erlang_pid *to, const char *msg, size_t len)
@@ -24,11 +25,18 @@ static int reply_to(void *carrier, const erlang_pid *from, const erlang_pid *to,
 	return dist_node_reply_to(carrier, from, to, tag, tag_len, reply, reply_len);
 }
 
+static void dead_letter(void *carrier, struct drop_log *log, const char *reason, const char *what, const char *term)
+{
+	(void)carrier;
+	drop_log_drop(log, reason, what, term);
+}
+
 static const struct outlet_ops dist_node_outlet_ops = {
 	.send = send_any,
 	.send_connected = send_connected,
 	.reg_send = reg_send,
 	.reply_to = reply_to,
+	.dead_letter = dead_letter,
 };
 
 struct outlet dist_node_outlet(struct dist_node *n)

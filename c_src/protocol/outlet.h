@@ -12,7 +12,8 @@
  * a test may stand a recorder in the carrier's place.
  *
  * Every operation takes encoded terms it only borrows for the call, and
- * returns 0 or -errno as the carrier's function it stands for says.
+ * returns 0 or -errno as the carrier's function it stands for says (a
+ * dead letter returns nothing: it cannot fail).
  */
 #ifndef SN_OUTLET_H
 #define SN_OUTLET_H
@@ -20,6 +21,8 @@
 #include <stddef.h>
 
 #include <ei.h>
+
+#include "etf/drop_log.h"
 
 struct outlet_ops {
 	/* `msg` (version byte included) to a pid; as dist_node_send. */
@@ -37,6 +40,16 @@ struct outlet_ops {
 	 * dist_node_reply_to. */
 	int (*reply_to)(void *carrier, const erlang_pid *from, const erlang_pid *to, const char *tag, size_t tag_len,
 			const char *reply, size_t reply_len);
+	/* A message the process drops, one it can neither route nor keep
+	 * (the dead letters, as Akka's deadLetters takes what an actor could
+	 * not deliver): it leaves here too, so that whatever the process
+	 * does with a message ends at its outlet. `log` is the process's own
+	 * count of them by `reason` (a string literal; the metrics read it);
+	 * on a running node drop_log_drop, which logs the first of each
+	 * reason with `what` it was and `term` (validated, no version byte;
+	 * may be NULL). */
+	void (*dead_letter)(void *carrier, struct drop_log *log, const char *reason, const char *what,
+			    const char *term);
 };
 
 /* The operations and what they act on; both borrowed (the carrier
@@ -66,6 +79,12 @@ static inline int outlet_reply_to(const struct outlet *o, const erlang_pid *from
 				  const char *tag, size_t tag_len, const char *reply, size_t reply_len)
 {
 	return o->ops->reply_to(o->carrier, from, to, tag, tag_len, reply, reply_len);
+}
+
+static inline void outlet_dead_letter(const struct outlet *o, struct drop_log *log, const char *reason,
+				      const char *what, const char *term)
+{
+	o->ops->dead_letter(o->carrier, log, reason, what, term);
 }
 
 #endif

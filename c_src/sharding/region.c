@@ -35,14 +35,15 @@
 
 /* ---- what cannot be routed ---- */
 
-/* A message this region cannot route (`reason`, a label for the metrics;
- * `why`, for people): counted, and the first of each reason logged with
- * the message itself, the next ones summed up each interval (drop_log.h):
- * a peer sending garbage is seen, and cannot flood the log. `term` may be
- * NULL. */
+/* A message this region cannot route or keep (`reason`, a label for the
+ * metrics; `why`, for people): a dead letter, through the outlet as all
+ * that leaves the region (protocol/outlet.h): counted, and on a running
+ * node the first of each reason logged with the message itself, the next
+ * ones summed up each interval (drop_log.h): a peer sending garbage is
+ * seen, and cannot flood the log. `term` may be NULL. */
 static void drop(struct region *r, const char *reason, const char *why, const char *term)
 {
-	drop_log_drop(&r->drops.log, reason, why, term);
+	outlet_dead_letter(&r->cfg.out, &r->drops.log, reason, why, term);
 }
 
 /* ---- the store's outcomes ---- */
@@ -163,7 +164,7 @@ static void route(struct region *r, struct envelope *e, const char *raw_id, size
 	struct shard_slot *slot = &r->slots[shard];
 	enum region_slot_hold hold = region_slot_hold(&slot->st, r->held.written_upto);
 	if (hold == SLOT_HOLD_NONE && region_slot_hosted(&slot->st) && region_may_deliver(r) &&
-	    !r->entities->must_wait(r, shard, e)) {
+	    !region_entities_must_wait(r, shard, e)) {
 		r->entities->deliver(r, slot->shard, e);
 	} else if (hold == SLOT_HOLD_NONE && slot->st.state == SLOT_REMOTE) {
 		/* Not written to the home's node (no connection up): it waits

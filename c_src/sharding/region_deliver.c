@@ -74,24 +74,9 @@ static void answer_peek(struct region *r, const struct shard *s, const struct en
 
 /* ---- the kinds of entities (struct region_entities) ---- */
 
-static bool never_waits(struct region *r, uint32_t shard, const struct envelope *e)
-{
-	(void)r;
-	(void)shard;
-	(void)e;
-	return false;
-}
-
 /* C entities without a store: the reply goes at once. */
-static void deliver_to_c(struct region *r, struct shard *s, const struct envelope *e)
+static void deliver_plain(struct region *r, struct shard *s, const struct envelope *e, ei_x_buff *reply)
 {
-	if (e->kind == ENVELOPE_PEEK) {
-		answer_peek(r, s, e);
-		return;
-	}
-	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
-	if (reply == NULL)
-		return;
 	if (r->cfg.store != NULL && !r->cfg.proxy_only && e->kind == ENVELOPE_DELETE) {
 		/* A type that keeps no state has nothing stored: `delete` just
 		 * stops the entity, as for every type on a node with a store. */
@@ -103,11 +88,11 @@ static void deliver_to_c(struct region *r, struct shard *s, const struct envelop
 	}
 	region_count_handled(r, e->is_call);
 	region_answer(r, e, reply);
-	scratch_put(&r->bufs.reply, reply);
 }
 
-/* C entities with a store: the reply waits for the commit. */
-static void deliver_to_stored_c(struct region *r, struct shard *s, const struct envelope *e)
+/* C entities, in this process: a peek answered, or the message delivered
+ * with a reply buffer, with a store (deliver_stored) or without. */
+static void deliver_in_process(struct region *r, struct shard *s, const struct envelope *e, bool stored)
 {
 	if (e->kind == ENVELOPE_PEEK) {
 		answer_peek(r, s, e);
@@ -116,8 +101,21 @@ static void deliver_to_stored_c(struct region *r, struct shard *s, const struct 
 	ei_x_buff spare, *reply = scratch_get(&r->bufs.reply, &spare);
 	if (reply == NULL)
 		return;
-	deliver_stored(r, s, e, reply);
+	if (stored)
+		deliver_stored(r, s, e, reply);
+	else
+		deliver_plain(r, s, e, reply);
 	scratch_put(&r->bufs.reply, reply);
+}
+
+static void deliver_to_c(struct region *r, struct shard *s, const struct envelope *e)
+{
+	deliver_in_process(r, s, e, false);
+}
+
+static void deliver_to_stored_c(struct region *r, struct shard *s, const struct envelope *e)
+{
+	deliver_in_process(r, s, e, true);
 }
 
 /* Entities run on a host: answered when their process completes the
@@ -130,10 +128,10 @@ static void deliver_to_hosted(struct region *r, struct shard *s, const struct en
 		region_hosting_deliver(r, s, e);
 }
 
-static const struct region_entities c_entities = {.must_wait = never_waits, .deliver = deliver_to_c};
+static const struct region_entities c_entities = {.must_wait = NULL, .deliver = deliver_to_c};
 static const struct region_entities stored_c_entities = {.must_wait = region_store_must_wait,
 							 .deliver = deliver_to_stored_c};
-static const struct region_entities hosted_entities = {.must_wait = never_waits, .deliver = deliver_to_hosted};
+static const struct region_entities hosted_entities = {.must_wait = NULL, .deliver = deliver_to_hosted};
 static const struct region_entities stored_hosted_entities = {.must_wait = region_store_must_wait,
 							      .deliver = deliver_to_hosted};
 
@@ -213,7 +211,7 @@ int region_flush_slot(struct region *r, struct shard_slot *slot)
 		region_envelope_of(p, &e);
 		/* A load under way (or started now) holds the rest back; the
 		 * slot is flushed again when it is done. */
-		if (here && r->entities->must_wait(r, (uint32_t)(slot - r->slots), &e))
+		if (here && region_entities_must_wait(r, (uint32_t)(slot - r->slots), &e))
 			return 0;
 		if (!here) {
 			/* Not written: it stays first, the rest behind it. */

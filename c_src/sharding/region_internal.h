@@ -137,7 +137,8 @@ struct envelope {
  * which kind the entities are. */
 struct region_entities {
 	/* Whether `e` must first wait in its shard's buffer: a load under way
-	 * or to start, commits it depends on (region_store_must_wait). */
+	 * or to start, commits it depends on (region_store_must_wait); NULL:
+	 * never (no store: the usual tell pays for no call). */
 	bool (*must_wait)(struct region *r, uint32_t shard, const struct envelope *e);
 	/* Takes `e` for its entity in `s` (hosted here, the lease held,
 	 * nothing to wait for): answered now, or once the write it reports is
@@ -370,6 +371,12 @@ struct region {
 	 * region_new returned. Static. */
 	const struct region_entities *entities;
 };
+
+/* struct region_entities' must_wait, NULL being never. */
+static inline bool region_entities_must_wait(struct region *r, uint32_t shard, const struct envelope *e)
+{
+	return r->entities->must_wait != NULL && r->entities->must_wait(r, shard, e);
+}
 
 /* The kind of message `msg` (validated, no version byte) is, sent by
  * `from` (NULL: unknown) as a call or not. One look at its head: a

@@ -153,11 +153,20 @@ static int count_reply_to(void *carrier, const erlang_pid *from, const erlang_pi
 	return dist_node_reply_to(c->node, from, to, tag, tag_len, reply, reply_len);
 }
 
+static void count_dead_letter(void *carrier, struct drop_log *log, const char *reason, const char *what,
+			      const char *term)
+{
+	struct harness_sends *c = carrier;
+	c->dead_letter++;
+	drop_log_drop(log, reason, what, term);
+}
+
 static const struct outlet_ops counting_outlet_ops = {
 	.send = count_send,
 	.send_connected = count_send_connected,
 	.reg_send = count_reg_send,
 	.reply_to = count_reply_to,
+	.dead_letter = count_dead_letter,
 };
 
 static void start_member(struct harness *h, size_t i)
@@ -197,7 +206,7 @@ static void start_member(struct harness *h, size_t i)
 		.node = m->node, .out = {.ops = &counting_outlet_ops, .carrier = &m->sends}, .loop = h->loop, .log = &h->log,
 		.type = h->opt.host ? &h->hosted_type : counter_type(),
 		.host = h->opt.host ? host_double_region_host(h->host) : NULL,
-		.number_of_shards = h->opt.shards, .buffer_size = 100000, .retry_interval_ms = 50,
+		.number_of_shards = h->opt.shards, .buffer_size = h->opt.buffer_size ? h->opt.buffer_size : 100000, .retry_interval_ms = 50,
 		.handoff_timeout_ms = ccfg.handoff_timeout_ms, .coordinator_name = HARNESS_COORDINATOR,
 		.may_deliver = may_deliver, .may_deliver_arg = m,
 		.members_hosting = members_hosting, .members_arg = h,

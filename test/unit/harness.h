@@ -55,6 +55,8 @@ struct harness_options {
 	 * a host, here an in-process stand-in (host_double.h) speaking the
 	 * host protocol, as counters. */
 	bool host;
+	/* buffer_size; 0: 100000. */
+	uint32_t buffer_size;
 };
 
 /* What a member's region sent, counted by its outlet (protocol/outlet.h)
@@ -62,6 +64,7 @@ struct harness_options {
 struct harness_sends {
 	struct dist_node *node;
 	uint64_t send, send_connected, reg_send, reply_to;
+	uint64_t dead_letter; /* messages it dropped */
 };
 
 struct harness_member {

@@ -112,6 +112,35 @@ Test(region_core, every_message_a_region_sends_leaves_through_its_outlet)
 	harness_stop(&h);
 }
 
+static bool one_dead_letter(struct harness *h, void *arg)
+{
+	(void)arg;
+	return h->m[0].sends.dead_letter == 1;
+}
+
+Test(region_core, a_tell_beyond_buffer_size_is_a_dead_letter_at_the_outlet)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 1, .shards = 10, .buffer_size = 2});
+	cr_assert_eq(value_of(&h, harness_call(&h, 0, 1, "incr")), 1);
+	h.m[0].may_deliver = false;
+	uint64_t sent = h.m[0].sends.send;
+	for (int k = 0; k < 3; k++)
+		harness_tell(&h, 0, 1, "incr");
+	/* Two wait; the third finds the buffers full and is dropped. */
+	cr_assert(harness_run_until(&h, one_dead_letter, NULL, WAIT_MS), "the third tell is a dead letter");
+	cr_assert_eq(harness_stats(&h, 0).buffered, 2);
+	cr_assert_eq(harness_stats(&h, 0).dropped, 1, "counted in the region's drop log");
+	cr_assert_eq(h.m[0].sends.send, sent, "nothing was answered for it");
+	/* A call beyond them is answered {error, overloaded}: no dead letter. */
+	expect_error(&h, harness_call(&h, 0, 1, "incr"), "overloaded");
+	cr_assert_eq(h.m[0].sends.dead_letter, 1);
+	h.m[0].may_deliver = true;
+	region_resume(h.m[0].region);
+	cr_assert_eq(value_of(&h, harness_call(&h, 0, 1, "get")), 3, "the two that waited, not the third");
+	harness_stop(&h);
+}
+
 Test(region_core, without_the_lease_messages_wait_and_go_in_order_when_it_returns)
 {
 	struct harness h;
