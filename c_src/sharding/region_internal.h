@@ -10,8 +10,9 @@
  *                         handoff (on the shard slots of region_slot.h)
  *   region_remember.c     remembered entities (remember_share.h)
  *   region_handoff_state.c entity states streamed to a shard's new home
- *   region_deliver.c      delivery to a hosted shard, forwarding, flushing
- *                         a shard's buffer
+ *   region_deliver.c      delivery to a hosted shard through the kind of
+ *                         its entities (struct region_entities, chosen
+ *                         once), forwarding, flushing a shard's buffer
  *   region_hosting.c      a type run on a host (written in Erlang): what
  *                         the region does for its entities, which live in
  *                         hosting/host_entities.h and call back through
@@ -24,7 +25,9 @@
  *   region_slot.c         the states of a shard's slot, pure (region_slot.h)
  *   region_instances.c    entity incarnations reported for a test setting
  *
- * Calls run one way, down this list: a file calls only files below it.
+ * Calls run one way, down this list: a file calls only files below it
+ * (the kinds of entities too: region_deliver.c's tables point at its own
+ * functions and at region_hosting.c's and region_store.c's).
  * Nothing calls back up: the store's outcomes come to the hub's callbacks,
  * which resume the slot, and so do the hosted entities' (host_region_ops,
  * region_hosting.c); what the handoff state finds (a stream ended, a
