@@ -38,6 +38,7 @@
 -export([five_nodes_join_at_once/1,
          one_cut_link_costs_one_member/1,
          one_lossy_member_costs_only_itself/1,
+         a_stalled_link_reports_nobody/1,
          a_lossy_oldest_member_costs_only_itself/1,
          minority_downs_itself_majority_serves/1,
          oldest_member_isolated/1,
@@ -65,6 +66,7 @@ groups() ->
 faults() ->
     [one_cut_link_costs_one_member,
      one_lossy_member_costs_only_itself,
+     a_stalled_link_reports_nobody,
      a_lossy_oldest_member_costs_only_itself,
      minority_downs_itself_majority_serves,
      oldest_member_isolated,
@@ -192,6 +194,39 @@ one_lossy_member_costs_only_itself(Config) ->
     hold(AllHealthyUp, erlang:monotonic_time(millisecond) + 4000),
     await(fun() -> all_answer(Healthy) end),
     assert_stream(Stream, Config).
+
+%% One link stalls: for 1.3 s nothing n1 sends n3 gets through, then it
+%% does again, and TCP's retransmission brings what was held back about
+%% 1.5 s after the stall began (one and a half failure_timeout_ms); all else
+%% flows. n3 hears nothing of n1 meanwhile, but the members it asks about
+%% n1 (indirect probes) hear it: n1 is never unreachable to n3, and nobody
+%% is downed. Without the probes n3 showed n1 unreachable for about half a
+%% second.
+a_stalled_link_reports_nobody(Config) ->
+    [N1, _N2, N3, _N4, _N5] = Nodes = ?config(nodes, Config),
+    Stream = start_stream(Nodes),
+    Watch = self(),
+    Watcher = spawn_link(fun() ->
+                                 Watch ! {seen, statuses_seen(N3, N1, erlang:monotonic_time(millisecond) + 5000, #{})}
+                         end),
+    stall(1, 3, 1300),
+    Seen = receive {seen, S} -> S after 10000 -> ct:fail({no_statuses, Watcher}) end,
+    ct:log("n1 as n3 saw it, polled every 50 ms for 5 s, n1's packets to n3 dropped for the first 1.3 s: ~p",
+           [Seen]),
+    ?assertEqual(#{up => maps:get(up, Seen, 0)}, Seen, "n1 was only ever up to n3"),
+    hold(fun() -> lists_up(Nodes, Nodes) end, erlang:monotonic_time(millisecond) + 2000),
+    await(fun() -> all_answer(Nodes) end),
+    assert_stream(Stream, Config).
+
+%% How often Observer showed each status of Node until Deadline, polled.
+statuses_seen(Observer, Node, Deadline, Seen) ->
+    case erlang:monotonic_time(millisecond) > Deadline of
+        true -> Seen;
+        false ->
+            Status = member_status(Observer, Node),
+            timer:sleep(50),
+            statuses_seen(Observer, Node, Deadline, maps:update_with(Status, fun(C) -> C + 1 end, 1, Seen))
+    end.
 
 %% The same with the loss on n1, the oldest: the leader, which decides on
 %% the indirect faults. Its own loss makes it miss the others' heartbeats
@@ -441,6 +476,14 @@ lossy(I, Probability) ->
     [ok = sh(iptables(I, "-A " ++ Chain ++ " -m statistic --mode random --probability "
                       ++ Probability ++ " -j DROP")) || Chain <- ["INPUT", "OUTPUT"]],
     ok.
+
+%% Drops every packet node A sends node B for Ms, inside A's namespace,
+%% then lets them through again.
+stall(A, B, Ms) ->
+    Rule = "OUTPUT -d " ++ addr(B) ++ " -j DROP",
+    ok = sh(iptables(A, "-I " ++ Rule)),
+    timer:sleep(Ms),
+    ok = sh(iptables(A, "-D " ++ Rule)).
 
 heal() ->
     [sh(iptables(I, "-F")) || I <- lists:seq(1, ?N)],

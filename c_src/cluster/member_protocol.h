@@ -31,7 +31,10 @@
  *      copy (replica_msg.h); a heartbeat_ack to a member of 2 or later
  *      carries what is left of the acker's lease, {SentAt, LeaseLeftMs},
  *      and once every member speaks 2, a cluster of more than
- *      `watchers` + 1 voting members watches on a ring (watch_ring.h)
+ *      `watchers` + 1 voting members watches on a ring (watch_ring.h);
+ *      a member silent to another for half of failure_timeout_ms is
+ *      asked about (probe, probe_answer: membership_probe.c) of members
+ *      of 2 or later
  */
 #ifndef SN_MEMBER_PROTOCOL_H
 #define SN_MEMBER_PROTOCOL_H
@@ -51,6 +54,8 @@
 /* The first protocol whose members watch on a ring and pass leases on in
  * their acks (membership_internal.h, membership_plan_watching). */
 #define MEMBER_PROTOCOL_WATCH_RING 2
+/* The first protocol whose members answer indirect probes. */
+#define MEMBER_PROTOCOL_PROBES 2
 
 /* The marker's prefix; the decimal version follows. */
 #define MEMBER_PROTOCOL_MARKER SN_ATOM_PROTOCOL_PREFIX

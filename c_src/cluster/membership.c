@@ -1,6 +1,7 @@
 /* membership.c — see membership.h: joins, gossip merged into the member
  * list, downs and leaves. Failure detection, downing decisions and the
- * lease are in membership_health.c, the list's answers to the other
+ * lease are in membership_health.c (indirect probes in
+ * membership_probe.c), the list's answers to the other
  * modules in membership_view.c, the list's look-up and the messages it
  * sends in membership_list.c; they are called from here and call nothing
  * here. */
@@ -487,7 +488,7 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 	if (!shardnode_msg_head(t, &i, &arity) || arity != 4)
 		return 0;
 	static const char *const kinds[] = {"join", "gossip", "reachability", "heartbeat", "heartbeat_ack",
-					    "lease_lapsed"};
+					    "lease_lapsed", "probe", "probe_answer"};
 	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
 		if (!term_is_atom(t, i, kinds[k]))
 			continue;
@@ -508,14 +509,16 @@ int membership_handle(struct membership *m, const char *t, size_t len, const cha
 		on_gossip(m, t, i);
 		return 1;
 	}
-	if (term_is_atom(t, i, "reachability")) {
+	bool lapsed = term_is_atom(t, i, "lease_lapsed");
+	if (lapsed || term_is_atom(t, i, "reachability")) {
 		term_skip(t, &i);
-		membership_on_reachability(m, t, i);
+		(lapsed ? membership_on_lease_lapsed : membership_on_reachability)(m, t, i);
 		return 1;
 	}
-	if (term_is_atom(t, i, "lease_lapsed")) {
+	bool answer = term_is_atom(t, i, "probe_answer");
+	if (answer || term_is_atom(t, i, "probe")) {
 		term_skip(t, &i);
-		membership_on_lease_lapsed(m, t, i);
+		(answer ? membership_on_probe_answer : membership_on_probe)(m, t, i);
 		return 1;
 	}
 	bool ack = term_is_atom(t, i, "heartbeat_ack");

@@ -90,6 +90,9 @@ struct member {
 	 * lacked something (on_gossip; evloop ms, 0: never). */
 	uint64_t answered_gossip_at;
 	bool unreachable;      /* silent for failure_timeout_ms */
+	/* The latest time (evloop ms) a member we asked about it had heard
+	 * it (membership_probe.c); 0: none said. */
+	uint64_t others_heard_at;
 	uint64_t last_heard;   /* evloop ms of its last heartbeat, ack or gossip */
 	uint64_t lease_until;  /* the quorum lease it gives us (quorum.h) */
 	uint64_t down_at;      /* when we learned it was down; 0: not downed */

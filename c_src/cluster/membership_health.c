@@ -278,6 +278,8 @@ static void detect_unreachable(struct membership *m)
 		    e->status == MEMBER_JOINING)
 			continue;
 		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms) {
+			if (membership_heard_through_others(m, e))
+				continue; /* a slow link to a live member: it waits (membership_probe.c) */
 			e->unreachable = true;
 			any = true;
 			log_warn(m->cfg.log, "member %s unreachable: silent for %u ms", e->node, m->cfg.failure_timeout_ms);
@@ -613,6 +615,7 @@ enum downing_verdict membership_health_tick(struct membership *m, struct node_se
 		m->named_halved_at = now_ms(m);
 	}
 	detect_unreachable(m);
+	membership_probe_suspects(m);
 	/* Our record as the detector now has it (also after a member was
 	 * downed: it is no subject any more); publishing a change sends the
 	 * record to the members we tell directly. Else members of v0.1.0 get

@@ -143,6 +143,25 @@ static inline bool membership_quiet(const struct membership *m)
 	return m->cfg.last_up_number != 0 && !m->listed && m->members[0].status == MEMBER_JOINING;
 }
 
+/* Indirect probes (membership_probe.c). Each tick: asks a few members
+ * about every member we watch that has been silent to us for half of
+ * failure_timeout_ms. */
+void membership_probe_suspects(struct membership *m);
+
+/* Handles probe from t[i..]: From, Target: answers From how long we have
+ * not heard Target, or nothing if we do not hear it. */
+void membership_on_probe(struct membership *m, const char *t, size_t i);
+
+/* Handles probe_answer from t[i..]: From, {Target, SilentMs}: notes when
+ * From last heard Target (member.others_heard_at). */
+void membership_on_probe_answer(struct membership *m, const char *t, size_t i);
+
+/* Whether e, silent to us for failure_timeout_ms, is heard by others
+ * recently enough to be alive (its link to us slow, not it dead), and not
+ * yet silent to us for twice failure_timeout_ms: its unreachability waits.
+ * Only reads. */
+bool membership_heard_through_others(const struct membership *m, const struct member *e);
+
 /* Sends an encoded message (with version byte) to the admin of `to`;
  * nothing while membership_quiet. */
 void membership_send_admin(struct membership *m, const char *to, const ei_x_buff *x);
