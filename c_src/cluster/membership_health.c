@@ -274,8 +274,7 @@ static void detect_unreachable(struct membership *m)
 	bool any = false;
 	for (size_t k = 0; k < m->n; k++) {
 		struct member *e = &m->members[k];
-		if (is_us(m, e) || !e->watched || e->unreachable || e->status >= MEMBER_DOWN ||
-		    e->status == MEMBER_JOINING)
+		if (!membership_judges(m, e))
 			continue;
 		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms) {
 			if (membership_heard_through_others(m, e))

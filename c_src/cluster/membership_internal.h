@@ -110,6 +110,14 @@ static inline bool is_us(const struct membership *m, const struct member *e)
 /* Members that vote in keep-majority and give quorum leases. */
 static inline bool votes(const struct member *e) { return membership_rules_votes(e->status); }
 
+/* Whether our failure detector judges e now: a member we watch, admitted,
+ * not down, not already found unreachable (membership_health.c's
+ * detection, membership_probe.c's suspects). */
+static inline bool membership_judges(const struct membership *m, const struct member *e)
+{
+	return !is_us(m, e) && e->watched && !e->unreachable && e->status < MEMBER_DOWN && e->status != MEMBER_JOINING;
+}
+
 /* ---- membership_list.c ---- */
 
 /* The text of each member_status, as gossip and `members` write it. */

@@ -26,7 +26,6 @@
  */
 #include <stdint.h>
 
-#include "base/log.h"
 #include "cluster/member_protocol.h"
 #include "cluster/membership_internal.h"
 #include "etf/term.h"
@@ -66,10 +65,8 @@ void membership_probe_suspects(struct membership *m)
 {
 	for (size_t k = 0; k < m->n; k++) {
 		const struct member *e = &m->members[k];
-		if (is_us(m, e) || !e->watched || e->unreachable || e->connection_lost || e->status >= MEMBER_DOWN ||
-		    e->status == MEMBER_JOINING)
-			continue;
-		if (now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms / 2)
+		if (membership_judges(m, e) && !e->connection_lost &&
+		    now_ms(m) - e->last_heard > m->cfg.failure_timeout_ms / 2)
 			ask_about(m, e);
 	}
 }

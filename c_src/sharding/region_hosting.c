@@ -176,7 +176,7 @@ int region_hosting_wake(struct region *r, uint32_t shard, const char *id, size_t
 	/* As route() does with a message for a shard hosted here. */
 	if (slot->shard != NULL && region_slot_hold(&slot->st, r->held.written_upto) == SLOT_HOLD_NONE &&
 	    region_slot_hosted(&slot->st) && region_may_deliver(r) &&
-	    !(region_store_active(r) && region_store_must_wait(r, shard, &e))) {
+	    !region_entities_must_wait(r, shard, &e)) {
 		region_hosting_deliver(r, slot->shard, &e);
 		return 0;
 	}

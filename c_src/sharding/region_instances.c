@@ -33,7 +33,7 @@ static void report(void *arg, const struct shard *s, const char *id, size_t len,
 		rc = term_x_encode_atom(&x, started ? "started" : "stopped") | term_x_encode_uint(&x, evloop_wall_us());
 	if (rc == 0)
 		(void)outlet_reg_send(&r->cfg.out, &r->pid, "shardnode_instances", r->cfg.instance_reports_to, x.buff,
-					 (size_t)x.index);
+				      (size_t)x.index);
 	ei_x_free(&x);
 }
 

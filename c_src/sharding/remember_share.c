@@ -277,8 +277,6 @@ struct remember_share *remember_share_new(const struct remember_share_config *cf
 		return NULL;
 	}
 	rr->cfg = *cfg;
-	if (rr->cfg.out.ops == NULL)
-		rr->cfg.out = dist_node_outlet(cfg->node);
 	snprintf(rr->our_node, sizeof rr->our_node, "%s", dist_node_name(cfg->node));
 	node_set_init(&rr->synced);
 	evloop_timer_init(&rr->flush_timer, on_flush_timer, rr);

@@ -31,8 +31,8 @@ struct remember_share;
 
 struct remember_share_config {
 	struct dist_node *node;    /* not owned */
-	/* Where its messages leave (protocol/outlet.h): the region's. ops
-	 * NULL: the node's own, dist_node_outlet(node). */
+	/* Where its messages leave (protocol/outlet.h): the region's, whose
+	 * ops region_start has set. */
 	struct outlet out;
 	struct evloop *loop;       /* not owned */
 	const struct logger *log;  /* not owned */

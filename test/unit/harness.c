@@ -121,20 +121,20 @@ static void flush_region_batches(void *arg)
 		region_flush_batches(m->region);
 }
 
-/* A region's outlet that counts each send (harness_sends), then sends as
- * the member's node does. */
+/* A region's outlet that counts each operation (harness_sends), then
+ * hands it to the member's node's own outlet (dist_node_outlet). */
 static int count_send(void *carrier, const erlang_pid *to, const char *msg, size_t len)
 {
 	struct harness_sends *c = carrier;
 	c->send++;
-	return dist_node_send(c->node, to, msg, len);
+	return outlet_send(&c->node_out, to, msg, len);
 }
 
 static int count_send_connected(void *carrier, const erlang_pid *to, const char *msg, size_t len)
 {
 	struct harness_sends *c = carrier;
 	c->send_connected++;
-	return dist_node_send_connected(c->node, to, msg, len);
+	return outlet_send_connected(&c->node_out, to, msg, len);
 }
 
 static int count_reg_send(void *carrier, const erlang_pid *from, const char *name, const char *node, const char *msg,
@@ -142,7 +142,7 @@ static int count_reg_send(void *carrier, const erlang_pid *from, const char *nam
 {
 	struct harness_sends *c = carrier;
 	c->reg_send++;
-	return dist_node_reg_send(c->node, from, name, node, msg, len);
+	return outlet_reg_send(&c->node_out, from, name, node, msg, len);
 }
 
 static int count_reply_to(void *carrier, const erlang_pid *from, const erlang_pid *to, const char *tag,
@@ -150,7 +150,7 @@ static int count_reply_to(void *carrier, const erlang_pid *from, const erlang_pi
 {
 	struct harness_sends *c = carrier;
 	c->reply_to++;
-	return dist_node_reply_to(c->node, from, to, tag, tag_len, reply, reply_len);
+	return outlet_reply_to(&c->node_out, from, to, tag, tag_len, reply, reply_len);
 }
 
 static void count_dead_letter(void *carrier, struct drop_log *log, const char *reason, const char *what,
@@ -158,7 +158,7 @@ static void count_dead_letter(void *carrier, struct drop_log *log, const char *r
 {
 	struct harness_sends *c = carrier;
 	c->dead_letter++;
-	drop_log_drop(log, reason, what, term);
+	outlet_dead_letter(&c->node_out, log, reason, what, term);
 }
 
 static const struct outlet_ops counting_outlet_ops = {
@@ -201,7 +201,7 @@ static void start_member(struct harness *h, size_t i)
 		m->remember = remember_open(NULL, HARNESS_TYPE, h->opt.shards, &h->log, &err);
 		cr_assert_not_null(m->remember, "remember_open: %d", err);
 	}
-	m->sends = (struct harness_sends){.node = m->node};
+	m->sends = (struct harness_sends){.node_out = dist_node_outlet(m->node)};
 	struct region_config rcfg = {
 		.node = m->node, .out = {.ops = &counting_outlet_ops, .carrier = &m->sends}, .loop = h->loop, .log = &h->log,
 		.type = h->opt.host ? &h->hosted_type : counter_type(),

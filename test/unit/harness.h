@@ -60,9 +60,9 @@ struct harness_options {
 };
 
 /* What a member's region sent, counted by its outlet (protocol/outlet.h)
- * on the way to the member's node. */
+ * on the way to the member's node's own. */
 struct harness_sends {
-	struct dist_node *node;
+	struct outlet node_out; /* dist_node_outlet of the member's node */
 	uint64_t send, send_connected, reg_send, reply_to;
 	uint64_t dead_letter; /* messages it dropped */
 };
