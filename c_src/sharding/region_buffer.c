@@ -10,14 +10,22 @@
 #include "sharding/region_buffer.h"
 #include "sharding/region_send.h"
 
-void region_envelope_of(const struct pending *p, struct envelope *e)
+void region_envelope_of(const struct pending *p, struct envelope *e, erlang_pid *from)
 {
+	const char *node = p->data + p->tag_len + p->id_len + p->msg_len;
+	if (p->from_node_len > 0) {
+		memcpy(from->node, node, p->from_node_len);
+		from->node[p->from_node_len] = '\0';
+		from->num = p->from_num;
+		from->serial = p->from_serial;
+		from->creation = p->from_creation;
+	}
 	*e = (struct envelope){
 		.t0_ns = p->t0_ns,
 		.arrived_ns = p->arrived_ns,
 		.is_call = p->is_call,
 		.kind = p->kind,
-		.from = p->has_from ? &p->from : NULL,
+		.from = p->from_node_len > 0 ? from : NULL,
 		.tag = p->data,
 		.tag_len = p->tag_len,
 		.id = p->data + p->tag_len,
@@ -29,7 +37,8 @@ void region_envelope_of(const struct pending *p, struct envelope *e)
 
 struct pending *region_pending_new(const struct envelope *e)
 {
-	size_t n = e->tag_len + e->id_len + e->msg_len;
+	size_t node_len = e->from != NULL ? strnlen(e->from->node, sizeof e->from->node - 1) : 0;
+	size_t n = e->tag_len + e->id_len + e->msg_len + node_len;
 	struct pending *p = malloc(sizeof *p + n);
 	if (p == NULL)
 		return NULL;
@@ -38,17 +47,25 @@ struct pending *region_pending_new(const struct envelope *e)
 		.arrived_ns = e->arrived_ns,
 		.is_call = e->is_call,
 		.kind = e->kind,
-		.has_from = e->from != NULL,
+		.from_node_len = (uint16_t)node_len,
 		.tag_len = (uint32_t)e->tag_len,
 		.id_len = (uint32_t)e->id_len,
 		.msg_len = (uint32_t)e->msg_len,
 	};
-	if (e->from)
-		p->from = *e->from;
+	char *at = p->data;
 	if (e->tag_len > 0) /* a tell has no tag, and e->tag may be NULL */
-		memcpy(p->data, e->tag, e->tag_len);
-	memcpy(p->data + e->tag_len, e->id, e->id_len);
-	memcpy(p->data + e->tag_len + e->id_len, e->msg, e->msg_len);
+		memcpy(at, e->tag, e->tag_len);
+	at += e->tag_len;
+	memcpy(at, e->id, e->id_len);
+	at += e->id_len;
+	memcpy(at, e->msg, e->msg_len);
+	at += e->msg_len;
+	if (e->from != NULL) {
+		memcpy(at, e->from->node, node_len);
+		p->from_num = e->from->num;
+		p->from_serial = e->from->serial;
+		p->from_creation = e->from->creation;
+	}
 	return p;
 }
 
@@ -90,7 +107,8 @@ void region_refuse_entity(struct region *r, struct shard_slot *slot, const char 
 	while (*at) {
 		struct pending *p = *at;
 		struct envelope e;
-		region_envelope_of(p, &e);
+		erlang_pid from;
+		region_envelope_of(p, &e, &from);
 		if (e.id_len != id_len || memcmp(e.id, id, id_len) != 0) {
 			last = p;
 			at = &p->next;
@@ -117,7 +135,8 @@ void region_refuse_buffered(struct region *r, struct shard_slot *slot, const cha
 		struct pending *p = slot->head;
 		slot->head = p->next;
 		struct envelope e;
-		region_envelope_of(p, &e);
+		erlang_pid from;
+		region_envelope_of(p, &e, &from);
 		/* A call learns why it will get no entity reply. */
 		if (e.is_call)
 			region_answer_error(r, &e, error);

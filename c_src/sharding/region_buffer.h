@@ -8,8 +8,9 @@
 
 #include "sharding/region_internal.h"
 
-/* The envelope of a buffered message; its pointers are into p. */
-void region_envelope_of(const struct pending *p, struct envelope *e);
+/* The envelope of a buffered message; its pointers are into p, and its
+ * sender (if any) is written out to *from, which must outlive e's use. */
+void region_envelope_of(const struct pending *p, struct envelope *e, erlang_pid *from);
 
 /* A copy of the message, its shard field 0, linked to nothing; NULL when
  * out of memory. The caller frees it (free). */

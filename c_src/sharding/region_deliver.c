@@ -208,7 +208,8 @@ int region_flush_slot(struct region *r, struct shard_slot *slot)
 			return 0;
 		struct pending *p = slot->head;
 		struct envelope e;
-		region_envelope_of(p, &e);
+		erlang_pid from;
+		region_envelope_of(p, &e, &from);
 		/* A load under way (or started now) holds the rest back; the
 		 * slot is flushed again when it is done. */
 		if (here && region_entities_must_wait(r, (uint32_t)(slot - r->slots), &e))

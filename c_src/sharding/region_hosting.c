@@ -40,7 +40,8 @@ static void answer(void *arg, uint32_t shard, struct remote_mailbox_item *it, co
 	if (it->kind == HOSTED_WAKE)
 		return; /* nobody asked */
 	struct envelope e;
-	region_envelope_of(pending_of(it), &e);
+	erlang_pid from;
+	region_envelope_of(pending_of(it), &e, &from);
 	region_count_handled(r, e.is_call);
 	if (region_store_active(r))
 		region_store_answer(r, shard, &e, reply);

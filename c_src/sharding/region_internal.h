@@ -88,11 +88,14 @@ struct pending {
 	uint64_t t0_ns;
 	uint64_t arrived_ns;                   /* the envelope's */
 	bool is_call;
-	bool has_from;
 	uint8_t kind; /* the envelope's */
-	erlang_pid from;
+	/* The sender, kept small: its node name is the last of `data`
+	 * (from_node_len bytes; 0: no sender), where an erlang_pid would
+	 * carry a kilobyte for it (MAXATOMLEN_UTF8) into every message. */
+	uint16_t from_node_len;
+	uint32_t from_num, from_serial, from_creation;
 	uint32_t tag_len, id_len, msg_len;
-	char data[]; /* tag, canonical id, msg */
+	char data[]; /* tag, canonical id, msg, the sender's node name */
 };
 
 /* A load of an entity's stored state under way (region_store.c). */
