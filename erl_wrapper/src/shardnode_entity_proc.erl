@@ -37,6 +37,9 @@
                  %% that batches them for it
                  done_to :: pid(),
                  module :: module(),
+                 %% Module:handle/2, looked up once: a call by a variable
+                 %% module would look it up at every message
+                 handle :: fun((term(), shardnode_entity:state()) -> term()),
                  id :: shardnode_entity:id(),
                  state :: shardnode_entity:state()}).
 
@@ -52,7 +55,8 @@
             {non_neg_integer(), term()}) -> {pid(), reference()}.
 start(Region, DoneTo, Module, Id, Stored, First) ->
     Dispatcher = self(),
-    E = #entity{dispatcher = Dispatcher, region = Region, done_to = DoneTo, module = Module, id = Id},
+    E = #entity{dispatcher = Dispatcher, region = Region, done_to = DoneTo, module = Module,
+                handle = fun Module:handle/2, id = Id},
     erlang:spawn_opt(fun() -> init(E, Stored, First) end, [link, monitor]).
 
 %% A crash ends the process with the reason proc_lib would give it (an
@@ -77,12 +81,15 @@ init(#entity{module = Module, id = Id} = E, Stored, {Seq, Msg}) ->
 %% (messages from one process arrive in order, so before the 'DOWN'),
 %% and then the process exits `normal' as it was asked to (links see
 %% what the callback chose).
-callback(Fun, #entity{dispatcher = D}) ->
+callback(Fun, E) ->
     try Fun()
-    catch exit:normal ->
-            D ! {'$shardnode_exit', self(), normal},
-            exit(normal)
+    catch exit:normal -> exited_normal(E)
     end.
+
+-spec exited_normal(#entity{}) -> no_return().
+exited_normal(#entity{dispatcher = D}) ->
+    D ! {'$shardnode_exit', self(), normal},
+    exit(normal).
 
 -spec loop(#entity{}) -> no_return().
 loop(E) ->
@@ -101,8 +108,9 @@ run(Seq, '$shardnode_wake', #entity{state = State} = E) ->
     %% runs from when its shard lands, before anyone sends it anything.
     done(Seq, ok, State, State, continue, E),
     loop(E);
-run(Seq, Msg, #entity{module = M, state = State} = E) ->
-    case callback(fun() -> M:handle(Msg, State) end, E) of
+run(Seq, Msg, #entity{handle = Handle, state = State} = E) ->
+    %% As callback/2 does, without a fun made for every message.
+    case try Handle(Msg, State) catch exit:normal -> exited_normal(E) end of
         {reply, Reply, New} ->
             done(Seq, Reply, State, New, continue, E),
             loop(E#entity{state = New});
