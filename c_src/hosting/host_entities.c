@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/byteorder.h"
 #include "etf/entity_id.h"
 #include "etf/phash2.h"
 #include "etf/term.h"
@@ -100,6 +101,22 @@ static void forget_process(struct host_entities *h, struct hosted_entity *he, bo
 		(void)hosted_entity_set_state(he, NULL, 0);
 }
 
+/* A batch's item for the entity's process: its pid from the head made
+ * once (pid_len 0: the node's name did not fit, encoded in full). */
+static int encode_item_entity(struct host_entities *h, ei_x_buff *b, const struct hosted_pid *pid,
+			      const struct remote_mailbox_item *it)
+{
+	if (h->pid_len == 0) {
+		erlang_pid to;
+		hosted_pid_expand(pid, host_entities_node(h), &to);
+		return host_msg_encode_item_entity(b, &to, it->seq, it->msg, it->msg_len);
+	}
+	be32_write(h->pid_bytes + h->pid_len - 12, pid->num);
+	be32_write(h->pid_bytes + h->pid_len - 8, pid->serial);
+	be32_write(h->pid_bytes + h->pid_len - 4, pid->creation);
+	return host_msg_encode_item_entity_encoded(b, h->pid_bytes, h->pid_len, it->seq, it->msg, it->msg_len);
+}
+
 /* Sends message `it` (in flight now) to the entity's process, or to the
  * dispatcher to start one. Returns 0, or -EHOSTUNREACH (no host to send
  * to) or -ENOMEM: it is then still in flight, for the caller to fail. */
@@ -107,21 +124,21 @@ static int send_in_flight(struct host_entities *h, const char *id, size_t id_len
 			  struct remote_mailbox_item *it)
 {
 	erlang_pid to;
-	if (he->has_pid)
-		hosted_pid_expand(&he->pid, host_entities_node(h), &to);
-	else if (!h->cfg.host->dispatcher(h->cfg.host->arg, &to))
+	if (!he->has_pid && !h->cfg.host->dispatcher(h->cfg.host->arg, &to))
 		return -EHOSTUNREACH;
 	it->sent_ns = evloop_now_ns(h->cfg.loop);
 	ei_x_buff *b = batch_begin(h);
 	if (b != NULL) {
 		/* With the turn's others, to the dispatcher, which hands it on. */
-		int rc = he->has_pid ? host_msg_encode_item_entity(b, &to, it->seq, it->msg, it->msg_len)
+		int rc = he->has_pid ? encode_item_entity(h, b, &he->pid, it)
 				     : host_msg_encode_item_start(b, &h->cfg.region, h->cfg.type, id, id_len,
 								  he->state, he->state_len, it->seq, it->msg,
 								  it->msg_len);
 		h->cfg.host->batch_end(h->cfg.host->arg, rc == 0);
 		return rc;
 	}
+	if (he->has_pid)
+		hosted_pid_expand(&he->pid, host_entities_node(h), &to);
 	ei_x_buff x;
 	if (ei_x_new(&x) < 0)
 		return -ENOMEM;
@@ -444,14 +461,10 @@ bool host_entities_handle(struct host_entities *h, const char *term, size_t len,
 		return true;
 	}
 	struct host_msg_batch b;
-	const char *one;
-	size_t one_len;
+	struct host_msg each;
+	int each_rc;
 	host_msg_batch_begin(&b, hm.items, hm.items_len);
-	while (host_msg_batch_next(&b, &one, &one_len)) {
-		struct host_msg each;
-		int each_rc = host_msg_decode(one, one_len, &each);
-		if (each_rc == 1 && each.kind == HOST_MSG_BATCH)
-			each_rc = -EPROTO; /* no batch inside a batch */
+	while (host_msg_batch_decode_next(&b, &each, &each_rc)) {
 		handle_one(h, &each, each_rc, &shard);
 		if (shard != UINT32_MAX)
 			settled(arg, shard);
@@ -540,6 +553,14 @@ struct host_entities *host_entities_new(const struct host_entities_config *cfg, 
 		return NULL;
 	}
 	h->cfg = *cfg;
+	erlang_pid any = {.num = 0};
+	hosted_pid_expand(&(struct hosted_pid){0}, host_entities_node(h), &any);
+	int n = 0;
+	if (ei_encode_pid(NULL, &n, &any) == 0 && (size_t)n <= sizeof h->pid_bytes) {
+		n = 0;
+		(void)ei_encode_pid(h->pid_bytes, &n, &any);
+		h->pid_len = (size_t)n;
+	}
 	scratch_init(&h->canon_buf);
 	scratch_init(&h->reply_buf);
 	h->entity_ops = (struct hosted_entity_ops){.stopped = entity_stopped, .arg = h};

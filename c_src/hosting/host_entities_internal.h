@@ -35,6 +35,11 @@ struct host_entities {
 	 * canonical id, then its reply — one of each per completion on the
 	 * hot path otherwise. */
 	struct scratch canon_buf, reply_buf;
+	/* A pid of the host as ei_encode_pid writes it (NEW_PID_EXT, the
+	 * node's atom, then 12 bytes of number, serial and creation): the
+	 * head is made once, the 12 bytes are written for each message. */
+	char pid_bytes[1 + 3 + MAXATOMLEN_UTF8 + 12];
+	size_t pid_len;
 };
 
 /* The record a hosted type keeps for each live entity. */

@@ -110,6 +110,13 @@ int host_msg_encode_item_entity(ei_x_buff *x, const erlang_pid *to, uint64_t seq
 		     term_x_append_raw(x, msg, msg_len));
 }
 
+int host_msg_encode_item_entity_encoded(ei_x_buff *x, const char *pid, size_t pid_len, uint64_t seq, const char *msg,
+					size_t msg_len)
+{
+	return whole(ei_x_encode_tuple_header(x, 3) | term_x_append_raw(x, pid, pid_len) | term_x_encode_uint(x, seq) |
+		     term_x_append_raw(x, msg, msg_len));
+}
+
 int host_msg_encode_item_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id,
 			       size_t id_len, const char *stored, size_t stored_len, uint64_t seq, const char *msg,
 			       size_t msg_len)
@@ -163,6 +170,7 @@ static int decode_host(const char *t, size_t i, long arity, struct host_msg *out
 			return -EPROTO;
 		out->kind = HOST_MSG_WELCOME;
 		out->has_pid = true;
+		out->used = i;
 		return 1;
 	}
 	if (arity == 3 && term_is_atom(t, i, "batches")) {
@@ -171,6 +179,7 @@ static int decode_host(const char *t, size_t i, long arity, struct host_msg *out
 			return -EPROTO;
 		out->kind = HOST_MSG_BATCHES;
 		out->has_pid = true;
+		out->used = i;
 		return 1;
 	}
 	if (arity == 3 && term_is_atom(t, i, "types")) {
@@ -178,6 +187,7 @@ static int decode_host(const char *t, size_t i, long arity, struct host_msg *out
 		if (!get_list(t, &i, &out->types, &out->types_len))
 			return -EPROTO;
 		out->kind = HOST_MSG_TYPES;
+		out->used = i;
 		return 1;
 	}
 	/* hello, start, lease: the C node's own messages, never sent to it. */
@@ -208,7 +218,9 @@ static int decode_done(const char *t, size_t i, long arity, struct host_msg *out
 		out->stop = true;
 	else if (!term_is_atom(t, i, "continue"))
 		return -EPROTO;
+	term_skip(t, &i);
 	out->kind = HOST_MSG_DONE;
+	out->used = i;
 	return 1;
 }
 
@@ -226,6 +238,7 @@ static int decode_crashed(const char *t, size_t i, long arity, struct host_msg *
 		return -EPROTO;
 	span(t, &i, &out->reply, &out->reply_len);
 	out->kind = HOST_MSG_CRASHED;
+	out->used = i;
 	return 1;
 }
 
@@ -235,12 +248,14 @@ static int decode_stopped(const char *t, size_t i, long arity, struct host_msg *
 	if (arity != 2 || !get_seq(t, &i, &out->seq) || out->seq > UINT32_MAX)
 		return -EPROTO;
 	out->kind = HOST_MSG_ENDED;
+	out->used = i;
 	return 1;
 }
 
 int host_msg_decode(const char *t, size_t len, struct host_msg *out)
 {
-	(void)len; /* validated: every length inside is true */
+	/* Validated: every length inside is true, and len is where the term
+	 * ends. */
 	size_t i = 0;
 	long arity = term_get_tuple(t, &i);
 	if (arity < 1)
@@ -264,9 +279,16 @@ int host_msg_decode(const char *t, size_t len, struct host_msg *out)
 	}
 	if (term_is_atom(t, i, BATCH_TAG)) {
 		term_skip(t, &i);
-		if (arity != 2 || !get_list(t, &i, &out->items, &out->items_len))
+		unsigned char tag = (unsigned char)t[i];
+		if (arity != 2 || (tag != ERL_LIST_EXT && tag != ERL_NIL_EXT && tag != ERL_STRING_EXT))
 			return -EPROTO;
+		/* The list is the tuple's last element: it runs to the term's
+		 * end, found without walking all the messages it holds (each is
+		 * walked once, as it is decoded: host_msg_batch_decode_next). */
+		out->items = t + i;
+		out->items_len = len - i;
 		out->kind = HOST_MSG_BATCH;
+		out->used = len;
 		return 1;
 	}
 	return 0;
@@ -278,8 +300,25 @@ void host_msg_batch_begin(struct host_msg_batch *b, const char *items, size_t it
 	 * last term. [] and a STRING_EXT (small integers: no message) hold
 	 * none. */
 	b->items = items;
+	b->items_len = items_len;
 	b->at = 5;
 	b->left = items_len >= 5 && (unsigned char)items[0] == ERL_LIST_EXT ? be32_read(items + 1) : 0;
+}
+
+bool host_msg_batch_decode_next(struct host_msg_batch *b, struct host_msg *out, int *rc)
+{
+	if (b->left == 0)
+		return false;
+	b->left--;
+	const char *msg = b->items + b->at;
+	*rc = host_msg_decode(msg, b->items_len - b->at, out);
+	if (*rc == 1 && out->kind == HOST_MSG_BATCH)
+		*rc = -EPROTO; /* no batch inside a batch */
+	if (*rc == 1)
+		b->at += out->used;
+	else
+		term_skip(b->items, &b->at);
+	return true;
 }
 
 bool host_msg_batch_next(struct host_msg_batch *b, const char **msg, size_t *msg_len)

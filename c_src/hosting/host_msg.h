@@ -68,6 +68,10 @@ int host_msg_encode_batches(ei_x_buff *x);
 int host_msg_batch_open(ei_x_buff *x);
 int host_msg_batch_close(ei_x_buff *x, uint32_t n);
 int host_msg_encode_item_entity(ei_x_buff *x, const erlang_pid *to, uint64_t seq, const char *msg, size_t msg_len);
+/* The same with the entity's pid as its encoding (NEW_PID_EXT, pid_len
+ * bytes), for a caller that writes its host's pids from a prefix made once. */
+int host_msg_encode_item_entity_encoded(ei_x_buff *x, const char *pid, size_t pid_len, uint64_t seq, const char *msg,
+					size_t msg_len);
 int host_msg_encode_item_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id,
 			       size_t id_len, const char *stored, size_t stored_len, uint64_t seq, const char *msg,
 			       size_t msg_len);
@@ -100,8 +104,9 @@ struct host_msg {
 	const char *state;      /* DONE: the new state, or NULL (unchanged) */
 	size_t state_len;
 	bool stop;              /* DONE: the entity ended after this message */
-	const char *items;      /* BATCH: the list of messages (host_msg_batch_begin) */
+	const char *items;      /* BATCH: the list of messages, to the term's end (host_msg_batch_begin) */
 	size_t items_len;
+	size_t used;            /* the message's length in bytes (from its first byte) */
 };
 
 /* Recognises one of the messages above sent to a C node (welcome, types,
@@ -119,10 +124,16 @@ int host_msg_decode(const char *t, size_t len, struct host_msg *out);
  * list's tail is never given). Reads only the validated list. */
 struct host_msg_batch {
 	const char *items;
+	size_t items_len;
 	size_t at;   /* where the next message starts */
 	size_t left; /* messages not given yet */
 };
 void host_msg_batch_begin(struct host_msg_batch *b, const char *items, size_t items_len);
 bool host_msg_batch_next(struct host_msg_batch *b, const char **msg, size_t *msg_len);
+
+/* The same, each message decoded as it is reached (host_msg_decode's
+ * *rc and *out; a batch inside a batch is -EPROTO), so the batch is
+ * walked once: true while there was one, false once none is left. */
+bool host_msg_batch_decode_next(struct host_msg_batch *b, struct host_msg *out, int *rc);
 
 #endif

@@ -194,6 +194,92 @@ Test(host_msg, a_completion_with_and_without_a_new_state)
 	ei_x_free(&state);
 }
 
+/* A region's batch decoded in one walk (host_msg_batch_decode_next):
+ * each message as host_msg_decode gives it alone, its length `used`; one
+ * that is malformed, foreign or itself a batch is reported so and stepped
+ * over, and the next one is read whole. */
+Test(host_msg, a_batch_decoded_in_one_walk_steps_over_what_it_cannot_read)
+{
+	erlang_pid pid = sn_pid("host@127.0.0.1", 77, 1);
+	ei_x_buff x, lone;
+	sn_x_new(&x);
+	sn_x_new(&lone);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_batch") |
+			     ei_x_encode_list_header(&x, 6),
+		     0);
+	done_msg(&x, &pid, 5, "unchanged", "continue");
+	/* a done of five elements, a foreign atom, a batch inside */
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 5) | ei_x_encode_atom(&x, "$shardnode_done") |
+			     ei_x_encode_binary(&x, "c1", 2) | ei_x_encode_pid(&x, &pid) | ei_x_encode_long(&x, 9) |
+			     ei_x_encode_atom(&x, "ok"),
+		     0);
+	cr_assert_eq(ei_x_encode_atom(&x, "hello"), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, "$shardnode_batch") |
+			     ei_x_encode_empty_list(&x),
+		     0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 4) | ei_x_encode_atom(&x, "$shardnode_crashed") |
+			     ei_x_encode_binary(&x, "c2", 2) | ei_x_encode_atom(&x, "undefined") |
+			     ei_x_encode_atom(&x, "boom"),
+		     0);
+	done_msg(&x, &pid, 6, "state", "stop");
+	cr_assert_eq(ei_x_encode_empty_list(&x), 0);
+	struct host_msg m, each;
+	char *t;
+	cr_assert_eq(decode(&x, &m, &t), 1);
+	cr_assert_eq(m.kind, HOST_MSG_BATCH);
+	struct host_msg_batch b;
+	int rc;
+	host_msg_batch_begin(&b, m.items, m.items_len);
+	cr_assert(host_msg_batch_decode_next(&b, &each, &rc));
+	cr_assert_eq(rc, 1);
+	cr_assert_eq(each.kind, HOST_MSG_DONE);
+	cr_assert_eq(each.seq, 5u);
+	done_msg(&lone, &pid, 5, "unchanged", "continue");
+	cr_assert_eq(each.used, (size_t)lone.index, "used is the message's length");
+	cr_assert(host_msg_batch_decode_next(&b, &each, &rc));
+	cr_assert_eq(rc, -EPROTO);
+	cr_assert(host_msg_batch_decode_next(&b, &each, &rc));
+	cr_assert_eq(rc, 0);
+	cr_assert(host_msg_batch_decode_next(&b, &each, &rc));
+	cr_assert_eq(rc, -EPROTO, "no batch inside a batch");
+	cr_assert(host_msg_batch_decode_next(&b, &each, &rc));
+	cr_assert_eq(rc, 1);
+	cr_assert_eq(each.kind, HOST_MSG_CRASHED);
+	cr_assert_not(each.has_pid);
+	cr_assert(host_msg_batch_decode_next(&b, &each, &rc));
+	cr_assert_eq(rc, 1);
+	cr_assert_eq(each.kind, HOST_MSG_DONE);
+	cr_assert_eq(each.seq, 6u);
+	cr_assert(each.stop);
+	cr_assert_not(host_msg_batch_decode_next(&b, &each, &rc));
+	cr_assert_eq(b.at, m.items_len - 1, "everything read but the list's tail");
+	free(t);
+	ei_x_free(&x);
+	ei_x_free(&lone);
+}
+
+/* An item with its pid given encoded is the item with the pid given. */
+Test(host_msg, an_item_with_an_encoded_pid_is_the_same_item)
+{
+	erlang_pid entity = sn_pid("host@127.0.0.1", 9, 7);
+	ei_x_buff msg, pid, a, b;
+	sn_x_new(&msg);
+	sn_x_new(&pid);
+	sn_x_new(&a);
+	sn_x_new(&b);
+	cr_assert_eq(ei_x_encode_atom(&msg, "incr") | ei_x_encode_pid(&pid, &entity), 0);
+	cr_assert_eq(host_msg_encode_item_entity(&a, &entity, 70000, msg.buff, (size_t)msg.index), 0);
+	cr_assert_eq(host_msg_encode_item_entity_encoded(&b, pid.buff, (size_t)pid.index, 70000, msg.buff,
+							 (size_t)msg.index),
+		     0);
+	cr_assert_eq(a.index, b.index);
+	cr_assert_eq(memcmp(a.buff, b.buff, (size_t)a.index), 0);
+	ei_x_free(&msg);
+	ei_x_free(&pid);
+	ei_x_free(&a);
+	ei_x_free(&b);
+}
+
 Test(host_msg, a_crash_names_its_entity_and_reason)
 {
 	erlang_pid pid = sn_pid("host@127.0.0.1", 78, 0);
