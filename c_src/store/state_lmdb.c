@@ -24,6 +24,8 @@
 /* Named databases the environment can hold: a type's handle stays open
  * for the environment's life, so types opened and closed in turn need more
  * than the NODE_TYPES_MAX open at once. */
+/* Committed write ops kept for the loop to fill again, at most. */
+#define SPENT_MAX 8192
 #define DBS_MAX (4 * NODE_TYPES_MAX)
 
 /* Commit outcomes waiting for the loop; consecutive ones with the same
@@ -60,6 +62,7 @@ struct state_lmdb {
 	bool threads_started;
 	pthread_t writer, reader;
 	uint64_t last_queued; /* the loop's alone */
+	struct write_ops ops;  /* the loop's alone: ops to fill again */
 	struct state_lmdb_type types[NODE_TYPES_MAX];
 
 	/* Shared with the threads, under mu. */
@@ -68,6 +71,9 @@ struct state_lmdb {
 	bool stopping;
 	uint64_t taken; /* writes the writer has taken: the last one's number */
 	struct write_op *writes, **writes_tail;
+	/* Committed ops the writer hands back (at most SPENT_MAX), for the
+	 * loop to fill again: they move to `ops` as a write is queued. */
+	struct write_ops spent;
 	struct load_op *loads, **loads_tail;
 	struct load_op *answers, **answers_tail;
 	struct commit_result results[RESULTS_MAX];
@@ -126,20 +132,21 @@ static void *writer_main(void *arg)
 		/* The sequence numbers are the queue's order: the last one of the
 		 * batch is the highest. It is not stored in the op: count them. */
 		uint64_t n = 0;
-		for (struct write_op *w = batch; w != NULL; w = w->next)
-			n++;
+		struct write_op *last = NULL;
+		for (struct write_op *w = batch; w != NULL; w = w->next, n++)
+			last = w;
 		pthread_mutex_unlock(&s->mu);
 
 		int rc = state_lmdb_commit_batch(s->env, batch);
-		while (batch) {
-			struct write_op *next = batch->next;
-			free(batch);
-			batch = next;
-		}
 
 		pthread_mutex_lock(&s->mu);
 		s->taken += n;
 		push_result(s, s->taken, rc);
+		/* Back to the loop to be filled again; what it has no room for is freed. */
+		struct write_ops rest = {.free = state_lmdb_write_ops_keep(&s->spent, batch, last, n, SPENT_MAX)};
+		pthread_mutex_unlock(&s->mu);
+		state_lmdb_write_ops_clear(&rest);
+		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -273,6 +280,8 @@ static void destroy(struct state_lmdb *s)
 		s->writes = w->next;
 		free(w);
 	}
+	state_lmdb_write_ops_clear(&s->ops);
+	state_lmdb_write_ops_clear(&s->spent);
 	struct load_op *lists[2] = {s->loads, s->answers};
 	for (int i = 0; i < 2; i++) {
 		while (lists[i]) {
@@ -488,7 +497,8 @@ void state_lmdb_type_close(struct state_lmdb_type *t)
 	t->arg = NULL;
 }
 
-/* Queues `w` for the writer thread; *seq gets its number. */
+/* Queues `w` for the writer thread; *seq gets its number. The ops the
+ * writer handed back come along when the loop has none left. */
 static void queue_write(struct state_lmdb *s, struct write_op *w, uint64_t *seq)
 {
 	pthread_mutex_lock(&s->mu);
@@ -496,6 +506,7 @@ static void queue_write(struct state_lmdb *s, struct write_op *w, uint64_t *seq)
 	*s->writes_tail = w;
 	s->writes_tail = &w->next;
 	*seq = ++s->last_queued;
+	state_lmdb_write_ops_take(&s->ops, &s->spent);
 	if (was_empty)
 		pthread_cond_signal(&s->writes_cv);
 	pthread_mutex_unlock(&s->mu);
@@ -508,8 +519,8 @@ int state_lmdb_write(struct state_lmdb_type *t, uint32_t shard, const char *id, 
 {
 	if (state != NULL && state_len < 1)
 		return -EINVAL;
-	struct write_op *w = state ? state_lmdb_record_put(t->dbi, shard, id, id_len, state, state_len)
-				   : state_lmdb_record_delete(t->dbi, shard, id, id_len);
+	struct write_op *w = state ? state_lmdb_record_put(&t->s->ops, t->dbi, shard, id, id_len, state, state_len)
+				   : state_lmdb_record_delete(&t->s->ops, t->dbi, shard, id, id_len);
 	if (w == NULL)
 		return -ENOMEM;
 	queue_write(t->s, w, seq);
@@ -532,7 +543,7 @@ uint64_t state_lmdb_cancel_queued(struct state_lmdb_type *t)
 int state_lmdb_shard_meta_write(struct state_lmdb_type *t, uint32_t shard, const void *meta, size_t len,
 				uint64_t *seq)
 {
-	struct write_op *w = state_lmdb_record_shard_meta(t->meta_dbi, shard, meta, len);
+	struct write_op *w = state_lmdb_record_shard_meta(&t->s->ops, t->meta_dbi, shard, meta, len);
 	if (w == NULL)
 		return -ENOMEM;
 	queue_write(t->s, w, seq);
@@ -546,7 +557,7 @@ int state_lmdb_shard_meta_read(struct state_lmdb_type *t, state_store_meta_fn fn
 
 int state_lmdb_delete_shard(struct state_lmdb_type *t, uint32_t shard, uint64_t *seq)
 {
-	struct write_op *w = state_lmdb_record_delete_shard(t->dbi, shard);
+	struct write_op *w = state_lmdb_record_delete_shard(&t->s->ops, t->dbi, shard);
 	if (w == NULL)
 		return -ENOMEM;
 	queue_write(t->s, w, seq);

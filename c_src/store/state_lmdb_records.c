@@ -306,19 +306,68 @@ struct load_op *state_lmdb_answer(MDB_txn *txn, struct load_op *l)
 
 /* ---- building operations ---- */
 
-static struct write_op *new_write(MDB_dbi dbi, enum write_kind kind, size_t key_room, size_t val_len)
+/* An op's data is never made smaller than this, so that the usual small
+ * record finds a spare op with room for it. */
+#define WRITE_ROOM_MIN 192
+
+void state_lmdb_write_ops_clear(struct write_ops *ops)
 {
-	if (val_len > UINT32_MAX)
+	while (ops->free != NULL) {
+		struct write_op *w = ops->free;
+		ops->free = w->next;
+		free(w);
+	}
+}
+
+struct write_op *state_lmdb_write_ops_keep(struct write_ops *ops, struct write_op *first, struct write_op *last,
+					   uint64_t n, uint32_t max)
+{
+	if (first == NULL || last == NULL || n > max - ops->n)
+		return first;
+	last->next = ops->free;
+	ops->free = first;
+	ops->n += (uint32_t)n;
+	return NULL;
+}
+
+void state_lmdb_write_ops_take(struct write_ops *to, struct write_ops *from)
+{
+	if (to->free != NULL || from->free == NULL)
+		return;
+	*to = *from;
+	*from = (struct write_ops){0};
+}
+
+static struct write_op *new_write(struct write_ops *ops, MDB_dbi dbi, enum write_kind kind, size_t key_room,
+				  size_t val_len)
+{
+	if (val_len > UINT32_MAX - key_room)
 		return NULL;
-	struct write_op *w = malloc(sizeof *w + key_room + val_len);
-	if (w != NULL)
-		*w = (struct write_op){.dbi = dbi, .kind = kind, .val_len = (uint32_t)val_len};
+	size_t need = key_room + val_len;
+	struct write_op *w = NULL;
+	if (ops != NULL && ops->free != NULL) {
+		w = ops->free;
+		ops->free = w->next;
+		if (w->room < need) {
+			free(w); /* too small: a bigger one is made */
+			w = NULL;
+		}
+	}
+	if (w == NULL) {
+		size_t room = need > WRITE_ROOM_MIN ? need : WRITE_ROOM_MIN;
+		if ((w = malloc(sizeof *w + room)) == NULL)
+			return NULL;
+		w->room = (uint32_t)room;
+	}
+	uint32_t room = w->room;
+	*w = (struct write_op){.dbi = dbi, .kind = kind, .val_len = (uint32_t)val_len, .room = room};
 	return w;
 }
 
-struct write_op *state_lmdb_record_shard_meta(MDB_dbi dbi, uint32_t shard, const void *meta, size_t len)
+struct write_op *state_lmdb_record_shard_meta(struct write_ops *ops, MDB_dbi dbi, uint32_t shard, const void *meta,
+					      size_t len)
 {
-	struct write_op *w = new_write(dbi, WRITE_PUT, 4, len);
+	struct write_op *w = new_write(ops, dbi, WRITE_PUT, 4, len);
 	if (w == NULL)
 		return NULL;
 	w->key_len = 4;
@@ -328,15 +377,15 @@ struct write_op *state_lmdb_record_shard_meta(MDB_dbi dbi, uint32_t shard, const
 	return w;
 }
 
-struct write_op *state_lmdb_record_put(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len,
-				       const char *state, size_t state_len)
+struct write_op *state_lmdb_record_put(struct write_ops *ops, MDB_dbi dbi, uint32_t shard, const char *id,
+				       size_t id_len, const char *state, size_t state_len)
 {
 	size_t key_len = key_len_of(id_len);
 	bool hashed = 4 + id_len > KEY_MAX;
 	/* A hashed record's value is {Id, State}: the version byte, the
 	 * tuple head and the id, then the state without its version byte. */
 	size_t val_len = hashed ? hashed_value_head(id_len) + state_len - 1 : state_len;
-	struct write_op *w = new_write(dbi, WRITE_PUT, key_len, val_len);
+	struct write_op *w = new_write(ops, dbi, WRITE_PUT, key_len, val_len);
 	if (w == NULL)
 		return NULL;
 	w->key_len = make_key(w->data, shard, id, id_len);
@@ -353,17 +402,18 @@ struct write_op *state_lmdb_record_put(MDB_dbi dbi, uint32_t shard, const char *
 	return w;
 }
 
-struct write_op *state_lmdb_record_delete(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len)
+struct write_op *state_lmdb_record_delete(struct write_ops *ops, MDB_dbi dbi, uint32_t shard, const char *id,
+					  size_t id_len)
 {
-	struct write_op *w = new_write(dbi, WRITE_DELETE, key_len_of(id_len), 0);
+	struct write_op *w = new_write(ops, dbi, WRITE_DELETE, key_len_of(id_len), 0);
 	if (w != NULL)
 		w->key_len = make_key(w->data, shard, id, id_len);
 	return w;
 }
 
-struct write_op *state_lmdb_record_delete_shard(MDB_dbi dbi, uint32_t shard)
+struct write_op *state_lmdb_record_delete_shard(struct write_ops *ops, MDB_dbi dbi, uint32_t shard)
 {
-	struct write_op *w = new_write(dbi, WRITE_DELETE_SHARD, 4, 0);
+	struct write_op *w = new_write(ops, dbi, WRITE_DELETE_SHARD, 4, 0);
 	if (w != NULL) {
 		w->key_len = 4;
 		be32_write(w->data, shard);

@@ -22,14 +22,38 @@
 /* WRITE_CANCELLED: taken by the writer and skipped (state_lmdb_cancel_queued). */
 enum write_kind { WRITE_PUT, WRITE_DELETE, WRITE_DELETE_SHARD, WRITE_CANCELLED };
 
-/* A queued write: malloc'ed, owned by the queue it is on. */
+/* A queued write: malloc'ed, owned by the queue it is on (or by a
+ * write_ops to be used again). */
 struct write_op {
 	struct write_op *next;
 	MDB_dbi dbi;
 	enum write_kind kind;
 	uint32_t key_len, val_len;
+	uint32_t room; /* bytes data has room for */
 	char data[]; /* key, then the value */
 };
+
+/* Write ops the writer thread has committed, kept by the thread that
+ * builds them to be filled again: an op malloc'ed on one thread and freed
+ * on another ends in the freeing thread's cache, so every malloc of the
+ * builder went to the shared arena. `free` is the builder's alone;
+ * state_lmdb.c moves what the writer hands back into it. */
+struct write_ops {
+	struct write_op *free; /* linked by next */
+	uint32_t n;            /* how many, where counted (the writer's hand-back) */
+};
+
+/* Frees every op of `ops` (which is empty after). */
+void state_lmdb_write_ops_clear(struct write_ops *ops);
+
+/* A committed batch (first..last, n ops) kept in `ops` if they stay at
+ * most `max`; returns the ops not kept (NULL: all were), for the caller
+ * to free outside its lock. */
+struct write_op *state_lmdb_write_ops_keep(struct write_ops *ops, struct write_op *first, struct write_op *last,
+					   uint64_t n, uint32_t max);
+
+/* Moves every op of `from` into `to` if `to` has none. */
+void state_lmdb_write_ops_take(struct write_ops *to, struct write_ops *from);
 
 enum read_kind { READ_LOAD, READ_SCAN };
 
@@ -57,15 +81,18 @@ struct load_op {
  * as -ENOSPC, LMDB's other codes as -EIO. */
 int state_lmdb_errno(int mdb_rc);
 
-/* New operations, next NULL. Each returns NULL when out of memory.
+/* New operations, next NULL, taken from `ops` where one there has the
+ * room (ops may be NULL: malloc'ed). Each returns NULL when out of memory.
  * record_put: `state` is state_len (>= 1) bytes, version byte included. */
-struct write_op *state_lmdb_record_put(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len,
-				       const char *state, size_t state_len);
-struct write_op *state_lmdb_record_delete(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len);
-struct write_op *state_lmdb_record_delete_shard(MDB_dbi dbi, uint32_t shard);
+struct write_op *state_lmdb_record_put(struct write_ops *ops, MDB_dbi dbi, uint32_t shard, const char *id,
+				       size_t id_len, const char *state, size_t state_len);
+struct write_op *state_lmdb_record_delete(struct write_ops *ops, MDB_dbi dbi, uint32_t shard, const char *id,
+					  size_t id_len);
+struct write_op *state_lmdb_record_delete_shard(struct write_ops *ops, MDB_dbi dbi, uint32_t shard);
 /* A shard's own record in a database of them (state_lmdb_shard_meta_write):
  * the key is the shard (4 bytes, big-endian), the value `meta`. */
-struct write_op *state_lmdb_record_shard_meta(MDB_dbi dbi, uint32_t shard, const void *meta, size_t len);
+struct write_op *state_lmdb_record_shard_meta(struct write_ops *ops, MDB_dbi dbi, uint32_t shard, const void *meta,
+					      size_t len);
 struct load_op *state_lmdb_record_load(MDB_dbi dbi, uint32_t shard, const char *id, size_t id_len);
 /* after_len at most STATE_LMDB_KEY_MAX. */
 struct load_op *state_lmdb_record_scan(MDB_dbi dbi, uint32_t shard, const char *after_key, size_t after_len,

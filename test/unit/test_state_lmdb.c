@@ -15,6 +15,7 @@
 #include "base/evloop.h"
 #include "base/log.h"
 #include "store/state_lmdb.h"
+#include "store/state_lmdb_records.h"
 #include "unit_helpers.h"
 
 static const struct logger quiet = {.min_level = LOG_ERROR, .out = NULL};
@@ -252,6 +253,87 @@ Test(state_lmdb, many_writes_commit_in_order_in_few_transactions)
 	char id[8] = {98, 0, 0, 0x30, 0x39}; /* 12345 */
 	cr_assert_eq(load_one(f.type, &f.seen, 12345 % 100, id, 5), 1);
 	cr_assert_eq((unsigned char)f.seen.last_state[2], 12345 & 0xff);
+	fixture_teardown(&f);
+}
+
+/* Committed ops go back to the loop and are filled again: one with room
+ * is reused, one too small is replaced; the hand-back keeps at most `max`
+ * and gives back the rest; take moves them only into an empty list. */
+Test(state_lmdb, write_ops_are_filled_again_within_their_room_and_bound)
+{
+	struct write_ops ops = {0}, spent = {0};
+	char small[3] = {(char)131, 97, 1}, big[600];
+	memset(big, 0, sizeof big);
+	big[0] = (char)131;
+	big[1] = 109; /* BINARY_EXT, 590 bytes */
+	big[2] = big[3] = 0;
+	big[4] = 2;
+	big[5] = (char)78;
+	struct write_op *a = state_lmdb_record_put(&ops, 1, 7, "\x61\x01", 2, small, sizeof small);
+	struct write_op *b = state_lmdb_record_put(&ops, 1, 7, "\x61\x02", 2, small, sizeof small);
+	cr_assert(a != NULL && b != NULL);
+	a->next = b;
+	cr_assert_null(state_lmdb_write_ops_keep(&spent, a, b, 2, 3), "two fit under three");
+	cr_assert_eq(spent.n, 2u);
+	struct write_op *c = state_lmdb_record_put(NULL, 1, 7, "\x61\x03", 2, small, sizeof small);
+	struct write_op *d = state_lmdb_record_put(NULL, 1, 7, "\x61\x04", 2, small, sizeof small);
+	c->next = d;
+	cr_assert_eq(state_lmdb_write_ops_keep(&spent, c, d, 2, 3), c, "four would be over three: given back");
+	free(c);
+	free(d);
+	state_lmdb_write_ops_take(&ops, &spent);
+	cr_assert_eq(ops.free, a);
+	cr_assert_null(spent.free);
+	/* The first spare has room for a small record: it is the one filled. */
+	struct write_op *e = state_lmdb_record_put(&ops, 2, 9, "\x61\x05", 2, small, sizeof small);
+	cr_assert_eq(e, a);
+	cr_assert_eq(e->dbi, 2u);
+	cr_assert_eq(e->kind, WRITE_PUT);
+	cr_assert_eq(e->val_len, sizeof small);
+	cr_assert_null(e->next);
+	/* The next one (b) has no room for 600 bytes: replaced. */
+	struct write_op *f = state_lmdb_record_put(&ops, 2, 9, "\x61\x06", 2, big, sizeof big);
+	cr_assert_not_null(f);
+	cr_assert_geq(f->room, f->key_len + f->val_len);
+	cr_assert_null(ops.free);
+	cr_assert_eq(memcmp(f->data + f->key_len, big, sizeof big), 0);
+	free(e);
+	free(f);
+	state_lmdb_write_ops_clear(&ops);
+}
+
+/* Writes of growing size after many small ones (ops filled again, some
+ * too small and replaced) are all stored as written. */
+Test(state_lmdb, reused_write_ops_store_every_size_as_written)
+{
+	struct fixture f;
+	fixture_setup(&f);
+	enum { N = 3000 };
+	static char state[2000];
+	for (int i = 0; i < N; i++) {
+		char id[5] = {98, 0, 0, (char)(i >> 8), (char)i};
+		size_t len = 6 + (size_t)(i % 7 == 0 ? i % 1900 : 0);
+		state[0] = (char)131;
+		state[1] = 109; /* BINARY_EXT */
+		state[2] = state[3] = 0;
+		state[4] = (char)((len - 6) >> 8);
+		state[5] = (char)(len - 6);
+		memset(state + 6, i & 0x7f, len - 6);
+		uint64_t seq;
+		cr_assert_eq(state_lmdb_write(f.type, 3, id, 5, state, len, &seq), 0);
+		if (i % 500 == 499)
+			wait_written(&f.seen, (uint64_t)i + 1);
+	}
+	wait_written(&f.seen, N);
+	cr_assert_eq(f.seen.failed, 0);
+	for (int i = N - 50; i < N; i++) {
+		char id[5] = {98, 0, 0, (char)(i >> 8), (char)i};
+		cr_assert_eq(load_one(f.type, &f.seen, 3, id, 5), 1);
+		size_t len = 6 + (size_t)(i % 7 == 0 ? i % 1900 : 0);
+		cr_assert_eq(f.seen.last_len, len, "record %d", i);
+		if (len > 6)
+			cr_assert_eq((unsigned char)f.seen.last_state[len - 1], (unsigned char)(i & 0x7f));
+	}
 	fixture_teardown(&f);
 }
 
