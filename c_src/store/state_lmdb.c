@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -61,7 +62,7 @@ struct state_lmdb {
 	int lock_fd, event_fd;
 	bool threads_started;
 	pthread_t writer, reader;
-	uint64_t last_queued; /* the loop's alone */
+	uint64_t last_queued; /* written by the loop under mu; the writer reads it under mu */
 	struct write_ops ops;  /* the loop's alone: ops to fill again */
 	struct state_lmdb_type types[NODE_TYPES_MAX];
 
@@ -117,6 +118,8 @@ static void push_result(struct state_lmdb *s, uint64_t upto, int mdb_rc)
 	wake_loop(s);
 }
 
+_Static_assert(offsetof(struct write_op, next) == 0, "a queue's tail points at an op's first field");
+
 static void *writer_main(void *arg)
 {
 	struct state_lmdb *s = arg;
@@ -126,15 +129,14 @@ static void *writer_main(void *arg)
 			pthread_cond_wait(&s->writes_cv, &s->mu);
 		if (s->writes == NULL)
 			break; /* stopping, and everything is written */
+		/* The batch is everything queued: its last number is the last
+		 * queued, its last op the one the tail points into (`next` is
+		 * an op's first field). Nothing to walk for either. */
 		struct write_op *batch = s->writes;
+		struct write_op *last = (struct write_op *)(void *)s->writes_tail;
+		uint64_t n = s->last_queued - s->taken;
 		s->writes = NULL;
 		s->writes_tail = &s->writes;
-		/* The sequence numbers are the queue's order: the last one of the
-		 * batch is the highest. It is not stored in the op: count them. */
-		uint64_t n = 0;
-		struct write_op *last = NULL;
-		for (struct write_op *w = batch; w != NULL; w = w->next, n++)
-			last = w;
 		pthread_mutex_unlock(&s->mu);
 
 		int rc = state_lmdb_commit_batch(s->env, batch);
