@@ -131,7 +131,7 @@ static size_t put_records(const uint8_t *in, size_t len, MDB_val *keys, size_t m
 			char id[600];
 			memset(id, 'x', sizeof id);
 			id[0] = (char)(kind >> 1);
-			struct write_op *w = state_lmdb_record_put(lmdb_dbi, kind >> 4, id, sizeof id, "\x83", 1);
+			struct write_op *w = state_lmdb_record_put(NULL, lmdb_dbi, kind >> 4, id, sizeof id, "\x83", 1);
 			check(w != NULL);
 			key_len = w->key_len;
 			memcpy(key, w->data, key_len);
