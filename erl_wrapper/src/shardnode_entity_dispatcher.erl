@@ -57,9 +57,6 @@
 -export([start_link/2, entities/1, batched/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2]).
 
-%% Completions taken in one turn of the server's loop at most.
--define(MORE_COMPLETED, 256).
-
 -record(dispatcher, {cnode :: node(),
                      types :: #{atom() => module()},
                      %% every live entity: its region, type and id
@@ -113,7 +110,7 @@ handle_cast(_Msg, D) ->
 -spec handle_info(term(), #dispatcher{}) ->
           {noreply, #dispatcher{}} | {noreply, #dispatcher{}, 0} | {stop, term(), #dispatcher{}}.
 handle_info({'$shardnode_completed', Region, Done}, D) ->
-    noreply(more_completed(to_region(Region, Done, D), ?MORE_COMPLETED));
+    noreply(to_region(Region, Done, D));
 handle_info({'$shardnode_host', batch, Items}, D) when is_list(Items) ->
     noreply(lists:foldl(fun item/2, D, Items));
 handle_info(timeout, D) ->
@@ -171,21 +168,6 @@ handle_info({'$shardnode_host', types, Types}, D) when is_map(Types) ->
     noreply(D#dispatcher{types = Types});
 handle_info(_Other, D) ->
     noreply(D).
-
-%% The completions queued behind this one, taken now (at most N): each
-%% would otherwise cost a turn of the server's loop. They may pass other
-%% messages queued before them, never one that must come first: what an
-%% entity sends arrives in the order it was sent, so its completions are
-%% ahead of its own exit and its 'DOWN', and a shard's `stopped' follows
-%% the 'DOWN's of its processes.
-more_completed(D, 0) ->
-    D;
-more_completed(D, N) ->
-    receive
-        {'$shardnode_completed', Region, Done} -> more_completed(to_region(Region, Done, D), N - 1)
-    after 0 ->
-        D
-    end.
 
 %% One item of a batch, in its turn.
 item({Pid, Seq, Msg}, D) when is_pid(Pid) ->
