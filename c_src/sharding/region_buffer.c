@@ -12,20 +12,12 @@
 
 void region_envelope_of(const struct pending *p, struct envelope *e, erlang_pid *from)
 {
-	const char *node = p->data + p->tag_len + p->id_len + p->msg_len;
-	if (p->from_node_len > 0) {
-		memcpy(from->node, node, p->from_node_len);
-		from->node[p->from_node_len] = '\0';
-		from->num = p->from_num;
-		from->serial = p->from_serial;
-		from->creation = p->from_creation;
-	}
 	*e = (struct envelope){
 		.t0_ns = p->t0_ns,
 		.arrived_ns = p->arrived_ns,
 		.is_call = p->is_call,
 		.kind = p->kind,
-		.from = p->from_node_len > 0 ? from : NULL,
+		.from = kept_sender_pid(&p->from, p->data + p->tag_len + p->id_len + p->msg_len, from),
 		.tag = p->data,
 		.tag_len = p->tag_len,
 		.id = p->data + p->tag_len,
@@ -37,8 +29,7 @@ void region_envelope_of(const struct pending *p, struct envelope *e, erlang_pid 
 
 struct pending *region_pending_new(const struct envelope *e)
 {
-	size_t node_len = e->from != NULL ? strnlen(e->from->node, sizeof e->from->node - 1) : 0;
-	size_t n = e->tag_len + e->id_len + e->msg_len + node_len;
+	size_t n = e->tag_len + e->id_len + e->msg_len + kept_sender_size(e->from);
 	struct pending *p = malloc(sizeof *p + n);
 	if (p == NULL)
 		return NULL;
@@ -47,7 +38,6 @@ struct pending *region_pending_new(const struct envelope *e)
 		.arrived_ns = e->arrived_ns,
 		.is_call = e->is_call,
 		.kind = e->kind,
-		.from_node_len = (uint16_t)node_len,
 		.tag_len = (uint32_t)e->tag_len,
 		.id_len = (uint32_t)e->id_len,
 		.msg_len = (uint32_t)e->msg_len,
@@ -59,13 +49,7 @@ struct pending *region_pending_new(const struct envelope *e)
 	memcpy(at, e->id, e->id_len);
 	at += e->id_len;
 	memcpy(at, e->msg, e->msg_len);
-	at += e->msg_len;
-	if (e->from != NULL) {
-		memcpy(at, e->from->node, node_len);
-		p->from_num = e->from->num;
-		p->from_serial = e->from->serial;
-		p->from_creation = e->from->creation;
-	}
+	kept_sender_keep(&p->from, at + e->msg_len, e->from);
 	return p;
 }
 

@@ -62,11 +62,9 @@ struct held_reply {
 	uint64_t arrived_ns; /* and its arrival, for the whole time */
 	uint32_t shard;
 	bool is_call;
-	/* The sender's pid without the over 1 KB of an erlang_pid's node
-	 * buffer: its node name is the first of `data` (from_node_len bytes,
-	 * 0: no sender). One is held per durable write in flight. */
-	uint16_t from_node_len;
-	uint32_t from_num, from_serial, from_creation;
+	/* The sender, its node name the first of `data`. One is held per
+	 * durable write in flight. */
+	struct kept_sender from;
 	uint32_t tag_len, id_len, reply_len;
 	char data[]; /* the sender's node name, tag, canonical id, reply (no version byte) */
 };
@@ -281,24 +279,17 @@ bool region_store_on_fenced(struct region *r, uint32_t shard, const char *why)
 /* ---- holding replies ---- */
 
 /* Where h's tag, id and reply begin in its data. */
-static const char *held_tag(const struct held_reply *h) { return h->data + h->from_node_len; }
+static const char *held_tag(const struct held_reply *h) { return h->data + h->from.node_len; }
 static const char *held_id(const struct held_reply *h) { return held_tag(h) + h->tag_len; }
 
 static void send_held(struct region *r, struct held_reply *h, const char *error)
 {
 	erlang_pid from;
-	if (h->from_node_len > 0) {
-		memcpy(from.node, h->data, h->from_node_len);
-		from.node[h->from_node_len] = '\0';
-		from.num = h->from_num;
-		from.serial = h->from_serial;
-		from.creation = h->from_creation;
-	}
 	struct envelope e = {
 		.t0_ns = h->t0_ns,
 		.arrived_ns = h->arrived_ns,
 		.is_call = h->is_call,
-		.from = h->from_node_len > 0 ? &from : NULL,
+		.from = kept_sender_pid(&h->from, h->data, &from),
 		.tag = held_tag(h),
 		.tag_len = h->tag_len,
 		.id = held_id(h),
@@ -337,8 +328,7 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 	}
 	if (!e->is_call && e->from == NULL)
 		return; /* nobody to answer */
-	/* A node name is at most MAXATOMLEN_UTF8 bytes: it fits. */
-	size_t node_len = e->from != NULL ? strlen(e->from->node) : 0;
+	size_t node_len = kept_sender_size(e->from);
 	size_t n = node_len + e->tag_len + e->id_len + (size_t)reply->index;
 	struct held_reply *h = malloc(sizeof *h + n);
 	if (h == NULL) {
@@ -349,17 +339,10 @@ void region_store_answer(struct region *r, uint32_t shard, const struct envelope
 	}
 	*h = (struct held_reply){.seq = need, .held_at = evloop_now_ms(r->cfg.loop), .t0_ns = e->t0_ns,
 				 .arrived_ns = e->arrived_ns, .shard = shard, .is_call = e->is_call,
-				 .from_node_len = (uint16_t)node_len,
 				 .tag_len = (uint32_t)e->tag_len, .id_len = (uint32_t)e->id_len,
 				 .reply_len = (uint32_t)reply->index};
-	char *at = h->data;
-	if (e->from != NULL) {
-		h->from_num = e->from->num;
-		h->from_serial = e->from->serial;
-		h->from_creation = e->from->creation;
-		memcpy(at, e->from->node, node_len);
-		at += node_len;
-	}
+	kept_sender_keep(&h->from, h->data, e->from);
+	char *at = h->data + node_len;
 	if (e->tag_len > 0)
 		memcpy(at, e->tag, e->tag_len);
 	at += e->tag_len;
