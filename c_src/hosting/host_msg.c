@@ -321,13 +321,3 @@ bool host_msg_batch_decode_next(struct host_msg_batch *b, struct host_msg *out, 
 	return true;
 }
 
-bool host_msg_batch_next(struct host_msg_batch *b, const char **msg, size_t *msg_len)
-{
-	if (b->left == 0)
-		return false;
-	b->left--;
-	*msg = b->items + b->at;
-	term_skip(b->items, &b->at);
-	*msg_len = (size_t)(b->items + b->at - *msg);
-	return true;
-}

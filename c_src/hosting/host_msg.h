@@ -119,9 +119,11 @@ struct host_msg {
 int host_msg_decode(const char *t, size_t len, struct host_msg *out);
 
 /* The messages of a BATCH in turn: host_msg_batch_begin over its items,
- * then host_msg_batch_next points *msg at each (*msg_len bytes, inside
- * items) and returns true, or returns false once none is left (the
- * list's tail is never given). Reads only the validated list. */
+ * then host_msg_batch_decode_next decodes each where it starts
+ * (host_msg_decode's *rc and *out; a batch inside a batch is -EPROTO) and
+ * steps past it, so the batch is walked once: true while there was one,
+ * false once none is left (the list's tail is never read as one). Reads
+ * only the validated list. */
 struct host_msg_batch {
 	const char *items;
 	size_t items_len;
@@ -129,11 +131,6 @@ struct host_msg_batch {
 	size_t left; /* messages not given yet */
 };
 void host_msg_batch_begin(struct host_msg_batch *b, const char *items, size_t items_len);
-bool host_msg_batch_next(struct host_msg_batch *b, const char **msg, size_t *msg_len);
-
-/* The same, each message decoded as it is reached (host_msg_decode's
- * *rc and *out; a batch inside a batch is -EPROTO), so the batch is
- * walked once: true while there was one, false once none is left. */
 bool host_msg_batch_decode_next(struct host_msg_batch *b, struct host_msg *out, int *rc);
 
 #endif
