@@ -102,19 +102,18 @@ static void forget_process(struct host_entities *h, struct hosted_entity *he, bo
 }
 
 /* A batch's item for the entity's process: its pid from the head made
- * once (pid_len 0: the node's name did not fit, encoded in full). */
+ * once. pid_len 0: the host's name is no atom ei can write, so no pid of
+ * it can be encoded (-ENOMEM, as the encoders say of a message not
+ * whole). */
 static int encode_item_entity(struct host_entities *h, ei_x_buff *b, const struct hosted_pid *pid,
 			      const struct remote_mailbox_item *it)
 {
-	if (h->pid_len == 0) {
-		erlang_pid to;
-		hosted_pid_expand(pid, host_entities_node(h), &to);
-		return host_msg_encode_item_entity(b, &to, it->seq, it->msg, it->msg_len);
-	}
+	if (h->pid_len == 0)
+		return -ENOMEM;
 	be32_write(h->pid_bytes + h->pid_len - 12, pid->num);
 	be32_write(h->pid_bytes + h->pid_len - 8, pid->serial);
 	be32_write(h->pid_bytes + h->pid_len - 4, pid->creation);
-	return host_msg_encode_item_entity_encoded(b, h->pid_bytes, h->pid_len, it->seq, it->msg, it->msg_len);
+	return host_msg_encode_item_entity(b, h->pid_bytes, h->pid_len, it->seq, it->msg, it->msg_len);
 }
 
 /* Sends message `it` (in flight now) to the entity's process, or to the
@@ -553,14 +552,12 @@ struct host_entities *host_entities_new(const struct host_entities_config *cfg, 
 		return NULL;
 	}
 	h->cfg = *cfg;
-	erlang_pid any = {.num = 0};
+	/* pid_bytes has room for the longest atom a node name can be. */
+	erlang_pid any;
 	hosted_pid_expand(&(struct hosted_pid){0}, host_entities_node(h), &any);
 	int n = 0;
-	if (ei_encode_pid(NULL, &n, &any) == 0 && (size_t)n <= sizeof h->pid_bytes) {
-		n = 0;
-		(void)ei_encode_pid(h->pid_bytes, &n, &any);
+	if (ei_encode_pid(h->pid_bytes, &n, &any) == 0)
 		h->pid_len = (size_t)n;
-	}
 	scratch_init(&h->canon_buf);
 	scratch_init(&h->reply_buf);
 	h->entity_ops = (struct hosted_entity_ops){.stopped = entity_stopped, .arg = h};

@@ -104,14 +104,8 @@ int host_msg_batch_close(ei_x_buff *x, uint32_t n)
 	return whole(ei_x_encode_empty_list(x));
 }
 
-int host_msg_encode_item_entity(ei_x_buff *x, const erlang_pid *to, uint64_t seq, const char *msg, size_t msg_len)
-{
-	return whole(ei_x_encode_tuple_header(x, 3) | ei_x_encode_pid(x, to) | term_x_encode_uint(x, seq) |
-		     term_x_append_raw(x, msg, msg_len));
-}
-
-int host_msg_encode_item_entity_encoded(ei_x_buff *x, const char *pid, size_t pid_len, uint64_t seq, const char *msg,
-					size_t msg_len)
+int host_msg_encode_item_entity(ei_x_buff *x, const char *pid, size_t pid_len, uint64_t seq, const char *msg,
+				size_t msg_len)
 {
 	return whole(ei_x_encode_tuple_header(x, 3) | term_x_append_raw(x, pid, pid_len) | term_x_encode_uint(x, seq) |
 		     term_x_append_raw(x, msg, msg_len));

@@ -67,11 +67,10 @@ int host_msg_encode_batches(ei_x_buff *x);
  * list's end. */
 int host_msg_batch_open(ei_x_buff *x);
 int host_msg_batch_close(ei_x_buff *x, uint32_t n);
-int host_msg_encode_item_entity(ei_x_buff *x, const erlang_pid *to, uint64_t seq, const char *msg, size_t msg_len);
-/* The same with the entity's pid as its encoding (NEW_PID_EXT, pid_len
- * bytes), for a caller that writes its host's pids from a prefix made once. */
-int host_msg_encode_item_entity_encoded(ei_x_buff *x, const char *pid, size_t pid_len, uint64_t seq, const char *msg,
-					size_t msg_len);
+/* The entity's pid comes encoded (pid_len bytes, as ei_encode_pid writes
+ * it): the caller writes its host's pids from a head made once. */
+int host_msg_encode_item_entity(ei_x_buff *x, const char *pid, size_t pid_len, uint64_t seq, const char *msg,
+				size_t msg_len);
 int host_msg_encode_item_start(ei_x_buff *x, const erlang_pid *region, const char *type, const char *id,
 			       size_t id_len, const char *stored, size_t stored_len, uint64_t seq, const char *msg,
 			       size_t msg_len);

@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <ei.h>
 
+#include "base/byteorder.h"
 #include "etf/term.h"
 #include "etf/term_validate.h"
 #include "hosting/host_batch.h"
@@ -258,26 +259,26 @@ Test(host_msg, a_batch_decoded_in_one_walk_steps_over_what_it_cannot_read)
 	ei_x_free(&lone);
 }
 
-/* An item with its pid given encoded is the item with the pid given. */
-Test(host_msg, an_item_with_an_encoded_pid_is_the_same_item)
+/* What the C node's batch items rest on: a pid as ei_encode_pid writes it
+ * ends in its number, serial and creation, 4 bytes each, big-endian, so a
+ * head encoded once with the host's name takes any of its pids. */
+Test(host_msg, a_pid_is_its_nodes_head_and_twelve_bytes)
 {
-	erlang_pid entity = sn_pid("host@127.0.0.1", 9, 7);
-	ei_x_buff msg, pid, a, b;
-	sn_x_new(&msg);
-	sn_x_new(&pid);
-	sn_x_new(&a);
-	sn_x_new(&b);
-	cr_assert_eq(ei_x_encode_atom(&msg, "incr") | ei_x_encode_pid(&pid, &entity), 0);
-	cr_assert_eq(host_msg_encode_item_entity(&a, &entity, 70000, msg.buff, (size_t)msg.index), 0);
-	cr_assert_eq(host_msg_encode_item_entity_encoded(&b, pid.buff, (size_t)pid.index, 70000, msg.buff,
-							 (size_t)msg.index),
-		     0);
-	cr_assert_eq(a.index, b.index);
-	cr_assert_eq(memcmp(a.buff, b.buff, (size_t)a.index), 0);
-	ei_x_free(&msg);
-	ei_x_free(&pid);
-	ei_x_free(&a);
-	ei_x_free(&b);
+	erlang_pid entity = sn_pid("host@127.0.0.1", 0x01020304, 7), any = sn_pid("host@127.0.0.1", 0, 0);
+	entity.serial = 0x0a0b0c0d;
+	entity.creation = 0x11223344;
+	ei_x_buff want, head;
+	sn_x_new(&want);
+	sn_x_new(&head);
+	cr_assert_eq(ei_x_encode_pid(&want, &entity) | ei_x_encode_pid(&head, &any), 0);
+	cr_assert_eq(head.index, want.index);
+	cr_assert_eq(memcmp(head.buff, want.buff, (size_t)head.index - 12), 0, "the head is the node's alone");
+	be32_write(head.buff + head.index - 12, entity.num);
+	be32_write(head.buff + head.index - 8, entity.serial);
+	be32_write(head.buff + head.index - 4, entity.creation);
+	cr_assert_eq(memcmp(head.buff, want.buff, (size_t)want.index), 0);
+	ei_x_free(&want);
+	ei_x_free(&head);
 }
 
 Test(host_msg, a_crash_names_its_entity_and_reason)
@@ -478,11 +479,12 @@ Test(host_msg, end_lists_the_processes_and_stopped_returns_the_token)
 Test(host_msg, a_batch_holds_its_items_in_order_and_a_failed_one_leaves_no_trace)
 {
 	erlang_pid entity = sn_pid("host@127.0.0.1", 9, 0), region = sn_pid("c1@127.0.0.1", 3, 0);
-	ei_x_buff msg, id, want;
+	ei_x_buff msg, id, pid, want;
 	sn_x_new(&msg);
 	sn_x_new(&id);
+	sn_x_new(&pid);
 	cr_assert_eq(ei_x_encode_tuple_header(&msg, 2) | ei_x_encode_atom(&msg, "add") | ei_x_encode_long(&msg, 1), 0);
-	cr_assert_eq(ei_x_encode_binary(&id, "c1", 2), 0);
+	cr_assert_eq(ei_x_encode_binary(&id, "c1", 2) | ei_x_encode_pid(&pid, &entity), 0);
 
 	struct host_batch b;
 	host_batch_init(&b);
@@ -491,7 +493,8 @@ Test(host_msg, a_batch_holds_its_items_in_order_and_a_failed_one_leaves_no_trace
 	cr_assert_eq(host_batch_take(&b, &buf, &len), 0, "an empty batch is not sent");
 	ei_x_buff *x = host_batch_item_begin(&b);
 	cr_assert_not_null(x);
-	host_batch_item_end(&b, host_msg_encode_item_entity(x, &entity, 7, msg.buff, (size_t)msg.index) == 0);
+	host_batch_item_end(&b, host_msg_encode_item_entity(x, pid.buff, (size_t)pid.index, 7, msg.buff,
+							    (size_t)msg.index) == 0);
 	x = host_batch_item_begin(&b);
 	int mark = x->index;
 	cr_assert_eq(ei_x_encode_atom(x, "half an item"), 0);
@@ -540,6 +543,7 @@ Test(host_msg, a_batch_holds_its_items_in_order_and_a_failed_one_leaves_no_trace
 	ei_x_free(&want);
 	ei_x_free(&msg);
 	ei_x_free(&id);
+	ei_x_free(&pid);
 }
 
 /* The host's offer of batches, and a batch for a region: its messages
