@@ -334,7 +334,7 @@ void state_lmdb_write_ops_take(struct write_ops *to, struct write_ops *from)
 {
 	if (to->free != NULL || from->free == NULL)
 		return;
-	*to = *from;
+	to->free = from->free;
 	*from = (struct write_ops){0};
 }
 

@@ -40,7 +40,7 @@ struct write_op {
  * state_lmdb.c moves what the writer hands back into it. */
 struct write_ops {
 	struct write_op *free; /* linked by next */
-	uint32_t n;            /* how many, where counted (the writer's hand-back) */
+	uint32_t n;            /* how many: kept by state_lmdb_write_ops_keep only */
 };
 
 /* Frees every op of `ops` (which is empty after). */
@@ -52,7 +52,8 @@ void state_lmdb_write_ops_clear(struct write_ops *ops);
 struct write_op *state_lmdb_write_ops_keep(struct write_ops *ops, struct write_op *first, struct write_op *last,
 					   uint64_t n, uint32_t max);
 
-/* Moves every op of `from` into `to` if `to` has none. */
+/* Moves every op of `from` into `to` if `to` has none (`from` is then
+ * empty; `to` is not counted). */
 void state_lmdb_write_ops_take(struct write_ops *to, struct write_ops *from);
 
 enum read_kind { READ_LOAD, READ_SCAN };
