@@ -76,6 +76,29 @@ struct entity *entity_table_find(const struct entity_table *t, const char *id, s
 	}
 }
 
+void entity_table_prefetch_slot(const struct entity_table *t, uint32_t hash)
+{
+	if (t->cap != 0)
+		__builtin_prefetch(&t->slots[hash & (t->cap - 1)]);
+}
+
+/* The cache line size of every x86-64 and most ARM64 cores: a longer one
+ * only makes some hints redundant. */
+#define PREFETCH_LINE 64
+
+void entity_table_prefetch_entity(const struct entity_table *t, uint32_t hash, size_t bytes)
+{
+	if (t->cap == 0)
+		return;
+	uintptr_t slot = t->slots[hash & (t->cap - 1)];
+	if (slot == 0 || (slot & tag_mask(t)) != tag_of(t, hash))
+		return;
+	/* Every line the bytes touch, from the one the block starts in. */
+	uintptr_t first = (uintptr_t)entity_of(t, slot);
+	for (uintptr_t line = first & ~(uintptr_t)(PREFETCH_LINE - 1); line < first + bytes; line += PREFETCH_LINE)
+		__builtin_prefetch((const void *)line);
+}
+
 static void place(const struct entity_table *t, uintptr_t *slots, size_t cap, struct entity *e)
 {
 	size_t mask = cap - 1;

@@ -94,6 +94,18 @@ uint32_t entity_table_hash(const char *id, size_t len);
 /* Finds the entity with these id bytes, or NULL. */
 struct entity *entity_table_find(const struct entity_table *t, const char *id, size_t len, uint32_t hash);
 
+/* Hints that the slot where an entity of `hash` is looked for first will
+ * be read soon: memory is asked for it, nothing is read. For a caller
+ * about to look up several ids, so that their cache misses overlap rather
+ * than follow one another. */
+void entity_table_prefetch_slot(const struct entity_table *t, uint32_t hash);
+
+/* Reads the slot where an entity of `hash` is looked for first and, when
+ * the entity there may be it (its tag matches), hints that the first
+ * `bytes` of its block will be read soon. Dereferences nothing but the
+ * slot; a hint that turns out wrong costs only the memory asked for. */
+void entity_table_prefetch_entity(const struct entity_table *t, uint32_t hash, size_t bytes);
+
 /* Allocates an entity with zeroed state and a copy of the id, and inserts it
  * (the id must not be present), the most recent of the table's list if it
  * has one. Returns it, or NULL (out of memory; the table is unchanged). */

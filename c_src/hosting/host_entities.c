@@ -247,24 +247,45 @@ void host_entities_deliver(struct host_entities *h, struct shard *s, struct remo
 
 /* ---- what the host sends ---- */
 
-/* The entity a completion or crash report names, in a shard hosted here
- * (*shard, and *s its entities); NULL if there is none (the shard moved
- * on, the entity stopped). */
-static struct entity *entity_of(struct host_entities *h, const char *raw_id, size_t raw_id_len, uint32_t *shard,
-				struct shard **s)
+/* Where the entity a completion or crash report names is looked for: its
+ * id's canonical bytes (at `off` in the buffer they were written to), its
+ * shard and its table hash. */
+struct located {
+	size_t off, len;
+	uint32_t shard, hash;
+};
+
+/* Appends the canonical form of the id of report `hm` to `ids` and fills
+ * *at. Returns false (`ids` as it was) when the id is none: the report
+ * names no entity. */
+static bool locate(const struct host_entities *h, const struct host_msg *hm, ei_x_buff *ids, struct located *at)
 {
-	ei_x_buff spare, *canon = scratch_get(&h->canon_buf, &spare);
-	if (canon == NULL)
-		return NULL;
-	struct entity *ent = NULL;
-	if (entity_id_canonical(raw_id, raw_id_len, canon) == 0 &&
-	    phash2_range(canon->buff, (size_t)canon->index, h->cfg.number_of_shards, shard) == 0) {
-		*s = h->cfg.ops.shard_at(h->cfg.ops.arg, *shard);
-		if (*s != NULL && h->cfg.ops.serves(h->cfg.ops.arg, *shard))
-			ent = find_entity(*s, canon->buff, (size_t)canon->index);
+	int base = ids->index;
+	if (entity_id_canonical(hm->id, hm->id_len, ids) != 0 ||
+	    phash2_range(ids->buff + base, (size_t)(ids->index - base), h->cfg.number_of_shards, &at->shard) != 0) {
+		ids->index = base;
+		return false;
 	}
-	scratch_put(&h->canon_buf, canon);
-	return ent;
+	at->off = (size_t)base;
+	at->len = (size_t)(ids->index - base);
+	at->hash = entity_table_hash(ids->buff + base, at->len);
+	return true;
+}
+
+/* The shard of *at if it is hosted here, else NULL. */
+static struct shard *shard_of(struct host_entities *h, const struct located *at)
+{
+	struct shard *s = h->cfg.ops.shard_at(h->cfg.ops.arg, at->shard);
+	return s != NULL && h->cfg.ops.serves(h->cfg.ops.arg, at->shard) ? s : NULL;
+}
+
+/* The entity *at names, in a shard hosted here (*s); NULL if there is
+ * none (the shard moved on, the entity stopped). */
+static struct entity *find_located(struct host_entities *h, const ei_x_buff *ids, const struct located *at,
+				   struct shard **s)
+{
+	*s = shard_of(h, at);
+	return *s != NULL ? entity_table_find(&(*s)->entities, ids->buff + at->off, at->len, at->hash) : NULL;
 }
 
 /* Whether `pid` is not the entity's process now (another, or the one it
@@ -419,9 +440,18 @@ void host_entities_end_waited(struct host_entities *h, uint32_t shard)
 	h->cfg.ops.ended(h->cfg.ops.arg, shard);
 }
 
-/* One message of the host's (a batch's, or sent on its own): its
- * entity's shard to *shard, UINT32_MAX when it names none here. */
-static void handle_one(struct host_entities *h, const struct host_msg *hm, int rc, uint32_t *shard)
+/* Whether report `hm` (decoded with result rc) names an entity: a
+ * completion or a crash report. */
+static bool names_entity(const struct host_msg *hm, int rc)
+{
+	return rc == 1 && (hm->kind == HOST_MSG_DONE || hm->kind == HOST_MSG_CRASHED);
+}
+
+/* One message of the host's (a batch's, or sent on its own); `at` where
+ * its entity is looked for when names_entity (NULL: its id is none).
+ * Its entity's shard to *shard, UINT32_MAX when it names none here. */
+static void handle_one(struct host_entities *h, const struct host_msg *hm, int rc, const ei_x_buff *ids,
+		       const struct located *at, uint32_t *shard)
 {
 	*shard = UINT32_MAX;
 	if (rc == 1 && hm->kind == HOST_MSG_ENDED) {
@@ -429,20 +459,97 @@ static void handle_one(struct host_entities *h, const struct host_msg *hm, int r
 			host_entities_end_waited(h, (uint32_t)hm->seq);
 		return;
 	}
-	if (rc != 1 || (hm->kind != HOST_MSG_DONE && hm->kind != HOST_MSG_CRASHED)) {
+	if (!names_entity(hm, rc)) {
 		log_debug(h->cfg.log, "region %s: a malformed message from the host dropped", h->cfg.name);
 		return;
 	}
-	uint32_t s = 0;
 	struct shard *sh = NULL;
-	struct entity *ent = entity_of(h, hm->id, hm->id_len, &s, &sh);
+	struct entity *ent = at != NULL && ids != NULL ? find_located(h, ids, at, &sh) : NULL;
 	if (ent == NULL)
 		return; /* the shard or the entity is gone: late */
 	if (hm->kind == HOST_MSG_DONE)
-		on_done(h, s, sh, ent, hm);
+		on_done(h, at->shard, sh, ent, hm);
 	else
-		on_crashed(h, s, sh, ent, hm);
-	*shard = s;
+		on_crashed(h, at->shard, sh, ent, hm);
+	*shard = at->shard;
+}
+
+/* A batch's reports are handled AHEAD_LAG behind the one being read, and
+ * memory is asked meanwhile for what each will touch, in three steps
+ * AHEAD_STEP apart: its entity's table slot, then the entity (found
+ * through that slot), then the message at its process. Every look-up of a
+ * batch would otherwise wait for a cache miss or three in turn; this way
+ * they overlap. Only hints: what handling a report changes (an entity
+ * stopped, a table grown) costs a wasted hint, never a wrong result, as
+ * each report is looked up again when handled. */
+#define AHEAD_STEP 2
+#define AHEAD_LAG (3 * AHEAD_STEP)
+#define AHEAD_RING 8
+_Static_assert(AHEAD_RING > AHEAD_LAG, "the ring holds every report read and not yet handled");
+
+struct ahead {
+	struct host_msg hm;
+	int rc;
+	bool located;
+	struct located at;
+};
+
+/* The bytes of a hosted entity's block the handling of its completion
+ * reads: the table's header, the record, the id after it. */
+#define HOSTED_ENTITY_BYTES (sizeof(struct entity) + sizeof(struct hosted_entity) + 16)
+
+/* Step `step` (0, 1, 2) of the hints for report *a (its entity's slot,
+ * the entity, the message at its process); nothing for a report that
+ * names no entity or one of a shard not hosted here. */
+static void hint(struct host_entities *h, const ei_x_buff *ids, const struct ahead *a, int step)
+{
+	if (!a->located)
+		return;
+	struct shard *s = shard_of(h, &a->at);
+	if (s == NULL)
+		return;
+	if (step == 0) {
+		entity_table_prefetch_slot(&s->entities, a->at.hash);
+	} else if (step == 1) {
+		entity_table_prefetch_entity(&s->entities, a->at.hash, HOSTED_ENTITY_BYTES);
+	} else {
+		struct entity *ent = entity_table_find(&s->entities, ids->buff + a->at.off, a->at.len, a->at.hash);
+		const struct remote_mailbox_item *it = ent != NULL ? host_entities_record(ent)->mb.in_flight : NULL;
+		if (it != NULL) {
+			__builtin_prefetch(it);
+			__builtin_prefetch(it->id);
+		}
+	}
+}
+
+static void handle_batch(struct host_entities *h, const struct host_msg *batch, ei_x_buff *ids,
+			 void (*settled)(void *arg, uint32_t shard), void *arg)
+{
+	struct host_msg_batch b;
+	struct ahead ring[AHEAD_RING];
+	size_t n_read = 0, n_handled = 0;
+	bool more = true;
+	host_msg_batch_begin(&b, batch->items, batch->items_len);
+	while (more || n_handled < n_read) {
+		if (more) {
+			struct ahead *a = &ring[n_read % AHEAD_RING];
+			more = host_msg_batch_decode_next(&b, &a->hm, &a->rc);
+			if (more) {
+				a->located = ids != NULL && names_entity(&a->hm, a->rc) && locate(h, &a->hm, ids, &a->at);
+				for (int step = 0; step < 3 && (size_t)step * AHEAD_STEP <= n_read; step++)
+					hint(h, ids, &ring[(n_read - (size_t)step * AHEAD_STEP) % AHEAD_RING], step);
+				n_read++;
+			}
+		}
+		if (n_read - n_handled > AHEAD_LAG || (!more && n_handled < n_read)) {
+			const struct ahead *a = &ring[n_handled % AHEAD_RING];
+			uint32_t shard;
+			handle_one(h, &a->hm, a->rc, ids, a->located ? &a->at : NULL, &shard);
+			if (shard != UINT32_MAX)
+				settled(arg, shard);
+			n_handled++;
+		}
+	}
 }
 
 bool host_entities_handle(struct host_entities *h, const char *term, size_t len,
@@ -452,22 +559,21 @@ bool host_entities_handle(struct host_entities *h, const char *term, size_t len,
 	int rc = host_msg_decode(term, len, &hm);
 	if (rc == 0)
 		return false;
-	uint32_t shard;
-	if (rc != 1 || hm.kind != HOST_MSG_BATCH) {
-		handle_one(h, &hm, rc, &shard);
-		if (shard != UINT32_MAX)
-			settled(arg, shard);
-		return true;
-	}
-	struct host_msg_batch b;
-	struct host_msg each;
-	int each_rc;
-	host_msg_batch_begin(&b, hm.items, hm.items_len);
-	while (host_msg_batch_decode_next(&b, &each, &each_rc)) {
-		handle_one(h, &each, each_rc, &shard);
+	/* NULL when out of memory: no report's entity is found then, as if
+	 * late; the others (a shard's processes ended) are still taken. */
+	ei_x_buff spare, *ids = scratch_get(&h->canon_buf, &spare);
+	if (rc == 1 && hm.kind == HOST_MSG_BATCH) {
+		handle_batch(h, &hm, ids, settled, arg);
+	} else {
+		struct located at;
+		bool located = ids != NULL && names_entity(&hm, rc) && locate(h, &hm, ids, &at);
+		uint32_t shard;
+		handle_one(h, &hm, rc, ids, located ? &at : NULL, &shard);
 		if (shard != UINT32_MAX)
 			settled(arg, shard);
 	}
+	if (ids != NULL)
+		scratch_put(&h->canon_buf, ids);
 	return true;
 }
 

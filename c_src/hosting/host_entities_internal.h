@@ -31,9 +31,10 @@ struct host_entities {
 	bool away;
 	bool answered_once;
 	struct histogram process_latency;
-	/* Reused encode buffers (scratch.h), as a region's are: a completion's
-	 * canonical id, then its reply — one of each per completion on the
-	 * hot path otherwise. */
+	/* Reused encode buffers (scratch.h), as a region's are: the canonical
+	 * ids of a message from the host (a batch's, all of them), and a
+	 * completion's reply — one of each per completion on the hot path
+	 * otherwise. */
 	struct scratch canon_buf, reply_buf;
 	/* A pid of the host as ei_encode_pid writes it (NEW_PID_EXT, the
 	 * node's atom, then 12 bytes of number, serial and creation): the

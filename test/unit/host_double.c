@@ -34,6 +34,13 @@ struct host_double {
 	struct region_host region_host;
 	bool hold;
 	uint64_t starts;
+	/* host_double_gather's: the completions kept back (each a term
+	 * without version byte, one after another), how many, and the region
+	 * the first goes to. */
+	bool gather;
+	ei_x_buff gathered;
+	size_t ngathered;
+	erlang_pid gathered_to;
 };
 
 /* ---- what the regions ask of their host ---- */
@@ -65,7 +72,14 @@ static void send_done(struct host_entity *he, unsigned long long seq, bool chang
 		rc |= ei_x_encode_atom(&x, "unchanged");
 	rc |= ei_x_encode_atom(&x, "continue");
 	cr_assert_eq(rc, 0);
-	(void)dist_node_send(he->hd->node, &he->region, x.buff, (size_t)x.index);
+	struct host_double *hd = he->hd;
+	if (hd->gather) {
+		if (hd->ngathered++ == 0)
+			hd->gathered_to = he->region;
+		cr_assert_eq(ei_x_append_buf(&hd->gathered, x.buff + 1, x.index - 1), 0);
+	} else {
+		(void)dist_node_send(hd->node, &he->region, x.buff, (size_t)x.index);
+	}
 	ei_x_free(&x);
 }
 
@@ -176,6 +190,7 @@ struct host_double *host_double_start(struct evloop *loop, const struct logger *
 	cr_assert_not_null(hd);
 	hd->loop = loop;
 	hd->log = log;
+	cr_assert_eq(ei_x_new(&hd->gathered), 0);
 	snprintf(hd->name, sizeof hd->name, "harness%ld_%llu_host@127.0.0.1", (long)getpid(),
 		 (unsigned long long)(evloop_clock_ns() % 1000000));
 	struct dist_node_config ncfg = {
@@ -196,6 +211,26 @@ struct host_double *host_double_start(struct evloop *loop, const struct logger *
 const struct region_host *host_double_region_host(struct host_double *hd) { return &hd->region_host; }
 
 void host_double_hold(struct host_double *hd, bool hold) { hd->hold = hold; }
+
+void host_double_gather(struct host_double *hd, bool gather) { hd->gather = gather; }
+
+size_t host_double_gathered(const struct host_double *hd) { return hd->ngathered; }
+
+void host_double_send_gathered(struct host_double *hd)
+{
+	if (hd->ngathered == 0)
+		return;
+	ei_x_buff x;
+	cr_assert_eq(ei_x_new_with_version(&x), 0);
+	cr_assert_eq(ei_x_encode_tuple_header(&x, 2) | ei_x_encode_atom(&x, SN_ATOM_BATCH) |
+			     ei_x_encode_list_header(&x, (long)hd->ngathered) |
+			     ei_x_append_buf(&x, hd->gathered.buff, hd->gathered.index) | ei_x_encode_empty_list(&x),
+		     0);
+	(void)dist_node_send(hd->node, &hd->gathered_to, x.buff, (size_t)x.index);
+	ei_x_free(&x);
+	hd->gathered.index = 0;
+	hd->ngathered = 0;
+}
 
 uint64_t host_double_starts(const struct host_double *hd) { return hd->starts; }
 
@@ -220,5 +255,6 @@ void host_double_free(struct host_double *hd)
 		hd->entities = he->next;
 		free(he);
 	}
+	ei_x_free(&hd->gathered);
 	free(hd);
 }

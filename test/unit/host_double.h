@@ -34,6 +34,20 @@ const struct region_host *host_double_region_host(struct host_double *hd);
  * message stays at its process, in flight). */
 void host_double_hold(struct host_double *hd, bool hold);
 
+/* While gathering, the entities' completions are kept back, in the order
+ * they are made, until host_double_send_gathered: the real dispatcher
+ * batches its regions' completions the same way once both sides agreed
+ * to. */
+void host_double_gather(struct host_double *hd, bool gather);
+
+/* Completions kept back so far. */
+size_t host_double_gathered(const struct host_double *hd);
+
+/* Sends the completions kept back, all of them in one batch
+ * ({'$shardnode_batch', [Msg]}) to the region of the first (the regions of
+ * a harness with a host are one member's). */
+void host_double_send_gathered(struct host_double *hd);
+
 /* The host's node goes down at once, as a crashed BEAM does: its
  * connections close (the regions hear nodedown) and its processes are
  * gone. The double stays allocated, down, until host_double_free. */

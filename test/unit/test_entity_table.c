@@ -815,3 +815,34 @@ Test(entity_table, clear_removes_every_entity_and_leaves_a_usable_table)
 	cr_assert_eq(t.count, 0);
 	entity_table_clear(&t, NULL, NULL); /* an empty table: fine */
 }
+
+/* The hints read a table's slot and nothing else of it: on an empty table,
+ * on every id present or not, tagged and untagged, whatever byte count
+ * they are given (AddressSanitizer would see a read past the slots), and
+ * the table is the same afterwards. */
+Test(entity_table, prefetch_hints_read_nothing_but_a_slot_and_change_nothing)
+{
+	struct entity_table t = {0};
+	entity_table_prefetch_slot(&t, 7);
+	entity_table_prefetch_entity(&t, 7, 256);
+	char id[16];
+	for (int k = 0; k < 300; k++) {
+		int len = snprintf(id, sizeof id, "p%d", k);
+		put(&t, id, (size_t)len, 24);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int k = 0; k < 600; k++) {
+			int len = snprintf(id, sizeof id, "p%d", k);
+			uint32_t hash = entity_table_hash(id, (size_t)len);
+			entity_table_prefetch_slot(&t, hash);
+			entity_table_prefetch_entity(&t, hash, 0);
+			entity_table_prefetch_entity(&t, hash, sizeof(struct entity) + 24 + (size_t)len);
+			struct entity *e = get(&t, id, (size_t)len);
+			cr_assert_eq(e != NULL, k < 300, "%s", id);
+		}
+		check_shape(&t);
+		entity_table_untag(&t);
+	}
+	cr_assert_eq(t.count, 300);
+	entity_table_clear(&t, NULL, NULL);
+}

@@ -484,6 +484,39 @@ Test(region_core, a_hosted_types_entities_count_through_their_processes_on_the_h
  * is answered {error, {entity_crashed, noconnection}} (it may or may not
  * have been handled, as with any crash), and the next waits in its
  * shard's buffer for the host rather than fail. */
+static bool all_gathered(struct harness *h, void *arg)
+{
+	(void)arg;
+	return host_double_gathered(h->host) >= IDS;
+}
+
+/* The host's completions of a moment come back in one batch, read ahead
+ * of the one being handled (host_entities.c): every caller gets its own
+ * answer, and each entity's next message goes to its process. */
+Test(region_core, a_batch_of_completions_answers_every_call_and_the_next_messages_go_on)
+{
+	struct harness h;
+	harness_start(&h, &(struct harness_options){.members = 1, .shards = 10, .host = true});
+	count_all(&h, 0, 1);
+	host_double_gather(h.host, true);
+	long first[IDS], second[IDS];
+	for (long id = 0; id < IDS; id++)
+		first[id] = harness_call(&h, 0, id, "incr");
+	for (long id = 0; id < IDS; id++)
+		second[id] = harness_call(&h, 0, id, "incr");
+	cr_assert(harness_run_until(&h, all_gathered, NULL, WAIT_MS), "the first messages reached their processes");
+	cr_assert_eq(host_double_gathered(h.host), IDS, "the second ones wait behind them");
+	cr_assert_null(harness_reply(&h, first[0]), "nothing is answered before the batch");
+	host_double_send_gathered(h.host);
+	cr_assert(harness_run_until(&h, all_gathered, NULL, WAIT_MS), "the second messages reached their processes");
+	for (long id = 0; id < IDS; id++)
+		cr_assert_eq(value_of(&h, first[id]), 2, "id %ld", id);
+	host_double_send_gathered(h.host);
+	for (long id = 0; id < IDS; id++)
+		cr_assert_eq(value_of(&h, second[id]), 3, "id %ld", id);
+	harness_stop(&h);
+}
+
 Test(region_core, a_host_that_goes_down_answers_its_message_in_flight_and_the_next_waits)
 {
 	struct harness h;
