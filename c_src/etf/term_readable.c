@@ -74,8 +74,17 @@ static bool unreadable_identifier(const unsigned char *b, size_t len, size_t at,
 	return bad && cre == creation && term_atom_equals((const char *)b, len, name, node, node_len);
 }
 
+/* The fewest bytes an identifier naming a node takes: a NEW_REFERENCE_EXT
+ * of no words (tag 1, length 2, creation 1) around the shortest atom
+ * (SMALL_ATOM_UTF8_EXT: 2 bytes of head and a name of 1). */
+#define SHORTEST_IDENTIFIER 7
+
 bool term_readable_by(const char *term, size_t len, const char *node, uint32_t creation)
 {
+	/* Most replies are a small integer or an atom like `ok`, too short to
+	 * name any node: the node's name is not even read. */
+	if (len < SHORTEST_IDENTIFIER)
+		return true;
 	size_t node_len = strlen(node);
 	/* An ASCII name is the same bytes in every atom encoding: a term
 	 * whose bytes do not hold it names no identifier of that node. */

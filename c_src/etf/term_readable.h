@@ -23,8 +23,10 @@
  * anywhere (inside funs too), a pid, reference or port naming the node
  * `node` (UTF-8, NUL-terminated; any atom encoding of it matches) with
  * creation `creation` whose numbers are outside what that node hands out
- * (above). Reads nothing outside term[0..len). A node name that appears
- * nowhere in the term's bytes (the usual case) costs one memmem. */
+ * (above). Reads nothing outside term[0..len). A term too short to hold
+ * any identifier (under 7 bytes: most replies) is readable without the
+ * name being read; a node name that appears nowhere in the term's bytes
+ * (the usual case otherwise) costs one memmem. */
 bool term_readable_by(const char *term, size_t len, const char *node, uint32_t creation);
 
 #endif

@@ -516,8 +516,12 @@ static void hint(struct host_entities *h, const ei_x_buff *ids, const struct ahe
 		struct entity *ent = entity_table_find(&s->entities, ids->buff + a->at.off, a->at.len, a->at.hash);
 		const struct remote_mailbox_item *it = ent != NULL ? host_entities_record(ent)->mb.in_flight : NULL;
 		if (it != NULL) {
+			/* The item, its id, and the end of its message, where the
+			 * region's record keeps what the reply goes to (its
+			 * sender's node name, region_internal.h's struct pending). */
 			__builtin_prefetch(it);
 			__builtin_prefetch(it->id);
+			__builtin_prefetch(it->msg + it->msg_len);
 		}
 	}
 }

@@ -217,3 +217,27 @@ Test(term_readable, anywhere_in_a_term)
 	ei_x_free(&bad);
 	ei_x_free(&good);
 }
+
+/* A term shorter than the shortest identifier (7 bytes: a reference of no
+ * words around a one-letter atom) names no node: it is readable, and the
+ * node's name is not read at all (here a name with no terminating NUL,
+ * which AddressSanitizer would catch being read). Every reply of the
+ * built-in counters is such a term. */
+Test(term_readable, a_term_too_short_for_an_identifier_does_not_read_the_name)
+{
+	static const uint8_t small_int[] = {97, 42}, integer[] = {98, 0, 1, 0, 0}, ok[] = {119, 2, 'o', 'k'},
+			     nil[] = {106}, empty_tuple[] = {104, 0}, six[] = {109, 0, 0, 0, 1, 'x'};
+	const struct {
+		const uint8_t *b;
+		size_t len;
+	} terms[] = {{small_int, sizeof small_int}, {integer, sizeof integer}, {ok, sizeof ok},
+		     {nil, sizeof nil},             {empty_tuple, sizeof empty_tuple}, {six, sizeof six}};
+	char *unterminated = malloc(3);
+	cr_assert_not_null(unterminated);
+	memcpy(unterminated, "a@b", 3);
+	for (size_t k = 0; k < sizeof terms / sizeof terms[0]; k++) {
+		cr_assert_lt(terms[k].len, 7);
+		cr_assert(readable(terms[k].b, terms[k].len, unterminated, 2), "term %zu", k);
+	}
+	free(unterminated);
+}
