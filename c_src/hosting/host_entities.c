@@ -474,18 +474,16 @@ static void handle_one(struct host_entities *h, const struct host_msg *hm, int r
 	*shard = at->shard;
 }
 
-/* A batch's reports are handled AHEAD_LAG behind the one being read, and
- * memory is asked meanwhile for what each will touch, in three steps
- * AHEAD_STEP apart: its entity's table slot, then the entity (found
- * through that slot), then the message at its process. Every look-up of a
- * batch would otherwise wait for a cache miss or three in turn; this way
- * they overlap. Only hints: what handling a report changes (an entity
- * stopped, a table grown) costs a wasted hint, never a wrong result, as
- * each report is looked up again when handled. */
-#define AHEAD_STEP 2
-#define AHEAD_LAG (3 * AHEAD_STEP)
-#define AHEAD_RING 8
-_Static_assert(AHEAD_RING > AHEAD_LAG, "the ring holds every report read and not yet handled");
+/* A batch's reports are taken AHEAD_CHUNK at a time: all of a chunk are
+ * read, then memory is asked for what each will touch, a step for all at
+ * a time (its entity's table slot; the entity, found through that slot;
+ * the message at its process), then they are handled in order. Each
+ * look-up would otherwise wait for its cache misses, three or so, in turn
+ * (a batch of a loop turn holds a few reports, not hundreds); this way a
+ * chunk's misses of a step overlap. Only hints: what handling a report
+ * changes (an entity stopped, a table grown) costs a wasted hint, never a
+ * wrong result, as each report is looked up again when handled. */
+#define AHEAD_CHUNK 16
 
 struct ahead {
 	struct host_msg hm;
@@ -530,28 +528,23 @@ static void handle_batch(struct host_entities *h, const struct host_msg *batch, 
 			 void (*settled)(void *arg, uint32_t shard), void *arg)
 {
 	struct host_msg_batch b;
-	struct ahead ring[AHEAD_RING];
-	size_t n_read = 0, n_handled = 0;
+	struct ahead chunk[AHEAD_CHUNK];
 	bool more = true;
 	host_msg_batch_begin(&b, batch->items, batch->items_len);
-	while (more || n_handled < n_read) {
-		if (more) {
-			struct ahead *a = &ring[n_read % AHEAD_RING];
-			more = host_msg_batch_decode_next(&b, &a->hm, &a->rc);
-			if (more) {
-				a->located = ids != NULL && names_entity(&a->hm, a->rc) && locate(h, &a->hm, ids, &a->at);
-				for (int step = 0; step < 3 && (size_t)step * AHEAD_STEP <= n_read; step++)
-					hint(h, ids, &ring[(n_read - (size_t)step * AHEAD_STEP) % AHEAD_RING], step);
-				n_read++;
-			}
+	while (more) {
+		size_t n = 0;
+		while (n < AHEAD_CHUNK && (more = host_msg_batch_decode_next(&b, &chunk[n].hm, &chunk[n].rc))) {
+			struct ahead *a = &chunk[n++];
+			a->located = ids != NULL && names_entity(&a->hm, a->rc) && locate(h, &a->hm, ids, &a->at);
 		}
-		if (n_read - n_handled > AHEAD_LAG || (!more && n_handled < n_read)) {
-			const struct ahead *a = &ring[n_handled % AHEAD_RING];
+		for (int step = 0; step < 3; step++)
+			for (size_t k = 0; k < n; k++)
+				hint(h, ids, &chunk[k], step);
+		for (size_t k = 0; k < n; k++) {
 			uint32_t shard;
-			handle_one(h, &a->hm, a->rc, ids, a->located ? &a->at : NULL, &shard);
+			handle_one(h, &chunk[k].hm, chunk[k].rc, ids, chunk[k].located ? &chunk[k].at : NULL, &shard);
 			if (shard != UINT32_MAX)
 				settled(arg, shard);
-			n_handled++;
 		}
 	}
 }
