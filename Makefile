@@ -42,7 +42,7 @@ PEER_NAME := a$(if $(findstring @,$(NAME)),@$(lastword $(subst @, ,$(NAME))))
 
 PLUGINS := $(patsubst examples/%.c,priv/examples/%.so,$(wildcard examples/*.c))
 
-.PHONY: all c deps run test check analyze unit tsan ct bench clean erl erl-check fuzz fuzz-check docs previous-release
+.PHONY: all c deps run test check analyze unit tsan ct bench bench-ab clean erl erl-check fuzz fuzz-check docs previous-release
 
 all: c erl
 
@@ -270,6 +270,11 @@ docs:
 # Benchmarks, side by side with a BEAM baseline (bench/README.md).
 bench: all
 	bench/run.sh
+
+# Whether this tree is faster than BASE=<commit>: runs of both in turn
+# (AB_ROUNDS, 3), each row's ratio per pair of runs (bench/ab.sh).
+bench-ab:
+	bench/ab.sh
 
 clean:
 	rm -rf build priv/shardnode priv/*.so priv/examples _build erl_wrapper/doc
