@@ -187,9 +187,11 @@ static bool on_idle(struct evloop *loop, void *arg)
 	while (batch) {
 		struct local_msg *m = batch;
 		batch = m->next;
-		struct proc *p = proc_by_pid(&n->procs, &m->to);
+		erlang_pid to, from;
+		const erlang_pid *sender = dist_node_local_pids(n, m, &to, &from);
+		struct proc *p = proc_by_pid(&n->procs, &to);
 		if (p != NULL) {
-			dist_node_deliver(p, n->name, m->has_from ? &m->from : NULL, m->term, m->len);
+			dist_node_deliver(p, n->name, sender, m->data, m->len);
 		} else {
 			/* One of ours that has stopped: routine, counted only. */
 			(void)drop_log_note(&n->drops, "unknown_pid");

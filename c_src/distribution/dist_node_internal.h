@@ -29,15 +29,25 @@
 #include "protocol/proc.h"
 #include "protocol/reply_batch.h"
 
-/* A message to one of our own pids, delivered from the loop, not re-entrantly. */
+/* A message to one of our own pids, delivered from the loop, not
+ * re-entrantly. Its pids are kept as their numbers, where an erlang_pid
+ * holds a node name buffer of over a kilobyte: `to` is always a pid of
+ * this node, and the sender's node name (as REG_SEND carries it) is the
+ * last bytes of `data`. */
 struct local_msg {
-	erlang_pid to;
-	erlang_pid from; /* as REG_SEND carries it; valid if has_from */
-	bool has_from;
-	size_t len;
 	struct local_msg *next;
-	char term[]; /* without version byte */
+	uint32_t to_num, to_serial, to_creation;
+	bool has_from;
+	uint16_t from_node_len;
+	uint32_t from_num, from_serial, from_creation;
+	size_t len;
+	char data[]; /* the term (without version byte), then the sender's node name */
 };
+
+/* Writes m's recipient into *to and its sender, if it has one, into *from.
+ * Returns from, or NULL when it has none (*from untouched). */
+const erlang_pid *dist_node_local_pids(const struct dist_node *n, const struct local_msg *m, erlang_pid *to,
+				       erlang_pid *from);
 
 struct dist_node {
 	struct dist_settings settings; /* shared by every connection */

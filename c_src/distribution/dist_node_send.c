@@ -88,22 +88,47 @@ static bool is_local(const struct dist_node *n, const erlang_pid *pid)
 static int queue_local(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *term,
 		       size_t len)
 {
-	struct local_msg *m = malloc(sizeof *m + len);
+	size_t from_node_len = from != NULL ? strnlen(from->node, sizeof from->node - 1) : 0;
+	struct local_msg *m = malloc(sizeof *m + len + from_node_len);
 	if (m == NULL)
 		return -ENOMEM;
-	m->to = *to;
-	m->has_from = from != NULL;
-	if (from != NULL)
-		m->from = *from;
-	m->len = len;
-	m->next = NULL;
-	memcpy(m->term, term, len);
+	*m = (struct local_msg){
+		.to_num = to->num, .to_serial = to->serial, .to_creation = to->creation,
+		.has_from = from != NULL, .from_node_len = (uint16_t)from_node_len,
+		.len = len,
+	};
+	memcpy(m->data, term, len);
+	if (from != NULL) {
+		m->from_num = from->num;
+		m->from_serial = from->serial;
+		m->from_creation = from->creation;
+		memcpy(m->data + len, from->node, from_node_len);
+	}
 	if (n->local_tail)
 		n->local_tail->next = m;
 	else
 		n->local_head = m;
 	n->local_tail = m;
 	return 0;
+}
+
+const erlang_pid *dist_node_local_pids(const struct dist_node *n, const struct local_msg *m, erlang_pid *to,
+				       erlang_pid *from)
+{
+	size_t name_len = strnlen(n->name, sizeof n->name - 1);
+	memcpy(to->node, n->name, name_len);
+	to->node[name_len] = '\0';
+	to->num = m->to_num;
+	to->serial = m->to_serial;
+	to->creation = m->to_creation;
+	if (!m->has_from)
+		return NULL;
+	memcpy(from->node, m->data + m->len, m->from_node_len);
+	from->node[m->from_node_len] = '\0';
+	from->num = m->from_num;
+	from->serial = m->from_serial;
+	from->creation = m->from_creation;
+	return from;
 }
 
 int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len)
