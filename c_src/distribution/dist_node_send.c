@@ -115,19 +115,10 @@ static int queue_local(struct dist_node *n, const erlang_pid *from, const erlang
 const erlang_pid *dist_node_local_pids(const struct dist_node *n, const struct local_msg *m, erlang_pid *to,
 				       erlang_pid *from)
 {
-	size_t name_len = strnlen(n->name, sizeof n->name - 1);
-	memcpy(to->node, n->name, name_len);
-	to->node[name_len] = '\0';
-	to->num = m->to_num;
-	to->serial = m->to_serial;
-	to->creation = m->to_creation;
+	term_pid_set(to, n->name, strnlen(n->name, sizeof n->name - 1), m->to_num, m->to_serial, m->to_creation);
 	if (!m->has_from)
 		return NULL;
-	memcpy(from->node, m->data + m->len, m->from_node_len);
-	from->node[m->from_node_len] = '\0';
-	from->num = m->from_num;
-	from->serial = m->from_serial;
-	from->creation = m->from_creation;
+	term_pid_set(from, m->data + m->len, m->from_node_len, m->from_num, m->from_serial, m->from_creation);
 	return from;
 }
 

@@ -133,6 +133,13 @@ bool term_pid_equal(const erlang_pid *a, const erlang_pid *b);
  * about 20 bytes). dst->node past the NUL is left as it was. */
 void term_pid_copy(erlang_pid *dst, const erlang_pid *src);
 
+/* Writes into *dst the pid of node node[0..node_len) (no NUL needed;
+ * node_len < sizeof dst->node) with these numbers: what a record that
+ * keeps a pid small (its numbers, its node's name elsewhere) gives back
+ * as an erlang_pid. dst->node past the name's NUL is left as it was. */
+void term_pid_set(erlang_pid *dst, const char *node, size_t node_len, uint32_t num, uint32_t serial,
+		  uint32_t creation);
+
 /* Reads a (validated) tuple header at buf[*idx]; returns its arity, or -1
  * (*idx unchanged) if not a tuple. A LARGE_TUPLE_EXT arity of 2^31 or more
  * would come back negative with *idx advanced, as from ei; none passes

@@ -161,14 +161,19 @@ bool term_pid_equal(const erlang_pid *a, const erlang_pid *b)
 	       strcmp(a->node, b->node) == 0;
 }
 
+void term_pid_set(erlang_pid *dst, const char *node, size_t node_len, uint32_t num, uint32_t serial,
+		  uint32_t creation)
+{
+	memcpy(dst->node, node, node_len);
+	dst->node[node_len] = '\0';
+	dst->num = num;
+	dst->serial = serial;
+	dst->creation = creation;
+}
+
 void term_pid_copy(erlang_pid *dst, const erlang_pid *src)
 {
-	size_t n = strnlen(src->node, sizeof src->node - 1);
-	memcpy(dst->node, src->node, n);
-	dst->node[n] = '\0';
-	dst->num = src->num;
-	dst->serial = src->serial;
-	dst->creation = src->creation;
+	term_pid_set(dst, src->node, strnlen(src->node, sizeof src->node - 1), src->num, src->serial, src->creation);
 }
 
 long term_get_tuple(const char *buf, size_t *idx)
