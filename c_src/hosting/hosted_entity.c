@@ -90,10 +90,5 @@ bool hosted_pid_is(const struct hosted_pid *hp, const erlang_pid *pid, const cha
 
 void hosted_pid_expand(const struct hosted_pid *hp, const char *host, erlang_pid *out)
 {
-	size_t n = strnlen(host, sizeof out->node - 1);
-	memcpy(out->node, host, n);
-	out->node[n] = '\0';
-	out->num = hp->num;
-	out->serial = hp->serial;
-	out->creation = hp->creation;
+	term_pid_set(out, host, strnlen(host, sizeof out->node - 1), hp->num, hp->serial, hp->creation);
 }

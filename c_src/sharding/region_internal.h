@@ -49,6 +49,7 @@
 
 #include "base/byte_set.h"
 #include "etf/drop_log.h"
+#include "etf/term.h"
 #include "base/histogram.h"
 #include "base/poll_until.h"
 #include "protocol/node_set.h"
@@ -114,11 +115,7 @@ static inline const erlang_pid *kept_sender_pid(const struct kept_sender *k, con
 {
 	if (k->node_len == 0)
 		return NULL;
-	memcpy(out->node, node, k->node_len);
-	out->node[k->node_len] = '\0';
-	out->num = k->num;
-	out->serial = k->serial;
-	out->creation = k->creation;
+	term_pid_set(out, node, k->node_len, k->num, k->serial, k->creation);
 	return out;
 }
 
