@@ -21,6 +21,7 @@
 #include <ei.h>
 
 #include "etf/drop_log.h"
+#include "etf/kept_sender.h"
 #include "base/scratch.h"
 #include "distribution/dist_conn.h"
 #include "distribution/dist_node.h"
@@ -32,14 +33,12 @@
 /* A message to one of our own pids, delivered from the loop, not
  * re-entrantly. Its pids are kept as their numbers, where an erlang_pid
  * holds a node name buffer of over a kilobyte: `to` is always a pid of
- * this node, and the sender's node name (as REG_SEND carries it) is the
- * last bytes of `data`. */
+ * this node, and the sender (as REG_SEND carries it) is kept as a
+ * region's messages keep theirs, its node name the last bytes of `data`. */
 struct local_msg {
 	struct local_msg *next;
 	uint32_t to_num, to_serial, to_creation;
-	bool has_from;
-	uint16_t from_node_len;
-	uint32_t from_num, from_serial, from_creation;
+	struct kept_sender from;
 	size_t len;
 	char data[]; /* the term (without version byte), then the sender's node name */
 };

@@ -88,22 +88,12 @@ static bool is_local(const struct dist_node *n, const erlang_pid *pid)
 static int queue_local(struct dist_node *n, const erlang_pid *from, const erlang_pid *to, const char *term,
 		       size_t len)
 {
-	size_t from_node_len = from != NULL ? strnlen(from->node, sizeof from->node - 1) : 0;
-	struct local_msg *m = malloc(sizeof *m + len + from_node_len);
+	struct local_msg *m = malloc(sizeof *m + len + kept_sender_size(from));
 	if (m == NULL)
 		return -ENOMEM;
-	*m = (struct local_msg){
-		.to_num = to->num, .to_serial = to->serial, .to_creation = to->creation,
-		.has_from = from != NULL, .from_node_len = (uint16_t)from_node_len,
-		.len = len,
-	};
+	*m = (struct local_msg){.to_num = to->num, .to_serial = to->serial, .to_creation = to->creation, .len = len};
 	memcpy(m->data, term, len);
-	if (from != NULL) {
-		m->from_num = from->num;
-		m->from_serial = from->serial;
-		m->from_creation = from->creation;
-		memcpy(m->data + len, from->node, from_node_len);
-	}
+	kept_sender_keep(&m->from, m->data + len, from);
 	if (n->local_tail)
 		n->local_tail->next = m;
 	else
@@ -116,10 +106,7 @@ const erlang_pid *dist_node_local_pids(const struct dist_node *n, const struct l
 				       erlang_pid *from)
 {
 	term_pid_set(to, n->name, strnlen(n->name, sizeof n->name - 1), m->to_num, m->to_serial, m->to_creation);
-	if (!m->has_from)
-		return NULL;
-	term_pid_set(from, m->data + m->len, m->from_node_len, m->from_num, m->from_serial, m->from_creation);
-	return from;
+	return kept_sender_pid(&m->from, m->data + m->len, from);
 }
 
 int dist_node_send(struct dist_node *n, const erlang_pid *to, const char *msg, size_t len)
